@@ -1,0 +1,35 @@
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  {ignores: ['dist/**', 'node_modules/**', 'coverage/**']},
+  js.configs.recommended,
+  {
+    files: ['bin/*.js', 'scripts/*.mjs'],
+    languageOptions: {globals: {URL: 'readonly', console: 'readonly', process: 'readonly'}},
+  },
+  {
+    extends: [...tseslint.configs.recommendedTypeChecked],
+    files: ['**/*.ts'],
+    languageOptions: {parserOptions: {project: './tsconfig.test.json', tsconfigRootDir: import.meta.dirname}},
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_'}],
+      '@typescript-eslint/require-await': 'off',
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unsafe-assignment': 'error',
+      '@typescript-eslint/no-unsafe-member-access': 'error',
+      'no-console': 'error',
+    },
+  },
+)

@@ -1,0 +1,89 @@
+import {Flags} from '@oclif/core'
+import * as z from 'zod'
+
+import {connect} from '../lib/api/connect.js'
+import {BaseCommand} from '../lib/base-command.js'
+import {OFFER_SORTS, OfferSchema, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers.js'
+import {dash, gib, renderTable, usd} from '../lib/output.js'
+import {parsePrice} from '../lib/parse.js'
+
+export const OffersResultSchema = z.object({
+  offers: z.array(OfferSchema),
+  filters: z.object({
+    gpu: z.string().nullable(),
+    min_gpus: z.number().nullable(),
+    max_price: z.number().nullable(),
+    include_sold_out: z.boolean(),
+    sort: z.enum(OFFER_SORTS),
+  }),
+  as_of: z.string().describe('RFC 3339 time of the inventory read'),
+})
+export type OffersResult = z.infer<typeof OffersResultSchema>
+
+export default class Offers extends BaseCommand<typeof Offers> {
+  static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'
+
+  static description = `Reads the public inventory (no API key needed). Prices are USD per hour for the whole VM.
+By default only offers with capacity available now are shown, cheapest first.`
+
+  static examples = [
+    {command: '<%= config.bin %> offers', description: 'All GPU VM offers available now, cheapest first'},
+    {command: '<%= config.bin %> offers --gpu rtx6000b --max-price 1.8', description: 'RTX PRO 6000 Blackwell offers under $1.80/h'},
+    {command: '<%= config.bin %> offers --min-gpus 8 --sort available', description: 'Offers with 8 or more GPUs, most available first'},
+    {command: "<%= config.bin %> offers --json | jq -r '.data.offers[0].resource'", description: 'The cheapest resource name, for scripts'},
+  ]
+
+  static flags = {
+    all: Flags.boolean({summary: 'Include sold-out offers.'}),
+    gpu: Flags.string({summary: 'GPU model, any common spelling (rtx6000b, RTX-PRO-6000B, h200...).'}),
+    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({summary: 'Only offers at or under this price (USD/h per VM).'}),
+    'min-gpus': Flags.integer({min: 0, summary: 'Only offers with at least this many GPUs.'}),
+    sort: Flags.option({default: 'price' as OfferSort, options: OFFER_SORTS})({summary: 'Sort order.'}),
+  }
+
+  public async run(): Promise<OffersResult> {
+    const {all, gpu, 'max-price': maxPrice, 'min-gpus': minGpus, sort} = this.flags
+    const client = await connect({auth: false, trace: this.traceSink()})
+    const inventory = await client.inventory().finally(() => client.close())
+    for (const skipped of inventory.skipped) this.addWarning(`skipped a malformed offer (${skipped})`)
+
+    const offers = sortOffers(
+      filterOffers(
+        inventory.offers.map((raw) => normalizeOffer(raw, maxPrice)),
+        {gpu, includeSoldOut: Boolean(all), maxPrice, minGpus},
+      ),
+      sort,
+    )
+    const result: OffersResult = {
+      as_of: new Date().toISOString(),
+      filters: {gpu: gpu ?? null, include_sold_out: Boolean(all), max_price: maxPrice ?? null, min_gpus: minGpus ?? null, sort},
+      offers,
+    }
+    if (!this.jsonEnabled()) this.render(result)
+    return result
+  }
+
+  private render(result: OffersResult): void {
+    if (result.offers.length === 0) {
+      this.info('No offers match. Try --all to include sold-out offers, or loosen --gpu, --min-gpus or --max-price.')
+      return
+    }
+
+    this.log(
+      renderTable(
+        [
+          {header: 'RESOURCE', value: (offer) => offer.resource},
+          {header: 'GPU', value: (offer) => dash(offer.gpu_model)},
+          {align: 'right', header: 'GPUS', value: (offer) => dash(offer.gpu_count)},
+          {align: 'right', header: 'GPU_GIB', value: (offer) => dash(offer.gpu_memory_gib)},
+          {align: 'right', header: 'VCPU', value: (offer) => dash(offer.vcpus)},
+          {align: 'right', header: 'RAM_GIB', value: (offer) => gib(offer.memory_mib)},
+          {align: 'right', header: 'DISK_GIB', value: (offer) => gib(offer.disk_mib)},
+          {align: 'right', header: 'USD_PER_H', value: (offer) => usd(offer.price_per_hour)},
+          {align: 'right', header: 'AVAILABLE', value: (offer) => (offer.available === null ? '?' : String(offer.available))},
+        ],
+        result.offers,
+      ),
+    )
+  }
+}

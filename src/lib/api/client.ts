@@ -1,0 +1,169 @@
+/**
+ * The Targon v3 API, one method per endpoint. Responses are validated by the schemas in
+ * schemas.ts; transport, retries and error mapping live in http.ts.
+ */
+import * as z from 'zod'
+
+import {TargonError} from '../errors.js'
+import {HttpTransport, type HttpOptions} from './http.js'
+import {
+  type CreateWorkloadRequest,
+  CreateWorkloadRequestSchema,
+  OrgSchema,
+  ProjectSchema,
+  RawOfferSchema,
+  SparseWorkloadSchema,
+  SshKeySchema,
+  VersionSchema,
+  VmImageSchema,
+  WorkloadSchema,
+  WorkloadStateSchema,
+  listSchema,
+  pageSchema,
+} from './schemas.js'
+
+export const PAGE_LIMIT = 100
+const MAX_PAGES = 1000
+
+/** Inventory items are validated one by one, so that one malformed offer cannot hide the others. */
+const InventorySchema = listSchema(z.unknown())
+
+export interface InventoryResult {
+  offers: z.output<typeof RawOfferSchema>[]
+  /** Items that failed validation, as human-readable reasons. */
+  skipped: string[]
+}
+
+export interface WorkloadFilter {
+  name?: string
+  status?: string
+  project_id?: string
+}
+
+export class TargonClient {
+  readonly http: HttpTransport
+
+  constructor(options: HttpOptions) {
+    this.http = new HttpTransport(options)
+  }
+
+  async close(): Promise<void> {
+    await this.http.close()
+  }
+
+  async inventory(): Promise<InventoryResult> {
+    const items = await this.http.call({
+      auth: false,
+      method: 'GET',
+      path: '/tha/v3/inventory',
+      query: {gpu: 'true', type: 'vm'},
+      retry: 'safe',
+      schema: InventorySchema,
+    })
+    const result: InventoryResult = {offers: [], skipped: []}
+    for (const [index, item] of items.entries()) {
+      const parsed = RawOfferSchema.safeParse(item)
+      if (parsed.success) {
+        result.offers.push(parsed.data)
+      } else {
+        const name = item && typeof item === 'object' && typeof (item as {name?: unknown}).name === 'string' ? (item as {name: string}).name : `#${index}`
+        result.skipped.push(`inventory item ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'item'} ${issue.message}`).join('; ')}`)
+      }
+    }
+
+    return result
+  }
+
+  async version() {
+    return this.http.call({method: 'GET', path: '/tha/v3/version', retry: 'safe', schema: VersionSchema})
+  }
+
+  async listOrgs() {
+    return this.listAll('/tha/v3/orgs', OrgSchema)
+  }
+
+  async listProjects(org: string) {
+    return this.listAll(orgPath(org, 'projects'), ProjectSchema)
+  }
+
+  async createProject(org: string, name: string) {
+    return this.http.call({body: {name}, method: 'POST', path: orgPath(org, 'projects'), retry: 'none', schema: ProjectSchema})
+  }
+
+  async listSshKeys(org: string) {
+    return this.listAll(orgPath(org, 'ssh-keys'), SshKeySchema)
+  }
+
+  async getSshKey(org: string, uid: string) {
+    return this.http.call({method: 'GET', path: orgPath(org, `ssh-keys/${encodeURIComponent(uid)}`), retry: 'safe', schema: SshKeySchema})
+  }
+
+  async createSshKey(org: string, key: {name: string; ssh_key: string}) {
+    return this.http.call({body: key, method: 'POST', path: orgPath(org, 'ssh-keys'), retry: 'none', schema: SshKeySchema})
+  }
+
+  async deleteSshKey(org: string, uid: string): Promise<void> {
+    await this.http.call({method: 'DELETE', path: orgPath(org, `ssh-keys/${encodeURIComponent(uid)}`), retry: 'rate-limit', schema: z.unknown()})
+  }
+
+  async listVmImages(org: string) {
+    return this.http.call({method: 'GET', path: orgPath(org, 'workloads/vm-images'), retry: 'safe', schema: listSchema(VmImageSchema)})
+  }
+
+  /** Never retried: after an unclear failure the caller reconciles by listing by name. */
+  async createWorkload(org: string, request: CreateWorkloadRequest) {
+    const body = CreateWorkloadRequestSchema.parse(request)
+    return this.http.call({body, method: 'POST', path: orgPath(org, 'workloads'), retry: 'none', schema: SparseWorkloadSchema})
+  }
+
+  async listWorkloads(org: string, filter: WorkloadFilter = {}) {
+    return this.listAll(orgPath(org, 'workloads'), WorkloadSchema, {type: 'VM', ...filter})
+  }
+
+  async getWorkload(org: string, uid: string) {
+    return this.http.call({method: 'GET', path: workloadPath(org, uid), retry: 'safe', schema: WorkloadSchema})
+  }
+
+  /** Never retried blindly: the caller reads the state and redeploys only while still registered. */
+  async deployWorkload(org: string, uid: string) {
+    return this.http.call({method: 'POST', path: `${workloadPath(org, uid)}/deploy`, retry: 'none', schema: SparseWorkloadSchema})
+  }
+
+  async getWorkloadState(org: string, uid: string) {
+    return this.http.call({method: 'GET', path: `${workloadPath(org, uid)}/state`, retry: 'safe', schema: WorkloadStateSchema})
+  }
+
+  /** Retried only on 429 (not processed); other failures are settled by polling the state. */
+  async deleteWorkload(org: string, uid: string): Promise<void> {
+    await this.http.call({method: 'DELETE', path: workloadPath(org, uid), retry: 'rate-limit', schema: z.unknown()})
+  }
+
+  /** Follows cursors until the end; `next_cursor` of "", null or missing ends the list. */
+  private async listAll<T extends z.ZodType>(path: string, item: T, query: Record<string, string | undefined> = {}): Promise<z.output<T>[]> {
+    const schema = pageSchema(item)
+    const items: z.output<T>[] = []
+    const seen = new Set<string>()
+    let cursor: string | undefined
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = await this.http.call({method: 'GET', path, query: {...query, cursor, limit: PAGE_LIMIT}, retry: 'safe', schema})
+      items.push(...(result.items as z.output<T>[]))
+      if (!result.nextCursor) return items
+      if (seen.has(result.nextCursor)) {
+        throw new TargonError('BAD_RESPONSE', `Targon API repeated a page cursor for GET ${path}`, {hint: 'retry later'})
+      }
+
+      seen.add(result.nextCursor)
+      cursor = result.nextCursor
+    }
+
+    throw new TargonError('BAD_RESPONSE', `Targon API returned more than ${MAX_PAGES} pages for GET ${path}`, {hint: 'retry later'})
+  }
+}
+
+function orgPath(org: string, rest: string): string {
+  return `/tha/v3/orgs/${encodeURIComponent(org)}/${rest}`
+}
+
+function workloadPath(org: string, uid: string): string {
+  return orgPath(org, `workloads/${encodeURIComponent(uid)}`)
+}

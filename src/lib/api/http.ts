@@ -1,0 +1,246 @@
+/**
+ * One HTTP exchange with the Targon API: deadlines, retries, error mapping and response
+ * validation. Knows nothing about endpoints; client.ts does.
+ */
+import {setTimeout as sleep} from 'node:timers/promises'
+import {Agent, errors as undiciErrors, request} from 'undici'
+import type * as z from 'zod'
+
+import {TargonError, isAbortError} from '../errors.js'
+import {VERSION} from '../version.js'
+
+/** Which failures may be retried automatically. POSTs are never retried blindly. */
+export type RetryPolicy = 'none' | 'rate-limit' | 'safe'
+
+export interface HttpOptions {
+  baseUrl: string
+  token?: string
+  signal?: AbortSignal
+  /** Whole-request deadline per attempt, in ms. */
+  requestTimeoutMs?: number
+  connectTimeoutMs?: number
+  maxAttempts?: number
+  /** First back-off step in ms; doubles each attempt, with jitter. */
+  retryBaseMs?: number
+  /** Receives one redacted line per request (for --verbose). */
+  trace?: (line: string) => void
+}
+
+export interface CallOptions<T extends z.ZodType> {
+  method: 'DELETE' | 'GET' | 'POST'
+  path: string
+  query?: Record<string, number | string | undefined>
+  body?: unknown
+  schema: T
+  retry: RetryPolicy
+  auth?: boolean
+}
+
+const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504])
+const MAX_RETRY_AFTER_MS = 60_000
+
+export class HttpTransport {
+  readonly options: Required<Omit<HttpOptions, 'signal' | 'token' | 'trace'>> & Pick<HttpOptions, 'signal' | 'token' | 'trace'>
+  private readonly agent: Agent
+
+  constructor(options: HttpOptions) {
+    this.options = {
+      connectTimeoutMs: 10_000,
+      maxAttempts: 4,
+      requestTimeoutMs: 60_000,
+      retryBaseMs: 500,
+      ...options,
+    }
+    this.agent = new Agent({
+      connect: {timeout: this.options.connectTimeoutMs},
+      headersTimeout: this.options.requestTimeoutMs,
+      bodyTimeout: this.options.requestTimeoutMs,
+      keepAliveTimeout: 4000,
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close()
+  }
+
+  async call<T extends z.ZodType>(call: CallOptions<T>): Promise<z.output<T>> {
+    const endpoint = `${call.method} ${call.path}`
+    for (let attempt = 1; ; attempt++) {
+      this.throwIfAborted()
+      try {
+        return await this.once(call, endpoint)
+      } catch (error) {
+        const delay = this.retryDelay(call.retry, error, attempt)
+        if (delay === undefined) throw error
+        this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
+        await sleep(delay, undefined, {signal: this.options.signal}).catch(() => this.throwIfAborted())
+      }
+    }
+  }
+
+  private throwIfAborted(): void {
+    const signal = this.options.signal
+    if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+  }
+
+  private async once<T extends z.ZodType>(call: CallOptions<T>, endpoint: string): Promise<z.output<T>> {
+    const url = new URL(this.options.baseUrl + call.path)
+    for (const [key, value] of Object.entries(call.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value))
+    }
+
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': `targon-fleet/${VERSION} node/${process.versions.node}`,
+    }
+    if (call.auth !== false && this.options.token) headers.authorization = `Bearer ${this.options.token}`
+    if (call.body !== undefined) headers['content-type'] = 'application/json'
+
+    const deadline = AbortSignal.timeout(this.options.requestTimeoutMs)
+    const signal = this.options.signal ? AbortSignal.any([this.options.signal, deadline]) : deadline
+    const started = Date.now()
+    let response
+    try {
+      response = await request(url, {
+        body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        dispatcher: this.agent,
+        headers,
+        method: call.method,
+        signal,
+      })
+    } catch (error) {
+      this.throwIfAborted()
+      throw this.transportError(error, endpoint)
+    }
+
+    const requestId = headerValue(response.headers['x-request-id'])
+    let text: string
+    try {
+      text = await response.body.text()
+    } catch (error) {
+      this.throwIfAborted()
+      throw this.transportError(error, endpoint)
+    }
+
+    this.options.trace?.(`${endpoint} -> ${response.statusCode} (${Date.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`)
+    if (response.statusCode >= 300) {
+      throw httpError(response.statusCode, text, endpoint, requestId, headerValue(response.headers['retry-after']))
+    }
+
+    return parseBody(call.schema, text, endpoint, requestId)
+  }
+
+  private transportError(error: unknown, endpoint: string): TargonError {
+    const code = (error as {code?: string}).code
+    if (isAbortError(error) || error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
+      return new TargonError('TIMEOUT', `Targon API did not answer ${endpoint} within ${Math.round(this.options.requestTimeoutMs / 1000)} s`, {
+        cause: error,
+        hint: 'check the network, or raise TARGON_HTTP_TIMEOUT',
+      })
+    }
+
+    if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+      return new TargonError('TIMEOUT', `could not connect to ${this.options.baseUrl} within ${Math.round(this.options.connectTimeoutMs / 1000)} s (${endpoint})`, {
+        cause: error,
+        hint: 'check the network and TARGON_API_URL',
+      })
+    }
+
+    return new TargonError('NETWORK_ERROR', `cannot reach ${this.options.baseUrl} (${endpoint}): ${code ?? (error as Error).message}`, {
+      cause: error,
+      details: {transport_code: code},
+      hint: 'check the network and TARGON_API_URL',
+    })
+  }
+
+  /** Milliseconds to wait before the next attempt, or undefined to give up. */
+  private retryDelay(policy: RetryPolicy, error: unknown, attempt: number): number | undefined {
+    if (policy === 'none' || attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
+    const status = error.httpStatus
+    const retryable =
+      policy === 'safe'
+        ? (status !== undefined && RETRYABLE_STATUS.has(status)) || error.code === 'NETWORK_ERROR'
+        : status === 429
+    if (!retryable) return undefined
+    const retryAfter = error.details?.retry_after_ms
+    if (typeof retryAfter === 'number') return Math.min(retryAfter, MAX_RETRY_AFTER_MS)
+    const base = this.options.retryBaseMs * 2 ** (attempt - 1)
+    return Math.round(base / 2 + Math.random() * base)
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** Retry-After as seconds or an HTTP date, in ms. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000)
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+/** Turns an error answer into a TargonError carrying status, the API's error and reason, and the request id. */
+export function httpError(status: number, text: string, endpoint: string, requestId?: string, retryAfter?: string): TargonError {
+  let apiMessage: string | undefined
+  let reason: string | undefined
+  try {
+    const body = JSON.parse(text) as unknown
+    if (body && typeof body === 'object') {
+      const {error, message, reason: bodyReason} = body as Record<string, unknown>
+      if (typeof error === 'string') apiMessage = error
+      else if (typeof message === 'string') apiMessage = message
+      if (typeof bodyReason === 'string') reason = bodyReason
+    }
+  } catch {
+    apiMessage = excerpt(text)
+  }
+
+  const code = status === 401 || status === 403 ? 'AUTH' : status === 404 ? 'NOT_FOUND' : 'API_ERROR'
+  const what = apiMessage ? `: ${apiMessage}` : ''
+  const hints: Record<string, string> = {
+    API_ERROR: status === 410 ? 'the API retired this endpoint or workload type; update targon-fleet' : 'retry later; if it persists, quote the request id to Targon support',
+    AUTH: 'check TARGON_API_KEY and that the key belongs to this org',
+    NOT_FOUND: 'check the name, uid or org',
+  }
+  return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
+    details: {retry_after_ms: parseRetryAfter(retryAfter)},
+    hint: hints[code],
+    httpStatus: status,
+    reason,
+    requestId,
+  })
+}
+
+/** At most 200 characters of a non-JSON body, on one line and without markup. */
+function excerpt(text: string): string | undefined {
+  const flat = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()
+  if (!flat) return undefined
+  return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat
+}
+
+function parseBody<T extends z.ZodType>(schema: T, text: string, endpoint: string, requestId?: string): z.output<T> {
+  let body: unknown = {}
+  if (text.trim() !== '') {
+    try {
+      body = JSON.parse(text)
+    } catch {
+      throw new TargonError('BAD_RESPONSE', `Targon API returned a response that is not JSON for ${endpoint}: ${excerpt(text) ?? ''}`.trim(), {
+        hint: 'retry later; a proxy or outage may be in the way',
+        requestId,
+      })
+    }
+  }
+
+  const result = schema.safeParse(body)
+  if (!result.success) {
+    throw new TargonError('BAD_RESPONSE', `Targon API returned an unexpected response for ${endpoint}`, {
+      details: {issues: result.error.issues.map((issue) => ({message: issue.message, path: issue.path.join('.')}))},
+      hint: 'retry later; if it persists, update targon-fleet',
+      requestId,
+    })
+  }
+
+  return result.data
+}

@@ -1,0 +1,153 @@
+/**
+ * Response schemas of the Targon v3 API. Parse leniently: unknown keys are stripped,
+ * nearly everything is optional, enums are open strings. Requests are built strictly
+ * (see requests below), because the server rejects unknown body fields.
+ */
+import * as z from 'zod'
+
+const optionalString = z.string().nullish()
+const optionalNumber = z.number().nullish()
+
+/** Both generations of inventory `spec` names; normalized in offers.ts. */
+export const OfferSpecSchema = z.object({
+  cpu_millicores: optionalNumber,
+  disk_size_mib: optionalNumber,
+  gpu_count: optionalNumber,
+  gpu_model: optionalString,
+  gpu_type: optionalString,
+  memory: optionalNumber,
+  memory_mib: optionalNumber,
+  storage: optionalNumber,
+  vcpu: optionalNumber,
+})
+
+export const RawOfferSchema = z.object({
+  available: z.number().int().nullish(),
+  cost_per_hour: z.number(),
+  description: optionalString,
+  display_name: optionalString,
+  gpu: z.boolean().nullish(),
+  name: z.string().min(1),
+  spec: OfferSpecSchema.nullish(),
+  type: optionalString,
+})
+export type RawOffer = z.infer<typeof RawOfferSchema>
+
+export const OrgSchema = z.object({
+  credits: optionalNumber,
+  name: optionalString,
+  org_type: optionalString,
+  role: optionalString,
+  slug: z.string().min(1),
+  uid: optionalString,
+})
+export type Org = z.infer<typeof OrgSchema>
+
+export const ProjectSchema = z.object({
+  name: optionalString,
+  uid: z.string().min(1),
+})
+export type Project = z.infer<typeof ProjectSchema>
+
+export const SshKeySchema = z.object({
+  name: optionalString,
+  public_key_raw: optionalString,
+  uid: z.string().min(1),
+})
+export type SshKey = z.infer<typeof SshKeySchema>
+
+export const VmImageSchema = z.object({
+  description: optionalString,
+  display_name: optionalString,
+  name: z.string().min(1),
+})
+export type VmImage = z.infer<typeof VmImageSchema>
+
+export const WorkloadStateSchema = z.object({
+  message: optionalString,
+  public_ip: optionalString,
+  ready_replicas: optionalNumber,
+  ssh_port: z.number().int().nullish(),
+  status: optionalString,
+  total_replicas: optionalNumber,
+  updated_at: optionalString,
+})
+export type WorkloadState = z.infer<typeof WorkloadStateSchema>
+
+const WorkloadResourceSchema = z.object({
+  cpu_millicores: optionalNumber,
+  gpu_count: optionalNumber,
+  gpu_model: optionalString,
+  gpu_type: optionalString,
+  name: optionalString,
+})
+
+export const WorkloadSchema = z.object({
+  cost_per_hour: optionalNumber,
+  created_at: optionalString,
+  frozen_cost_per_hour: optionalNumber,
+  image: optionalString,
+  name: optionalString,
+  project_id: optionalString,
+  resource: WorkloadResourceSchema.nullish(),
+  resource_name: optionalString,
+  state: WorkloadStateSchema.nullish(),
+  /** Some servers put the status at the top level instead of under `state`. */
+  status: optionalString,
+  type: optionalString,
+  uid: z.string().min(1),
+  updated_at: optionalString,
+})
+export type Workload = z.infer<typeof WorkloadSchema>
+
+/** Deploy and create may answer with a sparse body: `{uid}` or `{}`. */
+export const SparseWorkloadSchema = WorkloadSchema.partial({uid: true})
+export type SparseWorkload = z.infer<typeof SparseWorkloadSchema>
+
+export const VersionSchema = z.object({
+  buildDate: optionalString,
+  gitHash: optionalString,
+  name: optionalString,
+  version: optionalString,
+})
+export type Version = z.infer<typeof VersionSchema>
+
+/** A page of a cursor-paginated list: `{items, next_cursor}`, or a bare array meaning one complete page. */
+export function pageSchema<T extends z.ZodType>(item: T) {
+  return z.union([
+    z.array(item).transform((items) => ({items, nextCursor: undefined as string | undefined})),
+    z
+      .object({items: z.array(item).nullish(), next_cursor: z.string().nullish()})
+      .transform((page) => ({items: page.items ?? [], nextCursor: page.next_cursor || undefined})),
+  ])
+}
+
+/** A list that is not paginated but may still come wrapped in `{items}`. */
+export function listSchema<T extends z.ZodType>(item: T) {
+  return z.union([z.array(item), z.object({items: z.array(item).nullish()}).transform((list) => list.items ?? [])])
+}
+
+export const CreateWorkloadRequestSchema = z.strictObject({
+  image: z.string(),
+  name: z.string(),
+  project_id: z.string().optional(),
+  resource_name: z.string(),
+  ssh_keys: z.array(z.string()),
+  type: z.literal('VM'),
+  vm_config: z.strictObject({password: z.string().min(4)}),
+})
+export type CreateWorkloadRequest = z.infer<typeof CreateWorkloadRequestSchema>
+
+/** Reads `state.status ?? status`, lower-cased; unknown strings stay verbatim. */
+export function workloadStatus(workload: Pick<Workload, 'state' | 'status'>): string {
+  return (workload.state?.status ?? workload.status ?? 'unknown').toLowerCase()
+}
+
+export function workloadResourceName(workload: Pick<Workload, 'resource' | 'resource_name'>): string | undefined {
+  return workload.resource_name ?? workload.resource?.name ?? undefined
+}
+
+/** The price the server bills: the frozen price when set, else the hourly cost. */
+export function workloadPrice(workload: Pick<Workload, 'cost_per_hour' | 'frozen_cost_per_hour'>): number | undefined {
+  return workload.frozen_cost_per_hour ?? workload.cost_per_hour ?? undefined
+}

@@ -1,0 +1,162 @@
+/**
+ * The base of every command: global flags, the JSON envelopes, and the one place where
+ * any error is turned into a TargonError, an exit code and a single line (or envelope).
+ */
+import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
+
+import {TargonError, isTargonError} from './errors.js'
+
+export const SCHEMA_VERSION = 1
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
+
+export interface ErrorEnvelope {
+  schema_version: number
+  ok: false
+  command: string
+  error: {
+    code: string
+    exit_code: number
+    message: string
+    hint: string | null
+    http_status: number | null
+    reason: string | null
+    request_id: string | null
+    resource: {uid?: string; name?: string} | null
+    details: Record<string, unknown>
+  }
+  data?: Record<string, unknown>
+}
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static baseFlags = {
+    org: Flags.string({
+      env: 'TARGON_ORG',
+      helpGroup: 'GLOBAL',
+      summary: 'Targon organization slug (default: config, or the only org of the API key).',
+    }),
+    verbose: Flags.boolean({
+      aliases: ['debug'],
+      helpGroup: 'GLOBAL',
+      summary: 'Log HTTP requests and other diagnostics to stderr (secrets redacted).',
+    }),
+  }
+
+  static enableJsonFlag = true
+
+  protected flags!: BaseFlags<T>
+  protected args!: BaseArgs<T>
+  /** Warnings shown on stderr in human mode and returned in the JSON envelope. */
+  protected readonly warnings: string[] = []
+
+  public async init(): Promise<void> {
+    await super.init()
+    const {args, flags} = await this.parse({
+      args: this.ctor.args,
+      baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      flags: this.ctor.flags,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as BaseFlags<T>
+    this.args = args as BaseArgs<T>
+  }
+
+  /** Progress and diagnostics: stderr, and silent under --json unless --verbose. */
+  protected info(message: string): void {
+    if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${message}\n`)
+  }
+
+  protected addWarning(message: string): void {
+    this.warnings.push(message)
+    this.info(`Warning: ${message}`)
+  }
+
+  protected verbose(): boolean {
+    return Boolean(this.flags?.verbose)
+  }
+
+  /** A line sink for HTTP traces when --verbose is on. */
+  protected traceSink(): ((line: string) => void) | undefined {
+    return this.verbose() ? (line) => process.stderr.write(`[http] ${line}\n`) : undefined
+  }
+
+  protected toSuccessJson(result: unknown): unknown {
+    return {command: this.id ?? '', data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
+  }
+
+  protected toErrorJson(error: unknown): ErrorEnvelope {
+    const err = toTargonError(error)
+    const envelope: ErrorEnvelope = {
+      command: this.id ?? '',
+      error: {
+        code: err.code,
+        details: err.details ? withoutUndefined(err.details) : {},
+        exit_code: err.exitCode,
+        hint: err.hint ?? null,
+        http_status: err.httpStatus ?? null,
+        message: err.message,
+        reason: err.reason ?? null,
+        request_id: err.requestId ?? null,
+        resource: err.resource ?? null,
+      },
+      ok: false,
+      schema_version: SCHEMA_VERSION,
+    }
+    if (err.data) envelope.data = err.data
+    return envelope
+  }
+
+  public async catch(error: Error & {oclif?: {exit?: number}}): Promise<void> {
+    if (error instanceof Errors.ExitError) throw error
+    const err = toTargonError(error)
+    process.exitCode = err.exitCode
+    if (this.jsonEnabled()) {
+      this.logJson(this.toErrorJson(err))
+      return
+    }
+
+    const hint = err.hint ? `. Hint: ${err.hint}` : ''
+    const requestId = err.requestId ? ` (request id ${err.requestId})` : ''
+    process.stderr.write(`Error: ${err.message}${requestId}${hint}\n`)
+    if (this.verbose() && !isTargonError(error) && error.stack) process.stderr.write(`${error.stack}\n`)
+  }
+}
+
+/** Maps anything thrown to the CLI's taxonomy: parse errors are usage errors, the rest a bug. */
+export function toTargonError(error: unknown): TargonError {
+  if (isTargonError(error)) {
+    error.message = oneLine(error.message)
+    return error
+  }
+
+  if (error instanceof Errors.CLIError) {
+    return new TargonError('USAGE', oneLine(error.message), {hint: 'see --help for the flags and examples'})
+  }
+
+  const message = error instanceof Error ? error.message : String(error)
+  return new TargonError('INTERNAL', `unexpected error: ${oneLine(message)}`, {
+    hint: 'run again with --verbose and report it with the output',
+  })
+}
+
+/** Collapses oclif's multi-line parse messages into one line. */
+function oneLine(message: string): string {
+  const parsing = /^Parsing (--[\w-]+)\s*\n\t/.exec(message)
+  let text = message
+  if (parsing) {
+    const rest = message.slice(parsing[0].length)
+    text = rest.startsWith(parsing[1] as string) ? rest : `${parsing[1]}: ${rest}`
+  }
+
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('See more help with'))
+    .join('; ')
+}
+
+function withoutUndefined(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined))
+}

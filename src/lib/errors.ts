@@ -1,0 +1,84 @@
+/**
+ * The CLI's error taxonomy. Every expected failure is a TargonError whose `code`
+ * decides the exit code; anything else that escapes a command is a bug (INTERNAL).
+ * This file is the only place where exit codes are defined.
+ */
+
+export const EXIT_CODES = {
+  INTERNAL: 1,
+  USAGE: 2,
+  NAME_CONFLICT: 2,
+  AUTH: 3,
+  CONFIG: 3,
+  NOT_FOUND: 4,
+  API_ERROR: 5,
+  NETWORK_ERROR: 5,
+  BAD_RESPONSE: 5,
+  TIMEOUT: 6,
+  SSH_FAILED: 7,
+  HOST_KEY_MISMATCH: 7,
+  BOOTSTRAP_FAILED: 8,
+  PRICE_CAP_EXCEEDED: 9,
+  NO_CAPACITY: 10,
+  INSUFFICIENT_CREDITS: 10,
+  PARTIAL_FAILURE: 11,
+  INTERRUPTED: 130,
+} as const
+
+export type ErrorCode = keyof typeof EXIT_CODES
+
+/** Exit code of oclif's not-found plugin for an unknown command. */
+export const UNKNOWN_COMMAND_EXIT = 127
+
+export interface ErrorOptions {
+  hint?: string
+  httpStatus?: number
+  reason?: string
+  requestId?: string
+  resource?: {uid?: string; name?: string}
+  details?: Record<string, unknown>
+  /** Partial results or the clean-up outcome that accompany the error in the JSON envelope. */
+  data?: Record<string, unknown>
+  cause?: unknown
+}
+
+export class TargonError extends Error {
+  readonly code: ErrorCode
+  readonly hint?: string
+  readonly httpStatus?: number
+  readonly reason?: string
+  readonly requestId?: string
+  resource?: {uid?: string; name?: string}
+  readonly details?: Record<string, unknown>
+  data?: Record<string, unknown>
+
+  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : {cause: options.cause})
+    this.name = 'TargonError'
+    this.code = code
+    this.hint = options.hint
+    this.httpStatus = options.httpStatus
+    this.reason = options.reason
+    this.requestId = options.requestId
+    this.resource = options.resource
+    this.details = options.details
+    this.data = options.data
+  }
+
+  get exitCode(): number {
+    return EXIT_CODES[this.code]
+  }
+}
+
+export function usageError(message: string, hint?: string): TargonError {
+  return new TargonError('USAGE', message, {hint})
+}
+
+export function isTargonError(error: unknown): error is TargonError {
+  return error instanceof TargonError
+}
+
+/** True when the error comes from an AbortSignal (Ctrl-C or a deadline). */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
+}

@@ -1,0 +1,130 @@
+/**
+ * VM offers: normalization of both inventory generations, GPU model matching,
+ * filtering and ordering. Shared by `targon offers` and the offer choice of `targon up`.
+ */
+import * as z from 'zod'
+
+import type {RawOffer} from './api/schemas.js'
+import {withinCap} from './parse.js'
+
+export const OfferSchema = z.object({
+  resource: z.string().describe('SKU; the resource name given to `targon up`'),
+  display_name: z.string().nullable(),
+  gpu_model: z.string().nullable().describe('normalized, vendor prefix stripped'),
+  gpu_count: z.number().nullable(),
+  gpu_memory_gib: z.number().nullable().describe('per GPU, where the model is known'),
+  vcpus: z.number().nullable(),
+  memory_mib: z.number().nullable(),
+  disk_mib: z.number().nullable(),
+  price_per_hour: z.number().describe('USD per hour for the whole VM'),
+  available: z.number().nullable().describe('null when the API does not say'),
+  within_cap: z.boolean().nullable().describe('null without --max-price'),
+})
+export type Offer = z.infer<typeof OfferSchema>
+
+export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
+export type OfferSort = (typeof OFFER_SORTS)[number]
+
+export interface OfferFilter {
+  gpu?: string
+  minGpus?: number
+  maxPrice?: number
+  includeSoldOut?: boolean
+}
+
+interface GpuFamily {
+  key: string
+  label: string
+  memoryGib: number
+  aliases: string[]
+}
+
+/** Known GPU models; keys are canonical match keys (see gpuKey). */
+const GPU_FAMILIES: GpuFamily[] = [
+  {aliases: ['rtx6000', 'rtx6000blackwell'], key: 'rtx6000b', label: 'RTX PRO 6000 Blackwell', memoryGib: 96},
+  {aliases: [], key: 'h100', label: 'H100', memoryGib: 80},
+  {aliases: [], key: 'h200', label: 'H200', memoryGib: 141},
+  {aliases: [], key: 'b200', label: 'B200', memoryGib: 180},
+  {aliases: [], key: 'b300', label: 'B300', memoryGib: 288},
+  {aliases: [], key: 'a100', label: 'A100', memoryGib: 80},
+  {aliases: [], key: 'l40s', label: 'L40S', memoryGib: 48},
+  {aliases: [], key: 'rtx4090', label: 'RTX 4090', memoryGib: 24},
+  {aliases: [], key: 'rtx5090', label: 'RTX 5090', memoryGib: 32},
+]
+
+/** Strips vendor prefixes for display: NVIDIA-GeForce-RTX-4090 → RTX-4090. */
+export function displayGpuModel(model: string): string {
+  return model.replace(/^nvidia[-_ ]geforce[-_ ]/i, '').replace(/^nvidia[-_ ]/i, '')
+}
+
+/**
+ * A canonical key for matching GPU names whatever their spelling:
+ * rtx6000b, RTX-PRO-6000B, RTXPRO6000 and "RTX PRO 6000 Blackwell" all give rtx6000b.
+ */
+export function gpuKey(model: string): string {
+  const key = displayGpuModel(model.trim())
+    .toLowerCase()
+    .replace(/[-_ ]\d+ ?gb$/, '')
+    .replace(/[^a-z0-9]/g, '')
+    .replace(/^(nvidia)?(geforce)?/, '')
+    .replace(/pro(?=\d)/, '')
+    .replace(/blackwell(serveredition)?$/, 'b')
+  const family = GPU_FAMILIES.find((candidate) => candidate.key === key || candidate.aliases.includes(key))
+  return family?.key ?? key
+}
+
+export function gpuMemoryGib(model: string | null): number | null {
+  if (!model) return null
+  const key = gpuKey(model)
+  return GPU_FAMILIES.find((family) => family.key === key)?.memoryGib ?? null
+}
+
+export function normalizeOffer(raw: RawOffer, maxPrice?: number): Offer {
+  const spec = raw.spec ?? {}
+  const rawModel = spec.gpu_model ?? spec.gpu_type ?? null
+  const gpuModel = rawModel ? displayGpuModel(rawModel) : null
+  const millicores = spec.cpu_millicores
+  const gpuCount = spec.gpu_count ?? (raw.gpu === false ? 0 : null)
+  return {
+    available: raw.available ?? null,
+    disk_mib: positiveOrNull(spec.disk_size_mib ?? spec.storage),
+    display_name: raw.display_name ?? null,
+    gpu_count: gpuCount,
+    gpu_memory_gib: gpuMemoryGib(gpuModel),
+    gpu_model: gpuModel,
+    memory_mib: positiveOrNull(spec.memory_mib ?? spec.memory),
+    price_per_hour: raw.cost_per_hour,
+    resource: raw.name,
+    vcpus: typeof millicores === 'number' ? millicores / 1000 : (spec.vcpu ?? null),
+    within_cap: maxPrice === undefined ? null : withinCap(raw.cost_per_hour, maxPrice),
+  }
+}
+
+function positiveOrNull(value: number | null | undefined): number | null {
+  return typeof value === 'number' && value > 0 ? value : null
+}
+
+export function matchesGpu(offer: Offer, gpu: string): boolean {
+  return offer.gpu_model !== null && gpuKey(offer.gpu_model) === gpuKey(gpu)
+}
+
+/** Filters by GPU model, GPU count, price cap and availability (unknown availability is kept). */
+export function filterOffers(offers: Offer[], filter: OfferFilter): Offer[] {
+  return offers.filter((offer) => {
+    if (filter.gpu && !matchesGpu(offer, filter.gpu)) return false
+    if (filter.minGpus !== undefined && (offer.gpu_count ?? 0) < filter.minGpus) return false
+    if (filter.maxPrice !== undefined && !withinCap(offer.price_per_hour, filter.maxPrice)) return false
+    if (!filter.includeSoldOut && offer.available !== null && offer.available <= 0) return false
+    return true
+  })
+}
+
+export function sortOffers(offers: Offer[], by: OfferSort = 'price'): Offer[] {
+  const byPrice = (a: Offer, b: Offer) => a.price_per_hour - b.price_per_hour || a.resource.localeCompare(b.resource)
+  const compare: Record<OfferSort, (a: Offer, b: Offer) => number> = {
+    available: (a, b) => (b.available ?? -1) - (a.available ?? -1) || byPrice(a, b),
+    gpu: (a, b) => (a.gpu_model ?? '').localeCompare(b.gpu_model ?? '') || (a.gpu_count ?? 0) - (b.gpu_count ?? 0) || byPrice(a, b),
+    price: byPrice,
+  }
+  return [...offers].sort(compare[by])
+}

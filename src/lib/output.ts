@@ -1,0 +1,35 @@
+/**
+ * Human output: aligned tables on a terminal, tab-separated columns when piped
+ * (for cut, awk and sort). JSON output is the base command's job.
+ */
+export interface Column<Row> {
+  header: string
+  value: (row: Row) => string
+  align?: 'left' | 'right'
+}
+
+export function renderTable<Row>(columns: Column<Row>[], rows: Row[], tty = Boolean(process.stdout.isTTY)): string {
+  const cells = rows.map((row) => columns.map((column) => column.value(row)))
+  const headers = columns.map((column) => column.header)
+  if (!tty) return [headers, ...cells].map((line) => line.join('\t')).join('\n')
+  const widths = headers.map((header, index) => Math.max(header.length, ...cells.map((line) => (line[index] ?? '').length)))
+  const format = (line: string[]) =>
+    line
+      .map((cell, index) => (columns[index]?.align === 'right' ? cell.padStart(widths[index] ?? 0) : cell.padEnd(widths[index] ?? 0)))
+      .join('  ')
+      .trimEnd()
+  return [format(headers), ...cells.map(format)].join('\n')
+}
+
+export function dash(value: number | string | null | undefined): string {
+  return value === null || value === undefined || value === '' ? '-' : String(value)
+}
+
+export function usd(value: number | null | undefined): string {
+  return value === null || value === undefined ? '-' : value.toFixed(2)
+}
+
+/** MiB as GiB, rounded: 131072 → "128". */
+export function gib(mib: number | null): string {
+  return mib === null ? '-' : String(Math.round(mib / 1024))
+}

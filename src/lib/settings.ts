@@ -1,0 +1,118 @@
+/**
+ * Where settings come from. Precedence everywhere: flags > environment > config file.
+ * The config file is read through conf (loaded lazily: it pulls in ajv) and only when a
+ * value is not already given by a flag or the environment.
+ */
+import {chmodSync, mkdirSync, statSync} from 'node:fs'
+import {homedir} from 'node:os'
+import {join} from 'node:path'
+
+import {TargonError} from './errors.js'
+
+export const DEFAULT_API_URL = 'https://api.targon.com'
+
+/** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
+export const CONFIG_KEYS = ['api-key', 'org', 'fleet', 'max-price', 'image', 'dstack-version'] as const
+export type ConfigKey = (typeof CONFIG_KEYS)[number]
+export type ConfigValues = Partial<Record<ConfigKey, string>>
+
+export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TARGON_CONFIG_DIR) return env.TARGON_CONFIG_DIR
+  const xdg = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
+  return join(xdg, 'targon-fleet')
+}
+
+export function configFilePath(dir = configDir()): string {
+  return join(dir, 'config.json')
+}
+
+/** Creates the config directory (0700) if needed and returns it. */
+export function ensureConfigDir(dir = configDir()): string {
+  try {
+    mkdirSync(dir, {recursive: true, mode: 0o700})
+    const mode = statSync(dir).mode & 0o777
+    if (mode !== 0o700) chmodSync(dir, 0o700)
+  } catch (error) {
+    throw new TargonError('CONFIG', `cannot create the config directory ${dir}: ${(error as Error).message}`, {
+      hint: 'make it writable, or point TARGON_CONFIG_DIR at a writable directory',
+    })
+  }
+
+  return dir
+}
+
+export function apiOrigin(env: NodeJS.ProcessEnv = process.env): string {
+  const raw = env.TARGON_API_URL || DEFAULT_API_URL
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" is not a URL`, {hint: 'set it to an origin such as https://api.targon.com'})
+  }
+
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" must use http or https`, {hint: 'set it to an origin such as https://api.targon.com'})
+  }
+
+  return url.origin + url.pathname.replace(/\/+$/, '')
+}
+
+/** Refuses a secret-bearing file that group or others can read. */
+export function assertPrivateFile(path: string, what: string): void {
+  let mode: number
+  try {
+    mode = statSync(path).mode & 0o777
+  } catch {
+    return
+  }
+
+  if ((mode & 0o077) !== 0) {
+    throw new TargonError('CONFIG', `${what} ${path} is readable by other users (mode ${mode.toString(8)})`, {
+      hint: `run: chmod 600 ${path}`,
+    })
+  }
+}
+
+/** The typed wrapper around conf for the user's settings file. */
+export async function openConfig(dir = configDir()) {
+  const {default: Conf} = await import('conf')
+  const path = configFilePath(dir)
+  assertPrivateFile(path, 'config file')
+  try {
+    return new Conf<ConfigValues>({
+      accessPropertiesByDotNotation: false,
+      configFileMode: 0o600,
+      configName: 'config',
+      cwd: dir,
+      projectName: 'targon-fleet',
+      projectSuffix: '',
+    })
+  } catch (error) {
+    throw new TargonError('CONFIG', `config file ${path} is not valid JSON: ${(error as Error).message.split('\n')[0]}`, {
+      hint: `fix or delete ${path}`,
+    })
+  }
+}
+
+/** Reads one settings value from the config file, or undefined when there is no file. */
+export async function readConfigValue(key: ConfigKey, dir = configDir()): Promise<string | undefined> {
+  try {
+    statSync(configFilePath(dir))
+  } catch {
+    return undefined
+  }
+
+  const config = await openConfig(dir)
+  const value = config.get(key)
+  return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+export async function resolveApiKey(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const fromEnv = env.TARGON_API_KEY?.trim()
+  if (fromEnv) return fromEnv
+  const fromConfig = await readConfigValue('api-key')
+  if (fromConfig) return fromConfig
+  throw new TargonError('AUTH', 'no Targon API key is configured', {
+    hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
+  })
+}

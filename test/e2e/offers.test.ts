@@ -1,0 +1,146 @@
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {parseJson, runCli} from '../helpers/cli.js'
+import {startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator | undefined
+
+afterEach(async () => {
+  await sim?.stop()
+  sim = undefined
+})
+
+/** Runs `offers` with no API key at all: the inventory is public. */
+async function offers(args: string[], options: Parameters<typeof startSimulator>[0] = {}) {
+  sim = await startSimulator(options)
+  return runCli(['offers', ...args], {env: {TARGON_API_URL: sim.url}})
+}
+
+describe('targon offers', () => {
+  for (const variant of ['a', 'b', 'both'] as const) {
+    it(`lists available offers cheapest first with inventory spec variant ${variant}, without an API key`, async () => {
+      const result = await offers(['--json'], {extraFields: true, inventoryVariant: variant})
+      expect(result.code).toBe(0)
+      expect(result.stderr).toBe('')
+      const doc = parseJson(result)
+      expect(doc).toMatchObject({command: 'offers', ok: true, schema_version: 1, warnings: []})
+      const list = doc.data.offers as Record<string, unknown>[]
+      expect(list.map((offer) => offer.resource)).toEqual(['rtx4090-small', 'rtx6000b-small', 'rtx6000b-small-b', 'h200-small', 'rtx6000b-large'])
+      expect(list[1]).toEqual({
+        available: 9,
+        disk_mib: 327_680,
+        display_name: 'RTX PRO 6000 Blackwell - Small',
+        gpu_count: 1,
+        gpu_memory_gib: 96,
+        gpu_model: 'RTX-PRO-6000B',
+        memory_mib: 128_000,
+        price_per_hour: 1.69,
+        resource: 'rtx6000b-small',
+        vcpus: 32,
+        within_cap: null,
+      })
+      // Vendor prefixes are stripped and memory is known for common models.
+      expect(list[0]).toMatchObject({gpu_memory_gib: 24, gpu_model: 'RTX-4090'})
+      expect(list[3]).toMatchObject({disk_mib: null, gpu_memory_gib: 141, gpu_model: 'H200'})
+    })
+  }
+
+  it('filters by GPU spelling, GPU count and price cap, and can include sold-out offers', async () => {
+    sim = await startSimulator()
+    const env = {TARGON_API_URL: sim.url}
+    for (const spelling of ['rtx6000b', 'RTX-PRO-6000B', 'RTXPRO6000', 'rtx pro 6000 blackwell']) {
+      const doc = parseJson(await runCli(['offers', '--gpu', spelling, '--json'], {env}))
+      expect(doc.data.offers.map((offer: {resource: string}) => offer.resource), spelling).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
+    }
+
+    const capped = parseJson(await runCli(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json'], {env}))
+    expect(capped.data.offers).toHaveLength(1)
+    expect(capped.data.offers[0]).toMatchObject({resource: 'rtx6000b-small', within_cap: true})
+    expect(capped.data.filters).toEqual({gpu: 'rtx6000b', include_sold_out: false, max_price: 1.7, min_gpus: null, sort: 'price'})
+
+    const many = parseJson(await runCli(['offers', '--min-gpus', '4', '--all', '--json'], {env}))
+    expect(many.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['rtx6000b-large', 'h200-xlarge'])
+
+    const byAvailable = parseJson(await runCli(['offers', '--sort', 'available', '--json'], {env}))
+    expect(byAvailable.data.offers[0].resource).toBe('rtx6000b-small')
+  })
+
+  it('prints a table on stdout sorted by price, tab-separated when piped', async () => {
+    const result = await offers([])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.trim().split('\n')
+    expect(lines[0]).toBe('RESOURCE\tGPU\tGPUS\tGPU_GIB\tVCPU\tRAM_GIB\tDISK_GIB\tUSD_PER_H\tAVAILABLE')
+    expect(lines[2]).toBe('rtx6000b-small\tRTX-PRO-6000B\t1\t96\t32\t125\t320\t1.69\t9')
+    expect(lines).toHaveLength(6)
+  })
+
+  it('skips a malformed offer with a warning instead of failing the listing', async () => {
+    sim = await startSimulator()
+    sim.inject({body: JSON.stringify([{cost_per_hour: 'free', name: 'broken'}, {available: 1, cost_per_hour: 1, name: 'cpu-small', spec: {vcpu: 4}}]), path: '/tha/v3/inventory', status: 200})
+    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    expect(result.code).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['cpu-small'])
+    expect(doc.warnings[0]).toContain('broken')
+  })
+
+  it('retries a 503 on the inventory and succeeds', async () => {
+    sim = await startSimulator()
+    sim.inject({path: '/tha/v3/inventory', status: 503, times: 2})
+    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    expect(result.code).toBe(0)
+    expect(sim.requests('GET', '/tha/v3/inventory')).toHaveLength(3)
+  })
+
+  describe('bad input exits 2 with one line, or the envelope under --json', () => {
+    for (const args of [['--max-price', 'abc'], ['--min-gpus', '-1'], ['--bogus'], ['--sort', 'cheapest']]) {
+      it(args.join(' '), async () => {
+        const human = await runCli(['offers', ...args], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        expect(human.code).toBe(2)
+        expect(human.stdout).toBe('')
+        expect(human.stderr.trim().split('\n')).toHaveLength(1)
+        expect(human.stderr).toMatch(/^Error: /)
+        expect(human.stderr).not.toMatch(/\bat .*\.js:\d+/)
+
+        const json = await runCli(['offers', ...args, '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        expect(json.code).toBe(2)
+        const doc = parseJson(json)
+        expect(doc).toMatchObject({command: 'offers', error: {code: 'USAGE', exit_code: 2}, ok: false, schema_version: 1})
+        expect(doc.error.message).not.toContain('\n')
+      })
+    }
+  })
+
+  it('an unreachable origin exits 5 with a clear message', async () => {
+    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+    expect(result.code).toBe(5)
+    expect(parseJson(result).error).toMatchObject({code: 'NETWORK_ERROR', exit_code: 5})
+  })
+
+  it('a server that never answers exits 6 within the deadline', async () => {
+    const silent = createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    try {
+      const started = Date.now()
+      const result = await runCli(['offers'], {env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'}})
+      expect(result.code).toBe(6)
+      expect(result.stderr).toMatch(/^Error: Targon API did not answer GET \/tha\/v3\/inventory within 1 s/)
+      expect(Date.now() - started).toBeLessThan(30_000)
+    } finally {
+      silent.closeAllConnections()
+      silent.close()
+    }
+  })
+
+  it('an HTML error page from a proxy gives exit 5 and an excerpt, not a stack trace', async () => {
+    sim = await startSimulator()
+    sim.inject({body: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html', path: '/tha/v3/inventory', status: 502})
+    const result = await runCli(['offers'], {env: {TARGON_API_URL: sim.url}})
+    expect(result.code).toBe(5)
+    expect(result.stderr).toContain('502 Bad Gateway')
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})

@@ -1,0 +1,72 @@
+/**
+ * Runs the built CLI (bin/run.js) as a subprocess, the way a user or a cron job does,
+ * with an isolated HOME and config directory.
+ */
+import {type ChildProcess, spawn} from 'node:child_process'
+import {mkdtempSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const BIN = join(ROOT, 'bin', 'run.js')
+
+export interface CliResult {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>
+  input?: string
+  timeoutMs?: number
+  /** Called once the process has started, e.g. to send it a signal later. */
+  onSpawn?: (child: ChildProcess) => void
+}
+
+export function tempDir(prefix = 'targon-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+/** A minimal environment: nothing from the developer's own Targon setup leaks in. */
+export function baseEnv(overrides: Record<string, string | undefined> = {}): Record<string, string> {
+  const home = tempDir('targon-home-')
+  const env: Record<string, string | undefined> = {
+    HOME: home,
+    LANG: 'C.UTF-8',
+    NO_COLOR: '1',
+    PATH: process.env.PATH,
+    TARGON_CONFIG_DIR: join(home, 'config'),
+    ...overrides,
+  }
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined))
+}
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {env: baseEnv(options.env), stdio: ['pipe', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      resolve({code, signal, stderr, stdout})
+    })
+    child.stdin.end(options.input ?? '')
+    options.onSpawn?.(child)
+  })
+}
+
+/** Parses stdout as exactly one JSON document. */
+export function parseJson<T = Record<string, any>>(result: CliResult): T {
+  try {
+    return JSON.parse(result.stdout) as T
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${result.stdout}\nstderr:\n${result.stderr}`)
+  }
+}

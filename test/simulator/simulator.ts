@@ -1,0 +1,647 @@
+/**
+ * A local Targon v3 API simulator: a real HTTP server on 127.0.0.1 with in-memory state,
+ * the workload state machine, a billing ledger, a request log and fault injection.
+ * Faithful to ../shared/docs/targon-api.md; each documented uncertainty is a switch.
+ */
+import {randomBytes} from 'node:crypto'
+import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'
+import type {AddressInfo, Socket} from 'node:net'
+
+import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, SEED_ORGS, SEED_TOKENS} from './seed.js'
+
+export type InventoryVariant = 'a' | 'b' | 'both'
+
+export interface VmEndpoint {
+  public_ip: string
+  ssh_port: number
+}
+
+export interface SimulatorOptions {
+  tokens?: Record<string, string[]>
+  orgs?: OrgSeed[]
+  offers?: OfferSeed[]
+  inventoryVariant?: InventoryVariant
+  /** Time from deploy to running. */
+  bootDelayMs?: number
+  /** Time from DELETE to gone. */
+  teardownDelayMs?: number
+  /** What a GET answers for a deleted workload. */
+  afterDelete?: '404' | 'deleted'
+  /** What a second DELETE during teardown does. */
+  secondDelete?: '409' | 'suspend'
+  /** Upper bound of items per page, to exercise pagination. */
+  maxPageSize?: number
+  /** End-of-list marker: null (default) or "". */
+  emptyCursor?: boolean
+  /** Create and deploy answer with `{uid}` / `{}` only. */
+  sparse?: boolean
+  /** Adds unknown fields to every object the simulator returns. */
+  extraFields?: boolean
+  /** Added to a workload's price relative to its offer (price changed between listing and create). */
+  priceDrift?: number
+  /** How deployed workloads end: run normally, stay provisioning forever, or turn to error. */
+  provisioning?: 'error' | 'normal' | 'stuck'
+  /** Provides the SSH endpoint of a VM as it reaches running (simulated VMs); default 127.0.0.1:22. */
+  onRunning?: (workload: SimWorkload) => Promise<VmEndpoint>
+  /** Called when a workload is deleted, to stop its simulated VM. */
+  onDeleted?: (workload: SimWorkload) => Promise<void> | void
+}
+
+export interface Fault {
+  method?: string
+  /** A substring of the path, or a pattern. */
+  path: RegExp | string
+  /** How many requests it applies to; default: all. */
+  times?: number
+  status?: number
+  body?: string
+  contentType?: string
+  retryAfter?: string
+  delayMs?: number
+  /** Drop the connection without an answer, before anything is done. */
+  reset?: boolean
+  /** Do the work (e.g. commit a create), then drop the connection without an answer. */
+  dropAfterCommit?: boolean
+}
+
+export interface SimWorkload {
+  uid: string
+  org: string
+  name: string
+  image: string
+  resource_name: string
+  ssh_keys: string[]
+  password: string
+  project_id: string | null
+  cost_per_hour: number
+  status: string
+  message: string
+  created_at: string
+  updated_at: string
+  deployedAt?: number
+  deleteRequestedAt?: number
+  deletedAt?: number
+  endpoint?: VmEndpoint
+  endpointPending?: boolean
+}
+
+export interface LoggedRequest {
+  method: string
+  path: string
+  query: Record<string, string>
+  status: number
+  at: number
+}
+
+interface SimSshKey {
+  uid: string
+  org: string
+  name: string
+  public_key_raw: string
+  created_at: string
+}
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
+const GONE = new Set(['deleted'])
+
+export class TargonSimulator {
+  readonly options: Required<Omit<SimulatorOptions, 'onDeleted' | 'onRunning'>> & Pick<SimulatorOptions, 'onDeleted' | 'onRunning'>
+  readonly workloads = new Map<string, SimWorkload>()
+  readonly sshKeys = new Map<string, SimSshKey>()
+  readonly projects = new Map<string, {uid: string; org: string; name: string}>()
+  readonly offers: OfferSeed[]
+  readonly orgs: OrgSeed[]
+  readonly log: LoggedRequest[] = []
+  private readonly faults: (Fault & {remaining: number})[] = []
+  private server?: Server
+  private readonly sockets = new Set<Socket>()
+  url = ''
+
+  constructor(options: SimulatorOptions = {}) {
+    this.options = {
+      afterDelete: '404',
+      bootDelayMs: 300,
+      emptyCursor: false,
+      extraFields: false,
+      inventoryVariant: 'b',
+      maxPageSize: 1000,
+      offers: SEED_OFFERS,
+      orgs: SEED_ORGS,
+      priceDrift: 0,
+      provisioning: 'normal',
+      secondDelete: '409',
+      sparse: false,
+      teardownDelayMs: 100,
+      tokens: SEED_TOKENS,
+      ...options,
+    }
+    this.offers = this.options.offers.map((offer) => ({...offer}))
+    this.orgs = this.options.orgs.map((org) => ({...org}))
+  }
+
+  async start(port = 0): Promise<string> {
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        if (!response.headersSent) this.send(response, 500, {error: String(error), reason: 'SIMULATOR_BUG'})
+      })
+    })
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket)
+      socket.on('close', () => this.sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => this.server?.listen(port, '127.0.0.1', resolve))
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`
+    return this.url
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy()
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+  }
+
+  // ---- control surface for tests ----
+
+  inject(fault: Fault): void {
+    this.faults.push({...fault, remaining: fault.times ?? Number.POSITIVE_INFINITY})
+  }
+
+  clearFaults(): void {
+    this.faults.length = 0
+  }
+
+  /** Workloads that exist and may bill: anything not deleted (registered ones included). */
+  live(): SimWorkload[] {
+    return [...this.workloads.values()].filter((workload) => !GONE.has(this.advance(workload).status))
+  }
+
+  /** Seconds billed for a workload, from deploy to delete. */
+  billableSeconds(uid: string): number {
+    const workload = this.workloads.get(uid)
+    if (!workload?.deployedAt) return 0
+    return ((workload.deletedAt ?? Date.now()) - workload.deployedAt) / 1000
+  }
+
+  requests(method: string, pathPart: RegExp | string): LoggedRequest[] {
+    return this.log.filter((entry) => entry.method === method && matchPath(entry.path, pathPart))
+  }
+
+  /** Deletes a workload behind the client's back. */
+  deleteExternally(uid: string): void {
+    const workload = this.workloads.get(uid)
+    if (workload) this.finishDelete(workload)
+  }
+
+  /** Adds a workload directly (e.g. one created by another tool). */
+  addWorkload(fields: Partial<SimWorkload> & {name: string; org?: string}): SimWorkload {
+    const offer = this.offers[0] as OfferSeed
+    const now = new Date().toISOString()
+    const workload: SimWorkload = {
+      cost_per_hour: offer.cost_per_hour,
+      created_at: now,
+      image: SEED_IMAGES[0]?.name ?? '',
+      message: '',
+      org: this.orgs[0]?.slug ?? 'acme',
+      password: 'preset-password',
+      project_id: null,
+      resource_name: offer.name,
+      ssh_keys: [],
+      status: 'registered',
+      uid: newUid('wrk'),
+      updated_at: now,
+      ...fields,
+    }
+    this.workloads.set(workload.uid, workload)
+    return workload
+  }
+
+  // ---- HTTP ----
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://sim')
+    const method = request.method ?? 'GET'
+    const body = await readBody(request)
+    const entry: LoggedRequest = {at: Date.now(), method, path: url.pathname, query: Object.fromEntries(url.searchParams), status: 0}
+    this.log.push(entry)
+
+    const fault = this.takeFault(method, url.pathname)
+    if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+    if (fault?.reset) {
+      entry.status = -1
+      request.socket.destroy()
+      return
+    }
+
+    if (fault?.status) {
+      entry.status = fault.status
+      const headers: Record<string, string> = {}
+      if (fault.retryAfter) headers['retry-after'] = fault.retryAfter
+      this.sendRaw(response, fault.status, fault.body ?? JSON.stringify({error: `injected ${fault.status}`, reason: 'INJECTED'}), fault.contentType ?? 'application/json', headers)
+      return
+    }
+
+    let status: number
+    let payload: unknown
+    try {
+      ;[status, payload] = await this.route(method, url, body, request.headers.authorization)
+    } catch (error) {
+      if (!(error instanceof HttpFailure)) throw error
+      status = error.status
+      payload = {error: error.message, reason: error.reason}
+    }
+
+    entry.status = status
+    if (fault?.dropAfterCommit) {
+      entry.status = -1
+      request.socket.destroy()
+      return
+    }
+
+    this.send(response, status, payload)
+  }
+
+  private takeFault(method: string, path: string): Fault | undefined {
+    const fault = this.faults.find((candidate) => candidate.remaining > 0 && (!candidate.method || candidate.method === method) && matchPath(path, candidate.path))
+    if (fault) fault.remaining--
+    return fault
+  }
+
+  private send(response: ServerResponse, status: number, payload: unknown): void {
+    if (status === 204 || payload === undefined) {
+      this.sendRaw(response, status, '', undefined)
+      return
+    }
+
+    this.sendRaw(response, status, JSON.stringify(this.options.extraFields ? decorate(payload) : payload), 'application/json')
+  }
+
+  private sendRaw(response: ServerResponse, status: number, text: string, contentType: string | undefined, headers: Record<string, string> = {}): void {
+    response.statusCode = status
+    response.setHeader('x-request-id', `req-${randomBytes(6).toString('hex')}`)
+    if (contentType) response.setHeader('content-type', contentType)
+    for (const [key, value] of Object.entries(headers)) response.setHeader(key, value)
+    response.end(text)
+  }
+
+  private async route(method: string, url: URL, body: string, authorization: string | undefined): Promise<[number, unknown]> {
+    const path = url.pathname
+    if (method === 'GET' && path === '/tha/v3/inventory') return [200, this.inventory(url.searchParams)]
+    if (method === 'GET' && path === '/tha/v3/version') return [200, {buildDate: '2026-10-01', gitHash: 'sim', name: 'targon-simulator', version: '3.7.0'}]
+
+    const orgs = this.authenticate(authorization)
+    if (method === 'GET' && path === '/tha/v3/orgs') {
+      return [200, this.page(this.orgs.filter((org) => orgs.includes(org.slug)).map((org) => orgView(org)), url.searchParams)]
+    }
+
+    const match = /^\/tha\/v3\/orgs\/([^/]+)(?:\/(.*))?$/.exec(path)
+    if (!match) throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+    const slug = decodeURIComponent(match[1] as string)
+    const org = this.orgs.find((candidate) => candidate.slug === slug)
+    if (!org) throw new HttpFailure(404, 'NOT_FOUND', `organization ${slug} not found`)
+    if (!orgs.includes(slug)) throw new HttpFailure(403, 'FORBIDDEN', `no access to organization ${slug}`)
+    const rest = match[2] ?? ''
+    const segments = rest.split('/').map((segment) => decodeURIComponent(segment))
+
+    if (rest === '' && method === 'GET') return [200, orgView(org)]
+    if (rest === 'credits' && method === 'GET') return [200, {credits: org.credits, currency: 'USD'}]
+    if (segments[0] === 'projects') return this.projectsRoute(method, org, segments, body, url)
+    if (segments[0] === 'ssh-keys') return this.sshKeysRoute(method, org, segments, body, url)
+    if (segments[0] === 'workloads') return this.workloadsRoute(method, org, segments, body, url)
+    throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+  }
+
+  private authenticate(authorization: string | undefined): string[] {
+    const token = /^Bearer (.+)$/.exec(authorization ?? '')?.[1]
+    const orgs = token ? this.options.tokens[token] : undefined
+    if (!orgs) throw new HttpFailure(401, 'UNAUTHORIZED', 'unauthorized')
+    return orgs
+  }
+
+  private inventory(query: URLSearchParams): unknown[] {
+    const type = query.get('type')
+    const gpu = query.get('gpu')
+    if (type && !['rental', 'storage', 'vm'].includes(type)) throw new HttpFailure(400, 'INVALID_QUERY', 'invalid query parameter')
+    if (gpu && !['false', 'true'].includes(gpu)) throw new HttpFailure(400, 'INVALID_QUERY', 'invalid query parameter')
+    return this.offers
+      .filter((offer) => (gpu === null ? true : String(offer.gpu) === gpu) && (type === null || type === 'vm'))
+      .map((offer) => offerView(offer, this.options.inventoryVariant))
+  }
+
+  private page<T>(items: T[], query: URLSearchParams): {items: T[]; next_cursor: string | null} {
+    const limit = Math.min(Number(query.get('limit') ?? 50) || 50, 1000, this.options.maxPageSize)
+    const cursor = query.get('cursor')
+    const offset = cursor ? Number(Buffer.from(cursor, 'base64url').toString()) : 0
+    if (!Number.isInteger(offset) || offset < 0) throw new HttpFailure(400, 'INVALID_CURSOR', 'invalid cursor')
+    const slice = items.slice(offset, offset + limit)
+    const next = offset + limit < items.length ? Buffer.from(String(offset + limit)).toString('base64url') : null
+    return {items: slice, next_cursor: next ?? (this.options.emptyCursor ? '' : null)}
+  }
+
+  private projectsRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
+    const mine = [...this.projects.values()].filter((project) => project.org === org.slug)
+    if (segments.length === 1 && method === 'GET') return [200, this.page(mine.map(({name, uid}) => ({name, uid})), url.searchParams)]
+    if (segments.length === 1 && method === 'POST') {
+      const {name} = parseStrict(body, ['name'], ['name'])
+      const existing = mine.find((project) => project.name === name)
+      if (existing) return [200, {name: existing.name, uid: existing.uid}]
+      const project = {name: String(name), org: org.slug, uid: newUid('prj')}
+      this.projects.set(project.uid, project)
+      return [201, {name: project.name, uid: project.uid}]
+    }
+
+    throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+  }
+
+  private sshKeysRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
+    const view = (key: SimSshKey) => ({created_at: key.created_at, name: key.name, public_key_raw: key.public_key_raw, uid: key.uid, updated_at: key.created_at})
+    if (segments.length === 1 && method === 'GET') {
+      return [200, this.page([...this.sshKeys.values()].filter((key) => key.org === org.slug).map(view), url.searchParams)]
+    }
+
+    if (segments.length === 1 && method === 'POST') {
+      const {name, ssh_key: sshKey} = parseStrict(body, ['name', 'ssh_key'], ['name', 'ssh_key'])
+      if (typeof sshKey !== 'string' || !/^ssh-(ed25519|rsa) [A-Za-z0-9+/=]+/.test(sshKey)) throw new HttpFailure(400, 'INVALID_SSH_KEY', 'ssh_key is not a public key')
+      const key: SimSshKey = {created_at: new Date().toISOString(), name: String(name), org: org.slug, public_key_raw: sshKey, uid: newUid('shk')}
+      this.sshKeys.set(key.uid, key)
+      return [201, view(key)]
+    }
+
+    const key = this.sshKeys.get(segments[1] ?? '')
+    if (!key || key.org !== org.slug) throw new HttpFailure(404, 'NOT_FOUND', 'ssh key not found')
+    if (segments.length === 2 && method === 'GET') return [200, view(key)]
+    if (segments.length === 2 && method === 'DELETE') {
+      this.sshKeys.delete(key.uid)
+      return [204, undefined]
+    }
+
+    throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+  }
+
+  private workloadsRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
+    if (segments.length === 2 && segments[1] === 'vm-images' && method === 'GET') return [200, SEED_IMAGES]
+    if (segments.length === 1 && method === 'GET') return [200, this.listWorkloads(org, url.searchParams)]
+    if (segments.length === 1 && method === 'POST') return this.createWorkload(org, body)
+
+    const workload = this.workloads.get(segments[1] ?? '')
+    if (!workload || workload.org !== org.slug) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+    this.advance(workload)
+    const gone = workload.status === 'deleted'
+    if (gone && this.options.afterDelete === '404') throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+
+    if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]
+    if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
+    if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
+    if (segments.length === 2 && method === 'DELETE') return this.deleteWorkload(workload)
+    throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+  }
+
+  private listWorkloads(org: OrgSeed, query: URLSearchParams) {
+    const items = [...this.workloads.values()]
+      .filter((workload) => workload.org === org.slug)
+      .map((workload) => this.advance(workload))
+      .filter((workload) => !(workload.status === 'deleted' && this.options.afterDelete === '404'))
+      .filter((workload) => !query.get('name') || workload.name === query.get('name'))
+      .filter((workload) => !query.get('status') || workload.status === query.get('status'))
+      .filter((workload) => !query.get('project_id') || workload.project_id === query.get('project_id'))
+      .map((workload) => this.summaryView(workload))
+    return this.page(items, query)
+  }
+
+  private createWorkload(org: OrgSeed, body: string): [number, unknown] {
+    const fields = parseStrict(body, ['name', 'type', 'image', 'resource_name', 'ssh_keys', 'vm_config', 'project_id'], ['name', 'type', 'image', 'resource_name', 'vm_config'])
+    const name = String(fields.name)
+    if (!NAME_PATTERN.test(name)) throw new HttpFailure(400, 'INVALID_NAME', 'name must be 1-32 lowercase letters, digits or hyphens')
+    if (fields.type !== 'VM') throw new HttpFailure(400, 'INVALID_TYPE', 'only VM workloads are simulated')
+    const offer = this.offers.find((candidate) => candidate.name === fields.resource_name)
+    if (!offer) throw new HttpFailure(400, 'INVALID_RESOURCE', `unknown resource_name ${String(fields.resource_name)}`)
+    if (!SEED_IMAGES.some((image) => image.name === fields.image)) throw new HttpFailure(404, 'IMAGE_NOT_FOUND', `unknown image ${String(fields.image)}`)
+    const vmConfig = fields.vm_config as Record<string, unknown> | null
+    if (!vmConfig || typeof vmConfig !== 'object' || typeof vmConfig.password !== 'string' || vmConfig.password.length < 4) {
+      throw new HttpFailure(400, 'INVALID_VM_CONFIG', 'vm_config.password must have at least 4 characters')
+    }
+
+    const unknownVmKeys = Object.keys(vmConfig).filter((key) => !['hostname', 'password'].includes(key))
+    if (unknownVmKeys.length > 0) throw new HttpFailure(400, 'INVALID_JSON_BODY', `unknown field vm_config.${unknownVmKeys[0]}`)
+    const keys = Array.isArray(fields.ssh_keys) ? fields.ssh_keys.map(String) : []
+    for (const uid of keys) {
+      const key = this.sshKeys.get(uid)
+      if (!key || key.org !== org.slug) throw new HttpFailure(400, 'INVALID_SSH_KEY', `unknown ssh key ${uid}`)
+    }
+
+    const now = new Date().toISOString()
+    const workload: SimWorkload = {
+      cost_per_hour: Math.round((offer.cost_per_hour + this.options.priceDrift) * 100) / 100,
+      created_at: now,
+      image: String(fields.image),
+      message: '',
+      name,
+      org: org.slug,
+      password: vmConfig.password,
+      project_id: typeof fields.project_id === 'string' ? fields.project_id : null,
+      resource_name: offer.name,
+      ssh_keys: keys,
+      status: 'registered',
+      uid: newUid('wrk'),
+      updated_at: now,
+    }
+    this.workloads.set(workload.uid, workload)
+    return [201, this.options.sparse ? {uid: workload.uid} : this.workloadView(workload)]
+  }
+
+  private deploy(org: OrgSeed, workload: SimWorkload): [number, unknown] {
+    if (workload.status !== 'registered') return [200, this.options.sparse ? {} : this.summaryView(workload)]
+    const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
+    if (!offer || offer.available <= 0) throw new HttpFailure(409, 'NO_CAPACITY', `no capacity for ${workload.resource_name}`)
+    if (org.credits < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
+    offer.available--
+    workload.status = 'provisioning'
+    workload.deployedAt = Date.now()
+    touch(workload)
+    return [200, this.options.sparse ? {} : this.summaryView(workload)]
+  }
+
+  private deleteWorkload(workload: SimWorkload): [number, unknown] {
+    if (workload.deleteRequestedAt !== undefined) {
+      if (this.options.secondDelete === 'suspend') {
+        workload.status = 'suspended'
+        touch(workload)
+        return [204, undefined]
+      }
+
+      throw new HttpFailure(409, 'DELETE_IN_PROGRESS', 'deletion already in progress')
+    }
+
+    if (workload.status === 'deleted') throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+    workload.deleteRequestedAt = Date.now()
+    if (this.options.teardownDelayMs <= 0) this.finishDelete(workload)
+    return [204, undefined]
+  }
+
+  private finishDelete(workload: SimWorkload): void {
+    if (workload.status === 'deleted') return
+    const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
+    if (offer && workload.deployedAt !== undefined) offer.available++
+    workload.status = 'deleted'
+    workload.deletedAt = Date.now()
+    workload.endpoint = undefined
+    touch(workload)
+    void this.options.onDeleted?.(workload)
+  }
+
+  /** Applies the passage of time to a workload (lazy state machine). */
+  private advance(workload: SimWorkload): SimWorkload {
+    const now = Date.now()
+    if (workload.deleteRequestedAt !== undefined && workload.status !== 'deleted' && now >= workload.deleteRequestedAt + this.options.teardownDelayMs) {
+      this.finishDelete(workload)
+    }
+
+    if (workload.status === 'provisioning' && workload.deployedAt !== undefined && now >= workload.deployedAt + this.options.bootDelayMs) {
+      if (this.options.provisioning === 'error') {
+        workload.status = 'error'
+        workload.message = 'simulated boot failure'
+        touch(workload)
+      } else if (this.options.provisioning === 'normal') {
+        this.bringUp(workload)
+      }
+    }
+
+    return workload
+  }
+
+  private bringUp(workload: SimWorkload): void {
+    if (!this.options.onRunning) {
+      workload.endpoint = {public_ip: '127.0.0.1', ssh_port: 22}
+      workload.status = 'running'
+      touch(workload)
+      return
+    }
+
+    if (workload.endpointPending) return
+    workload.endpointPending = true
+    this.options.onRunning(workload).then(
+      (endpoint) => {
+        if (workload.status !== 'provisioning') return
+        workload.endpoint = endpoint
+        workload.status = 'running'
+        touch(workload)
+      },
+      (error: unknown) => {
+        workload.status = 'error'
+        workload.message = `simulated VM failed to start: ${String(error)}`
+        touch(workload)
+      },
+    )
+  }
+
+  private stateView(workload: SimWorkload) {
+    const running = workload.status === 'running'
+    return {
+      message: workload.message,
+      public_ip: running ? (workload.endpoint?.public_ip ?? null) : null,
+      ready_replicas: running ? 1 : 0,
+      ssh_port: running ? (workload.endpoint?.ssh_port ?? null) : null,
+      status: workload.status,
+      total_replicas: 1,
+      uid: workload.uid,
+      updated_at: workload.updated_at,
+      urls: [],
+      workload_type: 'VM',
+    }
+  }
+
+  private summaryView(workload: SimWorkload) {
+    const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
+    return {
+      cost_per_hour: workload.cost_per_hour,
+      created_at: workload.created_at,
+      frozen_cost_per_hour: null,
+      image: workload.image,
+      name: workload.name,
+      project_id: workload.project_id,
+      resource: offer ? {cpu_millicores: offer.vcpus * 1000, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib, name: offer.name} : null,
+      revision: '1',
+      state: this.stateView(workload),
+      type: 'VM',
+      uid: workload.uid,
+      updated_at: workload.updated_at,
+    }
+  }
+
+  private workloadView(workload: SimWorkload) {
+    return {
+      ...this.summaryView(workload),
+      resource_name: workload.resource_name,
+      ssh_keys: workload.ssh_keys.map((uid) => {
+        const key = this.sshKeys.get(uid)
+        return {name: key?.name ?? null, public_key_raw: key?.public_key_raw ?? null, uid}
+      }),
+    }
+  }
+}
+
+export {DEFAULT_TOKEN}
+
+function matchPath(path: string, pattern: RegExp | string): boolean {
+  return typeof pattern === 'string' ? path.includes(pattern) : pattern.test(path)
+}
+
+function newUid(prefix: string): string {
+  return `${prefix}-${randomBytes(6).toString('hex')}`
+}
+
+function touch(workload: SimWorkload): void {
+  workload.updated_at = new Date().toISOString()
+}
+
+function orgView(org: OrgSeed) {
+  return {billing_email: '', created_at: '2026-07-27T10:00:00Z', credits: org.credits, name: org.name, org_type: org.org_type, overage: 0, role: 'OWNER', slug: org.slug, uid: `org-${org.slug}`, updated_at: '2026-07-27T10:00:00Z'}
+}
+
+function offerView(offer: OfferSeed, variant: InventoryVariant) {
+  const a = {gpu_count: offer.gpu_count, gpu_type: offer.gpu_model, memory: offer.memory_mib, storage: offer.disk_mib, vcpu: offer.vcpus}
+  const b = {cpu_millicores: offer.vcpus * 1000, disk_size_mib: offer.disk_mib, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib}
+  const spec = variant === 'a' ? a : variant === 'b' ? b : {...a, ...b}
+  return {available: offer.available, cost_per_hour: offer.cost_per_hour, description: offer.display_name, display_name: offer.display_name, gpu: offer.gpu, name: offer.name, spec, type: 'vm'}
+}
+
+/** Adds unknown fields everywhere, as a growing API would. */
+function decorate(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => decorate(item))
+  if (value && typeof value === 'object') {
+    return {...Object.fromEntries(Object.entries(value).map(([key, item]) => [key, decorate(item)])), x_future_field: {nested: [1, 'two']}}
+  }
+
+  return value
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of request) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function parseStrict(body: string, allowed: string[], required: string[]): Record<string, unknown> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    throw new HttpFailure(400, 'INVALID_JSON_BODY', 'body is not JSON')
+  }
+
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new HttpFailure(400, 'INVALID_JSON_BODY', 'body must be an object')
+  const fields = parsed as Record<string, unknown>
+  const unknown = Object.keys(fields).find((key) => !allowed.includes(key))
+  if (unknown) throw new HttpFailure(400, 'INVALID_JSON_BODY', `unknown field ${unknown}`)
+  const missing = required.find((key) => fields[key] === undefined)
+  if (missing) throw new HttpFailure(400, 'INVALID_JSON_BODY', `missing field ${missing}`)
+  return fields
+}
