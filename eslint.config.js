@@ -5,7 +5,7 @@ export default tseslint.config(
   {ignores: ['dist/**', 'node_modules/**', 'coverage/**']},
   js.configs.recommended,
   {
-    files: ['bin/*.js', 'scripts/*.mjs'],
+    files: ['bin/*.js', 'scripts/*.mjs', 'bench/*.mjs'],
     languageOptions: {globals: {URL: 'readonly', console: 'readonly', process: 'readonly'}},
   },
   {
