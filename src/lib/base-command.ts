@@ -47,12 +47,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected flags!: BaseFlags<T>
   protected args!: BaseArgs<T>
+  /** All positional arguments (for commands that take a list, with strict = false). */
+  protected positionals: string[] = []
   /** Warnings shown on stderr in human mode and returned in the JSON envelope. */
   protected readonly warnings: string[] = []
 
   public async init(): Promise<void> {
     await super.init()
-    const {args, flags} = await this.parse({
+    const {args, argv, flags} = await this.parse({
       args: this.ctor.args,
       baseFlags: (this.ctor as typeof BaseCommand).baseFlags,
       enableJsonFlag: this.ctor.enableJsonFlag,
@@ -61,6 +63,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
+    this.positionals = argv as string[]
   }
 
   /** Progress and diagnostics: stderr, and silent under --json unless --verbose. */

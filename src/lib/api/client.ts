@@ -43,8 +43,13 @@ export interface WorkloadFilter {
 export class TargonClient {
   readonly http: HttpTransport
 
-  constructor(options: HttpOptions) {
-    this.http = new HttpTransport(options)
+  constructor(options: HttpOptions | HttpTransport) {
+    this.http = options instanceof HttpTransport ? options : new HttpTransport(options)
+  }
+
+  /** A client on the same connection pool whose calls obey another abort signal. */
+  withSignal(signal: AbortSignal | undefined): TargonClient {
+    return new TargonClient(this.http.withSignal(signal))
   }
 
   async close(): Promise<void> {

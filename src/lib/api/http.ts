@@ -43,7 +43,7 @@ export class HttpTransport {
   readonly options: Required<Omit<HttpOptions, 'signal' | 'token' | 'trace'>> & Pick<HttpOptions, 'signal' | 'token' | 'trace'>
   private readonly agent: Agent
 
-  constructor(options: HttpOptions) {
+  constructor(options: HttpOptions, sharedAgent?: Agent) {
     this.options = {
       connectTimeoutMs: 10_000,
       maxAttempts: 4,
@@ -51,16 +51,23 @@ export class HttpTransport {
       retryBaseMs: 500,
       ...options,
     }
-    this.agent = new Agent({
-      connect: {timeout: this.options.connectTimeoutMs},
-      headersTimeout: this.options.requestTimeoutMs,
-      bodyTimeout: this.options.requestTimeoutMs,
-      keepAliveTimeout: 4000,
-    })
+    this.agent =
+      sharedAgent ??
+      new Agent({
+        bodyTimeout: this.options.requestTimeoutMs,
+        connect: {timeout: this.options.connectTimeoutMs},
+        headersTimeout: this.options.requestTimeoutMs,
+        keepAliveTimeout: 4000,
+      })
+  }
+
+  /** The same connection pool, governed by another abort signal (e.g. clean-up that must outlive Ctrl-C). */
+  withSignal(signal: AbortSignal | undefined): HttpTransport {
+    return new HttpTransport({...this.options, signal}, this.agent)
   }
 
   async close(): Promise<void> {
-    await this.agent.close()
+    if (!this.agent.closed && !this.agent.destroyed) await this.agent.close()
   }
 
   async call<T extends z.ZodType>(call: CallOptions<T>): Promise<z.output<T>> {

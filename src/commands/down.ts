@@ -1,0 +1,103 @@
+import {Args, Flags} from '@oclif/core'
+
+import {connect} from '../lib/api/connect.js'
+import {BaseCommand} from '../lib/base-command.js'
+import {type DownResult, runDown} from '../lib/down.js'
+import {usageError} from '../lib/errors.js'
+import {validateFleet} from '../lib/fleet.js'
+import type {KnownVm} from '../lib/inventory.js'
+import {resolveOrg} from '../lib/org.js'
+import {dash, renderTable} from '../lib/output.js'
+import {parseDuration} from '../lib/parse.js'
+import {configDir} from '../lib/settings.js'
+import {LocalState} from '../lib/state.js'
+
+export default class Down extends BaseCommand<typeof Down> {
+  static summary = 'Delete VMs and verify they are gone (stops billing).'
+
+  static description = `Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
+(--all, --fleet, --older-than, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
+explicitly are always deleted. On a terminal, bulk deletion asks first (skip with --yes); without a terminal (cron)
+it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 otherwise, with a per-VM result.`
+
+  static examples = [
+    {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
+    {command: '<%= config.bin %> down --all --yes', description: 'Every VM this tool created, in every fleet'},
+    {command: '<%= config.bin %> down --fleet train --older-than 6h', description: 'Fleet "train" VMs older than six hours'},
+    {command: '*/10 * * * * targon down --expired --json >> ~/targon-down.log', description: 'Cron: delete VMs whose --ttl ran out'},
+    {command: '<%= config.bin %> down --all --dry-run --json', description: 'What --all would delete, without deleting'},
+  ]
+
+  static args = {vms: Args.string({description: 'VM names or uids', required: false})}
+  static strict = false
+
+  static flags = {
+    all: Flags.boolean({summary: 'Every VM this tool created (all fleets).'}),
+    'any-origin': Flags.boolean({summary: 'Let bulk selectors take VMs not created by this tool.'}),
+    'dry-run': Flags.boolean({summary: 'Print what would be deleted; delete nothing.'}),
+    expired: Flags.boolean({summary: 'VMs whose --ttl has run out.'}),
+    fleet: Flags.string({summary: 'Every VM of this fleet.'}),
+    'ignore-missing': Flags.boolean({summary: 'A name that matches nothing is not an error.'}),
+    'older-than': Flags.string({summary: 'Only VMs older than this, e.g. 6h (alone: all of this tool\'s VMs older than that).'}),
+    yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
+  }
+
+  public async run(): Promise<DownResult> {
+    const {flags} = this
+    const targets = this.positionals
+    const olderThan = flags['older-than'] === undefined ? null : parseDuration(flags['older-than'], '--older-than') / 1000
+    const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
+    if (targets.length === 0 && !flags.all && fleet === null && olderThan === null && !flags.expired) {
+      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR or --expired')
+    }
+
+    const client = await connect({auth: true, trace: this.traceSink()})
+    try {
+      const org = await resolveOrg(client, flags.org)
+      const result = await runDown(client, org, new LocalState(configDir()), {
+        confirm: (vms) => this.confirm(vms, targets.length > 0 && !flags.all && fleet === null && olderThan === null && !flags.expired),
+        dryRun: flags['dry-run'],
+        ignoreMissing: flags['ignore-missing'],
+        onResult: (deleted) => this.info(`${deleted.action}: ${deleted.name ?? deleted.uid} (${deleted.uid})`),
+        selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},
+        warn: (message) => this.addWarning(message),
+      })
+      if (!this.jsonEnabled()) this.render(result)
+      return result
+    } finally {
+      await client.close()
+    }
+  }
+
+  /** Bulk deletion on a terminal asks first; explicit targets, --yes and non-interactive runs do not. */
+  private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
+    if (explicitOnly || this.flags.yes || this.jsonEnabled() || !process.stdin.isTTY || !process.stderr.isTTY) return true
+    const {createInterface} = await import('node:readline/promises')
+    const prompt = createInterface({input: process.stdin, output: process.stderr})
+    try {
+      const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
+      const answer = await prompt.question(`Delete ${vms.length} VM${vms.length === 1 ? '' : 's'} (${names})? [y/N] `)
+      return /^y(es)?$/i.test(answer.trim())
+    } finally {
+      prompt.close()
+    }
+  }
+
+  private render(result: DownResult): void {
+    if (result.results.length === 0) {
+      this.info('Nothing to delete.')
+      return
+    }
+
+    this.log(
+      renderTable(
+        [
+          {header: 'NAME', value: (row) => dash(row.name)},
+          {header: 'UID', value: (row) => row.uid},
+          {header: 'RESULT', value: (row) => row.action},
+        ],
+        result.results,
+      ),
+    )
+  }
+}

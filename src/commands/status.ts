@@ -1,0 +1,184 @@
+import {Args, Flags} from '@oclif/core'
+import * as z from 'zod'
+
+import {connect} from '../lib/api/connect.js'
+import {BaseCommand} from '../lib/base-command.js'
+import {TargonError} from '../lib/errors.js'
+import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
+import {displayGpuModel} from '../lib/offers.js'
+import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/inventory.js'
+import {resolveOrg} from '../lib/org.js'
+import {dash, renderTable, usd} from '../lib/output.js'
+import {formatDuration} from '../lib/parse.js'
+import {configDir, readConfigValue} from '../lib/settings.js'
+import {LocalState} from '../lib/state.js'
+
+export const StatusVmSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().describe('as the API says; unknown values verbatim'),
+  public_ip: z.string().nullable(),
+  ssh_port: z.number().nullable(),
+  resource: z.string().nullable(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  price_per_hour: z.number().nullable(),
+  created_at: z.string().nullable(),
+  age_seconds: z.number().nullable(),
+  estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
+  ttl_expires_at: z.string().nullable(),
+  ttl_left_seconds: z.number().nullable(),
+  bootstrapped: z.boolean(),
+  origin: z.enum(['this-tool', 'other']),
+  local_record: z.enum(['present', 'missing']),
+})
+export type StatusVm = z.infer<typeof StatusVmSchema>
+
+export const StatusResultSchema = z.object({
+  org: z.string(),
+  fleet: z.string().nullable().describe('null with --all-fleets'),
+  vms: z.array(StatusVmSchema),
+  drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
+  totals: z.object({count: z.number(), price_per_hour: z.number(), estimated_cost_usd: z.number()}),
+})
+export type StatusResult = z.infer<typeof StatusResultSchema>
+
+export default class Status extends BaseCommand<typeof Status> {
+  static summary = 'Show your Targon VMs: state, address, price, age, estimated cost and TTL.'
+
+  static description = `What the API says, enriched with local state. By default the VMs this tool created in one fleet
+(the configured fleet, else "${DEFAULT_FLEET}"). Drift is flagged: a local record whose VM is gone (local-only), or a VM
+of this tool with no local record (server-only, e.g. created on another machine).`
+
+  static examples = [
+    {command: '<%= config.bin %> status', description: 'VMs of the default fleet'},
+    {command: '<%= config.bin %> status --all-fleets --any-origin', description: 'Every VM of the org, including ones other tools created'},
+    {command: '<%= config.bin %> status tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
+    {command: '<%= config.bin %> status -q | xargs -n1 targon ssh --print', description: 'uids only, one per line'},
+  ]
+
+  static args = {vms: Args.string({description: 'VM names or uids (default: all of the fleet)', required: false})}
+  static strict = false
+
+  static flags = {
+    'all-fleets': Flags.boolean({exclusive: ['fleet'], summary: 'Show the VMs of every fleet.'}),
+    'any-origin': Flags.boolean({summary: 'Include VMs not created by this tool.'}),
+    fleet: Flags.string({summary: 'Fleet to show.'}),
+    quiet: Flags.boolean({char: 'q', summary: 'Print uids only, one per line.'}),
+  }
+
+  public async run(): Promise<StatusResult> {
+    const targets = this.positionals
+    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const client = await connect({auth: true, trace: this.traceSink()})
+    try {
+      const org = await resolveOrg(client, this.flags.org)
+      const state = new LocalState(configDir())
+      const view = await snapshot(client, org, state)
+      for (const problem of view.problems) this.addWarning(problem)
+
+      let selected = view.vms.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
+      if (targets.length > 0) {
+        selected = targets.flatMap((target) => {
+          const found = findVm(view.vms, target)
+          if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
+          return found
+        })
+      }
+
+      const now = Date.now()
+      const vms = selected.map((vm) => toStatusVm(vm, now))
+      const drift = [
+        ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
+        ...view.localOnly.filter((record) => targets.length === 0 && (fleet === null || record.fleet === fleet)).map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
+      ]
+      for (const item of drift) {
+        if (item.kind === 'local-only') this.addWarning(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
+      }
+
+      const result: StatusResult = {
+        drift,
+        fleet,
+        org,
+        totals: {
+          count: vms.length,
+          estimated_cost_usd: round(vms.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
+          price_per_hour: round(vms.filter((vm) => vm.status !== 'registered').reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
+        },
+        vms,
+      }
+      if (!this.jsonEnabled()) this.render(result)
+      return result
+    } finally {
+      await client.close()
+    }
+  }
+
+  private render(result: StatusResult): void {
+    if (this.flags.quiet) {
+      if (result.vms.length > 0) this.log(result.vms.map((vm) => vm.uid).join('\n'))
+      return
+    }
+
+    if (result.vms.length === 0) {
+      this.info(`No VMs${result.fleet ? ` in fleet ${result.fleet}` : ''} (org ${result.org}).`)
+      return
+    }
+
+    this.log(
+      renderTable(
+        [
+          {header: 'NAME', value: (vm) => dash(vm.name)},
+          {header: 'UID', value: (vm) => vm.uid},
+          {header: 'FLEET', value: (vm) => dash(vm.fleet)},
+          {header: 'STATUS', value: (vm) => vm.status},
+          {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
+          {header: 'RESOURCE', value: (vm) => dash(vm.resource)},
+          {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},
+          {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.price_per_hour)},
+          {align: 'right', header: 'AGE', value: (vm) => (vm.age_seconds === null ? '-' : formatDuration(vm.age_seconds * 1000))},
+          {align: 'right', header: 'EST_COST', value: (vm) => usd(vm.estimated_cost_usd)},
+          {align: 'right', header: 'TTL_LEFT', value: (vm) => (vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000))},
+          {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
+        ],
+        result.vms,
+      ),
+    )
+    this.info(`${result.totals.count} VMs, ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
+  }
+}
+
+function toStatusVm(vm: KnownVm, now: number): StatusVm {
+  const {workload, record} = vm
+  const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
+  const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
+  const price = vmPrice(vm)
+  const billing = vm.status !== 'registered'
+  const gpuModel = workload.resource?.gpu_model ?? workload.resource?.gpu_type
+  const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
+  return {
+    age_seconds: ageSeconds,
+    bootstrapped: record?.bootstrapped ?? false,
+    created_at: workload.created_at ?? null,
+    estimated_cost_usd: ageSeconds === null || price === null ? null : billing ? round((ageSeconds / 3600) * price) : 0,
+    fleet: vm.fleet,
+    gpu_count: workload.resource?.gpu_count ?? null,
+    gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
+    local_record: record ? 'present' : 'missing',
+    name: vm.name,
+    origin: vm.owned ? 'this-tool' : 'other',
+    price_per_hour: price,
+    public_ip: workload.state?.public_ip ?? null,
+    resource: vmResource(vm),
+    ssh_port: workload.state?.ssh_port ?? null,
+    status: vm.status,
+    ttl_expires_at: record?.ttl_expires_at ?? null,
+    ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
+    uid: vm.uid,
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 10_000) / 10_000
+}

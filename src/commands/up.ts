@@ -1,0 +1,123 @@
+import {Args, Flags} from '@oclif/core'
+
+import {connect} from '../lib/api/connect.js'
+import {BaseCommand} from '../lib/base-command.js'
+import {usageError} from '../lib/errors.js'
+import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
+import {guardInterrupts} from '../lib/interrupt.js'
+import {dash, renderTable, usd} from '../lib/output.js'
+import {parseDuration, parsePrice} from '../lib/parse.js'
+import {ON_FAILURE, type OnFailure, type VmRun} from '../lib/provision.js'
+import {configDir, readConfigValue} from '../lib/settings.js'
+import {DEFAULT_IMAGE, type UpResult, runUp} from '../lib/up.js'
+
+const DEFAULT_TIMEOUT = '60m'
+
+export default class Up extends BaseCommand<typeof Up> {
+  static summary = 'Rent GPU VMs under a price cap and wait until they run.'
+
+  static description = `Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
+project SSH key with the org (once), creates and deploys the VM and waits until it runs. Phases: register,
+deploy, wait-running.
+
+If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto). Re-running with
+the same --name adopts the existing VM instead of creating a second one.`
+
+  static examples = [
+    {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},
+    {command: '<%= config.bin %> up --gpu h200 --min-gpus 8 --max-price 25 --fleet train', description: 'The cheapest 8x H200 VM, in fleet "train"'},
+    {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --count 4 --min 2 --ttl 6h', description: 'Four VMs in parallel; keep them if at least two come up; expire after 6 h'},
+    {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --name worker1 --json | jq -r .data.vms[0].public_ip', description: 'A named VM (re-running adopts it), address for scripts'},
+  ]
+
+  static args = {
+    resource: Args.string({description: 'Resource (SKU) name from targon offers, e.g. rtx6000b-small', required: false}),
+  }
+
+  static flags = {
+    count: Flags.integer({default: 1, max: 64, min: 1, summary: 'How many VMs to create, in parallel.'}),
+    fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
+    gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
+    image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
+    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
+    min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
+    'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
+    name: Flags.string({summary: 'Name for the VM (with --count 1); re-running with it adopts the existing VM.'}),
+    'no-bootstrap': Flags.boolean({summary: 'Stop once the VM is running (skip install and shim-start).'}),
+    'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
+      summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
+    }),
+    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit, e.g. 30m (wait-running alone is capped at 20m).'}),
+    ttl: Flags.string({summary: 'Lifetime, e.g. 6h; recorded and enforced by targon down --expired.'}),
+  }
+
+  public async run(): Promise<UpResult> {
+    const {flags} = this
+    const resource = this.args.resource
+    if (!resource && !flags.gpu && !flags.name) throw usageError('no resource given', 'name a resource (targon up rtx6000b-small ...) or a GPU model (--gpu h200)')
+    if (resource && flags.gpu) throw usageError('give either a resource or --gpu, not both', 'drop one of them')
+    if (flags['min-gpus'] !== undefined && !flags.gpu) throw usageError('--min-gpus needs --gpu', 'add --gpu <model>')
+    if (flags.name !== undefined && flags.count > 1) throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
+    if (flags.min !== undefined && flags.min > flags.count) throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
+
+    const maxPrice = flags['max-price'] ?? (await configuredPrice())
+    if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
+    const fleet = validateFleet(flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+
+    let tracked: VmRun[] = []
+    const guard = guardInterrupts(() => {
+      const uids = tracked.filter((vm) => vm.uid).map((vm) => vm.uid as string)
+      return uids.length > 0 ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`] : ['Exiting; nothing was created.']
+    })
+    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
+    try {
+      const result = await runUp(client, {
+        configDir: configDir(),
+        count: flags.count,
+        fleet,
+        gpu: flags.gpu,
+        image: flags.image ?? (await readConfigValue('image')) ?? DEFAULT_IMAGE,
+        json: this.jsonEnabled(),
+        label: flags.name,
+        maxPrice,
+        min: flags.min,
+        minGpus: flags['min-gpus'],
+        onFailure: flags['on-failure'],
+        org: flags.org,
+        resource,
+        signal: guard.signal,
+        timeoutMs: parseDuration(flags.timeout, '--timeout'),
+        track: (vms) => (tracked = vms),
+        ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
+        warn: (message) => this.addWarning(message),
+      })
+      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed and was rolled back: ${failure.error.message}`)
+      if (!this.jsonEnabled()) this.render(result)
+      return result
+    } finally {
+      guard.dispose()
+      await client.close()
+    }
+  }
+
+  private render(result: UpResult): void {
+    this.log(
+      renderTable(
+        [
+          {header: 'NAME', value: (vm) => vm.name},
+          {header: 'UID', value: (vm) => vm.uid},
+          {header: 'RESOURCE', value: (vm) => vm.resource},
+          {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},
+          {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.price_per_hour)},
+          {header: 'SSH', value: (vm) => (vm.public_ip ? `${vm.user}@${vm.public_ip} -p ${dash(vm.ssh_port)}` : '-')},
+        ],
+        result.vms,
+      ),
+    )
+  }
+}
+
+async function configuredPrice(): Promise<number | undefined> {
+  const value = await readConfigValue('max-price')
+  return value === undefined ? undefined : parsePrice(value, 'config max-price')
+}

@@ -1,0 +1,53 @@
+/**
+ * What exists: the API's workload listing (the truth), joined with local records (which
+ * only add passwords, TTLs and host-key pins). Shared by `status`, `down` and `ssh`.
+ */
+import type {TargonClient} from './api/client.js'
+import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from './api/schemas.js'
+import {fleetOf} from './fleet.js'
+import type {LocalState, VmRecord} from './state.js'
+
+export interface KnownVm {
+  uid: string
+  name: string | null
+  status: string
+  fleet: string | null
+  /** Created by this tool: a tcli- name, or a local record. */
+  owned: boolean
+  workload: Workload
+  record?: VmRecord
+}
+
+export interface FleetSnapshot {
+  vms: KnownVm[]
+  /** Local records whose workload the API no longer lists. */
+  localOnly: VmRecord[]
+  problems: string[]
+}
+
+export async function snapshot(client: TargonClient, org: string, state: LocalState): Promise<FleetSnapshot> {
+  const workloads = (await client.listWorkloads(org)).filter((workload) => workloadStatus(workload) !== 'deleted')
+  const {problems, records} = state.listVms(org)
+  const byUid = new Map(records.filter((record) => record.uid).map((record) => [record.uid as string, record]))
+  const listed = new Set(workloads.map((workload) => workload.uid))
+  const vms = workloads.map((workload): KnownVm => {
+    const record = byUid.get(workload.uid)
+    const fleet = fleetOf(workload.name) ?? record?.fleet ?? null
+    return {fleet, name: workload.name ?? null, owned: fleetOf(workload.name) !== undefined || record !== undefined, record, status: workloadStatus(workload), uid: workload.uid, workload}
+  })
+  const localOnly = records.filter((record) => !record.uid || !listed.has(record.uid))
+  return {localOnly, problems, vms}
+}
+
+/** Finds a VM by exact uid or name. */
+export function findVm(vms: KnownVm[], target: string): KnownVm[] {
+  return vms.filter((vm) => vm.uid === target || vm.name === target)
+}
+
+export function vmPrice(vm: KnownVm): number | null {
+  return workloadPrice(vm.workload) ?? null
+}
+
+export function vmResource(vm: KnownVm): string | null {
+  return workloadResourceName(vm.workload) ?? vm.record?.resource ?? null
+}

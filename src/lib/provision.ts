@@ -1,0 +1,459 @@
+/**
+ * The provisioning flow of `targon up` for one VM, phase by phase, and the failure policy
+ * that deletes what a failed or interrupted run created. UI-agnostic: the command renders
+ * progress from the phase callbacks.
+ */
+import {randomInt} from 'node:crypto'
+import {setTimeout as sleep} from 'node:timers/promises'
+import * as z from 'zod'
+
+import type {TargonClient} from './api/client.js'
+import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from './api/schemas.js'
+import {TargonError} from './errors.js'
+import {workloadName} from './fleet.js'
+import type {Offer} from './offers.js'
+import {withinCap} from './parse.js'
+import type {LocalState} from './state.js'
+import {type DeleteResult, deleteWorkloads} from './teardown.js'
+
+export const PHASES = ['register', 'deploy', 'wait-running'] as const
+export type PhaseName = (typeof PHASES)[number]
+export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
+export type OnFailure = (typeof ON_FAILURE)[number]
+
+export const PhaseResultSchema = z.object({
+  name: z.enum(PHASES),
+  status: z.enum(['done', 'skipped', 'failed']),
+  duration_ms: z.number(),
+})
+export type PhaseResult = z.infer<typeof PhaseResultSchema>
+
+export const VmResultSchema = z.object({
+  uid: z.string(),
+  name: z.string(),
+  fleet: z.string(),
+  resource: z.string(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  status: z.string(),
+  price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
+  max_price: z.number(),
+  public_ip: z.string().nullable(),
+  ssh_port: z.number().nullable(),
+  user: z.literal('ubuntu'),
+  identity_file: z.string(),
+  created_at: z.string().nullable(),
+  ttl_expires_at: z.string().nullable(),
+  adopted: z.boolean().describe('true when an existing VM of the fleet was taken over (--name)'),
+  phases: z.array(PhaseResultSchema),
+})
+export type VmResult = z.infer<typeof VmResultSchema>
+
+/** Phase bounds (cli-contract §3.7). */
+export const PHASE_TIMEOUT_MS = {deploy: 60_000, register: 60_000, 'wait-running': 20 * 60_000} as const
+const RECONCILE_MS = 30_000
+const CLEANUP_MS = 3 * 60_000
+
+export interface UpRequest {
+  org: string
+  fleet: string
+  maxPrice: number
+  image: string
+  /** Exact resource asked for; otherwise any candidate offer. */
+  resource?: string
+  /** The user's --name (only with --count 1). */
+  label?: string
+  ttlMs?: number
+  onFailure: OnFailure
+  /** Absolute deadline of the whole run (epoch ms). */
+  deadline: number
+  sshKeyUid: string
+  identityFile: string
+}
+
+export interface ProvisionDeps {
+  client: TargonClient
+  /** The same API, not tied to Ctrl-C: clean-up must run after an interrupt. */
+  cleanupClient: TargonClient
+  state: LocalState
+  signal: AbortSignal
+  warn: (message: string) => void
+}
+
+/** What one VM of a run knows about itself; failure handling reads it. */
+export interface VmRun {
+  index: number
+  name?: string
+  uid?: string
+  offer?: Offer
+  /** Created by this run (as opposed to adopted). */
+  created: boolean
+  adopted: boolean
+  status?: string
+  workload?: SparseWorkload
+  price?: number
+  publicIp?: string
+  sshPort?: number
+  phases: PhaseResult[]
+  /** Set when the adopted workload is already past a phase. */
+  skip: Set<PhaseName>
+}
+
+export function newVmRun(index: number): VmRun {
+  return {adopted: false, created: false, index, phases: [], skip: new Set()}
+}
+
+export class Provisioner {
+  constructor(
+    private readonly deps: ProvisionDeps,
+    private readonly request: UpRequest,
+    private readonly candidates: Offer[],
+    /** Why there are no candidates, raised only once something must be created. */
+    private readonly whyNoOffer?: TargonError,
+  ) {}
+
+  /** Times a phase and records it; a skipped phase costs nothing. */
+  async phase(vm: VmRun, name: PhaseName, work: () => Promise<void>): Promise<'done' | 'skipped'> {
+    const started = Date.now()
+    if (vm.skip.has(name)) {
+      vm.phases.push({duration_ms: 0, name, status: 'skipped'})
+      return 'skipped'
+    }
+
+    try {
+      await work()
+    } catch (error) {
+      vm.phases.push({duration_ms: Date.now() - started, name, status: 'failed'})
+      throw error
+    }
+
+    vm.phases.push({duration_ms: Date.now() - started, name, status: 'done'})
+    return 'done'
+  }
+
+  /** Register: adopt the named VM of the fleet if it exists, else create a workload on the cheapest candidate. */
+  async register(vm: VmRun): Promise<void> {
+    const {client} = this.deps
+    if (this.request.label !== undefined) {
+      const name = workloadName(this.request.fleet, this.request.label)
+      vm.name = name
+      const existing = await this.findByName(name)
+      if (existing.length > 1) {
+        throw new TargonError('NAME_CONFLICT', `${existing.length} live workloads are named ${name}: ${existing.map((workload) => workload.uid).join(', ')}`, {
+          hint: 'delete the extra ones with targon down <uid>, then run again',
+        })
+      }
+
+      if (existing.length === 1) {
+        this.adopt(vm, existing[0] as Workload)
+        return
+      }
+    }
+
+    const offer = this.candidates[0]
+    if (!offer) throw this.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
+    await this.create(vm, offer, client)
+  }
+
+  private adopt(vm: VmRun, workload: Workload): void {
+    const resource = workloadResourceName(workload)
+    if (this.request.resource && resource && resource !== this.request.resource) {
+      throw new TargonError('NAME_CONFLICT', `${workload.name ?? workload.uid} already exists on ${resource}, not ${this.request.resource}`, {
+        hint: 'choose another --name, or omit the resource to take the existing VM',
+        resource: {name: workload.name ?? undefined, uid: workload.uid},
+      })
+    }
+
+    vm.adopted = true
+    vm.uid = workload.uid
+    vm.workload = workload
+    vm.offer = this.candidates.find((offer) => offer.resource === resource)
+    const status = workloadStatus(workload)
+    vm.status = status
+    if (status === 'error' || status === 'suspended') {
+      throw new TargonError('API_ERROR', `${workload.name ?? workload.uid} is in state ${status}${workload.state?.message ? `: ${workload.state.message}` : ''}`, {
+        hint: `delete it with targon down ${workload.uid}, then run again`,
+        resource: {name: workload.name ?? undefined, uid: workload.uid},
+      })
+    }
+
+    this.checkPrice(vm, workloadPrice(workload))
+    vm.skip.add('register')
+    if (status !== 'registered') vm.skip.add('deploy')
+    if (status === 'running' && workload.state?.public_ip && workload.state.ssh_port) {
+      vm.publicIp = workload.state.public_ip
+      vm.sshPort = workload.state.ssh_port
+      vm.skip.add('wait-running')
+    }
+  }
+
+  private async create(vm: VmRun, offer: Offer, client: TargonClient): Promise<void> {
+    const name = vm.name && this.request.label !== undefined ? vm.name : workloadName(this.request.fleet)
+    vm.name = name
+    vm.offer = offer
+    const password = randomPassword()
+    const now = new Date()
+    // The intent is recorded before the request, so that a crash leaves a trace of what may exist.
+    this.deps.state.saveVm({
+      bootstrapped: false,
+      created_at: now.toISOString(),
+      fleet: this.request.fleet,
+      host_key: null,
+      max_price: this.request.maxPrice,
+      name,
+      org: this.request.org,
+      password,
+      resource: offer.resource,
+      ttl_expires_at: this.request.ttlMs === undefined ? null : new Date(now.getTime() + this.request.ttlMs).toISOString(),
+      uid: null,
+    })
+    const body = {image: this.request.image, name, resource_name: offer.resource, ssh_keys: [this.request.sshKeyUid], type: 'VM' as const, vm_config: {password}}
+
+    let created: SparseWorkload | undefined
+    try {
+      created = await client.createWorkload(this.request.org, body)
+    } catch (error) {
+      if (!isUnclearAnswer(error)) {
+        this.deps.state.removeVm(this.request.org, name)
+        throw error
+      }
+
+      // The create may have been committed even though its answer was lost: look before retrying once.
+      this.deps.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
+      created = (await this.findByName(name, RECONCILE_MS))[0]
+      created ??= await client.createWorkload(this.request.org, body)
+    }
+
+    let uid = created.uid
+    if (!uid) {
+      uid = (await this.findByName(name, RECONCILE_MS))[0]?.uid
+      if (!uid) throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {hint: 'run targon status to check, then targon down --all'})
+    }
+
+    vm.uid = uid
+    vm.created = true
+    vm.workload = created
+    vm.status = 'registered'
+    this.deps.state.updateVm(this.request.org, name, {uid})
+    this.checkPrice(vm, await this.serverPrice(vm, created))
+  }
+
+  /** Deploy; a refused offer is deleted and the next candidate is registered and tried. */
+  async deploy(vm: VmRun): Promise<void> {
+    const {client} = this.deps
+    const refusals: TargonError[] = []
+    for (let attempt = this.candidates.indexOf(vm.offer as Offer); ; attempt++) {
+      const outcome = await this.deployOnce(vm)
+      if (outcome === undefined) return
+      refusals.push(outcome)
+      // A named, adopted workload is the user's; other offers are not tried in its place.
+      const next = vm.adopted ? undefined : this.candidates[attempt + 1]
+      if (!next) throw allRefused(refusals)
+      this.deps.warn(`${vm.offer?.resource ?? 'offer'} refused (${outcome.message}); trying ${next.resource}`)
+      await this.discard(vm)
+      await this.create(vm, next, client)
+    }
+  }
+
+  /** One deploy attempt: undefined on success, the refusal otherwise. */
+  private async deployOnce(vm: VmRun): Promise<TargonError | undefined> {
+    const {client} = this.deps
+    const uid = vm.uid as string
+    let answer: SparseWorkload
+    try {
+      answer = await client.deployWorkload(this.request.org, uid)
+    } catch (error) {
+      if (!(error instanceof TargonError) || error.code === 'INTERRUPTED' || error.code === 'AUTH') throw error
+      if (!isUnclearAnswer(error)) return classifyRefusal(error)
+      // The answer was lost or a 5xx: the state tells whether the deploy happened.
+      const status = workloadStatus({state: await client.getWorkloadState(this.request.org, uid)})
+      if (status === 'registered' || status === 'error') return classifyRefusal(error)
+      answer = {}
+    }
+
+    vm.status = 'provisioning'
+    this.checkPrice(vm, await this.serverPrice(vm, answer))
+    return undefined
+  }
+
+  /** Wait until running with an address, polling fast at first and then backing off. */
+  async waitRunning(vm: VmRun): Promise<void> {
+    const {client, signal} = this.deps
+    const uid = vm.uid as string
+    const started = Date.now()
+    const deadline = Math.min(this.request.deadline, started + PHASE_TIMEOUT_MS['wait-running'])
+    for (let poll = 0; ; poll++) {
+      let state
+      try {
+        state = await client.getWorkloadState(this.request.org, uid)
+      } catch (error) {
+        if (error instanceof TargonError && error.code === 'NOT_FOUND') throw goneError(vm)
+        throw error
+      }
+
+      const lastStatus = workloadStatus({state})
+      vm.status = lastStatus
+      if (lastStatus === 'running' && state.public_ip && state.ssh_port) {
+        vm.publicIp = state.public_ip
+        vm.sshPort = state.ssh_port
+        return
+      }
+
+      if (lastStatus === 'deleted') throw goneError(vm)
+      if (lastStatus === 'error' || lastStatus === 'suspended') {
+        throw new TargonError('API_ERROR', `${vm.name} went to state ${lastStatus}${state.message ? `: ${state.message}` : ''}`, {
+          hint: 'try another offer or run again later',
+          resource: {name: vm.name, uid},
+        })
+      }
+
+      const delay = pollDelay(poll, Date.now() - started)
+      if (Date.now() + delay > deadline) {
+        throw new TargonError('TIMEOUT', `${vm.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${lastStatus})`, {
+          hint: 'raise --timeout, or try another offer',
+          resource: {name: vm.name, uid},
+        })
+      }
+
+      await sleep(delay, undefined, {signal}).catch(() => {
+        throw signal.reason instanceof Error ? signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+      })
+    }
+  }
+
+  /** Applies --on-failure to a failed VM; returns what was deleted and what survived. */
+  async rollback(vm: VmRun): Promise<{attempted: boolean; results: DeleteResult[]}> {
+    const deleteIt = vm.uid !== undefined && (this.request.onFailure === 'delete' || (this.request.onFailure === 'auto' && vm.created))
+    if (!deleteIt) {
+      if (!vm.uid && vm.name && !vm.adopted) this.deps.state.removeVm(this.request.org, vm.name)
+      return {attempted: false, results: []}
+    }
+
+    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
+    if (results.every((result) => result.action === 'deleted' || result.action === 'already-gone') && vm.name) {
+      this.deps.state.removeVm(this.request.org, vm.name)
+    }
+
+    return {attempted: true, results}
+  }
+
+  toResult(vm: VmRun, identityFile: string): VmResult {
+    const record = vm.name ? this.deps.state.readVm(this.request.org, vm.name) : undefined
+    return {
+      adopted: vm.adopted,
+      created_at: vm.workload?.created_at ?? record?.created_at ?? null,
+      fleet: this.request.fleet,
+      gpu_count: vm.offer?.gpu_count ?? vm.workload?.resource?.gpu_count ?? null,
+      gpu_model: vm.offer?.gpu_model ?? vm.workload?.resource?.gpu_model ?? null,
+      identity_file: identityFile,
+      max_price: this.request.maxPrice,
+      name: vm.name ?? '',
+      phases: vm.phases,
+      price_per_hour: vm.price ?? vm.offer?.price_per_hour ?? 0,
+      public_ip: vm.publicIp ?? null,
+      resource: vm.offer?.resource ?? (vm.workload ? (workloadResourceName(vm.workload) ?? '') : ''),
+      ssh_port: vm.sshPort ?? null,
+      status: vm.status ?? 'unknown',
+      ttl_expires_at: record?.ttl_expires_at ?? null,
+      uid: vm.uid ?? '',
+      user: 'ubuntu',
+    }
+  }
+
+  /** Deletes the current workload of a VM that is about to be replaced by the next offer. */
+  private async discard(vm: VmRun): Promise<void> {
+    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
+    const gone = results.every((result) => result.action === 'deleted' || result.action === 'already-gone')
+    if (!gone) {
+      // Never risk paying for two: stop here and let the failure policy report the survivor.
+      throw new TargonError('PARTIAL_FAILURE', `could not delete the refused workload ${vm.uid}`, {hint: `run targon down ${vm.uid}`, resource: {name: vm.name, uid: vm.uid}})
+    }
+
+    if (vm.name) this.deps.state.removeVm(this.request.org, vm.name)
+    vm.uid = undefined
+    vm.created = false
+    vm.workload = undefined
+  }
+
+  /** Live workloads with exactly this name (the server's filter is re-checked here). */
+  private async findByName(name: string, waitMs = 0): Promise<Workload[]> {
+    const deadline = Date.now() + waitMs
+    for (;;) {
+      const found = (await this.deps.client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
+      if (found.length > 0 || Date.now() + 2000 > deadline) return found
+      await sleep(2000, undefined, {signal: this.deps.signal})
+    }
+  }
+
+  /** The price the server reports, reading the workload when the answer was sparse. */
+  private async serverPrice(vm: VmRun, answer: SparseWorkload): Promise<number | undefined> {
+    const inAnswer = workloadPrice(answer)
+    if (inAnswer !== undefined) return inAnswer
+    const workload = await this.deps.client.getWorkload(this.request.org, vm.uid as string)
+    vm.workload = workload
+    return workloadPrice(workload)
+  }
+
+  private checkPrice(vm: VmRun, price: number | undefined): void {
+    if (price === undefined) {
+      if (!vm.price) this.deps.warn(`the API did not report a price for ${vm.name}; assuming the offer price`)
+      vm.price ??= vm.offer?.price_per_hour
+      return
+    }
+
+    vm.price = price
+    if (!withinCap(price, this.request.maxPrice)) {
+      throw new TargonError('PRICE_CAP_EXCEEDED', `${vm.name} costs ${price.toFixed(2)} USD/h, above the cap ${this.request.maxPrice.toFixed(2)} USD/h`, {
+        hint: 'raise --max-price or pick a cheaper resource',
+        resource: {name: vm.name, uid: vm.uid},
+      })
+    }
+  }
+}
+
+/** Poll delays: 1 s, then +0.5 s per poll up to 5 s (10 s after five minutes), with ±10 % jitter. */
+export function pollDelay(poll: number, elapsedMs: number): number {
+  const base = elapsedMs > 5 * 60_000 ? 10_000 : Math.min(5000, 1000 + 500 * poll)
+  return Math.round(base * (0.9 + Math.random() * 0.2))
+}
+
+function randomPassword(): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789'
+  return Array.from({length: 24}, () => alphabet[randomInt(alphabet.length)]).join('')
+}
+
+/** A failure whose outcome on the server is unknown (lost answer, 5xx). */
+function isUnclearAnswer(error: unknown): boolean {
+  return error instanceof TargonError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT' || error.code === 'BAD_RESPONSE' || (error.httpStatus ?? 0) >= 500)
+}
+
+/** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */
+export function classifyRefusal(error: TargonError): TargonError {
+  const text = `${error.reason ?? ''} ${error.message}`.toUpperCase()
+  const code = error.httpStatus === 402 || text.includes('CREDIT') ? 'INSUFFICIENT_CREDITS' : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text) ? 'NO_CAPACITY' : undefined
+  if (!code) return error
+  return new TargonError(code, error.message, {
+    hint: code === 'INSUFFICIENT_CREDITS' ? 'add credits to the org, or pick a cheaper offer' : 'try again later, or widen --gpu / raise --max-price',
+    httpStatus: error.httpStatus,
+    reason: error.reason,
+    requestId: error.requestId,
+  })
+}
+
+function allRefused(refusals: TargonError[]): TargonError {
+  const last = refusals.at(-1) as TargonError
+  if (refusals.every((refusal) => refusal.code === 'NO_CAPACITY' || refusal.code === 'INSUFFICIENT_CREDITS')) {
+    return new TargonError(last.code, `every matching offer was refused (${refusals.map((refusal) => refusal.message).join('; ')})`, {
+      hint: last.hint,
+      httpStatus: last.httpStatus,
+      reason: last.reason,
+      requestId: last.requestId,
+    })
+  }
+
+  return last
+}
+
+function goneError(vm: VmRun): TargonError {
+  return new TargonError('API_ERROR', `${vm.name} was deleted while waiting for it to run`, {hint: 'someone or something deleted it; run targon up again', resource: {name: vm.name, uid: vm.uid}})
+}

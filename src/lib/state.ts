@@ -1,0 +1,135 @@
+/**
+ * Local state: one small 0600 JSON file per VM (its password, TTL, host-key pin), so that
+ * concurrent processes never lose each other's updates. Local state only adds to what the
+ * API says; a missing or corrupt file never blocks `down`.
+ */
+import {randomBytes} from 'node:crypto'
+import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import * as z from 'zod'
+
+import {TargonError} from './errors.js'
+import {ensureConfigDir} from './settings.js'
+
+export const HostKeyPinSchema = z.object({
+  alias: z.string(),
+  key: z.string().describe('"<type> <base64>" as in known_hosts'),
+  fingerprint: z.string(),
+  host: z.string(),
+  port: z.number(),
+})
+export type HostKeyPin = z.infer<typeof HostKeyPinSchema>
+
+export const VmRecordSchema = z.object({
+  name: z.string(),
+  org: z.string(),
+  fleet: z.string(),
+  uid: z.string().nullable(),
+  resource: z.string().nullable(),
+  max_price: z.number().nullable(),
+  password: z.string(),
+  created_at: z.string(),
+  ttl_expires_at: z.string().nullable(),
+  host_key: HostKeyPinSchema.nullable().default(null),
+  bootstrapped: z.boolean().default(false),
+})
+export type VmRecord = z.infer<typeof VmRecordSchema>
+
+export interface LoadedRecords {
+  records: VmRecord[]
+  /** Files that could not be read, as warnings. */
+  problems: string[]
+}
+
+export class LocalState {
+  constructor(readonly dir: string) {}
+
+  private vmDir(org: string): string {
+    return join(this.dir, 'vms', org)
+  }
+
+  private vmFile(org: string, name: string): string {
+    return join(this.vmDir(org), `${name}.json`)
+  }
+
+  /** Writes (or replaces) a VM record atomically with mode 0600. */
+  saveVm(record: VmRecord): void {
+    ensureConfigDir(this.dir)
+    mkdirSync(this.vmDir(record.org), {mode: 0o700, recursive: true})
+    writePrivateJson(this.vmFile(record.org, record.name), VmRecordSchema.parse(record))
+  }
+
+  updateVm(org: string, name: string, change: Partial<VmRecord>): VmRecord | undefined {
+    const current = this.readVm(org, name)
+    if (!current) return undefined
+    const next = {...current, ...change}
+    this.saveVm(next)
+    return next
+  }
+
+  readVm(org: string, name: string): VmRecord | undefined {
+    try {
+      return VmRecordSchema.parse(JSON.parse(readFileSync(this.vmFile(org, name), 'utf8')))
+    } catch {
+      return undefined
+    }
+  }
+
+  removeVm(org: string, name: string): void {
+    rmSync(this.vmFile(org, name), {force: true})
+  }
+
+  /** Every readable record of an org; unreadable files are reported, not fatal. */
+  listVms(org: string): LoadedRecords {
+    const result: LoadedRecords = {problems: [], records: []}
+    let files: string[]
+    try {
+      files = readdirSync(this.vmDir(org)).filter((file) => file.endsWith('.json'))
+    } catch {
+      return result
+    }
+
+    for (const file of files) {
+      const path = join(this.vmDir(org), file)
+      try {
+        result.records.push(VmRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8'))))
+      } catch {
+        result.problems.push(`ignoring unreadable local record ${path}`)
+      }
+    }
+
+    return result
+  }
+
+  orgFile(org: string): string {
+    return join(this.dir, 'orgs', `${org}.json`)
+  }
+
+  readOrgCache(org: string): {ssh_key_uid?: string} {
+    try {
+      return z.object({ssh_key_uid: z.string().optional()}).parse(JSON.parse(readFileSync(this.orgFile(org), 'utf8')))
+    } catch {
+      return {}
+    }
+  }
+
+  writeOrgCache(org: string, cache: {ssh_key_uid?: string}): void {
+    ensureConfigDir(this.dir)
+    mkdirSync(join(this.dir, 'orgs'), {mode: 0o700, recursive: true})
+    writePrivateJson(this.orgFile(org), cache)
+  }
+}
+
+/** Atomic write: a 0600 temp file renamed over the target. */
+export function writePrivateJson(path: string, value: unknown): void {
+  const temp = `${path}.${randomBytes(4).toString('hex')}.tmp`
+  try {
+    writeFileSync(temp, `${JSON.stringify(value, null, 2)}\n`, {mode: 0o600})
+    renameSync(temp, path)
+  } catch (error) {
+    rmSync(temp, {force: true})
+    throw new TargonError('CONFIG', `cannot write ${path}: ${(error as Error).message}`, {
+      hint: 'make the config directory writable, or point TARGON_CONFIG_DIR elsewhere',
+    })
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * `targon up` end to end: choose offers under the cap, resolve org, image and SSH key,
+ * provision N VMs in parallel, and settle the fleet (all-or-nothing, or at least --min).
+ */
+import * as z from 'zod'
+
+import type {TargonClient} from './api/client.js'
+import {TargonError} from './errors.js'
+import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
+import {resolveOrg} from './org.js'
+import {runPhases} from './progress.js'
+import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
+import {LocalState} from './state.js'
+import {DeleteResultSchema, type DeleteResult} from './teardown.js'
+import {ensureKeyRegistered, ensureProjectKey} from './ssh-key.js'
+
+export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
+
+export const FailedVmSchema = z.object({
+  name: z.string().nullable(),
+  uid: z.string().nullable(),
+  error: z.object({code: z.string(), message: z.string()}),
+})
+
+export const CleanupSchema = z.object({
+  attempted: z.boolean(),
+  results: z.array(DeleteResultSchema),
+  survivors: z.array(z.string()).describe('uids still present after clean-up'),
+})
+export type Cleanup = z.infer<typeof CleanupSchema>
+
+export const UpResultSchema = z.object({
+  org: z.string(),
+  vms: z.array(VmResultSchema),
+  failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
+  cleanup: CleanupSchema.nullable(),
+})
+export type UpResult = z.infer<typeof UpResultSchema>
+
+export interface UpOptions {
+  resource?: string
+  gpu?: string
+  minGpus?: number
+  maxPrice: number
+  count: number
+  min?: number
+  fleet: string
+  label?: string
+  image: string
+  timeoutMs: number
+  ttlMs?: number
+  onFailure: OnFailure
+  org?: string
+  configDir: string
+  json: boolean
+  signal: AbortSignal
+  warn: (message: string) => void
+  /** Lets the signal handler name what this run has created so far. */
+  track: (vms: VmRun[]) => void
+}
+
+/** Offers that may be rented: matching, available, under the cap, cheapest first. */
+export function chooseCandidates(offers: Offer[], options: Pick<UpOptions, 'gpu' | 'maxPrice' | 'minGpus' | 'resource'>): Offer[] {
+  const matching = offers.filter((offer) => (options.resource ? offer.resource === options.resource : true) && (options.gpu ? matchesGpu(offer, options.gpu) : true) && (options.minGpus === undefined || (offer.gpu_count ?? 0) >= options.minGpus))
+  const candidates = sortOffers(filterOffers(matching, {maxPrice: options.maxPrice}))
+  if (candidates.length > 0) return candidates
+
+  const what = options.resource ?? (options.gpu ? `${options.gpu} GPUs` : 'GPU VMs')
+  if (matching.length === 0) {
+    throw new TargonError('NOT_FOUND', `no offer matches ${what}`, {hint: 'see targon offers --all for the resources and GPU models on offer'})
+  }
+
+  const cheapest = sortOffers(matching).find((offer) => offer.available === null || offer.available > 0)
+  if (!cheapest) throw new TargonError('NO_CAPACITY', `every offer for ${what} is sold out`, {hint: 'try again later, or see targon offers for other GPUs'})
+  throw new TargonError('PRICE_CAP_EXCEEDED', `no offer for ${what} at or under ${options.maxPrice.toFixed(2)} USD/h; the cheapest is ${cheapest.resource} at ${cheapest.price_per_hour.toFixed(2)} USD/h`, {
+    details: {cheapest: {price_per_hour: cheapest.price_per_hour, resource: cheapest.resource}},
+    hint: `raise --max-price to ${cheapest.price_per_hour} or more, or pick another GPU`,
+  })
+}
+
+/** The image by exact name; for the default, a unique Ubuntu 24.04 image if the exact one is missing. */
+export async function resolveImage(client: TargonClient, org: string, wanted: string): Promise<string> {
+  const names = (await client.listVmImages(org)).map((image) => image.name)
+  if (names.includes(wanted)) return wanted
+  if (wanted === DEFAULT_IMAGE) {
+    const ubuntu = names.filter((name) => /ubuntu.*24.*04/i.test(name))
+    if (ubuntu.length === 1) return ubuntu[0] as string
+  }
+
+  throw new TargonError('USAGE', `image "${wanted}" is not offered`, {details: {images: names}, hint: `use --image with one of: ${names.join(', ')}`})
+}
+
+export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
+  const inventory = await client.inventory()
+  const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
+  // With --name the VM may already exist; a missing offer only matters once something must be created.
+  let candidates: Offer[] = []
+  let noCandidates: TargonError | undefined
+  try {
+    candidates = chooseCandidates(offers, options)
+  } catch (error) {
+    if (options.label === undefined || !(error instanceof TargonError)) throw error
+    noCandidates = error
+  }
+
+  const org = await resolveOrg(client, options.org)
+  const image = await resolveImage(client, org, options.image)
+  const state = new LocalState(options.configDir)
+  const key = await ensureProjectKey(options.configDir)
+  const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
+
+  const provisioner = new Provisioner(
+    {cleanupClient: client.withSignal(undefined), client: client.withSignal(options.signal), signal: options.signal, state, warn: options.warn},
+    {deadline: Date.now() + options.timeoutMs, fleet: options.fleet, identityFile: key.privateKeyPath, image, label: options.label, maxPrice: options.maxPrice, onFailure: options.onFailure, org, resource: options.resource, sshKeyUid, ttlMs: options.ttlMs},
+    candidates,
+    noCandidates,
+  )
+  const vms = Array.from({length: options.count}, (_, index) => newVmRun(index))
+  options.track(vms)
+  const errors = new Map<VmRun, unknown>()
+  const work: Record<PhaseName, (vm: VmRun) => Promise<void>> = {
+    deploy: (vm) => provisioner.deploy(vm),
+    register: (vm) => provisioner.register(vm),
+    'wait-running': (vm) => provisioner.waitRunning(vm),
+  }
+
+  await runPhases(
+    vms,
+    PHASES.map((phase) => ({run: (vm: VmRun) => provisioner.phase(vm, phase, () => work[phase](vm)), title: phase})),
+    {
+      concurrency: Math.min(options.count, 16),
+      onFailure: (vm, error) => errors.set(vm, error),
+      silent: options.json,
+      vmTitle: (vm) => vm.name ?? `VM ${vm.index + 1}`,
+    },
+  )
+
+  return settle(provisioner, vms, errors, options, org, key.privateKeyPath)
+}
+
+/** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
+async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun, unknown>, options: UpOptions, org: string, identityFile: string): Promise<UpResult> {
+  const interrupted = options.signal.aborted
+  const failed = vms.filter((vm) => errors.has(vm) || interrupted)
+  const succeeded = vms.filter((vm) => !failed.includes(vm))
+  const keepPartial = !interrupted && options.min !== undefined && succeeded.length >= options.min
+  const rollBack = failed.length === 0 ? [] : keepPartial ? failed : vms
+
+  const results: DeleteResult[] = []
+  let attempted = false
+  for (const vm of rollBack) {
+    const outcome = await provisioner.rollback(vm)
+    attempted ||= outcome.attempted
+    results.push(...outcome.results)
+  }
+
+  const cleanup: Cleanup | null = rollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.action !== 'deleted' && result.action !== 'already-gone').map((result) => result.uid)}
+  const failures = failed.map((vm) => {
+    const error = asTargonError(errors.get(vm) ?? options.signal.reason)
+    return {error: {code: error.code, message: error.message}, name: vm.name ?? null, uid: vm.uid ?? null}
+  })
+  const result: UpResult = {cleanup, failed: failures, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
+  if (failed.length === 0 || keepPartial) return result
+
+  const data = {...result, vms: vms.map((vm) => provisioner.toResult(vm, identityFile))} as unknown as Record<string, unknown>
+  const first = asTargonError(errors.get(failed[0] as VmRun) ?? options.signal.reason)
+  const sameCause = failures.every((failure) => failure.error.code === first.code)
+  const error = interrupted ? asTargonError(options.signal.reason) : options.count === 1 || (sameCause && succeeded.length === 0) ? first : partialFailure(failures.length, options.count, succeeded.length)
+  error.data = data
+  if (cleanup && cleanup.survivors.length > 0) {
+    const survivorsHint = `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
+    throw new TargonError(error.code, `${error.message}; ${survivorsHint}`, {data, hint: error.hint, resource: error.resource})
+  }
+
+  throw error
+}
+
+function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
+  const kept = succeededCount > 0 ? `; the ${succeededCount} that succeeded were rolled back` : ''
+  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${count} VMs failed${kept}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+}
+
+function asTargonError(error: unknown): TargonError {
+  if (error instanceof TargonError) return error
+  return new TargonError('INTERNAL', `unexpected error: ${error instanceof Error ? error.message : String(error)}`, {hint: 'run again with --verbose and report it'})
+}
