@@ -127,8 +127,10 @@ export class Provisioner {
       throw error
     }
 
-    vm.phases.push({duration_ms: Date.now() - started, name, status: 'done'})
-    return 'done'
+    // Adopting an existing VM can show, during the phase, that its work was already done.
+    const status = vm.skip.has(name) ? 'skipped' : 'done'
+    vm.phases.push({duration_ms: Date.now() - started, name, status})
+    return status
   }
 
   /** Register: adopt the named VM of the fleet if it exists, else create a workload on the cheapest candidate. */

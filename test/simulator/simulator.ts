@@ -10,6 +10,7 @@ import type {AddressInfo, Socket} from 'node:net'
 import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, SEED_ORGS, SEED_TOKENS} from './seed.js'
 
 export type InventoryVariant = 'a' | 'b' | 'both'
+export type Provisioning = 'error' | 'normal' | 'stuck'
 
 export interface VmEndpoint {
   public_ip: string
@@ -39,8 +40,8 @@ export interface SimulatorOptions {
   extraFields?: boolean
   /** Added to a workload's price relative to its offer (price changed between listing and create). */
   priceDrift?: number
-  /** How deployed workloads end: run normally, stay provisioning forever, or turn to error. */
-  provisioning?: 'error' | 'normal' | 'stuck'
+  /** How deployed workloads end: run normally, stay provisioning forever, or turn to error; per workload when a function. */
+  provisioning?: Provisioning | ((workload: SimWorkload) => Provisioning)
   /** Provides the SSH endpoint of a VM as it reaches running (simulated VMs); default 127.0.0.1:22. */
   onRunning?: (workload: SimWorkload) => Promise<VmEndpoint>
   /** Called when a workload is deleted, to stop its simulated VM. */
@@ -79,6 +80,8 @@ export interface SimWorkload {
   created_at: string
   updated_at: string
   deployedAt?: number
+  /** 0 for the first workload deployed on this simulator, 1 for the next... */
+  deployIndex?: number
   deleteRequestedAt?: number
   deletedAt?: number
   endpoint?: VmEndpoint
@@ -124,6 +127,7 @@ export class TargonSimulator {
   readonly log: LoggedRequest[] = []
   private readonly faults: (Fault & {remaining: number})[] = []
   private server?: Server
+  private deployCount = 0
   private readonly sockets = new Set<Socket>()
   url = ''
 
@@ -465,6 +469,7 @@ export class TargonSimulator {
     offer.available--
     workload.status = 'provisioning'
     workload.deployedAt = Date.now()
+    workload.deployIndex = this.deployCount++
     touch(workload)
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
   }
@@ -505,11 +510,12 @@ export class TargonSimulator {
     }
 
     if (workload.status === 'provisioning' && workload.deployedAt !== undefined && now >= workload.deployedAt + this.options.bootDelayMs) {
-      if (this.options.provisioning === 'error') {
+      const scenario = typeof this.options.provisioning === 'function' ? this.options.provisioning(workload) : this.options.provisioning
+      if (scenario === 'error') {
         workload.status = 'error'
         workload.message = 'simulated boot failure'
         touch(workload)
-      } else if (this.options.provisioning === 'normal') {
+      } else if (scenario === 'normal') {
         this.bringUp(workload)
       }
     }

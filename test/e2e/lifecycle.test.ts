@@ -1,0 +1,261 @@
+import {existsSync, readdirSync, statSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator
+let configDir: string
+
+afterEach(async () => {
+  await sim?.stop()
+})
+
+async function setup(options: SimulatorOptions = {}) {
+  sim = await startSimulator(options)
+  configDir = tempDir('targon-config-')
+}
+
+function targon(args: string[], options: CliOptions & {config?: string} = {}) {
+  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: options.config ?? configDir, ...options.env})})
+}
+
+const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
+
+function liveNames(): string[] {
+  return sim.live().map((workload) => workload.name).sort()
+}
+
+describe('up, status, down', () => {
+  it('rents a VM under the cap, shows it, and deletes it again', async () => {
+    await setup()
+    const up = await targon([...UP, '--json'])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    expect(up.stderr).toBe('')
+    const vm = parseJson(up).data.vms[0]
+    expect(vm).toMatchObject({adopted: false, fleet: 'default', gpu_count: 1, gpu_model: 'RTX-PRO-6000B', max_price: 1.8, price_per_hour: 1.69, public_ip: '127.0.0.1', resource: 'rtx6000b-small', ssh_port: 22, status: 'running', user: 'ubuntu'})
+    expect(vm.name).toMatch(/^tcli-default-[a-z0-9]{8}$/)
+    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual(['register:done', 'deploy:done', 'wait-running:done'])
+    expect(sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vm.uid, 'running']])
+
+    // What was sent: a VM with our key uid and a strong password, stored 0600 and never printed.
+    const workload = sim.workloads.get(vm.uid)!
+    expect(workload.password).toMatch(/^[A-Za-z0-9]{24}$/)
+    expect(workload.ssh_keys).toHaveLength(1)
+    expect(up.stdout).not.toContain(workload.password)
+    const record = join(configDir, 'vms', 'acme', `${vm.name}.json`)
+    expect(statSync(record).mode & 0o777).toBe(0o600)
+    expect(statSync(join(configDir, 'keys', 'id_ed25519')).mode & 0o777).toBe(0o600)
+    expect(statSync(configDir).mode & 0o777).toBe(0o700)
+
+    const status = parseJson(await targon(['status', '--json']))
+    expect(status.data.vms).toHaveLength(1)
+    expect(status.data.vms[0]).toMatchObject({local_record: 'present', name: vm.name, origin: 'this-tool', price_per_hour: 1.69, status: 'running', uid: vm.uid})
+    expect(status.data.drift).toEqual([])
+
+    const down = await targon(['down', '--all', '--json'])
+    expect(down.code).toBe(0)
+    expect(parseJson(down).data).toMatchObject({results: [{action: 'deleted', name: vm.name, uid: vm.uid}], survivors: []})
+    expect(liveNames()).toEqual([])
+    expect(existsSync(record)).toBe(false)
+    expect(sim.billableSeconds(vm.uid)).toBeGreaterThan(0)
+  })
+
+  it('exits 9 and creates nothing when no offer is under the cap, naming the cheapest', async () => {
+    await setup()
+    const result = await targon(['up', '--gpu', 'h200', '--max-price', '1', '--json'])
+    expect(result.code).toBe(9)
+    const doc = parseJson(result)
+    expect(doc.error).toMatchObject({code: 'PRICE_CAP_EXCEEDED', exit_code: 9})
+    expect(doc.error.message).toContain('h200-small at 2.49 USD/h')
+    expect(sim.requests('POST', '/workloads')).toHaveLength(0)
+  })
+
+  it('deletes a refused workload and deploys the next offer, paying for one', async () => {
+    await setup()
+    sim.inject({method: 'POST', path: '/deploy', status: 409, body: JSON.stringify({error: 'no capacity', reason: 'NO_CAPACITY'}), times: 1})
+    const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(result.code, result.stdout).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.vms[0].resource).toBe('rtx6000b-small-b')
+    expect(doc.warnings.join(' ')).toContain('refused')
+    expect(sim.live().map((workload) => workload.resource_name)).toEqual(['rtx6000b-small-b'])
+    expect(sim.workloads.size).toBe(2)
+  })
+
+  it('exits 10 when every offer refuses for capacity or credits, leaving nothing', async () => {
+    await setup()
+    sim.inject({method: 'POST', path: '/deploy', status: 402, body: JSON.stringify({error: 'insufficient credits', reason: 'INSUFFICIENT_CREDITS'})})
+    const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json'])
+    expect(result.code).toBe(10)
+    expect(parseJson(result).error.code).toBe('INSUFFICIENT_CREDITS')
+    expect(liveNames()).toEqual([])
+  })
+
+  it('reconciles a lost create answer by name instead of creating twice', async () => {
+    await setup()
+    sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})
+    const result = await targon([...UP, '--json'])
+    expect(result.code, result.stdout).toBe(0)
+    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+    expect(sim.live()).toHaveLength(1)
+    expect(parseJson(result).data.vms[0].uid).toBe(sim.live()[0]?.uid)
+  })
+
+  it('cleans up and exits 5 when the VM turns to error while waiting', async () => {
+    await setup({provisioning: 'error'})
+    const result = await targon([...UP, '--json'])
+    expect(result.code).toBe(5)
+    const doc = parseJson(result)
+    expect(doc.error.message).toContain('error')
+    expect(doc.data.cleanup).toMatchObject({attempted: true, survivors: []})
+    expect(liveNames()).toEqual([])
+  })
+
+  it('cleans up and exits 6 when the VM never runs within --timeout', async () => {
+    await setup({provisioning: 'stuck'})
+    const result = await targon([...UP, '--timeout', '3s', '--json'])
+    expect(result.code).toBe(6)
+    expect(parseJson(result).error).toMatchObject({code: 'TIMEOUT'})
+    expect(liveNames()).toEqual([])
+  })
+
+  it('keeps a failed VM with --on-failure keep', async () => {
+    await setup({provisioning: 'error'})
+    const result = await targon([...UP, '--on-failure', 'keep', '--json'])
+    expect(result.code).toBe(5)
+    expect(sim.live()).toHaveLength(1)
+  })
+
+  it('deletes the workload and exits 9 when the server price is above the cap', async () => {
+    await setup({priceDrift: 0.2})
+    const result = await targon([...UP, '--json'])
+    expect(result.code).toBe(9)
+    expect(parseJson(result).error.message).toContain('1.89 USD/h, above the cap 1.80')
+    expect(sim.requests('POST', '/deploy')).toHaveLength(0)
+    expect(liveNames()).toEqual([])
+  })
+
+  it('--count 3 is all-or-nothing: one failure rolls back the others and exits 11', async () => {
+    await setup({provisioning: (workload) => (workload.deployIndex === 1 ? 'error' : 'normal')})
+    const result = await targon([...UP, '--count', '3', '--json'])
+    expect(result.code).toBe(11)
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('PARTIAL_FAILURE')
+    expect(doc.data.failed).toHaveLength(1)
+    expect(liveNames()).toEqual([])
+    expect(sim.workloads.size).toBe(3)
+  })
+
+  it('--count 3 --min 2 keeps the partial fleet and says which VM failed', async () => {
+    await setup({provisioning: (workload) => (workload.deployIndex === 1 ? 'error' : 'normal')})
+    const result = await targon([...UP, '--count', '3', '--min', '2', '--json'])
+    expect(result.code, result.stdout).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.vms).toHaveLength(2)
+    expect(doc.data.failed).toHaveLength(1)
+    expect(sim.live().map((workload) => workload.uid).sort()).toEqual(doc.data.vms.map((vm: {uid: string}) => vm.uid).sort())
+  })
+
+  it('SIGINT during wait-running deletes what the run created and exits 130', async () => {
+    await setup({provisioning: 'stuck'})
+    const result = await targon([...UP, '--json'], {
+      onSpawn(child) {
+        const timer = setInterval(() => {
+          if (sim.live().some((workload) => workload.status === 'provisioning')) {
+            clearInterval(timer)
+            child.kill('SIGINT')
+          }
+        }, 50)
+      },
+    })
+    expect(result.code).toBe(130)
+    expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
+    expect(liveNames()).toEqual([])
+  })
+
+  it('up --name adopts the existing VM instead of creating a second one', async () => {
+    await setup()
+    const first = parseJson(await targon([...UP, '--name', 'worker1', '--json']))
+    const second = await targon([...UP, '--name', 'worker1', '--json'])
+    expect(second.code).toBe(0)
+    const vm = parseJson(second).data.vms[0]
+    expect(vm).toMatchObject({adopted: true, name: 'tcli-default-worker1', uid: first.data.vms[0].uid})
+    expect(vm.phases.map((phase: {status: string}) => phase.status)).toEqual(['skipped', 'skipped', 'skipped'])
+    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+  })
+
+  it('down --all from an empty config dir finds and deletes this tool\'s VMs only', async () => {
+    await setup()
+    expect((await targon([...UP, '--count', '2', '--json'])).code).toBe(0)
+    sim.addWorkload({name: 'someone-elses-vm', status: 'running'})
+    const fresh = tempDir('targon-fresh-')
+    const down = await targon(['down', '--all', '--json'], {config: fresh})
+    expect(down.code).toBe(0)
+    expect(parseJson(down).data.results.map((result: {action: string}) => result.action)).toEqual(['deleted', 'deleted'])
+    expect(liveNames()).toEqual(['someone-elses-vm'])
+    expect(readdirSync(fresh)).not.toContain('vms')
+  })
+
+  it('down exits 11 with per-VM results when a deletion fails', async () => {
+    await setup()
+    const up = parseJson(await targon([...UP, '--count', '2', '--json']))
+    const [keep, drop] = up.data.vms.map((vm: {uid: string}) => vm.uid)
+    sim.inject({method: 'DELETE', path: keep, status: 403, body: JSON.stringify({error: 'forbidden', reason: 'FORBIDDEN'})})
+    const down = await targon(['down', '--all', '--json'])
+    expect(down.code).toBe(11)
+    const doc = parseJson(down)
+    expect(doc.error.code).toBe('PARTIAL_FAILURE')
+    expect(doc.data.survivors).toEqual([keep])
+    expect(doc.data.results.find((result: {uid: string}) => result.uid === drop).action).toBe('deleted')
+    expect(sim.live().map((workload) => workload.uid)).toEqual([keep])
+  })
+
+  it('down --dry-run deletes nothing, and a second down finds nothing and exits 0', async () => {
+    await setup()
+    await targon([...UP, '--json'])
+    const dry = parseJson(await targon(['down', '--all', '--dry-run', '--json']))
+    expect(dry.data.results[0].action).toBe('would-delete')
+    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    expect((await targon(['down', '--all'])).code).toBe(0)
+    const again = await targon(['down', '--all', '--json'])
+    expect(again.code).toBe(0)
+    expect(parseJson(again).data.results).toEqual([])
+  })
+
+  it('auto-detects a single org, and lists the slugs when the key has several', async () => {
+    await setup()
+    const multi = await targon(['status', '--json'], {env: {TARGON_API_KEY: 'tgn_sim_multi_org_key'}})
+    expect(multi.code).toBe(3)
+    expect(parseJson(multi).error.message).toContain('acme, acme-research')
+    const chosen = await targon(['status', '--org', 'acme-research', '--json'], {env: {TARGON_API_KEY: 'tgn_sim_multi_org_key'}})
+    expect(chosen.code).toBe(0)
+    expect(parseJson(chosen).data.org).toBe('acme-research')
+    expect(parseJson(await targon(['status', '--json'])).data.org).toBe('acme')
+  })
+
+  it('registers the project key once per org and reuses it', async () => {
+    await setup()
+    await targon([...UP, '--json'])
+    await targon([...UP, '--json'])
+    expect(sim.requests('POST', '/ssh-keys')).toHaveLength(1)
+    expect(sim.sshKeys.size).toBe(1)
+    // Deleted remotely: registered again on next use.
+    sim.sshKeys.clear()
+    expect((await targon([...UP, '--json'])).code).toBe(0)
+    expect(sim.requests('POST', '/ssh-keys')).toHaveLength(2)
+  })
+
+  it('refuses bad input with exit 2', async () => {
+    await setup()
+    for (const args of [['up', 'rtx6000b-small'], ['up', '--max-price', '2'], ['up', 'rtx6000b-small', '--max-price', '2', '--count', '2', '--name', 'x'], ['up', 'rtx6000b-small', '--max-price', '2', '--fleet', 'Bad_Fleet'], ['down'], ['down', '--older-than', 'soon']]) {
+      const result = await targon([...args, '--json'])
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(parseJson(result).error.code).toBe('USAGE')
+    }
+
+    expect(sim.requests('POST', '/workloads')).toHaveLength(0)
+  })
+})
