@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Recording test doubles for a simulated Targon VM: apt-get, dpkg, systemctl, systemd-run, curl,
+# nvidia-smi, and (once "installed") docker and nvidia-ctk. One script, dispatched on the name it is
+# called by. Each call is appended to /var/log/sim-doubles/calls.log, and each double leaves the files
+# and state the real tool would, so that a second bootstrap sees an installed system.
+set -uo pipefail
+
+STATE=/var/lib/sim-doubles
+CALLS=/var/log/sim-doubles/calls.log
+DOUBLES=/usr/local/lib/sim-doubles
+# shellcheck source=/dev/null
+[ -f /etc/sim-vm/scenario.env ] && . /etc/sim-vm/scenario.env
+GPU_NAME=${SIM_GPU_NAME:-NVIDIA RTX PRO 6000 Blackwell Server Edition}
+GPU_COUNT=${SIM_GPU_COUNT:-1}
+DRIVER_VERSION=595.45.04
+
+tool=$(basename "$0")
+if [ "${1:-}" = --preinstall ]; then
+  tool=preinstall
+  shift
+fi
+printf '%s %s\n' "$tool" "$*" >>"$CALLS"
+
+lock_held() {
+  fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock >/dev/null 2>&1
+}
+
+installed() { grep -qx "$1" "$STATE/packages" 2>/dev/null; }
+
+json() { python3 -c "$1" "${@:2}"; }
+
+install_package() {
+  local package=$1
+  installed "$package" || echo "$package" >>"$STATE/packages"
+  case $package in
+    docker-ce | docker.io)
+      install -m 0755 "$DOUBLES/double.sh" /usr/bin/docker
+      touch "$STATE/units/docker.enabled"
+      docker_start
+      ;;
+    nvidia-container-toolkit)
+      install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-ctk
+      install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-container-runtime
+      ;;
+  esac
+}
+
+# The daemon reads daemon.json when it starts; `docker info` reports what it read.
+docker_start() {
+  touch "$STATE/units/docker.active"
+  if [ -f /etc/docker/daemon.json ]; then cp /etc/docker/daemon.json "$STATE/docker-live.json"; else echo '{}' >"$STATE/docker-live.json"; fi
+}
+
+pid_alive() { [ -f "$STATE/units/$1.pid" ] && kill -0 "$(cat "$STATE/units/$1.pid")" 2>/dev/null; }
+
+unit_active() {
+  case $1 in
+    docker) [ -f "$STATE/units/docker.active" ] ;;
+    ssh | sshd) return 0 ;;
+    *) pid_alive "$1" ;;
+  esac
+}
+
+start_service() {
+  local unit=$1 file=/etc/systemd/system/$1.service
+  [ -f "$file" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; return 5; }
+  local env_file exec_start
+  env_file=$(sed -n 's/^EnvironmentFile=//p' "$file")
+  exec_start=$(sed -n 's/^ExecStart=//p' "$file")
+  (
+    cd "$(sed -n 's/^WorkingDirectory=//p' "$file")" 2>/dev/null || cd /
+    set -a
+    # shellcheck source=/dev/null
+    [ -n "$env_file" ] && . "$env_file"
+    set +a
+    setsid "$exec_start" >>/root/.dstack/shim.log 2>&1 </dev/null &
+    echo $! >"$STATE/units/$unit.pid"
+  )
+}
+
+stop_service() {
+  if pid_alive "$1"; then
+    kill "$(cat "$STATE/units/$1.pid")" 2>/dev/null
+    sleep 0.2
+  fi
+  rm -f "$STATE/units/$1.pid"
+}
+
+case $tool in
+  preinstall)
+    install_package "$1"
+    ;;
+
+  apt-get)
+    verb=
+    packages=()
+    while [ $# -gt 0 ]; do
+      case $1 in
+        -o) shift ;;
+        -*) ;;
+        *) if [ -z "$verb" ]; then verb=$1; else packages+=("$1"); fi ;;
+      esac
+      shift
+    done
+    case $verb in
+      update)
+        if lock_held; then
+          echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1 (unattended-upgr)" >&2
+          exit 100
+        fi
+        ;;
+      install)
+        while lock_held; do sleep 0.2; done # as with -o DPkg::Lock::Timeout
+        for package in "${packages[@]}"; do
+          if [ "$package" = "${SIM_FAIL_PACKAGE:-}" ]; then
+            echo "E: Unable to locate package $package" >&2
+            exit 100
+          fi
+        done
+        for package in "${packages[@]}"; do install_package "$package"; done
+        ;;
+    esac
+    ;;
+
+  dpkg)
+    case ${1:-} in
+      -s | --status)
+        if installed "$2"; then
+          printf 'Package: %s\nStatus: install ok installed\nVersion: 1.17.8-1\n' "$2"
+        else
+          echo "dpkg-query: package '$2' is not installed and no information is available" >&2
+          exit 1
+        fi
+        ;;
+      --print-architecture) echo amd64 ;;
+      --configure) ;;
+    esac
+    ;;
+
+  systemctl)
+    args=()
+    now=0
+    for arg in "$@"; do
+      case $arg in
+        --now) now=1 ;;
+        -*) ;;
+        *) args+=("${arg%.service}") ;;
+      esac
+    done
+    verb=${args[0]:-}
+    unit=${args[1]:-}
+    case $verb in
+      is-active)
+        if unit_active "$unit"; then echo active; else echo inactive; exit 3; fi
+        ;;
+      is-enabled)
+        if [ -f "$STATE/units/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi
+        ;;
+      enable)
+        touch "$STATE/units/$unit.enabled"
+        if [ "$now" = 1 ]; then
+          if [ "$unit" = docker ]; then docker_start; elif ! unit_active "$unit"; then start_service "$unit"; fi
+        fi
+        ;;
+      start)
+        if [ "$unit" = docker ]; then docker_start; elif ! unit_active "$unit"; then start_service "$unit"; fi
+        ;;
+      restart)
+        if [ "$unit" = docker ]; then docker_start; else stop_service "$unit"; start_service "$unit"; fi
+        ;;
+      stop)
+        if [ "$unit" = docker ]; then rm -f "$STATE/units/docker.active"; else stop_service "$unit"; fi
+        ;;
+      reload)
+        if [ "$unit" = ssh ] || [ "$unit" = sshd ]; then kill -HUP "$(cat /run/sshd.pid)"; fi
+        ;;
+      daemon-reload) ;;
+      status)
+        if unit_active "$unit"; then echo "● $unit.service - active (running)"; else echo "○ $unit.service - inactive (dead)"; exit 3; fi
+        ;;
+    esac
+    ;;
+
+  systemd-run)
+    unit=
+    log=/dev/null
+    envs=()
+    while [ $# -gt 0 ]; do
+      case $1 in
+        --unit=*) unit=${1#--unit=} ;;
+        --setenv=*) envs+=("${1#--setenv=}") ;;
+        -p)
+          shift
+          case $1 in StandardOutput=append:*) log=${1#StandardOutput=append:} ;; esac
+          ;;
+        --*) ;;
+        *) break ;;
+      esac
+      shift
+    done
+    if pid_alive "$unit"; then
+      echo "Failed to start transient service unit: Unit $unit.service already exists." >&2
+      exit 1
+    fi
+    setsid env "${envs[@]}" "$@" >>"$log" 2>&1 </dev/null &
+    echo $! >"$STATE/units/$unit.pid"
+    echo "Running as unit: $unit.service"
+    ;;
+
+  curl)
+    output=
+    url=
+    while [ $# -gt 0 ]; do
+      case $1 in
+        -o | --output) output=$2; shift ;;
+        http://* | https://*) url=$1 ;;
+      esac
+      shift
+    done
+    case $url in
+      https://download.docker.com/linux/ubuntu/gpg | https://nvidia.github.io/libnvidia-container/gpgkey)
+        body=$'-----BEGIN PGP PUBLIC KEY BLOCK-----\nsimulated\n-----END PGP PUBLIC KEY BLOCK-----'
+        ;;
+      https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list)
+        # shellcheck disable=SC2016 # the literal $(ARCH) is what NVIDIA's list contains
+        body='deb https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /'
+        ;;
+      https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/*/binaries/dstack-shim-linux-*)
+        version=${url#https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/}
+        version=${version%%/*}
+        [ "$version" = latest ] && version=0.21.9
+        # shellcheck disable=SC2016 # the shim double's own script text
+        body=$(printf '#!/usr/bin/env bash\nif [ "${1:-}" = --version ]; then echo "dstack-shim version %s"; exit 0; fi\nexec node %s/shim-server.mjs %s\n' "$version" "$DOUBLES" "$version")
+        ;;
+      *)
+        echo "curl: (6) Could not resolve host: ${url#*://}" >&2
+        exit 6
+        ;;
+    esac
+    if [ -n "$output" ]; then printf '%s\n' "$body" >"$output"; else printf '%s\n' "$body"; fi
+    ;;
+
+  nvidia-smi)
+    for ((index = 0; index < GPU_COUNT; index++)); do
+      case "${1:-}" in
+        -L) echo "GPU $index: $GPU_NAME (UUID: GPU-sim-$index)" ;;
+        --query-gpu=*) echo "$GPU_NAME, $DRIVER_VERSION" ;;
+        *) echo "| $index  $GPU_NAME  Driver Version: $DRIVER_VERSION |" ;;
+      esac
+    done
+    ;;
+
+  nvidia-ctk)
+    case "${1:-}" in
+      --version) printf 'NVIDIA Container Toolkit CLI version 1.17.8\ncommit: simulated\n' ;;
+      runtime)
+        json 'import json,os,sys
+path="/etc/docker/daemon.json"
+data=json.load(open(path)) if os.path.exists(path) else {}
+data.setdefault("runtimes",{})["nvidia"]={"path":"nvidia-container-runtime","args":[]}
+os.makedirs("/etc/docker",exist_ok=True)
+json.dump(data,open(path,"w"),indent=2)'
+        ;;
+    esac
+    ;;
+
+  docker)
+    if [ "${1:-}" = --version ]; then
+      echo "Docker version 28.2.2, build simulated"
+      exit 0
+    fi
+    if [ ! -f "$STATE/units/docker.active" ]; then
+      echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
+      exit 1
+    fi
+    case "${1:-}" in
+      info)
+        json 'import json,sys
+live=json.load(open(sys.argv[1]))
+fmt=sys.argv[2] if len(sys.argv)>2 else ""
+driver="cgroupfs" if "native.cgroupdriver=cgroupfs" in live.get("exec-opts",[]) else "systemd"
+runtimes={"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}}
+runtimes.update(live.get("runtimes",{}))
+if "CgroupDriver" in fmt: print(driver)
+elif "Runtimes" in fmt: print(json.dumps(runtimes))
+else: print("Cgroup Driver: "+driver+"\nRuntimes: "+" ".join(sorted(runtimes)))' "$STATE/docker-live.json" "${3:-}"
+        ;;
+      version) echo "28.2.2" ;;
+      run)
+        if json 'import json,sys; sys.exit(0 if "nvidia" in json.load(open(sys.argv[1])).get("runtimes",{}) else 1)' "$STATE/docker-live.json"; then
+          /usr/bin/nvidia-smi -L
+        else
+          echo 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].' >&2
+          exit 125
+        fi
+        ;;
+    esac
+    ;;
+esac

@@ -1,0 +1,31 @@
+// The dstack-shim double: answers GET /api/healthcheck on 127.0.0.1:$DSTACK_SHIM_HTTP_PORT inside the
+// simulated VM as dstack-shim does, and writes host_info.json in service mode.
+import {readFileSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
+
+const version = process.argv[2]
+const scenario = readFileSync('/etc/sim-vm/scenario.env', 'utf8')
+const unhealthy = /^SIM_SHIM_UNHEALTHY=1$/m.test(scenario)
+const home = process.env.DSTACK_SHIM_HOME ?? '/root/.dstack'
+const port = Number(process.env.DSTACK_SHIM_HTTP_PORT ?? 10998)
+
+if (process.env.DSTACK_SERVICE_MODE === '1') {
+  writeFileSync(`${home}/host_info.json`, JSON.stringify({addresses: ['127.0.0.1'], cpus: 32, gpu_count: 1, gpu_memory: 97_887, gpu_name: 'RTX PRO 6000', gpu_vendor: 'nvidia', memory: 131_072}))
+}
+
+createServer((request, response) => {
+  if (unhealthy) {
+    response.statusCode = 503
+    response.end('starting')
+    return
+  }
+
+  if (request.url === '/api/healthcheck') {
+    response.setHeader('content-type', 'application/json')
+    response.end(JSON.stringify({service: 'dstack-shim', version}))
+    return
+  }
+
+  response.statusCode = 404
+  response.end()
+}).listen(port, '127.0.0.1', () => console.log(`dstack-shim ${version} listening on 127.0.0.1:${port}`))

@@ -1,0 +1,179 @@
+/**
+ * Simulated Targon VMs: each is a real OpenSSH sshd in its own mount, network, PID and UTS
+ * namespaces (see vm-init.sh), reachable from the host at 127.0.0.1:<port>. The farm plugs
+ * into the simulator: a workload that reaches running gets a VM; a deleted one loses it.
+ * Needs root (namespaces, overlay mounts), which CI has.
+ */
+import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
+import {existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {type Server, type Socket, connect, createServer} from 'node:net'
+import type {AddressInfo} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {fileURLToPath} from 'node:url'
+
+import type {SimWorkload, TargonSimulator, VmEndpoint} from '../simulator/simulator.js'
+
+const INIT = fileURLToPath(new URL('vm-init.sh', import.meta.url))
+const DOUBLES = fileURLToPath(new URL('doubles', import.meta.url))
+
+export interface VmScenario {
+  /** sshd starts this long after the VM is running. */
+  sshdDelaySeconds?: number
+  dockerPreinstalled?: boolean
+  toolkitPreinstalled?: boolean
+  /** Another process holds the dpkg lock this long after boot. */
+  dpkgLockSeconds?: number
+  /** apt-get install of this package fails. */
+  failPackage?: string
+  /** The shim starts but never answers its health check. */
+  shimUnhealthy?: boolean
+  gpuCount?: number
+}
+
+export class SimVm {
+  private readonly sockets = new Set<Socket>()
+
+  constructor(
+    readonly uid: string,
+    readonly dir: string,
+    private readonly process: ChildProcess,
+    private readonly server: Server,
+  ) {}
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port
+  }
+
+  track(socket: Socket): void {
+    this.sockets.add(socket)
+    socket.on('close', () => this.sockets.delete(socket))
+  }
+
+  /** What the doubles recorded, one call per line: "apt-get install -y ... docker-ce". */
+  calls(): string[] {
+    return this.readFile('/var/log/sim-doubles/calls.log').split('\n').filter(Boolean)
+  }
+
+  /** A file the VM wrote, read from its overlay (e.g. /var/lib/targon-dstack/bootstrap.json). */
+  readFile(vmPath: string): string {
+    const path = join(this.dir, 'upper', vmPath)
+    return existsSync(path) ? readFileSync(path, 'utf8') : ''
+  }
+
+  hasFile(vmPath: string): boolean {
+    return existsSync(join(this.dir, 'upper', vmPath))
+  }
+
+  /** The next connections see a different host key. */
+  async rotateHostKey(): Promise<void> {
+    rmSync(join(this.dir, 'ssh_host_ed25519_key'), {force: true})
+    rmSync(join(this.dir, 'ssh_host_ed25519_key.pub'), {force: true})
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(this.dir, 'ssh_host_ed25519_key')])
+    mkdirSync(join(this.dir, 'control'), {recursive: true})
+    writeFileSync(join(this.dir, 'control', 'rotate-host-key'), '')
+    for (let waited = 0; existsSync(join(this.dir, 'control', 'rotate-host-key')) && waited < 5000; waited += 100) await sleep(100)
+    await sleep(300)
+  }
+
+  /** Cuts every open SSH connection, as a network drop would. */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy()
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    if (this.process.exitCode === null) {
+      const exited = new Promise((resolve) => this.process.once('exit', resolve))
+      this.process.kill('SIGKILL')
+      await exited
+    }
+
+    rmSync(this.dir, {force: true, recursive: true})
+  }
+}
+
+export class VmFarm {
+  readonly vms = new Map<string, SimVm>()
+
+  constructor(
+    private readonly sim: TargonSimulator,
+    private readonly scenarioFor: (workload: SimWorkload) => VmScenario = () => ({}),
+  ) {
+    sim.options.onRunning = (workload) => this.start(workload)
+    sim.options.onDeleted = (workload) => this.stopVm(workload.uid)
+  }
+
+  vm(uid: string): SimVm {
+    const vm = this.vms.get(uid)
+    if (!vm) throw new Error(`no simulated VM for ${uid}`)
+    return vm
+  }
+
+  async start(workload: SimWorkload): Promise<VmEndpoint> {
+    const dir = mkdtempSync(join(tmpdir(), `targon-vm-${workload.uid}-`))
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
+    const keys = workload.ssh_keys.map((uid) => this.sim.sshKeys.get(uid)?.public_key_raw).filter(Boolean)
+    writeFileSync(join(dir, 'authorized_keys'), `${keys.join('\n')}\n`)
+    const scenario = this.scenarioFor(workload)
+    writeFileSync(
+      join(dir, 'scenario.env'),
+      [
+        `VM_HOSTNAME=vm-${workload.uid}`,
+        `SIM_SSHD_DELAY_SECONDS=${scenario.sshdDelaySeconds ?? 0}`,
+        `SIM_DOCKER_PREINSTALLED=${scenario.dockerPreinstalled ? 1 : 0}`,
+        `SIM_TOOLKIT_PREINSTALLED=${scenario.toolkitPreinstalled ? 1 : 0}`,
+        `SIM_DPKG_LOCK_SECONDS=${scenario.dpkgLockSeconds ?? 0}`,
+        `SIM_FAIL_PACKAGE=${scenario.failPackage ?? ''}`,
+        `SIM_SHIM_UNHEALTHY=${scenario.shimUnhealthy ? 1 : 0}`,
+        `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
+        '',
+      ].join('\n'),
+    )
+    const log = openSync(join(dir, 'init.log'), 'a')
+    const child = spawn('unshare', ['--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child', 'bash', INIT, dir, DOUBLES], {stdio: ['ignore', log, log]})
+    const socketPath = join(dir, 'ssh.sock')
+    for (let waited = 0; !existsSync(socketPath); waited += 50) {
+      if (child.exitCode !== null || waited > 20_000) throw new Error(`simulated VM ${workload.uid} did not boot:\n${readFileSync(join(dir, 'init.log'), 'utf8')}`)
+      await sleep(50)
+    }
+
+    let vm: SimVm | undefined
+    const server = createServer((socket) => {
+      vm?.track(socket)
+      const upstream = connect(socketPath)
+      vm?.track(upstream)
+      socket.pipe(upstream).pipe(socket)
+      socket.on('error', () => upstream.destroy())
+      upstream.on('error', () => socket.destroy())
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    vm = new SimVm(workload.uid, dir, child, server)
+    this.vms.set(workload.uid, vm)
+    return {public_ip: '127.0.0.1', ssh_port: vm.port}
+  }
+
+  async stopVm(uid: string): Promise<void> {
+    const vm = this.vms.get(uid)
+    this.vms.delete(uid)
+    await vm?.stop()
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.vms.keys()].map((uid) => this.stopVm(uid)))
+  }
+}
+
+/** Fails loudly when simulated VMs cannot run here: these tests are never silently skipped. */
+export function assertVmSupport(): void {
+  if (process.getuid?.() !== 0) throw new Error('simulated VMs need root (namespaces and overlay mounts); run the tests as root, as CI does')
+  for (const tool of ['unshare', 'socat', '/usr/sbin/sshd', 'ssh', 'ssh-keygen', 'sudo', 'fuser', 'python3']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], {stdio: 'ignore'})
+    } catch {
+      throw new Error(`simulated VMs need ${tool}; .ci/run installs it`)
+    }
+  }
+}
