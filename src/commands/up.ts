@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/api/connect.js'
+import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../lib/bootstrap/runner.js'
 import {BaseCommand} from '../lib/base-command.js'
 import {usageError} from '../lib/errors.js'
 import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
@@ -17,8 +18,9 @@ export default class Up extends BaseCommand<typeof Up> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'
 
   static description = `Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
-project SSH key with the org (once), creates and deploys the VM and waits until it runs. Phases: register,
-deploy, wait-running.
+project SSH key with the org (once), creates and deploys the VM and waits until it runs, then installs Docker and the NVIDIA Container Toolkit over
+SSH (each step skipped when present; a marker makes a repeat a fast no-op) and starts the dstack shim.
+Phases: register, deploy, wait-running, install, shim-start.
 
 If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto). Re-running with
 the same --name adopts the existing VM instead of creating a second one.`
@@ -43,7 +45,11 @@ the same --name adopts the existing VM instead of creating a second one.`
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
     name: Flags.string({summary: 'Name for the VM (with --count 1); re-running with it adopts the existing VM.'}),
-    'no-bootstrap': Flags.boolean({summary: 'Stop once the VM is running (skip install and shim-start).'}),
+    bootstrap: Flags.boolean({allowNo: true, default: true, summary: 'Install Docker and the NVIDIA Container Toolkit over SSH and start the dstack shim (--no-bootstrap stops once the VM runs).'}),
+    'dstack-version': Flags.string({summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`}),
+    'gpu-test': Flags.boolean({allowNo: true, default: true, summary: 'Check that containers see the GPUs (--no-gpu-test skips it).'}),
+    reinstall: Flags.boolean({summary: 'Ignore the bootstrap marker and check every step again.'}),
+    shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
     }),
@@ -72,6 +78,14 @@ the same --name adopts the existing VM instead of creating a second one.`
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
       const result = await runUp(client, {
+        bootstrap: flags.bootstrap
+          ? {
+              dstackVersion: validateDstackVersion(flags['dstack-version'] ?? (await readConfigValue('dstack-version')) ?? DEFAULT_DSTACK_VERSION),
+              gpuTest: flags['gpu-test'],
+              reinstall: flags.reinstall,
+              shim: flags.shim,
+            }
+          : null,
         configDir: configDir(),
         count: flags.count,
         fleet,

@@ -1,13 +1,18 @@
 /**
- * Phase progress with listr2 on stderr: one line per VM and per phase. A live tree on a
- * terminal, plain lines without one (cron, CI), nothing under --json. listr2's own SIGINT
- * handler exits without clean-up, so it is disabled; interrupt.ts handles signals.
+ * Phase progress with listr2 on stderr: one line per VM, per phase and, for the bootstrap
+ * phases, per remote step (skipped or done, with its duration). A live tree on a terminal,
+ * plain lines without one (cron, CI), nothing under --json. listr2's own SIGINT handler
+ * exits without clean-up, so it is disabled; interrupt.ts handles signals.
  */
 import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
+import type {StepEvent, Substep} from './bootstrap/runner.js'
+
 export interface PhaseStep<Vm> {
   title: string
-  run: (vm: Vm) => Promise<'done' | 'skipped'>
+  /** Remote steps reported while the phase runs, shown as sub-tasks. */
+  substeps?: Substep[]
+  run: (vm: Vm, onEvent: (event: StepEvent) => void) => Promise<'done' | 'skipped'>
 }
 
 export interface ProgressOptions<Vm> {
@@ -19,25 +24,109 @@ export interface ProgressOptions<Vm> {
   onFailure: (vm: Vm, error: unknown) => void
 }
 
+interface StepOutcome {
+  event: 'ok' | 'skip'
+  detail: string
+  durationMs: number
+}
+
+/** Turns the stream of step events into one promise per announced sub-step. */
+class SubstepTracker {
+  private readonly waiting = new Map<string, {promise: Promise<StepOutcome>; resolve: (outcome: StepOutcome) => void; reject: (error: unknown) => void}>()
+  private readonly started = new Map<string, number>()
+
+  constructor(substeps: Substep[]) {
+    for (const {id} of substeps) {
+      let resolve!: (outcome: StepOutcome) => void
+      let reject!: (error: unknown) => void
+      const promise = new Promise<StepOutcome>((res, rej) => {
+        resolve = res
+        reject = rej
+      })
+      promise.catch(() => undefined)
+      this.waiting.set(id, {promise, reject, resolve})
+    }
+  }
+
+  wait(id: string): Promise<StepOutcome> {
+    return this.waiting.get(id)?.promise ?? Promise.resolve({detail: '', durationMs: 0, event: 'skip'})
+  }
+
+  onEvent = (event: StepEvent): void => {
+    if (event.event === 'start') {
+      this.started.set(event.id, event.at)
+      return
+    }
+
+    const durationMs = event.at - (this.started.get(event.id) ?? event.at)
+    if (event.event === 'fail') this.waiting.get(event.id)?.reject(new Error(`${event.id} failed`))
+    else this.waiting.get(event.id)?.resolve({detail: event.detail, durationMs, event: event.event})
+  }
+
+  /** Steps never reported were not needed (e.g. the marker fast path); on failure they fail. */
+  close(error?: unknown): void {
+    for (const pending of this.waiting.values()) {
+      if (error) pending.reject(error)
+      else pending.resolve({detail: 'already done', durationMs: 0, event: 'skip'})
+    }
+  }
+}
+
 export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): Promise<void> {
   const logger = new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
+  const runStep = async (vm: Vm, step: PhaseStep<Vm>, onEvent: (event: StepEvent) => void) => {
+    try {
+      return await step.run(vm, onEvent)
+    } catch (error) {
+      options.onFailure(vm, error)
+      throw error
+    }
+  }
+
   const list = new Listr(
     vms.map((vm) => ({
       task: async (_context: unknown, vmTask) =>
         vmTask.newListr(
           steps.map((step) => ({
             task: async (_stepContext: unknown, stepTask) => {
-              let outcome: 'done' | 'skipped'
-              try {
-                outcome = await step.run(vm)
-              } catch (error) {
-                options.onFailure(vm, error)
-                throw error
-              } finally {
-                vmTask.title = options.vmTitle(vm)
+              if (!step.substeps) {
+                const outcome = await runStep(vm, step, () => {}).finally(() => (vmTask.title = options.vmTitle(vm)))
+                if (outcome === 'skipped') stepTask.skip(`${step.title}: already done`)
+                return
               }
 
-              if (outcome === 'skipped') stepTask.skip(`${step.title}: already done`)
+              const tracker = new SubstepTracker(step.substeps)
+              const running = runStep(vm, step, tracker.onEvent).then(
+                (outcome) => {
+                  tracker.close()
+                  return outcome
+                },
+                (error: unknown) => {
+                  tracker.close(error)
+                  throw error
+                },
+              )
+              running.catch(() => undefined)
+              return stepTask.newListr(
+                step.substeps.map((substep, index) => ({
+                  task: async (_substepContext: unknown, substepTask) => {
+                    let outcome: StepOutcome
+                    try {
+                      outcome = await tracker.wait(substep.id)
+                    } catch (error) {
+                      // Let the phase finish first, so that its real error is recorded before listr moves on.
+                      await running.catch(() => undefined)
+                      throw error
+                    }
+
+                    if (outcome.event === 'skip') substepTask.skip(`${substep.title}: ${outcome.detail.replaceAll('-', ' ') || 'skipped'}`)
+                    else substepTask.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
+                    if (index === (step.substeps?.length ?? 0) - 1 && (await running) === 'skipped') stepTask.skip(`${step.title}: already done`)
+                  },
+                  title: substep.title,
+                })),
+                {concurrent: false, exitOnError: true},
+              )
             },
             title: step.title,
           })),

@@ -4,6 +4,7 @@
  * progress from the phase callbacks.
  */
 import {randomInt} from 'node:crypto'
+import {readFileSync} from 'node:fs'
 import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
@@ -13,10 +14,13 @@ import {TargonError} from './errors.js'
 import {workloadName} from './fleet.js'
 import type {Offer} from './offers.js'
 import {withinCap} from './parse.js'
+import {type BootstrapParams, type Marker, type StepEvent, readMarker, runInstall, runShim} from './bootstrap/runner.js'
+import {readPin, writePin} from './ssh/pins.js'
+import {type HostKey, SshSession} from './ssh/session.js'
 import type {LocalState} from './state.js'
 import {type DeleteResult, deleteWorkloads} from './teardown.js'
 
-export const PHASES = ['register', 'deploy', 'wait-running'] as const
+export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
 export type PhaseName = (typeof PHASES)[number]
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
@@ -45,12 +49,26 @@ export const VmResultSchema = z.object({
   created_at: z.string().nullable(),
   ttl_expires_at: z.string().nullable(),
   adopted: z.boolean().describe('true when an existing VM of the fleet was taken over (--name)'),
+  host_key_fingerprint: z.string().nullable().describe('OpenSSH SHA256 fingerprint of the pinned host key'),
+  bootstrap: z
+    .object({
+      script_version: z.string().nullable(),
+      docker_version: z.string().nullable(),
+      nvidia_ctk_version: z.string().nullable(),
+      driver_version: z.string().nullable(),
+      gpus: z.object({name: z.string().nullable(), count: z.number().nullable()}),
+    })
+    .nullable()
+    .describe('null with --no-bootstrap'),
+  dstack: z.object({shim_version: z.string(), healthy: z.boolean()}).nullable().describe('null with --no-bootstrap or --no-shim'),
   phases: z.array(PhaseResultSchema),
 })
 export type VmResult = z.infer<typeof VmResultSchema>
 
 /** Phase bounds (cli-contract §3.7). */
-export const PHASE_TIMEOUT_MS = {deploy: 60_000, register: 60_000, 'wait-running': 20 * 60_000} as const
+export const PHASE_TIMEOUT_MS = {deploy: 60_000, install: 30 * 60_000, register: 60_000, 'shim-start': 5 * 60_000, 'wait-running': 20 * 60_000} as const
+/** Of the install bound, how long sshd may take to answer after running. */
+const SSH_WAIT_MS = 10 * 60_000
 const RECONCILE_MS = 30_000
 const CLEANUP_MS = 3 * 60_000
 
@@ -69,6 +87,9 @@ export interface UpRequest {
   deadline: number
   sshKeyUid: string
   identityFile: string
+  configDir: string
+  /** null with --no-bootstrap. */
+  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean} | null
 }
 
 export interface ProvisionDeps {
@@ -97,6 +118,10 @@ export interface VmRun {
   phases: PhaseResult[]
   /** Set when the adopted workload is already past a phase. */
   skip: Set<PhaseName>
+  ssh?: SshSession
+  hostKey?: HostKey
+  marker?: Marker
+  shimVersion?: string
 }
 
 export function newVmRun(index: number): VmRun {
@@ -323,8 +348,52 @@ export class Provisioner {
     }
   }
 
+  /** Install: wait for SSH (pinning the host key on first contact), then run the bootstrap. */
+  async install(vm: VmRun, onEvent: (event: StepEvent) => void): Promise<void> {
+    const bootstrap = this.request.bootstrap
+    if (!bootstrap) return
+    const uid = vm.uid as string
+    const host = vm.publicIp as string
+    const port = vm.sshPort as number
+    const pinned = readPin(this.request.configDir, uid)
+    vm.ssh = await SshSession.open({
+      deadline: Math.min(this.request.deadline, Date.now() + SSH_WAIT_MS),
+      host,
+      onRetry: (reason) => this.deps.warn(`waiting for SSH on ${vm.name} (${reason})`),
+      pinned,
+      port,
+      privateKey: readFileSync(this.request.identityFile),
+      signal: this.deps.signal,
+      username: 'ubuntu',
+    })
+    vm.hostKey = vm.ssh.hostKey
+    if (!pinned) {
+      writePin(this.request.configDir, uid, host, port, vm.hostKey.key)
+      this.deps.state.updateVm(this.request.org, vm.name as string, {host_key: {alias: `targon-${uid}`, fingerprint: vm.hostKey.fingerprint, host, key: vm.hostKey.key, port}})
+    }
+
+    const password = vm.name ? this.deps.state.readVm(this.request.org, vm.name)?.password : undefined
+    vm.marker = await runInstall(vm.ssh, {...bootstrap.params, password}, onEvent, this.deps.signal)
+    if (!bootstrap.shim) this.deps.state.updateVm(this.request.org, vm.name as string, {bootstrapped: true})
+  }
+
+  /** Shim-start: dstack-shim as its systemd unit, then healthy through an SSH tunnel. */
+  async shimStart(vm: VmRun, onEvent: (event: StepEvent) => void): Promise<void> {
+    const bootstrap = this.request.bootstrap
+    if (!bootstrap?.shim || !vm.ssh) return
+    vm.shimVersion = (await runShim(vm.ssh, bootstrap.params, onEvent, this.deps.signal)).version
+    vm.marker = await readMarker(vm.ssh)
+    this.deps.state.updateVm(this.request.org, vm.name as string, {bootstrapped: true})
+  }
+
+  closeSsh(vm: VmRun): void {
+    vm.ssh?.close()
+    vm.ssh = undefined
+  }
+
   /** Applies --on-failure to a failed VM; returns what was deleted and what survived. */
   async rollback(vm: VmRun): Promise<{attempted: boolean; results: DeleteResult[]}> {
+    this.closeSsh(vm)
     const deleteIt = vm.uid !== undefined && (this.request.onFailure === 'delete' || (this.request.onFailure === 'auto' && vm.created))
     if (!deleteIt) {
       if (!vm.uid && vm.name && !vm.adopted) this.deps.state.removeVm(this.request.org, vm.name)
@@ -341,8 +410,20 @@ export class Provisioner {
 
   toResult(vm: VmRun, identityFile: string): VmResult {
     const record = vm.name ? this.deps.state.readVm(this.request.org, vm.name) : undefined
+    const marker = vm.marker
     return {
       adopted: vm.adopted,
+      bootstrap: marker
+        ? {
+            docker_version: marker.docker?.version ?? null,
+            driver_version: marker.driver_version ?? null,
+            gpus: {count: marker.gpus?.count ?? null, name: marker.gpus?.name ?? null},
+            nvidia_ctk_version: marker.nvidia_ctk_version ?? null,
+            script_version: marker.script_version ?? null,
+          }
+        : null,
+      dstack: vm.shimVersion ? {healthy: true, shim_version: vm.shimVersion} : null,
+      host_key_fingerprint: vm.hostKey?.fingerprint ?? record?.host_key?.fingerprint ?? null,
       created_at: vm.workload?.created_at ?? record?.created_at ?? null,
       fleet: this.request.fleet,
       gpu_count: vm.offer?.gpu_count ?? vm.workload?.resource?.gpu_count ?? null,

@@ -5,6 +5,7 @@
 import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
+import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from './bootstrap/runner.js'
 import {TargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
 import {resolveOrg} from './org.js'
@@ -13,6 +14,7 @@ import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, typ
 import {LocalState} from './state.js'
 import {DeleteResultSchema, type DeleteResult} from './teardown.js'
 import {ensureKeyRegistered, ensureProjectKey} from './ssh-key.js'
+import {VERSION} from './version.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
@@ -52,6 +54,8 @@ export interface UpOptions {
   onFailure: OnFailure
   org?: string
   configDir: string
+  /** null with --no-bootstrap. */
+  bootstrap: {dstackVersion: string; reinstall: boolean; gpuTest: boolean; shim: boolean} | null
   json: boolean
   signal: AbortSignal
   warn: (message: string) => void
@@ -111,22 +115,33 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
 
   const provisioner = new Provisioner(
     {cleanupClient: client.withSignal(undefined), client: client.withSignal(options.signal), signal: options.signal, state, warn: options.warn},
-    {deadline: Date.now() + options.timeoutMs, fleet: options.fleet, identityFile: key.privateKeyPath, image, label: options.label, maxPrice: options.maxPrice, onFailure: options.onFailure, org, resource: options.resource, sshKeyUid, ttlMs: options.ttlMs},
+    {
+      bootstrap: options.bootstrap && {
+        params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},
+        shim: options.bootstrap.shim,
+      },
+      configDir: options.configDir,
+      deadline: Date.now() + options.timeoutMs,
+      fleet: options.fleet, identityFile: key.privateKeyPath, image, label: options.label, maxPrice: options.maxPrice, onFailure: options.onFailure, org, resource: options.resource, sshKeyUid, ttlMs: options.ttlMs},
     candidates,
     noCandidates,
   )
   const vms = Array.from({length: options.count}, (_, index) => newVmRun(index))
   options.track(vms)
   const errors = new Map<VmRun, unknown>()
-  const work: Record<PhaseName, (vm: VmRun) => Promise<void>> = {
+  const work: Record<PhaseName, (vm: VmRun, onEvent: (event: StepEvent) => void) => Promise<void>> = {
     deploy: (vm) => provisioner.deploy(vm),
+    install: (vm, onEvent) => provisioner.install(vm, onEvent),
     register: (vm) => provisioner.register(vm),
+    'shim-start': (vm, onEvent) => provisioner.shimStart(vm, onEvent),
     'wait-running': (vm) => provisioner.waitRunning(vm),
   }
+  const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
+  const phases = PHASES.filter((phase) => (phase === 'install' ? options.bootstrap !== null : phase === 'shim-start' ? options.bootstrap?.shim === true : true))
 
   await runPhases(
     vms,
-    PHASES.map((phase) => ({run: (vm: VmRun) => provisioner.phase(vm, phase, () => work[phase](vm)), title: phase})),
+    phases.map((phase) => ({run: (vm: VmRun, onEvent: (event: StepEvent) => void) => provisioner.phase(vm, phase, () => work[phase](vm, onEvent)), substeps: substeps[phase], title: phase})),
     {
       concurrency: Math.min(options.count, 16),
       onFailure: (vm, error) => errors.set(vm, error),
@@ -135,7 +150,11 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
     },
   )
 
-  return settle(provisioner, vms, errors, options, org, key.privateKeyPath)
+  try {
+    return await settle(provisioner, vms, errors, options, org, key.privateKeyPath)
+  } finally {
+    for (const vm of vms) provisioner.closeSsh(vm)
+  }
 }
 
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */

@@ -140,9 +140,11 @@ case $tool in
   systemctl)
     args=()
     now=0
+    quiet=0
     for arg in "$@"; do
       case $arg in
         --now) now=1 ;;
+        --quiet | -q) quiet=1 ;;
         -*) ;;
         *) args+=("${arg%.service}") ;;
       esac
@@ -151,7 +153,12 @@ case $tool in
     unit=${args[1]:-}
     case $verb in
       is-active)
-        if unit_active "$unit"; then echo active; else echo inactive; exit 3; fi
+        if unit_active "$unit"; then
+          [ "$quiet" = 1 ] || echo active
+        else
+          [ "$quiet" = 1 ] || echo inactive
+          exit 3
+        fi
         ;;
       is-enabled)
         if [ -f "$STATE/units/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi
@@ -244,6 +251,7 @@ case $tool in
     for ((index = 0; index < GPU_COUNT; index++)); do
       case "${1:-}" in
         -L) echo "GPU $index: $GPU_NAME (UUID: GPU-sim-$index)" ;;
+        --query-gpu=driver_version) echo "$DRIVER_VERSION" ;;
         --query-gpu=*) echo "$GPU_NAME, $DRIVER_VERSION" ;;
         *) echo "| $index  $GPU_NAME  Driver Version: $DRIVER_VERSION |" ;;
       esac

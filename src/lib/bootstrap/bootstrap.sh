@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim on Ubuntu 24.04.
+# Run as root by `targon up`. Parameters come as environment variables, never as shell text:
+#   TARGON_PHASE          install | shim
+#   TARGON_RUN_ID         identifies this run in last-run.json
+#   TARGON_TOOL_VERSION   the CLI version, recorded in the marker
+#   TARGON_DSTACK_VERSION shim version (shim phase), e.g. 0.21.2 or latest
+#   TARGON_REINSTALL      1 ignores the marker fast path
+#   TARGON_GPU_TEST       0 skips the GPU smoke test
+# Every step checks first and acts only when needed; progress lines have the form
+#   TARGON_STEP <id> <name> start|ok|skip|fail @<epoch ms> [detail]
+# and everything else is log text.
+set -Eeuo pipefail
+
+SCRIPT_VERSION=2026.11.1
+MARKER_SCHEMA=1
+STATE_DIR=/var/lib/targon-dstack
+MARKER=$STATE_DIR/bootstrap.json
+LAST_RUN=$STATE_DIR/last-run.json
+PHASE=${TARGON_PHASE:-install}
+RUN_ID=${TARGON_RUN_ID:-manual}
+export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l
+APT_OPTIONS=(-y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+
+current_step=none
+# TARGON_STEP <id> <name> <event> @<epoch ms> [detail]
+step() {
+  local id=$1 name=$2 event=$3
+  shift 3
+  echo "TARGON_STEP $id $name $event @$(date +%s%3N)${*:+ $*}"
+}
+begin() {
+  current_step=$1
+  step "$1" "$2" start
+}
+
+mkdir -p "$STATE_DIR"
+finish() {
+  local code=$?
+  local failed=null
+  if [ "$code" != 0 ]; then
+    failed="\"$current_step\""
+    step "$current_step" - fail "exit $code"
+  fi
+  printf '{"run_id":"%s","phase":"%s","exit_code":%s,"failed_step":%s,"finished_at":"%s"}\n' \
+    "$RUN_ID" "$PHASE" "$code" "$failed" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$LAST_RUN.tmp"
+  mv -f "$LAST_RUN.tmp" "$LAST_RUN"
+}
+trap finish EXIT
+
+# Atomically merges a JSON fragment (argument 1) into the marker.
+marker_merge() {
+  python3 - "$MARKER" "$1" <<'PY'
+import json, os, sys
+path, fragment = sys.argv[1], json.loads(sys.argv[2])
+try:
+    data = json.load(open(path))
+except (OSError, ValueError):
+    data = {}
+data.update(fragment)
+tmp = path + ".tmp"
+with open(tmp, "w") as out:
+    json.dump(data, out, indent=2)
+os.chmod(tmp, 0o644)
+os.replace(tmp, path)
+PY
+}
+
+docker_ready() {
+  systemctl is-active --quiet docker &&
+    [ "$(docker info -f '{{.CgroupDriver}}' 2>/dev/null)" = cgroupfs ] &&
+    docker info -f '{{json .Runtimes}}' 2>/dev/null | grep -q '"nvidia"'
+}
+
+docker_version() { docker --version 2>/dev/null | sed -n 's/^Docker version \([^,]*\).*/\1/p'; }
+ctk_version() { nvidia-ctk --version 2>/dev/null | sed -n 's/.*version \([0-9][^ ]*\).*/\1/p' | head -n1; }
+driver_version() { nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' '; }
+gpu_line() { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null; }
+
+wait_for_apt_locks() {
+  if command -v cloud-init >/dev/null 2>&1; then timeout 900 cloud-init status --wait >/dev/null 2>&1 || true; fi
+  local waited=0
+  while fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock >/dev/null 2>&1; do
+    if [ $((waited % 30)) = 0 ]; then
+      echo "waiting for the apt/dpkg lock (held by: $(fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock 2>/dev/null | xargs -r ps -o comm= -p 2>/dev/null | tr '\n' ' '))"
+    fi
+    [ "$waited" -ge 900 ] && { echo "the apt/dpkg lock is still held after 15 minutes" >&2; return 1; }
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+apt_update() {
+  local attempt output
+  for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    if output=$(apt-get update -q 2>&1); then return 0; fi
+    echo "$output"
+    case $output in *"Could not get lock"*) echo "apt-get update: lock busy (attempt $attempt)"; sleep 3 ;; *) return 1 ;; esac
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- install phase
+
+install_phase() {
+  # B0: a matching marker plus quick live checks means everything is in place.
+  begin B0 marker
+  if [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
+    docker_ready && nvidia-smi -L >/dev/null 2>&1; then
+    step B0 marker ok fast-path
+    return 0
+  fi
+  step B0 marker ok full-run
+
+  begin B1 preflight
+  # shellcheck source=/dev/null
+  . /etc/os-release
+  if [ "${ID:-}" != ubuntu ] || [ "${VERSION_ID:-}" != 24.04 ]; then
+    echo "unsupported OS: ${PRETTY_NAME:-unknown} (need Ubuntu 24.04)" >&2
+    exit 1
+  fi
+  case $(uname -m) in
+    x86_64) ARCH=amd64 ;;
+    aarch64 | arm64) ARCH=arm64 ;;
+    *) echo "unsupported architecture $(uname -m)" >&2; exit 1 ;;
+  esac
+  [ -d /run/systemd/system ] || { echo "systemd is not running" >&2; exit 1; }
+  if [ ! -e /dev/nvidiactl ] || ! gpu_line >/dev/null; then echo "no NVIDIA driver found; targon never installs drivers" >&2; exit 1; fi
+  local free_kib
+  free_kib=$(df -Pk /var/lib | awk 'NR==2 {print $4}')
+  [ "${free_kib:-0}" -ge $((10 * 1024 * 1024)) ] || echo "warning: less than 10 GiB free on /var/lib"
+  step B1 preflight ok "$(gpu_line | head -n1)"
+
+  begin B3 sshd-forwarding
+  if sshd -T 2>/dev/null | grep -Eqi '^allowtcpforwarding (yes|local)$'; then
+    step B3 sshd-forwarding skip already-allowed
+  else
+    mkdir -p /etc/ssh/sshd_config.d
+    echo 'AllowTcpForwarding yes' >/etc/ssh/sshd_config.d/00-targon-dstack.conf
+    sshd -t
+    systemctl reload ssh
+    step B3 sshd-forwarding ok
+  fi
+
+  local need_docker=0 need_toolkit=0
+  command -v docker >/dev/null 2>&1 || need_docker=1
+  if ! dpkg -s nvidia-container-toolkit >/dev/null 2>&1 || ! command -v nvidia-ctk >/dev/null 2>&1; then need_toolkit=1; fi
+
+  begin B4 apt
+  if [ "$need_docker$need_toolkit" = 00 ]; then
+    step B4 apt skip nothing-to-install
+  else
+    wait_for_apt_locks
+    dpkg --configure -a
+    mkdir -p /etc/needrestart/conf.d
+    echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
+    apt_update
+    step B4 apt ok
+  fi
+
+  begin B5 docker
+  if [ "$need_docker" = 0 ]; then
+    if systemctl is-active --quiet docker; then
+      step B5 docker skip already-present
+    else
+      systemctl enable --now docker
+      step B5 docker ok started
+    fi
+  else
+    install -d -m 0755 /etc/apt/keyrings
+    curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
+    chmod a+r /etc/apt/keyrings/docker.asc
+    echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list
+    apt_update
+    apt-get install "${APT_OPTIONS[@]}" docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin
+    systemctl enable --now docker
+    step B5 docker ok "$(docker_version)"
+  fi
+
+  begin B6 nvidia-toolkit
+  if [ "$need_toolkit" = 0 ]; then
+    step B6 nvidia-toolkit skip already-present
+  else
+    install -d -m 0755 /etc/apt/keyrings
+    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
+    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+      sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+    apt_update
+    apt-get install "${APT_OPTIONS[@]}" nvidia-container-toolkit
+    step B6 nvidia-toolkit ok "$(ctk_version)"
+  fi
+
+  begin B7 daemon-json
+  mkdir -p /etc/docker
+  local desired=/etc/docker/daemon.json.targon-new
+  python3 - /etc/docker/daemon.json "$desired" <<'PY'
+import json, os, sys
+current_path, desired_path = sys.argv[1], sys.argv[2]
+if os.path.exists(current_path):
+    try:
+        data = json.load(open(current_path))
+    except ValueError:
+        sys.exit("/etc/docker/daemon.json is not valid JSON; refusing to overwrite it")
+else:
+    data = {}
+data.setdefault("runtimes", {}).setdefault("nvidia", {"path": "nvidia-container-runtime", "args": []})
+opts = [o for o in data.get("exec-opts", []) if not o.startswith("native.cgroupdriver=")]
+data["exec-opts"] = opts + ["native.cgroupdriver=cgroupfs"]
+with open(desired_path, "w") as out:
+    json.dump(data, out, indent=2)
+    out.write("\n")
+PY
+  if cmp -s "$desired" /etc/docker/daemon.json; then
+    rm -f "$desired"
+    if docker_ready; then
+      step B7 daemon-json skip already-configured
+    else
+      systemctl restart docker
+      step B7 daemon-json ok restarted
+    fi
+  else
+    [ -f /etc/docker/daemon.json ] && cp -p /etc/docker/daemon.json "/etc/docker/daemon.json.bak-$(date -u +%Y%m%dT%H%M%SZ)"
+    mv -f "$desired" /etc/docker/daemon.json
+    systemctl restart docker
+    docker_ready || { echo "docker does not report the nvidia runtime and cgroupfs after restart" >&2; exit 1; }
+    step B7 daemon-json ok restarted
+  fi
+
+  begin B8 gpu-test
+  if [ "${TARGON_GPU_TEST:-1}" = 0 ]; then
+    step B8 gpu-test skip disabled
+  else
+    local expected listed
+    expected=$(nvidia-smi -L | grep -c '^GPU ')
+    listed=$(timeout 300 docker run --rm --gpus all ubuntu:24.04 nvidia-smi -L | grep -c '^GPU ' || true)
+    [ "$listed" -ge "$expected" ] || { echo "GPU smoke test: containers see $listed of $expected GPUs" >&2; exit 1; }
+    step B8 gpu-test ok "$listed-gpus"
+  fi
+
+  begin B9 firewall
+  step B9 firewall skip untouched
+
+  begin B10 marker
+  local gpus
+  gpus=$(gpu_line)
+  marker_merge "$(printf '{"schema":%s,"script_version":"%s","tool_version":"%s","install_completed_at":"%s","os":"ubuntu 24.04","arch":"%s","docker":{"version":"%s"},"nvidia_ctk_version":"%s","driver_version":"%s","gpus":{"name":"%s","count":%s},"gpu_test":"%s"}' \
+    "$MARKER_SCHEMA" "$SCRIPT_VERSION" "${TARGON_TOOL_VERSION:-unknown}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$ARCH" "$(docker_version)" "$(ctk_version)" "$(driver_version)" \
+    "$(echo "$gpus" | head -n1 | cut -d, -f1)" "$(echo "$gpus" | grep -c .)" "$([ "${TARGON_GPU_TEST:-1}" = 0 ] && echo skipped || echo passed)")"
+  step B10 marker ok
+}
+
+# ---------------------------------------------------------------- shim phase
+
+shim_phase() {
+  local version=${TARGON_DSTACK_VERSION:?TARGON_DSTACK_VERSION is required}
+  local arch changed=0 base=https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com
+  case $(uname -m) in x86_64) arch=amd64 ;; *) arch=arm64 ;; esac
+  local shim_url=$base/$version/binaries/dstack-shim-linux-$arch
+  local runner_url=$base/$version/binaries/dstack-runner-linux-$arch
+
+  begin S0 takeover
+  if grep -q '# added by dstack' /home/ubuntu/.ssh/authorized_keys 2>/dev/null; then
+    step S0 takeover ok dstack-manages-the-shim
+    systemctl enable dstack-shim
+    systemctl start dstack-shim
+    return 0
+  fi
+  step S0 takeover skip not-taken-over
+
+  begin S1 shim-binary
+  local current=
+  current=$(/usr/local/bin/dstack-shim --version 2>/dev/null | awk '{print $3}') || true
+  if [ -n "$current" ] && { [ "$current" = "$version" ] || [ "$version" = latest ]; }; then
+    step S1 shim-binary skip "$current"
+  else
+    local tmp
+    tmp=$(mktemp /usr/local/bin/.dstack-shim.XXXXXX)
+    curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$tmp" "$shim_url"
+    chmod 0755 "$tmp"
+    local got
+    got=$("$tmp" --version | awk '{print $3}')
+    if [ "$version" != latest ] && [ "$got" != "$version" ]; then rm -f "$tmp"; echo "downloaded shim reports $got, wanted $version" >&2; exit 1; fi
+    mv -f "$tmp" /usr/local/bin/dstack-shim
+    # The shim downloads the runner only when it is missing: drop the old one with the old shim.
+    rm -f /usr/local/bin/dstack-runner /root/.dstack/host_info.json
+    changed=1
+    step S1 shim-binary ok "$got"
+  fi
+
+  begin S3 shim-home
+  mkdir -p /root/.dstack
+  step S3 shim-home ok
+
+  begin S4 shim-env
+  local env_file=/root/.dstack/shim.env
+  cat >"$env_file.new" <<ENV
+DSTACK_SHIM_HOME="/root/.dstack"
+DSTACK_SHIM_HTTP_PORT="10998"
+DSTACK_SHIM_LOG_LEVEL="5"
+DSTACK_RUNNER_DOWNLOAD_URL="$runner_url"
+DSTACK_RUNNER_BINARY_PATH="/usr/local/bin/dstack-runner"
+DSTACK_RUNNER_HTTP_PORT="10999"
+DSTACK_RUNNER_SSH_PORT="10022"
+DSTACK_RUNNER_LOG_LEVEL="5"
+DSTACK_SERVICE_MODE="1"
+ENV
+  if cmp -s "$env_file.new" "$env_file"; then
+    rm -f "$env_file.new"
+    step S4 shim-env skip unchanged
+  else
+    mv -f "$env_file.new" "$env_file"
+    changed=1
+    step S4 shim-env ok
+  fi
+
+  begin S5 shim-unit
+  local unit=/etc/systemd/system/dstack-shim.service
+  cat >"$unit.new" <<'UNIT'
+[Unit]
+Description=dstack-shim
+After=network-online.target
+StartLimitIntervalSec=3600
+StartLimitBurst=1080
+
+[Service]
+Type=simple
+User=root
+Restart=always
+RestartSec=3
+WorkingDirectory=/root/.dstack
+EnvironmentFile=/root/.dstack/shim.env
+ExecStart=/usr/local/bin/dstack-shim
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  if cmp -s "$unit.new" "$unit"; then
+    rm -f "$unit.new"
+    step S5 shim-unit skip unchanged
+  else
+    mv -f "$unit.new" "$unit"
+    systemctl daemon-reload
+    changed=1
+    step S5 shim-unit ok
+  fi
+
+  begin S6 shim-service
+  systemctl enable dstack-shim
+  if [ "$changed" = 1 ]; then
+    systemctl restart dstack-shim
+    step S6 shim-service ok restarted
+  elif systemctl is-active --quiet dstack-shim; then
+    step S6 shim-service skip running
+  else
+    systemctl start dstack-shim
+    step S6 shim-service ok started
+  fi
+
+  begin S9 marker
+  local installed
+  installed=$(/usr/local/bin/dstack-shim --version | awk '{print $3}')
+  marker_merge "$(printf '{"shim":{"version":"%s","url":"%s","env_sha256":"%s","unit_sha256":"%s","started_at":"%s"}}' \
+    "$installed" "$shim_url" "$(sha256sum "$env_file" | cut -d' ' -f1)" "$(sha256sum "$unit" | cut -d' ' -f1)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
+  step S9 marker ok "$installed"
+}
+
+case $PHASE in
+  install) install_phase ;;
+  shim) shim_phase ;;
+  *) echo "unknown TARGON_PHASE $PHASE" >&2; exit 2 ;;
+esac
+current_step=none

@@ -1,0 +1,252 @@
+/**
+ * Runs bootstrap.sh on a VM over one SSH session. The install phase is detached as a
+ * transient systemd unit (so a dropped connection cannot kill apt half-way) and followed by
+ * polling its log and result file; the shim phase is short and runs in the foreground; the
+ * shim's health is checked through a forwarded channel, as the dstack server does.
+ */
+import {randomBytes} from 'node:crypto'
+import {readFileSync} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
+import * as z from 'zod'
+
+import {TargonError} from '../errors.js'
+import {type SshSession, shellQuote} from '../ssh/session.js'
+
+export const SCRIPT_PATH = '/usr/local/lib/targon-dstack/bootstrap.sh'
+const LOG = '/var/log/targon-dstack-bootstrap.log'
+const LAST_RUN = '/var/lib/targon-dstack/last-run.json'
+const MARKER = '/var/lib/targon-dstack/bootstrap.json'
+const UNIT = 'targon-dstack-bootstrap'
+const SHIM_PORT = 10998
+export const DEFAULT_DSTACK_VERSION = '0.21.2'
+
+export interface Substep {
+  id: string
+  title: string
+}
+
+export const INSTALL_STEPS: Substep[] = [
+  {id: 'B0', title: 'marker check'},
+  {id: 'B1', title: 'preflight (OS, arch, NVIDIA driver)'},
+  {id: 'B3', title: 'sshd TCP forwarding'},
+  {id: 'B4', title: 'apt locks and hygiene'},
+  {id: 'B5', title: 'Docker'},
+  {id: 'B6', title: 'NVIDIA Container Toolkit'},
+  {id: 'B7', title: 'daemon.json (nvidia runtime, cgroupfs)'},
+  {id: 'B8', title: 'GPU smoke test'},
+  {id: 'B9', title: 'firewall (left untouched)'},
+  {id: 'B10', title: 'marker'},
+]
+
+export const SHIM_STEPS: Substep[] = [
+  {id: 'S0', title: 'dstack takeover check'},
+  {id: 'S1', title: 'dstack-shim binary'},
+  {id: 'S3', title: 'shim home'},
+  {id: 'S4', title: 'shim.env'},
+  {id: 'S5', title: 'systemd unit'},
+  {id: 'S6', title: 'shim service'},
+  {id: 'S9', title: 'marker'},
+  {id: 'S7', title: 'health check'},
+]
+
+export interface StepEvent {
+  id: string
+  event: 'fail' | 'ok' | 'skip' | 'start'
+  detail: string
+  /** When it happened, in ms on the VM's clock (durations are differences of these). */
+  at: number
+}
+
+export interface BootstrapParams {
+  runId?: string
+  toolVersion: string
+  dstackVersion: string
+  reinstall: boolean
+  gpuTest: boolean
+  /** The VM password, used once to enable passwordless sudo where the image lacks it. */
+  password?: string
+}
+
+export const MarkerSchema = z.object({
+  script_version: z.string().nullish(),
+  docker: z.object({version: z.string().nullish()}).nullish(),
+  nvidia_ctk_version: z.string().nullish(),
+  driver_version: z.string().nullish(),
+  gpus: z.object({count: z.number().nullish(), name: z.string().nullish()}).nullish(),
+  shim: z.object({version: z.string().nullish()}).nullish(),
+})
+export type Marker = z.infer<typeof MarkerSchema>
+
+const VERSION_PATTERN = /^(latest|\d+\.\d+\.\d+([-.][0-9A-Za-z.]+)?)$/
+
+/** Values that reach the VM are validated here, then passed as quoted environment assignments. */
+export function validateDstackVersion(version: string): string {
+  if (!VERSION_PATTERN.test(version)) {
+    throw new TargonError('USAGE', `--dstack-version "${version}" is not a version`, {hint: 'use a release such as 0.21.2, or latest'})
+  }
+
+  return version
+}
+
+/** Splits streamed text into TARGON_STEP events; other lines are log text. */
+export class StepParser {
+  private partial = ''
+  constructor(private readonly onEvent: (event: StepEvent) => void) {}
+
+  push(text: string): void {
+    const lines = (this.partial + text).split('\n')
+    this.partial = lines.pop() ?? ''
+    for (const line of lines) {
+      const match = /^TARGON_STEP (\S+) \S+ (start|ok|skip|fail) @(\d+)(?: (.*))?$/.exec(line.trim())
+      if (match) this.onEvent({at: Number(match[3]), detail: match[4] ?? '', event: match[2] as StepEvent['event'], id: match[1] as string})
+    }
+  }
+}
+
+function scriptText(): string {
+  return readFileSync(new URL('bootstrap.sh', import.meta.url), 'utf8')
+}
+
+function envAssignments(params: BootstrapParams, phase: 'install' | 'shim', runId: string): string[] {
+  return [
+    `TARGON_PHASE=${phase}`,
+    `TARGON_RUN_ID=${runId}`,
+    `TARGON_TOOL_VERSION=${params.toolVersion}`,
+    `TARGON_DSTACK_VERSION=${validateDstackVersion(params.dstackVersion)}`,
+    `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
+    `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
+  ].map((assignment) => shellQuote(assignment))
+}
+
+async function must(session: SshSession, command: string, what: string, stdin?: string): Promise<string> {
+  const result = await session.exec(command, {stdin})
+  if (result.code !== 0) {
+    throw new TargonError('BOOTSTRAP_FAILED', `${what} failed on the VM (exit ${result.code ?? result.signal}): ${result.stderr.trim().split('\n').at(-1) ?? ''}`, {
+      details: {stderr: result.stderr.slice(-2000)},
+      hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped',
+    })
+  }
+
+  return result.stdout
+}
+
+/** B2: passwordless sudo, set up once with the VM password when the image does not have it. */
+async function ensureSudo(session: SshSession, password: string | undefined): Promise<void> {
+  if ((await session.exec('sudo -n true')).code === 0) return
+  if (!password) throw new TargonError('BOOTSTRAP_FAILED', 'sudo needs a password on this VM and no stored VM password is known', {hint: 'the VM was created elsewhere; enable passwordless sudo for ubuntu by hand'})
+  const install = `umask 0337; printf '%s\\n' 'ubuntu ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/.90-targon-dstack && visudo -cf /etc/sudoers.d/.90-targon-dstack && mv /etc/sudoers.d/.90-targon-dstack /etc/sudoers.d/90-targon-dstack`
+  await must(session, `sudo -S -p '' sh -c ${shellQuote(install)}`, 'enabling passwordless sudo', `${password}\n`)
+}
+
+async function upload(session: SshSession): Promise<void> {
+  const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
+  await must(session, `sudo -n sh -c ${shellQuote(install)}`, 'uploading the bootstrap script', scriptText())
+}
+
+const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
+
+/** Install phase: start (or attach to) the detached run and follow it until it ends. */
+export async function runInstall(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker> {
+  await ensureSudo(session, params.password)
+  await upload(session)
+  const runId = params.runId ?? randomBytes(6).toString('hex')
+  let offset = Number((await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim()) || 0
+  const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
+  const start = await session.exec(`sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`)
+  // An earlier `up` may still be installing: follow that run instead of starting a second one.
+  let expected: string | undefined = runId
+  if (start.code !== 0) {
+    if (!/already exists|already active/i.test(start.stderr)) throw new TargonError('BOOTSTRAP_FAILED', `could not start the bootstrap: ${start.stderr.trim()}`, {hint: 'check that the VM runs systemd'})
+    expected = undefined
+    offset = 0
+  }
+
+  const parser = new StepParser(onEvent)
+  const separator = '@@targon@@'
+  let inactivePolls = 0
+  for (;;) {
+    const poll = `tail -c +${offset + 1} ${LOG} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
+    const [encoded = '', lastRun = '', state = ''] = (await must(session, `sudo -n sh -c ${shellQuote(poll)}`, 'following the bootstrap')).split(`${separator}\n`)
+    const chunk = Buffer.from(encoded.trim(), 'base64')
+    offset += chunk.length
+    parser.push(chunk.toString('utf8'))
+    const result = parseLastRun(lastRun)
+    const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
+    if (finished && result) {
+      if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${result.failed_step ?? '?'} failed`)
+      return readMarker(session)
+    }
+
+    if (state.trim() !== 'active' && ++inactivePolls > 3) throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
+    await sleep(1000, undefined, {signal})
+  }
+}
+
+function parseLastRun(text: string) {
+  try {
+    const parsed = LastRunSchema.safeParse(JSON.parse(text))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function bootstrapFailure(session: SshSession, what: string): Promise<TargonError> {
+  const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`)).stdout.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
+  return new TargonError('BOOTSTRAP_FAILED', `${what}${tail.length > 0 ? `: ${tail.at(-1)}` : ''}`, {
+    details: {log_tail: tail},
+    hint: `the full log is ${LOG} on the VM (targon ssh <vm> -- sudo tail -n 100 ${LOG})`,
+  })
+}
+
+export async function readMarker(session: SshSession): Promise<Marker> {
+  const text = (await session.exec(`cat ${MARKER}`)).stdout
+  try {
+    return MarkerSchema.parse(JSON.parse(text))
+  } catch {
+    return {}
+  }
+}
+
+/** Shim phase: S0-S9 in the foreground, then the health check through a forwarded channel. */
+export async function runShim(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<{version: string}> {
+  const parser = new StepParser(onEvent)
+  const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
+  const result = await session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {onStdout: (text) => parser.push(text), signal})
+  if (result.code !== 0) {
+    const lines = `${result.stdout}\n${result.stderr}`.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
+    throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {details: {log_tail: lines.slice(-40)}, hint: 'run targon up --name <vm> again'})
+  }
+
+  onEvent({at: Date.now(), detail: '', event: 'start', id: 'S7'})
+  const version = await waitHealthy(session, params.dstackVersion, signal)
+  onEvent({at: Date.now(), detail: version, event: 'ok', id: 'S7'})
+  return {version}
+}
+
+const HealthSchema = z.object({service: z.string(), version: z.string()})
+
+async function waitHealthy(session: SshSession, wanted: string, signal?: AbortSignal, timeoutMs = Number(process.env.TARGON_SHIM_HEALTH_TIMEOUT ?? 60) * 1000): Promise<string> {
+  const deadline = Date.now() + timeoutMs
+  let last = 'no answer'
+  for (;;) {
+    try {
+      const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
+      const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
+      if (status === 200 && health.success && health.data.service === 'dstack-shim' && (wanted === 'latest' || health.data.version === wanted)) return health.data.version
+      last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
+    } catch (error) {
+      last = (error as Error).message
+    }
+
+    if (Date.now() + 1000 > deadline) {
+      const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log')).stdout.split('\n').filter(Boolean)
+      throw new TargonError('BOOTSTRAP_FAILED', `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`, {
+        details: {log_tail: log},
+        hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
+      })
+    }
+
+    await sleep(1000, undefined, {signal})
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * One SSH connection to a VM (ssh2): connect with back-off until sshd answers, verify the
+ * host key against the VM's pin (trust on first use), run commands, and reach the VM's
+ * loopback through a forwarded channel. Install, shim-start and the health check share it.
+ */
+import {createHash} from 'node:crypto'
+import {setTimeout as sleep} from 'node:timers/promises'
+import type {Client, ClientChannel} from 'ssh2'
+
+import {TargonError} from '../errors.js'
+
+export interface HostKey {
+  /** "ssh-ed25519 AAAA…", as in known_hosts. */
+  key: string
+  /** OpenSSH form: SHA256:… */
+  fingerprint: string
+}
+
+export interface ConnectOptions {
+  host: string
+  port: number
+  username: string
+  privateKey: Buffer
+  /** The pinned key; undefined means trust on first use. */
+  pinned?: string
+  deadline: number
+  signal?: AbortSignal
+  onRetry?: (reason: string) => void
+}
+
+export interface ExecResult {
+  code: number | null
+  signal?: string
+  stdout: string
+  stderr: string
+}
+
+export function fingerprintOf(key: string): string {
+  const blob = Buffer.from(key.split(' ')[1] ?? '', 'base64')
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`
+}
+
+/** ssh2 hands the raw wire-format key: its type string, then the key itself. */
+function hostKeyFromWire(wire: Buffer): HostKey {
+  const typeLength = wire.readUInt32BE(0)
+  const type = wire.subarray(4, 4 + typeLength).toString('ascii')
+  const key = `${type} ${wire.toString('base64')}`
+  return {fingerprint: fingerprintOf(key), key}
+}
+
+/** Failures that mean "sshd is not up yet": retried until the deadline. */
+function isNotYet(error: Error & {code?: string; level?: string}): boolean {
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'].includes(error.code ?? '') || /handshake|Connection lost before handshake|closed/i.test(error.message)
+}
+
+export class SshSession {
+  private constructor(
+    private readonly client: Client,
+    readonly hostKey: HostKey,
+  ) {}
+
+  static async open(options: ConnectOptions): Promise<SshSession> {
+    const {default: ssh2} = await import('ssh2')
+    for (let attempt = 0, delay = 1000; ; attempt++, delay = Math.min(delay * 1.5, 15_000)) {
+      if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+      let seen: HostKey | undefined
+      const client = new ssh2.Client()
+      try {
+        await new Promise<void>((resolve, reject) => {
+          client.on('ready', () => resolve())
+          client.on('error', reject)
+          client.on('close', () => reject(new Error('connection closed before handshake')))
+          client.connect({
+            host: options.host,
+            hostVerifier: (wire: Buffer) => {
+              seen = hostKeyFromWire(wire)
+              return options.pinned === undefined || options.pinned === seen.key
+            },
+            keepaliveCountMax: 3,
+            keepaliveInterval: 15_000,
+            port: options.port,
+            privateKey: options.privateKey,
+            readyTimeout: Math.max(5000, Math.min(20_000, options.deadline - Date.now())),
+            username: options.username,
+          })
+        })
+        client.removeAllListeners('close')
+        client.on('error', () => {})
+        return new SshSession(client, seen as HostKey)
+      } catch (error) {
+        client.removeAllListeners()
+        client.on('error', () => {})
+        client.end()
+        const err = error as Error & {level?: string}
+        if (seen && options.pinned !== undefined && seen.key !== options.pinned) {
+          throw new TargonError('HOST_KEY_MISMATCH', `the host key of ${options.host}:${options.port} changed: pinned ${fingerprintOf(options.pinned)}, offered ${seen.fingerprint}; refusing to connect`, {
+            hint: 'if the VM was rebuilt on purpose, delete it and create a new one; otherwise someone may be intercepting the connection',
+          })
+        }
+
+        if (err.level === 'client-authentication') {
+          throw new TargonError('SSH_FAILED', `${options.host}:${options.port} refused the project key for user ${options.username}`, {
+            hint: 'the VM was created with another key; delete it with targon down and run targon up again',
+          })
+        }
+
+        if (!isNotYet(err) || Date.now() + delay > options.deadline) {
+          throw new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${err.message}`, {hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again'})
+        }
+
+        options.onRetry?.(err.message)
+        await sleep(delay, undefined, {signal: options.signal}).catch(() => undefined)
+      }
+    }
+  }
+
+  /** Runs a command; stdin, when given, is written and closed. */
+  exec(command: string, options: {stdin?: string; onStdout?: (chunk: string) => void; signal?: AbortSignal} = {}): Promise<ExecResult> {
+    return new Promise((resolve, reject) => {
+      this.client.exec(command, (error, stream) => {
+        if (error) {
+          reject(new TargonError('SSH_FAILED', `SSH exec failed: ${error.message}`, {hint: 'run targon up --name <vm> again'}))
+          return
+        }
+
+        let stdout = ''
+        let stderr = ''
+        const onAbort = () => stream.close()
+        options.signal?.addEventListener('abort', onAbort, {once: true})
+        stream.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString()
+          options.onStdout?.(chunk.toString())
+        })
+        stream.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+        let code: number | null = null
+        let signal: string | undefined
+        stream.on('exit', (exitCode: number | null, exitSignal?: string) => {
+          code = exitCode
+          signal = exitSignal
+        })
+        stream.on('close', () => {
+          options.signal?.removeEventListener('abort', onAbort)
+          resolve({code, signal, stderr, stdout})
+        })
+        stream.end(options.stdin ?? '')
+      })
+    })
+  }
+
+  /** A channel to host:port on the VM's own loopback (ssh direct-tcpip). */
+  forward(port: number): Promise<ClientChannel> {
+    return new Promise((resolve, reject) => {
+      this.client.forwardOut('127.0.0.1', 0, '127.0.0.1', port, (error, channel) => (error ? reject(error) : resolve(channel)))
+    })
+  }
+
+  /** GET over a forwarded channel, with Connection: close; returns status and body. */
+  async httpGet(port: number, path: string, timeoutMs = 5000): Promise<{status: number; body: string}> {
+    const channel = await this.forward(port)
+    return new Promise((resolve, reject) => {
+      let raw = ''
+      const timer = setTimeout(() => {
+        channel.close()
+        reject(new Error('timed out'))
+      }, timeoutMs)
+      channel.on('data', (chunk: Buffer) => (raw += chunk.toString()))
+      channel.on('error', reject)
+      channel.on('close', () => {
+        clearTimeout(timer)
+        const [head = '', ...rest] = raw.split('\r\n\r\n')
+        const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0)
+        const chunked = /transfer-encoding:\s*chunked/i.test(head)
+        const body = rest.join('\r\n\r\n')
+        resolve({body: chunked ? dechunk(body) : body, status})
+      })
+      channel.end(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
+    })
+  }
+
+  close(): void {
+    this.client.end()
+  }
+}
+
+function dechunk(body: string): string {
+  let out = ''
+  let rest = body
+  for (;;) {
+    const lineEnd = rest.indexOf('\r\n')
+    if (lineEnd < 0) return out
+    const size = Number.parseInt(rest.slice(0, lineEnd), 16)
+    if (!size) return out
+    out += rest.slice(lineEnd + 2, lineEnd + 2 + size)
+    rest = rest.slice(lineEnd + 2 + size + 2)
+  }
+}
+
+/** Single-quotes a value for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`
+}
