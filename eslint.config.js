@@ -5,7 +5,7 @@ export default tseslint.config(
   {ignores: ['dist/**', 'node_modules/**', 'coverage/**']},
   js.configs.recommended,
   {
-    files: ['bin/*.js', 'scripts/*.mjs', 'bench/*.mjs'],
+    files: ['bin/*.js', 'scripts/*.mjs', 'bench/*.mjs', 'test/vm/doubles/*.mjs'],
     languageOptions: {globals: {URL: 'readonly', console: 'readonly', process: 'readonly'}},
   },
   {

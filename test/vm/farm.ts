@@ -140,17 +140,18 @@ export class VmFarm {
       await sleep(50)
     }
 
-    let vm: SimVm | undefined
+    const holder: {vm?: SimVm} = {}
     const server = createServer((socket) => {
-      vm?.track(socket)
+      holder.vm?.track(socket)
       const upstream = connect(socketPath)
-      vm?.track(upstream)
+      holder.vm?.track(upstream)
       socket.pipe(upstream).pipe(socket)
       socket.on('error', () => upstream.destroy())
       upstream.on('error', () => socket.destroy())
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    vm = new SimVm(workload.uid, dir, child, server)
+    const vm = new SimVm(workload.uid, dir, child, server)
+    holder.vm = vm
     this.vms.set(workload.uid, vm)
     return {public_ip: '127.0.0.1', ssh_port: vm.port}
   }

@@ -228,8 +228,8 @@ const HealthSchema = z.object({service: z.string(), version: z.string()})
 
 async function waitHealthy(session: SshSession, wanted: string, signal?: AbortSignal, timeoutMs = Number(process.env.TARGON_SHIM_HEALTH_TIMEOUT ?? 60) * 1000): Promise<string> {
   const deadline = Date.now() + timeoutMs
-  let last = 'no answer'
   for (;;) {
+    let last: string
     try {
       const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
       const health = HealthSchema.safeParse(JSON.parse(body || 'null'))

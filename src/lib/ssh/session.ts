@@ -61,7 +61,7 @@ export class SshSession {
 
   static async open(options: ConnectOptions): Promise<SshSession> {
     const {default: ssh2} = await import('ssh2')
-    for (let attempt = 0, delay = 1000; ; attempt++, delay = Math.min(delay * 1.5, 15_000)) {
+    for (let delay = 1000; ; delay = Math.min(delay * 1.5, 15_000)) {
       if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new TargonError('INTERRUPTED', 'interrupted')
       let seen: HostKey | undefined
       const client = new ssh2.Client()
