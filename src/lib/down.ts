@@ -7,6 +7,7 @@ import * as z from 'zod'
 import type {TargonClient} from './api/client.js'
 import {TargonError} from './errors.js'
 import {type KnownVm, findVm, snapshot} from './inventory.js'
+import {removePin} from './ssh/pins.js'
 import type {LocalState, VmRecord} from './state.js'
 import {type DeleteResult, DeleteResultSchema, deleteWorkloads} from './teardown.js'
 
@@ -119,6 +120,7 @@ export async function runDown(client: TargonClient, org: string, state: LocalSta
 /** Removes the records (with their host-key pins) of deleted VMs, and stale records of the selected fleet. */
 function tidyLocalState(state: LocalState, org: string, gone: DeleteResult[], localOnly: VmRecord[], selection: DownSelection): void {
   const goneUids = new Set(gone.map((result) => result.uid))
+  for (const uid of goneUids) removePin(state.dir, uid)
   for (const record of state.listVms(org).records) {
     if (record.uid && goneUids.has(record.uid)) state.removeVm(org, record.name)
   }

@@ -1,0 +1,125 @@
+import {Args, Flags} from '@oclif/core'
+import * as z from 'zod'
+
+import {connect} from '../lib/api/connect.js'
+import {BaseCommand} from '../lib/base-command.js'
+import {TargonError, usageError} from '../lib/errors.js'
+import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
+import {type KnownVm, findVm, snapshot} from '../lib/inventory.js'
+import {resolveOrg} from '../lib/org.js'
+import {configDir, readConfigValue} from '../lib/settings.js'
+import {LocalState} from '../lib/state.js'
+import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../lib/ssh/connect-info.js'
+import {shellQuote} from '../lib/ssh/session.js'
+
+export const SshResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  host: z.string(),
+  port: z.number(),
+  user: z.literal('ubuntu'),
+  identity_file: z.string(),
+  known_hosts_file: z.string(),
+  host_key_alias: z.string(),
+  argv: z.array(z.string()).describe('the OpenSSH command line, ready to exec'),
+})
+export type SshResult = z.infer<typeof SshResultSchema>
+
+export const SshConfigResultSchema = z.object({
+  fleet: z.string(),
+  hosts: z.array(SshResultSchema),
+  config: z.string().describe('Host entries for ~/.ssh/config or an Include'),
+})
+
+export default class Ssh extends BaseCommand<typeof Ssh> {
+  static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
+
+  static description = `Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's
+pinned host key (StrictHostKeyChecking=yes; ~/.ssh/known_hosts is never touched). The address is refreshed from
+the API on every call. With a command, targon exits with the remote exit code (255 is ssh's own error).`
+
+  static examples = [
+    {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},
+    {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa -- nvidia-smi -L', description: 'Run one command'},
+    {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa --print', description: 'Print the ssh command line instead'},
+    {command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf', description: 'Host entries for every VM of the fleet (use with Include)'},
+  ]
+
+  static args = {vm: Args.string({description: 'VM name or uid', required: false})}
+  static strict = false
+
+  static flags = {
+    config: Flags.boolean({summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
+    fleet: Flags.string({summary: 'With --config: the fleet (default: config, else "default").'}),
+    print: Flags.boolean({summary: 'Print the ssh command line instead of running it.'}),
+  }
+
+  public async run(): Promise<SshResult | z.infer<typeof SshConfigResultSchema>> {
+    const [target, ...command] = this.positionals
+    if (!this.flags.config && !target) throw usageError('no VM given', 'targon ssh <name|uid> [-- command], or targon ssh --config')
+    const dir = configDir()
+    const client = await connect({auth: true, trace: this.traceSink()})
+    try {
+      const org = await resolveOrg(client, this.flags.org)
+      const state = new LocalState(dir)
+      const view = await snapshot(client, org, state)
+      if (this.flags.config) {
+        const fleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+        const vms = view.vms.filter((vm) => vm.owned && vm.fleet === fleet && vm.status === 'running')
+        const hosts: SshResult[] = []
+        for (const vm of vms) hosts.push(await this.prepare(vm, dir, []))
+        const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
+        if (!this.jsonEnabled()) this.log(config.trimEnd())
+        return {config, fleet, hosts}
+      }
+
+      const matches = findVm(view.vms, target as string)
+      if (matches.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
+      if (matches.length > 1) throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`})
+      const result = await this.prepare(matches[0] as KnownVm, dir, command)
+      if (this.jsonEnabled()) return result
+      if (this.flags.print) {
+        this.log(result.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : shellQuote(arg))).join(' '))
+        return result
+      }
+
+      await client.close()
+      const code = await runSsh(result.argv)
+      if (code !== 0) this.exit(code)
+      return result
+    } finally {
+      await client.close()
+    }
+  }
+
+  private async prepare(vm: KnownVm, dir: string, command: string[]): Promise<SshResult> {
+    const target: SshTarget = targetOf(vm, dir)
+    const pinned = await ensurePin(target, (message) => this.info(message))
+    return {
+      argv: sshArgv(target, command),
+      host: target.host,
+      host_key_alias: pinned.alias,
+      identity_file: target.identityFile,
+      known_hosts_file: pinned.file,
+      name: vm.name,
+      port: target.port,
+      uid: vm.uid,
+      user: 'ubuntu',
+    }
+  }
+}
+
+async function runSsh(argv: string[]): Promise<number> {
+  const {spawn} = await import('node:child_process')
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {stdio: 'inherit'})
+    // Ctrl-C belongs to the remote session; ssh itself decides what to do with it.
+    const ignore = () => {}
+    process.on('SIGINT', ignore)
+    child.on('error', (error) => reject(new TargonError('SSH_FAILED', `cannot run ssh: ${error.message}`, {hint: 'install the OpenSSH client'})))
+    child.on('close', (code, signal) => {
+      process.off('SIGINT', ignore)
+      resolve(code ?? (signal ? 128 + 2 : 255))
+    })
+  })
+}

@@ -1,0 +1,88 @@
+/**
+ * How to reach a VM with the system OpenSSH client: address from the API, the project key,
+ * and the VM's own pinned known_hosts file (pinned on first contact if another machine
+ * created the VM).
+ */
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {TargonError} from '../errors.js'
+import type {KnownVm} from '../inventory.js'
+import {keyDir} from '../ssh-key.js'
+import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
+import {SshSession, shellQuote} from './session.js'
+
+export interface SshTarget {
+  uid: string
+  name: string | null
+  host: string
+  port: number
+  identityFile: string
+  configDir: string
+}
+
+export function targetOf(vm: KnownVm, configDir: string): SshTarget {
+  const host = vm.workload.state?.public_ip
+  const port = vm.workload.state?.ssh_port
+  if (vm.status !== 'running' || !host || !port) {
+    throw new TargonError('API_ERROR', `${vm.name ?? vm.uid} is ${vm.status}, with no SSH address yet`, {hint: 'wait for it to run (targon status), or run targon up --name <vm>'})
+  }
+
+  return {configDir, host, identityFile: join(keyDir(configDir), 'id_ed25519'), name: vm.name, port, uid: vm.uid}
+}
+
+/** The VM's pin file, recording the host key on first contact (trust on first use). */
+export async function ensurePin(target: SshTarget, say: (message: string) => void): Promise<{file: string; alias: string}> {
+  const file = pinFile(target.configDir, target.uid)
+  const alias = hostKeyAlias(target.uid)
+  if (readPin(target.configDir, target.uid)) return {alias, file}
+  let privateKey: Buffer
+  try {
+    privateKey = readFileSync(target.identityFile)
+  } catch {
+    throw new TargonError('CONFIG', `the project key ${target.identityFile} is missing`, {hint: 'run targon up once on this machine to create and register it'})
+  }
+
+  const session = await SshSession.open({deadline: Date.now() + 30_000, host: target.host, port: target.port, privateKey, username: 'ubuntu'})
+  session.close()
+  writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
+  say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
+  return {alias, file}
+}
+
+export function sshArgv(target: SshTarget, command: string[]): string[] {
+  const argv = [
+    'ssh',
+    '-p',
+    String(target.port),
+    '-i',
+    target.identityFile,
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    `UserKnownHostsFile=${pinFile(target.configDir, target.uid)}`,
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    `HostKeyAlias=${hostKeyAlias(target.uid)}`,
+    `ubuntu@${target.host}`,
+  ]
+  // ssh joins its arguments into one line for the remote shell: quote each so that they arrive intact.
+  if (command.length > 0) argv.push('--', command.map((arg) => shellQuote(arg)).join(' '))
+  return argv
+}
+
+export function hostConfigEntry(host: {name: string | null; uid: string; host: string; port: number; identity_file: string; known_hosts_file: string; host_key_alias: string}): string {
+  return [
+    `Host ${host.name ?? host.uid}`,
+    `  HostName ${host.host}`,
+    `  Port ${host.port}`,
+    '  User ubuntu',
+    `  IdentityFile ${host.identity_file}`,
+    '  IdentitiesOnly yes',
+    `  UserKnownHostsFile ${host.known_hosts_file}`,
+    '  StrictHostKeyChecking yes',
+    `  HostKeyAlias ${host.host_key_alias}`,
+    '',
+  ].join('\n')
+}
