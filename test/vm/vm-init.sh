@@ -39,6 +39,7 @@ ln -s /proc/self/fd /dev/fd
 ip link set lo up
 hostname "$VM_HOSTNAME"
 echo "127.0.1.1 $VM_HOSTNAME" >>/etc/hosts
+echo "$VM_HOSTNAME" >/etc/hostname
 
 # The image: Ubuntu 24.04 with the NVIDIA driver, user ubuntu with passwordless sudo.
 rm -f /etc/os-release
@@ -60,7 +61,8 @@ install -m 0600 -o ubuntu -g ubuntu "$VM_DIR/authorized_keys" /home/ubuntu/.ssh/
 
 # Recording doubles replace only what needs the internet or hardware.
 install -d /usr/local/lib/sim-doubles /var/lib/sim-doubles/units /var/log/sim-doubles /var/lib/dpkg /var/lib/apt/lists /var/cache/apt/archives
-cp "$DOUBLES_DIR"/*.sh "$DOUBLES_DIR"/*.mjs /usr/local/lib/sim-doubles/
+install -m 0755 "$DOUBLES_DIR"/double.sh /usr/local/lib/sim-doubles/
+install -m 0644 "$DOUBLES_DIR"/shim-server.mjs /usr/local/lib/sim-doubles/
 for tool in apt-get dpkg systemctl systemd-run curl nvidia-smi; do
   install -m 0755 "$DOUBLES_DIR/double.sh" "/usr/bin/$tool"
 done

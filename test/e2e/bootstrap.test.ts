@@ -1,0 +1,169 @@
+/**
+ * `up` against simulated VMs that are real SSH hosts (needs root, which CI has; these tests
+ * fail rather than skip when it is missing).
+ */
+import {execFile} from 'node:child_process'
+import {promisify} from 'node:util'
+import {existsSync, readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm, type VmScenario, assertVmSupport} from '../vm/farm.js'
+
+let sim: TargonSimulator
+let farm: VmFarm
+let scenario: VmScenario = {}
+let configDir: string
+
+beforeAll(async () => {
+  assertVmSupport()
+  sim = await startSimulator({bootDelayMs: 200})
+  farm = new VmFarm(sim, () => scenario)
+})
+
+afterEach(async () => {
+  // Each test starts from an empty account.
+  for (const workload of sim.live()) sim.deleteExternally(workload.uid)
+  await farm.stopAll()
+  scenario = {}
+})
+
+afterAll(async () => {
+  await farm?.stopAll()
+  await sim?.stop()
+})
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', ...options.env})})
+}
+
+async function up(...extra: string[]) {
+  const result = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--json', ...extra])
+  return {doc: parseJson(result), result}
+}
+
+const installs = (calls: string[]) => calls.filter((call) => call.startsWith('apt-get install'))
+
+describe('up with bootstrap on simulated VMs', () => {
+  it('installs everything on a fresh VM once, starts a healthy shim, and pins the host key', async () => {
+    configDir = tempDir('targon-config-')
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const vm = doc.data.vms[0]
+    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual(['register:done', 'deploy:done', 'wait-running:done', 'install:done', 'shim-start:done'])
+    expect(vm.bootstrap).toEqual({docker_version: '28.2.2', driver_version: '595.45.04', gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'}, nvidia_ctk_version: '1.17.8', script_version: '2026.11.1'})
+    expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
+
+    const simVm = farm.vm(vm.uid)
+    const calls = simVm.calls()
+    expect(installs(calls)).toHaveLength(2)
+    expect(installs(calls)[0]).toContain('docker-ce')
+    expect(installs(calls)[1]).toContain('nvidia-container-toolkit')
+    expect(calls.filter((call) => call === 'systemctl restart docker')).toHaveLength(1)
+    expect(calls.filter((call) => call.startsWith('curl') && call.includes('dstack-shim-linux-amd64'))).toHaveLength(1)
+    expect(calls.some((call) => call.includes('ufw'))).toBe(false)
+
+    // Files on the VM: marker, daemon.json, the shim unit exactly as dstack writes it.
+    const marker = JSON.parse(simVm.readFile('/var/lib/targon-dstack/bootstrap.json'))
+    expect(marker).toMatchObject({schema: 1, script_version: '2026.11.1', shim: {version: '0.21.2'}})
+    expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({'exec-opts': ['native.cgroupdriver=cgroupfs'], runtimes: {nvidia: {args: [], path: 'nvidia-container-runtime'}}})
+    expect(simVm.readFile('/etc/systemd/system/dstack-shim.service')).toContain('EnvironmentFile=/root/.dstack/shim.env\nExecStart=/usr/local/bin/dstack-shim\n')
+    expect(simVm.readFile('/root/.dstack/shim.env')).toContain('DSTACK_RUNNER_DOWNLOAD_URL="https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/0.21.2/binaries/dstack-runner-linux-amd64"')
+
+    // The host key is pinned in our own known_hosts file; ~/.ssh is never touched.
+    const pin = readFileSync(join(configDir, 'known_hosts.d', vm.uid), 'utf8')
+    expect(pin).toMatch(new RegExp(`^targon-${vm.uid},\\[127\\.0\\.0\\.1\\]:${vm.ssh_port} ssh-ed25519 `))
+    expect(vm.host_key_fingerprint).toMatch(/^SHA256:/)
+    const status = parseJson(await targon(['status', '--json']))
+    expect(status.data.vms[0].bootstrapped).toBe(true)
+
+    // A repeat adopts the VM: no install call, the shim is left running as it is.
+    const again = await up('--name', vm.name)
+    expect(again.result.code, again.result.stdout).toBe(0)
+    expect(again.doc.data.vms[0]).toMatchObject({adopted: true, uid: vm.uid})
+    const newCalls = simVm.calls().slice(calls.length)
+    expect(installs(newCalls)).toEqual([])
+    expect(newCalls.filter((call) => /^(curl|systemctl (restart|stop))/.test(call))).toEqual([])
+    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+
+    // targon ssh passes the remote exit code through, and --print pastes into a shell.
+    expect((await targon(['ssh', vm.name, '--', 'sh', '-c', 'exit 3'])).code).toBe(3)
+    const printed = (await targon(['ssh', vm.name, '--print'])).stdout.trim()
+    // Asynchronously: the VM's port is served by this very process.
+    expect((await promisify(execFile)('bash', ['-c', `${printed} cat /etc/hostname`])).stdout.trim()).toBe(`vm-${vm.uid}`)
+    expect(existsSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts')) && readFileSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts'), 'utf8').includes(vm.uid)).toBe(false)
+
+    // down removes the pin.
+    expect((await targon(['down', vm.name])).code).toBe(0)
+    expect(existsSync(join(configDir, 'known_hosts.d', vm.uid))).toBe(false)
+  })
+
+  it('completes a partial install: Docker already there, the toolkit missing', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {dockerPreinstalled: true}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const calls = farm.vm(doc.data.vms[0].uid).calls()
+    expect(installs(calls)).toHaveLength(1)
+    expect(installs(calls)[0]).toContain('nvidia-container-toolkit')
+    expect(installs(calls)[0]).not.toContain('docker-ce')
+  })
+
+  it('waits out a held dpkg lock', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {dpkgLockSeconds: 3}
+    const started = Date.now()
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].dstack.healthy).toBe(true)
+    expect(Date.now() - started).toBeGreaterThan(3000)
+  })
+
+  it('a failing install step exits 8, shows the log tail, and deletes the VM', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {failPackage: 'nvidia-container-toolkit'}
+    const human = await targon(['up', 'rtx6000b-small', '--max-price', '1.8'])
+    expect(human.code).toBe(8)
+    expect(human.stderr).toContain('install step B6 failed')
+    expect(human.stderr).toContain('Unable to locate package nvidia-container-toolkit')
+    expect(sim.live()).toEqual([])
+  })
+
+  it('an unhealthy shim exits 8 and deletes the VM', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {shimUnhealthy: true}
+    const {doc, result} = await up()
+    expect(result.code).toBe(8)
+    expect(doc.error.message).toContain('dstack-shim is not healthy')
+    expect(sim.live()).toEqual([])
+  })
+
+  it('a changed host key refuses to connect with exit 7', async () => {
+    configDir = tempDir('targon-config-')
+    const first = await up('--name', 'pinned')
+    expect(first.result.code, first.result.stdout).toBe(0)
+    await farm.vm(first.doc.data.vms[0].uid).rotateHostKey()
+    const second = await up('--name', 'pinned')
+    expect(second.result.code).toBe(7)
+    expect(second.doc.error.code).toBe('HOST_KEY_MISMATCH')
+    expect(second.doc.error.message).toContain(first.doc.data.vms[0].host_key_fingerprint)
+    // The adopted VM was not created by that run, so the default policy keeps it.
+    expect(sim.live()).toHaveLength(1)
+    await targon(['down', '--all'])
+  })
+
+  it('up --count 2 ends with two healthy shims and two different pinned host keys', async () => {
+    configDir = tempDir('targon-config-')
+    const {doc, result} = await up('--count', '2')
+    expect(result.code, result.stdout).toBe(0)
+    const vms = doc.data.vms as {uid: string; dstack: {healthy: boolean}; host_key_fingerprint: string}[]
+    expect(vms.map((vm) => vm.dstack.healthy)).toEqual([true, true])
+    expect(new Set(vms.map((vm) => vm.host_key_fingerprint)).size).toBe(2)
+    for (const vm of vms) expect(existsSync(join(configDir, 'known_hosts.d', vm.uid))).toBe(true)
+    expect((await targon(['down', '--all'])).code).toBe(0)
+    expect(sim.live()).toEqual([])
+  })
+})
