@@ -112,9 +112,9 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(installs(calls)[0]).not.toContain('docker-ce')
   })
 
-  it('waits out a held dpkg lock', async () => {
+  it('waits for a slow sshd and out a held dpkg lock', async () => {
     configDir = tempDir('targon-config-')
-    scenario = {dpkgLockSeconds: 3}
+    scenario = {dpkgLockSeconds: 3, sshdDelaySeconds: 2}
     const started = Date.now()
     const {doc, result} = await up()
     expect(result.code, result.stdout).toBe(0)

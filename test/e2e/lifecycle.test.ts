@@ -248,6 +248,14 @@ describe('up, status, down', () => {
     expect(sim.requests('POST', '/ssh-keys')).toHaveLength(2)
   })
 
+  it('two processes racing on a fresh org end with one registered key and two VMs', async () => {
+    await setup()
+    const [a, b] = await Promise.all([targon([...UP, '--json']), targon([...UP, '--json'])])
+    expect([a.code, b.code]).toEqual([0, 0])
+    expect(sim.sshKeys.size).toBe(1)
+    expect(sim.live()).toHaveLength(2)
+  })
+
   it('refuses bad input with exit 2', async () => {
     await setup()
     for (const args of [['up', 'rtx6000b-small'], ['up', '--max-price', '2'], ['up', 'rtx6000b-small', '--max-price', '2', '--count', '2', '--name', 'x'], ['up', 'rtx6000b-small', '--max-price', '2', '--fleet', 'Bad_Fleet'], ['down'], ['down', '--older-than', 'soon']]) {
