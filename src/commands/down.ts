@@ -28,18 +28,18 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
     {command: '<%= config.bin %> down --all --dry-run --json', description: 'What --all would delete, without deleting'},
   ]
 
-  static args = {vms: Args.string({description: 'VM names or uids', required: false})}
+  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names or uids', required: false})}
   static strict = false
 
   static flags = {
-    all: Flags.boolean({summary: 'Every VM this tool created (all fleets).'}),
-    'any-origin': Flags.boolean({summary: 'Let bulk selectors take VMs not created by this tool.'}),
-    'dry-run': Flags.boolean({summary: 'Print what would be deleted; delete nothing.'}),
-    expired: Flags.boolean({summary: 'VMs whose --ttl has run out.'}),
+    all: Flags.boolean({default: false, summary: 'Every VM this tool created (all fleets).'}),
+    'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
+    'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
+    expired: Flags.boolean({default: false, summary: 'VMs whose --ttl has run out.'}),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
-    'ignore-missing': Flags.boolean({summary: 'A name that matches nothing is not an error.'}),
+    'ignore-missing': Flags.boolean({default: false, summary: 'A name that matches nothing is not an error.'}),
     'older-than': Flags.string({summary: 'Only VMs older than this, e.g. 6h (alone: all of this tool\'s VMs older than that).'}),
-    yes: Flags.boolean({char: 'y', summary: 'Do not ask for confirmation.'}),
+    yes: Flags.boolean({char: 'y', default: false, summary: 'Do not ask for confirmation.'}),
   }
 
   public async run(): Promise<DownResult> {

@@ -34,7 +34,7 @@ By default only offers with capacity available now are shown, cheapest first.`
   ]
 
   static flags = {
-    all: Flags.boolean({summary: 'Include sold-out offers.'}),
+    all: Flags.boolean({default: false, summary: 'Include sold-out offers.'}),
     gpu: Flags.string({summary: 'GPU model, any common spelling (rtx6000b, RTX-PRO-6000B, h200...).'}),
     'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({summary: 'Only offers at or under this price (USD/h per VM).'}),
     'min-gpus': Flags.integer({min: 0, summary: 'Only offers with at least this many GPUs.'}),

@@ -45,13 +45,13 @@ the API on every call. With a command, targon exits with the remote exit code (2
     {command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf', description: 'Host entries for every VM of the fleet (use with Include)'},
   ]
 
-  static args = {vm: Args.string({description: 'VM name or uid', required: false})}
+  static args = {vm: Args.string({ignoreStdin: true, description: 'VM name or uid', required: false})}
   static strict = false
 
   static flags = {
-    config: Flags.boolean({summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
+    config: Flags.boolean({default: false, summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
     fleet: Flags.string({summary: 'With --config: the fleet (default: config, else "default").'}),
-    print: Flags.boolean({summary: 'Print the ssh command line instead of running it.'}),
+    print: Flags.boolean({default: false, summary: 'Print the ssh command line instead of running it.'}),
   }
 
   public async run(): Promise<SshResult | z.infer<typeof SshConfigResultSchema>> {

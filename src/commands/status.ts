@@ -5,7 +5,11 @@ import {connect} from '../lib/api/connect.js'
 import {BaseCommand} from '../lib/base-command.js'
 import {TargonError} from '../lib/errors.js'
 import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
+import {join} from 'node:path'
+
+import {type DstackFleet, DstackFleetSchema, dstackFleet} from '../lib/dstack.js'
 import {displayGpuModel} from '../lib/offers.js'
+import {keyDir} from '../lib/ssh-key.js'
 import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/inventory.js'
 import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable, usd} from '../lib/output.js'
@@ -41,6 +45,7 @@ export const StatusResultSchema = z.object({
   vms: z.array(StatusVmSchema),
   drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
   totals: z.object({count: z.number(), price_per_hour: z.number(), estimated_cost_usd: z.number()}),
+  dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 
@@ -56,16 +61,18 @@ of this tool with no local record (server-only, e.g. created on another machine)
     {command: '<%= config.bin %> status --all-fleets --any-origin', description: 'Every VM of the org, including ones other tools created'},
     {command: '<%= config.bin %> status tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
     {command: '<%= config.bin %> status -q | xargs -n1 targon ssh --print', description: 'uids only, one per line'},
+    {command: '<%= config.bin %> status --dstack-fleet --fleet train > fleet.dstack.yml && dstack apply -f fleet.dstack.yml', description: 'Hand the bootstrapped VMs of fleet "train" to dstack'},
   ]
 
-  static args = {vms: Args.string({description: 'VM names or uids (default: all of the fleet)', required: false})}
+  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names or uids (default: all of the fleet)', required: false})}
   static strict = false
 
   static flags = {
-    'all-fleets': Flags.boolean({exclusive: ['fleet'], summary: 'Show the VMs of every fleet.'}),
-    'any-origin': Flags.boolean({summary: 'Include VMs not created by this tool.'}),
+    'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
+    'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
+    'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs.'}),
     fleet: Flags.string({summary: 'Fleet to show.'}),
-    quiet: Flags.boolean({char: 'q', summary: 'Print uids only, one per line.'}),
+    quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
   }
 
   public async run(): Promise<StatusResult> {
@@ -97,8 +104,10 @@ of this tool with no local record (server-only, e.g. created on another machine)
         if (item.kind === 'local-only') this.addWarning(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
       }
 
+      const dstack = this.flags['dstack-fleet'] ? this.dstackFleet(fleet ?? DEFAULT_FLEET, vms) : null
       const result: StatusResult = {
         drift,
+        dstack_fleet: dstack,
         fleet,
         org,
         totals: {
@@ -115,7 +124,24 @@ of this tool with no local record (server-only, e.g. created on another machine)
     }
   }
 
+  private dstackFleet(fleet: string, vms: StatusVm[]): DstackFleet {
+    const ready = vms.filter((vm) => vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port)
+    const skipped = vms.length - ready.length
+    if (skipped > 0) this.addWarning(`${skipped} VM(s) of fleet ${fleet} are not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+    const fleetFile = dstackFleet(fleet, join(keyDir(configDir()), 'id_ed25519'), ready.map((vm) => ({hostname: vm.public_ip as string, name: vm.name, port: vm.ssh_port as number, uid: vm.uid})))
+    for (const ip of fleetFile.shared_ips) {
+      this.addWarning(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
+    }
+
+    return fleetFile
+  }
+
   private render(result: StatusResult): void {
+    if (result.dstack_fleet) {
+      process.stdout.write(result.dstack_fleet.yaml)
+      return
+    }
+
     if (this.flags.quiet) {
       if (result.vms.length > 0) this.log(result.vms.map((vm) => vm.uid).join('\n'))
       return

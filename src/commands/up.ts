@@ -33,7 +33,7 @@ the same --name adopts the existing VM instead of creating a second one.`
   ]
 
   static args = {
-    resource: Args.string({description: 'Resource (SKU) name from targon offers, e.g. rtx6000b-small', required: false}),
+    resource: Args.string({ignoreStdin: true, description: 'Resource (SKU) name from targon offers, e.g. rtx6000b-small', required: false}),
   }
 
   static flags = {
@@ -48,7 +48,7 @@ the same --name adopts the existing VM instead of creating a second one.`
     bootstrap: Flags.boolean({allowNo: true, default: true, summary: 'Install Docker and the NVIDIA Container Toolkit over SSH and start the dstack shim (--no-bootstrap stops once the VM runs).'}),
     'dstack-version': Flags.string({summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`}),
     'gpu-test': Flags.boolean({allowNo: true, default: true, summary: 'Check that containers see the GPUs (--no-gpu-test skips it).'}),
-    reinstall: Flags.boolean({summary: 'Ignore the bootstrap marker and check every step again.'}),
+    reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',

@@ -36,7 +36,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       helpGroup: 'GLOBAL',
       summary: 'Targon organization slug (default: config, or the only org of the API key).',
     }),
-    verbose: Flags.boolean({
+    verbose: Flags.boolean({default: false, 
       aliases: ['debug'],
       helpGroup: 'GLOBAL',
       summary: 'Log HTTP requests and other diagnostics to stderr (secrets redacted).',
@@ -86,13 +86,13 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   protected toSuccessJson(result: unknown): unknown {
-    return {command: this.id ?? '', data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
+    return {command: (this.id ?? '').replaceAll(':', ' '), data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
   }
 
   protected toErrorJson(error: unknown): ErrorEnvelope {
     const err = toTargonError(error)
     const envelope: ErrorEnvelope = {
-      command: this.id ?? '',
+      command: (this.id ?? '').replaceAll(':', ' '),
       error: {
         code: err.code,
         details: err.details ? withoutUndefined(err.details) : {},

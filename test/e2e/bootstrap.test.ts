@@ -7,6 +7,7 @@ import {promisify} from 'node:util'
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {parse as parseYaml} from 'yaml'
 
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
@@ -79,6 +80,15 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(vm.host_key_fingerprint).toMatch(/^SHA256:/)
     const status = parseJson(await targon(['status', '--json']))
     expect(status.data.vms[0].bootstrapped).toBe(true)
+
+    // The dstack bridge: an SSH fleet file with dstack's field names.
+    const fleetFile = await targon(['status', '--dstack-fleet'])
+    expect(fleetFile.code).toBe(0)
+    expect(parseYaml(fleetFile.stdout)).toEqual({
+      name: 'targon-default',
+      ssh_config: {hosts: [{hostname: '127.0.0.1', port: vm.ssh_port}], identity_file: join(configDir, 'keys', 'id_ed25519'), user: 'ubuntu'},
+      type: 'fleet',
+    })
 
     // A repeat adopts the VM: no install call, the shim is left running as it is.
     const again = await up('--name', vm.name)

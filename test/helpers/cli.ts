@@ -7,6 +7,9 @@ import {mkdtempSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import * as z from 'zod'
+
+import {type CommandId, DATA_SCHEMAS, ErrorEnvelopeSchema, successEnvelope} from '../../src/lib/contract.js'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = join(ROOT, 'bin', 'run.js')
@@ -62,11 +65,17 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   })
 }
 
-/** Parses stdout as exactly one JSON document. */
+/** Parses stdout as exactly one JSON document, and validates it against the command's published schema. */
 export function parseJson<T = Record<string, any>>(result: CliResult): T {
+  let doc: {ok?: boolean; command?: string}
   try {
-    return JSON.parse(result.stdout) as T
+    doc = JSON.parse(result.stdout) as typeof doc
   } catch {
     throw new Error(`stdout is not one JSON document:\n${result.stdout}\nstderr:\n${result.stderr}`)
   }
+
+  const schema = doc.ok === false ? ErrorEnvelopeSchema : successEnvelope(String(doc.command), DATA_SCHEMAS[doc.command as CommandId] ?? z.never())
+  const checked = schema.safeParse(doc)
+  if (!checked.success) throw new Error(`--json output breaks the schema of ${doc.command}: ${z.prettifyError(checked.error)}\n${result.stdout}`)
+  return doc as T
 }

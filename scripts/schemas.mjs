@@ -1,0 +1,9 @@
+// Writes the JSON Schema snapshots of the --json contract to schemas/ (from the built code).
+import {mkdirSync, writeFileSync} from 'node:fs'
+
+import {jsonSchemas} from '../dist/lib/contract.js'
+
+const dir = new URL('../schemas/', import.meta.url)
+mkdirSync(dir, {recursive: true})
+for (const [file, schema] of Object.entries(jsonSchemas())) writeFileSync(new URL(file, dir), `${JSON.stringify(schema, null, 2)}\n`)
+console.log(`schemas/: ${Object.keys(jsonSchemas()).length} files`)

@@ -1,0 +1,19 @@
+import {Args} from '@oclif/core'
+
+import {BaseCommand} from '../../lib/base-command.js'
+import {type ConfigResult, parseKey, readValues} from '../../lib/config-values.js'
+import {CONFIG_KEYS, configDir} from '../../lib/settings.js'
+
+export default class ConfigGet extends BaseCommand<typeof ConfigGet> {
+  static summary = 'Print one setting (the API key masked).'
+  static examples = [{command: '<%= config.bin %> config get max-price', description: 'The default price cap'}]
+  static args = {key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true})}
+
+  public async run(): Promise<ConfigResult> {
+    const key = parseKey(this.args.key)
+    const result = await readValues(configDir())
+    const value = result.values[key] ?? null
+    if (!this.jsonEnabled() && value !== null) this.log(value)
+    return {path: result.path, values: {[key]: value}}
+  }
+}

@@ -1,0 +1,72 @@
+import {Args} from '@oclif/core'
+
+import {BaseCommand} from '../../lib/base-command.js'
+import {type ConfigResult, parseKey, setValue} from '../../lib/config-values.js'
+import {usageError} from '../../lib/errors.js'
+import {CONFIG_KEYS, configDir} from '../../lib/settings.js'
+
+export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
+  static summary = 'Store a setting in the config file (mode 0600).'
+
+  static description = `Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
+land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal.`
+
+  static examples = [
+    {command: '<%= config.bin %> config set max-price 1.8', description: 'A default price cap for targon up'},
+    {command: '<%= config.bin %> config set org acme', description: 'The org to use'},
+    {command: '<%= config.bin %> config set api-key', description: 'Prompts for the key without echoing it'},
+    {command: 'pass show targon | <%= config.bin %> config set api-key', description: 'Or pipe it in'},
+  ]
+
+  static args = {
+    key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true}),
+    value: Args.string({ignoreStdin: true, description: 'the value (not for api-key)', required: false}),
+  }
+
+  public async run(): Promise<ConfigResult> {
+    const key = parseKey(this.args.key)
+    let value = this.args.value
+    if (key === 'api-key') {
+      if (value !== undefined) throw usageError('the API key is never taken from the command line', 'run targon config set api-key, then paste it at the prompt or pipe it on stdin')
+      value = await readSecret('Targon API key: ')
+    }
+
+    if (value === undefined) throw usageError(`no value for ${key}`, `targon config set ${key} <value>`)
+    const result = await setValue(configDir(), key, value)
+    this.info(`set ${key} in ${result.path}`)
+    return result
+  }
+}
+
+/** Reads a secret from stdin, or from a prompt that does not echo on a terminal. */
+async function readSecret(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) {
+    const chunks: Buffer[] = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString('utf8').trim()
+  }
+
+  process.stderr.write(prompt)
+  process.stdin.setRawMode(true)
+  process.stdin.resume()
+  return new Promise((resolve) => {
+    let secret = ''
+    const onData = (data: Buffer) => {
+      for (const char of data.toString('utf8')) {
+        if (char === '\r' || char === '\n' || char === '\u0004') {
+          process.stdin.setRawMode(false)
+          process.stdin.pause()
+          process.stdin.off('data', onData)
+          process.stderr.write('\n')
+          resolve(secret)
+          return
+        }
+
+        if (char === '\u0003') process.exit(130)
+        secret = char === '\u007f' ? secret.slice(0, -1) : secret + char
+      }
+    }
+
+    process.stdin.on('data', onData)
+  })
+}
