@@ -51,7 +51,8 @@ docker_start() {
   if [ -f /etc/docker/daemon.json ]; then cp /etc/docker/daemon.json "$STATE/docker-live.json"; else echo '{}' >"$STATE/docker-live.json"; fi
 }
 
-pid_alive() { [ -f "$STATE/units/$1.pid" ] && kill -0 "$(cat "$STATE/units/$1.pid")" 2>/dev/null; }
+# /proc rather than kill -0, which a non-root caller may not send to a root service.
+pid_alive() { [ -f "$STATE/units/$1.pid" ] && [ -d "/proc/$(cat "$STATE/units/$1.pid")" ]; }
 
 unit_active() {
   case $1 in

@@ -1,0 +1,53 @@
+/**
+ * `npm run demo`: targon against the local simulator, no account needed. Runs offers, up,
+ * status, ssh and down with their real output, and ends by checking that nothing is live.
+ * As root the VM is a simulated SSH host and gets the full bootstrap; otherwise up stops once
+ * the VM runs.
+ */
+import {spawn} from 'node:child_process'
+import {mkdtempSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {DEFAULT_TOKEN, TargonSimulator} from '../test/simulator/simulator.js'
+import {VmFarm} from '../test/vm/farm.js'
+
+const bin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
+const root = process.getuid?.() === 0
+const sim = new TargonSimulator({bootDelayMs: 1500})
+const farm = root ? new VmFarm(sim) : undefined
+await sim.start()
+const env = {...process.env, TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'targon-demo-'))}
+
+function targon(...args: string[]): Promise<number> {
+  const bold = process.stdout.isTTY && !process.env.NO_COLOR ? (text: string) => `\x1b[1m${text}\x1b[0m` : (text: string) => text
+  process.stdout.write(`\n${bold(`$ targon ${args.join(' ')}`)}\n`)
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], {env, stdio: ['ignore', 'inherit', 'inherit']})
+    child.on('close', (code) => resolve(code ?? 1))
+  })
+}
+
+let failed = false
+const step = async (...args: string[]) => {
+  const code = await targon(...args)
+  if (code !== 0) failed = true
+}
+
+try {
+  process.stdout.write(`Simulated Targon API at ${sim.url}${root ? ', with simulated VMs' : ' (not root: no simulated VMs, so --no-bootstrap)'}\n`)
+  await step('offers', '--gpu', 'rtx6000b')
+  await step('up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'demo', ...(root ? [] : ['--no-bootstrap']))
+  await step('status')
+  if (root) await step('ssh', 'tcli-default-demo', '--', 'sh', '-c', 'hostname; docker --version; systemctl is-active dstack-shim')
+  await step('down', '--all', '--yes')
+} finally {
+  const live = sim.live()
+  process.stdout.write(`\nLive VMs left on the simulator: ${live.length}\n`)
+  if (live.length > 0) failed = true
+  await farm?.stopAll()
+  await sim.stop()
+}
+
+process.exit(failed ? 1 : 0)

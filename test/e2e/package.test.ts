@@ -1,0 +1,55 @@
+/**
+ * The published package: only runtime files, and it installs and runs from an empty prefix.
+ * (Installing fetches the dependencies from the npm registry.)
+ */
+import {execFile} from 'node:child_process'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {ROOT, baseEnv, tempDir} from '../helpers/cli.js'
+import {startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+const run = promisify(execFile)
+let sim: TargonSimulator
+let tarball: string
+let files: string[]
+
+beforeAll(async () => {
+  sim = await startSimulator()
+  const out = tempDir('targon-pack-')
+  // The build has run (npm test builds first); --ignore-scripts skips prepack's second build.
+  const {stdout} = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', out], {cwd: ROOT})
+  const [packed] = JSON.parse(stdout) as {filename: string; files: {path: string}[]}[]
+  tarball = join(out, packed!.filename)
+  files = packed!.files.map((file) => file.path)
+}, 120_000)
+
+afterAll(async () => {
+  await sim.stop()
+})
+
+describe('npm package', () => {
+  it('holds only runtime files', () => {
+    expect(files).toContain('bin/run.js')
+    expect(files).toContain('oclif.manifest.json')
+    expect(files).toContain('dist/lib/bootstrap/bootstrap.sh')
+    expect(files).toContain('dist/commands/up.js')
+    expect(files.filter((file) => /^(test|src|scripts|bench|schemas)\//.test(file) || file === 'bin/dev.js')).toEqual([])
+  })
+
+  it('installs globally into an empty prefix and runs', async () => {
+    const prefix = tempDir('targon-prefix-')
+    await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', tarball], {env: {...process.env, npm_config_loglevel: 'error'}, timeout: 240_000})
+    const targon = join(prefix, 'bin', 'targon')
+    const env = baseEnv({TARGON_API_URL: sim.url})
+    const help = await run(targon, ['--help'], {env})
+    expect(help.stdout).toContain('offers')
+    expect(help.stdout).toContain('up')
+    expect((await run(targon, ['offers', '--help'], {env})).stdout).toContain('EXAMPLES')
+    const offers = JSON.parse((await run(targon, ['offers', '--json'], {env})).stdout) as {ok: boolean; data: {offers: unknown[]}}
+    expect(offers.ok).toBe(true)
+    expect(offers.data.offers.length).toBeGreaterThan(0)
+  }, 300_000)
+})
