@@ -240,6 +240,18 @@ export class Provisioner {
     try {
       created = await client.createWorkload(this.request.org, body)
     } catch (error) {
+      if (error instanceof TargonError && error.code === 'INTERRUPTED') {
+        // The create may still be committed on the server: find it so that clean-up can delete it.
+        const committed = await this.findCommitted(name)
+        if (committed) {
+          vm.uid = committed.uid
+          vm.created = true
+          this.deps.state.updateVm(this.request.org, name, {uid: committed.uid})
+        }
+
+        throw error
+      }
+
       if (!isUnclearAnswer(error)) {
         this.deps.state.removeVm(this.request.org, name)
         throw error
@@ -465,6 +477,21 @@ export class Provisioner {
       const found = (await this.deps.client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
       if (found.length > 0 || Date.now() + 2000 > deadline) return found
       await sleep(2000, undefined, {signal: this.deps.signal})
+    }
+  }
+
+  /** After an interrupted create: watch the listing (not tied to Ctrl-C) for the name for a while. */
+  private async findCommitted(name: string): Promise<Workload | undefined> {
+    const deadline = Date.now() + RECONCILE_MS / 3
+    for (;;) {
+      try {
+        const found = (await this.deps.cleanupClient.listWorkloads(this.request.org, {name})).find((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
+        if (found || Date.now() + 1000 > deadline) return found
+      } catch {
+        return undefined
+      }
+
+      await sleep(1000)
     }
   }
 

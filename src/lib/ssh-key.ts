@@ -35,7 +35,9 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
   const {default: ssh2} = await import('ssh2')
 
   if (!exists(privateKeyPath)) {
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
+    // ssh2 occasionally (about 1 in 250) emits an ed25519 key that it cannot parse back: keep only one that parses.
+    let pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
+    while (ssh2.utils.parseKey(pair.private) instanceof Error) pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     const temp = `${privateKeyPath}.${randomBytes(4).toString('hex')}.tmp`
     writeFileSync(temp, pair.private, {mode: 0o600})
     try {

@@ -63,6 +63,8 @@ export interface Fault {
   reset?: boolean
   /** Do the work (e.g. commit a create), then drop the connection without an answer. */
   dropAfterCommit?: boolean
+  /** Do the work, then answer this status anyway (e.g. a DELETE that says 500 but happened). */
+  statusAfterCommit?: number
 }
 
 export interface SimWorkload {
@@ -267,6 +269,12 @@ export class TargonSimulator {
     if (fault?.dropAfterCommit) {
       entry.status = -1
       request.socket.destroy()
+      return
+    }
+
+    if (fault?.statusAfterCommit) {
+      entry.status = fault.statusAfterCommit
+      this.send(response, fault.statusAfterCommit, {error: 'injected after commit', reason: 'INJECTED'})
       return
     }
 

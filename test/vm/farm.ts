@@ -30,6 +30,8 @@ export interface VmScenario {
   /** The shim starts but never answers its health check. */
   shimUnhealthy?: boolean
   gpuCount?: number
+  /** The VM does not accept the workload's SSH key. */
+  rejectKey?: boolean
 }
 
 export class SimVm {
@@ -115,9 +117,9 @@ export class VmFarm {
   async start(workload: SimWorkload): Promise<VmEndpoint> {
     const dir = mkdtempSync(join(tmpdir(), `targon-vm-${workload.uid}-`))
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
-    const keys = workload.ssh_keys.map((uid) => this.sim.sshKeys.get(uid)?.public_key_raw).filter(Boolean)
-    writeFileSync(join(dir, 'authorized_keys'), `${keys.join('\n')}\n`)
     const scenario = this.scenarioFor(workload)
+    const keys = scenario.rejectKey ? [] : workload.ssh_keys.map((uid) => this.sim.sshKeys.get(uid)?.public_key_raw).filter(Boolean)
+    writeFileSync(join(dir, 'authorized_keys'), `${keys.join('\n')}\n`)
     writeFileSync(
       join(dir, 'scenario.env'),
       [

@@ -54,10 +54,19 @@ function isNotYet(error: Error & {code?: string; level?: string}): boolean {
 }
 
 export class SshSession {
+  /** Set when the connection drops; every later use fails with SSH_FAILED. */
+  private lost = false
+
   private constructor(
     private readonly client: Client,
     readonly hostKey: HostKey,
-  ) {}
+  ) {
+    client.on('close', () => (this.lost = true))
+  }
+
+  private lostError(): TargonError {
+    return new TargonError('SSH_FAILED', 'the SSH connection to the VM was lost', {hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped'})
+  }
 
   static async open(options: ConnectOptions): Promise<SshSession> {
     const {default: ssh2} = await import('ssh2')
@@ -117,9 +126,14 @@ export class SshSession {
   /** Runs a command; stdin, when given, is written and closed. */
   exec(command: string, options: {stdin?: string; onStdout?: (chunk: string) => void; signal?: AbortSignal} = {}): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
+      if (this.lost) {
+        reject(this.lostError())
+        return
+      }
+
       this.client.exec(command, (error, stream) => {
         if (error) {
-          reject(new TargonError('SSH_FAILED', `SSH exec failed: ${error.message}`, {hint: 'run targon up --name <vm> again'}))
+          reject(this.lost ? this.lostError() : new TargonError('SSH_FAILED', `SSH exec failed: ${error.message}`, {hint: 'run targon up --name <vm> again'}))
           return
         }
 
@@ -140,7 +154,8 @@ export class SshSession {
         })
         stream.on('close', () => {
           options.signal?.removeEventListener('abort', onAbort)
-          resolve({code, signal, stderr, stdout})
+          // The close of a dropped connection can arrive just after the stream's: check on the next turn.
+          setImmediate(() => (this.lost && code === null ? reject(this.lostError()) : resolve({code, signal, stderr, stdout})))
         })
         stream.end(options.stdin ?? '')
       })
