@@ -10,6 +10,7 @@ import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable} from '../lib/output.js'
 import {parseDuration} from '../lib/parse.js'
 import {configDir} from '../lib/settings.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/teardown.js'
 import {LocalState} from '../lib/state.js'
 
 export default class Down extends BaseCommand<typeof Down> {
@@ -38,6 +39,7 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
     expired: Flags.boolean({default: false, summary: 'VMs whose --ttl has run out.'}),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name that matches nothing is not an error.'}),
+    parallel: Flags.integer({default: MAX_MUTATIONS_IN_FLIGHT, max: MAX_MUTATIONS_IN_FLIGHT, min: 1, summary: 'Deletions in flight at once (lower it if the API rate-limits you).'}),
     'older-than': Flags.string({summary: 'Only VMs older than this, e.g. 6h (alone: all of this tool\'s VMs older than that).'}),
     yes: Flags.boolean({char: 'y', default: false, summary: 'Do not ask for confirmation.'}),
   }
@@ -58,6 +60,7 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
         confirm: (vms) => this.confirm(vms, targets.length > 0 && !flags.all && fleet === null && olderThan === null && !flags.expired),
         dryRun: flags['dry-run'],
         ignoreMissing: flags['ignore-missing'],
+        parallel: flags.parallel,
         onResult: (deleted) => this.info(`${deleted.action}: ${deleted.name ?? deleted.uid} (${deleted.uid})`),
         selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},
         warn: (message) => this.addWarning(message),

@@ -34,6 +34,8 @@ export interface DownOptions {
   selection: DownSelection
   dryRun: boolean
   ignoreMissing: boolean
+  /** Deletions in flight at once (at most 8). */
+  parallel: number
   /** Asked before a bulk deletion on a terminal; false aborts. */
   confirm: (vms: KnownVm[]) => Promise<boolean>
   warn: (message: string) => void
@@ -98,7 +100,7 @@ export async function runDown(client: TargonClient, org: string, state: LocalSta
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }
 
-  const results = await deleteWorkloads(client, org, targets, {onResult: options.onResult})
+  const results = await deleteWorkloads(client, org, targets, {concurrency: options.parallel, onResult: options.onResult})
   // Verify against a fresh listing: only what the API no longer shows counts as gone.
   const after = new Set((await snapshot(client, org, state)).vms.map((vm) => vm.uid))
   const verified = results.map((result): DeleteResult => (after.has(result.uid) && result.action !== 'failed' ? {...result, action: 'still-present'} : result))

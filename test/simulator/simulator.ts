@@ -130,6 +130,9 @@ export class TargonSimulator {
   private readonly faults: (Fault & {remaining: number})[] = []
   private server?: Server
   private deployCount = 0
+  private readonly inFlight: Record<string, number> = {}
+  /** The most requests of each method that were in flight at once. */
+  readonly maxInFlight: Record<string, number> = {}
   private readonly sockets = new Set<Socket>()
   url = ''
 
@@ -233,8 +236,18 @@ export class TargonSimulator {
   // ---- HTTP ----
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const url = new URL(request.url ?? '/', 'http://sim')
     const method = request.method ?? 'GET'
+    this.inFlight[method] = (this.inFlight[method] ?? 0) + 1
+    this.maxInFlight[method] = Math.max(this.maxInFlight[method] ?? 0, this.inFlight[method])
+    try {
+      await this.handleCounted(request, response, method)
+    } finally {
+      this.inFlight[method] = (this.inFlight[method] ?? 1) - 1
+    }
+  }
+
+  private async handleCounted(request: IncomingMessage, response: ServerResponse, method: string): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://sim')
     const body = await readBody(request)
     const entry: LoggedRequest = {at: Date.now(), method, path: url.pathname, query: Object.fromEntries(url.searchParams), status: 0}
     this.log.push(entry)

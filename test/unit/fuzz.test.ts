@@ -53,7 +53,7 @@ describe('client response parsing (fuzzed bodies over real HTTP)', () => {
           sim.clearFaults()
           sim.inject({body: text, path, status, times: 1})
           const [outcome] = await Promise.allSettled([call()])
-          return isTypedOutcome(outcome as PromiseSettledResult<unknown>)
+          return isTypedOutcome(outcome)
         }),
         {numRuns: 60},
       )

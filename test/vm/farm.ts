@@ -36,6 +36,8 @@ export interface VmScenario {
 
 export class SimVm {
   private readonly sockets = new Set<Socket>()
+  /** TCP connections made to the VM's SSH port. */
+  connections = 0
 
   constructor(
     readonly uid: string,
@@ -144,6 +146,7 @@ export class VmFarm {
 
     const holder: {vm?: SimVm} = {}
     const server = createServer((socket) => {
+      if (holder.vm) holder.vm.connections++
       holder.vm?.track(socket)
       const upstream = connect(socketPath)
       holder.vm?.track(upstream)
