@@ -4,8 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
-    // The end-to-end tests mostly wait on subprocesses and simulated VMs: two files at a time even on 2 cores.
-    maxWorkers: 2,
+    // One file at a time: the timing-sensitive scenarios (signals, boots) must not compete with 16 simulated VMs.
+    maxWorkers: 1,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

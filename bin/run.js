@@ -9,4 +9,7 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
 } else {
   const {execute} = await import('@oclif/core')
   await execute({dir: import.meta.url})
+  // The result is written (stdout and stderr are synchronous for files and pipes on Linux); do not wait for
+  // closed HTTP connections to finish winding down, which otherwise adds a few hundred ms to every run.
+  process.exit()
 }

@@ -272,6 +272,6 @@ describe('fault matrix', () => {
       expect(sim.live()).toHaveLength(scenario.kept ?? reported.length)
       if (sim.live().length > 0) expect((await ctx.targon(['down', '--all'])).code).toBe(0)
       expect(sim.live().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
-    })
+    }, 150_000)
   }
 })
