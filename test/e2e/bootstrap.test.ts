@@ -122,6 +122,16 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(installs(calls)[0]).not.toContain('docker-ce')
   })
 
+  it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {sudoPassword: true}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const vm = farm.vm(doc.data.vms[0].uid)
+    expect(vm.readFile('/etc/sudoers.d/90-targon-dstack')).toBe('ubuntu ALL=(ALL) NOPASSWD:ALL\n')
+    expect(result.stdout).not.toContain(sim.workloads.get(doc.data.vms[0].uid)?.password)
+  })
+
   it('waits for a slow sshd and out a held dpkg lock', async () => {
     configDir = tempDir('targon-config-')
     scenario = {dpkgLockSeconds: 3, sshdDelaySeconds: 2}

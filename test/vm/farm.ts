@@ -32,6 +32,8 @@ export interface VmScenario {
   gpuCount?: number
   /** The VM does not accept the workload's SSH key. */
   rejectKey?: boolean
+  /** sudo asks ubuntu for the workload's vm_config.password (instead of passwordless sudo). */
+  sudoPassword?: boolean
 }
 
 export class SimVm {
@@ -133,6 +135,7 @@ export class VmFarm {
         `SIM_FAIL_PACKAGE=${scenario.failPackage ?? ''}`,
         `SIM_SHIM_UNHEALTHY=${scenario.shimUnhealthy ? 1 : 0}`,
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
+        `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
         '',
       ].join('\n'),
     )

@@ -54,7 +54,13 @@ ID_LIKE=debian
 OS
 id ubuntu >/dev/null 2>&1 || useradd -m -s /bin/bash ubuntu
 usermod -p '*' ubuntu # no password login, but not "locked" (sshd refuses locked accounts)
-echo 'ubuntu ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/90-cloud-init-users
+if [ -n "${SIM_SUDO_PASSWORD:-}" ]; then
+  # An image where sudo asks for the VM password (vm_config.password).
+  echo "ubuntu:$SIM_SUDO_PASSWORD" | chpasswd
+  echo 'ubuntu ALL=(ALL) ALL' >/etc/sudoers.d/90-cloud-init-users
+else
+  echo 'ubuntu ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/90-cloud-init-users
+fi
 chmod 0440 /etc/sudoers.d/90-cloud-init-users
 install -d -m 0700 -o ubuntu -g ubuntu /home/ubuntu/.ssh
 install -m 0600 -o ubuntu -g ubuntu "$VM_DIR/authorized_keys" /home/ubuntu/.ssh/authorized_keys
