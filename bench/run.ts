@@ -139,6 +139,7 @@ if (root) {
   {
     const times: Record<number, number> = {}
     let connections: number[] = []
+    let attempts: number[] = []
     let peakKb = 0
     for (const count of [1, 16]) {
       const {env, sim} = await simulator({bootDelayMs: 3000, offers: [{available: 32, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})
@@ -150,7 +151,8 @@ if (root) {
       times[count] = Date.now() - started
       if (count === 16) {
         peakKb = Number(out.trim())
-        connections = [...farm.vms.values()].map((vm) => vm.connections)
+        connections = [...farm.vms.values()].map((vm) => vm.sshSessions())
+        attempts = [...farm.vms.values()].map((vm) => vm.connections)
       }
 
       await farm.stopAll()
@@ -158,7 +160,7 @@ if (root) {
     }
 
     record(5, '`up --count 16` / `up --count 1` (3 s boot, simulated VMs)', (times[16] as number) / (times[1] as number), 1.5, '', `${((times[16] as number) / 1000).toFixed(1)} s vs ${((times[1] as number) / 1000).toFixed(1)} s`)
-    record(9, 'SSH connections per VM during `up` (max over 16 VMs)', Math.max(...connections), 1, '', `min ${Math.min(...connections)}; target exactly 1`)
+    record(9, 'SSH connections per VM during `up` (max over 16 VMs, as sshd logged them)', Math.max(...connections), 1, '', `min ${Math.min(...connections)}; target exactly 1; TCP attempts while sshd was still starting: up to ${Math.max(...attempts)}`)
     figures.at(-1)!.ok = connections.every((value) => value === 1)
     record(10, 'peak RSS of `targon up --count 16`', peakKb / 1024, 150, ' MB')
   }

@@ -38,7 +38,7 @@ export interface VmScenario {
 
 export class SimVm {
   private readonly sockets = new Set<Socket>()
-  /** TCP connections made to the VM's SSH port. */
+  /** TCP connections made to the VM's SSH port (including attempts before sshd listens). */
   connections = 0
 
   constructor(
@@ -66,6 +66,12 @@ export class SimVm {
   readFile(vmPath: string): string {
     const path = join(this.dir, 'upper', vmPath)
     return existsSync(path) ? readFileSync(path, 'utf8') : ''
+  }
+
+  /** Authenticated SSH connections, as sshd logged them. */
+  sshSessions(): number {
+    const log = join(this.dir, 'sshd.log')
+    return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((line) => line.includes('Accepted publickey')).length : 0
   }
 
   hasFile(vmPath: string): boolean {
