@@ -4,7 +4,7 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
-import {TargonError, isTargonError} from './errors.js'
+import {TargonError, asTargonError, isTargonError} from './errors.js'
 
 export const SCHEMA_VERSION = 1
 
@@ -85,14 +85,19 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return this.verbose() ? (line) => process.stderr.write(`[http] ${line}\n`) : undefined
   }
 
+  /** "config set", not oclif's internal "config:set". */
+  private commandName(): string {
+    return (this.id ?? '').replaceAll(':', ' ')
+  }
+
   protected toSuccessJson(result: unknown): unknown {
-    return {command: (this.id ?? '').replaceAll(':', ' '), data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
+    return {command: this.commandName(), data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
   }
 
   protected toErrorJson(error: unknown): ErrorEnvelope {
     const err = toTargonError(error)
     const envelope: ErrorEnvelope = {
-      command: (this.id ?? '').replaceAll(':', ' '),
+      command: this.commandName(),
       error: {
         code: err.code,
         details: err.details ? withoutUndefined(err.details) : {},
@@ -138,10 +143,7 @@ export function toTargonError(error: unknown): TargonError {
     return new TargonError('USAGE', oneLine(error.message), {hint: 'see --help for the flags and examples'})
   }
 
-  const message = error instanceof Error ? error.message : String(error)
-  return new TargonError('INTERNAL', `unexpected error: ${oneLine(message)}`, {
-    hint: 'run again with --verbose and report it with the output',
-  })
+  return toTargonError(asTargonError(error))
 }
 
 /** Collapses oclif's multi-line parse messages into one line. */

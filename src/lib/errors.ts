@@ -74,6 +74,13 @@ export function usageError(message: string, hint?: string): TargonError {
   return new TargonError('USAGE', message, {hint})
 }
 
+/** Anything that is not a TargonError is a bug: INTERNAL, exit 1. */
+export function asTargonError(error: unknown): TargonError {
+  if (error instanceof TargonError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new TargonError('INTERNAL', `unexpected error: ${message}`, {hint: 'run again with --verbose and report it with the output'})
+}
+
 export function isTargonError(error: unknown): error is TargonError {
   return error instanceof TargonError
 }

@@ -412,12 +412,15 @@ export class Provisioner {
       return {attempted: false, results: []}
     }
 
-    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
-    if (results.every((result) => result.action === 'deleted' || result.action === 'already-gone') && vm.name) {
-      this.deps.state.removeVm(this.request.org, vm.name)
-    }
+    return {attempted: true, results: (await this.deleteVm(vm)).results}
+  }
 
-    return {attempted: true, results}
+  /** Deletes a VM's workload (bounded, confirmed) and, once it is gone, its local record. */
+  private async deleteVm(vm: VmRun): Promise<{gone: boolean; results: DeleteResult[]}> {
+    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
+    const gone = results.every((result) => result.action === 'deleted' || result.action === 'already-gone')
+    if (gone && vm.name) this.deps.state.removeVm(this.request.org, vm.name)
+    return {gone, results}
   }
 
   toResult(vm: VmRun, identityFile: string): VmResult {
@@ -457,42 +460,32 @@ export class Provisioner {
 
   /** Deletes the current workload of a VM that is about to be replaced by the next offer. */
   private async discard(vm: VmRun): Promise<void> {
-    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
-    const gone = results.every((result) => result.action === 'deleted' || result.action === 'already-gone')
-    if (!gone) {
+    if (!(await this.deleteVm(vm)).gone) {
       // Never risk paying for two: stop here and let the failure policy report the survivor.
       throw new TargonError('PARTIAL_FAILURE', `could not delete the refused workload ${vm.uid}`, {hint: `run targon down ${vm.uid}`, resource: {name: vm.name, uid: vm.uid}})
     }
 
-    if (vm.name) this.deps.state.removeVm(this.request.org, vm.name)
     vm.uid = undefined
     vm.created = false
     vm.workload = undefined
   }
 
-  /** Live workloads with exactly this name (the server's filter is re-checked here). */
-  private async findByName(name: string, waitMs = 0): Promise<Workload[]> {
+  /**
+   * Live workloads with exactly this name (the server's filter is re-checked here), watching the
+   * listing for up to waitMs. The clean-up client and no signal serve after an interrupt.
+   */
+  private async findByName(name: string, waitMs = 0, client = this.deps.client, signal: AbortSignal | undefined = this.deps.signal): Promise<Workload[]> {
     const deadline = Date.now() + waitMs
     for (;;) {
-      const found = (await this.deps.client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
+      const found = (await client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
       if (found.length > 0 || Date.now() + 2000 > deadline) return found
-      await sleep(2000, undefined, {signal: this.deps.signal})
+      await sleep(2000, undefined, {signal})
     }
   }
 
-  /** After an interrupted create: watch the listing (not tied to Ctrl-C) for the name for a while. */
+  /** After an interrupted create: whether it was committed all the same (errors mean "not known"). */
   private async findCommitted(name: string): Promise<Workload | undefined> {
-    const deadline = Date.now() + RECONCILE_MS / 3
-    for (;;) {
-      try {
-        const found = (await this.deps.cleanupClient.listWorkloads(this.request.org, {name})).find((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
-        if (found || Date.now() + 1000 > deadline) return found
-      } catch {
-        return undefined
-      }
-
-      await sleep(1000)
-    }
+    return (await this.findByName(name, RECONCILE_MS / 3, this.deps.cleanupClient, undefined).catch(() => []))[0]
   }
 
   /** The price the server reports, reading the workload when the answer was sparse. */

@@ -73,8 +73,23 @@ export function assertPrivateFile(path: string, what: string): void {
   }
 }
 
+type ConfigStore = import('conf').default<ConfigValues>
+/** One store per directory and process: conf re-reads the file on every get, so opening it again gains nothing. */
+const openStores = new Map<string, Promise<ConfigStore>>()
+
 /** The typed wrapper around conf for the user's settings file. */
-export async function openConfig(dir = configDir()) {
+export function openConfig(dir = configDir()): Promise<ConfigStore> {
+  let store = openStores.get(dir)
+  if (!store) {
+    store = loadConfig(dir)
+    openStores.set(dir, store)
+    store.catch(() => openStores.delete(dir))
+  }
+
+  return store
+}
+
+async function loadConfig(dir: string): Promise<ConfigStore> {
   const {default: Conf} = await import('conf')
   const path = configFilePath(dir)
   assertPrivateFile(path, 'config file')

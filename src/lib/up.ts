@@ -6,7 +6,7 @@ import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from './bootstrap/runner.js'
-import {TargonError} from './errors.js'
+import {TargonError, asTargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
 import {resolveOrg} from './org.js'
 import {runPhases} from './progress.js'
@@ -197,9 +197,4 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
 function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
   const kept = succeededCount > 0 ? `; the ${succeededCount} that succeeded were rolled back` : ''
   return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${count} VMs failed${kept}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
-}
-
-function asTargonError(error: unknown): TargonError {
-  if (error instanceof TargonError) return error
-  return new TargonError('INTERNAL', `unexpected error: ${error instanceof Error ? error.message : String(error)}`, {hint: 'run again with --verbose and report it'})
 }

@@ -66,6 +66,15 @@ os.replace(tmp, path)
 PY
 }
 
+# Moves $1.new over $1 when the content differs; returns 1 (and drops $1.new) when it is already the same.
+replace_if_changed() {
+  if cmp -s "$1.new" "$1"; then
+    rm -f "$1.new"
+    return 1
+  fi
+  mv -f "$1.new" "$1"
+}
+
 docker_ready() {
   systemctl is-active --quiet docker &&
     [ "$(docker info -f '{{.CgroupDriver}}' 2>/dev/null)" = cgroupfs ] &&
@@ -305,13 +314,11 @@ DSTACK_RUNNER_SSH_PORT="10022"
 DSTACK_RUNNER_LOG_LEVEL="5"
 DSTACK_SERVICE_MODE="1"
 ENV
-  if cmp -s "$env_file.new" "$env_file"; then
-    rm -f "$env_file.new"
-    step S4 shim-env skip unchanged
-  else
-    mv -f "$env_file.new" "$env_file"
+  if replace_if_changed "$env_file"; then
     changed=1
     step S4 shim-env ok
+  else
+    step S4 shim-env skip unchanged
   fi
 
   begin S5 shim-unit
@@ -335,14 +342,12 @@ ExecStart=/usr/local/bin/dstack-shim
 [Install]
 WantedBy=multi-user.target
 UNIT
-  if cmp -s "$unit.new" "$unit"; then
-    rm -f "$unit.new"
-    step S5 shim-unit skip unchanged
-  else
-    mv -f "$unit.new" "$unit"
+  if replace_if_changed "$unit"; then
     systemctl daemon-reload
     changed=1
     step S5 shim-unit ok
+  else
+    step S5 shim-unit skip unchanged
   fi
 
   begin S6 shim-service
