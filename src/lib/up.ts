@@ -12,7 +12,7 @@ import {resolveOrg} from './org.js'
 import {runPhases} from './progress.js'
 import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
-import {DeleteResultSchema, type DeleteResult} from './teardown.js'
+import {DeleteResultSchema, type DeleteResult, MAX_MUTATIONS_IN_FLIGHT, mapBounded} from './teardown.js'
 import {ensureKeyRegistered, ensureProjectKey} from './ssh-key.js'
 import {VERSION} from './version.js'
 
@@ -165,14 +165,10 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
   const keepPartial = !interrupted && options.min !== undefined && succeeded.length >= options.min
   const rollBack = failed.length === 0 ? [] : keepPartial ? failed : vms
 
-  const results: DeleteResult[] = []
-  let attempted = false
-  for (const vm of rollBack) {
-    const outcome = await provisioner.rollback(vm)
-    attempted ||= outcome.attempted
-    results.push(...outcome.results)
-  }
-
+  // Roll back in parallel, as many at once as any deletion: a fleet's clean-up should not take N times one.
+  const outcomes = await mapBounded(rollBack, MAX_MUTATIONS_IN_FLIGHT, (vm) => provisioner.rollback(vm))
+  const attempted = outcomes.some((outcome) => outcome.attempted)
+  const results: DeleteResult[] = outcomes.flatMap((outcome) => outcome.results)
   const cleanup: Cleanup | null = rollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.action !== 'deleted' && result.action !== 'already-gone').map((result) => result.uid)}
   const failures = failed.map((vm) => {
     const error = asTargonError(errors.get(vm) ?? options.signal.reason)
