@@ -42,8 +42,12 @@ export interface SimulatorOptions {
   priceDrift?: number
   /** How deployed workloads end: run normally, stay provisioning forever, or turn to error; per workload when a function. */
   provisioning?: Provisioning | ((workload: SimWorkload) => Provisioning)
-  /** Provides the SSH endpoint of a VM as it reaches running (simulated VMs); default 127.0.0.1:22. */
-  onRunning?: (workload: SimWorkload) => Promise<VmEndpoint>
+  /**
+   * Boots the simulated VM of a deployed workload and provides its SSH endpoint; default 127.0.0.1:22.
+   * It is called at deploy, so the VM boots while the workload is provisioning, as a real one does;
+   * the workload turns running once both the boot delay has passed and the VM is up.
+   */
+  onBoot?: (workload: SimWorkload) => Promise<VmEndpoint>
   /** Called when a workload is deleted, to stop its simulated VM. */
   onDeleted?: (workload: SimWorkload) => Promise<void> | void
 }
@@ -87,7 +91,8 @@ export interface SimWorkload {
   deleteRequestedAt?: number
   deletedAt?: number
   endpoint?: VmEndpoint
-  endpointPending?: boolean
+  /** The simulated VM's boot (onBoot), once started. */
+  boot?: {endpoint?: VmEndpoint; error?: string}
 }
 
 export interface LoggedRequest {
@@ -120,7 +125,7 @@ const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
 const GONE = new Set(['deleted'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'onDeleted' | 'onRunning'>> & Pick<SimulatorOptions, 'onDeleted' | 'onRunning'>
+  readonly options: Required<Omit<SimulatorOptions, 'onBoot' | 'onDeleted'>> & Pick<SimulatorOptions, 'onBoot' | 'onDeleted'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
   readonly projects = new Map<string, {uid: string; org: string; name: string}>()
@@ -491,6 +496,7 @@ export class TargonSimulator {
     workload.status = 'provisioning'
     workload.deployedAt = Date.now()
     workload.deployIndex = this.deployCount++
+    if (this.provisioningOf(workload) === 'normal') this.startBoot(workload)
     touch(workload)
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
   }
@@ -531,7 +537,7 @@ export class TargonSimulator {
     }
 
     if (workload.status === 'provisioning' && workload.deployedAt !== undefined && now >= workload.deployedAt + this.options.bootDelayMs) {
-      const scenario = typeof this.options.provisioning === 'function' ? this.options.provisioning(workload) : this.options.provisioning
+      const scenario = this.provisioningOf(workload)
       if (scenario === 'error') {
         workload.status = 'error'
         workload.message = 'simulated boot failure'
@@ -544,29 +550,43 @@ export class TargonSimulator {
     return workload
   }
 
+  private provisioningOf(workload: SimWorkload): Provisioning {
+    return typeof this.options.provisioning === 'function' ? this.options.provisioning(workload) : this.options.provisioning
+  }
+
+  private startBoot(workload: SimWorkload): void {
+    if (!this.options.onBoot || workload.boot) return
+    const boot: NonNullable<SimWorkload['boot']> = {}
+    workload.boot = boot
+    this.options.onBoot(workload).then(
+      (endpoint) => {
+        boot.endpoint = endpoint
+        // Deleted while booting: the VM goes too.
+        if (workload.status === 'deleted') void this.options.onDeleted?.(workload)
+      },
+      (error: unknown) => (boot.error = String(error)),
+    )
+  }
+
+  /** Running once the VM is up; until then the workload stays provisioning. */
   private bringUp(workload: SimWorkload): void {
-    if (!this.options.onRunning) {
+    if (!this.options.onBoot) {
       workload.endpoint = {public_ip: '127.0.0.1', ssh_port: 22}
-      workload.status = 'running'
-      touch(workload)
-      return
+    } else {
+      this.startBoot(workload)
+      if (workload.boot?.error !== undefined) {
+        workload.status = 'error'
+        workload.message = `simulated VM failed to start: ${workload.boot.error}`
+        touch(workload)
+        return
+      }
+
+      if (!workload.boot?.endpoint) return
+      workload.endpoint = workload.boot.endpoint
     }
 
-    if (workload.endpointPending) return
-    workload.endpointPending = true
-    this.options.onRunning(workload).then(
-      (endpoint) => {
-        if (workload.status !== 'provisioning') return
-        workload.endpoint = endpoint
-        workload.status = 'running'
-        touch(workload)
-      },
-      (error: unknown) => {
-        workload.status = 'error'
-        workload.message = `simulated VM failed to start: ${String(error)}`
-        touch(workload)
-      },
-    )
+    workload.status = 'running'
+    touch(workload)
   }
 
   private stateView(workload: SimWorkload) {

@@ -1,22 +1,26 @@
 /**
  * Simulated Targon VMs: each is a real OpenSSH sshd in its own mount, network, PID and UTS
  * namespaces (see vm-init.sh), reachable from the host at 127.0.0.1:<port>. The farm plugs
- * into the simulator: a workload that reaches running gets a VM; a deleted one loses it.
+ * into the simulator: a deployed workload gets a VM, which boots while the workload is provisioning;
+ * a deleted one loses it.
  * Needs root (namespaces, overlay mounts), which CI has.
  */
-import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
-import {existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {type ChildProcess, execFile, execFileSync, spawn} from 'node:child_process'
+import {existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {writeFile} from 'node:fs/promises'
 import {type Server, type Socket, connect, createServer} from 'node:net'
 import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {fileURLToPath} from 'node:url'
+import {promisify} from 'node:util'
 
 import type {SimWorkload, TargonSimulator, VmEndpoint} from '../simulator/simulator.js'
 
 const INIT = fileURLToPath(new URL('vm-init.sh', import.meta.url))
 const DOUBLES = fileURLToPath(new URL('doubles', import.meta.url))
+const execFileAsync = promisify(execFile)
 
 export interface VmScenario {
   /** sshd starts this long after the VM is running. */
@@ -82,10 +86,9 @@ export class SimVm {
   async rotateHostKey(): Promise<void> {
     rmSync(join(this.dir, 'ssh_host_ed25519_key'), {force: true})
     rmSync(join(this.dir, 'ssh_host_ed25519_key.pub'), {force: true})
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(this.dir, 'ssh_host_ed25519_key')])
-    mkdirSync(join(this.dir, 'control'), {recursive: true})
-    writeFileSync(join(this.dir, 'control', 'rotate-host-key'), '')
-    for (let waited = 0; existsSync(join(this.dir, 'control', 'rotate-host-key')) && waited < 5000; waited += 100) await sleep(100)
+    await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(this.dir, 'ssh_host_ed25519_key')])
+    // The VM's init reads requests from this FIFO; the write returns once it has opened it.
+    await writeFile(join(this.dir, 'control'), 'rotate-host-key\n')
     await sleep(300)
   }
 
@@ -114,7 +117,7 @@ export class VmFarm {
     private readonly sim: TargonSimulator,
     private readonly scenarioFor: (workload: SimWorkload) => VmScenario = () => ({}),
   ) {
-    sim.options.onRunning = (workload) => this.start(workload)
+    sim.options.onBoot = (workload) => this.start(workload)
     sim.options.onDeleted = (workload) => this.stopVm(workload.uid)
   }
 
@@ -126,7 +129,7 @@ export class VmFarm {
 
   async start(workload: SimWorkload): Promise<VmEndpoint> {
     const dir = mkdtempSync(join(tmpdir(), `targon-vm-${workload.uid}-`))
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
+    await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
     const scenario = this.scenarioFor(workload)
     const keys = scenario.rejectKey ? [] : workload.ssh_keys.map((uid) => this.sim.sshKeys.get(uid)?.public_key_raw).filter(Boolean)
     writeFileSync(join(dir, 'authorized_keys'), `${keys.join('\n')}\n`)

@@ -23,11 +23,12 @@ export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l
 APT_OPTIONS=(-y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
 current_step=none
-# TARGON_STEP <id> <name> <event> @<epoch ms> [detail]
+# TARGON_STEP <id> <name> <event> @<epoch ms> [detail]; the clock is bash's own (no `date` per line).
 step() {
   local id=$1 name=$2 event=$3
   shift 3
-  echo "TARGON_STEP $id $name $event @$(date +%s%3N)${*:+ $*}"
+  local micros=${EPOCHREALTIME//[!0-9]/}
+  echo "TARGON_STEP $id $name $event @${micros%???}${*:+ $*}"
 }
 begin() {
   current_step=$1

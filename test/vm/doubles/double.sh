@@ -14,7 +14,7 @@ GPU_NAME=${SIM_GPU_NAME:-NVIDIA RTX PRO 6000 Blackwell Server Edition}
 GPU_COUNT=${SIM_GPU_COUNT:-1}
 DRIVER_VERSION=595.45.04
 
-tool=$(basename "$0")
+tool=${0##*/}
 if [ "${1:-}" = --preinstall ]; then
   tool=preinstall
   shift
