@@ -9,6 +9,10 @@ export default tseslint.config(
     languageOptions: {globals: {URL: 'readonly', console: 'readonly', process: 'readonly'}},
   },
   {
+    files: ['scripts/*.cjs'],
+    languageOptions: {globals: {URL: 'readonly', module: 'writable', require: 'readonly'}, sourceType: 'commonjs'},
+  },
+  {
     extends: [...tseslint.configs.recommendedTypeChecked],
     files: ['**/*.ts'],
     languageOptions: {parserOptions: {project: './tsconfig.test.json', tsconfigRootDir: import.meta.dirname}},

@@ -1,7 +1,8 @@
 // Writes the JSON Schema snapshots of the --json contract to schemas/ (from the built code).
 import {mkdirSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 
-import {jsonSchemas} from '../dist/lib/contract.js'
+const {jsonSchemas} = createRequire(import.meta.url)('../dist/cli.cjs')
 
 const dir = new URL('../schemas/', import.meta.url)
 mkdirSync(dir, {recursive: true})

@@ -4,7 +4,6 @@
  * plain lines without one (cron, CI), nothing under --json. listr2's own SIGINT handler
  * exits without clean-up, so it is disabled; interrupt.ts handles signals.
  */
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import type {StepEvent, Substep} from './bootstrap/runner.js'
 
@@ -73,6 +72,8 @@ class SubstepTracker {
 }
 
 export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): Promise<void> {
+  // Loaded here: only `up` shows progress, and listr2 (with its terminal helpers) is not small.
+  const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const logger = new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
   const runStep = async (vm: Vm, step: PhaseStep<Vm>, onEvent: (event: StepEvent) => void) => {
     try {

@@ -1,4 +1,4 @@
-import {createRequire} from 'node:module'
+import packageJson from '../../package.json' with {type: 'json'}
 
-/** The package version, read from package.json (two levels up from both src/lib and dist/lib). */
-export const VERSION: string = (createRequire(import.meta.url)('../../package.json') as {version: string}).version
+/** The package version (the bundler inlines it; from source it is read from package.json). */
+export const VERSION: string = packageJson.version

@@ -5,12 +5,12 @@
  * shim's health is checked through a forwarded channel, as the dstack server does.
  */
 import {randomBytes} from 'node:crypto'
-import {readFileSync} from 'node:fs'
 import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../errors.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
+import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 
 export const SCRIPT_PATH = '/usr/local/lib/targon-dstack/bootstrap.sh'
 const LOG = '/var/log/targon-dstack-bootstrap.log'
@@ -103,10 +103,6 @@ export class StepParser {
   }
 }
 
-function scriptText(): string {
-  return readFileSync(new URL('bootstrap.sh', import.meta.url), 'utf8')
-}
-
 function envAssignments(params: BootstrapParams, phase: 'install' | 'shim', runId: string): string[] {
   return [
     `TARGON_PHASE=${phase}`,
@@ -140,7 +136,7 @@ async function ensureSudo(session: SshSession, password: string | undefined): Pr
 
 async function upload(session: SshSession): Promise<void> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
-  await must(session, `sudo -n sh -c ${shellQuote(install)}`, 'uploading the bootstrap script', scriptText())
+  await must(session, `sudo -n sh -c ${shellQuote(install)}`, 'uploading the bootstrap script', BOOTSTRAP_SCRIPT)
 }
 
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})

@@ -1,0 +1,29 @@
+/**
+ * The entry of the bundle (dist/cli.cjs): oclif's runner, the command table that package.json
+ * names (oclif.commands, strategy explicit), and the --json contract for `npm run schemas`.
+ * One bundle instead of hundreds of modules is what keeps start-up close to Node's own.
+ */
+import ConfigGet from './commands/config/get.js'
+import ConfigList from './commands/config/list.js'
+import ConfigSet from './commands/config/set.js'
+import ConfigUnset from './commands/config/unset.js'
+import Down from './commands/down.js'
+import Offers from './commands/offers.js'
+import Ssh from './commands/ssh.js'
+import Status from './commands/status.js'
+import Up from './commands/up.js'
+
+export {execute} from '@oclif/core'
+export {jsonSchemas} from './lib/contract.js'
+
+export const COMMANDS = {
+  'config:get': ConfigGet,
+  'config:list': ConfigList,
+  'config:set': ConfigSet,
+  'config:unset': ConfigUnset,
+  down: Down,
+  offers: Offers,
+  ssh: Ssh,
+  status: Status,
+  up: Up,
+}

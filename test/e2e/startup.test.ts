@@ -1,0 +1,95 @@
+/**
+ * Start-up machinery: the bundles are loaded through a V8 code cache in the user's cache directory
+ * (bin/load-bundle.js). A cache is written once, reused, replaced when V8 rejects it, and never needed:
+ * without a writable cache directory the CLI runs as before. Code run from the cache must still reach
+ * the ESM plugins (help, not-found), which oclif loads with import().
+ */
+import {readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator
+
+beforeAll(async () => {
+  sim = await startSimulator()
+})
+
+afterAll(async () => {
+  await sim.stop()
+})
+
+function offersIn(cacheHome: string) {
+  return runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url, XDG_CACHE_HOME: cacheHome}})
+}
+
+function cacheFiles(cacheHome: string): Map<string, {mode: number; mtimeMs: number; bytes: Buffer}> {
+  const dir = join(cacheHome, 'targon-fleet')
+  return new Map(
+    readdirSync(dir).map((name) => {
+      const {mode, mtimeMs} = statSync(join(dir, name))
+      return [name, {bytes: readFileSync(join(dir, name)), mode: mode & 0o777, mtimeMs}]
+    }),
+  )
+}
+
+/** The result without its read time, to compare two runs. */
+function offersData(result: Awaited<ReturnType<typeof offersIn>>) {
+  expect(result.code).toBe(0)
+  expect(result.stderr).toBe('')
+  const doc = parseJson(result)
+  delete doc.data.as_of
+  return doc
+}
+
+describe('code cache', () => {
+  it('is written once per bundle (0600 in a 0700 directory), then reused unchanged with the same output', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    const first = offersData(await offersIn(cacheHome))
+    const written = cacheFiles(cacheHome)
+    expect([...written.keys()].map((name) => name.replace(/-[0-9a-f]{12}-[0-9a-f]{12}\.v8cache$/, '')).sort()).toEqual(['cli', 'oclif-core'])
+    for (const file of written.values()) {
+      expect(file.mode).toBe(0o600)
+      expect(file.bytes.length).toBeGreaterThan(10_000)
+    }
+
+    expect(statSync(join(cacheHome, 'targon-fleet')).mode & 0o777).toBe(0o700)
+    expect(offersData(await offersIn(cacheHome))).toEqual(first)
+    // Accepted by V8: a rejected cache would have been written again.
+    for (const [name, file] of cacheFiles(cacheHome)) expect(file.mtimeMs).toBe(written.get(name)?.mtimeMs)
+  })
+
+  it('is replaced when V8 rejects it, and the run is unaffected', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    const expected = offersData(await offersIn(cacheHome))
+    const dir = join(cacheHome, 'targon-fleet')
+    for (const name of readdirSync(dir)) writeFileSync(join(dir, name), Buffer.alloc(4096, 0x5a))
+    expect(offersData(await offersIn(cacheHome))).toEqual(expected)
+    for (const file of cacheFiles(cacheHome).values()) expect(file.bytes.equals(Buffer.alloc(4096, 0x5a))).toBe(false)
+  })
+
+  it('is optional: an unusable cache directory changes nothing', async () => {
+    const notADirectory = join(tempDir('targon-cache-'), 'file')
+    writeFileSync(notADirectory, '')
+    const result = await offersIn(notADirectory)
+    expect(offersData(result).ok).toBe(true)
+  })
+
+  it('still lets oclif import its ESM plugins (help, not-found) on a cached run', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    for (let run = 0; run < 2; run++) {
+      const help = await runCli(['help', 'up'], {env: {XDG_CACHE_HOME: cacheHome}})
+      expect(help.code).toBe(0)
+      expect(help.stdout).toContain('Rent GPU VMs under a price cap')
+      const typo = await runCli(['ofers'], {env: {XDG_CACHE_HOME: cacheHome}})
+      expect(typo.code).toBe(127)
+      expect(typo.stderr).toContain('ofers is not a targon command')
+      expect(typo.stderr).not.toMatch(/ERR_VM|Experimental/)
+    }
+
+    expect(cacheFiles(cacheHome).size).toBe(2)
+  })
+})
