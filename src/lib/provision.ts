@@ -14,7 +14,7 @@ import {TargonError} from './errors.js'
 import {workloadName} from './fleet.js'
 import type {Offer} from './offers.js'
 import {withinCap} from './parse.js'
-import {type BootstrapParams, type Marker, type StepEvent, readMarker, runInstall, runShim} from './bootstrap/runner.js'
+import {type BootstrapParams, type Marker, type StepEvent, runInstall, runShim} from './bootstrap/runner.js'
 import {readPin, writePin} from './ssh/pins.js'
 import {type HostKey, SshSession} from './ssh/session.js'
 import type {LocalState} from './state.js'
@@ -394,7 +394,6 @@ export class Provisioner {
     const bootstrap = this.request.bootstrap
     if (!bootstrap?.shim || !vm.ssh) return
     vm.shimVersion = (await runShim(vm.ssh, bootstrap.params, onEvent, this.deps.signal)).version
-    vm.marker = await readMarker(vm.ssh)
     this.deps.state.updateVm(this.request.org, vm.name as string, {bootstrapped: true})
   }
 

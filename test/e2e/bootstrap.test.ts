@@ -90,13 +90,24 @@ describe('up with bootstrap on simulated VMs', () => {
       type: 'fleet',
     })
 
-    // A repeat adopts the VM: no install call, the shim is left running as it is.
+    // A repeat adopts the VM: confirmed by the check phase (no detached run, no install call), the shim is left
+    // running as it is, and the marker is not rewritten.
+    const markerText = simVm.readFile('/var/lib/targon-dstack/bootstrap.json')
     const again = await up('--name', vm.name)
     expect(again.result.code, again.result.stdout).toBe(0)
-    expect(again.doc.data.vms[0]).toMatchObject({adopted: true, uid: vm.uid})
+    expect(again.doc.data.vms[0]).toMatchObject({adopted: true, bootstrap: vm.bootstrap, dstack: vm.dstack, uid: vm.uid})
     const newCalls = simVm.calls().slice(calls.length)
     expect(installs(newCalls)).toEqual([])
-    expect(newCalls.filter((call) => /^(curl|systemctl (restart|stop))/.test(call))).toEqual([])
+    expect(newCalls.filter((call) => /^(curl|systemd-run|systemctl (restart|stop))/.test(call))).toEqual([])
+    expect(simVm.readFile('/var/lib/targon-dstack/bootstrap.json')).toBe(markerText)
+
+    // --reinstall ignores the marker: a full detached run, which finds every step in place.
+    const callsBefore = simVm.calls().length
+    const forced = await up('--name', vm.name, '--reinstall')
+    expect(forced.result.code, forced.result.stdout).toBe(0)
+    const forcedCalls = simVm.calls().slice(callsBefore)
+    expect(forcedCalls.filter((call) => call.startsWith('systemd-run'))).toHaveLength(1)
+    expect(installs(forcedCalls)).toEqual([])
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
 
     // targon ssh passes the remote exit code through, and --print pastes into a shell.

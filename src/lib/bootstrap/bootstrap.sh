@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim on Ubuntu 24.04.
 # Run as root by `targon up`. Parameters come as environment variables, never as shell text:
-#   TARGON_PHASE          install | shim
+#   TARGON_PHASE          check | install | shim; check runs only B0: when the marker fast path holds it
+#                         prints the marker (TARGON_MARKER <json>) and exits 0, else exits 3 (recording nothing)
 #   TARGON_RUN_ID         identifies this run in last-run.json
 #   TARGON_TOOL_VERSION   the CLI version, recorded in the marker
 #   TARGON_DSTACK_VERSION shim version (shim phase), e.g. 0.21.2 or latest
@@ -36,6 +37,7 @@ begin() {
 }
 
 mkdir -p "$STATE_DIR"
+# Records the outcome of an install or shim run in last-run.json (the CLI follows detached runs by it).
 finish() {
   local code=$?
   local failed=null
@@ -47,7 +49,7 @@ finish() {
     "$RUN_ID" "$PHASE" "$code" "$failed" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$LAST_RUN.tmp"
   mv -f "$LAST_RUN.tmp" "$LAST_RUN"
 }
-trap finish EXIT
+[ "$PHASE" = check ] || trap finish EXIT
 
 # Atomically merges a JSON fragment (argument 1) into the marker.
 marker_merge() {
@@ -77,9 +79,10 @@ replace_if_changed() {
 }
 
 docker_ready() {
+  local info
   systemctl is-active --quiet docker &&
-    [ "$(docker info -f '{{.CgroupDriver}}' 2>/dev/null)" = cgroupfs ] &&
-    docker info -f '{{json .Runtimes}}' 2>/dev/null | grep -q '"nvidia"'
+    info=$(docker info -f '{{.CgroupDriver}} {{json .Runtimes}}' 2>/dev/null) &&
+    [ "${info%% *}" = cgroupfs ] && [[ $info == *'"nvidia"'* ]]
 }
 
 docker_version() { docker --version 2>/dev/null | sed -n 's/^Docker version \([^,]*\).*/\1/p'; }
@@ -112,12 +115,27 @@ apt_update() {
 
 # ---------------------------------------------------------------- install phase
 
-install_phase() {
-  # B0: a matching marker plus quick live checks means everything is in place.
-  begin B0 marker
-  if [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
+# B0: a matching marker plus quick live checks means everything is in place.
+marker_fast_path() {
+  [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
     python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
-    docker_ready && nvidia-smi -L >/dev/null 2>&1; then
+    docker_ready && nvidia-smi -L >/dev/null 2>&1
+}
+
+# The check phase: a bootstrapped VM is confirmed in one call, without a detached run to follow.
+check_phase() {
+  begin B0 marker
+  if marker_fast_path; then
+    step B0 marker ok fast-path
+    echo "TARGON_MARKER $(tr -d '\n' <"$MARKER")"
+    return 0
+  fi
+  exit 3
+}
+
+install_phase() {
+  begin B0 marker
+  if marker_fast_path; then
     step B0 marker ok fast-path
     return 0
   fi
@@ -364,6 +382,10 @@ UNIT
   fi
 
   begin S9 marker
+  if [ "$changed" = 0 ] && grep -qF "\"url\": \"$shim_url\"" "$MARKER" 2>/dev/null; then
+    step S9 marker skip unchanged
+    return 0
+  fi
   local installed
   installed=$(/usr/local/bin/dstack-shim --version | awk '{print $3}')
   marker_merge "$(printf '{"shim":{"version":"%s","url":"%s","env_sha256":"%s","unit_sha256":"%s","started_at":"%s"}}' \
@@ -372,6 +394,7 @@ UNIT
 }
 
 case $PHASE in
+  check) check_phase ;;
   install) install_phase ;;
   shim) shim_phase ;;
   *) echo "unknown TARGON_PHASE $PHASE" >&2; exit 2 ;;

@@ -9,7 +9,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../errors.js'
-import {type SshSession, shellQuote} from '../ssh/session.js'
+import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 
 export const SCRIPT_PATH = '/usr/local/lib/targon-dstack/bootstrap.sh'
@@ -103,7 +103,7 @@ export class StepParser {
   }
 }
 
-function envAssignments(params: BootstrapParams, phase: 'install' | 'shim', runId: string): string[] {
+function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 'shim', runId: string): string[] {
   return [
     `TARGON_PHASE=${phase}`,
     `TARGON_RUN_ID=${runId}`,
@@ -114,15 +114,18 @@ function envAssignments(params: BootstrapParams, phase: 'install' | 'shim', runI
   ].map((assignment) => shellQuote(assignment))
 }
 
-async function must(session: SshSession, command: string, what: string, stdin?: string): Promise<string> {
-  const result = await session.exec(command, {stdin})
+function assertOk(result: ExecResult, what: string): void {
   if (result.code !== 0) {
     throw new TargonError('BOOTSTRAP_FAILED', `${what} failed on the VM (exit ${result.code ?? result.signal}): ${result.stderr.trim().split('\n').at(-1) ?? ''}`, {
       details: {stderr: result.stderr.slice(-2000)},
       hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped',
     })
   }
+}
 
+async function must(session: SshSession, command: string, what: string, stdin?: string): Promise<string> {
+  const result = await session.exec(command, {stdin})
+  assertOk(result, what)
   return result.stdout
 }
 
@@ -134,18 +137,31 @@ async function ensureSudo(session: SshSession, password: string | undefined): Pr
   await must(session, `sudo -S -p '' sh -c ${shellQuote(install)}`, 'enabling passwordless sudo', `${password}\n`)
 }
 
-async function upload(session: SshSession): Promise<void> {
+/** The check phase's exit code when the VM needs the install phase. */
+const NEEDS_INSTALL = 3
+
+/**
+ * Uploads the script and runs its check phase (B0) in one call. The marker when the VM is bootstrapped
+ * already, which a repeated `up` then confirms without starting and following a detached run.
+ */
+async function uploadAndCheck(session: SshSession, params: BootstrapParams, runId: string, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker | undefined> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
-  await must(session, `sudo -n sh -c ${shellQuote(install)}`, 'uploading the bootstrap script', BOOTSTRAP_SCRIPT)
+  const check = `exec env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
+  const parser = new StepParser(onEvent)
+  const result = await session.exec(`sudo -n sh -c ${shellQuote(`${install} && ${check}`)}`, {onStdout: (text) => parser.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
+  if (result.code === NEEDS_INSTALL) return undefined
+  assertOk(result, 'uploading and checking the bootstrap script')
+  return parseMarker(/^TARGON_MARKER (.*)$/m.exec(result.stdout)?.[1] ?? '')
 }
 
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
-/** Install phase: start (or attach to) the detached run and follow it until it ends. */
+/** Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. */
 export async function runInstall(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker> {
   await ensureSudo(session, params.password)
-  await upload(session)
   const runId = params.runId ?? randomBytes(6).toString('hex')
+  const done = await uploadAndCheck(session, params, runId, onEvent, signal)
+  if (done) return done
   let offset = Number((await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim()) || 0
   const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
   const start = await session.exec(`sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`)
@@ -197,8 +213,11 @@ async function bootstrapFailure(session: SshSession, what: string): Promise<Targ
   })
 }
 
-export async function readMarker(session: SshSession): Promise<Marker> {
-  const text = (await session.exec(`cat ${MARKER}`)).stdout
+async function readMarker(session: SshSession): Promise<Marker> {
+  return parseMarker((await session.exec(`cat ${MARKER}`)).stdout)
+}
+
+function parseMarker(text: string): Marker {
   try {
     return MarkerSchema.parse(JSON.parse(text))
   } catch {

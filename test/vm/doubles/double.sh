@@ -282,21 +282,26 @@ json.dump(data,open(path,"w"),indent=2)'
       echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
       exit 1
     fi
+    # What the daemon read from daemon.json when it started (docker_start), without parsing JSON.
+    live=$(cat "$STATE/docker-live.json")
+    driver=systemd
+    [[ $live == *native.cgroupdriver=cgroupfs* ]] && driver=cgroupfs
+    runtimes='{"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}'
+    [[ $live == *'"nvidia"'* ]] && runtimes+=',"nvidia":{"args":[],"path":"nvidia-container-runtime"}'
+    runtimes+='}'
     case "${1:-}" in
       info)
-        json 'import json,sys
-live=json.load(open(sys.argv[1]))
-fmt=sys.argv[2] if len(sys.argv)>2 else ""
-driver="cgroupfs" if "native.cgroupdriver=cgroupfs" in live.get("exec-opts",[]) else "systemd"
-runtimes={"io.containerd.runc.v2":{"path":"runc"},"runc":{"path":"runc"}}
-runtimes.update(live.get("runtimes",{}))
-if "CgroupDriver" in fmt: print(driver)
-elif "Runtimes" in fmt: print(json.dumps(runtimes))
-else: print("Cgroup Driver: "+driver+"\nRuntimes: "+" ".join(sorted(runtimes)))' "$STATE/docker-live.json" "${3:-}"
+        if [ "${2:-}" = -f ] || [ "${2:-}" = --format ]; then
+          format=${3:-}
+          format=${format//'{{.CgroupDriver}}'/$driver}
+          printf '%s\n' "${format//'{{json .Runtimes}}'/$runtimes}"
+        else
+          printf 'Cgroup Driver: %s\nRuntimes: %s\n' "$driver" "$runtimes"
+        fi
         ;;
       version) echo "28.2.2" ;;
       run)
-        if json 'import json,sys; sys.exit(0 if "nvidia" in json.load(open(sys.argv[1])).get("runtimes",{}) else 1)' "$STATE/docker-live.json"; then
+        if [[ $runtimes == *'"nvidia"'* ]]; then
           /usr/bin/nvidia-smi -L
         else
           echo 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].' >&2
