@@ -129,39 +129,47 @@ async function must(session: SshSession, command: string, what: string, stdin?: 
   return result.stdout
 }
 
-/** B2: passwordless sudo, set up once with the VM password when the image does not have it. */
-async function ensureSudo(session: SshSession, password: string | undefined): Promise<void> {
-  if ((await session.exec('sudo -n true')).code === 0) return
+/** B2: passwordless sudo, set up once with the VM password on an image that asks for it. */
+async function enablePasswordlessSudo(session: SshSession, password: string | undefined): Promise<void> {
   if (!password) throw new TargonError('BOOTSTRAP_FAILED', 'sudo needs a password on this VM and no stored VM password is known', {hint: 'the VM was created elsewhere; enable passwordless sudo for ubuntu by hand'})
   const install = `umask 0337; printf '%s\\n' 'ubuntu ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/.90-targon-dstack && visudo -cf /etc/sudoers.d/.90-targon-dstack && mv /etc/sudoers.d/.90-targon-dstack /etc/sudoers.d/90-targon-dstack`
   await must(session, `sudo -S -p '' sh -c ${shellQuote(install)}`, 'enabling passwordless sudo', `${password}\n`)
 }
 
-/** The check phase's exit code when the VM needs the install phase. */
-const NEEDS_INSTALL = 3
+/** Exit codes of the upload-and-check call, besides 0 (bootstrapped) and failures. */
+const NEEDS_INSTALL = 3 // the check phase's own
+const SUDO_ASKS_PASSWORD = 100
+
+type CheckOutcome = {state: 'bootstrapped'; marker: Marker} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
 
 /**
- * Uploads the script and runs its check phase (B0) in one call. The marker when the VM is bootstrapped
- * already, which a repeated `up` then confirms without starting and following a detached run.
+ * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
+ * confirmed by it, without starting and following a detached run; the check prints the marker then.
  */
-async function uploadAndCheck(session: SshSession, params: BootstrapParams, runId: string, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker | undefined> {
+async function uploadAndCheck(session: SshSession, params: BootstrapParams, runId: string, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<CheckOutcome> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
   const check = `exec env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
   const parser = new StepParser(onEvent)
-  const result = await session.exec(`sudo -n sh -c ${shellQuote(`${install} && ${check}`)}`, {onStdout: (text) => parser.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
-  if (result.code === NEEDS_INSTALL) return undefined
+  const command = `sudo -n true 2>/dev/null || exit ${SUDO_ASKS_PASSWORD}; sudo -n sh -c ${shellQuote(`${install} && ${check}`)}`
+  const result = await session.exec(command, {onStdout: (text) => parser.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
+  if (result.code === SUDO_ASKS_PASSWORD) return {state: 'sudo-asks-password'}
+  if (result.code === NEEDS_INSTALL) return {state: 'needs-install'}
   assertOk(result, 'uploading and checking the bootstrap script')
-  return parseMarker(/^TARGON_MARKER (.*)$/m.exec(result.stdout)?.[1] ?? '')
+  return {marker: parseMarker(/^TARGON_MARKER (.*)$/m.exec(result.stdout)?.[1] ?? ''), state: 'bootstrapped'}
 }
 
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
 /** Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. */
 export async function runInstall(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker> {
-  await ensureSudo(session, params.password)
   const runId = params.runId ?? randomBytes(6).toString('hex')
-  const done = await uploadAndCheck(session, params, runId, onEvent, signal)
-  if (done) return done
+  let check = await uploadAndCheck(session, params, runId, onEvent, signal)
+  if (check.state === 'sudo-asks-password') {
+    await enablePasswordlessSudo(session, params.password)
+    check = await uploadAndCheck(session, params, runId, onEvent, signal)
+  }
+
+  if (check.state === 'bootstrapped') return check.marker
   let offset = Number((await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim()) || 0
   const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
   const start = await session.exec(`sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`)
