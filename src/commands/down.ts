@@ -10,7 +10,7 @@ import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable} from '../lib/output.js'
 import {parseDuration} from '../lib/parse.js'
 import {configDir} from '../lib/settings.js'
-import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/teardown.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/api/http.js'
 import {LocalState} from '../lib/state.js'
 
 export default class Down extends BaseCommand<typeof Down> {

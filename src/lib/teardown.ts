@@ -7,6 +7,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
 import {workloadStatus} from './api/schemas.js'
 import {TargonError} from './errors.js'
 
@@ -31,8 +32,6 @@ export interface DeleteOptions {
   settleMs?: number
   onResult?: (result: DeleteResult) => void
 }
-
-export const MAX_MUTATIONS_IN_FLIGHT = 8
 
 export async function deleteWorkloads(client: TargonClient, org: string, targets: DeleteTarget[], options: DeleteOptions = {}): Promise<DeleteResult[]> {
   const unique = [...new Map(targets.map((target) => [target.uid, target])).values()]

@@ -5,6 +5,7 @@
 import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from './bootstrap/runner.js'
 import {TargonError, asTargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
@@ -12,7 +13,7 @@ import {resolveOrg} from './org.js'
 import {runPhases} from './progress.js'
 import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
-import {DeleteResultSchema, type DeleteResult, MAX_MUTATIONS_IN_FLIGHT, mapBounded} from './teardown.js'
+import {DeleteResultSchema, type DeleteResult, mapBounded} from './teardown.js'
 import {ensureKeyRegistered, ensureProjectKey} from './ssh-key.js'
 import {VERSION} from './version.js'
 

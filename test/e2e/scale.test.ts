@@ -49,6 +49,18 @@ describe('scale', () => {
     expect(sim.requests('GET', /\/workloads$/).length).toBeGreaterThanOrEqual(10)
   })
 
+  it('up --count 16 keeps at most 8 creates and deploys in flight on a slow API', async () => {
+    sim = await startSimulator({bootDelayMs: 200, offers: [{available: 20, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})
+    sim.inject({delayMs: 300, method: 'POST', path: '/workloads'})
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})
+    const result = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '16', '--no-bootstrap', '--json'], {env, timeoutMs: 120_000})
+    expect(result.code, result.stdout.slice(0, 2000)).toBe(0)
+    expect(sim.live().filter((workload) => workload.status === 'running')).toHaveLength(16)
+    expect(sim.maxInFlight.POST).toBe(8)
+    expect((await runCli(['down', '--all', '--json'], {env, timeoutMs: 120_000})).code).toBe(0)
+    expect(sim.live()).toEqual([])
+  }, 150_000)
+
   it('up --count 16 brings up and bootstraps 16 simulated VMs', async () => {
     assertVmSupport()
     sim = await startSimulator({bootDelayMs: 500, offers: [{available: 20, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})

@@ -36,14 +36,38 @@ export interface CallOptions<T extends z.ZodType> {
   auth?: boolean
 }
 
+/** Targon rate-limits mutations: at most this many POSTs and DELETEs are in flight per run (targon-api.md §11). */
+export const MAX_MUTATIONS_IN_FLIGHT = 8
+
+/** A counting semaphore: at most `size` holders at once, served in arrival order. */
+class Slots {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+
+  constructor(size: number) {
+    this.free = size
+  }
+
+  async take(): Promise<() => void> {
+    if (this.free > 0) this.free--
+    else await new Promise<void>((resolve) => this.waiting.push(resolve))
+    return () => {
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.free++
+    }
+  }
+}
+
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504])
 const MAX_RETRY_AFTER_MS = 60_000
 
 export class HttpTransport {
   readonly options: Required<Omit<HttpOptions, 'signal' | 'token' | 'trace'>> & Pick<HttpOptions, 'signal' | 'token' | 'trace'>
   private readonly agent: Agent
+  private readonly mutations: Slots
 
-  constructor(options: HttpOptions, sharedAgent?: Agent) {
+  constructor(options: HttpOptions, shared?: {agent: Agent; mutations: Slots}) {
     this.options = {
       connectTimeoutMs: 10_000,
       maxAttempts: 4,
@@ -51,8 +75,9 @@ export class HttpTransport {
       retryBaseMs: 500,
       ...options,
     }
+    this.mutations = shared?.mutations ?? new Slots(MAX_MUTATIONS_IN_FLIGHT)
     this.agent =
-      sharedAgent ??
+      shared?.agent ??
       new Agent({
         bodyTimeout: this.options.requestTimeoutMs,
         connect: {timeout: this.options.connectTimeoutMs},
@@ -61,9 +86,9 @@ export class HttpTransport {
       })
   }
 
-  /** The same connection pool, governed by another abort signal (e.g. clean-up that must outlive Ctrl-C). */
+  /** The same connection pool and mutation limit, governed by another abort signal (e.g. clean-up that must outlive Ctrl-C). */
   withSignal(signal: AbortSignal | undefined): HttpTransport {
-    return new HttpTransport({...this.options, signal}, this.agent)
+    return new HttpTransport({...this.options, signal}, {agent: this.agent, mutations: this.mutations})
   }
 
   async close(): Promise<void> {
@@ -75,13 +100,23 @@ export class HttpTransport {
     for (let attempt = 1; ; attempt++) {
       this.throwIfAborted()
       try {
-        return await this.once(call, endpoint)
+        return await this.attempt(call, endpoint)
       } catch (error) {
         const delay = this.retryDelay(call.retry, error, attempt)
         if (delay === undefined) throw error
         this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
         await sleep(delay, undefined, {signal: this.options.signal}).catch(() => this.throwIfAborted())
       }
+    }
+  }
+
+  /** One exchange; a mutation first waits for a free slot (the retry back-off holds none). */
+  private async attempt<T extends z.ZodType>(call: CallOptions<T>, endpoint: string): Promise<z.output<T>> {
+    const release = call.method === 'GET' ? undefined : await this.mutations.take()
+    try {
+      return await this.once(call, endpoint)
+    } finally {
+      release?.()
     }
   }
 
