@@ -36,7 +36,9 @@ export function workloadName(fleet: string, label?: string): string {
   const prefix = `${NAME_PREFIX}${fleet}-`
   if (label === undefined) return prefix + randomLabel()
   const name = label.startsWith(prefix) ? label : prefix + label
-  if (name.length > MAX_NAME || !TARGON_NAME.test(name)) {
+  // Also a name that status and down recognise as this fleet's: "-x" would make "tcli-default--x", a valid
+  // Targon name that no longer parses as fleet plus label, so the VM would be invisible to down --all.
+  if (name.length > MAX_NAME || !TARGON_NAME.test(name) || fleetOf(name) !== fleet) {
     const room = MAX_NAME - prefix.length
     throw usageError(`name "${label}" is not valid for fleet ${fleet}`, `use at most ${room} lowercase letters, digits or inner hyphens, e.g. --name train1`)
   }

@@ -4,7 +4,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {TargonClient} from '../../src/lib/api/client.js'
 import {TargonError} from '../../src/lib/errors.js'
-import {validateFleet, workloadName} from '../../src/lib/fleet.js'
+import {fleetOf, validateFleet, workloadName} from '../../src/lib/fleet.js'
 import {parseDuration, parsePrice} from '../../src/lib/parse.js'
 import {startSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN, type TargonSimulator} from '../simulator/simulator.js'
@@ -73,6 +73,14 @@ describe('validation of names, fleets and flag values', () => {
     }
   }
 
+  it('a label that would hide the VM from its fleet is refused', () => {
+    expect(usage(() => workloadName('a', '-a')).value).toBeUndefined()
+    expect(usage(() => workloadName('default', 'x-')).value).toBeUndefined()
+    expect(workloadName('a', 'b--c')).toBe('tcli-a-b--c')
+    expect(workloadName('default', 'tcli-default-x')).toBe('tcli-default-x')
+    expect(fleetOf(workloadName('a', 'b--c'))).toBe('a')
+  })
+
   it('workload names are valid Targon names of at most 32 characters, or a usage error', () => {
     fc.assert(
       fc.property(fc.string({maxLength: 16}), fc.option(fc.string({maxLength: 40}), {nil: undefined}), (fleet, label) => {
@@ -80,6 +88,7 @@ describe('validation of names, fleets and flag values', () => {
         if (value !== undefined) {
           expect(value).toMatch(/^tcli-[a-z0-9]{1,12}-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/)
           expect((value as string).length).toBeLessThanOrEqual(32)
+          expect(fleetOf(value as string)).toBe(fleet)
         }
       }),
       {numRuns: 500},
