@@ -112,12 +112,19 @@ export class SimVm {
 
 export class VmFarm {
   readonly vms = new Map<string, SimVm>()
+  /** VMs still booting: stopAll waits for them, or a boot that ends after it would outlive the test. */
+  private readonly booting = new Set<Promise<VmEndpoint>>()
 
   constructor(
     private readonly sim: TargonSimulator,
     private readonly scenarioFor: (workload: SimWorkload) => VmScenario = () => ({}),
   ) {
-    sim.options.onBoot = (workload) => this.start(workload)
+    sim.options.onBoot = (workload) => {
+      const boot = this.start(workload)
+      this.booting.add(boot)
+      void boot.finally(() => this.booting.delete(boot)).catch(() => {})
+      return boot
+    }
     sim.options.onDeleted = (workload) => this.stopVm(workload.uid)
   }
 
@@ -152,7 +159,10 @@ export class VmFarm {
     const child = spawn('unshare', ['--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child', 'bash', INIT, dir, DOUBLES], {stdio: ['ignore', log, log]})
     const socketPath = join(dir, 'ssh.sock')
     for (let waited = 0; !existsSync(socketPath); waited += 50) {
-      if (child.exitCode !== null || waited > 20_000) throw new Error(`simulated VM ${workload.uid} did not boot:\n${readFileSync(join(dir, 'init.log'), 'utf8')}`)
+      if (child.exitCode !== null || waited > 20_000) {
+        child.kill('SIGKILL')
+        throw new Error(`simulated VM ${workload.uid} did not boot:\n${readFileSync(join(dir, 'init.log'), 'utf8')}`)
+      }
       await sleep(50)
     }
 
@@ -180,6 +190,7 @@ export class VmFarm {
   }
 
   async stopAll(): Promise<void> {
+    await Promise.allSettled([...this.booting])
     await Promise.all([...this.vms.keys()].map((uid) => this.stopVm(uid)))
   }
 }
