@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/api/connect.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/api/http.js'
 import {BaseCommand} from '../lib/base-command.js'
 import {type DownResult, runDown} from '../lib/down.js'
 import {usageError} from '../lib/errors.js'
@@ -10,7 +11,6 @@ import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable} from '../lib/output.js'
 import {parseDuration} from '../lib/parse.js'
 import {configDir} from '../lib/settings.js'
-import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/api/http.js'
 import {LocalState} from '../lib/state.js'
 
 export default class Down extends BaseCommand<typeof Down> {

@@ -115,30 +115,23 @@ apt_update() {
 
 # ---------------------------------------------------------------- install phase
 
-# B0: a matching marker plus quick live checks means everything is in place.
+# B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
 marker_fast_path() {
+  begin B0 marker
   [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
     python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
-    docker_ready && nvidia-smi -L >/dev/null 2>&1
+    docker_ready && nvidia-smi -L >/dev/null 2>&1 || return 1
+  step B0 marker ok fast-path
 }
 
 # The check phase: a bootstrapped VM is confirmed in one call, without a detached run to follow.
 check_phase() {
-  begin B0 marker
-  if marker_fast_path; then
-    step B0 marker ok fast-path
-    echo "TARGON_MARKER $(tr -d '\n' <"$MARKER")"
-    return 0
-  fi
-  exit 3
+  marker_fast_path || exit 3
+  echo "TARGON_MARKER $(tr -d '\n' <"$MARKER")"
 }
 
 install_phase() {
-  begin B0 marker
-  if marker_fast_path; then
-    step B0 marker ok fast-path
-    return 0
-  fi
+  if marker_fast_path; then return 0; fi
   step B0 marker ok full-run
 
   begin B1 preflight

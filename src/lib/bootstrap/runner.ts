@@ -1,8 +1,9 @@
 /**
- * Runs bootstrap.sh on a VM over one SSH session. The install phase is detached as a
- * transient systemd unit (so a dropped connection cannot kill apt half-way) and followed by
- * polling its log and result file; the shim phase is short and runs in the foreground; the
- * shim's health is checked through a forwarded channel, as the dstack server does.
+ * Runs bootstrap.sh on a VM over one SSH session. A check phase confirms a bootstrapped VM in
+ * one call; otherwise the install phase is detached as a transient systemd unit (so a dropped
+ * connection cannot kill apt half-way) and followed by polling its log and result file; the shim
+ * phase is short and runs in the foreground; the shim's health is checked through a forwarded
+ * channel, as the dstack server does.
  */
 import {randomBytes} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -199,7 +200,7 @@ export async function runInstall(session: SshSession, params: BootstrapParams, o
     }
 
     if (state.trim() !== 'active' && ++inactivePolls > 3) throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
-    // Fast at first (a marker fast path ends in well under a second), then once a second.
+    // Fast at first (a run that finds every step in place, e.g. --reinstall, ends within seconds), then once a second.
     await sleep(Math.min(1000, 200 * 2 ** polls++), undefined, {signal})
   }
 }
