@@ -132,6 +132,17 @@ const scenarios: Scenario[] = [
 
   // ---- process ----
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in register (create in flight)', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length > 0, 'SIGINT', 200)}), setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/})},
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT while a fleet has 8 creates in flight and one waiting for a slot',
+    async run(ctx) {
+      const result = await ctx.targon([...NO_BOOT, '--count', '9'], {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length >= 8, 'SIGINT', 200)})
+      expect(ctx.sim.maxInFlight.POST).toBe(8)
+      return result
+    },
+    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
+  },
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in deploy', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGINT', 200)}), setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'})},
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}), sim: {provisioning: 'stuck'}},
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in install', run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}), vm: {dpkgLockSeconds: 30}},
