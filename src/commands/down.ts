@@ -6,20 +6,33 @@ import {BaseCommand} from '../lib/base-command.js'
 import {type DownResult, runDown} from '../lib/down.js'
 import {usageError} from '../lib/errors.js'
 import {validateFleet} from '../lib/fleet.js'
+import {guardInterrupts} from '../lib/interrupt.js'
 import type {KnownVm} from '../lib/inventory.js'
 import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable} from '../lib/output.js'
 import {parseDuration} from '../lib/parse.js'
 import {configDir} from '../lib/settings.js'
 import {LocalState} from '../lib/state.js'
+import {CLEANUP_BUDGET_MS} from '../lib/teardown.js'
 
 export default class Down extends BaseCommand<typeof Down> {
   static summary = 'Delete VMs and verify they are gone (stops billing).'
 
   static description = `Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
 (--all, --fleet, --older-than, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
-explicitly are always deleted. On a terminal, bulk deletion asks first (skip with --yes); without a terminal (cron)
-it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 otherwise, with a per-VM result.`
+explicitly are always deleted, and a name or uid that matches nothing exits 4. On a terminal, bulk deletion asks
+first, with --json too (skip with --yes); without a terminal (cron) it proceeds.
+
+Targon deletes softly: a deleted VM stays listed for a while as a "deleted" or "error" tombstone that no longer
+bills; down counts it as gone and sends it nothing more. A suspended or crashed VM still bills, and Targon refuses
+to delete it (HTTP 500) until it runs: down deploys it, waits until it runs, and deletes it (woken-and-deleted).
+A registered workload that was never deployed is refused too, but does not run: down tries it once per run and
+reports it as left-registered; --wake-registered deploys it briefly so that it can be deleted.
+
+Each VM's deletion has a budget of ${CLEANUP_BUDGET_MS / 60_000} minutes (a wake-then-delete included). Ctrl-C or SIGTERM starts no
+further deletion and lets those under way finish within that budget, then exits 130 (143) with per-VM results; a
+second one exits at once and names what still bills. Exit code 0 only when nothing selected still bills; 11
+otherwise, with a per-VM result.`
 
   static examples = [
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
@@ -38,9 +51,14 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     expired: Flags.boolean({default: false, summary: 'VMs whose --ttl has run out.'}),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
-    'ignore-missing': Flags.boolean({default: false, summary: 'A name that matches nothing is not an error.'}),
+    'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
     parallel: Flags.integer({default: MAX_MUTATIONS_IN_FLIGHT, max: MAX_MUTATIONS_IN_FLIGHT, min: 1, summary: 'Deletions in flight at once (lower it if the API rate-limits you).'}),
     'older-than': Flags.string({summary: 'Only VMs older than this, e.g. 6h (alone: all of this tool\'s VMs older than that).'}),
+    'wake-registered': Flags.boolean({
+      default: false,
+      summary: 'Also deploy never-deployed (registered) leftovers briefly so that Targon deletes them.',
+      description: 'Targon refuses to delete a registered workload until it runs. Deploying it bills its hourly price from the deploy until the delete (a few minutes, at the price of its offer), and needs capacity: a refused deploy leaves it registered.',
+    }),
     yes: Flags.boolean({char: 'y', default: false, summary: 'Do not ask for confirmation.'}),
   }
 
@@ -53,28 +71,47 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR or --expired')
     }
 
-    const client = await connect({auth: true, trace: this.traceSink()})
+    const settled = new Set<string>()
+    let selected: string[] = []
+    const guard = guardInterrupts(() => {
+      const billing = selected.filter((uid) => !settled.has(uid))
+      return billing.length > 0 ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`] : ['Exiting at once.']
+    })
+    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
       const org = await resolveOrg(client, flags.org)
-      const result = await runDown(client, org, new LocalState(configDir()), {
-        confirm: (vms) => this.confirm(vms, targets.length > 0 && !flags.all && fleet === null && olderThan === null && !flags.expired),
+      const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
+        confirm: async (vms) => {
+          selected = vms.map((vm) => vm.uid)
+          return this.confirm(vms, targets.length > 0 && !flags.all && fleet === null && olderThan === null && !flags.expired)
+        },
         dryRun: flags['dry-run'],
         ignoreMissing: flags['ignore-missing'],
+        onProgress: (message) => this.info(message),
+        onResult: (deleted) => {
+          if (deleted.billing === false) settled.add(deleted.uid)
+          this.info(`${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`)
+        },
         parallel: flags.parallel,
-        onResult: (deleted) => this.info(`${deleted.action}: ${deleted.name ?? deleted.uid} (${deleted.uid})`),
         selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},
+        stop: guard.signal,
+        wakeRegistered: flags['wake-registered'],
         warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       return result
     } finally {
+      guard.dispose()
       await client.close()
     }
   }
 
-  /** Bulk deletion on a terminal asks first; explicit targets, --yes and non-interactive runs do not. */
+  /**
+   * Bulk deletion on a terminal asks first, on stderr, with --json too (--json is no consent); explicit targets,
+   * --yes and non-interactive runs (cron) do not.
+   */
   private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
-    if (explicitOnly || this.flags.yes || this.jsonEnabled() || !process.stdin.isTTY || !process.stderr.isTTY) return true
+    if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
     const {createInterface} = await import('node:readline/promises')
     const prompt = createInterface({input: process.stdin, output: process.stderr})
     try {
@@ -98,6 +135,7 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
           {header: 'NAME', value: (row) => dash(row.name)},
           {header: 'UID', value: (row) => row.uid},
           {header: 'RESULT', value: (row) => row.action},
+          {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
         ],
         result.results,
       ),

@@ -63,17 +63,17 @@ the API on every call. With a command, targon exits with the remote exit code (2
       const org = await resolveOrg(client, this.flags.org)
       const state = new LocalState(dir)
       const view = await snapshot(client, org, state)
+      const vms = view.vms.filter((vm) => !vm.gone)
       if (this.flags.config) {
         const fleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
-        const vms = view.vms.filter((vm) => vm.owned && vm.fleet === fleet && vm.status === 'running')
         const hosts: SshResult[] = []
-        for (const vm of vms) hosts.push(await this.prepare(vm, dir, []))
+        for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')) hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
         if (!this.jsonEnabled()) this.log(config.trimEnd())
         return {config, fleet, hosts}
       }
 
-      const matches = findVm(view.vms, target as string)
+      const matches = findVm(vms, target as string)
       if (matches.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
       if (matches.length > 1) throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`})
       const result = await this.prepare(matches[0] as KnownVm, dir, command)

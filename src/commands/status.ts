@@ -34,6 +34,8 @@ export const StatusVmSchema = z.object({
   ttl_expires_at: z.string().nullable(),
   ttl_left_seconds: z.number().nullable(),
   bootstrapped: z.boolean(),
+  billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
+  deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   origin: z.enum(['this-tool', 'other']),
   local_record: z.enum(['present', 'missing']),
 })
@@ -44,7 +46,13 @@ export const StatusResultSchema = z.object({
   fleet: z.string().nullable().describe('null with --all-fleets'),
   vms: z.array(StatusVmSchema),
   drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
-  totals: z.object({count: z.number(), price_per_hour: z.number(), estimated_cost_usd: z.number()}),
+  totals: z.object({
+    count: z.number().describe('VMs listed above'),
+    billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
+    unknown_billing_count: z.number().describe('error records not classified yet (targon down settles them)'),
+    price_per_hour: z.number(),
+    estimated_cost_usd: z.number(),
+  }),
   dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
@@ -70,6 +78,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
   static flags = {
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
+    'show-deleted': Flags.boolean({default: false, summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).'}),
     'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs.'}),
     fleet: Flags.string({summary: 'Fleet to show.'}),
     quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
@@ -85,10 +94,11 @@ of this tool with no local record (server-only, e.g. created on another machine)
       const view = await snapshot(client, org, state)
       for (const problem of view.problems) this.addWarning(problem)
 
-      let selected = view.vms.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
+      const shown = view.vms.filter((vm) => this.flags['show-deleted'] || !vm.gone)
+      let selected = shown.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
       if (targets.length > 0) {
         selected = targets.flatMap((target) => {
-          const found = findVm(view.vms, target)
+          const found = findVm(shown, target)
           if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
           return found
         })
@@ -104,17 +114,19 @@ of this tool with no local record (server-only, e.g. created on another machine)
         if (item.kind === 'local-only') this.addWarning(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
       }
 
+      for (const vm of vms) {
+        const which = vm.name ?? vm.uid
+        if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true)) this.addWarning(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
+        else if (vm.billing === null) this.addWarning(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
+      }
+
       const dstack = this.flags['dstack-fleet'] ? this.dstackFleet(fleet ?? DEFAULT_FLEET, vms) : null
       const result: StatusResult = {
         drift,
         dstack_fleet: dstack,
         fleet,
         org,
-        totals: {
-          count: vms.length,
-          estimated_cost_usd: round(vms.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
-          price_per_hour: round(vms.filter((vm) => vm.status !== 'registered').reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
-        },
+        totals: totalsOf(vms),
         vms,
       }
       if (!this.jsonEnabled()) this.render(result)
@@ -158,7 +170,8 @@ of this tool with no local record (server-only, e.g. created on another machine)
           {header: 'NAME', value: (vm) => dash(vm.name)},
           {header: 'UID', value: (vm) => vm.uid},
           {header: 'FLEET', value: (vm) => dash(vm.fleet)},
-          {header: 'STATUS', value: (vm) => vm.status},
+          {header: 'STATUS', value: (vm) => (vm.deleted ? `${vm.status} (deleted)` : vm.status)},
+          {header: 'BILLING', value: (vm) => (vm.billing === null ? '?' : vm.billing ? 'yes' : 'no')},
           {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
           {header: 'RESOURCE', value: (vm) => dash(vm.resource)},
           {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},
@@ -171,7 +184,9 @@ of this tool with no local record (server-only, e.g. created on another machine)
         result.vms,
       ),
     )
-    this.info(`${result.totals.count} VMs, ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
+    const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
+    const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
+    this.info(`${count} VM${count === 1 ? '' : 's'}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
   }
 }
 
@@ -180,14 +195,15 @@ function toStatusVm(vm: KnownVm, now: number): StatusVm {
   const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
   const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
   const price = vmPrice(vm)
-  const billing = vm.status !== 'registered'
   const gpuModel = workload.resource?.gpu_model ?? workload.resource?.gpu_type
   const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
   return {
     age_seconds: ageSeconds,
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
-    estimated_cost_usd: ageSeconds === null || price === null ? null : billing ? round((ageSeconds / 3600) * price) : 0,
+    billing: vm.billing,
+    deleted: vm.gone,
+    estimated_cost_usd: ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
     fleet: vm.fleet,
     gpu_count: workload.resource?.gpu_count ?? null,
     gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
@@ -202,6 +218,18 @@ function toStatusVm(vm: KnownVm, now: number): StatusVm {
     ttl_expires_at: record?.ttl_expires_at ?? null,
     ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
     uid: vm.uid,
+  }
+}
+
+/** Only what bills counts: tombstones and registered leftovers do not, and unclassified records are counted apart. */
+function totalsOf(vms: StatusVm[]): StatusResult['totals'] {
+  const billing = vms.filter((vm) => vm.billing === true)
+  return {
+    billing_count: billing.length,
+    count: vms.length,
+    estimated_cost_usd: round(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
+    price_per_hour: round(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
+    unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
   }
 }
 

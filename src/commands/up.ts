@@ -10,6 +10,7 @@ import {dash, renderTable, usd} from '../lib/output.js'
 import {parseDuration, parsePrice} from '../lib/parse.js'
 import {ON_FAILURE, type OnFailure, type VmRun} from '../lib/provision.js'
 import {configDir, readConfigValue} from '../lib/settings.js'
+import {CLEANUP_BUDGET_MS} from '../lib/teardown.js'
 import {DEFAULT_IMAGE, type UpResult, runUp} from '../lib/up.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -22,8 +23,11 @@ project SSH key with the org (once), creates and deploys the VM and waits until 
 SSH (each step skipped when present; a marker makes a repeat a fast no-op) and starts the dstack shim.
 Phases: register, deploy, wait-running, install, shim-start.
 
-If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto). Re-running with
-the same --name adopts the existing VM instead of creating a second one.`
+If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto) and followed until it
+no longer bills. That clean-up has its own budget of ${CLEANUP_BUDGET_MS / 60_000} minutes per VM, not bounded by --timeout, so
+that a suspended or crashed VM can be woken and deleted (Targon deletes only a running VM). A registered
+workload whose DELETE Targon refuses does not run; it is named in the output, and targon down retries it.
+Re-running with the same --name adopts the existing VM instead of creating a second one.`
 
   static examples = [
     {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},

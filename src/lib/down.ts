@@ -1,15 +1,18 @@
 /**
  * `targon down`: select from the API's listing (local state only adds), delete with bounded
- * concurrency, verify against a fresh listing, and tidy local state for what is gone.
+ * concurrency until nothing selected bills (teardown.ts), verify against a fresh listing, and
+ * tidy local state for what no longer bills.
  */
 import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
+import {workloadStatus} from './api/schemas.js'
 import {TargonError} from './errors.js'
 import {type KnownVm, findVm, snapshot} from './inventory.js'
+import {judge} from './lifecycle.js'
 import {removePin} from './ssh/pins.js'
 import type {LocalState, VmRecord} from './state.js'
-import {type DeleteResult, DeleteResultSchema, deleteWorkloads} from './teardown.js'
+import {type DeleteResult, DeleteResultSchema, type DeleteTarget, deleteWorkloads} from './teardown.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -25,7 +28,7 @@ export const DownResultSchema = z.object({
     any_origin: z.boolean(),
   }),
   results: z.array(DeleteResultSchema),
-  survivors: z.array(z.string()).describe('uids still present after deletion'),
+  survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
 })
 export type DownResult = z.infer<typeof DownResultSchema>
 export type DownSelection = DownResult['selection']
@@ -36,34 +39,41 @@ export interface DownOptions {
   ignoreMissing: boolean
   /** Deletions in flight at once (at most 8). */
   parallel: number
+  /** Deploy registered leftovers briefly, so that Targon deletes them. */
+  wakeRegistered: boolean
   /** Asked before a bulk deletion on a terminal; false aborts. */
   confirm: (vms: KnownVm[]) => Promise<boolean>
   warn: (message: string) => void
+  /** Once aborted (Ctrl-C), no further deletion starts; those under way finish. */
+  stop: AbortSignal
   onResult?: (result: DeleteResult) => void
+  onProgress?: (message: string) => void
 }
 
-/** Picks the VMs a selection names. Explicit targets are always allowed; bulk selectors only take this tool's VMs. */
-export function select(vms: KnownVm[], selection: DownSelection, ignoreMissing: boolean, now = Date.now()): {chosen: KnownVm[]; unknownUids: string[]} {
+/**
+ * Picks the VMs a selection names. Explicit targets are always allowed; bulk selectors take only this tool's VMs,
+ * and never tombstones. Targets the listing does not show come back as `unlisted`.
+ */
+export function select(vms: KnownVm[], selection: DownSelection, now = Date.now()): {chosen: KnownVm[]; unlisted: string[]} {
   const chosen = new Map<string, KnownVm>()
-  const unknownUids: string[] = []
+  const unlisted: string[] = []
   for (const target of selection.targets) {
     const found = findVm(vms, target)
-    if (found.length > 1 && found.some((vm) => vm.uid !== target)) {
-      throw new TargonError('NAME_CONFLICT', `${found.length} VMs are named ${target}: ${found.map((vm) => vm.uid).join(', ')}`, {hint: 'name them by uid'})
+    // A name can stay on a tombstone after a new VM took it: the live one is meant.
+    const live = found.filter((vm) => !vm.gone)
+    const matches = live.length > 0 ? live : found
+    if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {
+      throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {hint: 'name them by uid'})
     }
 
-    if (found.length === 0) {
-      // A uid the listing does not show may still exist (or be gone already): DELETE settles it.
-      if (/^wrk[-_]/.test(target)) unknownUids.push(target)
-      else if (!ignoreMissing) throw new TargonError('NOT_FOUND', `no VM named ${target}`, {hint: 'run targon status --all-fleets, or pass --ignore-missing'})
-    }
-
-    for (const vm of found) chosen.set(vm.uid, vm)
+    if (matches.length === 0) unlisted.push(target)
+    for (const vm of matches) chosen.set(vm.uid, vm)
   }
 
   const bulk = selection.all || selection.fleet !== null || selection.expired || selection.older_than_seconds !== null
   if (bulk) {
     for (const vm of vms) {
+      if (vm.gone) continue
       if (!selection.any_origin && !vm.owned) continue
       if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
       if (selection.older_than_seconds !== null && !olderThan(vm, selection.older_than_seconds, now)) continue
@@ -72,7 +82,7 @@ export function select(vms: KnownVm[], selection: DownSelection, ignoreMissing: 
     }
   }
 
-  return {chosen: [...chosen.values()], unknownUids}
+  return {chosen: [...chosen.values()], unlisted}
 }
 
 function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
@@ -85,32 +95,74 @@ function expired(vm: KnownVm, now: number): boolean {
   return !Number.isNaN(expires) && expires <= now
 }
 
-export async function runDown(client: TargonClient, org: string, state: LocalState, options: DownOptions): Promise<DownResult> {
-  const view = await snapshot(client, org, state)
-  for (const problem of view.problems) options.warn(problem)
-  const {chosen, unknownUids} = select(view.vms, options.selection, options.ignoreMissing)
-  const targets = [...chosen.map((vm) => ({name: vm.name, uid: vm.uid})), ...unknownUids.map((uid) => ({name: null, uid}))]
-  const base = {dry_run: options.dryRun, org, selection: options.selection}
-
-  if (options.dryRun) {
-    return {...base, results: targets.map((target) => ({...target, action: 'would-delete' as const})), survivors: []}
+/**
+ * A typed name or uid that the listing does not show: gone if this machine deleted it (its delete note) or has a
+ * record of it; a workload if the API still answers for it; otherwise NOT_FOUND, so that a typo never passes
+ * for "already gone" while the intended VM keeps billing.
+ */
+async function resolveUnlisted(client: TargonClient, org: string, state: LocalState, target: string, ignoreMissing: boolean): Promise<DeleteTarget | undefined> {
+  const record = state.listVms(org).records.find((each) => each.uid === target || each.name === target)
+  const uid = record?.uid ?? target
+  if (state.readDeleteNote(org, uid) || record) return {name: record?.name ?? null, status: 'not-found', uid}
+  try {
+    const status = workloadStatus({state: await client.getWorkloadState(org, target)})
+    return {name: null, status, uid: target}
+  } catch (error) {
+    if (!(error instanceof TargonError && error.code === 'NOT_FOUND')) throw error
   }
 
-  if (chosen.length > 0 && !(await options.confirm(chosen))) {
+  if (ignoreMissing) return undefined
+  throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'check the name with targon status --all-fleets, or pass --ignore-missing'})
+}
+
+export async function runDown(client: TargonClient, cleanupClient: TargonClient, org: string, state: LocalState, options: DownOptions): Promise<DownResult> {
+  const view = await snapshot(client, org, state)
+  for (const problem of view.problems) options.warn(problem)
+  const {chosen, unlisted} = select(view.vms, options.selection)
+  const targets: DeleteTarget[] = chosen.map((vm) => ({name: vm.name, status: vm.status, uid: vm.uid}))
+  for (const target of unlisted) {
+    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)
+    if (resolved) targets.push(resolved)
+  }
+
+  const base = {dry_run: options.dryRun, org, selection: options.selection}
+  if (options.dryRun) {
+    const plan = targets.map((target) => {
+      const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))
+      return {action: verdict.gone ? ('already-gone' as const) : ('would-delete' as const), billing: verdict.billing, name: target.name, uid: target.uid}
+    })
+    return {...base, results: plan, survivors: []}
+  }
+
+  const pending = chosen.filter((vm) => !vm.gone)
+  if (pending.length > 0 && !(await options.confirm(pending))) {
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }
 
-  const results = await deleteWorkloads(client, org, targets, {concurrency: options.parallel, onResult: options.onResult})
-  // Verify against a fresh listing: only what the API no longer shows counts as gone.
-  const after = new Set((await snapshot(client, org, state)).vms.map((vm) => vm.uid))
-  const verified = results.map((result): DeleteResult => (after.has(result.uid) && result.action !== 'failed' ? {...result, action: 'still-present'} : result))
-  const gone = verified.filter((result) => result.action === 'deleted' || result.action === 'already-gone')
-  tidyLocalState(state, org, gone, view.localOnly, options.selection)
+  const results = await deleteWorkloads(cleanupClient, org, state, targets, {
+    concurrency: options.parallel,
+    onProgress: options.onProgress,
+    onResult: options.onResult,
+    stop: options.stop,
+    wakeRegistered: options.wakeRegistered,
+  })
+  // Verify against a fresh listing: what still bills there is not gone, whatever the answers said.
+  const after = new Map((await snapshot(cleanupClient, org, state)).vms.map((vm) => [vm.uid, vm]))
+  const verified = results.map((result): DeleteResult => (result.billing === false && after.get(result.uid)?.billing === true ? {...result, action: 'still-present', billing: true} : result))
+  tidyLocalState(state, org, verified, view.localOnly, options.selection)
 
-  const survivors = verified.filter((result) => result.action === 'failed' || result.action === 'still-present').map((result) => result.uid)
+  const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
   const result: DownResult = {...base, results: verified, survivors}
+  if (options.stop.aborted) {
+    const reason = options.stop.reason instanceof TargonError ? options.stop.reason : new TargonError('INTERRUPTED', 'interrupted')
+    throw new TargonError('INTERRUPTED', `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`, {
+      data: result,
+      hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
+    })
+  }
+
   if (survivors.length > 0) {
-    throw new TargonError('PARTIAL_FAILURE', `${survivors.length} of ${verified.length} VMs could not be deleted: ${survivors.join(', ')}`, {
+    throw new TargonError('PARTIAL_FAILURE', `${survivors.length} of ${verified.length} VMs still bill: ${survivors.join(', ')}`, {
       data: result,
       hint: `run targon down ${survivors.join(' ')} again; if it persists, contact Targon support`,
     })
@@ -119,19 +171,19 @@ export async function runDown(client: TargonClient, org: string, state: LocalSta
   return result
 }
 
-/** Removes the records (with their host-key pins) of deleted VMs, and stale records of the selected fleet. */
-function tidyLocalState(state: LocalState, org: string, gone: DeleteResult[], localOnly: VmRecord[], selection: DownSelection): void {
-  const goneUids = new Set(gone.map((result) => result.uid))
-  for (const uid of goneUids) removePin(state.dir, uid)
+/** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */
+function tidyLocalState(state: LocalState, org: string, results: DeleteResult[], localOnly: VmRecord[], selection: DownSelection): void {
+  const settled = new Set(results.filter((result) => result.billing === false).map((result) => result.uid))
+  for (const uid of settled) removePin(state.dir, uid)
   for (const record of state.listVms(org).records) {
-    if (record.uid && goneUids.has(record.uid)) state.removeVm(org, record.name)
+    if (record.uid && settled.has(record.uid)) state.removeVm(org, record.name)
   }
 
   if (selection.all || selection.fleet !== null) {
     for (const record of localOnly) {
       // A record without a uid may belong to an `up` that is creating its VM right now.
-      const settled = record.uid !== null || Date.now() - Date.parse(record.created_at) > STALE_INTENT_MS
-      if (settled && (selection.fleet === null || record.fleet === selection.fleet)) state.removeVm(org, record.name)
+      const stale = record.uid !== null || Date.now() - Date.parse(record.created_at) > STALE_INTENT_MS
+      if (stale && (selection.fleet === null || record.fleet === selection.fleet)) state.removeVm(org, record.name)
     }
   }
 }

@@ -5,7 +5,8 @@
 import type {TargonClient} from './api/client.js'
 import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from './api/schemas.js'
 import {fleetOf} from './fleet.js'
-import type {LocalState, VmRecord} from './state.js'
+import {judge} from './lifecycle.js'
+import type {DeleteNote, LocalState, VmRecord} from './state.js'
 
 export interface KnownVm {
   uid: string
@@ -16,9 +17,16 @@ export interface KnownVm {
   owned: boolean
   workload: Workload
   record?: VmRecord
+  /** What this machine learned from deleting it, if anything. */
+  note?: DeleteNote
+  /** A tombstone or `deleted` record: listed for a while, but no longer a VM. */
+  gone: boolean
+  /** Whether it costs money now; null for an `error` record not classified yet. */
+  billing: boolean | null
 }
 
 export interface FleetSnapshot {
+  /** Every listed workload, tombstones included (see KnownVm.gone). */
   vms: KnownVm[]
   /** Local records whose workload the API no longer lists. */
   localOnly: VmRecord[]
@@ -26,16 +34,21 @@ export interface FleetSnapshot {
 }
 
 export async function snapshot(client: TargonClient, org: string, state: LocalState): Promise<FleetSnapshot> {
-  const workloads = (await client.listWorkloads(org)).filter((workload) => workloadStatus(workload) !== 'deleted')
+  const workloads = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
+  const notes = state.deleteNotes(org)
   const byUid = new Map(records.filter((record) => record.uid).map((record) => [record.uid as string, record]))
   const listed = new Set(workloads.map((workload) => workload.uid))
+  state.pruneDeleteNotes(org, listed)
   const vms = workloads.map((workload): KnownVm => {
     const record = byUid.get(workload.uid)
     const fleet = fleetOf(workload.name) ?? record?.fleet ?? null
-    return {fleet, name: workload.name ?? null, owned: fleetOf(workload.name) !== undefined || record !== undefined, record, status: workloadStatus(workload), uid: workload.uid, workload}
+    const status = workloadStatus(workload)
+    const note = notes.get(workload.uid)
+    return {...judge(status, note), fleet, name: workload.name ?? null, note, owned: fleetOf(workload.name) !== undefined || record !== undefined, record, status, uid: workload.uid, workload}
   })
-  const localOnly = records.filter((record) => !record.uid || !listed.has(record.uid))
+  const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
+  const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   return {localOnly, problems, vms}
 }
 

@@ -19,6 +19,7 @@ import {readPin, writePin} from './ssh/pins.js'
 import {type HostKey, SshSession} from './ssh/session.js'
 import type {LocalState} from './state.js'
 import {type DeleteResult, deleteWorkloads} from './teardown.js'
+import {isOutcomeUnknown, pollDelay, pollUntil} from './wait.js'
 
 export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
 export type PhaseName = (typeof PHASES)[number]
@@ -70,7 +71,6 @@ export const PHASE_TIMEOUT_MS = {deploy: 60_000, install: 30 * 60_000, register:
 /** Of the install bound, how long sshd may take to answer after running. */
 const SSH_WAIT_MS = 10 * 60_000
 const RECONCILE_MS = 30_000
-const CLEANUP_MS = 3 * 60_000
 
 export interface UpRequest {
   org: string
@@ -94,7 +94,7 @@ export interface UpRequest {
 
 export interface ProvisionDeps {
   client: TargonClient
-  /** The same API, not tied to Ctrl-C: clean-up must run after an interrupt. */
+  /** The same API, not tied to Ctrl-C nor to --timeout: clean-up must run after an interrupt or a time-out. */
   cleanupClient: TargonClient
   state: LocalState
   signal: AbortSignal
@@ -128,7 +128,14 @@ export function newVmRun(index: number): VmRun {
   return {adopted: false, created: false, index, phases: [], skip: new Set()}
 }
 
+/** A registered workload that Targon refused to delete (HTTP 500); it was never deployed and does not run. */
+export const LeftoverSchema = z.object({uid: z.string(), name: z.string().nullable(), resource: z.string().nullable()})
+export type Leftover = z.infer<typeof LeftoverSchema>
+
 export class Provisioner {
+  /** Registered workloads left behind by refused deploys (see teardown.ts); `down` tries them again. */
+  readonly leftovers: Leftover[] = []
+
   constructor(
     private readonly deps: ProvisionDeps,
     private readonly request: UpRequest,
@@ -252,7 +259,7 @@ export class Provisioner {
         throw error
       }
 
-      if (!isUnclearAnswer(error)) {
+      if (!isOutcomeUnknown(error)) {
         this.deps.state.removeVm(this.request.org, name)
         throw error
       }
@@ -303,7 +310,7 @@ export class Provisioner {
       answer = await client.deployWorkload(this.request.org, uid)
     } catch (error) {
       if (!(error instanceof TargonError) || error.code === 'INTERRUPTED' || error.code === 'AUTH') throw error
-      if (!isUnclearAnswer(error)) return classifyRefusal(error)
+      if (!isOutcomeUnknown(error)) return classifyRefusal(error)
       // The answer was lost or a 5xx: the state tells whether the deploy happened.
       const status = workloadStatus({state: await client.getWorkloadState(this.request.org, uid)})
       if (status === 'registered' || status === 'error') return classifyRefusal(error)
@@ -315,49 +322,49 @@ export class Provisioner {
     return undefined
   }
 
-  /** Wait until running with an address, polling fast at first and then backing off. */
+  /**
+   * Wait until running with an address, polling fast at first and then backing off. Only a terminal state or the
+   * deadline ends the wait: rate limits and other transient API errors just delay the next poll.
+   */
   async waitRunning(vm: VmRun): Promise<void> {
     const {client, signal} = this.deps
     const uid = vm.uid as string
     const started = Date.now()
     const deadline = Math.min(this.request.deadline, started + PHASE_TIMEOUT_MS['wait-running'])
-    for (let poll = 0; ; poll++) {
-      let state
-      try {
-        state = await client.getWorkloadState(this.request.org, uid)
-      } catch (error) {
-        if (error instanceof TargonError && error.code === 'NOT_FOUND') throw goneError(vm)
-        throw error
-      }
+    const running = await pollUntil(
+      async () => {
+        let state
+        try {
+          state = await client.getWorkloadState(this.request.org, uid)
+        } catch (error) {
+          if (error instanceof TargonError && error.code === 'NOT_FOUND') throw goneError(vm)
+          throw error
+        }
 
-      const lastStatus = workloadStatus({state})
-      vm.status = lastStatus
-      if (lastStatus === 'running' && state.public_ip && state.ssh_port) {
-        vm.publicIp = state.public_ip
-        vm.sshPort = state.ssh_port
-        return
-      }
+        const status = workloadStatus({state})
+        vm.status = status
+        if (status === 'running' && state.public_ip && state.ssh_port) return {host: state.public_ip, port: state.ssh_port}
+        if (status === 'deleted') throw goneError(vm)
+        if (status === 'error' || status === 'suspended') {
+          throw new TargonError('API_ERROR', `${vm.name} went to state ${status}${state.message ? `: ${state.message}` : ''}`, {
+            hint: 'try another offer or run again later',
+            resource: {name: vm.name, uid},
+          })
+        }
 
-      if (lastStatus === 'deleted') throw goneError(vm)
-      if (lastStatus === 'error' || lastStatus === 'suspended') {
-        throw new TargonError('API_ERROR', `${vm.name} went to state ${lastStatus}${state.message ? `: ${state.message}` : ''}`, {
-          hint: 'try another offer or run again later',
-          resource: {name: vm.name, uid},
-        })
-      }
-
-      const delay = pollDelay(poll, Date.now() - started)
-      if (Date.now() + delay > deadline) {
-        throw new TargonError('TIMEOUT', `${vm.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${lastStatus})`, {
-          hint: 'raise --timeout, or try another offer',
-          resource: {name: vm.name, uid},
-        })
-      }
-
-      await sleep(delay, undefined, {signal}).catch(() => {
-        throw signal.reason instanceof Error ? signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+        return undefined
+      },
+      {deadline, delayMs: pollDelay, signal},
+    )
+    if (!running) {
+      throw new TargonError('TIMEOUT', `${vm.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${vm.status})`, {
+        hint: 'raise --timeout, or try another offer',
+        resource: {name: vm.name, uid},
       })
     }
+
+    vm.publicIp = running.host
+    vm.sshPort = running.port
   }
 
   /** Install: wait for SSH (pinning the host key on first contact), then run the bootstrap. */
@@ -414,12 +421,21 @@ export class Provisioner {
     return {attempted: true, results: (await this.deleteVm(vm)).results}
   }
 
-  /** Deletes a VM's workload (bounded, confirmed) and, once it is gone, its local record. */
-  private async deleteVm(vm: VmRun): Promise<{gone: boolean; results: DeleteResult[]}> {
-    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, [{name: vm.name ?? null, uid: vm.uid as string}], {confirmTimeoutMs: CLEANUP_MS})
-    const gone = results.every((result) => result.action === 'deleted' || result.action === 'already-gone')
-    if (gone && vm.name) this.deps.state.removeVm(this.request.org, vm.name)
-    return {gone, results}
+  /**
+   * Deletes a VM's workload (confirmed, within the clean-up budget) and, once it no longer bills, its local
+   * record. A registered workload that Targon refuses to delete is kept as a leftover.
+   */
+  private async deleteVm(vm: VmRun): Promise<{billing: boolean; results: DeleteResult[]}> {
+    const target = {name: vm.name ?? null, status: vm.status, uid: vm.uid as string}
+    const results = await deleteWorkloads(this.deps.cleanupClient, this.request.org, this.deps.state, [target], {onProgress: this.deps.warn})
+    const billing = results.some((result) => result.billing !== false)
+    for (const result of results.filter((each) => each.action === 'left-registered')) {
+      this.leftovers.push({name: result.name, resource: vm.offer?.resource ?? null, uid: result.uid})
+      this.deps.warn(`${result.name ?? result.uid} (${result.uid}) stays registered: Targon refuses to delete a workload that was never deployed; it does not run. targon down retries it; targon down --wake-registered deploys it briefly to delete it`)
+    }
+
+    if (!billing && vm.name) this.deps.state.removeVm(this.request.org, vm.name)
+    return {billing, results}
   }
 
   toResult(vm: VmRun, identityFile: string): VmResult {
@@ -459,7 +475,7 @@ export class Provisioner {
 
   /** Deletes the current workload of a VM that is about to be replaced by the next offer. */
   private async discard(vm: VmRun): Promise<void> {
-    if (!(await this.deleteVm(vm)).gone) {
+    if ((await this.deleteVm(vm)).billing) {
       // Never risk paying for two: stop here and let the failure policy report the survivor.
       throw new TargonError('PARTIAL_FAILURE', `could not delete the refused workload ${vm.uid}`, {hint: `run targon down ${vm.uid}`, resource: {name: vm.name, uid: vm.uid}})
     }
@@ -513,23 +529,9 @@ export class Provisioner {
   }
 }
 
-/**
- * Poll delays: 1 s, then +0.5 s per poll up to 5 s (10 s after five minutes), less up to 10 % of jitter. The
- * jitter spreads the polls of a fleet; it only ever shortens a delay, so it never delays noticing a running VM.
- */
-export function pollDelay(poll: number, elapsedMs: number): number {
-  const base = elapsedMs > 5 * 60_000 ? 10_000 : Math.min(5000, 1000 + 500 * poll)
-  return Math.round(base * (1 - Math.random() * 0.1))
-}
-
 function randomPassword(): string {
   const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789'
   return Array.from({length: 24}, () => alphabet[randomInt(alphabet.length)]).join('')
-}
-
-/** A failure whose outcome on the server is unknown (lost answer, 5xx). */
-function isUnclearAnswer(error: unknown): boolean {
-  return error instanceof TargonError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT' || error.code === 'BAD_RESPONSE' || (error.httpStatus ?? 0) >= 500)
 }
 
 /** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */

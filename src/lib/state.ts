@@ -5,7 +5,7 @@
  */
 import {randomBytes} from 'node:crypto'
 import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
 import {TargonError} from './errors.js'
@@ -34,6 +34,22 @@ export const VmRecordSchema = z.object({
   bootstrapped: z.boolean().default(false),
 })
 export type VmRecord = z.infer<typeof VmRecordSchema>
+
+/**
+ * What this machine learned from a DELETE of a workload: `accepted` (Targon answered 2xx, so any `error`
+ * record that follows is a tombstone) or `refused` (HTTP 500: a registered, suspended or crashed workload
+ * that is still there). Notes outlive the VM record, so that later runs, cron ones included, know.
+ */
+export const DeleteNoteSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  outcome: z.enum(['accepted', 'refused']),
+  at: z.string(),
+})
+export type DeleteNote = z.infer<typeof DeleteNoteSchema>
+
+/** Notes are kept this long after their workload left the listing, for a typed uid to stay "already gone". */
+const NOTE_RETENTION_MS = 30 * 86_400_000
 
 export interface LoadedRecords {
   records: VmRecord[]
@@ -82,14 +98,7 @@ export class LocalState {
   /** Every readable record of an org; unreadable files are reported, not fatal. */
   listVms(org: string): LoadedRecords {
     const result: LoadedRecords = {problems: [], records: []}
-    let files: string[]
-    try {
-      files = readdirSync(this.vmDir(org)).filter((file) => file.endsWith('.json'))
-    } catch {
-      return result
-    }
-
-    for (const file of files) {
+    for (const file of jsonFiles(this.vmDir(org))) {
       const path = join(this.vmDir(org), file)
       try {
         result.records.push(VmRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8'))))
@@ -99,6 +108,43 @@ export class LocalState {
     }
 
     return result
+  }
+
+  private noteFile(org: string, uid: string): string {
+    return join(this.dir, 'deletes', org, `${encodeURIComponent(uid)}.json`)
+  }
+
+  writeDeleteNote(org: string, note: DeleteNote): void {
+    const path = this.noteFile(org, note.uid)
+    ensureConfigDir(this.dir)
+    mkdirSync(dirname(path), {mode: 0o700, recursive: true})
+    writePrivateJson(path, DeleteNoteSchema.parse(note))
+  }
+
+  readDeleteNote(org: string, uid: string): DeleteNote | undefined {
+    try {
+      return DeleteNoteSchema.parse(JSON.parse(readFileSync(this.noteFile(org, uid), 'utf8')))
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Every readable delete note of an org, by uid. */
+  deleteNotes(org: string): Map<string, DeleteNote> {
+    const notes = new Map<string, DeleteNote>()
+    for (const file of jsonFiles(join(this.dir, 'deletes', org))) {
+      const note = this.readDeleteNote(org, decodeURIComponent(file.slice(0, -'.json'.length)))
+      if (note) notes.set(note.uid, note)
+    }
+
+    return notes
+  }
+
+  /** Drops notes whose workload the listing no longer shows and that are older than the retention. */
+  pruneDeleteNotes(org: string, listed: Set<string>, now = Date.now()): void {
+    for (const note of this.deleteNotes(org).values()) {
+      if (!listed.has(note.uid) && now - Date.parse(note.at) > NOTE_RETENTION_MS) rmSync(this.noteFile(org, note.uid), {force: true})
+    }
   }
 
   orgFile(org: string): string {
@@ -117,6 +163,15 @@ export class LocalState {
     ensureConfigDir(this.dir)
     mkdirSync(join(this.dir, 'orgs'), {mode: 0o700, recursive: true})
     writePrivateJson(this.orgFile(org), cache)
+  }
+}
+
+/** The .json files of a directory; none when it does not exist. */
+function jsonFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((file) => file.endsWith('.json'))
+  } catch {
+    return []
   }
 }
 

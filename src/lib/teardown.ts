@@ -1,20 +1,37 @@
 /**
- * Deleting workloads so that they are really gone: one DELETE per uid (never two in
- * flight), bounded concurrency, and confirmation by polling until 404 or `deleted`.
- * Used by `down` and by every clean-up after a failed or interrupted `up`.
+ * Deleting workloads until they no longer bill, as Targon really behaves (lifecycle.ts says what
+ * gone means). Used by `down` and by every roll-back of `up`.
+ *
+ * - One DELETE per workload at a time, across this run and every other run on this machine (a
+ *   lock keyed by org and uid): Targon answers a DELETE only once the teardown is done, which can
+ *   take minutes, and a second DELETE meanwhile can do harm.
+ * - A 204 is noted durably (so later runs know that the `error` record that follows is a
+ *   tombstone), then confirmed by watching the state.
+ * - A 500 on a registered, suspended or crashed workload is Targon refusing: a suspended or crashed
+ *   one bills, so it is deployed, waited for, and deleted ("wake-then-delete"); a registered one does
+ *   not run, so it is left (and noted) unless the caller asks to wake it too.
+ * - An unclear answer (lost, timed out, 5xx on a running VM) is settled by watching the state; the
+ *   DELETE is sent once more only when the VM still runs minutes later.
  */
-import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import type {TargonClient} from './api/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
 import {workloadStatus} from './api/schemas.js'
 import {TargonError} from './errors.js'
+import {type ObservedStatus, judge, needsWake} from './lifecycle.js'
+import {deleteLockPath, withFileLock} from './lock.js'
+import type {LocalState} from './state.js'
+import {isOutcomeUnknown, pollUntil} from './wait.js'
+
+export const DELETE_ACTIONS = ['deleted', 'woken-and-deleted', 'already-gone', 'left-registered', 'would-delete', 'not-attempted', 'failed', 'still-present'] as const
+export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
 export const DeleteResultSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
-  action: z.enum(['deleted', 'already-gone', 'would-delete', 'failed', 'still-present']),
+  action: z.enum(DELETE_ACTIONS).describe('woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run'),
+  billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>
@@ -22,70 +39,240 @@ export type DeleteResult = z.infer<typeof DeleteResultSchema>
 export interface DeleteTarget {
   uid: string
   name: string | null
+  /** The status last seen (e.g. in the listing); read afresh when missing. */
+  status?: ObservedStatus
 }
+
+/** Everything one VM's deletion may take, a wake-then-delete included. Not bounded by `up --timeout`. */
+export const CLEANUP_BUDGET_MS = 15 * 60_000
+/** How long a deletion is watched after Targon accepted it. */
+const CONFIRM_MS = 5 * 60_000
+/** After an unclear answer, how long the state is watched before the DELETE is sent once more. */
+const RESEND_AFTER_MS = 2 * 60_000
+/** How long a woken VM may take to run again. */
+const WAKE_MS = 10 * 60_000
+const RUNNING: ReadonlySet<ObservedStatus> = new Set(['running', 'provisioning'])
 
 export interface DeleteOptions {
   concurrency?: number
-  /** How long to wait for each deletion to be confirmed. */
-  confirmTimeoutMs?: number
-  /** After an unclear failure, how long to watch the state before sending the DELETE once more. */
-  settleMs?: number
+  /** Per VM; default CLEANUP_BUDGET_MS. */
+  budgetMs?: number
+  /** Also deploy registered leftovers briefly, so that Targon deletes them. */
+  wakeRegistered?: boolean
+  /** Once aborted, no further deletion starts; those under way finish within their budget. */
+  stop?: AbortSignal
   onResult?: (result: DeleteResult) => void
+  /** Progress worth a line: waiting for another run, waking a VM. */
+  onProgress?: (message: string) => void
 }
 
-export async function deleteWorkloads(client: TargonClient, org: string, targets: DeleteTarget[], options: DeleteOptions = {}): Promise<DeleteResult[]> {
+export async function deleteWorkloads(client: TargonClient, org: string, state: LocalState, targets: DeleteTarget[], options: DeleteOptions = {}): Promise<DeleteResult[]> {
   const unique = [...new Map(targets.map((target) => [target.uid, target])).values()]
   return mapBounded(unique, options.concurrency ?? MAX_MUTATIONS_IN_FLIGHT, async (target) => {
-    const result = await deleteOne(client, org, target, options)
+    const result = options.stop?.aborted ? notAttempted(target, state.readDeleteNote(org, target.uid)) : await new Deletion(client, org, state, target, options).run()
     options.onResult?.(result)
     return result
   })
 }
 
-async function deleteOne(client: TargonClient, org: string, target: DeleteTarget, options: DeleteOptions): Promise<DeleteResult> {
-  const confirmMs = options.confirmTimeoutMs ?? 300_000
-  const settleMs = options.settleMs ?? 30_000
-  const result = (action: DeleteResult['action'], error?: string): DeleteResult => ({action, name: target.name, uid: target.uid, ...(error ? {error} : {})})
+function notAttempted(target: DeleteTarget, note: ReturnType<LocalState['readDeleteNote']>): DeleteResult {
+  const billing = target.status === undefined ? true : (judge(target.status, note).billing ?? true)
+  return {action: 'not-attempted', billing, error: 'interrupted before its deletion started', name: target.name, uid: target.uid}
+}
 
-  try {
-    await client.deleteWorkload(org, target.uid)
-  } catch (error) {
-    if (!(error instanceof TargonError)) throw error
-    if (error.code === 'NOT_FOUND') return result('already-gone')
-    if (error.code === 'INTERRUPTED') throw error
-    if (!isUnclear(error)) return result('failed', error.message)
-    // The DELETE may have been applied even though the answer says otherwise: watch before re-sending.
-    if (await waitGone(client, org, target.uid, settleMs)) return result('deleted')
+/** What Targon said to one DELETE. */
+type DeleteAnswer = 'accepted' | 'in-progress' | 'not-found' | 'refused' | 'unclear' | TargonError
+
+class Deletion {
+  private readonly deadline: number
+  private woken = false
+  private resent = false
+
+  constructor(
+    private readonly client: TargonClient,
+    private readonly org: string,
+    private readonly state: LocalState,
+    private readonly target: DeleteTarget,
+    private readonly options: DeleteOptions,
+  ) {
+    this.deadline = Date.now() + (options.budgetMs ?? CLEANUP_BUDGET_MS)
+  }
+
+  async run(): Promise<DeleteResult> {
     try {
-      await client.deleteWorkload(org, target.uid)
-    } catch (retryError) {
-      if (retryError instanceof TargonError && retryError.code === 'NOT_FOUND') return result('deleted')
-      if (!(retryError instanceof TargonError && retryError.httpStatus === 409)) return result('failed', (retryError as Error).message)
+      return await withFileLock(deleteLockPath(this.org, this.target.uid), (waited) => this.start(waited), {
+        onWait: () => this.options.onProgress?.(`${this.label()}: another targon run is deleting it; waiting for that`),
+        timeoutMs: this.deadline - Date.now(),
+      })
+    } catch (error) {
+      if (!(error instanceof TargonError)) throw error
+      return this.result('failed', true, error.message)
     }
   }
 
-  return (await waitGone(client, org, target.uid, confirmMs)) ? result('deleted') : result('still-present', `not confirmed gone within ${Math.round(confirmMs / 1000)} s`)
-}
+  private async start(waited: boolean): Promise<DeleteResult> {
+    // After waiting for another run, what the listing said is stale.
+    const status = waited || this.target.status === undefined ? await this.read() : this.target.status
+    if (status === undefined) return this.result('failed', true, 'the API did not tell its state')
+    const note = this.state.readDeleteNote(this.org, this.target.uid)
+    if (judge(status, note).gone) return this.result('already-gone', false)
+    // Our own DELETE was accepted moments ago (an earlier attempt or run): watch it, do not send another.
+    if (note?.outcome === 'accepted' && Date.now() - Date.parse(note.at) < RESEND_AFTER_MS && !needsWake(status)) return this.confirm('deleted')
+    return this.deleteOnce(status)
+  }
 
-/** 5xx, 409 (a deletion already in progress), network trouble and time-outs leave the outcome open. */
-function isUnclear(error: TargonError): boolean {
-  return error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT' || error.code === 'BAD_RESPONSE' || (error.httpStatus !== undefined && (error.httpStatus >= 500 || error.httpStatus === 409))
-}
+  /** Sends one DELETE and follows what Targon answered. */
+  private async deleteOnce(before: ObservedStatus): Promise<DeleteResult> {
+    const answer = await this.send()
+    if (answer instanceof TargonError) return this.result('failed', true, answer.message)
+    switch (answer) {
+      case 'accepted': {
+        this.note('accepted')
+        // A 204 to an `error` record that was never woken: it was a tombstone already (a probe).
+        return this.confirm(before === 'error' && !this.woken ? 'already-gone' : 'deleted')
+      }
 
-/** Polls until the workload answers 404 or `deleted`; false when the time runs out. */
-export async function waitGone(client: TargonClient, org: string, uid: string, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs
-  for (let delay = 250; ; delay = Math.min(delay * 2, 3000)) {
+      case 'not-found': {
+        return this.result(this.woken ? 'deleted' : 'already-gone', false)
+      }
+
+      case 'in-progress': {
+        return this.confirm('deleted')
+      }
+
+      case 'refused': {
+        return this.refused()
+      }
+
+      case 'unclear': {
+        return this.unclear()
+      }
+    }
+  }
+
+  private async send(): Promise<DeleteAnswer> {
     try {
-      const state = await client.getWorkloadState(org, uid)
-      if (workloadStatus({state}) === 'deleted') return true
+      await this.client.deleteWorkload(this.org, this.target.uid)
+      return 'accepted'
     } catch (error) {
-      if (error instanceof TargonError && error.code === 'NOT_FOUND') return true
-      if (error instanceof TargonError && error.code === 'INTERRUPTED') throw error
+      if (!(error instanceof TargonError)) throw error
+      if (error.code === 'NOT_FOUND') return 'not-found'
+      if (error.httpStatus === 409) return 'in-progress'
+      if (error.httpStatus === 500) return 'refused'
+      if (isOutcomeUnknown(error)) return 'unclear'
+      return error
+    }
+  }
+
+  /** HTTP 500: Targon refuses to delete what does not run. The state says which case this is. */
+  private async refused(): Promise<DeleteResult> {
+    const status = await this.read()
+    if (status === undefined) return this.result('failed', true, 'DELETE answered 500 and the API did not tell the state')
+    if (status === 'not-found' || status === 'deleted') return this.result('deleted', false)
+    if (status === 'registered') {
+      this.note('refused')
+      if (this.options.wakeRegistered) return this.wake(status)
+      return this.result('left-registered', false, 'never deployed: Targon refuses to delete it (HTTP 500) until it runs; it does not run')
     }
 
-    if (Date.now() + delay > deadline) return false
-    await sleep(delay)
+    if (needsWake(status)) {
+      this.note('refused')
+      return this.wake(status)
+    }
+
+    // A 500 for a running or provisioning VM says nothing certain.
+    return this.unclear()
+  }
+
+  /** The answer was lost or unclear: the DELETE may have been applied. Watch before sending another. */
+  private async unclear(): Promise<DeleteResult> {
+    const status = await this.watch(Math.min(this.deadline, Date.now() + RESEND_AFTER_MS), RUNNING)
+    if (status === 'not-found' || status === 'deleted') {
+      this.note('accepted')
+      return this.result('deleted', false)
+    }
+
+    // `error` may be the tombstone of our DELETE or a crash; one more DELETE tells (204 or 500).
+    if (status === 'error' || status === 'suspended' || status === 'registered') return this.deleteOnce(status)
+    if (this.resent) return this.result('still-present', true, 'still running after two DELETEs')
+    this.resent = true
+    return this.deleteOnce(status ?? 'running')
+  }
+
+  /** After an accepted DELETE: watch until the record is gone (404, `deleted`, or an `error` tombstone). */
+  private async confirm(action: 'already-gone' | 'deleted'): Promise<DeleteResult> {
+    // Targon accepted the DELETE: whatever still looks alive is being torn down.
+    const status = await this.watch(Math.min(this.deadline, Date.now() + CONFIRM_MS), new Set([...RUNNING, 'registered']))
+    if (status === 'not-found' || status === 'deleted' || status === 'error') return this.result(action, false)
+    // A second DELETE during a teardown can leave the workload suspended (and billing).
+    if (status === 'suspended') return this.wake(status)
+    return this.result('still-present', true, `not confirmed gone within ${Math.round(CONFIRM_MS / 1000)} s`)
+  }
+
+  /** Suspended or crashed (or registered, when asked): deploy it, wait until it runs, then delete it. */
+  private async wake(status: ObservedStatus): Promise<DeleteResult> {
+    if (this.woken) return this.result('failed', true, `still ${status} after waking it`)
+    this.woken = true
+    this.options.onProgress?.(`${this.label()}: ${status}, and Targon deletes only a running VM; deploying it to delete it`)
+    try {
+      await this.client.deployWorkload(this.org, this.target.uid)
+    } catch (error) {
+      if (!(error instanceof TargonError)) throw error
+      if (error.code === 'NOT_FOUND') return this.result('deleted', false)
+      // A lost answer may still have deployed it: the state below tells.
+      if (!isOutcomeUnknown(error)) return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
+    }
+
+    const running = await pollUntil(
+      async () => {
+        const now = await this.readOnce()
+        return now === 'running' || now === 'not-found' || now === 'deleted' ? now : undefined
+      },
+      {deadline: Math.min(this.deadline, Date.now() + WAKE_MS), delayMs: (poll) => Math.min(5000, 1000 + 500 * poll)},
+    )
+    if (running === undefined) return this.result('failed', true, `not running within ${Math.round(WAKE_MS / 60_000)} min of deploying it to delete it`)
+    if (running !== 'running') return this.result('deleted', false)
+    return this.deleteOnce('running')
+  }
+
+  /** Polls the state while it is one of `pending`; the status it settled on, or the last one seen at the deadline. */
+  private async watch(until: number, pending: ReadonlySet<ObservedStatus>): Promise<ObservedStatus | undefined> {
+    let last: ObservedStatus | undefined
+    const settled = await pollUntil(
+      async () => {
+        last = await this.readOnce()
+        return pending.has(last) ? undefined : last
+      },
+      {deadline: until, delayMs: (poll) => Math.min(3000, 250 * 2 ** poll)},
+    )
+    return settled ?? last
+  }
+
+  /** The state, waiting out transient API errors until the deadline; undefined if it never answered. */
+  private read(): Promise<ObservedStatus | undefined> {
+    return pollUntil(() => this.readOnce(), {deadline: this.deadline, delayMs: (poll) => Math.min(5000, 500 * 2 ** poll)})
+  }
+
+  private async readOnce(): Promise<ObservedStatus> {
+    try {
+      return workloadStatus({state: await this.client.getWorkloadState(this.org, this.target.uid)})
+    } catch (error) {
+      if (error instanceof TargonError && error.code === 'NOT_FOUND') return 'not-found'
+      throw error
+    }
+  }
+
+  private note(outcome: 'accepted' | 'refused'): void {
+    this.state.writeDeleteNote(this.org, {at: new Date().toISOString(), name: this.target.name, outcome, uid: this.target.uid})
+  }
+
+  private label(): string {
+    return this.target.name ?? this.target.uid
+  }
+
+  private result(action: DeleteAction, billing: boolean, error?: string): DeleteResult {
+    const done = action === 'deleted' && this.woken ? 'woken-and-deleted' : action
+    return {action: done, billing, name: this.target.name, uid: this.target.uid, ...(error ? {error} : {})}
   }
 }
 

@@ -11,7 +11,7 @@ import {TargonError, asTargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
 import {resolveOrg} from './org.js'
 import {runPhases} from './progress.js'
-import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
+import {LeftoverSchema, type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
 import {DeleteResultSchema, type DeleteResult, mapBounded} from './teardown.js'
 import {ensureKeyRegistered, ensureProjectKey} from './ssh-key.js'
@@ -28,7 +28,7 @@ export const FailedVmSchema = z.object({
 export const CleanupSchema = z.object({
   attempted: z.boolean(),
   results: z.array(DeleteResultSchema),
-  survivors: z.array(z.string()).describe('uids still present after clean-up'),
+  survivors: z.array(z.string()).describe('uids still billing after clean-up'),
 })
 export type Cleanup = z.infer<typeof CleanupSchema>
 
@@ -37,6 +37,7 @@ export const UpResultSchema = z.object({
   vms: z.array(VmResultSchema),
   failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
   cleanup: CleanupSchema.nullable(),
+  leftovers: z.array(LeftoverSchema).describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 
@@ -170,12 +171,12 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
   const outcomes = await mapBounded(rollBack, MAX_MUTATIONS_IN_FLIGHT, (vm) => provisioner.rollback(vm))
   const attempted = outcomes.some((outcome) => outcome.attempted)
   const results: DeleteResult[] = outcomes.flatMap((outcome) => outcome.results)
-  const cleanup: Cleanup | null = rollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.action !== 'deleted' && result.action !== 'already-gone').map((result) => result.uid)}
+  const cleanup: Cleanup | null = rollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
   const failures = failed.map((vm) => {
     const error = asTargonError(errors.get(vm) ?? options.signal.reason)
     return {error: {code: error.code, message: error.message}, name: vm.name ?? null, uid: vm.uid ?? null}
   })
-  const result: UpResult = {cleanup, failed: failures, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
+  const result: UpResult = {cleanup, failed: failures, leftovers: provisioner.leftovers, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
   if (failed.length === 0 || keepPartial) return result
 
   const data = {...result, vms: vms.map((vm) => provisioner.toResult(vm, identityFile))} as unknown as Record<string, unknown>

@@ -1,7 +1,8 @@
 /**
  * The fault matrix: each scenario runs the built CLI against the simulator (and simulated VMs
  * where SSH is involved) and asserts the exit code, the JSON envelope, and the simulator's
- * ledger: nothing live afterwards, unless the scenario kept something with --on-failure keep.
+ * ledger: nothing billing afterwards (unless the scenario kept something with --on-failure keep), registered
+ * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
  * RELIABILITY.md describes every scenario.
  */
 import {type ChildProcess} from 'node:child_process'
@@ -34,6 +35,8 @@ interface Scenario {
   code: string | null
   /** Workloads deliberately left live (kept with --on-failure keep). */
   kept?: number
+  /** false: no simulated VMs (workloads answer on 127.0.0.1:22); for scenarios that never use SSH. */
+  vms?: false
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
@@ -53,6 +56,16 @@ function signalWhen(ready: () => boolean, signal: NodeJS.Signals = 'SIGINT', ext
 }
 
 const vmCalls = (ctx: Context) => [...ctx.farm.vms.values()].flatMap((vm) => vm.calls())
+
+/** One VM up (no bootstrap), its uid. */
+async function oneVm(ctx: Context, ...extra: string[]): Promise<string> {
+  const up = await upNoBoot(ctx, ...extra)
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  return parseJson(up).data.vms[0].uid as string
+}
+
+const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
+const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid: string; action: string; billing: boolean | null}[]
 
 const scenarios: Scenario[] = [
   // ---- API ----
@@ -185,6 +198,283 @@ const scenarios: Scenario[] = [
     sim: {bootDelayMs: 4000},
   },
 
+  // ---- delete lifecycle (Targon's soft delete: tombstones, 500s, wake-then-delete, slow answers) ----
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: the tombstone bounces to error before the first confirmation poll',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const down = await ctx.targon(['down', '--all', '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, uid}])
+      expect(ctx.sim.current(uid)).toMatchObject({status: 'error', tombstone: true})
+      return down
+    },
+    sim: {tombstoneBounceMs: 0},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: the tombstone bounces to error after the first confirmation poll; status hides it',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, uid}])
+      await waitFor(() => ctx.sim.current(uid)?.status === 'error')
+      const status = parseJson(await ctx.targon(['status', '--json']))
+      expect(status.data.vms).toEqual([])
+      expect(status.data.totals).toMatchObject({billing_count: 0, count: 0, price_per_hour: 0})
+      const shown = parseJson(await ctx.targon(['status', '--json', '--show-deleted']))
+      expect(shown.data.vms).toMatchObject([{billing: false, deleted: true, status: 'error', uid}])
+      expect(shown.data.totals).toMatchObject({billing_count: 0, price_per_hour: 0})
+      return down
+    },
+    sim: {tombstoneBounceMs: 1500},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: cron down --all over tombstones stays green and sends no pointless DELETE, from a fresh config dir too',
+    async run(ctx) {
+      await Promise.all([oneVm(ctx), oneVm(ctx)])
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      await waitFor(() => [...ctx.sim.workloads.keys()].every((uid) => ctx.sim.current(uid)?.tombstone))
+      const sent = deletesOf(ctx)
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      expect(deletesOf(ctx)).toBe(sent)
+      // A fresh machine cannot tell a tombstone from a crash: status says so, and one probe DELETE each settles it.
+      const fresh = tempDir('targon-fresh-')
+      const before = parseJson(await ctx.targon(['status', '--json'], {config: fresh}))
+      expect(before.data.totals).toMatchObject({billing_count: 0, price_per_hour: 0, unknown_billing_count: 2})
+      expect(deletesOf(ctx)).toBe(sent)
+      const probed = await ctx.targon(['down', '--all', '--json'], {config: fresh})
+      expect(probed.code).toBe(0)
+      expect(resultsOf(probed).map((result) => result.action)).toEqual(['already-gone', 'already-gone'])
+      expect(deletesOf(ctx)).toBe(sent + 2)
+      const again = await ctx.targon(['down', '--all', '--json'], {config: fresh})
+      expect(deletesOf(ctx)).toBe(sent + 2)
+      expect(parseJson(await ctx.targon(['status', '--json'], {config: fresh})).data.totals.unknown_billing_count).toBe(0)
+      return again
+    },
+    sim: {tombstoneBounceMs: 100},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a DELETE answer slower than TARGON_HTTP_TIMEOUT is waited for, and sent once',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const down = await ctx.targon(['down', uid, '--json'], {env: {TARGON_HTTP_TIMEOUT: '1'}})
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', uid}])
+      expect(deletesOf(ctx, uid)).toBe(1)
+      return down
+    },
+    sim: {deleteLatencyMs: 2500},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: two concurrent down --all runs from two config dirs never have two DELETEs of one VM in flight',
+    async run(ctx) {
+      const up = await upNoBoot(ctx, '--count', '3')
+      expect(up.code).toBe(0)
+      const [first, second] = await Promise.all([ctx.targon(['down', '--all', '--json']), ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-other-')})])
+      expect(second.code, second.stdout + second.stderr).toBe(0)
+      expect(ctx.sim.doubleDeletes.size).toBe(0)
+      expect(ctx.sim.maxInFlight.DELETE).toBeGreaterThanOrEqual(2)
+      return first
+    },
+    sim: {deleteLatencyMs: 1500},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a suspended VM (DELETE answers 500) is woken, then deleted',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.suspend(uid)
+      const status = parseJson(await ctx.targon(['status', '--json']))
+      expect(status.data.vms).toMatchObject([{billing: true, status: 'suspended', uid}])
+      expect(status.warnings.join(' ')).toContain(`targon down ${uid}`)
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
+      expect(ctx.sim.requests('POST', `/workloads/${uid}/deploy`)).toHaveLength(2)
+      return down
+    },
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a crashed VM is probed (500), woken and deleted by a cron run from an empty config dir',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.crash(uid)
+      const down = await ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-empty-')})
+      expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
+      return down
+    },
+    vms: false,
+  },
+  {
+    code: 'API_ERROR',
+    exit: 5,
+    name: 'delete: a real crash while provisioning is rolled back by wake-then-delete',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(parseJson(up).data.cleanup.results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
+      return up
+    },
+    sim: {provisioning: 'error'},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a refused deploy leaves a registered leftover (DELETE 500); up names it and rents the next offer',
+    async run(ctx) {
+      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap'])
+      const doc = parseJson(up)
+      expect(doc.data.leftovers).toHaveLength(1)
+      expect(doc.data.vms[0].resource).toBe('rtx6000b-small-b')
+      expect(doc.warnings.join(' ')).toContain(doc.data.leftovers[0].uid)
+      expect(ctx.sim.workloads.get(doc.data.leftovers[0].uid)?.status).toBe('registered')
+      const status = parseJson(await ctx.targon(['status', '--json']))
+      expect(status.data.totals).toMatchObject({billing_count: 1, count: 2, price_per_hour: 1.79})
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409, times: 1}),
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: down --wake-registered deploys a registered leftover briefly to delete it',
+    async run(ctx) {
+      ctx.sim.inject({method: 'POST', path: '/deploy', status: 409, times: 1})
+      const up = parseJson(await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']))
+      const leftover = up.data.leftovers[0].uid as string
+      const plain = await ctx.targon(['down', '--all', '--json'])
+      expect(plain.code).toBe(0)
+      expect(resultsOf(plain).find((result) => result.uid === leftover)).toMatchObject({action: 'left-registered', billing: false})
+      const woken = await ctx.targon(['down', '--all', '--wake-registered', '--json'])
+      expect(resultsOf(woken)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid: leftover}])
+      expect(ctx.sim.live()).toEqual([])
+      return woken
+    },
+    vms: false,
+  },
+  {code: null, exit: 0, name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}), vms: false},
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: 503s and connection resets while confirming a deletion',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 5})
+      ctx.sim.inject({method: 'GET', path: '/state', reset: true, times: 3})
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', uid}])
+      return down
+    },
+    vms: false,
+  },
+  {
+    code: 'TIMEOUT',
+    exit: 6,
+    name: 'delete: up --timeout ran out, and the clean-up (a slow DELETE) still runs to the end',
+    run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
+    sim: {deleteLatencyMs: 4000, provisioning: 'stuck'},
+    vms: false,
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'delete: Ctrl-C during a wake-then-delete finishes that delete, then exits 130 with per-VM results',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.suspend(uid)
+      const down = await ctx.targon(['down', uid, '--json'], {onSpawn: signalWhen(() => ctx.sim.requests('POST', `/workloads/${uid}/deploy`).length >= 2)})
+      expect(parseJson(down).data.results).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
+      expect(ctx.sim.billing()).toEqual([])
+      return down
+    },
+    sim: {bootDelayMs: 1500},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a second Ctrl-C during a wake-then-delete exits at once and names the VM still billing',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.suspend(uid)
+      const down = await ctx.targon(['down', uid], {
+        onSpawn: (child) => {
+          signalWhen(() => ctx.sim.requests('POST', `/workloads/${uid}/deploy`).length >= 2)(child)
+          signalWhen(() => ctx.sim.requests('POST', `/workloads/${uid}/deploy`).length >= 2, 'SIGINT', 500)(child)
+        },
+      })
+      expect(down.code).toBe(130)
+      expect(down.stderr).toContain(`targon down ${uid}`)
+      expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([uid])
+      return ctx.targon(['down', '--all', '--json'])
+    },
+    sim: {bootDelayMs: 5000},
+    vms: false,
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'delete: SIGINT during down --all --json stops starting deletions and prints per-VM results',
+    async run(ctx) {
+      expect((await upNoBoot(ctx, '--count', '3')).code).toBe(0)
+      const down = await ctx.targon(['down', '--all', '--json', '--parallel', '1'], {onSpawn: signalWhen(() => deletesOf(ctx) >= 1)})
+      const results = resultsOf(down)
+      expect(results.map((result) => result.action).sort()).toEqual(['deleted', 'not-attempted', 'not-attempted'])
+      expect(parseJson(down).data.survivors).toHaveLength(2)
+      expect(ctx.sim.billing()).toHaveLength(2)
+      return down
+    },
+    kept: 2,
+    sim: {deleteLatencyMs: 1500},
+    vms: false,
+  },
+  {
+    code: 'NOT_FOUND',
+    exit: 4,
+    name: 'delete: a typed uid that matches nothing exits 4; one this machine deleted stays already-gone',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      expect((await ctx.targon(['down', uid, '--json'])).code).toBe(0)
+      await waitFor(() => !ctx.sim.live().length && Date.now() > (ctx.sim.workloads.get(uid)?.deletedAt ?? 0) + 600)
+      const again = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(again)).toMatchObject([{action: 'already-gone', uid}])
+      expect((await ctx.targon(['down', 'wrk-000000typo', '--ignore-missing', '--json'])).code).toBe(0)
+      return ctx.targon(['down', 'wrk-000000typo', '--json'])
+    },
+    sim: {tombstoneLifetimeMs: 500},
+    vms: false,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: the ideal lifecycle (204 in every state, then 404) still works',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', uid}])
+      return down
+    },
+    sim: {deleteLifecycle: 'ideal'},
+    vms: false,
+  },
+
   // ---- local ----
   {
     code: 'CONFIG',
@@ -254,6 +544,7 @@ describe('fault matrix', () => {
       const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
       await sim.start()
       const farm = new VmFarm(sim, () => scenario.vm ?? {})
+      if (scenario.vms === false) sim.options.onBoot = sim.options.onDeleted = undefined
       const configDir = tempDir('targon-config-')
       ctx = {
         configDir,
@@ -277,12 +568,20 @@ describe('fault matrix', () => {
         expect(doc.error.message.length).toBeGreaterThan(0)
       }
 
-      // The ledger: nothing live or registered, except what a successful up reported or a scenario kept.
+      // The ledger: nothing bills, except what a successful up reported or a scenario kept.
       const reported: string[] = doc.ok && doc.command === 'up' ? doc.data.vms.map((vm: {uid: string}) => vm.uid) : []
-      expect(sim.live().map((workload) => workload.uid).sort()).toEqual(scenario.kept ? sim.live().map((workload) => workload.uid).sort() : reported.sort())
-      expect(sim.live()).toHaveLength(scenario.kept ?? reported.length)
-      if (sim.live().length > 0) expect((await ctx.targon(['down', '--all'])).code).toBe(0)
-      expect(sim.live().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
+      const billing = () => sim.billing().map((workload) => workload.uid).sort()
+      expect(billing()).toEqual(scenario.kept ? billing() : reported.sort())
+      expect(sim.billing()).toHaveLength(scenario.kept ?? reported.length)
+      // A final cron run, from an empty config directory and without the scenario's faults, deletes the rest and names
+      // every registered leftover (Targon refuses to delete them; they do not run).
+      sim.clearFaults()
+      const cron = await ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
+      expect(cron.code, cron.stdout + cron.stderr).toBe(0)
+      const leftRegistered = parseJson(cron).data.results.filter((result: {action: string}) => result.action === 'left-registered').map((result: {uid: string}) => result.uid)
+      expect(sim.live().map((workload) => workload.uid).sort()).toEqual(leftRegistered.sort())
+      expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
+      expect([...sim.doubleDeletes]).toEqual([])
     }, 150_000)
   }
 })

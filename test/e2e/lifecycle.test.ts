@@ -28,6 +28,15 @@ function liveNames(): string[] {
   return sim.live().map((workload) => workload.name).sort()
 }
 
+function billingNames(): string[] {
+  return sim.billing().map((workload) => workload.name).sort()
+}
+
+/** Registered workloads left behind: Targon refuses to delete them (500) and they do not run. */
+function registeredUids(): string[] {
+  return sim.live().filter((workload) => workload.status === 'registered').map((workload) => workload.uid).sort()
+}
+
 describe('up, status, down', () => {
   it('rents a VM under the cap, shows it, and deletes it again', async () => {
     await setup()
@@ -74,7 +83,7 @@ describe('up, status, down', () => {
   })
 
   it('deletes a refused workload and deploys the next offer, paying for one', async () => {
-    await setup()
+    await setup({deleteLifecycle: 'ideal'})
     sim.inject({method: 'POST', path: '/deploy', status: 409, body: JSON.stringify({error: 'no capacity', reason: 'NO_CAPACITY'}), times: 1})
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
     expect(result.code, result.stdout).toBe(0)
@@ -85,13 +94,16 @@ describe('up, status, down', () => {
     expect(sim.workloads.size).toBe(2)
   })
 
-  it('exits 10 when every offer refuses for capacity or credits, leaving nothing', async () => {
+  it('exits 10 when every offer refuses for capacity or credits; what Targon refuses to delete is named and does not bill', async () => {
     await setup()
     sim.inject({method: 'POST', path: '/deploy', status: 402, body: JSON.stringify({error: 'insufficient credits', reason: 'INSUFFICIENT_CREDITS'})})
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json'])
     expect(result.code).toBe(10)
-    expect(parseJson(result).error.code).toBe('INSUFFICIENT_CREDITS')
-    expect(liveNames()).toEqual([])
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('INSUFFICIENT_CREDITS')
+    expect(billingNames()).toEqual([])
+    expect(doc.data.leftovers.map((leftover: {uid: string}) => leftover.uid).sort()).toEqual(registeredUids())
+    expect(registeredUids()).toHaveLength(2)
   })
 
   it('reconciles a lost create answer by name instead of creating twice', async () => {
@@ -135,7 +147,8 @@ describe('up, status, down', () => {
     expect(result.code).toBe(9)
     expect(parseJson(result).error.message).toContain('1.89 USD/h, above the cap 1.80')
     expect(sim.requests('POST', '/deploy')).toHaveLength(0)
-    expect(liveNames()).toEqual([])
+    expect(billingNames()).toEqual([])
+    expect(parseJson(result).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(registeredUids())
   })
 
   it('--count 3 is all-or-nothing: one failure rolls back the others and exits 11', async () => {

@@ -11,6 +11,13 @@ import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, S
 
 export type InventoryVariant = 'a' | 'b' | 'both'
 export type Provisioning = 'error' | 'normal' | 'stuck'
+/**
+ * How DELETE behaves. `targon` plays what Targon really does: 204 for a running or provisioning workload,
+ * whose record then shows `deleted` and soon flips to an `error` tombstone that stays listed for a while; a
+ * no-op 204 for a tombstone; HTTP 500 for a registered, suspended or crashed workload; answers that take as
+ * long as the teardown. `ideal` answers 204 in every state, and the record then shows `deleted` or 404.
+ */
+export type DeleteLifecycle = 'ideal' | 'targon'
 
 export interface VmEndpoint {
   public_ip: string
@@ -24,9 +31,17 @@ export interface SimulatorOptions {
   inventoryVariant?: InventoryVariant
   /** Time from deploy to running. */
   bootDelayMs?: number
-  /** Time from DELETE to gone. */
+  /** See DeleteLifecycle; default `targon`. */
+  deleteLifecycle?: DeleteLifecycle
+  /** targon: how long the DELETE answer takes (the teardown runs before it answers). */
+  deleteLatencyMs?: number
+  /** targon: how long after the teardown the `deleted` record flips to an `error` tombstone; null: never. */
+  tombstoneBounceMs?: number | null
+  /** targon: how long a tombstone stays listed and answers GET before it is 404. */
+  tombstoneLifetimeMs?: number
+  /** ideal: time from DELETE to gone. */
   teardownDelayMs?: number
-  /** What a GET answers for a deleted workload. */
+  /** ideal: what a GET answers for a deleted workload. */
   afterDelete?: '404' | 'deleted'
   /** What a second DELETE during teardown does. */
   secondDelete?: '409' | 'suspend'
@@ -90,7 +105,11 @@ export interface SimWorkload {
   deployIndex?: number
   deleteRequestedAt?: number
   deletedAt?: number
+  /** An `error` record that is the remains of a completed delete (billing stopped), not a crash. */
+  tombstone?: boolean
   endpoint?: VmEndpoint
+  /** Redeployed after a suspension or crash. */
+  woken?: boolean
   /** The simulated VM's boot (onBoot), once started. */
   boot?: {endpoint?: VmEndpoint; error?: string}
 }
@@ -122,7 +141,8 @@ class HttpFailure extends Error {
 }
 
 const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
-const GONE = new Set(['deleted'])
+/** Statuses that bill (with `error` unless it is a tombstone); `registered` is not deployed and is taken as not billing. */
+const BILLING = new Set(['provisioning', 'running', 'suspended', 'error'])
 
 export class TargonSimulator {
   readonly options: Required<Omit<SimulatorOptions, 'onBoot' | 'onDeleted'>> & Pick<SimulatorOptions, 'onBoot' | 'onDeleted'>
@@ -138,6 +158,9 @@ export class TargonSimulator {
   private readonly inFlight: Record<string, number> = {}
   /** The most requests of each method that were in flight at once. */
   readonly maxInFlight: Record<string, number> = {}
+  private readonly deletesInFlight = new Map<string, number>()
+  /** uids that ever had two DELETEs in flight at once (a client must never do that). */
+  readonly doubleDeletes = new Set<string>()
   private readonly sockets = new Set<Socket>()
   url = ''
 
@@ -145,6 +168,8 @@ export class TargonSimulator {
     this.options = {
       afterDelete: '404',
       bootDelayMs: 300,
+      deleteLatencyMs: 50,
+      deleteLifecycle: 'targon',
       emptyCursor: false,
       extraFields: false,
       inventoryVariant: 'b',
@@ -157,6 +182,8 @@ export class TargonSimulator {
       sparse: false,
       teardownDelayMs: 100,
       tokens: SEED_TOKENS,
+      tombstoneBounceMs: 300,
+      tombstoneLifetimeMs: 10 * 60_000,
       ...options,
     }
     this.offers = this.options.offers.map((offer) => ({...offer}))
@@ -193,9 +220,20 @@ export class TargonSimulator {
     this.faults.length = 0
   }
 
-  /** Workloads that exist and may bill: anything not deleted (registered ones included). */
+  /** Workloads that exist: anything not deleted and not a tombstone (registered ones included). */
   live(): SimWorkload[] {
-    return [...this.workloads.values()].filter((workload) => !GONE.has(this.advance(workload).status))
+    return [...this.workloads.values()].filter((workload) => !isGone(this.advance(workload)))
+  }
+
+  /** A workload as it is now (the simulator applies the passage of time lazily). */
+  current(uid: string): SimWorkload | undefined {
+    const workload = this.workloads.get(uid)
+    return workload && this.advance(workload)
+  }
+
+  /** The billing ledger: workloads that cost money now (provisioning, running, suspended, crashed). */
+  billing(): SimWorkload[] {
+    return this.live().filter((workload) => BILLING.has(workload.status))
   }
 
   /** Seconds billed for a workload, from deploy to delete. */
@@ -213,6 +251,27 @@ export class TargonSimulator {
   deleteExternally(uid: string): void {
     const workload = this.workloads.get(uid)
     if (workload) this.finishDelete(workload)
+  }
+
+  /** Suspends a workload: its VM stops, the record keeps billing, and DELETE answers 500 until it is redeployed. */
+  suspend(uid: string): void {
+    this.halt(uid, 'suspended', '')
+  }
+
+  /** Crashes a workload: its VM stops, the record shows `error` and keeps billing, and DELETE answers 500. */
+  crash(uid: string): void {
+    this.halt(uid, 'error', 'simulated crash: kernel panic')
+  }
+
+  private halt(uid: string, status: string, message: string): void {
+    const workload = this.workloads.get(uid)
+    if (!workload) return
+    workload.status = status
+    workload.message = message
+    workload.endpoint = undefined
+    workload.boot = undefined
+    touch(workload)
+    void this.options.onDeleted?.(workload)
   }
 
   /** Adds a workload directly (e.g. one created by another tool). */
@@ -244,10 +303,18 @@ export class TargonSimulator {
     const method = request.method ?? 'GET'
     this.inFlight[method] = (this.inFlight[method] ?? 0) + 1
     this.maxInFlight[method] = Math.max(this.maxInFlight[method] ?? 0, this.inFlight[method])
+    const deleting = method === 'DELETE' ? /\/workloads\/([^/]+)$/.exec(request.url?.split('?')[0] ?? '')?.[1] : undefined
+    if (deleting) {
+      const count = (this.deletesInFlight.get(deleting) ?? 0) + 1
+      this.deletesInFlight.set(deleting, count)
+      if (count > 1) this.doubleDeletes.add(decodeURIComponent(deleting))
+    }
+
     try {
       await this.handleCounted(request, response, method)
     } finally {
       this.inFlight[method] = (this.inFlight[method] ?? 1) - 1
+      if (deleting) this.deletesInFlight.set(deleting, (this.deletesInFlight.get(deleting) ?? 1) - 1)
     }
   }
 
@@ -416,29 +483,32 @@ export class TargonSimulator {
     throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
   }
 
-  private workloadsRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
+  private async workloadsRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): Promise<[number, unknown]> {
     if (segments.length === 2 && segments[1] === 'vm-images' && method === 'GET') return [200, SEED_IMAGES]
     if (segments.length === 1 && method === 'GET') return [200, this.listWorkloads(org, url.searchParams)]
     if (segments.length === 1 && method === 'POST') return this.createWorkload(org, body)
 
     const workload = this.workloads.get(segments[1] ?? '')
-    if (!workload || workload.org !== org.slug) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
-    this.advance(workload)
-    const gone = workload.status === 'deleted'
-    if (gone && this.options.afterDelete === '404') throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+    if (!workload || workload.org !== org.slug || !this.answers(this.advance(workload))) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
 
     if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]
     if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
     if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
-    if (segments.length === 2 && method === 'DELETE') return this.deleteWorkload(workload)
+    if (segments.length === 2 && method === 'DELETE') return this.options.deleteLifecycle === 'targon' ? this.deleteAsTargon(workload) : this.deleteIdeally(workload)
     throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+  }
+
+  /** Whether a record still answers GET and shows in the listing (tombstones do for a while). */
+  private answers(workload: SimWorkload): boolean {
+    if (workload.status !== 'deleted' && !workload.tombstone) return true
+    if (this.options.deleteLifecycle === 'ideal') return this.options.afterDelete === 'deleted'
+    return Date.now() < (workload.deletedAt ?? 0) + this.options.tombstoneLifetimeMs
   }
 
   private listWorkloads(org: OrgSeed, query: URLSearchParams) {
     const items = [...this.workloads.values()]
       .filter((workload) => workload.org === org.slug)
-      .map((workload) => this.advance(workload))
-      .filter((workload) => !(workload.status === 'deleted' && this.options.afterDelete === '404'))
+      .filter((workload) => this.answers(this.advance(workload)))
       .filter((workload) => !query.get('name') || workload.name === query.get('name'))
       .filter((workload) => !query.get('status') || workload.status === query.get('status'))
       .filter((workload) => !query.get('project_id') || workload.project_id === query.get('project_id'))
@@ -488,6 +558,7 @@ export class TargonSimulator {
   }
 
   private deploy(org: OrgSeed, workload: SimWorkload): [number, unknown] {
+    if (workload.status === 'suspended' || (workload.status === 'error' && !workload.tombstone)) return this.wake(workload)
     if (workload.status !== 'registered') return [200, this.options.sparse ? {} : this.summaryView(workload)]
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
     if (!offer || offer.available <= 0) throw new HttpFailure(409, 'NO_CAPACITY', `no capacity for ${workload.resource_name}`)
@@ -501,16 +572,43 @@ export class TargonSimulator {
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
   }
 
-  private deleteWorkload(workload: SimWorkload): [number, unknown] {
-    if (workload.deleteRequestedAt !== undefined) {
-      if (this.options.secondDelete === 'suspend') {
-        workload.status = 'suspended'
-        touch(workload)
-        return [204, undefined]
-      }
+  /** Redeploying a suspended or crashed workload brings it back to running (a wake boots normally). */
+  private wake(workload: SimWorkload): [number, unknown] {
+    workload.status = 'provisioning'
+    workload.message = ''
+    workload.deployedAt = Date.now()
+    workload.woken = true
+    this.startBoot(workload)
+    touch(workload)
+    return [200, this.options.sparse ? {} : this.summaryView(workload)]
+  }
 
-      throw new HttpFailure(409, 'DELETE_IN_PROGRESS', 'deletion already in progress')
+  private async deleteAsTargon(workload: SimWorkload): Promise<[number, unknown]> {
+    if (workload.status === 'deleted' || workload.tombstone) return [204, undefined]
+    if (workload.status === 'registered' || workload.status === 'suspended' || workload.status === 'error') {
+      throw new HttpFailure(500, 'INTERNAL', 'internal server error')
     }
+
+    if (workload.deleteRequestedAt !== undefined) return this.secondDelete(workload)
+    workload.deleteRequestedAt = Date.now()
+    // The teardown runs before the answer; it completes even when the client gave up waiting.
+    if (this.options.deleteLatencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.deleteLatencyMs))
+    this.finishDelete(workload)
+    return [204, undefined]
+  }
+
+  private secondDelete(workload: SimWorkload): [number, unknown] {
+    if (this.options.secondDelete === 'suspend') {
+      workload.status = 'suspended'
+      touch(workload)
+      return [204, undefined]
+    }
+
+    throw new HttpFailure(409, 'DELETE_IN_PROGRESS', 'deletion already in progress')
+  }
+
+  private deleteIdeally(workload: SimWorkload): [number, unknown] {
+    if (workload.deleteRequestedAt !== undefined) return this.secondDelete(workload)
 
     if (workload.status === 'deleted') throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
     workload.deleteRequestedAt = Date.now()
@@ -519,7 +617,7 @@ export class TargonSimulator {
   }
 
   private finishDelete(workload: SimWorkload): void {
-    if (workload.status === 'deleted') return
+    if (workload.status === 'deleted' || workload.tombstone) return
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
     if (offer && workload.deployedAt !== undefined) offer.available++
     workload.status = 'deleted'
@@ -532,8 +630,17 @@ export class TargonSimulator {
   /** Applies the passage of time to a workload (lazy state machine). */
   private advance(workload: SimWorkload): SimWorkload {
     const now = Date.now()
-    if (workload.deleteRequestedAt !== undefined && workload.status !== 'deleted' && now >= workload.deleteRequestedAt + this.options.teardownDelayMs) {
+    const ideal = this.options.deleteLifecycle === 'ideal'
+    if (ideal && workload.deleteRequestedAt !== undefined && workload.status !== 'deleted' && now >= workload.deleteRequestedAt + this.options.teardownDelayMs) {
       this.finishDelete(workload)
+    }
+
+    const bounce = this.options.tombstoneBounceMs
+    if (!ideal && workload.status === 'deleted' && bounce !== null && now >= (workload.deletedAt ?? now) + bounce) {
+      workload.status = 'error'
+      workload.message = 'stopping container: exit code 137'
+      workload.tombstone = true
+      touch(workload)
     }
 
     if (workload.status === 'provisioning' && workload.deployedAt !== undefined && now >= workload.deployedAt + this.options.bootDelayMs) {
@@ -551,6 +658,7 @@ export class TargonSimulator {
   }
 
   private provisioningOf(workload: SimWorkload): Provisioning {
+    if (workload.woken) return 'normal'
     return typeof this.options.provisioning === 'function' ? this.options.provisioning(workload) : this.options.provisioning
   }
 
@@ -643,6 +751,10 @@ function matchPath(path: string, pattern: RegExp | string): boolean {
 
 function newUid(prefix: string): string {
   return `${prefix}-${randomBytes(6).toString('hex')}`
+}
+
+function isGone(workload: SimWorkload): boolean {
+  return workload.status === 'deleted' || workload.tombstone === true
 }
 
 function touch(workload: SimWorkload): void {

@@ -23,6 +23,8 @@ import {
 } from './schemas.js'
 
 export const PAGE_LIMIT = 100
+/** How long a DELETE answer may take: Targon answers once the teardown is done (one production client waits 180 s). */
+export const DELETE_ANSWER_MS = 180_000
 const MAX_PAGES = 1000
 
 /** Inventory items are validated one by one, so that one malformed offer cannot hide the others. */
@@ -138,9 +140,13 @@ export class TargonClient {
     return this.http.call({method: 'GET', path: `${workloadPath(org, uid)}/state`, retry: 'safe', schema: WorkloadStateSchema})
   }
 
-  /** Retried only on 429 (not processed); other failures are settled by polling the state. */
+  /**
+   * Targon tears the VM down before it answers, which can take minutes: the answer has its own deadline, never
+   * shorter than DELETE_ANSWER_MS. Retried only on 429 (not processed); other failures are settled by polling the state.
+   */
   async deleteWorkload(org: string, uid: string): Promise<void> {
-    await this.http.call({method: 'DELETE', path: workloadPath(org, uid), retry: 'rate-limit', schema: z.unknown()})
+    const timeoutMs = Math.max(DELETE_ANSWER_MS, this.http.options.requestTimeoutMs)
+    await this.http.call({method: 'DELETE', path: workloadPath(org, uid), retry: 'rate-limit', schema: z.unknown(), timeoutMs})
   }
 
   /** Follows cursors until the end; `next_cursor` of "", null or missing ends the list. */

@@ -34,6 +34,8 @@ export interface CallOptions<T extends z.ZodType> {
   schema: T
   retry: RetryPolicy
   auth?: boolean
+  /** This call's own answer deadline, in ms, instead of the transport's requestTimeoutMs. */
+  timeoutMs?: number
 }
 
 /** Targon rate-limits mutations: at most this many POSTs and DELETEs are in flight per run (targon-api.md §11). */
@@ -138,21 +140,24 @@ export class HttpTransport {
     if (call.auth !== false && this.options.token) headers.authorization = `Bearer ${this.options.token}`
     if (call.body !== undefined) headers['content-type'] = 'application/json'
 
-    const deadline = AbortSignal.timeout(this.options.requestTimeoutMs)
+    const timeoutMs = call.timeoutMs ?? this.options.requestTimeoutMs
+    const deadline = AbortSignal.timeout(timeoutMs)
     const signal = this.options.signal ? AbortSignal.any([this.options.signal, deadline]) : deadline
     const started = Date.now()
     let response
     try {
       response = await request(url, {
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        bodyTimeout: timeoutMs,
         dispatcher: this.agent,
         headers,
+        headersTimeout: timeoutMs,
         method: call.method,
         signal,
       })
     } catch (error) {
       this.throwIfAborted()
-      throw this.transportError(error, endpoint)
+      throw this.transportError(error, endpoint, timeoutMs)
     }
 
     const requestId = headerValue(response.headers['x-request-id'])
@@ -161,7 +166,7 @@ export class HttpTransport {
       text = await response.body.text()
     } catch (error) {
       this.throwIfAborted()
-      throw this.transportError(error, endpoint)
+      throw this.transportError(error, endpoint, timeoutMs)
     }
 
     this.options.trace?.(`${endpoint} -> ${response.statusCode} (${Date.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`)
@@ -172,10 +177,10 @@ export class HttpTransport {
     return parseBody(call.schema, text, endpoint, requestId)
   }
 
-  private transportError(error: unknown, endpoint: string): TargonError {
+  private transportError(error: unknown, endpoint: string, timeoutMs: number): TargonError {
     const code = (error as {code?: string}).code
     if (isAbortError(error) || error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
-      return new TargonError('TIMEOUT', `Targon API did not answer ${endpoint} within ${Math.round(this.options.requestTimeoutMs / 1000)} s`, {
+      return new TargonError('TIMEOUT', `Targon API did not answer ${endpoint} within ${Math.round(timeoutMs / 1000)} s`, {
         cause: error,
         hint: 'check the network, or raise TARGON_HTTP_TIMEOUT',
       })

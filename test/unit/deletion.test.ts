@@ -1,0 +1,87 @@
+import {spawn} from 'node:child_process'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {TargonError} from '../../src/lib/errors.js'
+import {judge} from '../../src/lib/lifecycle.js'
+import {withFileLock} from '../../src/lib/lock.js'
+import type {DeleteNote} from '../../src/lib/state.js'
+import {pollUntil} from '../../src/lib/wait.js'
+import {tempDir} from '../helpers/cli.js'
+
+const note = (outcome: DeleteNote['outcome']): DeleteNote => ({at: new Date().toISOString(), name: null, outcome, uid: 'wrk-1'})
+
+describe('what gone and billing mean', () => {
+  it('takes 404 and deleted as gone, and an error record as a tombstone only after an accepted DELETE', () => {
+    expect(judge('not-found', undefined)).toEqual({billing: false, gone: true})
+    expect(judge('deleted', undefined)).toEqual({billing: false, gone: true})
+    expect(judge('error', note('accepted'))).toEqual({billing: false, gone: true})
+    expect(judge('error', note('refused'))).toEqual({billing: true, gone: false})
+    expect(judge('error', undefined)).toEqual({billing: null, gone: false})
+  })
+
+  it('bills for everything that may run, and not for a never-deployed workload', () => {
+    for (const status of ['provisioning', 'running', 'suspended', 'frozen']) expect(judge(status, undefined)).toEqual({billing: true, gone: false})
+    expect(judge('registered', note('refused'))).toEqual({billing: false, gone: false})
+    // An accepted DELETE does not make a running record gone: the teardown may still be under way.
+    expect(judge('running', note('accepted'))).toEqual({billing: true, gone: false})
+  })
+})
+
+describe('the cross-process lock', () => {
+  it('waits for a live holder and takes over from a dead one', async () => {
+    const path = join(tempDir(), 'x.lock')
+    // A holder that died: a pid that is certainly gone (a child that already exited).
+    const child = spawn(process.execPath, ['-e', '0'])
+    await new Promise((resolve) => child.on('exit', resolve))
+    writeFileSync(path, JSON.stringify({pid: child.pid, started: null}))
+    expect(await withFileLock(path, async (waited) => waited, {timeoutMs: 1000})).toBe(false)
+    expect(existsSync(path)).toBe(false)
+
+    // A live holder (this process) is never taken over because of age.
+    const order: string[] = []
+    const first = withFileLock(path, async () => {
+      order.push('first')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      order.push('first done')
+    }, {timeoutMs: 5000})
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(JSON.parse(readFileSync(path, 'utf8')).pid).toBe(process.pid)
+    const waited = await withFileLock(path, async (didWait) => {
+      order.push('second')
+      return didWait
+    }, {timeoutMs: 5000})
+    await first
+    expect(waited).toBe(true)
+    expect(order).toEqual(['first', 'first done', 'second'])
+  })
+
+  it('gives up with TIMEOUT when a live holder keeps it', async () => {
+    const path = join(tempDir(), 'y.lock')
+    writeFileSync(path, JSON.stringify({pid: process.pid, started: null}))
+    await expect(withFileLock(path, async () => 1, {timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
+  })
+})
+
+describe('waits', () => {
+  it('back off on transient API errors and end only on an answer or at the deadline', async () => {
+    let calls = 0
+    const rateLimited = new TargonError('API_ERROR', '429', {details: {retry_after_ms: 30}, httpStatus: 429})
+    const value = await pollUntil(
+      async () => {
+        calls++
+        if (calls <= 3) throw calls === 2 ? new TargonError('NETWORK_ERROR', 'reset') : rateLimited
+        return calls === 5 ? 'running' : undefined
+      },
+      {deadline: Date.now() + 5000, delayMs: () => 10},
+    )
+    expect(value).toBe('running')
+    expect(calls).toBe(5)
+    expect(await pollUntil(async () => undefined, {deadline: Date.now() + 50, delayMs: () => 20})).toBeUndefined()
+  })
+
+  it('end at once on a real failure', async () => {
+    await expect(pollUntil(async () => Promise.reject(new TargonError('API_ERROR', 'went to state error')), {deadline: Date.now() + 5000, delayMs: () => 10})).rejects.toMatchObject({code: 'API_ERROR'})
+  })
+})
