@@ -1,8 +1,9 @@
+import {execFile} from 'node:child_process'
 import {existsSync, readdirSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
@@ -236,6 +237,31 @@ describe('up, status, down', () => {
     const again = await targon(['down', '--all', '--json'])
     expect(again.code).toBe(0)
     expect(parseJson(again).data.results).toEqual([])
+  })
+
+  it('down --all --json on a terminal asks first: --json is no consent', async () => {
+    await setup()
+    expect((await targon([...UP, '--json'])).code).toBe(0)
+    // A real pseudo-terminal for stdin, stdout and stderr; the answer "n" is typed at the prompt.
+    const onTerminal = (args: string[]) =>
+      new Promise<{code: number | null; output: string}>((resolve) => {
+        const child = execFile('python3', ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args], {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))}, () => {})
+        let output = ''
+        child.stdout?.on('data', (chunk: Buffer) => {
+          output += chunk.toString()
+          if (output.includes('[y/N]')) child.stdin?.write('n\n')
+        })
+        child.on('close', (code) => resolve({code, output}))
+      })
+    const declined = await onTerminal(['down', '--all', '--json'])
+    expect(declined.output).toContain('Delete 1 VM')
+    expect(declined.code).toBe(2)
+    expect(declined.output).toContain('"code": "USAGE"')
+    expect(sim.billing()).toHaveLength(1)
+    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    const confirmed = await onTerminal(['down', '--all', '--json', '--yes'])
+    expect(confirmed.code).toBe(0)
+    expect(sim.billing()).toEqual([])
   })
 
   it('auto-detects a single org, and lists the slugs when the key has several', async () => {
