@@ -1,0 +1,69 @@
+/**
+ * Hardening against what a new user runs into: closed pipes and full disks, every interrupting signal, rate
+ * limits on mutations, unanswered requests, malformed settings, stray arguments, short names and concurrent
+ * runs. Each test runs the built CLI against the simulator and checks the exit code, the JSON envelope and
+ * the simulator's ledger.
+ */
+import {spawn} from 'node:child_process'
+import {describe, expect, it} from 'vitest'
+
+import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli} from '../helpers/cli.js'
+import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+
+const ctx = useFreshSimulator()
+const setup = ctx.setup
+
+function env(extra: Record<string, string | undefined> = {}) {
+  return simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...extra})
+}
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: env(options.env)})
+}
+
+/** Runs targon inside bash, e.g. with its output redirected: `targon up ... 2>&1 | head -1`. */
+function targonShell(line: string, extraEnv: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const script = `targon() { node ${BIN} "$@"; }\n${line}\nexit \${PIPESTATUS[0]}`
+    const child = spawn('bash', ['-c', script], {env: baseEnv(env(extraEnv)), stdio: ['ignore', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('error', reject)
+    child.on('close', (code, signal) => resolve({code, signal, stderr, stdout}))
+  })
+}
+
+const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
+
+describe('output that cannot be written', () => {
+  it('a closed stderr pipe does not stop up from cleaning up, nor down from deleting everything', async () => {
+    await setup({provisioning: 'error'})
+    const failed = await targonShell(`targon ${UP.join(' ')} 2>&1 | head -1`)
+    expect(failed.code, failed.stdout).toBe(5)
+    expect(ctx.sim.live()).toEqual([])
+
+    await ctx.sim.stop()
+    await setup()
+    for (let index = 0; index < 3; index++) expect((await targon([...UP, '--json'])).code).toBe(0)
+    expect(ctx.sim.live()).toHaveLength(3)
+    const down = await targonShell('targon down --all --parallel 1 2>&1 | head -1')
+    expect(down.code, down.stdout).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('a full disk behind stdout or stderr is not fatal, and --version into a closed pipe prints no stack trace', async () => {
+    await setup()
+    const up = await targonShell(`targon ${UP.join(' ')} 2>/dev/full >/dev/full`)
+    expect(up.code).toBe(0)
+    expect(ctx.sim.live()).toHaveLength(1)
+    const down = await targonShell('targon down --all --json >/dev/full')
+    expect(down.code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+
+    const version = await targonShell('targon --version | true')
+    expect(version.code).toBe(0)
+    expect(version.stderr).toBe('')
+  })
+})
