@@ -22,8 +22,9 @@ project SSH key with the org (once), creates and deploys the VM and waits until 
 SSH (each step skipped when present; a marker makes a repeat a fast no-op) and starts the dstack shim.
 Phases: register, deploy, wait-running, install, shim-start.
 
-If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto). Re-running with
-the same --name adopts the existing VM instead of creating a second one.`
+If anything fails or a signal arrives (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT), what this run created is deleted
+(--on-failure auto); a signal then exits 128 + its number (130 for Ctrl-C). Re-running with the same --name adopts
+the existing VM instead of creating a second one.`
 
   static examples = [
     {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},

@@ -185,7 +185,7 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
   error.data = data
   if (cleanup && cleanup.survivors.length > 0) {
     const survivorsHint = `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
-    throw new TargonError(error.code, `${error.message}; ${survivorsHint}`, {data, hint: error.hint, resource: error.resource})
+    throw new TargonError(error.code, `${error.message}; ${survivorsHint}`, {data, hint: error.hint, resource: error.resource, signal: error.signal})
   }
 
   throw error

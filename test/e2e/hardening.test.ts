@@ -35,6 +35,18 @@ function targonShell(line: string, extraEnv: Record<string, string | undefined> 
   })
 }
 
+/** Sends `signal` to the CLI once `ready` holds. */
+function signalWhen(ready: () => boolean, signal: NodeJS.Signals) {
+  return (child: import('node:child_process').ChildProcess) => {
+    const timer = setInterval(() => {
+      if (!ready()) return
+      clearInterval(timer)
+      child.kill(signal)
+    }, 50)
+    child.on('close', () => clearInterval(timer))
+  }
+}
+
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 
 describe('output that cannot be written', () => {
@@ -66,4 +78,28 @@ describe('output that cannot be written', () => {
     expect(version.code).toBe(0)
     expect(version.stderr).toBe('')
   })
+})
+
+describe('signals', () => {
+  const cases: [NodeJS.Signals, number][] = [
+    ['SIGHUP', 129],
+    ['SIGINT', 130],
+    ['SIGQUIT', 131],
+    ['SIGTERM', 143],
+  ]
+  for (const [signal, exit] of cases) {
+    it(`${signal} during up cleans up and exits ${exit} (INTERRUPTED), in JSON and human mode`, async () => {
+      await setup({provisioning: 'stuck'})
+      const provisioning = () => ctx.sim.live().some((workload) => workload.status === 'provisioning')
+      const json = await targon([...UP, '--json'], {onSpawn: signalWhen(provisioning, signal)})
+      expect(json.code, json.stderr).toBe(exit)
+      expect(parseJson(json).error).toMatchObject({code: 'INTERRUPTED', exit_code: exit})
+      expect(ctx.sim.live()).toEqual([])
+
+      const human = await targon(UP, {onSpawn: signalWhen(provisioning, signal)})
+      expect(human.code, human.stderr).toBe(exit)
+      expect(human.stderr).toContain(`interrupted by ${signal}`)
+      expect(ctx.sim.live()).toEqual([])
+    })
+  }
 })
