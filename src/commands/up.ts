@@ -9,7 +9,7 @@ import {guardInterrupts} from '../lib/interrupt.js'
 import {dash, renderTable, usd} from '../lib/output.js'
 import {parseDuration, parsePrice} from '../lib/parse.js'
 import {ON_FAILURE, type OnFailure, type VmRun} from '../lib/provision.js'
-import {configDir, readConfigValue} from '../lib/settings.js'
+import {configDir, readConfigValue, shimHealthTimeoutMs} from '../lib/settings.js'
 import {DEFAULT_IMAGE, type UpResult, runUp} from '../lib/up.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -70,6 +70,8 @@ the existing VM instead of creating a second one.`
     const maxPrice = flags['max-price'] ?? (await configuredPrice())
     if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
     const fleet = validateFleet(flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    // Checked before anything is rented, not when shim-start reads it.
+    if (flags.bootstrap && flags.shim) shimHealthTimeoutMs()
 
     let tracked: VmRun[] = []
     const guard = guardInterrupts(() => {

@@ -57,6 +57,31 @@ export function apiOrigin(env: NodeJS.ProcessEnv = process.env): string {
   return url.origin + url.pathname.replace(/\/+$/, '')
 }
 
+/**
+ * A number of seconds from an environment variable, within [min, max]. Out-of-range values are refused (exit 3)
+ * rather than clamped, so that a typo never silently changes a bound.
+ */
+export function envSeconds(name: string, fallback: number, range: {min: number; max: number}, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return fallback * 1000
+  const seconds = Number(raw)
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(raw) || seconds < range.min || seconds > range.max) {
+    throw new TargonError('CONFIG', `${name} "${raw}" is not a number of seconds from ${range.min} to ${range.max}`, {hint: `set it to e.g. ${fallback}, or unset it`})
+  }
+
+  return Math.round(seconds * 1000)
+}
+
+/** TARGON_HTTP_TIMEOUT: the whole-request deadline per attempt (default 60 s, at most an hour). */
+export function httpTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envSeconds('TARGON_HTTP_TIMEOUT', 60, {max: 3600, min: 1}, env)
+}
+
+/** TARGON_SHIM_HEALTH_TIMEOUT: how long shim-start waits for a healthy shim (default 60 s, at most an hour). */
+export function shimHealthTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envSeconds('TARGON_SHIM_HEALTH_TIMEOUT', 60, {max: 3600, min: 1}, env)
+}
+
 /** Refuses a secret-bearing file that group or others can read. */
 export function assertPrivateFile(path: string, what: string): void {
   let mode: number

@@ -103,3 +103,21 @@ describe('signals', () => {
     })
   }
 })
+
+describe('settings from the environment', () => {
+  it('refuses out-of-range timeouts with exit 3 naming the variable and the range, without a Node warning', async () => {
+    await setup()
+    for (const value of ['3000000', '1e9', '0', 'soon', '-5']) {
+      const result = await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: value}})
+      expect(result.code, value).toBe(3)
+      expect(parseJson(result).error).toMatchObject({code: 'CONFIG', message: `TARGON_HTTP_TIMEOUT "${value}" is not a number of seconds from 1 to 3600`})
+      expect(result.stderr).toBe('')
+    }
+
+    const up = await targon([...UP.filter((arg) => arg !== '--no-bootstrap'), '--json'], {env: {TARGON_SHIM_HEALTH_TIMEOUT: '1e9'}})
+    expect(up.code).toBe(3)
+    expect(parseJson(up).error.message).toContain('TARGON_SHIM_HEALTH_TIMEOUT')
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+    expect((await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: '2.5'}})).code).toBe(0)
+  })
+})
