@@ -54,7 +54,8 @@ export function apiOrigin(env: NodeJS.ProcessEnv = process.env): string {
     throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" must use http or https`, {hint: 'set it to an origin such as https://api.targon.com'})
   }
 
-  return url.origin + url.pathname.replace(/\/+$/, '')
+  // The client appends /tha/v3/...: a URL copied with that path would request /tha/v3/tha/v3/...
+  return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
 }
 
 /**

@@ -121,3 +121,20 @@ describe('settings from the environment', () => {
     expect((await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: '2.5'}})).code).toBe(0)
   })
 })
+
+describe('TARGON_API_URL', () => {
+  it('takes a URL copied with /tha/v3 (with or without a slash) as the origin, and blames the URL for a missing route', async () => {
+    await setup()
+    for (const suffix of ['/tha/v3', '/tha/v3/']) {
+      const result = await targon(['status', '--json'], {env: {TARGON_API_URL: ctx.sim.url + suffix}})
+      expect(result.code, result.stdout).toBe(0)
+    }
+
+    expect(ctx.sim.log.filter((entry) => entry.path.includes('/tha/v3/tha/v3'))).toEqual([])
+    const wrong = await targon(['status', '--json'], {env: {TARGON_API_URL: `${ctx.sim.url}/proxy`}})
+    expect(wrong.code).toBe(4)
+    const {hint} = parseJson(wrong).error
+    expect(hint).toContain('TARGON_API_URL')
+    expect(hint).not.toContain('name')
+  })
+})

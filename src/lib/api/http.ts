@@ -244,7 +244,8 @@ export function httpError(status: number, text: string, endpoint: string, reques
   const hints: Record<string, string> = {
     API_ERROR: status === 410 ? 'the API retired this endpoint or workload type; update targon-fleet' : 'retry later; if it persists, quote the request id to Targon support',
     AUTH: 'check TARGON_API_KEY and that the key belongs to this org',
-    NOT_FOUND: 'check the name, uid or org',
+    // A 404 on a path that names no workload or key means the route itself is missing: a wrong base URL.
+    NOT_FOUND: namesResource(endpoint) ? 'check the name, uid or org' : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
   }
   return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
     details: {retry_after_ms: parseRetryAfter(retryAfter)},
@@ -253,6 +254,11 @@ export function httpError(status: number, text: string, endpoint: string, reques
     reason,
     requestId,
   })
+}
+
+/** Whether an endpoint addresses one workload or SSH key (vm-images is a collection). */
+function namesResource(endpoint: string): boolean {
+  return /\/(workloads|ssh-keys)\/(?!vm-images$)[^/]+/.test(endpoint)
 }
 
 /** At most 200 characters of a non-JSON body, on one line and without markup. */
