@@ -7,6 +7,7 @@ import * as z from 'zod'
 import {validateDstackVersion} from './bootstrap/runner.js'
 import {usageError} from './errors.js'
 import {validateFleet} from './fleet.js'
+import {ORG_SLUG} from './org.js'
 import {parsePrice} from './parse.js'
 import {CONFIG_KEYS, type ConfigKey, configFilePath, ensureConfigDir, openConfig} from './settings.js'
 
@@ -29,7 +30,7 @@ const VALIDATORS: Record<ConfigKey, (value: string) => string> = {
   },
   'max-price': (value) => String(parsePrice(value, 'max-price')),
   org: (value) => {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(value)) throw usageError(`org "${value}" is not a valid slug`, 'use lowercase letters, digits and hyphens')
+    if (!ORG_SLUG.test(value)) throw usageError(`org "${value}" is not a valid slug`, 'use lowercase letters, digits and hyphens')
     return value
   },
 }

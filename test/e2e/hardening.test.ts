@@ -138,3 +138,24 @@ describe('TARGON_API_URL', () => {
     expect(hint).not.toContain('name')
   })
 })
+
+describe('org', () => {
+  it('a malformed, unknown or inaccessible org is CONFIG (exit 3), from the environment, a flag or the config file', async () => {
+    await setup()
+    const cases: [string[], Record<string, string>][] = [
+      [['status', '--json'], {TARGON_ORG: 'Bad_Org'}],
+      [['status', '--json'], {TARGON_ORG: 'nosuchorg'}],
+      [['status', '--json', '--org', 'acme-research'], {}],
+      [[...UP, '--json'], {TARGON_ORG: 'nosuchorg'}],
+    ]
+    for (const [args, extra] of cases) {
+      const result = await targon(args, {env: extra})
+      expect(result.code, `${args.join(' ')} ${JSON.stringify(extra)}`).toBe(3)
+      expect(parseJson(result).error.code).toBe('CONFIG')
+    }
+
+    expect(parseJson(await targon(['status', '--json'], {env: {TARGON_ORG: 'nosuchorg'}})).error.hint).toContain('acme')
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+    expect((await targon(['status', '--json'], {env: {TARGON_ORG: 'acme'}})).code).toBe(0)
+  })
+})
