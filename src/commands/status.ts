@@ -14,7 +14,8 @@ import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/invent
 import {resolveOrg} from '../lib/org.js'
 import {dash, renderTable, usd} from '../lib/output.js'
 import {formatDuration} from '../lib/parse.js'
-import {configDir, readConfigValue} from '../lib/settings.js'
+import {readConfigValue} from '../lib/config-values.js'
+import {configDir} from '../lib/settings.js'
 import {LocalState} from '../lib/state.js'
 
 export const StatusVmSchema = z.object({

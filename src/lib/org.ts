@@ -1,10 +1,7 @@
 /** Which organization a command acts on: --org / TARGON_ORG, then config, then discovery. */
 import type {TargonClient} from './api/client.js'
+import {ORG_SLUG, readConfigValue} from './config-values.js'
 import {TargonError} from './errors.js'
-import {readConfigValue} from './settings.js'
-
-/** An organization slug (the API's own rule). */
-export const ORG_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
 
 export async function resolveOrg(client: TargonClient, fromFlagOrEnv: string | undefined): Promise<string> {
   const explicit = fromFlagOrEnv ?? (await readConfigValue('org'))

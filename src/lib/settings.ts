@@ -14,7 +14,8 @@ export const DEFAULT_API_URL = 'https://api.targon.com'
 /** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
 export const CONFIG_KEYS = ['api-key', 'org', 'fleet', 'max-price', 'image', 'dstack-version'] as const
 export type ConfigKey = (typeof CONFIG_KEYS)[number]
-export type ConfigValues = Partial<Record<ConfigKey, string>>
+/** As stored: a hand-edited file may hold any JSON type; config-values.ts validates what is read. */
+export type ConfigValues = Partial<Record<ConfigKey, unknown>>
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.TARGON_CONFIG_DIR) return env.TARGON_CONFIG_DIR
@@ -135,8 +136,8 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   }
 }
 
-/** Reads one settings value from the config file, or undefined when there is no file. */
-export async function readConfigValue(key: ConfigKey, dir = configDir()): Promise<string | undefined> {
+/** The raw value of one key in the config file, whatever its JSON type; undefined when there is no file. */
+export async function readStoredValue(key: ConfigKey, dir = configDir()): Promise<unknown> {
   try {
     statSync(configFilePath(dir))
   } catch {
@@ -144,16 +145,5 @@ export async function readConfigValue(key: ConfigKey, dir = configDir()): Promis
   }
 
   const config = await openConfig(dir)
-  const value = config.get(key)
-  return typeof value === 'string' && value !== '' ? value : undefined
-}
-
-export async function resolveApiKey(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const fromEnv = env.TARGON_API_KEY?.trim()
-  if (fromEnv) return fromEnv
-  const fromConfig = await readConfigValue('api-key')
-  if (fromConfig) return fromConfig
-  throw new TargonError('AUTH', 'no Targon API key is configured', {
-    hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
-  })
+  return config.get(key)
 }

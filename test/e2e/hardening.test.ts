@@ -5,6 +5,8 @@
  * the simulator's ledger.
  */
 import {spawn} from 'node:child_process'
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli} from '../helpers/cli.js'
@@ -157,5 +159,67 @@ describe('org', () => {
     expect(parseJson(await targon(['status', '--json'], {env: {TARGON_ORG: 'nosuchorg'}})).error.hint).toContain('acme')
     expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
     expect((await targon(['status', '--json'], {env: {TARGON_ORG: 'acme'}})).code).toBe(0)
+  })
+})
+
+describe('config file', () => {
+  function writeConfig(values: Record<string, unknown>) {
+    mkdirSync(ctx.configDir, {mode: 0o700, recursive: true})
+    writeFileSync(join(ctx.configDir, 'config.json'), JSON.stringify(values), {mode: 0o600})
+  }
+
+  it('refuses a hand-edited value of the wrong type or shape with exit 3 naming the key, and takes a numeric max-price', async () => {
+    await setup()
+    const bad: [Record<string, unknown>, string[], string][] = [
+      [{'api-key': 12_345}, ['config', 'list', '--json'], 'api-key must be a string'],
+      [{'api-key': 12_345}, ['status', '--json'], 'api-key must be a string'],
+      [{fleet: ['a']}, ['status', '--json'], 'fleet must be a string'],
+      [{fleet: 'Not_Valid'}, ['status', '--json'], 'fleet: fleet "Not_Valid" is not valid'],
+      [{'max-price': 'cheap'}, ['up', 'rtx6000b-small', '--no-bootstrap', '--json'], 'max-price: max-price "cheap" is not a price'],
+      [{'max-price': true}, ['config', 'get', 'max-price', '--json'], 'max-price must be a string'],
+      [{org: 'Bad Org'}, ['status', '--json'], 'org: org "Bad Org" is not a valid slug'],
+    ]
+    for (const [values, args, message] of bad) {
+      writeConfig(values)
+      const result = await targon(args, {env: values['api-key'] === undefined ? {} : {TARGON_API_KEY: ''}})
+      expect(result.code, `${JSON.stringify(values)} ${args.join(' ')}: ${result.stdout}`).toBe(3)
+      expect(parseJson(result).error).toMatchObject({code: 'CONFIG'})
+      expect(parseJson(result).error.message).toContain(message)
+    }
+
+    // `config set` and `config unset` still work on such a file, to repair it.
+    writeConfig({'api-key': 12_345, fleet: ['a']})
+    expect((await targon(['config', 'unset', 'fleet'])).code).toBe(0)
+    expect((await targon(['config', 'set', 'api-key'], {input: 'tgn_sim_test_key\n'})).code).toBe(0)
+    expect(parseJson(await targon(['config', 'list', '--json'])).data.values).toMatchObject({api_key: '********_key', fleet: null})
+
+    writeConfig({'max-price': 1.8})
+    const up = await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    expect(parseJson(up).data.vms[0].max_price).toBe(1.8)
+    expect(parseJson(await targon(['config', 'get', 'max-price', '--json'])).data.values).toEqual({max_price: '1.8'})
+    writeConfig({'max-price': 1})
+    expect((await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--json'])).code).toBe(9)
+    expect(ctx.sim.live()).toHaveLength(1)
+  })
+
+  it('refuses an API key with control or non-ASCII characters at config set (exit 2) and at use (exit 3)', async () => {
+    await setup()
+    for (const key of ['tgn_sim_tést_key', 'tgn_sim\u0007_test_key', 'tgn_sim test_key']) {
+      const set = await targon(['config', 'set', 'api-key', '--json'], {input: `${key}\n`})
+      expect(set.code, key).toBe(2)
+      expect(parseJson(set).error.message).toContain('API key looks wrong')
+
+      const fromEnv = await targon(['status', '--json'], {env: {TARGON_API_KEY: key}})
+      expect(fromEnv.code, key).toBe(3)
+      expect(parseJson(fromEnv).error).toMatchObject({code: 'CONFIG'})
+      expect(fromEnv.stdout).not.toContain(key)
+
+      writeConfig({'api-key': key})
+      const fromFile = await targon(['status', '--json'], {env: {TARGON_API_KEY: ''}})
+      expect(fromFile.code, key).toBe(3)
+      expect(parseJson(fromFile).error.message).toContain('api-key')
+      expect(fromFile.stdout).not.toContain(key)
+    }
   })
 })

@@ -1,5 +1,6 @@
 /** Builds a TargonClient from the environment and config (origin, key, timeouts). */
-import {apiOrigin, httpTimeoutMs, resolveApiKey} from '../settings.js'
+import {resolveApiKey} from '../config-values.js'
+import {apiOrigin, httpTimeoutMs} from '../settings.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {
