@@ -55,8 +55,11 @@ the existing VM instead of creating a second one.`
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
     }),
-    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit, e.g. 30m (wait-running alone is capped at 20m).'}),
-    ttl: Flags.string({summary: 'Lifetime, e.g. 6h; recorded and enforced by targon down --expired.'}),
+    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m).'}),
+    ttl: Flags.string({
+      description: 'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
+      summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by targon down --expired.',
+    }),
   }
 
   public async run(): Promise<UpResult> {

@@ -223,3 +223,25 @@ describe('config file', () => {
     }
   })
 })
+
+describe('durations', () => {
+  it('need a unit and stay within each flag\'s stated range, before anything is created', async () => {
+    await setup()
+    const cases: [string[], string][] = [
+      [[...UP, '--ttl', '90'], '--ttl "90" has no unit'],
+      [[...UP, '--ttl', '0'], '--ttl "0" has no unit'],
+      [[...UP, '--ttl', '10ms'], '--ttl "10ms" is not a duration'],
+      [[...UP, '--ttl', '30s'], 'from 1m to 365d'],
+      [[...UP, '--timeout', '1000d'], 'from 1s to 365d'],
+      [['down', '--older-than', '30s'], 'from 1m to 365d'],
+    ]
+    for (const [args, message] of cases) {
+      const result = await targon([...args, '--json'])
+      expect(result.code, args.join(' ')).toBe(2)
+      const {error} = parseJson(result)
+      expect(`${error.message}. ${error.hint}`).toContain(message)
+    }
+
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+  })
+})

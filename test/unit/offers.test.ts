@@ -62,8 +62,29 @@ describe('value parsers', () => {
     expect(parseDuration('1h30m', '--ttl')).toBe(5_400_000)
     expect(parseDuration('6h', '--older-than')).toBe(21_600_000)
     expect(parseDuration('2d', '--ttl')).toBe(172_800_000)
-    expect(parseDuration('45', '--timeout')).toBe(45_000)
-    for (const bad of ['', 'h', '-5m', '0s', '5 weeks', '1y']) expect(() => parseDuration(bad, '--ttl'), bad).toThrow(/is not a duration/)
+    expect(parseDuration('45s', '--timeout')).toBe(45_000)
+    expect(parseDuration('365d', '--ttl')).toBe(365 * 86_400_000)
+    for (const bad of ['', 'h', '-5m', '5 weeks', '1y', '10ms', '1.5ms']) expect(() => parseDuration(bad, '--ttl'), bad).toThrow(/is not a duration/)
+    for (const bare of ['0', '90', '1.5']) expect(() => parseDuration(bare, '--timeout'), bare).toThrow(/has no unit/)
+  })
+
+  it('states each duration flag\'s range when a value is outside it', () => {
+    const hint = (input: string, flag: '--older-than' | '--timeout' | '--ttl') => {
+      try {
+        parseDuration(input, flag)
+      } catch (error) {
+        return `${(error as Error).message}. ${(error as {hint?: string}).hint}`
+      }
+
+      throw new Error(`${flag} ${input} was accepted`)
+    }
+
+    expect(hint('0s', '--ttl')).toMatch(/--ttl "0s" is out of range\. use from 1m to 365d/)
+    expect(hint('30s', '--ttl')).toContain('from 1m to 365d')
+    expect(hint('59s', '--older-than')).toContain('from 1m to 365d')
+    expect(hint('0.5s', '--timeout')).toContain('from 1s to 365d')
+    expect(hint('1000d', '--timeout')).toContain('out of range')
+    expect(hint('366d', '--ttl')).toContain('to 365d')
     expect(formatDuration(3_723_000)).toBe('1h2m')
     expect(formatDuration(59_000)).toBe('59s')
     expect(formatDuration(3 * 86_400_000)).toBe('3d')
