@@ -36,3 +36,17 @@ export function guardInterrupts(describeLeftovers: () => string[]): InterruptGua
     signal: controller.signal,
   }
 }
+
+/** setTimeout's limit (about 24.8 days); a longer delay would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * A signal that aborts with `reason()` after `ms`, e.g. a run's --timeout, so that every request and wait tied
+ * to it stops. Longer than setTimeout allows counts as never.
+ */
+export function abortAfter(ms: number, reason: () => Error): InterruptGuard {
+  const controller = new AbortController()
+  const timer = ms <= MAX_TIMER_MS ? setTimeout(() => controller.abort(reason()), ms) : undefined
+  timer?.unref()
+  return {dispose: () => clearTimeout(timer), signal: controller.signal}
+}

@@ -94,9 +94,10 @@ export interface UpRequest {
 
 export interface ProvisionDeps {
   client: TargonClient
-  /** The same API, not tied to Ctrl-C: clean-up must run after an interrupt. */
+  /** The same API, not tied to Ctrl-C or the deadline: clean-up must run after an interrupt or a time-out. */
   cleanupClient: TargonClient
   state: LocalState
+  /** Aborts on Ctrl-C and other signals, and when the run's --timeout runs out. */
   signal: AbortSignal
   warn: (message: string) => void
 }
@@ -240,8 +241,8 @@ export class Provisioner {
     try {
       created = await client.createWorkload(this.request.org, body)
     } catch (error) {
-      if (error instanceof TargonError && error.code === 'INTERRUPTED') {
-        // The create may still be committed on the server: find it so that clean-up can delete it.
+      if (this.deps.signal.aborted) {
+        // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
         const committed = await this.findCommitted(name)
         if (committed) {
           vm.uid = committed.uid
@@ -302,7 +303,8 @@ export class Provisioner {
     try {
       answer = await client.deployWorkload(this.request.org, uid)
     } catch (error) {
-      if (!(error instanceof TargonError) || error.code === 'INTERRUPTED' || error.code === 'AUTH') throw error
+      // A 429 that outlasted its retries says "not processed, slow down": never a refusal of this offer.
+      if (!(error instanceof TargonError) || this.deps.signal.aborted || error.code === 'AUTH' || error.httpStatus === 429) throw error
       if (!isUnclearAnswer(error)) return classifyRefusal(error)
       // The answer was lost or a 5xx: the state tells whether the deploy happened.
       const status = workloadStatus({state: await client.getWorkloadState(this.request.org, uid)})
@@ -534,6 +536,7 @@ function isUnclearAnswer(error: unknown): boolean {
 
 /** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */
 export function classifyRefusal(error: TargonError): TargonError {
+  if (error.httpStatus === 429) return error
   const text = `${error.reason ?? ''} ${error.message}`.toUpperCase()
   const code = error.httpStatus === 402 || text.includes('CREDIT') ? 'INSUFFICIENT_CREDITS' : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text) ? 'NO_CAPACITY' : undefined
   if (!code) return error

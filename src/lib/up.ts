@@ -9,7 +9,9 @@ import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from './bootstrap/runner.js'
 import {TargonError, asTargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
+import {abortAfter} from './interrupt.js'
 import {resolveOrg} from './org.js'
+import {formatDuration} from './parse.js'
 import {runPhases} from './progress.js'
 import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
@@ -96,6 +98,19 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
 }
 
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
+  // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
+  // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
+  const deadline = abortAfter(options.timeoutMs, () => new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {hint: 'raise --timeout, or check the network'}))
+  try {
+    const signal = AbortSignal.any([options.signal, deadline.signal])
+    return await provisionFleet({cleanupClient: client.withSignal(undefined), client: client.withSignal(signal), signal}, options)
+  } finally {
+    deadline.dispose()
+  }
+}
+
+/** The run itself: `client` and `signal` obey Ctrl-C and the deadline, `cleanupClient` neither. */
+async function provisionFleet({cleanupClient, client, signal}: {client: TargonClient; cleanupClient: TargonClient; signal: AbortSignal}, options: UpOptions): Promise<UpResult> {
   const inventory = await client.inventory()
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
   // With --name the VM may already exist; a missing offer only matters once something must be created.
@@ -115,7 +130,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
 
   const provisioner = new Provisioner(
-    {cleanupClient: client.withSignal(undefined), client: client.withSignal(options.signal), signal: options.signal, state, warn: options.warn},
+    {cleanupClient, client, signal, state, warn: options.warn},
     {
       bootstrap: options.bootstrap && {
         params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},

@@ -245,3 +245,52 @@ describe('durations', () => {
     expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
   })
 })
+
+describe('rate limits and deadlines', () => {
+  it('retries a 429 on key registration, create and deploy after Retry-After, without taking it for a refusal', async () => {
+    await setup()
+    const tooMany = {body: JSON.stringify({error: 'too many requests: capacity of the rate limiter exceeded', reason: 'RATE_LIMITED'}), retryAfter: '0.2', status: 429, times: 2}
+    ctx.sim.inject({...tooMany, method: 'POST', path: /\/ssh-keys$/})
+    ctx.sim.inject({...tooMany, method: 'POST', path: /\/workloads$/})
+    ctx.sim.inject({...tooMany, method: 'POST', path: '/deploy'})
+    const up = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    const doc = parseJson(up)
+    expect(doc.data.vms[0].resource).toBe('rtx6000b-small')
+    expect(doc.warnings).toEqual([])
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([429, 429, 200])
+    expect(ctx.sim.live().map((workload) => workload.status)).toEqual(['running'])
+  })
+
+  it('a 429 that outlasts its retries is an API error, never a capacity refusal: no other offer is rented', async () => {
+    await setup()
+    ctx.sim.inject({body: JSON.stringify({error: 'no capacity left in the rate limiter', reason: 'RATE_LIMITED'}), method: 'POST', path: '/deploy', retryAfter: '0', status: 429})
+    const up = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(up.code).toBe(5)
+    expect(parseJson(up).error).toMatchObject({code: 'API_ERROR', http_status: 429})
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('--timeout bounds requests that are never answered, and what was created is deleted (exit 6)', async () => {
+    await setup()
+    ctx.sim.inject({delayMs: 60_000, path: '/tha/v3/inventory'})
+    let started = Date.now()
+    const silent = await targon([...UP, '--timeout', '2s', '--json'])
+    expect(silent.code).toBe(6)
+    expect(parseJson(silent).error.code).toBe('TIMEOUT')
+    expect(Date.now() - started).toBeLessThan(8000)
+
+    ctx.sim.clearFaults()
+    ctx.sim.inject({delayMs: 60_000, method: 'POST', path: '/deploy'})
+    started = Date.now()
+    const deploy = await targon([...UP, '--timeout', '3s', '--json'])
+    expect(deploy.code).toBe(6)
+    expect(parseJson(deploy).error.code).toBe('TIMEOUT')
+    expect(parseJson(deploy).data.cleanup).toMatchObject({attempted: true, survivors: []})
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.live()).toEqual([])
+  })
+})

@@ -9,8 +9,11 @@ import type * as z from 'zod'
 import {TargonError, isAbortError} from '../errors.js'
 import {VERSION} from '../version.js'
 
-/** Which failures may be retried automatically. POSTs are never retried blindly. */
-export type RetryPolicy = 'none' | 'rate-limit' | 'safe'
+/**
+ * Which failures may be retried automatically. A 429 means "not processed", so every call retries it (after
+ * Retry-After, or a jittered back-off, within the caller's signal); mutations retry nothing else blindly.
+ */
+export type RetryPolicy = 'rate-limit' | 'safe'
 
 export interface HttpOptions {
   baseUrl: string
@@ -197,7 +200,7 @@ export class HttpTransport {
 
   /** Milliseconds to wait before the next attempt, or undefined to give up. */
   private retryDelay(policy: RetryPolicy, error: unknown, attempt: number): number | undefined {
-    if (policy === 'none' || attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
+    if (attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
     const status = error.httpStatus
     const retryable =
       policy === 'safe'
