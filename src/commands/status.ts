@@ -12,7 +12,7 @@ import {displayGpuModel} from '../lib/offers.js'
 import {keyDir} from '../lib/ssh-key.js'
 import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/inventory.js'
 import {resolveOrg} from '../lib/org.js'
-import {dash, renderTable, usd} from '../lib/output.js'
+import {countOf, dash, renderTable, usd} from '../lib/output.js'
 import {formatDuration} from '../lib/parse.js'
 import {readConfigValue} from '../lib/config-values.js'
 import {configDir} from '../lib/settings.js'
@@ -128,7 +128,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
   private dstackFleet(fleet: string, vms: StatusVm[]): DstackFleet {
     const ready = vms.filter((vm) => vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port)
     const skipped = vms.length - ready.length
-    if (skipped > 0) this.addWarning(`${skipped} VM(s) of fleet ${fleet} are not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+    if (skipped > 0) this.addWarning(`${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
     const fleetFile = dstackFleet(fleet, join(keyDir(configDir()), 'id_ed25519'), ready.map((vm) => ({hostname: vm.public_ip as string, name: vm.name, port: vm.ssh_port as number, uid: vm.uid})))
     for (const ip of fleetFile.shared_ips) {
       this.addWarning(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
@@ -172,7 +172,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
         result.vms,
       ),
     )
-    this.info(`${result.totals.count} VMs, ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
+    this.info(`${countOf(result.totals.count, 'VM')}, ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
   }
 }
 

@@ -112,7 +112,8 @@ the existing VM instead of creating a second one.`
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         warn: (message) => this.addWarning(message),
       })
-      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed and was rolled back: ${failure.error.message}`)
+      const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.action === 'deleted' || deleted.action === 'already-gone').map((deleted) => deleted.uid))
+      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`)
       if (!this.jsonEnabled()) this.render(result)
       return result
     } finally {

@@ -12,6 +12,7 @@ import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from '
 import {abortAfter} from './interrupt.js'
 import {resolveOrg} from './org.js'
 import {formatDuration} from './parse.js'
+import {countOf} from './output.js'
 import {runPhases} from './progress.js'
 import {type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
@@ -191,6 +192,12 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
     return {error: {code: error.code, message: error.message}, name: vm.name ?? null, uid: vm.uid ?? null}
   })
   const result: UpResult = {cleanup, failed: failures, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
+  const kept = keptNote(
+    rollBack.filter((vm, index) => vm.uid !== undefined && !outcomes[index]?.attempted),
+    options.onFailure,
+  )
+  if (keepPartial && kept) options.warn(kept)
+
   if (failed.length === 0 || keepPartial) return result
 
   const data = {...result, vms: vms.map((vm) => provisioner.toResult(vm, identityFile))} as unknown as Record<string, unknown>
@@ -198,15 +205,25 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
   const sameCause = failures.every((failure) => failure.error.code === first.code)
   const error = interrupted ? asTargonError(options.signal.reason) : options.count === 1 || (sameCause && succeeded.length === 0) ? first : partialFailure(failures.length, options.count, succeeded.length)
   error.data = data
-  if (cleanup && cleanup.survivors.length > 0) {
-    const survivorsHint = `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
-    throw new TargonError(error.code, `${error.message}; ${survivorsHint}`, {data, hint: error.hint, resource: error.resource, signal: error.signal})
-  }
-
+  const notes = [
+    kept,
+    cleanup && cleanup.survivors.length > 0 ? `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}` : undefined,
+  ].filter((note) => note !== undefined)
+  if (notes.length > 0) throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {data, hint: error.hint, resource: error.resource, signal: error.signal})
   throw error
 }
 
 function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
-  const kept = succeededCount > 0 ? `; the ${succeededCount} that succeeded were rolled back` : ''
-  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${count} VMs failed${kept}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+  const rolledBack = succeededCount === 0 ? '' : succeededCount === 1 ? '; the one that succeeded was rolled back' : `; the ${succeededCount} that succeeded were rolled back`
+  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${countOf(count, 'VM')} failed${rolledBack}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+}
+
+/** What a failed run left running on purpose (--on-failure keep, or an adopted VM under auto), and how to delete it. */
+function keptNote(kept: VmRun[], onFailure: OnFailure): string | undefined {
+  if (kept.length === 0) return undefined
+  const names = kept.map((vm) => `${vm.name ?? vm.uid} (${vm.uid})`).join(', ')
+  const uids = kept.map((vm) => vm.uid).join(' ')
+  const why = onFailure === 'keep' ? '--on-failure keep' : 'adopted, and --on-failure auto deletes only what this run created'
+  const billing = kept.some((vm) => vm.status !== 'registered') ? 'still billing' : 'registered, not yet billing'
+  return `kept ${names} (${why}), ${billing}: delete with targon down ${uids}`
 }

@@ -294,3 +294,30 @@ describe('rate limits and deadlines', () => {
     expect(ctx.sim.live()).toEqual([])
   })
 })
+
+describe('messages', () => {
+  it('--on-failure keep says the VM was kept, that it is still billing, and how to delete it', async () => {
+    await setup({provisioning: 'error'})
+    const result = await targon([...UP, '--on-failure', 'keep', '--json'])
+    expect(result.code).toBe(5)
+    const [vm] = ctx.sim.live()
+    expect(vm).toBeDefined()
+    const {message} = parseJson(result).error
+    expect(message).toContain(`kept ${vm?.name} (${vm?.uid}) (--on-failure keep), still billing: delete with targon down ${vm?.uid}`)
+    expect((await targon(['down', vm?.uid as string])).code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('speaks of one VM in the singular', async () => {
+    await setup({provisioning: (workload) => (workload.deployIndex === 0 ? 'error' : 'normal')})
+    const fleet = await targon([...UP, '--count', '2', '--json'])
+    expect(fleet.code).toBe(11)
+    expect(parseJson(fleet).error.message).toBe('1 of 2 VMs failed; the one that succeeded was rolled back')
+    expect(ctx.sim.live()).toEqual([])
+
+    expect((await targon(UP)).code).toBe(0)
+    const status = await targon(['status'])
+    expect(status.stderr).toMatch(/^1 VM, /m)
+    expect((await targon(['down', '--all'])).code).toBe(0)
+  })
+})
