@@ -65,20 +65,21 @@ of this tool with no local record (server-only, e.g. created on another machine)
     {command: '<%= config.bin %> status --dstack-fleet --fleet train > fleet.dstack.yml && dstack apply -f fleet.dstack.yml', description: 'Hand the bootstrapped VMs of fleet "train" to dstack'},
   ]
 
-  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names or uids (default: all of the fleet)', required: false})}
+  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names, uids or --name labels of the fleet (default: all of the fleet)', required: false})}
   static strict = false
 
   static flags = {
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
     'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs.'}),
-    fleet: Flags.string({summary: 'Fleet to show.'}),
+    fleet: Flags.string({summary: 'Fleet to show, and of VMs given by their short --name label.'}),
     quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
   }
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
-    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const configuredFleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
       const org = await resolveOrg(client, this.flags.org)
@@ -89,7 +90,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
       let selected = view.vms.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
       if (targets.length > 0) {
         selected = targets.flatMap((target) => {
-          const found = findVm(view.vms, target)
+          const found = findVm(view.vms, target, configuredFleet)
           if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
           return found
         })

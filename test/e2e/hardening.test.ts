@@ -9,6 +9,7 @@ import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
+import {writePin} from '../../src/lib/ssh/pins.js'
 import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
@@ -319,5 +320,32 @@ describe('messages', () => {
     const status = await targon(['status'])
     expect(status.stderr).toMatch(/^1 VM, /m)
     expect((await targon(['down', '--all'])).code).toBe(0)
+  })
+})
+
+describe('short names', () => {
+  it('after up --name worker1, status, ssh and down find worker1 within the fleet', async () => {
+    await setup()
+    const up = await targon([...UP, '--name', 'worker1', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    const {uid} = parseJson(up).data.vms[0]
+    const trained = await targon([...UP, '--name', 'worker1', '--fleet', 'train', '--json'])
+    const trainUid = parseJson(trained).data.vms[0].uid
+
+    const status = await targon(['status', 'worker1', '--json'])
+    expect(status.code, status.stdout).toBe(0)
+    expect(parseJson(status).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([uid])
+    expect(parseJson(await targon(['status', 'worker1', '--fleet', 'train', '--json'])).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([trainUid])
+    // A pinned host key, so that ssh --json does not need a live sshd to print the connection.
+    writePin(ctx.configDir, trainUid, '127.0.0.1', 22, 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk8hW1WvWq0cJ8q6yG7Yb8kQ2m4Zx3n5p7r9t1v3x5z')
+    const ssh = await targon(['ssh', 'worker1', '--fleet', 'train', '--json'])
+    expect(ssh.code, ssh.stdout).toBe(0)
+    expect(parseJson(ssh).data.uid).toBe(trainUid)
+    expect((await targon(['status', 'worker2', '--json'])).code).toBe(4)
+
+    const down = await targon(['down', 'worker1', '--json'])
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', uid}])
+    expect(ctx.sim.live().map((workload) => workload.uid)).toEqual([trainUid])
   })
 })
