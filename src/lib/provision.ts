@@ -206,6 +206,7 @@ export class Provisioner {
     }
 
     this.checkPrice(vm, workloadPrice(workload))
+    if (this.request.ttlMs !== undefined) this.applyTtl(vm, workload, this.request.ttlMs)
     vm.skip.add('register')
     if (status !== 'registered') vm.skip.add('deploy')
     if (status === 'running' && workload.state?.public_ip && workload.state.ssh_port) {
@@ -213,6 +214,36 @@ export class Provisioner {
       vm.sshPort = workload.state.ssh_port
       vm.skip.add('wait-running')
     }
+  }
+
+  /**
+   * --ttl given again for an adopted VM replaces its lifetime, counted from now, and says so. A VM adopted from
+   * another machine gets a local record for it (without its password, which only the creating machine knows).
+   */
+  private applyTtl(vm: VmRun, workload: Workload, ttlMs: number): void {
+    const {org} = this.request
+    const name = workload.name ?? (vm.name)
+    const expires = new Date(Date.now() + ttlMs).toISOString()
+    const previous = this.deps.state.readVm(org, name)
+    if (previous) {
+      this.deps.state.updateVm(org, name, {ttl_expires_at: expires})
+    } else {
+      this.deps.state.saveVm({
+        bootstrapped: false,
+        created_at: workload.created_at ?? new Date().toISOString(),
+        fleet: this.request.fleet,
+        host_key: null,
+        max_price: this.request.maxPrice,
+        name,
+        org,
+        password: '',
+        resource: workloadResourceName(workload) ?? null,
+        ttl_expires_at: expires,
+        uid: workload.uid,
+      })
+    }
+
+    this.deps.warn(`${name} exists already: its TTL now ends at ${expires}${previous?.ttl_expires_at ? ` (was ${previous.ttl_expires_at})` : ''}`)
   }
 
   private async create(vm: VmRun, offer: Offer, client: TargonClient): Promise<void> {

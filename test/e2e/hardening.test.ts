@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {writePin} from '../../src/lib/ssh/pins.js'
-import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli} from '../helpers/cli.js'
+import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -347,5 +347,31 @@ describe('short names', () => {
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', uid}])
     expect(ctx.sim.live().map((workload) => workload.uid)).toEqual([trainUid])
+  })
+})
+
+describe('adopting with a new TTL', () => {
+  it('up --name tt --ttl 5m on an existing tt applies the new TTL and says so', async () => {
+    await setup()
+    const first = parseJson(await targon([...UP, '--name', 'tt', '--ttl', '6h', '--json']))
+    const firstExpiry = Date.parse(first.data.vms[0].ttl_expires_at)
+    expect(firstExpiry).toBeGreaterThan(Date.now() + 5 * 3_600_000)
+
+    const again = await targon([...UP, '--name', 'tt', '--ttl', '5m', '--json'])
+    expect(again.code, again.stdout).toBe(0)
+    const doc = parseJson(again)
+    expect(doc.data.vms[0].adopted).toBe(true)
+    const expiry = Date.parse(doc.data.vms[0].ttl_expires_at)
+    expect(expiry).toBeLessThan(Date.now() + 5 * 60_000 + 1000)
+    expect(doc.warnings.join(' ')).toContain(`its TTL now ends at ${doc.data.vms[0].ttl_expires_at} (was ${first.data.vms[0].ttl_expires_at})`)
+    const status = parseJson(await targon(['status', 'tt', '--json']))
+    expect(status.data.vms[0].ttl_expires_at).toBe(doc.data.vms[0].ttl_expires_at)
+
+    // From a fresh config directory (another machine), the TTL is kept in a new local record.
+    const elsewhere = tempDir('targon-config-')
+    const adopted = await targon([...UP, '--name', 'tt', '--ttl', '1h', '--json'], {env: {TARGON_CONFIG_DIR: elsewhere}})
+    expect(adopted.code, adopted.stdout).toBe(0)
+    expect(parseJson(adopted).data.vms[0].ttl_expires_at).not.toBeNull()
+    expect(ctx.sim.live()).toHaveLength(1)
   })
 })
