@@ -222,7 +222,7 @@ export class Provisioner {
    */
   private applyTtl(vm: VmRun, workload: Workload, ttlMs: number): void {
     const {org} = this.request
-    const name = workload.name ?? (vm.name)
+    const name = workload.name ?? vm.name ?? workload.uid
     const expires = new Date(Date.now() + ttlMs).toISOString()
     const previous = this.deps.state.readVm(org, name)
     if (previous) {
