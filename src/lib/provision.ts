@@ -181,6 +181,26 @@ export class Provisioner {
     const offer = this.candidates[0]
     if (!offer) throw this.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
     await this.create(vm, offer, client)
+    if (this.request.label !== undefined) await this.yieldToOlderTwin(vm)
+  }
+
+  /**
+   * Two runs with the same --name (from two machines or config directories) may both have created it. The run
+   * whose workload is newer (created_at, then uid) deletes its registered, never deployed workload and adopts
+   * the older one, which the other run deploys: both report the same VM, and only one bills.
+   */
+  private async yieldToOlderTwin(vm: VmRun): Promise<void> {
+    const ours = vm.uid as string
+    const twins = await this.findByName(vm.name as string)
+    const mine = twins.find((workload) => workload.uid === ours) ?? {created_at: vm.workload?.created_at, uid: ours}
+    const older = twins.filter((workload) => workload.uid !== ours && byAge(workload, mine) < 0).sort(byAge)[0]
+    if (!older) return
+    this.deps.warn(`another run created ${vm.name} at the same time: adopting its ${older.uid} and deleting this run's ${ours}`)
+    if (!(await this.deleteVm(vm)).gone) this.deps.warn(`could not delete this run's duplicate ${ours} (registered, never deployed): delete it with targon down ${ours}`)
+    vm.created = false
+    this.adopt(vm, older)
+    // Still registered: its own run deploys it; deploying it from here too would race that run.
+    vm.skip.add('deploy')
   }
 
   private adopt(vm: VmRun, workload: Workload): void {
@@ -591,6 +611,12 @@ function allRefused(refusals: TargonError[]): TargonError {
   }
 
   return last
+}
+
+/** Oldest first: by created_at (unknown last), then by uid, so that concurrent runs agree on the order. */
+function byAge(a: Pick<Workload, 'created_at' | 'uid'>, b: Pick<Workload, 'created_at' | 'uid'>): number {
+  const time = (workload: Pick<Workload, 'created_at'>) => Date.parse(workload.created_at ?? '') || Number.POSITIVE_INFINITY
+  return time(a) - time(b) || a.uid.localeCompare(b.uid)
 }
 
 function goneError(vm: VmRun): TargonError {

@@ -375,3 +375,25 @@ describe('adopting with a new TTL', () => {
     expect(ctx.sim.live()).toHaveLength(1)
   })
 })
+
+describe('concurrent runs with one name', () => {
+  it('two up --name same from two config directories end with one VM, reported by both', async () => {
+    await setup()
+    // Both runs look the name up before either create is committed.
+    ctx.sim.inject({delayMs: 500, method: 'POST', path: /\/workloads$/, times: 2})
+    const [a, b] = await Promise.all(
+      [tempDir('targon-config-'), tempDir('targon-config-')].map((dir) => targon([...UP, '--name', 'same', '--json'], {env: {TARGON_CONFIG_DIR: dir}})),
+    )
+    expect(a?.code, a?.stdout).toBe(0)
+    expect(b?.code, b?.stdout).toBe(0)
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(2)
+    const [vmA, vmB] = [parseJson(a as CliResult).data.vms[0], parseJson(b as CliResult).data.vms[0]]
+    expect(vmA.uid).toBe(vmB.uid)
+    expect([vmA.adopted, vmB.adopted].sort()).toEqual([false, true])
+    expect(ctx.sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vmA.uid, 'running']])
+    expect(ctx.sim.requests('POST', '/deploy')).toHaveLength(1)
+
+    expect((await targon(['down', '--all', '--json'])).code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+})
