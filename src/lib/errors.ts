@@ -32,7 +32,7 @@ export type InterruptSignal = keyof typeof SIGNAL_EXIT_CODES
 
 export type ErrorCode = keyof typeof EXIT_CODES
 
-/** Exit code of oclif's not-found plugin for an unknown command. */
+/** Exit code for an unknown command (not-found.ts), as oclif's convention has it. */
 export const UNKNOWN_COMMAND_EXIT = 127
 
 export interface ErrorOptions {

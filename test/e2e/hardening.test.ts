@@ -397,3 +397,21 @@ describe('concurrent runs with one name', () => {
     expect(ctx.sim.live()).toEqual([])
   })
 })
+
+describe('stray arguments', () => {
+  it('are a usage error with the JSON envelope, while a mistyped command still gets a suggestion (exit 127)', async () => {
+    await setup()
+    for (const args of [['offers', 'h200'], ['config', 'list', 'extra'], ['config', 'get', 'org', 'extra']]) {
+      const result = await targon([...args, '--json'])
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(parseJson(result).error).toMatchObject({code: 'USAGE', message: `Unexpected argument: ${args.at(-1)}`})
+      expect((await targon(args)).code).toBe(2)
+    }
+
+    for (const [typo, suggestion] of [['offerz', 'offers'], ['confg lst', 'config list']] as const) {
+      const result = await targon(typo.split(' '))
+      expect(result.code).toBe(127)
+      expect(result.stderr).toContain(`Did you mean ${suggestion}?`)
+    }
+  })
+})
