@@ -11,6 +11,10 @@ describe('GPU names', () => {
     expect(gpuKey('NVIDIA-H100 80GB')).toBe('h100')
     expect(gpuKey('h200')).not.toBe(gpuKey('h100'))
     expect(gpuKey('RTX 6000 Ada')).not.toBe('rtx6000b')
+    // Plain rtx6000 is the Ada card; the Blackwell one is always "RTX PRO 6000".
+    expect(new Set(['rtx6000', 'RTX 6000 Ada', 'NVIDIA RTX 6000 Ada Generation', 'RTX-6000-ADA'].map((name) => gpuKey(name)))).toEqual(new Set(['rtx6000ada']))
+    expect(gpuKey('NVIDIA RTX PRO 6000 Blackwell Server Edition')).toBe('rtx6000b')
+    expect(gpuKey('RTX A6000')).not.toBe(gpuKey('rtx6000'))
   })
 
   it('strips vendor prefixes for display', () => {
@@ -28,7 +32,7 @@ describe('normalizeOffer', () => {
       name: 'x',
       spec: {cpu_millicores: 8000, gpu_count: 2, gpu_model: 'H100', gpu_type: 'OLD', memory: 1, memory_mib: 2048, vcpu: 99},
     })
-    expect(normalizeOffer(both)).toMatchObject({gpu_count: 2, gpu_memory_gib: 80, gpu_model: 'H100', memory_mib: 2048, vcpus: 8})
+    expect(normalizeOffer(both)).toMatchObject({gpu_count: 2, gpu_memory_gb: 80, gpu_model: 'H100', memory_mib: 2048, vcpus: 8})
     const v2 = RawOfferSchema.parse({cost_per_hour: 1, gpu: true, name: 'y', spec: {gpu_type: 'H200', memory: 1000, storage: 0, vcpu: 12}})
     expect(normalizeOffer(v2, 0.5)).toMatchObject({available: null, disk_mib: null, gpu_count: null, gpu_model: 'H200', memory_mib: 1000, vcpus: 12, within_cap: false})
     const cpu = RawOfferSchema.parse({cost_per_hour: 0.1, gpu: false, name: 'cpu-small'})
