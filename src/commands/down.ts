@@ -65,7 +65,7 @@ it proceeds. Exit code 0 only when every selected VM is confirmed gone; 11 other
         dryRun: flags['dry-run'],
         ignoreMissing: flags['ignore-missing'],
         parallel: flags.parallel,
-        onResult: (deleted) => this.info(`${deleted.action}: ${deleted.name ?? deleted.uid} (${deleted.uid})`),
+        onResult: (deleted) => this.info(`${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}`),
         selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},
         warn: (message) => this.addWarning(message),
       })

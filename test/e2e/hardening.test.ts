@@ -5,13 +5,14 @@
  * the simulator's ledger.
  */
 import {spawn} from 'node:child_process'
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {writePin} from '../../src/lib/ssh/pins.js'
-import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, type CliOptions, type CliResult, ROOT, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {SEED_OFFERS} from '../simulator/seed.js'
 
 const ctx = useFreshSimulator()
 const setup = ctx.setup
@@ -412,6 +413,69 @@ describe('stray arguments', () => {
       const result = await targon(typo.split(' '))
       expect(result.code).toBe(127)
       expect(result.stderr).toContain(`Did you mean ${suggestion}?`)
+    }
+  })
+})
+
+describe('small truths', () => {
+  it('status shows the GPUs like up does, from the inventory when the listing names only the resource', async () => {
+    await setup({resourceDetail: false})
+    expect((await targon(UP)).code).toBe(0)
+    const status = parseJson(await targon(['status', '--json']))
+    expect(status.data.vms[0]).toMatchObject({gpu_count: 1, gpu_model: 'RTX-PRO-6000B', resource: 'rtx6000b-small'})
+    expect((await targon(['status'])).stdout).toContain('1x RTX-PRO-6000B')
+  })
+
+  it('offers: --gpu rtx6000 is the RTX 6000 Ada, and memory per GPU is labelled GB', async () => {
+    const ada = {available: 3, cost_per_hour: 0.99, disk_mib: 102_400, display_name: 'RTX 6000 Ada', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-RTX-6000-Ada-Generation', memory_mib: 64_000, name: 'rtx6000ada-small', vcpus: 16}
+    await setup({offers: [...SEED_OFFERS, ada]})
+    const resources = async (gpu: string) => parseJson(await targon(['offers', '--gpu', gpu, '--json'])).data.offers.map((offer: {resource: string}) => offer.resource)
+    expect(await resources('rtx6000')).toEqual(['rtx6000ada-small'])
+    expect(await resources('rtx6000b')).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
+    const table = (await targon(['offers'])).stdout.split('\n')
+    expect(table[0]?.split('\t')[3]).toBe('GPU_GB')
+    expect(table.find((line) => line.startsWith('rtx6000ada-small'))?.split('\t')[3]).toBe('48')
+  })
+
+  it('a terminal without cursor control or width gets plain progress lines', async () => {
+    await setup()
+    for (const [term, setup] of [['dumb', 'stty cols 120'], ['xterm', 'stty cols 0']]) {
+      // script(1) runs targon on a pseudo-terminal, as a user's shell would.
+      const result = await targonShell(`script -qec "${setup}; node ${BIN} ${UP.join(' ')}" /dev/null`, {TERM: term})
+      expect(result.code, result.stdout).toBe(0)
+      expect(result.stdout).not.toContain('\u001B[')
+      expect(result.stdout).toMatch(/^\S+ register\r?$/m)
+    }
+  })
+
+  it('status --dstack-fleet without an eligible VM warns and exits 4', async () => {
+    await setup()
+    expect((await targon(UP)).code).toBe(0)
+    const result = await targon(['status', '--dstack-fleet', '--json'])
+    expect(result.code).toBe(4)
+    expect(parseJson(result).error.code).toBe('NOT_FOUND')
+    const human = await targon(['status', '--dstack-fleet'])
+    expect(human.code).toBe(4)
+    expect(human.stdout).toBe('')
+    expect(human.stderr).toContain('Warning: 1 VM of fleet default is not bootstrapped and running')
+  })
+
+  it('down names an unnamed uid once', async () => {
+    await setup()
+    const {uid} = parseJson(await targon([...UP, '--json'])).data.vms[0]
+    expect((await targon(['down', uid])).code).toBe(0)
+    const again = await targon(['down', uid])
+    expect(again.stderr).toContain(`already-gone: ${uid}\n`)
+  })
+
+  it('the key files have the modes the README states', async () => {
+    await setup()
+    expect((await targon(UP)).code).toBe(0)
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    for (const file of ['keys/id_ed25519', 'keys/id_ed25519.pub']) {
+      const row = new RegExp(`^\\| \`${file.replaceAll('.', '\\.')}\` \\|.*\\| (0[0-7]{3}) \\|$`, 'm').exec(readme)
+      expect(row, file).not.toBeNull()
+      expect((statSync(join(ctx.configDir, file)).mode & 0o777).toString(8).padStart(4, '0'), file).toBe(row?.[1])
     }
   })
 })
