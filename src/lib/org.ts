@@ -1,15 +1,21 @@
 /** Which organization a command acts on: --org / TARGON_ORG, then config, then discovery. */
 import type {TargonClient} from './api/client.js'
 import {ORG_SLUG, readConfigValue} from './config-values.js'
-import {TargonError} from './errors.js'
+import {TargonError, usageError} from './errors.js'
 
-export async function resolveOrg(client: TargonClient, fromFlagOrEnv: string | undefined): Promise<string> {
-  const explicit = fromFlagOrEnv ?? (await readConfigValue('org'))
+/**
+ * A malformed --org is a usage error (exit 2); a malformed TARGON_ORG or config value, or an org the key does
+ * not know, is a configuration error (exit 3).
+ */
+export async function resolveOrg(client: TargonClient, fromFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (fromFlag !== undefined && !ORG_SLUG.test(fromFlag)) throw usageError(`--org "${fromFlag}" is not a valid slug`, 'use lowercase letters, digits and hyphens, e.g. --org acme')
+  const fromEnv = env.TARGON_ORG?.trim() || undefined
+  if (fromFlag === undefined && fromEnv !== undefined && !ORG_SLUG.test(fromEnv)) {
+    throw new TargonError('CONFIG', `TARGON_ORG "${fromEnv}" is not a valid slug`, {hint: 'use lowercase letters, digits and hyphens, e.g. export TARGON_ORG=acme'})
+  }
+
+  const explicit = fromFlag ?? fromEnv ?? (await readConfigValue('org'))
   if (explicit !== undefined) {
-    if (!ORG_SLUG.test(explicit)) {
-      throw new TargonError('CONFIG', `org "${explicit}" is not a valid slug`, {hint: 'use lowercase letters, digits and hyphens in --org, TARGON_ORG or targon config set org, e.g. acme'})
-    }
-
     await assertVisible(client, explicit)
     return explicit
   }

@@ -144,7 +144,7 @@ describe('TARGON_API_URL', () => {
 })
 
 describe('org', () => {
-  it('a malformed, unknown or inaccessible org is CONFIG (exit 3), from the environment, a flag or the config file', async () => {
+  it('a malformed org from the environment or config file, or an unknown or inaccessible one, is CONFIG (exit 3)', async () => {
     await setup()
     const cases: [string[], Record<string, string>][] = [
       [['status', '--json'], {TARGON_ORG: 'Bad_Org'}],
@@ -159,6 +159,8 @@ describe('org', () => {
     }
 
     expect(parseJson(await targon(['status', '--json'], {env: {TARGON_ORG: 'nosuchorg'}})).error.hint).toContain('acme')
+    // A malformed --org is a bad flag value: a usage error.
+    expect(parseJson(await targon(['status', '--json', '--org', 'Bad_Org'])).error).toMatchObject({code: 'USAGE', exit_code: 2})
     expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
     expect((await targon(['status', '--json'], {env: {TARGON_ORG: 'acme'}})).code).toBe(0)
   })
