@@ -49,11 +49,15 @@ otherwise, with a per-VM result.`
     all: Flags.boolean({default: false, summary: 'Every VM this tool created (all fleets).'}),
     'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
-    expired: Flags.boolean({default: false, summary: 'VMs whose --ttl has run out.'}),
+    expired: Flags.boolean({
+      default: false,
+      description: 'TTLs are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than there, e.g. in cron.',
+      summary: 'VMs whose --ttl has run out (TTLs are local: see below).',
+    }),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
     parallel: Flags.integer({default: MAX_MUTATIONS_IN_FLIGHT, max: MAX_MUTATIONS_IN_FLIGHT, min: 1, summary: 'Deletions in flight at once (lower it if the API rate-limits you).'}),
-    'older-than': Flags.string({summary: 'Only VMs older than this, e.g. 6h (alone: all of this tool\'s VMs older than that).'}),
+    'older-than': Flags.string({summary: 'Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool\'s VMs older than that). Uses the API\'s creation time, so it works from any machine.'}),
     'wake-registered': Flags.boolean({
       default: false,
       summary: 'Also deploy never-deployed (registered) leftovers briefly so that Targon deletes them.',

@@ -75,7 +75,7 @@ By default only offers with capacity available now are shown, cheapest first.`
           {header: 'RESOURCE', value: (offer) => offer.resource},
           {header: 'GPU', value: (offer) => dash(offer.gpu_model)},
           {align: 'right', header: 'GPUS', value: (offer) => dash(offer.gpu_count)},
-          {align: 'right', header: 'GPU_GIB', value: (offer) => dash(offer.gpu_memory_gib)},
+          {align: 'right', header: 'GPU_GB', value: (offer) => dash(offer.gpu_memory_gb)},
           {align: 'right', header: 'VCPU', value: (offer) => dash(offer.vcpus)},
           {align: 'right', header: 'RAM_GIB', value: (offer) => gib(offer.memory_mib)},
           {align: 'right', header: 'DISK_GIB', value: (offer) => gib(offer.disk_mib)},

@@ -7,7 +7,8 @@ import {TargonError, usageError} from '../lib/errors.js'
 import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
 import {type KnownVm, findVm, snapshot} from '../lib/inventory.js'
 import {resolveOrg} from '../lib/org.js'
-import {configDir, readConfigValue} from '../lib/settings.js'
+import {readConfigValue} from '../lib/config-values.js'
+import {configDir} from '../lib/settings.js'
 import {LocalState} from '../lib/state.js'
 import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
@@ -40,17 +41,18 @@ the API on every call. With a command, targon exits with the remote exit code (2
 
   static examples = [
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},
+    {command: '<%= config.bin %> ssh worker1', description: 'A VM by the label it got from up --name worker1 (in the default or --fleet fleet)'},
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa -- nvidia-smi -L', description: 'Run one command'},
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa --print', description: 'Print the ssh command line instead'},
     {command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf', description: 'Host entries for every VM of the fleet (use with Include)'},
   ]
 
-  static args = {vm: Args.string({ignoreStdin: true, description: 'VM name or uid', required: false})}
+  static args = {vm: Args.string({ignoreStdin: true, description: 'VM name, uid or --name label', required: false})}
   static strict = false
 
   static flags = {
     config: Flags.boolean({default: false, summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
-    fleet: Flags.string({summary: 'With --config: the fleet (default: config, else "default").'}),
+    fleet: Flags.string({summary: 'The fleet of --config, and of a VM given by its short --name label (default: config, else "default").'}),
     print: Flags.boolean({default: false, summary: 'Print the ssh command line instead of running it.'}),
   }
 
@@ -64,8 +66,8 @@ the API on every call. With a command, targon exits with the remote exit code (2
       const state = new LocalState(dir)
       const view = await snapshot(client, org, state)
       const vms = view.vms.filter((vm) => !vm.gone)
+      const fleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
       if (this.flags.config) {
-        const fleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
         const hosts: SshResult[] = []
         for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')) hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
@@ -73,7 +75,7 @@ the API on every call. With a command, targon exits with the remote exit code (2
         return {config, fleet, hosts}
       }
 
-      const matches = findVm(vms, target as string)
+      const matches = findVm(vms, target as string, fleet)
       if (matches.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
       if (matches.length > 1) throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`})
       const result = await this.prepare(matches[0] as KnownVm, dir, command)

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import * as z from 'zod'
 
+import type {TargonClient} from '../lib/api/client.js'
 import {connect} from '../lib/api/connect.js'
 import {BaseCommand} from '../lib/base-command.js'
 import {TargonError} from '../lib/errors.js'
@@ -8,13 +9,14 @@ import {DEFAULT_FLEET, validateFleet} from '../lib/fleet.js'
 import {join} from 'node:path'
 
 import {type DstackFleet, DstackFleetSchema, dstackFleet} from '../lib/dstack.js'
-import {displayGpuModel} from '../lib/offers.js'
+import {type Offer, displayGpuModel, normalizeOffer} from '../lib/offers.js'
 import {keyDir} from '../lib/ssh-key.js'
 import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/inventory.js'
 import {resolveOrg} from '../lib/org.js'
-import {dash, renderTable, usd} from '../lib/output.js'
+import {countOf, dash, renderTable, usd} from '../lib/output.js'
 import {formatDuration} from '../lib/parse.js'
-import {configDir, readConfigValue} from '../lib/settings.js'
+import {readConfigValue} from '../lib/config-values.js'
+import {configDir} from '../lib/settings.js'
 import {LocalState} from '../lib/state.js'
 
 export const StatusVmSchema = z.object({
@@ -72,21 +74,22 @@ of this tool with no local record (server-only, e.g. created on another machine)
     {command: '<%= config.bin %> status --dstack-fleet --fleet train > fleet.dstack.yml && dstack apply -f fleet.dstack.yml', description: 'Hand the bootstrapped VMs of fleet "train" to dstack'},
   ]
 
-  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names or uids (default: all of the fleet)', required: false})}
+  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names, uids or --name labels of the fleet (default: all of the fleet)', required: false})}
   static strict = false
 
   static flags = {
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
     'show-deleted': Flags.boolean({default: false, summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).'}),
-    'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs.'}),
-    fleet: Flags.string({summary: 'Fleet to show.'}),
+    'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs; exit 4 when there are none.'}),
+    fleet: Flags.string({summary: 'Fleet to show, and of VMs given by their short --name label.'}),
     quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
   }
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
-    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const configuredFleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
       const org = await resolveOrg(client, this.flags.org)
@@ -98,14 +101,15 @@ of this tool with no local record (server-only, e.g. created on another machine)
       let selected = shown.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
       if (targets.length > 0) {
         selected = targets.flatMap((target) => {
-          const found = findVm(shown, target)
+          const found = findVm(shown, target, configuredFleet)
           if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
           return found
         })
       }
 
       const now = Date.now()
-      const vms = selected.map((vm) => toStatusVm(vm, now))
+      const offers = selected.some((vm) => !gpuModelOf(vm)) ? await this.offersByResource(client) : new Map<string, Offer>()
+      const vms = selected.map((vm) => toStatusVm(vm, now, offers))
       const drift = [
         ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
         ...view.localOnly.filter((record) => targets.length === 0 && (fleet === null || record.fleet === fleet)).map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
@@ -136,10 +140,26 @@ of this tool with no local record (server-only, e.g. created on another machine)
     }
   }
 
+  /** The inventory's offers by resource name: GPUs for workloads whose listing names only their resource. */
+  private async offersByResource(client: TargonClient): Promise<Map<string, Offer>> {
+    try {
+      return new Map((await client.inventory()).offers.map((raw) => [raw.name, normalizeOffer(raw)]))
+    } catch (error) {
+      this.addWarning(`GPU models unknown: the inventory could not be read (${(error as Error).message})`)
+      return new Map()
+    }
+  }
+
   private dstackFleet(fleet: string, vms: StatusVm[]): DstackFleet {
     const ready = vms.filter((vm) => vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port)
     const skipped = vms.length - ready.length
-    if (skipped > 0) this.addWarning(`${skipped} VM(s) of fleet ${fleet} are not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+    if (skipped > 0) this.addWarning(`${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+    // A fleet file without hosts would only fail later, in dstack apply.
+    if (ready.length === 0) {
+      throw new TargonError('NOT_FOUND', `no VM of fleet ${fleet} is bootstrapped and running: there is no dstack fleet to print`, {
+        hint: `rent one with targon up <resource> --fleet ${fleet}, or finish one with targon up --name <vm> --fleet ${fleet}`,
+      })
+    }
     const fleetFile = dstackFleet(fleet, join(keyDir(configDir()), 'id_ed25519'), ready.map((vm) => ({hostname: vm.public_ip as string, name: vm.name, port: vm.ssh_port as number, uid: vm.uid})))
     for (const ip of fleetFile.shared_ips) {
       this.addWarning(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
@@ -186,16 +206,22 @@ of this tool with no local record (server-only, e.g. created on another machine)
     )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
-    this.info(`${count} VM${count === 1 ? '' : 's'}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
+    this.info(`${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
   }
 }
 
-function toStatusVm(vm: KnownVm, now: number): StatusVm {
+function gpuModelOf(vm: KnownVm): string | undefined {
+  return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
+}
+
+function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): StatusVm {
   const {workload, record} = vm
+  const resource = vmResource(vm)
+  const offer = resource === null ? undefined : offers.get(resource)
   const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
   const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
   const price = vmPrice(vm)
-  const gpuModel = workload.resource?.gpu_model ?? workload.resource?.gpu_type
+  const gpuModel = gpuModelOf(vm) ?? offer?.gpu_model
   const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
   return {
     age_seconds: ageSeconds,
@@ -205,14 +231,14 @@ function toStatusVm(vm: KnownVm, now: number): StatusVm {
     deleted: vm.gone,
     estimated_cost_usd: ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
     fleet: vm.fleet,
-    gpu_count: workload.resource?.gpu_count ?? null,
+    gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
     gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
     local_record: record ? 'present' : 'missing',
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
     price_per_hour: price,
     public_ip: workload.state?.public_ip ?? null,
-    resource: vmResource(vm),
+    resource,
     ssh_port: workload.state?.ssh_port ?? null,
     status: vm.status,
     ttl_expires_at: record?.ttl_expires_at ?? null,

@@ -9,7 +9,8 @@ import {guardInterrupts} from '../lib/interrupt.js'
 import {dash, renderTable, usd} from '../lib/output.js'
 import {parseDuration, parsePrice} from '../lib/parse.js'
 import {ON_FAILURE, type OnFailure, type VmRun} from '../lib/provision.js'
-import {configDir, readConfigValue} from '../lib/settings.js'
+import {readConfigValue} from '../lib/config-values.js'
+import {configDir, shimHealthTimeoutMs} from '../lib/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/teardown.js'
 import {DEFAULT_IMAGE, type UpResult, runUp} from '../lib/up.js'
 
@@ -23,11 +24,12 @@ project SSH key with the org (once), creates and deploys the VM and waits until 
 SSH (each step skipped when present; a marker makes a repeat a fast no-op) and starts the dstack shim.
 Phases: register, deploy, wait-running, install, shim-start.
 
-If anything fails or you press Ctrl-C, what this run created is deleted (--on-failure auto) and followed until it
-no longer bills. That clean-up has its own budget of ${CLEANUP_BUDGET_MS / 60_000} minutes per VM, not bounded by --timeout, so
-that a suspended or crashed VM can be woken and deleted (Targon deletes only a running VM). A registered
-workload whose DELETE Targon refuses does not run; it is named in the output, and targon down retries it.
-Re-running with the same --name adopts the existing VM instead of creating a second one.`
+If anything fails or a signal arrives (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT), what this run created is deleted
+(--on-failure auto) and followed until it no longer bills; a signal then exits 128 + its number (130 for Ctrl-C).
+That clean-up has its own budget of ${CLEANUP_BUDGET_MS / 60_000} minutes per VM, not bounded by --timeout, so that a suspended or crashed
+VM can be woken and deleted (Targon deletes only a running VM). A registered workload whose DELETE Targon refuses
+does not run; it is named in the output, and targon down retries it. Re-running with the same --name adopts the
+existing VM instead of creating a second one.`
 
   static examples = [
     {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},
@@ -57,8 +59,11 @@ Re-running with the same --name adopts the existing VM instead of creating a sec
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
     }),
-    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit, e.g. 30m (wait-running alone is capped at 20m).'}),
-    ttl: Flags.string({summary: 'Lifetime, e.g. 6h; recorded and enforced by targon down --expired.'}),
+    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m).'}),
+    ttl: Flags.string({
+      description: 'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
+      summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by targon down --expired.',
+    }),
   }
 
   public async run(): Promise<UpResult> {
@@ -73,6 +78,8 @@ Re-running with the same --name adopts the existing VM instead of creating a sec
     const maxPrice = flags['max-price'] ?? (await configuredPrice())
     if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
     const fleet = validateFleet(flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    // Checked before anything is rented, not when shim-start reads it.
+    if (flags.bootstrap && flags.shim) shimHealthTimeoutMs()
 
     let tracked: VmRun[] = []
     const guard = guardInterrupts(() => {
@@ -109,7 +116,8 @@ Re-running with the same --name adopts the existing VM instead of creating a sec
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         warn: (message) => this.addWarning(message),
       })
-      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed and was rolled back: ${failure.error.message}`)
+      const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.action === 'deleted' || deleted.action === 'already-gone').map((deleted) => deleted.uid))
+      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`)
       if (!this.jsonEnabled()) this.render(result)
       return result
     } finally {

@@ -31,10 +31,10 @@ export interface ErrorEnvelope {
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static baseFlags = {
+    // TARGON_ORG is read by resolveOrg, not by oclif: a bad value there is a configuration error, not a usage one.
     org: Flags.string({
-      env: 'TARGON_ORG',
       helpGroup: 'GLOBAL',
-      summary: 'Targon organization slug (default: config, or the only org of the API key).',
+      summary: 'Targon organization slug (default: TARGON_ORG, then config, then the only org of the API key).',
     }),
     verbose: Flags.boolean({default: false, 
       aliases: ['debug'],

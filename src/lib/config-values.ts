@@ -1,24 +1,37 @@
 /**
  * `targon config`: validated user settings in the 0600 config file (conf). The API key is
- * read from stdin or a hidden prompt, never from argv, and never printed unmasked.
+ * read from stdin or a hidden prompt, never from argv, and never printed unmasked. A value
+ * read back from the file, hand-edited or not, passes the same validation as `config set`.
  */
 import * as z from 'zod'
 
 import {validateDstackVersion} from './bootstrap/runner.js'
-import {usageError} from './errors.js'
+import {TargonError, usageError} from './errors.js'
 import {validateFleet} from './fleet.js'
 import {parsePrice} from './parse.js'
-import {CONFIG_KEYS, type ConfigKey, configFilePath, ensureConfigDir, openConfig} from './settings.js'
+import {CONFIG_KEYS, type ConfigKey, configDir, configFilePath, ensureConfigDir, openConfig, readStoredValue} from './settings.js'
+
+/** An organization slug (the API's own rule). */
+export const ORG_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
+/** Printable ASCII without spaces: anything else cannot travel in an HTTP header and would fail as a network error. */
+const API_KEY = /^[\x21-\x7e]{8,}$/
+
+/** The JSON name of a setting: api-key → api_key. */
+function jsonKey(key: ConfigKey): string {
+  return key.replaceAll('-', '_')
+}
 
 export const ConfigResultSchema = z.object({
   path: z.string(),
-  values: z.record(z.string(), z.string().nullable()).describe('api-key is masked'),
+  values: z
+    .object(Object.fromEntries(CONFIG_KEYS.map((key) => [jsonKey(key), z.string().nullable().optional()])))
+    .describe('by setting, null when unset; api_key is masked'),
 })
 export type ConfigResult = z.infer<typeof ConfigResultSchema>
 
 const VALIDATORS: Record<ConfigKey, (value: string) => string> = {
   'api-key': (value) => {
-    if (!/^\S{8,}$/.test(value)) throw usageError('that API key looks wrong (empty, too short or with spaces)', 'paste the whole key from targon.com')
+    if (!API_KEY.test(value)) throw usageError('that API key looks wrong (too short, or with spaces, control or non-ASCII characters)', 'paste the whole key from targon.com')
     return value
   },
   'dstack-version': (value) => validateDstackVersion(value),
@@ -29,7 +42,7 @@ const VALIDATORS: Record<ConfigKey, (value: string) => string> = {
   },
   'max-price': (value) => String(parsePrice(value, 'max-price')),
   org: (value) => {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(value)) throw usageError(`org "${value}" is not a valid slug`, 'use lowercase letters, digits and hyphens')
+    if (!ORG_SLUG.test(value)) throw usageError(`org "${value}" is not a valid slug`, 'use lowercase letters, digits and hyphens')
     return value
   },
 }
@@ -39,28 +52,66 @@ export function parseKey(key: string): ConfigKey {
   return key as ConfigKey
 }
 
-export function mask(key: ConfigKey, value: string | undefined): string | null {
+function mask(key: ConfigKey, value: string | undefined): string | null {
   if (value === undefined) return null
   return key === 'api-key' ? `${'*'.repeat(8)}${value.slice(-4)}` : value
 }
 
-export async function readValues(dir: string): Promise<ConfigResult> {
-  const config = await openConfig(dir)
+/**
+ * One setting from the config file, validated as `config set` would; undefined when unset. A bad value is
+ * CONFIG (exit 3) naming the key. A number is accepted for max-price, where a number is meant.
+ */
+export async function readConfigValue(key: ConfigKey, dir = configDir()): Promise<string | undefined> {
+  const stored = await readStoredValue(key, dir)
+  if (stored === undefined || stored === null || stored === '') return undefined
+  const fix = key === 'api-key' ? 'run targon config set api-key' : `run targon config set ${key} <value>, or targon config unset ${key}`
+  const value = typeof stored === 'number' && key === 'max-price' ? String(stored) : stored
+  if (typeof value !== 'string') {
+    throw new TargonError('CONFIG', `config file ${configFilePath(dir)}: ${key} must be a string, not ${Array.isArray(value) ? 'an array' : typeof value}`, {hint: fix})
+  }
+
+  try {
+    return VALIDATORS[key](value)
+  } catch (error) {
+    throw new TargonError('CONFIG', `config file ${configFilePath(dir)}: ${key}: ${(error as Error).message}`, {hint: fix})
+  }
+}
+
+export async function resolveApiKey(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const fromEnv = env.TARGON_API_KEY?.trim()
+  if (fromEnv) {
+    if (!API_KEY.test(fromEnv)) {
+      throw new TargonError('CONFIG', 'TARGON_API_KEY is not an API key: too short, or with spaces, control or non-ASCII characters', {hint: 'export the whole key from targon.com, without quotes or line breaks'})
+    }
+
+    return fromEnv
+  }
+
+  const fromConfig = await readConfigValue('api-key')
+  if (fromConfig) return fromConfig
+  throw new TargonError('AUTH', 'no Targon API key is configured', {
+    hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
+  })
+}
+
+/** The given settings of the file (all by default), masked, under their JSON names. */
+export async function readValues(dir: string, keys: readonly ConfigKey[] = CONFIG_KEYS): Promise<ConfigResult> {
   const values: Record<string, string | null> = {}
-  for (const key of CONFIG_KEYS) values[key] = mask(key, config.get(key))
+  for (const key of keys) values[jsonKey(key)] = mask(key, await readConfigValue(key, dir))
   return {path: configFilePath(dir), values}
 }
 
+/** Stores a setting; the result shows that setting only, so that a bad value elsewhere in the file cannot fail it. */
 export async function setValue(dir: string, key: ConfigKey, raw: string): Promise<ConfigResult> {
   const value = VALIDATORS[key](raw.trim())
   ensureConfigDir(dir)
   const config = await openConfig(dir)
   config.set(key, value)
-  return readValues(dir)
+  return readValues(dir, [key])
 }
 
 export async function unsetValue(dir: string, key: ConfigKey): Promise<ConfigResult> {
   const config = await openConfig(dir)
   config.delete(key)
-  return readValues(dir)
+  return readValues(dir, [key])
 }

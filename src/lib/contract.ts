@@ -32,7 +32,7 @@ export const ErrorEnvelopeSchema = z.object({
   command: z.string(),
   error: z.object({
     code: z.string().describe('machine code, e.g. PRICE_CAP_EXCEEDED'),
-    exit_code: z.number(),
+    exit_code: z.number().describe('as in the README table; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM'),
     message: z.string(),
     hint: z.string().nullable(),
     http_status: z.number().nullable(),

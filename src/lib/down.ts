@@ -10,6 +10,7 @@ import {workloadStatus} from './api/schemas.js'
 import {TargonError} from './errors.js'
 import {type KnownVm, findVm, snapshot} from './inventory.js'
 import {judge} from './lifecycle.js'
+import {countOf} from './output.js'
 import {removePin} from './ssh/pins.js'
 import type {LocalState, VmRecord} from './state.js'
 import {type DeleteResult, DeleteResultSchema, type DeleteTarget, deleteWorkloads} from './teardown.js'
@@ -158,11 +159,12 @@ export async function runDown(client: TargonClient, cleanupClient: TargonClient,
     throw new TargonError('INTERRUPTED', `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`, {
       data: result,
       hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
+      signal: reason.signal,
     })
   }
 
   if (survivors.length > 0) {
-    throw new TargonError('PARTIAL_FAILURE', `${survivors.length} of ${verified.length} VMs still bill: ${survivors.join(', ')}`, {
+    throw new TargonError('PARTIAL_FAILURE', `${survivors.length} of ${countOf(verified.length, 'VM')} still ${survivors.length === 1 ? 'bills' : 'bill'}: ${survivors.join(', ')}`, {
       data: result,
       hint: `run targon down ${survivors.join(' ')} again; if it persists, contact Targon support`,
     })

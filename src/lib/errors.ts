@@ -22,12 +22,17 @@ export const EXIT_CODES = {
   NO_CAPACITY: 10,
   INSUFFICIENT_CREDITS: 10,
   PARTIAL_FAILURE: 11,
+  /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
   INTERRUPTED: 130,
 } as const
 
+/** The signals that interrupt a run and clean up, and their exit codes: 128 + the signal number. */
+export const SIGNAL_EXIT_CODES = {SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143} as const
+export type InterruptSignal = keyof typeof SIGNAL_EXIT_CODES
+
 export type ErrorCode = keyof typeof EXIT_CODES
 
-/** Exit code of oclif's not-found plugin for an unknown command. */
+/** Exit code for an unknown command (not-found.ts), as oclif's convention has it. */
 export const UNKNOWN_COMMAND_EXIT = 127
 
 export interface ErrorOptions {
@@ -40,6 +45,8 @@ export interface ErrorOptions {
   /** Partial results or the clean-up outcome that accompany the error in the JSON envelope. */
   data?: Record<string, unknown>
   cause?: unknown
+  /** For INTERRUPTED: the signal, which decides the exit code. */
+  signal?: InterruptSignal
 }
 
 export class TargonError extends Error {
@@ -51,6 +58,7 @@ export class TargonError extends Error {
   resource?: {uid?: string; name?: string}
   readonly details?: Record<string, unknown>
   data?: Record<string, unknown>
+  readonly signal?: InterruptSignal
 
   constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : {cause: options.cause})
@@ -63,10 +71,11 @@ export class TargonError extends Error {
     this.resource = options.resource
     this.details = options.details
     this.data = options.data
+    this.signal = options.signal
   }
 
   get exitCode(): number {
-    return EXIT_CODES[this.code]
+    return this.code === 'INTERRUPTED' && this.signal ? SIGNAL_EXIT_CODES[this.signal] : EXIT_CODES[this.code]
   }
 }
 

@@ -1,37 +1,52 @@
 /**
- * Ctrl-C and SIGTERM for long-running commands: the first signal aborts the shared
- * AbortController so that every wait and request stops and clean-up can run; a second
- * one exits 130 at once, after saying what may be left behind.
+ * Signals for long-running commands: the first SIGINT, SIGTERM, SIGHUP (a closed terminal or dropped SSH
+ * session) or SIGQUIT aborts the shared AbortController so that every wait and request stops and clean-up can
+ * run; the command then exits 128 + the signal's number. A second signal exits at once, after saying what may
+ * be left behind.
  */
-import {TargonError} from './errors.js'
+import {type InterruptSignal, SIGNAL_EXIT_CODES, TargonError} from './errors.js'
 
 export interface InterruptGuard {
   signal: AbortSignal
   dispose: () => void
 }
 
+const SIGNALS = Object.keys(SIGNAL_EXIT_CODES) as InterruptSignal[]
+
 export function guardInterrupts(describeLeftovers: () => string[]): InterruptGuard {
   const controller = new AbortController()
   let count = 0
-  const onSignal = (name: NodeJS.Signals) => {
+  const onSignal = (name: InterruptSignal) => {
     count++
     if (count === 1) {
       process.stderr.write(`\n${name} received: stopping and cleaning up (send it again to exit at once)\n`)
-      controller.abort(new TargonError('INTERRUPTED', `interrupted by ${name}`, {hint: 'run targon status to see what is left'}))
+      controller.abort(new TargonError('INTERRUPTED', `interrupted by ${name}`, {hint: 'run targon status to see what is left', signal: name}))
       return
     }
 
     for (const line of describeLeftovers()) process.stderr.write(`${line}\n`)
-    process.exit(130)
+    process.exit(SIGNAL_EXIT_CODES[name])
   }
 
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  for (const name of SIGNALS) process.on(name, onSignal)
   return {
     dispose() {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
+      for (const name of SIGNALS) process.off(name, onSignal)
     },
     signal: controller.signal,
   }
+}
+
+/** setTimeout's limit (about 24.8 days); a longer delay would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * A signal that aborts with `reason()` after `ms`, e.g. a run's --timeout, so that every request and wait tied
+ * to it stops. Longer than setTimeout allows counts as never.
+ */
+export function abortAfter(ms: number, reason: () => Error): InterruptGuard {
+  const controller = new AbortController()
+  const timer = ms <= MAX_TIMER_MS ? setTimeout(() => controller.abort(reason()), ms) : undefined
+  timer?.unref()
+  return {dispose: () => clearTimeout(timer), signal: controller.signal}
 }

@@ -4,7 +4,7 @@
  */
 import type {TargonClient} from './api/client.js'
 import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from './api/schemas.js'
-import {fleetOf} from './fleet.js'
+import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './fleet.js'
 import {judge} from './lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from './state.js'
 
@@ -52,9 +52,15 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   return {localOnly, problems, vms}
 }
 
-/** Finds a VM by exact uid or name. */
-export function findVm(vms: KnownVm[], target: string): KnownVm[] {
-  return vms.filter((vm) => vm.uid === target || vm.name === target)
+/**
+ * Finds the VMs a user named: by exact uid or name, else by the short label that `up --name` took within the
+ * fleet (worker1 is tcli-<fleet>-worker1).
+ */
+export function findVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): KnownVm[] {
+  const exact = vms.filter((vm) => vm.uid === target || vm.name === target)
+  if (exact.length > 0) return exact
+  const labelled = `${NAME_PREFIX}${fleet}-${target}`
+  return vms.filter((vm) => vm.name === labelled)
 }
 
 export function vmPrice(vm: KnownVm): number | null {

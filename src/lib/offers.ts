@@ -12,7 +12,7 @@ export const OfferSchema = z.object({
   display_name: z.string().nullable(),
   gpu_model: z.string().nullable().describe('normalized, vendor prefix stripped'),
   gpu_count: z.number().nullable(),
-  gpu_memory_gib: z.number().nullable().describe('per GPU, where the model is known'),
+  gpu_memory_gb: z.number().nullable().describe('per GPU in GB, as the vendor states it, where the model is known'),
   vcpus: z.number().nullable(),
   memory_mib: z.number().nullable(),
   disk_mib: z.number().nullable(),
@@ -35,21 +35,24 @@ export interface OfferFilter {
 interface GpuFamily {
   key: string
   label: string
-  memoryGib: number
+  /** Per GPU, in GB as the vendor states it. */
+  memoryGb: number
   aliases: string[]
 }
 
 /** Known GPU models; keys are canonical match keys (see gpuKey). */
 const GPU_FAMILIES: GpuFamily[] = [
-  {aliases: ['rtx6000', 'rtx6000blackwell'], key: 'rtx6000b', label: 'RTX PRO 6000 Blackwell', memoryGib: 96},
-  {aliases: [], key: 'h100', label: 'H100', memoryGib: 80},
-  {aliases: [], key: 'h200', label: 'H200', memoryGib: 141},
-  {aliases: [], key: 'b200', label: 'B200', memoryGib: 180},
-  {aliases: [], key: 'b300', label: 'B300', memoryGib: 288},
-  {aliases: [], key: 'a100', label: 'A100', memoryGib: 80},
-  {aliases: [], key: 'l40s', label: 'L40S', memoryGib: 48},
-  {aliases: [], key: 'rtx4090', label: 'RTX 4090', memoryGib: 24},
-  {aliases: [], key: 'rtx5090', label: 'RTX 5090', memoryGib: 32},
+  {aliases: [], key: 'rtx6000b', label: 'RTX PRO 6000 Blackwell', memoryGb: 96},
+  // Plain "RTX 6000" is the Ada card; the Blackwell one is always "RTX PRO 6000".
+  {aliases: ['rtx6000'], key: 'rtx6000ada', label: 'RTX 6000 Ada', memoryGb: 48},
+  {aliases: [], key: 'h100', label: 'H100', memoryGb: 80},
+  {aliases: [], key: 'h200', label: 'H200', memoryGb: 141},
+  {aliases: [], key: 'b200', label: 'B200', memoryGb: 180},
+  {aliases: [], key: 'b300', label: 'B300', memoryGb: 288},
+  {aliases: [], key: 'a100', label: 'A100', memoryGb: 80},
+  {aliases: [], key: 'l40s', label: 'L40S', memoryGb: 48},
+  {aliases: [], key: 'rtx4090', label: 'RTX 4090', memoryGb: 24},
+  {aliases: [], key: 'rtx5090', label: 'RTX 5090', memoryGb: 32},
 ]
 
 /** Strips vendor prefixes for display: NVIDIA-GeForce-RTX-4090 → RTX-4090. */
@@ -59,7 +62,8 @@ export function displayGpuModel(model: string): string {
 
 /**
  * A canonical key for matching GPU names whatever their spelling:
- * rtx6000b, RTX-PRO-6000B, RTXPRO6000 and "RTX PRO 6000 Blackwell" all give rtx6000b.
+ * rtx6000b, RTX-PRO-6000B, RTXPRO6000 and "RTX PRO 6000 Blackwell" all give rtx6000b; rtx6000 and
+ * "RTX 6000 Ada Generation" give rtx6000ada.
  */
 export function gpuKey(model: string): string {
   const key = displayGpuModel(model.trim())
@@ -67,16 +71,18 @@ export function gpuKey(model: string): string {
     .replace(/[-_ ]\d+ ?gb$/, '')
     .replace(/[^a-z0-9]/g, '')
     .replace(/^(nvidia)?(geforce)?/, '')
-    .replace(/pro(?=\d)/, '')
+    // "RTX PRO" names only the Blackwell generation, whatever edition follows.
+    .replace(/^rtxpro(\d+).*$/, 'rtx$1b')
     .replace(/blackwell(serveredition)?$/, 'b')
+    .replace(/adageneration$/, 'ada')
   const family = GPU_FAMILIES.find((candidate) => candidate.key === key || candidate.aliases.includes(key))
   return family?.key ?? key
 }
 
-export function gpuMemoryGib(model: string | null): number | null {
+export function gpuMemoryGb(model: string | null): number | null {
   if (!model) return null
   const key = gpuKey(model)
-  return GPU_FAMILIES.find((family) => family.key === key)?.memoryGib ?? null
+  return GPU_FAMILIES.find((family) => family.key === key)?.memoryGb ?? null
 }
 
 export function normalizeOffer(raw: RawOffer, maxPrice?: number): Offer {
@@ -90,7 +96,7 @@ export function normalizeOffer(raw: RawOffer, maxPrice?: number): Offer {
     disk_mib: positiveOrNull(spec.disk_size_mib ?? spec.storage),
     display_name: raw.display_name ?? null,
     gpu_count: gpuCount,
-    gpu_memory_gib: gpuMemoryGib(gpuModel),
+    gpu_memory_gb: gpuMemoryGb(gpuModel),
     gpu_model: gpuModel,
     memory_mib: positiveOrNull(spec.memory_mib ?? spec.memory),
     price_per_hour: raw.cost_per_hour,

@@ -1,14 +1,22 @@
 /** Which organization a command acts on: --org / TARGON_ORG, then config, then discovery. */
 import type {TargonClient} from './api/client.js'
-import {TargonError} from './errors.js'
-import {readConfigValue} from './settings.js'
+import {ORG_SLUG, readConfigValue} from './config-values.js'
+import {TargonError, usageError} from './errors.js'
 
-const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
+/**
+ * A malformed --org is a usage error (exit 2); a malformed TARGON_ORG or config value, or an org the key does
+ * not know, is a configuration error (exit 3).
+ */
+export async function resolveOrg(client: TargonClient, fromFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (fromFlag !== undefined && !ORG_SLUG.test(fromFlag)) throw usageError(`--org "${fromFlag}" is not a valid slug`, 'use lowercase letters, digits and hyphens, e.g. --org acme')
+  const fromEnv = env.TARGON_ORG?.trim() || undefined
+  if (fromFlag === undefined && fromEnv !== undefined && !ORG_SLUG.test(fromEnv)) {
+    throw new TargonError('CONFIG', `TARGON_ORG "${fromEnv}" is not a valid slug`, {hint: 'use lowercase letters, digits and hyphens, e.g. export TARGON_ORG=acme'})
+  }
 
-export async function resolveOrg(client: TargonClient, fromFlagOrEnv: string | undefined): Promise<string> {
-  const explicit = fromFlagOrEnv ?? (await readConfigValue('org'))
+  const explicit = fromFlag ?? fromEnv ?? (await readConfigValue('org'))
   if (explicit !== undefined) {
-    if (!SLUG.test(explicit)) throw new TargonError('USAGE', `org "${explicit}" is not a valid slug`, {hint: 'use lowercase letters, digits and hyphens, e.g. --org acme'})
+    await assertVisible(client, explicit)
     return explicit
   }
 
@@ -20,5 +28,27 @@ export async function resolveOrg(client: TargonClient, fromFlagOrEnv: string | u
   throw new TargonError('CONFIG', `this API key can use several orgs (${slugs}); choose one`, {
     details: {orgs: orgs.map((org) => org.slug)},
     hint: `pass --org <slug>, export TARGON_ORG=<slug>, or run: targon config set org <slug>`,
+  })
+}
+
+/**
+ * An org the key does not list is a configuration error (exit 3), found here rather than as a 404 or 403 on
+ * the first org-scoped call. It costs the same one listing as discovery; a key that may not list orgs is
+ * given the benefit of the doubt.
+ */
+async function assertVisible(client: TargonClient, slug: string): Promise<void> {
+  let orgs
+  try {
+    orgs = await client.listOrgs()
+  } catch (error) {
+    if (error instanceof TargonError && (error.httpStatus === 403 || error.httpStatus === 404)) return
+    throw error
+  }
+
+  if (orgs.some((org) => org.slug === slug)) return
+  const slugs = orgs.map((org) => org.slug)
+  throw new TargonError('CONFIG', `org "${slug}" is unknown to this API key`, {
+    details: {orgs: slugs},
+    hint: slugs.length > 0 ? `use one of: ${slugs.join(', ')} (--org, TARGON_ORG or targon config set org)` : 'check the org slug and the API key',
   })
 }

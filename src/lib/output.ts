@@ -33,3 +33,8 @@ export function usd(value: number | null | undefined): string {
 export function gib(mib: number | null): string {
   return mib === null ? '-' : String(Math.round(mib / 1024))
 }
+
+/** "1 VM", "2 VMs". */
+export function countOf(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`
+}

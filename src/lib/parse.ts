@@ -23,25 +23,32 @@ export function parsePrice(input: string, flag = '--max-price'): number {
   return Number(text)
 }
 
-const UNIT_MS: Record<string, number> = {d: 86_400_000, h: 3_600_000, m: 60_000, ms: 1, s: 1000}
-const MAX_DURATION_MS = 366 * 86_400_000
+const UNIT_MS: Record<string, number> = {d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000}
+const MINUTE = 60_000
+const MAX_DURATION_MS = 365 * 86_400_000
 
-/** A duration such as 90s, 20m, 6h, 1d or 1h30m; a bare number means seconds. */
-export function parseDuration(input: string, flag: string): number {
+/** Each duration flag's range, stated in its error message. */
+export const DURATION_LIMITS = {
+  '--older-than': {max: MAX_DURATION_MS, min: MINUTE},
+  '--timeout': {max: MAX_DURATION_MS, min: 1000},
+  '--ttl': {max: MAX_DURATION_MS, min: MINUTE},
+} as const
+export type DurationFlag = keyof typeof DURATION_LIMITS
+
+/** A duration with units: 90s, 20m, 6h, 1d or 1h30m, within the flag's range. A bare number has no unit and is refused. */
+export function parseDuration(input: string, flag: DurationFlag): number {
+  const {max, min} = DURATION_LIMITS[flag]
+  const range = `from ${formatDuration(min)} to ${formatDuration(max)}`
   const text = input.trim().toLowerCase()
-  const fail = () => usageError(`${flag} "${input}" is not a duration`, `use a number with a unit s, m, h or d, e.g. ${flag} 6h or ${flag} 1h30m`)
-  if (/^\d+$/.test(text)) return checkRange(Number(text) * 1000, fail)
-  if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(text)) throw fail()
-  let total = 0
-  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) {
-    total += Number(amount) * (UNIT_MS[unit as string] as number)
+  if (!/^(\d+(\.\d+)?[smhd])+$/.test(text)) {
+    const problem = /^\d+(\.\d+)?$/.test(text) ? 'has no unit' : 'is not a duration'
+    throw usageError(`${flag} "${input}" ${problem}`, `use a number with a unit s, m, h or d, ${range}, e.g. ${flag} 6h or ${flag} 1h30m`)
   }
 
-  return checkRange(Math.round(total), fail)
-}
-
-function checkRange(ms: number, fail: () => Error): number {
-  if (!(ms > 0) || ms > MAX_DURATION_MS) throw fail()
+  let total = 0
+  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)([smhd])/g)) total += Number(amount) * (UNIT_MS[unit as string] as number)
+  const ms = Math.round(total)
+  if (ms < min || ms > max) throw usageError(`${flag} "${input}" is out of range`, `use ${range}, e.g. ${flag} 6h`)
   return ms
 }
 

@@ -1,8 +1,9 @@
 /**
  * Phase progress with listr2 on stderr: one line per VM, per phase and, for the bootstrap
  * phases, per remote step (skipped or done, with its duration). A live tree on a terminal,
- * plain lines without one (cron, CI), nothing under --json. listr2's own SIGINT handler
- * exits without clean-up, so it is disabled; interrupt.ts handles signals.
+ * plain lines without one (cron, CI, TERM=dumb, a terminal without a width), nothing under
+ * --json. listr2's own SIGINT handler exits without clean-up, so it is disabled; interrupt.ts
+ * handles signals.
  */
 
 import type {StepEvent, Substep} from './bootstrap/runner.js'
@@ -69,6 +70,15 @@ class SubstepTracker {
       else pending.resolve({detail: 'already done', durationMs: 0, event: 'skip'})
     }
   }
+}
+
+/**
+ * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a
+ * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
+ * in CI, plain lines.
+ */
+function liveTerminal(): boolean {
+  return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
 }
 
 export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): Promise<void> {
@@ -139,7 +149,7 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
       concurrent: options.concurrency,
       exitOnError: false,
       fallbackRenderer: 'simple',
-      fallbackRendererCondition: !process.stderr.isTTY || Boolean(process.env.CI),
+      fallbackRendererCondition: !liveTerminal(),
       fallbackRendererOptions: {logger},
       registerSignalListeners: false,
       renderer: 'default',

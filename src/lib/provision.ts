@@ -17,7 +17,8 @@ import {withinCap} from './parse.js'
 import {type BootstrapParams, type Marker, type StepEvent, runInstall, runShim} from './bootstrap/runner.js'
 import {readPin, writePin} from './ssh/pins.js'
 import {type HostKey, SshSession} from './ssh/session.js'
-import type {LocalState} from './state.js'
+import {judge} from './lifecycle.js'
+import type {DeleteNote, LocalState} from './state.js'
 import {type DeleteResult, deleteWorkloads} from './teardown.js'
 import {isOutcomeUnknown, pollDelay, pollUntil} from './wait.js'
 
@@ -97,6 +98,7 @@ export interface ProvisionDeps {
   /** The same API, not tied to Ctrl-C nor to --timeout: clean-up must run after an interrupt or a time-out. */
   cleanupClient: TargonClient
   state: LocalState
+  /** Aborts on Ctrl-C and other signals, and when the run's --timeout runs out. */
   signal: AbortSignal
   warn: (message: string) => void
 }
@@ -187,6 +189,26 @@ export class Provisioner {
     const offer = this.candidates[0]
     if (!offer) throw this.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
     await this.create(vm, offer, client)
+    if (this.request.label !== undefined) await this.yieldToOlderTwin(vm)
+  }
+
+  /**
+   * Two runs with the same --name (from two machines or config directories) may both have created it. The run
+   * whose workload is newer (created_at, then uid) deletes its registered, never deployed workload and adopts
+   * the older one, which the other run deploys: both report the same VM, and only one bills.
+   */
+  private async yieldToOlderTwin(vm: VmRun): Promise<void> {
+    const ours = vm.uid as string
+    const twins = await this.findByName(vm.name as string)
+    const mine = twins.find((workload) => workload.uid === ours) ?? {created_at: vm.workload?.created_at, uid: ours}
+    const older = twins.filter((workload) => workload.uid !== ours && byAge(workload, mine) < 0).sort(byAge)[0]
+    if (!older) return
+    this.deps.warn(`another run created ${vm.name} at the same time: adopting its ${older.uid} and deleting this run's ${ours}`)
+    if ((await this.deleteVm(vm)).billing) this.deps.warn(`could not delete this run's duplicate ${ours}: delete it with targon down ${ours}`)
+    vm.created = false
+    this.adopt(vm, older)
+    // Still registered: its own run deploys it; deploying it from here too would race that run.
+    vm.skip.add('deploy')
   }
 
   private adopt(vm: VmRun, workload: Workload): void {
@@ -212,6 +234,7 @@ export class Provisioner {
     }
 
     this.checkPrice(vm, workloadPrice(workload))
+    if (this.request.ttlMs !== undefined) this.applyTtl(vm, workload, this.request.ttlMs)
     vm.skip.add('register')
     if (status !== 'registered') vm.skip.add('deploy')
     if (status === 'running' && workload.state?.public_ip && workload.state.ssh_port) {
@@ -219,6 +242,36 @@ export class Provisioner {
       vm.sshPort = workload.state.ssh_port
       vm.skip.add('wait-running')
     }
+  }
+
+  /**
+   * --ttl given again for an adopted VM replaces its lifetime, counted from now, and says so. A VM adopted from
+   * another machine gets a local record for it (without its password, which only the creating machine knows).
+   */
+  private applyTtl(vm: VmRun, workload: Workload, ttlMs: number): void {
+    const {org} = this.request
+    const name = workload.name ?? vm.name ?? workload.uid
+    const expires = new Date(Date.now() + ttlMs).toISOString()
+    const previous = this.deps.state.readVm(org, name)
+    if (previous) {
+      this.deps.state.updateVm(org, name, {ttl_expires_at: expires})
+    } else {
+      this.deps.state.saveVm({
+        bootstrapped: false,
+        created_at: workload.created_at ?? new Date().toISOString(),
+        fleet: this.request.fleet,
+        host_key: null,
+        max_price: this.request.maxPrice,
+        name,
+        org,
+        password: '',
+        resource: workloadResourceName(workload) ?? null,
+        ttl_expires_at: expires,
+        uid: workload.uid,
+      })
+    }
+
+    this.deps.warn(`${name} exists already: its TTL now ends at ${expires}${previous?.ttl_expires_at ? ` (was ${previous.ttl_expires_at})` : ''}`)
   }
 
   private async create(vm: VmRun, offer: Offer, client: TargonClient): Promise<void> {
@@ -247,8 +300,8 @@ export class Provisioner {
     try {
       created = await client.createWorkload(this.request.org, body)
     } catch (error) {
-      if (error instanceof TargonError && error.code === 'INTERRUPTED') {
-        // The create may still be committed on the server: find it so that clean-up can delete it.
+      if (this.deps.signal.aborted) {
+        // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
         const committed = await this.findCommitted(name)
         if (committed) {
           vm.uid = committed.uid
@@ -309,7 +362,8 @@ export class Provisioner {
     try {
       answer = await client.deployWorkload(this.request.org, uid)
     } catch (error) {
-      if (!(error instanceof TargonError) || error.code === 'INTERRUPTED' || error.code === 'AUTH') throw error
+      // A 429 that outlasted its retries says "not processed, slow down": never a refusal of this offer.
+      if (!(error instanceof TargonError) || this.deps.signal.aborted || error.code === 'AUTH' || error.httpStatus === 429) throw error
       if (!isOutcomeUnknown(error)) return classifyRefusal(error)
       // The answer was lost or a 5xx: the state tells whether the deploy happened.
       const status = workloadStatus({state: await client.getWorkloadState(this.request.org, uid)})
@@ -492,7 +546,8 @@ export class Provisioner {
   private async findByName(name: string, waitMs = 0, client = this.deps.client, signal: AbortSignal | undefined = this.deps.signal): Promise<Workload[]> {
     const deadline = Date.now() + waitMs
     for (;;) {
-      const found = (await client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && workloadStatus(workload) !== 'deleted')
+      const notes = this.deps.state.deleteNotes(this.request.org)
+      const found = (await client.listWorkloads(this.request.org, {name})).filter((workload) => workload.name === name && !isDeadWeight(workloadStatus(workload), notes.get(workload.uid)))
       if (found.length > 0 || Date.now() + 2000 > deadline) return found
       await sleep(2000, undefined, {signal})
     }
@@ -536,6 +591,7 @@ function randomPassword(): string {
 
 /** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */
 export function classifyRefusal(error: TargonError): TargonError {
+  if (error.httpStatus === 429) return error
   const text = `${error.reason ?? ''} ${error.message}`.toUpperCase()
   const code = error.httpStatus === 402 || text.includes('CREDIT') ? 'INSUFFICIENT_CREDITS' : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text) ? 'NO_CAPACITY' : undefined
   if (!code) return error
@@ -559,6 +615,17 @@ function allRefused(refusals: TargonError[]): TargonError {
   }
 
   return last
+}
+
+/** Oldest first: by created_at (unknown last), then by uid, so that concurrent runs agree on the order. */
+function byAge(a: Pick<Workload, 'created_at' | 'uid'>, b: Pick<Workload, 'created_at' | 'uid'>): number {
+  const time = (workload: Pick<Workload, 'created_at'>) => Date.parse(workload.created_at ?? '') || Number.POSITIVE_INFINITY
+  return time(a) - time(b) || a.uid.localeCompare(b.uid)
+}
+
+/** Not a VM to adopt: a tombstone, or a registered leftover that Targon refused to delete here. */
+function isDeadWeight(status: string, note: DeleteNote | undefined): boolean {
+  return judge(status, note).gone || (status === 'registered' && note?.outcome === 'refused')
 }
 
 function goneError(vm: VmRun): TargonError {

@@ -14,7 +14,8 @@ export const DEFAULT_API_URL = 'https://api.targon.com'
 /** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
 export const CONFIG_KEYS = ['api-key', 'org', 'fleet', 'max-price', 'image', 'dstack-version'] as const
 export type ConfigKey = (typeof CONFIG_KEYS)[number]
-export type ConfigValues = Partial<Record<ConfigKey, string>>
+/** As stored: a hand-edited file may hold any JSON type; config-values.ts validates what is read. */
+export type ConfigValues = Partial<Record<ConfigKey, unknown>>
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.TARGON_CONFIG_DIR) return env.TARGON_CONFIG_DIR
@@ -54,7 +55,33 @@ export function apiOrigin(env: NodeJS.ProcessEnv = process.env): string {
     throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" must use http or https`, {hint: 'set it to an origin such as https://api.targon.com'})
   }
 
-  return url.origin + url.pathname.replace(/\/+$/, '')
+  // The client appends /tha/v3/...: a URL copied with that path would request /tha/v3/tha/v3/...
+  return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
+}
+
+/**
+ * A number of seconds from an environment variable, within [min, max]. Out-of-range values are refused (exit 3)
+ * rather than clamped, so that a typo never silently changes a bound.
+ */
+export function envSeconds(name: string, fallback: number, range: {min: number; max: number}, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return fallback * 1000
+  const seconds = Number(raw)
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(raw) || seconds < range.min || seconds > range.max) {
+    throw new TargonError('CONFIG', `${name} "${raw}" is not a number of seconds from ${range.min} to ${range.max}`, {hint: `set it to e.g. ${fallback}, or unset it`})
+  }
+
+  return Math.round(seconds * 1000)
+}
+
+/** TARGON_HTTP_TIMEOUT: the whole-request deadline per attempt (default 60 s, at most an hour). */
+export function httpTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envSeconds('TARGON_HTTP_TIMEOUT', 60, {max: 3600, min: 1}, env)
+}
+
+/** TARGON_SHIM_HEALTH_TIMEOUT: how long shim-start waits for a healthy shim (default 60 s, at most an hour). */
+export function shimHealthTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return envSeconds('TARGON_SHIM_HEALTH_TIMEOUT', 60, {max: 3600, min: 1}, env)
 }
 
 /** Refuses a secret-bearing file that group or others can read. */
@@ -109,8 +136,8 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   }
 }
 
-/** Reads one settings value from the config file, or undefined when there is no file. */
-export async function readConfigValue(key: ConfigKey, dir = configDir()): Promise<string | undefined> {
+/** The raw value of one key in the config file, whatever its JSON type; undefined when there is no file. */
+export async function readStoredValue(key: ConfigKey, dir = configDir()): Promise<unknown> {
   try {
     statSync(configFilePath(dir))
   } catch {
@@ -118,16 +145,5 @@ export async function readConfigValue(key: ConfigKey, dir = configDir()): Promis
   }
 
   const config = await openConfig(dir)
-  const value = config.get(key)
-  return typeof value === 'string' && value !== '' ? value : undefined
-}
-
-export async function resolveApiKey(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const fromEnv = env.TARGON_API_KEY?.trim()
-  if (fromEnv) return fromEnv
-  const fromConfig = await readConfigValue('api-key')
-  if (fromConfig) return fromConfig
-  throw new TargonError('AUTH', 'no Targon API key is configured', {
-    hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
-  })
+  return config.get(key)
 }

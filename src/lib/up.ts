@@ -9,7 +9,10 @@ import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from './bootstrap/runner.js'
 import {TargonError, asTargonError} from './errors.js'
 import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from './offers.js'
+import {abortAfter} from './interrupt.js'
 import {resolveOrg} from './org.js'
+import {formatDuration} from './parse.js'
+import {countOf} from './output.js'
 import {runPhases} from './progress.js'
 import {LeftoverSchema, type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from './state.js'
@@ -97,6 +100,19 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
 }
 
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
+  // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
+  // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
+  const deadline = abortAfter(options.timeoutMs, () => new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {hint: 'raise --timeout, or check the network'}))
+  try {
+    const signal = AbortSignal.any([options.signal, deadline.signal])
+    return await provisionFleet({cleanupClient: client.withSignal(undefined), client: client.withSignal(signal), signal}, options)
+  } finally {
+    deadline.dispose()
+  }
+}
+
+/** The run itself: `client` and `signal` obey Ctrl-C and the deadline, `cleanupClient` neither. */
+async function provisionFleet({cleanupClient, client, signal}: {client: TargonClient; cleanupClient: TargonClient; signal: AbortSignal}, options: UpOptions): Promise<UpResult> {
   const inventory = await client.inventory()
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
   // With --name the VM may already exist; a missing offer only matters once something must be created.
@@ -116,7 +132,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
 
   const provisioner = new Provisioner(
-    {cleanupClient: client.withSignal(undefined), client: client.withSignal(options.signal), signal: options.signal, state, warn: options.warn},
+    {cleanupClient, client, signal, state, warn: options.warn},
     {
       bootstrap: options.bootstrap && {
         params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},
@@ -177,6 +193,12 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
     return {error: {code: error.code, message: error.message}, name: vm.name ?? null, uid: vm.uid ?? null}
   })
   const result: UpResult = {cleanup, failed: failures, leftovers: provisioner.leftovers, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
+  const kept = keptNote(
+    rollBack.filter((vm, index) => vm.uid !== undefined && !outcomes[index]?.attempted),
+    options.onFailure,
+  )
+  if (keepPartial && kept) options.warn(kept)
+
   if (failed.length === 0 || keepPartial) return result
 
   const data = {...result, vms: vms.map((vm) => provisioner.toResult(vm, identityFile))} as unknown as Record<string, unknown>
@@ -184,15 +206,25 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
   const sameCause = failures.every((failure) => failure.error.code === first.code)
   const error = interrupted ? asTargonError(options.signal.reason) : options.count === 1 || (sameCause && succeeded.length === 0) ? first : partialFailure(failures.length, options.count, succeeded.length)
   error.data = data
-  if (cleanup && cleanup.survivors.length > 0) {
-    const survivorsHint = `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
-    throw new TargonError(error.code, `${error.message}; ${survivorsHint}`, {data, hint: error.hint, resource: error.resource})
-  }
-
+  const notes = [
+    kept,
+    cleanup && cleanup.survivors.length > 0 ? `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}` : undefined,
+  ].filter((note) => note !== undefined)
+  if (notes.length > 0) throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {data, hint: error.hint, resource: error.resource, signal: error.signal})
   throw error
 }
 
 function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
-  const kept = succeededCount > 0 ? `; the ${succeededCount} that succeeded were rolled back` : ''
-  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${count} VMs failed${kept}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+  const rolledBack = succeededCount === 0 ? '' : succeededCount === 1 ? '; the one that succeeded was rolled back' : `; the ${succeededCount} that succeeded were rolled back`
+  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${countOf(count, 'VM')} failed${rolledBack}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+}
+
+/** What a failed run left running on purpose (--on-failure keep, or an adopted VM under auto), and how to delete it. */
+function keptNote(kept: VmRun[], onFailure: OnFailure): string | undefined {
+  if (kept.length === 0) return undefined
+  const names = kept.map((vm) => `${vm.name ?? vm.uid} (${vm.uid})`).join(', ')
+  const uids = kept.map((vm) => vm.uid).join(' ')
+  const why = onFailure === 'keep' ? '--on-failure keep' : 'adopted, and --on-failure auto deletes only what this run created'
+  const billing = kept.some((vm) => vm.status !== 'registered') ? 'still billing' : 'registered, not yet billing'
+  return `kept ${names} (${why}), ${billing}: delete with targon down ${uids}`
 }

@@ -160,7 +160,7 @@ const scenarios: Scenario[] = [
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}), sim: {provisioning: 'stuck'}},
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in install', run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}), vm: {dpkgLockSeconds: 30}},
   {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in shim-start', run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}), vm: {shimUnhealthy: true}},
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGTERM in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}), sim: {provisioning: 'stuck'}},
+  {code: 'INTERRUPTED', exit: 143, name: 'process: SIGTERM in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}), sim: {provisioning: 'stuck'}},
   {
     code: null,
     exit: 0,

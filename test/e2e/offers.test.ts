@@ -34,7 +34,7 @@ describe('targon offers', () => {
         disk_mib: 327_680,
         display_name: 'RTX PRO 6000 Blackwell - Small',
         gpu_count: 1,
-        gpu_memory_gib: 96,
+        gpu_memory_gb: 96,
         gpu_model: 'RTX-PRO-6000B',
         memory_mib: 128_000,
         price_per_hour: 1.69,
@@ -43,8 +43,8 @@ describe('targon offers', () => {
         within_cap: null,
       })
       // Vendor prefixes are stripped and memory is known for common models.
-      expect(list[0]).toMatchObject({gpu_memory_gib: 24, gpu_model: 'RTX-4090'})
-      expect(list[3]).toMatchObject({disk_mib: null, gpu_memory_gib: 141, gpu_model: 'H200'})
+      expect(list[0]).toMatchObject({gpu_memory_gb: 24, gpu_model: 'RTX-4090'})
+      expect(list[3]).toMatchObject({disk_mib: null, gpu_memory_gb: 141, gpu_model: 'H200'})
     })
   }
 
@@ -72,7 +72,7 @@ describe('targon offers', () => {
     const result = await offers([])
     expect(result.code).toBe(0)
     const lines = result.stdout.trim().split('\n')
-    expect(lines[0]).toBe('RESOURCE\tGPU\tGPUS\tGPU_GIB\tVCPU\tRAM_GIB\tDISK_GIB\tUSD_PER_H\tAVAILABLE')
+    expect(lines[0]).toBe('RESOURCE\tGPU\tGPUS\tGPU_GB\tVCPU\tRAM_GIB\tDISK_GIB\tUSD_PER_H\tAVAILABLE')
     expect(lines[2]).toBe('rtx6000b-small\tRTX-PRO-6000B\t1\t96\t32\t125\t320\t1.69\t9')
     expect(lines).toHaveLength(6)
   })

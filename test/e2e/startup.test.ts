@@ -2,7 +2,7 @@
  * Start-up machinery: the bundles are loaded through a V8 code cache in the user's cache directory
  * (bin/load-bundle.js). A cache is written once, reused, replaced when V8 rejects it, and never needed:
  * without a writable cache directory the CLI runs as before. Code run from the cache must still reach
- * the ESM plugins (help, not-found), which oclif loads with import().
+ * the ESM help plugin, which oclif loads with import(), and the command_not_found hook in the bundle.
  */
 import {readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -78,7 +78,7 @@ describe('code cache', () => {
     expect(offersData(result).ok).toBe(true)
   })
 
-  it('still lets oclif import its ESM plugins (help, not-found) on a cached run', async () => {
+  it('still lets oclif import its ESM help plugin and run the not-found hook on a cached run', async () => {
     const cacheHome = tempDir('targon-cache-')
     for (let run = 0; run < 2; run++) {
       const help = await runCli(['help', 'up'], {env: {XDG_CACHE_HOME: cacheHome}})

@@ -1,7 +1,8 @@
 /** Starts a simulator for a test file and stops it afterwards. */
-import {afterAll, beforeAll} from 'vitest'
+import {afterAll, afterEach, beforeAll} from 'vitest'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import {tempDir} from './cli.js'
 
 export function simulatorEnv(sim: TargonSimulator, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   return {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, ...extra}
@@ -23,4 +24,19 @@ export function useSimulator(options: SimulatorOptions = {}): {current: TargonSi
     await holder.current?.stop()
   })
   return holder
+}
+
+/** A fresh simulator and config directory per test: `setup()` starts them; the simulator stops after the test. */
+export function useFreshSimulator(): {sim: TargonSimulator; configDir: string; setup: (options?: SimulatorOptions) => Promise<void>} {
+  const context = {
+    configDir: '',
+    async setup(options: SimulatorOptions = {}) {
+      context.sim = await startSimulator(options)
+      context.configDir = tempDir('targon-config-')
+    },
+  } as {sim: TargonSimulator; configDir: string; setup: (options?: SimulatorOptions) => Promise<void>}
+  afterEach(async () => {
+    await context.sim?.stop()
+  })
+  return context
 }

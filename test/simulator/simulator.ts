@@ -53,6 +53,8 @@ export interface SimulatorOptions {
   sparse?: boolean
   /** Adds unknown fields to every object the simulator returns. */
   extraFields?: boolean
+  /** Workloads carry their resource object (GPU model and count); false sends only resource_name, as some servers do. */
+  resourceDetail?: boolean
   /** Added to a workload's price relative to its offer (price changed between listing and create). */
   priceDrift?: number
   /** How deployed workloads end: run normally, stay provisioning forever, or turn to error; per workload when a function. */
@@ -178,6 +180,7 @@ export class TargonSimulator {
       orgs: SEED_ORGS,
       priceDrift: 0,
       provisioning: 'normal',
+      resourceDetail: true,
       secondDelete: '409',
       sparse: false,
       teardownDelayMs: 100,
@@ -722,7 +725,8 @@ export class TargonSimulator {
       image: workload.image,
       name: workload.name,
       project_id: workload.project_id,
-      resource: offer ? {cpu_millicores: offer.vcpus * 1000, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib, name: offer.name} : null,
+      resource: offer && this.options.resourceDetail ? {cpu_millicores: offer.vcpus * 1000, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib, name: offer.name} : null,
+      ...(this.options.resourceDetail ? {} : {resource_name: workload.resource_name}),
       revision: '1',
       state: this.stateView(workload),
       type: 'VM',

@@ -11,9 +11,9 @@ export default class ConfigGet extends BaseCommand<typeof ConfigGet> {
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
-    const result = await readValues(configDir())
-    const value = result.values[key] ?? null
+    const result = await readValues(configDir(), [key])
+    const value = Object.values(result.values)[0] ?? null
     if (!this.jsonEnabled() && value !== null) this.log(value)
-    return {path: result.path, values: {[key]: value}}
+    return result
   }
 }

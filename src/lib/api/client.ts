@@ -94,7 +94,7 @@ export class TargonClient {
   }
 
   async createProject(org: string, name: string) {
-    return this.http.call({body: {name}, method: 'POST', path: orgPath(org, 'projects'), retry: 'none', schema: ProjectSchema})
+    return this.http.call({body: {name}, method: 'POST', path: orgPath(org, 'projects'), retry: 'rate-limit', schema: ProjectSchema})
   }
 
   async listSshKeys(org: string) {
@@ -106,7 +106,7 @@ export class TargonClient {
   }
 
   async createSshKey(org: string, key: {name: string; ssh_key: string}) {
-    return this.http.call({body: key, method: 'POST', path: orgPath(org, 'ssh-keys'), retry: 'none', schema: SshKeySchema})
+    return this.http.call({body: key, method: 'POST', path: orgPath(org, 'ssh-keys'), retry: 'rate-limit', schema: SshKeySchema})
   }
 
   async deleteSshKey(org: string, uid: string): Promise<void> {
@@ -117,10 +117,10 @@ export class TargonClient {
     return this.http.call({method: 'GET', path: orgPath(org, 'workloads/vm-images'), retry: 'safe', schema: listSchema(VmImageSchema)})
   }
 
-  /** Never retried: after an unclear failure the caller reconciles by listing by name. */
+  /** Retried only on 429 (not processed): after an unclear failure the caller reconciles by listing by name. */
   async createWorkload(org: string, request: CreateWorkloadRequest) {
     const body = CreateWorkloadRequestSchema.parse(request)
-    return this.http.call({body, method: 'POST', path: orgPath(org, 'workloads'), retry: 'none', schema: SparseWorkloadSchema})
+    return this.http.call({body, method: 'POST', path: orgPath(org, 'workloads'), retry: 'rate-limit', schema: SparseWorkloadSchema})
   }
 
   async listWorkloads(org: string, filter: WorkloadFilter = {}) {
@@ -131,9 +131,9 @@ export class TargonClient {
     return this.http.call({method: 'GET', path: workloadPath(org, uid), retry: 'safe', schema: WorkloadSchema})
   }
 
-  /** Never retried blindly: the caller reads the state and redeploys only while still registered. */
+  /** Retried only on 429 (not processed): after an unclear failure the caller reads the state. */
   async deployWorkload(org: string, uid: string) {
-    return this.http.call({method: 'POST', path: `${workloadPath(org, uid)}/deploy`, retry: 'none', schema: SparseWorkloadSchema})
+    return this.http.call({method: 'POST', path: `${workloadPath(org, uid)}/deploy`, retry: 'rate-limit', schema: SparseWorkloadSchema})
   }
 
   async getWorkloadState(org: string, uid: string) {

@@ -9,8 +9,11 @@ import type * as z from 'zod'
 import {TargonError, isAbortError} from '../errors.js'
 import {VERSION} from '../version.js'
 
-/** Which failures may be retried automatically. POSTs are never retried blindly. */
-export type RetryPolicy = 'none' | 'rate-limit' | 'safe'
+/**
+ * Which failures may be retried automatically. A 429 means "not processed", so every call retries it (after
+ * Retry-After, or a jittered back-off, within the caller's signal); mutations retry nothing else blindly.
+ */
+export type RetryPolicy = 'rate-limit' | 'safe'
 
 export interface HttpOptions {
   baseUrl: string
@@ -202,7 +205,7 @@ export class HttpTransport {
 
   /** Milliseconds to wait before the next attempt, or undefined to give up. */
   private retryDelay(policy: RetryPolicy, error: unknown, attempt: number): number | undefined {
-    if (policy === 'none' || attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
+    if (attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
     const status = error.httpStatus
     const retryable =
       policy === 'safe'
@@ -249,7 +252,8 @@ export function httpError(status: number, text: string, endpoint: string, reques
   const hints: Record<string, string> = {
     API_ERROR: status === 410 ? 'the API retired this endpoint or workload type; update targon-fleet' : 'retry later; if it persists, quote the request id to Targon support',
     AUTH: 'check TARGON_API_KEY and that the key belongs to this org',
-    NOT_FOUND: 'check the name, uid or org',
+    // A 404 on a path that names no workload or key means the route itself is missing: a wrong base URL.
+    NOT_FOUND: namesResource(endpoint) ? 'check the name, uid or org' : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
   }
   return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
     details: {retry_after_ms: parseRetryAfter(retryAfter)},
@@ -258,6 +262,11 @@ export function httpError(status: number, text: string, endpoint: string, reques
     reason,
     requestId,
   })
+}
+
+/** Whether an endpoint addresses one workload or SSH key (vm-images is a collection). */
+function namesResource(endpoint: string): boolean {
+  return /\/(workloads|ssh-keys)\/(?!vm-images$)[^/]+/.test(endpoint)
 }
 
 /** At most 200 characters of a non-JSON body, on one line and without markup. */

@@ -10,6 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../errors.js'
+import {shimHealthTimeoutMs} from '../settings.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 
@@ -252,7 +253,7 @@ export async function runShim(session: SshSession, params: BootstrapParams, onEv
 
 const HealthSchema = z.object({service: z.string(), version: z.string()})
 
-async function waitHealthy(session: SshSession, wanted: string, signal?: AbortSignal, timeoutMs = Number(process.env.TARGON_SHIM_HEALTH_TIMEOUT ?? 60) * 1000): Promise<string> {
+async function waitHealthy(session: SshSession, wanted: string, signal?: AbortSignal, timeoutMs = shimHealthTimeoutMs()): Promise<string> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     let last: string

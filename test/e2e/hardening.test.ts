@@ -1,0 +1,483 @@
+/**
+ * Hardening against what a new user runs into: closed pipes and full disks, every interrupting signal, rate
+ * limits on mutations, unanswered requests, malformed settings, stray arguments, short names and concurrent
+ * runs. Each test runs the built CLI against the simulator and checks the exit code, the JSON envelope and
+ * the simulator's ledger.
+ */
+import {spawn} from 'node:child_process'
+import {mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {writePin} from '../../src/lib/ssh/pins.js'
+import {BIN, type CliOptions, type CliResult, ROOT, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {SEED_OFFERS} from '../simulator/seed.js'
+
+const ctx = useFreshSimulator()
+const setup = ctx.setup
+
+function env(extra: Record<string, string | undefined> = {}) {
+  return simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...extra})
+}
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: env(options.env)})
+}
+
+/** Runs targon inside bash, e.g. with its output redirected: `targon up ... 2>&1 | head -1`. */
+function targonShell(line: string, extraEnv: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const script = `targon() { node ${BIN} "$@"; }\n${line}\nexit \${PIPESTATUS[0]}`
+    const child = spawn('bash', ['-c', script], {env: baseEnv(env(extraEnv)), stdio: ['ignore', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('error', reject)
+    child.on('close', (code, signal) => resolve({code, signal, stderr, stdout}))
+  })
+}
+
+/** Sends `signal` to the CLI once `ready` holds. */
+function signalWhen(ready: () => boolean, signal: NodeJS.Signals) {
+  return (child: import('node:child_process').ChildProcess) => {
+    const timer = setInterval(() => {
+      if (!ready()) return
+      clearInterval(timer)
+      child.kill(signal)
+    }, 50)
+    child.on('close', () => clearInterval(timer))
+  }
+}
+
+const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
+
+describe('output that cannot be written', () => {
+  it('a closed stderr pipe does not stop up from cleaning up, nor down from deleting everything', async () => {
+    await setup({provisioning: 'error'})
+    const failed = await targonShell(`targon ${UP.join(' ')} 2>&1 | head -1`)
+    expect(failed.code, failed.stdout).toBe(5)
+    expect(ctx.sim.live()).toEqual([])
+
+    await ctx.sim.stop()
+    await setup()
+    for (let index = 0; index < 3; index++) expect((await targon([...UP, '--json'])).code).toBe(0)
+    expect(ctx.sim.live()).toHaveLength(3)
+    const down = await targonShell('targon down --all --parallel 1 2>&1 | head -1')
+    expect(down.code, down.stdout).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('a full disk behind stdout or stderr is not fatal, and --version into a closed pipe prints no stack trace', async () => {
+    await setup()
+    const up = await targonShell(`targon ${UP.join(' ')} 2>/dev/full >/dev/full`)
+    expect(up.code).toBe(0)
+    expect(ctx.sim.live()).toHaveLength(1)
+    const down = await targonShell('targon down --all --json >/dev/full')
+    expect(down.code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+
+    const version = await targonShell('targon --version | true')
+    expect(version.code).toBe(0)
+    expect(version.stderr).toBe('')
+  })
+})
+
+describe('signals', () => {
+  const cases: [NodeJS.Signals, number][] = [
+    ['SIGHUP', 129],
+    ['SIGINT', 130],
+    ['SIGQUIT', 131],
+    ['SIGTERM', 143],
+  ]
+  for (const [signal, exit] of cases) {
+    it(`${signal} during up cleans up and exits ${exit} (INTERRUPTED), in JSON and human mode`, async () => {
+      await setup({provisioning: 'stuck'})
+      const provisioning = () => ctx.sim.live().some((workload) => workload.status === 'provisioning')
+      const json = await targon([...UP, '--json'], {onSpawn: signalWhen(provisioning, signal)})
+      expect(json.code, json.stderr).toBe(exit)
+      expect(parseJson(json).error).toMatchObject({code: 'INTERRUPTED', exit_code: exit})
+      expect(ctx.sim.live()).toEqual([])
+
+      const human = await targon(UP, {onSpawn: signalWhen(provisioning, signal)})
+      expect(human.code, human.stderr).toBe(exit)
+      expect(human.stderr).toContain(`interrupted by ${signal}`)
+      expect(ctx.sim.live()).toEqual([])
+    })
+  }
+})
+
+describe('settings from the environment', () => {
+  it('refuses out-of-range timeouts with exit 3 naming the variable and the range, without a Node warning', async () => {
+    await setup()
+    for (const value of ['3000000', '1e9', '0', 'soon', '-5']) {
+      const result = await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: value}})
+      expect(result.code, value).toBe(3)
+      expect(parseJson(result).error).toMatchObject({code: 'CONFIG', message: `TARGON_HTTP_TIMEOUT "${value}" is not a number of seconds from 1 to 3600`})
+      expect(result.stderr).toBe('')
+    }
+
+    const up = await targon([...UP.filter((arg) => arg !== '--no-bootstrap'), '--json'], {env: {TARGON_SHIM_HEALTH_TIMEOUT: '1e9'}})
+    expect(up.code).toBe(3)
+    expect(parseJson(up).error.message).toContain('TARGON_SHIM_HEALTH_TIMEOUT')
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+    expect((await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: '2.5'}})).code).toBe(0)
+  })
+})
+
+describe('TARGON_API_URL', () => {
+  it('takes a URL copied with /tha/v3 (with or without a slash) as the origin, and blames the URL for a missing route', async () => {
+    await setup()
+    for (const suffix of ['/tha/v3', '/tha/v3/']) {
+      const result = await targon(['status', '--json'], {env: {TARGON_API_URL: ctx.sim.url + suffix}})
+      expect(result.code, result.stdout).toBe(0)
+    }
+
+    expect(ctx.sim.log.filter((entry) => entry.path.includes('/tha/v3/tha/v3'))).toEqual([])
+    const wrong = await targon(['status', '--json'], {env: {TARGON_API_URL: `${ctx.sim.url}/proxy`}})
+    expect(wrong.code).toBe(4)
+    const {hint} = parseJson(wrong).error
+    expect(hint).toContain('TARGON_API_URL')
+    expect(hint).not.toContain('name')
+  })
+})
+
+describe('org', () => {
+  it('a malformed org from the environment or config file, or an unknown or inaccessible one, is CONFIG (exit 3)', async () => {
+    await setup()
+    const cases: [string[], Record<string, string>][] = [
+      [['status', '--json'], {TARGON_ORG: 'Bad_Org'}],
+      [['status', '--json'], {TARGON_ORG: 'nosuchorg'}],
+      [['status', '--json', '--org', 'acme-research'], {}],
+      [[...UP, '--json'], {TARGON_ORG: 'nosuchorg'}],
+    ]
+    for (const [args, extra] of cases) {
+      const result = await targon(args, {env: extra})
+      expect(result.code, `${args.join(' ')} ${JSON.stringify(extra)}`).toBe(3)
+      expect(parseJson(result).error.code).toBe('CONFIG')
+    }
+
+    expect(parseJson(await targon(['status', '--json'], {env: {TARGON_ORG: 'nosuchorg'}})).error.hint).toContain('acme')
+    // A malformed --org is a bad flag value: a usage error.
+    expect(parseJson(await targon(['status', '--json', '--org', 'Bad_Org'])).error).toMatchObject({code: 'USAGE', exit_code: 2})
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+    expect((await targon(['status', '--json'], {env: {TARGON_ORG: 'acme'}})).code).toBe(0)
+  })
+})
+
+describe('config file', () => {
+  function writeConfig(values: Record<string, unknown>) {
+    mkdirSync(ctx.configDir, {mode: 0o700, recursive: true})
+    writeFileSync(join(ctx.configDir, 'config.json'), JSON.stringify(values), {mode: 0o600})
+  }
+
+  it('refuses a hand-edited value of the wrong type or shape with exit 3 naming the key, and takes a numeric max-price', async () => {
+    await setup()
+    const bad: [Record<string, unknown>, string[], string][] = [
+      [{'api-key': 12_345}, ['config', 'list', '--json'], 'api-key must be a string'],
+      [{'api-key': 12_345}, ['status', '--json'], 'api-key must be a string'],
+      [{fleet: ['a']}, ['status', '--json'], 'fleet must be a string'],
+      [{fleet: 'Not_Valid'}, ['status', '--json'], 'fleet: fleet "Not_Valid" is not valid'],
+      [{'max-price': 'cheap'}, ['up', 'rtx6000b-small', '--no-bootstrap', '--json'], 'max-price: max-price "cheap" is not a price'],
+      [{'max-price': true}, ['config', 'get', 'max-price', '--json'], 'max-price must be a string'],
+      [{org: 'Bad Org'}, ['status', '--json'], 'org: org "Bad Org" is not a valid slug'],
+    ]
+    for (const [values, args, message] of bad) {
+      writeConfig(values)
+      const result = await targon(args, {env: values['api-key'] === undefined ? {} : {TARGON_API_KEY: ''}})
+      expect(result.code, `${JSON.stringify(values)} ${args.join(' ')}: ${result.stdout}`).toBe(3)
+      expect(parseJson(result).error).toMatchObject({code: 'CONFIG'})
+      expect(parseJson(result).error.message).toContain(message)
+    }
+
+    // `config set` and `config unset` still work on such a file, to repair it.
+    writeConfig({'api-key': 12_345, fleet: ['a']})
+    expect((await targon(['config', 'unset', 'fleet'])).code).toBe(0)
+    expect((await targon(['config', 'set', 'api-key'], {input: 'tgn_sim_test_key\n'})).code).toBe(0)
+    expect(parseJson(await targon(['config', 'list', '--json'])).data.values).toMatchObject({api_key: '********_key', fleet: null})
+
+    writeConfig({'max-price': 1.8})
+    const up = await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    expect(parseJson(up).data.vms[0].max_price).toBe(1.8)
+    expect(parseJson(await targon(['config', 'get', 'max-price', '--json'])).data.values).toEqual({max_price: '1.8'})
+    writeConfig({'max-price': 1})
+    expect((await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--json'])).code).toBe(9)
+    expect(ctx.sim.live()).toHaveLength(1)
+  })
+
+  it('refuses an API key with control or non-ASCII characters at config set (exit 2) and at use (exit 3)', async () => {
+    await setup()
+    for (const key of ['tgn_sim_tést_key', 'tgn_sim\u0007_test_key', 'tgn_sim test_key']) {
+      const set = await targon(['config', 'set', 'api-key', '--json'], {input: `${key}\n`})
+      expect(set.code, key).toBe(2)
+      expect(parseJson(set).error.message).toContain('API key looks wrong')
+
+      const fromEnv = await targon(['status', '--json'], {env: {TARGON_API_KEY: key}})
+      expect(fromEnv.code, key).toBe(3)
+      expect(parseJson(fromEnv).error).toMatchObject({code: 'CONFIG'})
+      expect(fromEnv.stdout).not.toContain(key)
+
+      writeConfig({'api-key': key})
+      const fromFile = await targon(['status', '--json'], {env: {TARGON_API_KEY: ''}})
+      expect(fromFile.code, key).toBe(3)
+      expect(parseJson(fromFile).error.message).toContain('api-key')
+      expect(fromFile.stdout).not.toContain(key)
+    }
+  })
+})
+
+describe('durations', () => {
+  it('need a unit and stay within each flag\'s stated range, before anything is created', async () => {
+    await setup()
+    const cases: [string[], string][] = [
+      [[...UP, '--ttl', '90'], '--ttl "90" has no unit'],
+      [[...UP, '--ttl', '0'], '--ttl "0" has no unit'],
+      [[...UP, '--ttl', '10ms'], '--ttl "10ms" is not a duration'],
+      [[...UP, '--ttl', '30s'], 'from 1m to 365d'],
+      [[...UP, '--timeout', '1000d'], 'from 1s to 365d'],
+      [['down', '--older-than', '30s'], 'from 1m to 365d'],
+    ]
+    for (const [args, message] of cases) {
+      const result = await targon([...args, '--json'])
+      expect(result.code, args.join(' ')).toBe(2)
+      const {error} = parseJson(result)
+      expect(`${error.message}. ${error.hint}`).toContain(message)
+    }
+
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+  })
+})
+
+describe('rate limits and deadlines', () => {
+  it('retries a 429 on key registration, create and deploy after Retry-After, without taking it for a refusal', async () => {
+    await setup()
+    const tooMany = {body: JSON.stringify({error: 'too many requests: capacity of the rate limiter exceeded', reason: 'RATE_LIMITED'}), retryAfter: '0.2', status: 429, times: 2}
+    ctx.sim.inject({...tooMany, method: 'POST', path: /\/ssh-keys$/})
+    ctx.sim.inject({...tooMany, method: 'POST', path: /\/workloads$/})
+    ctx.sim.inject({...tooMany, method: 'POST', path: '/deploy'})
+    const up = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    const doc = parseJson(up)
+    expect(doc.data.vms[0].resource).toBe('rtx6000b-small')
+    expect(doc.warnings).toEqual([])
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([429, 429, 200])
+    expect(ctx.sim.live().map((workload) => workload.status)).toEqual(['running'])
+  })
+
+  it('a 429 that outlasts its retries is an API error, never a capacity refusal: no other offer is rented', async () => {
+    await setup()
+    ctx.sim.inject({body: JSON.stringify({error: 'no capacity left in the rate limiter', reason: 'RATE_LIMITED'}), method: 'POST', path: '/deploy', retryAfter: '0', status: 429})
+    const up = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(up.code).toBe(5)
+    expect(parseJson(up).error).toMatchObject({code: 'API_ERROR', http_status: 429})
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('--timeout bounds requests that are never answered, and what was created is deleted (exit 6)', async () => {
+    await setup()
+    ctx.sim.inject({delayMs: 60_000, path: '/tha/v3/inventory'})
+    let started = Date.now()
+    const silent = await targon([...UP, '--timeout', '2s', '--json'])
+    expect(silent.code).toBe(6)
+    expect(parseJson(silent).error.code).toBe('TIMEOUT')
+    expect(Date.now() - started).toBeLessThan(8000)
+
+    ctx.sim.clearFaults()
+    ctx.sim.inject({delayMs: 60_000, method: 'POST', path: '/deploy'})
+    started = Date.now()
+    const deploy = await targon([...UP, '--timeout', '3s', '--json'])
+    expect(deploy.code).toBe(6)
+    expect(parseJson(deploy).error.code).toBe('TIMEOUT')
+    expect(parseJson(deploy).data.cleanup).toMatchObject({attempted: true, survivors: []})
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.live()).toEqual([])
+  })
+})
+
+describe('messages', () => {
+  it('--on-failure keep says the VM was kept, that it is still billing, and how to delete it', async () => {
+    await setup({provisioning: 'error'})
+    const result = await targon([...UP, '--on-failure', 'keep', '--json'])
+    expect(result.code).toBe(5)
+    const [vm] = ctx.sim.live()
+    expect(vm).toBeDefined()
+    const {message} = parseJson(result).error
+    expect(message).toContain(`kept ${vm?.name} (${vm?.uid}) (--on-failure keep), still billing: delete with targon down ${vm?.uid}`)
+    expect((await targon(['down', vm?.uid as string])).code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+
+  it('speaks of one VM in the singular', async () => {
+    await setup({provisioning: (workload) => (workload.deployIndex === 0 ? 'error' : 'normal')})
+    const fleet = await targon([...UP, '--count', '2', '--json'])
+    expect(fleet.code).toBe(11)
+    expect(parseJson(fleet).error.message).toBe('1 of 2 VMs failed; the one that succeeded was rolled back')
+    expect(ctx.sim.live()).toEqual([])
+
+    expect((await targon(UP)).code).toBe(0)
+    const status = await targon(['status'])
+    expect(status.stderr).toMatch(/^1 VM, /m)
+    expect((await targon(['down', '--all'])).code).toBe(0)
+  })
+})
+
+describe('short names', () => {
+  it('after up --name worker1, status, ssh and down find worker1 within the fleet', async () => {
+    await setup()
+    const up = await targon([...UP, '--name', 'worker1', '--json'])
+    expect(up.code, up.stdout).toBe(0)
+    const {uid} = parseJson(up).data.vms[0]
+    const trained = await targon([...UP, '--name', 'worker1', '--fleet', 'train', '--json'])
+    const trainUid = parseJson(trained).data.vms[0].uid
+
+    const status = await targon(['status', 'worker1', '--json'])
+    expect(status.code, status.stdout).toBe(0)
+    expect(parseJson(status).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([uid])
+    expect(parseJson(await targon(['status', 'worker1', '--fleet', 'train', '--json'])).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([trainUid])
+    // A pinned host key, so that ssh --json does not need a live sshd to print the connection.
+    writePin(ctx.configDir, trainUid, '127.0.0.1', 22, 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk8hW1WvWq0cJ8q6yG7Yb8kQ2m4Zx3n5p7r9t1v3x5z')
+    const ssh = await targon(['ssh', 'worker1', '--fleet', 'train', '--json'])
+    expect(ssh.code, ssh.stdout).toBe(0)
+    expect(parseJson(ssh).data.uid).toBe(trainUid)
+    expect((await targon(['status', 'worker2', '--json'])).code).toBe(4)
+
+    const down = await targon(['down', 'worker1', '--json'])
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', uid}])
+    expect(ctx.sim.live().map((workload) => workload.uid)).toEqual([trainUid])
+  })
+})
+
+describe('adopting with a new TTL', () => {
+  it('up --name tt --ttl 5m on an existing tt applies the new TTL and says so', async () => {
+    await setup()
+    const first = parseJson(await targon([...UP, '--name', 'tt', '--ttl', '6h', '--json']))
+    const firstExpiry = Date.parse(first.data.vms[0].ttl_expires_at)
+    expect(firstExpiry).toBeGreaterThan(Date.now() + 5 * 3_600_000)
+
+    const again = await targon([...UP, '--name', 'tt', '--ttl', '5m', '--json'])
+    expect(again.code, again.stdout).toBe(0)
+    const doc = parseJson(again)
+    expect(doc.data.vms[0].adopted).toBe(true)
+    const expiry = Date.parse(doc.data.vms[0].ttl_expires_at)
+    expect(expiry).toBeLessThan(Date.now() + 5 * 60_000 + 1000)
+    expect(doc.warnings.join(' ')).toContain(`its TTL now ends at ${doc.data.vms[0].ttl_expires_at} (was ${first.data.vms[0].ttl_expires_at})`)
+    const status = parseJson(await targon(['status', 'tt', '--json']))
+    expect(status.data.vms[0].ttl_expires_at).toBe(doc.data.vms[0].ttl_expires_at)
+
+    // From a fresh config directory (another machine), the TTL is kept in a new local record.
+    const elsewhere = tempDir('targon-config-')
+    const adopted = await targon([...UP, '--name', 'tt', '--ttl', '1h', '--json'], {env: {TARGON_CONFIG_DIR: elsewhere}})
+    expect(adopted.code, adopted.stdout).toBe(0)
+    expect(parseJson(adopted).data.vms[0].ttl_expires_at).not.toBeNull()
+    expect(ctx.sim.live()).toHaveLength(1)
+  })
+})
+
+describe('concurrent runs with one name', () => {
+  it('two up --name same from two config directories end with one VM, reported by both', async () => {
+    await setup()
+    // Both runs look the name up before either create is committed.
+    ctx.sim.inject({delayMs: 500, method: 'POST', path: /\/workloads$/, times: 2})
+    const [a, b] = await Promise.all(
+      [tempDir('targon-config-'), tempDir('targon-config-')].map((dir) => targon([...UP, '--name', 'same', '--json'], {env: {TARGON_CONFIG_DIR: dir}})),
+    )
+    expect(a?.code, a?.stdout).toBe(0)
+    expect(b?.code, b?.stdout).toBe(0)
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(2)
+    const [vmA, vmB] = [parseJson(a as CliResult).data.vms[0], parseJson(b as CliResult).data.vms[0]]
+    expect(vmA.uid).toBe(vmB.uid)
+    expect([vmA.adopted, vmB.adopted].sort()).toEqual([false, true])
+    expect(ctx.sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vmA.uid, 'running']])
+    expect(ctx.sim.requests('POST', '/deploy')).toHaveLength(1)
+
+    expect((await targon(['down', '--all', '--json'])).code).toBe(0)
+    expect(ctx.sim.live()).toEqual([])
+  })
+})
+
+describe('stray arguments', () => {
+  it('are a usage error with the JSON envelope, while a mistyped command still gets a suggestion (exit 127)', async () => {
+    await setup()
+    for (const args of [['offers', 'h200'], ['config', 'list', 'extra'], ['config', 'get', 'org', 'extra']]) {
+      const result = await targon([...args, '--json'])
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(parseJson(result).error).toMatchObject({code: 'USAGE', message: `Unexpected argument: ${args.at(-1)}`})
+      expect((await targon(args)).code).toBe(2)
+    }
+
+    for (const [typo, suggestion] of [['offerz', 'offers'], ['confg lst', 'config list']] as const) {
+      const result = await targon(typo.split(' '))
+      expect(result.code).toBe(127)
+      expect(result.stderr).toContain(`Did you mean ${suggestion}?`)
+    }
+  })
+})
+
+describe('small truths', () => {
+  it('status shows the GPUs like up does, from the inventory when the listing names only the resource', async () => {
+    await setup({resourceDetail: false})
+    expect((await targon(UP)).code).toBe(0)
+    const status = parseJson(await targon(['status', '--json']))
+    expect(status.data.vms[0]).toMatchObject({gpu_count: 1, gpu_model: 'RTX-PRO-6000B', resource: 'rtx6000b-small'})
+    expect((await targon(['status'])).stdout).toContain('1x RTX-PRO-6000B')
+  })
+
+  it('offers: --gpu rtx6000 is the RTX 6000 Ada, and memory per GPU is labelled GB', async () => {
+    const ada = {available: 3, cost_per_hour: 0.99, disk_mib: 102_400, display_name: 'RTX 6000 Ada', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-RTX-6000-Ada-Generation', memory_mib: 64_000, name: 'rtx6000ada-small', vcpus: 16}
+    await setup({offers: [...SEED_OFFERS, ada]})
+    const resources = async (gpu: string) => parseJson(await targon(['offers', '--gpu', gpu, '--json'])).data.offers.map((offer: {resource: string}) => offer.resource)
+    expect(await resources('rtx6000')).toEqual(['rtx6000ada-small'])
+    expect(await resources('rtx6000b')).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
+    const table = (await targon(['offers'])).stdout.split('\n')
+    expect(table[0]?.split('\t')[3]).toBe('GPU_GB')
+    expect(table.find((line) => line.startsWith('rtx6000ada-small'))?.split('\t')[3]).toBe('48')
+  })
+
+  it('a terminal without cursor control or width gets plain progress lines', async () => {
+    await setup()
+    for (const [term, setup] of [['dumb', 'stty cols 120'], ['xterm', 'stty cols 0']]) {
+      // script(1) runs targon on a pseudo-terminal, as a user's shell would.
+      const result = await targonShell(`script -qec "${setup}; node ${BIN} ${UP.join(' ')}" /dev/null`, {TERM: term})
+      expect(result.code, result.stdout).toBe(0)
+      expect(result.stdout).not.toContain('\u001B[')
+      expect(result.stdout).toMatch(/^\S+ register\r?$/m)
+    }
+  })
+
+  it('status --dstack-fleet without an eligible VM warns and exits 4', async () => {
+    await setup()
+    expect((await targon(UP)).code).toBe(0)
+    const result = await targon(['status', '--dstack-fleet', '--json'])
+    expect(result.code).toBe(4)
+    expect(parseJson(result).error.code).toBe('NOT_FOUND')
+    const human = await targon(['status', '--dstack-fleet'])
+    expect(human.code).toBe(4)
+    expect(human.stdout).toBe('')
+    expect(human.stderr).toContain('Warning: 1 VM of fleet default is not bootstrapped and running')
+  })
+
+  it('down names an unnamed uid once', async () => {
+    await setup()
+    const {uid} = parseJson(await targon([...UP, '--json'])).data.vms[0]
+    expect((await targon(['down', uid])).code).toBe(0)
+    const again = await targon(['down', uid])
+    expect(again.stderr).toContain(`already-gone: ${uid}\n`)
+  })
+
+  it('the key files have the modes the README states', async () => {
+    await setup()
+    expect((await targon(UP)).code).toBe(0)
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    for (const file of ['keys/id_ed25519', 'keys/id_ed25519.pub']) {
+      const row = new RegExp(`^\\| \`${file.replaceAll('.', '\\.')}\` \\|.*\\| (0[0-7]{3}) \\|$`, 'm').exec(readme)
+      expect(row, file).not.toBeNull()
+      expect((statSync(join(ctx.configDir, file)).mode & 0o777).toString(8).padStart(4, '0'), file).toBe(row?.[1])
+    }
+  })
+})
