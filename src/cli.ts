@@ -15,7 +15,7 @@ import Up from './commands/up.js'
 
 export {execute} from '@oclif/core'
 export {jsonSchemas} from './lib/contract.js'
-export {commandNotFound} from './lib/not-found.js'
+export {commandNotFound} from './lib/shell/not-found.js'
 
 export const COMMANDS = {
   'config:get': ConfigGet,

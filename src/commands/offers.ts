@@ -1,11 +1,11 @@
 import {Flags} from '@oclif/core'
 import * as z from 'zod'
 
-import {connect} from '../lib/api/connect.js'
-import {BaseCommand} from '../lib/base-command.js'
-import {OFFER_SORTS, OfferSchema, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers.js'
-import {dash, gib, renderTable, usd} from '../lib/output.js'
-import {parsePrice} from '../lib/parse.js'
+import {connect} from '../lib/targon/connect.js'
+import {BaseCommand} from '../lib/shell/base-command.js'
+import {OFFER_SORTS, OfferSchema, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
+import {dash, gib, renderTable, usd} from '../lib/shell/output.js'
+import {parsePrice} from '../lib/shell/input.js'
 
 export const OffersResultSchema = z.object({
   offers: z.array(OfferSchema),

@@ -8,9 +8,9 @@ import * as z from 'zod'
 import {OffersResultSchema} from '../commands/offers.js'
 import {SshConfigResultSchema, SshResultSchema} from '../commands/ssh.js'
 import {StatusResultSchema} from '../commands/status.js'
-import {ConfigResultSchema} from './config-values.js'
-import {DownResultSchema} from './down.js'
-import {UpResultSchema} from './up.js'
+import {ConfigResultSchema} from './settings/config-file.js'
+import {DownResultSchema} from './down/down.js'
+import {UpResultSchema} from './up/up.js'
 
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,

@@ -3,11 +3,11 @@ import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {TargonError} from '../../src/lib/errors.js'
-import {judge} from '../../src/lib/lifecycle.js'
-import {withFileLock} from '../../src/lib/lock.js'
-import type {DeleteNote} from '../../src/lib/state.js'
-import {pollUntil} from '../../src/lib/wait.js'
+import {TargonError} from '../../src/lib/shell/errors.js'
+import {judge} from '../../src/lib/deletion/lifecycle.js'
+import {withFileLock} from '../../src/lib/state/lock.js'
+import type {DeleteNote} from '../../src/lib/state/local-state.js'
+import {pollUntil} from '../../src/lib/targon/wait.js'
 import {tempDir} from '../helpers/cli.js'
 
 const note = (outcome: DeleteNote['outcome']): DeleteNote => ({at: new Date().toISOString(), name: null, outcome, uid: 'wrk-1'})

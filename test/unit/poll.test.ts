@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {pollDelay} from '../../src/lib/wait.js'
+import {pollDelay} from '../../src/lib/targon/wait.js'
 
 describe('state poll delays', () => {
   it('grow from 1 s by 0.5 s to 5 s, then 10 s after five minutes, jittered only downwards by up to 10 %', () => {

@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/base-command.js'
-import {type ConfigResult, parseKey, setValue} from '../../lib/config-values.js'
-import {usageError} from '../../lib/errors.js'
-import {CONFIG_KEYS, configDir} from '../../lib/settings.js'
+import {BaseCommand} from '../../lib/shell/base-command.js'
+import {type ConfigResult, parseKey, setValue} from '../../lib/settings/config-file.js'
+import {usageError} from '../../lib/shell/errors.js'
+import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 
 export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'

@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/base-command.js'
-import {type ConfigResult, parseKey, unsetValue} from '../../lib/config-values.js'
-import {CONFIG_KEYS, configDir} from '../../lib/settings.js'
+import {BaseCommand} from '../../lib/shell/base-command.js'
+import {type ConfigResult, parseKey, unsetValue} from '../../lib/settings/config-file.js'
+import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset> {
   static summary = 'Remove a setting from the config file.'

@@ -9,8 +9,8 @@ import {randomBytes} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
-import {TargonError} from '../errors.js'
-import {shimHealthTimeoutMs} from '../settings.js'
+import {TargonError} from '../shell/errors.js'
+import {shimHealthTimeoutMs} from '../settings/settings.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 

@@ -6,9 +6,9 @@
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {TargonError} from '../errors.js'
-import type {KnownVm} from '../inventory.js'
-import {keyDir} from '../ssh-key.js'
+import {TargonError} from '../shell/errors.js'
+import type {KnownVm} from '../fleet/workloads.js'
+import {keyDir} from './project-key.js'
 import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
 import {SshSession, shellQuote} from './session.js'
 

@@ -7,7 +7,7 @@ import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Client, ClientChannel} from 'ssh2'
 
-import {TargonError} from '../errors.js'
+import {TargonError} from '../shell/errors.js'
 
 export interface HostKey {
   /** "ssh-ed25519 AAAA…", as in known_hosts. */

@@ -4,8 +4,8 @@
  */
 import * as z from 'zod'
 
-import type {RawOffer} from './api/schemas.js'
-import {withinCap} from './parse.js'
+import type {RawOffer} from '../targon/schemas.js'
+import {withinCap} from '../shell/input.js'
 
 export const OfferSchema = z.object({
   resource: z.string().describe('SKU; the resource name given to `targon up`'),

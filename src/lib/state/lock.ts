@@ -9,7 +9,7 @@ import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {TargonError} from './errors.js'
+import {TargonError} from '../shell/errors.js'
 
 export interface LockOptions {
   /** How long to wait for a live holder. */

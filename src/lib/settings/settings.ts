@@ -7,7 +7,7 @@ import {chmodSync, mkdirSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {TargonError} from './errors.js'
+import {TargonError} from '../shell/errors.js'
 
 export const DEFAULT_API_URL = 'https://api.targon.com'
 

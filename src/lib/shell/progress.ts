@@ -6,7 +6,7 @@
  * handles signals.
  */
 
-import type {StepEvent, Substep} from './bootstrap/runner.js'
+import type {StepEvent, Substep} from '../bootstrap/runner.js'
 
 export interface PhaseStep<Vm> {
   title: string

@@ -9,7 +9,7 @@
  * alike, so the verdict comes from what this machine knows (a delete note: its DELETE was
  * accepted or refused), never from the message text.
  */
-import type {DeleteNote} from './state.js'
+import type {DeleteNote} from '../state/local-state.js'
 
 /** A workload's status as the API reports it (lower case), or `not-found` for a 404. */
 export type ObservedStatus = string

@@ -1,6 +1,6 @@
 /** Builds a TargonClient from the environment and config (origin, key, timeouts). */
-import {resolveApiKey} from '../config-values.js'
-import {apiOrigin, httpTimeoutMs} from '../settings.js'
+import {resolveApiKey} from '../settings/config-file.js'
+import {apiOrigin, httpTimeoutMs} from '../settings/settings.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {

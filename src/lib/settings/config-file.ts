@@ -5,10 +5,10 @@
  */
 import * as z from 'zod'
 
-import {validateDstackVersion} from './bootstrap/runner.js'
-import {TargonError, usageError} from './errors.js'
-import {validateFleet} from './fleet.js'
-import {parsePrice} from './parse.js'
+import {validateDstackVersion} from '../bootstrap/runner.js'
+import {TargonError, usageError} from '../shell/errors.js'
+import {validateFleet} from '../fleet/naming.js'
+import {parsePrice} from '../shell/input.js'
 import {CONFIG_KEYS, type ConfigKey, configDir, configFilePath, ensureConfigDir, openConfig, readStoredValue} from './settings.js'
 
 /** An organization slug (the API's own rule). */

@@ -5,15 +5,15 @@
  */
 import * as z from 'zod'
 
-import type {TargonClient} from './api/client.js'
-import {workloadStatus} from './api/schemas.js'
-import {TargonError} from './errors.js'
-import {type KnownVm, findVm, snapshot} from './inventory.js'
-import {judge} from './lifecycle.js'
-import {countOf} from './output.js'
-import {removePin} from './ssh/pins.js'
-import type {LocalState, VmRecord} from './state.js'
-import {type DeleteResult, DeleteResultSchema, type DeleteTarget, deleteWorkloads} from './teardown.js'
+import type {TargonClient} from '../targon/client.js'
+import {workloadStatus} from '../targon/schemas.js'
+import {TargonError} from '../shell/errors.js'
+import {type KnownVm, findVm, snapshot} from '../fleet/workloads.js'
+import {judge} from '../deletion/lifecycle.js'
+import {countOf} from '../shell/output.js'
+import {removePin} from '../ssh/pins.js'
+import type {LocalState, VmRecord} from '../state/local-state.js'
+import {type DeleteResult, DeleteResultSchema, type DeleteTarget, deleteWorkloads} from '../deletion/delete-workloads.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 

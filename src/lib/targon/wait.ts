@@ -6,7 +6,7 @@
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {TargonError} from './errors.js'
+import {TargonError} from '../shell/errors.js'
 
 /** A failure that says nothing about the workload: the same request may well succeed later. */
 export function isTransient(error: unknown): boolean {

@@ -1,7 +1,7 @@
 /** Which organization a command acts on: --org / TARGON_ORG, then config, then discovery. */
-import type {TargonClient} from './api/client.js'
-import {ORG_SLUG, readConfigValue} from './config-values.js'
-import {TargonError, usageError} from './errors.js'
+import type {TargonClient} from '../targon/client.js'
+import {ORG_SLUG, readConfigValue} from './config-file.js'
+import {TargonError, usageError} from '../shell/errors.js'
 
 /**
  * A malformed --org is a usage error (exit 2); a malformed TARGON_ORG or config value, or an org the key does

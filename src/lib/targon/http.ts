@@ -6,8 +6,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, errors as undiciErrors, request} from 'undici'
 import type * as z from 'zod'
 
-import {TargonError, isAbortError} from '../errors.js'
-import {VERSION} from '../version.js'
+import {TargonError, isAbortError} from '../shell/errors.js'
+import {VERSION} from '../shell/version.js'
 
 /**
  * Which failures may be retried automatically. A 429 means "not processed", so every call retries it (after

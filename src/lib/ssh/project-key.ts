@@ -8,11 +8,11 @@ import {join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
-import type {TargonClient} from './api/client.js'
-import {TargonError} from './errors.js'
-import {withFileLock} from './lock.js'
-import {assertPrivateFile, ensureConfigDir} from './settings.js'
-import type {LocalState} from './state.js'
+import type {TargonClient} from '../targon/client.js'
+import {TargonError} from '../shell/errors.js'
+import {withFileLock} from '../state/lock.js'
+import {assertPrivateFile, ensureConfigDir} from '../settings/settings.js'
+import type {LocalState} from '../state/local-state.js'
 
 export interface ProjectKey {
   privateKeyPath: string

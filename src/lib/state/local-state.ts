@@ -8,8 +8,8 @@ import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync}
 import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
-import {TargonError} from './errors.js'
-import {ensureConfigDir} from './settings.js'
+import {TargonError} from '../shell/errors.js'
+import {ensureConfigDir} from '../settings/settings.js'
 
 export const HostKeyPinSchema = z.object({
   alias: z.string(),

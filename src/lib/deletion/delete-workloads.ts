@@ -15,14 +15,14 @@
  */
 import * as z from 'zod'
 
-import type {TargonClient} from './api/client.js'
-import {MAX_MUTATIONS_IN_FLIGHT} from './api/http.js'
-import {workloadStatus} from './api/schemas.js'
-import {TargonError} from './errors.js'
+import type {TargonClient} from '../targon/client.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
+import {workloadStatus} from '../targon/schemas.js'
+import {TargonError} from '../shell/errors.js'
 import {type ObservedStatus, judge, needsWake} from './lifecycle.js'
-import {deleteLockPath, withFileLock} from './lock.js'
-import type {LocalState} from './state.js'
-import {isOutcomeUnknown, pollUntil} from './wait.js'
+import {deleteLockPath, withFileLock} from '../state/lock.js'
+import type {LocalState} from '../state/local-state.js'
+import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 
 export const DELETE_ACTIONS = ['deleted', 'woken-and-deleted', 'already-gone', 'left-registered', 'would-delete', 'not-attempted', 'failed', 'still-present'] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]

@@ -2,11 +2,11 @@
  * What exists: the API's workload listing (the truth), joined with local records (which
  * only add passwords, TTLs and host-key pins). Shared by `status`, `down` and `ssh`.
  */
-import type {TargonClient} from './api/client.js'
-import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from './api/schemas.js'
-import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './fleet.js'
-import {judge} from './lifecycle.js'
-import type {DeleteNote, LocalState, VmRecord} from './state.js'
+import type {TargonClient} from '../targon/client.js'
+import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
+import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
+import {judge} from '../deletion/lifecycle.js'
+import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 
 export interface KnownVm {
   uid: string
