@@ -36,4 +36,11 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  {
+    // Dependencies point one way: commands use lib, never the other way round.
+    files: ['src/lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {patterns: [{group: ['**/commands/*', '**/commands/**'], message: 'src/lib must not import src/commands: move the shared piece into src/lib'}]}],
+    },
+  },
 )

@@ -1,24 +1,12 @@
 import {Flags} from '@oclif/core'
-import * as z from 'zod'
 
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {OFFER_SORTS, OfferSchema, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
+import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
 import {dash, gib, renderTable, usd} from '../lib/shell/output.js'
 import {parsePrice} from '../lib/shell/input.js'
+import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
 
-export const OffersResultSchema = z.object({
-  offers: z.array(OfferSchema),
-  filters: z.object({
-    gpu: z.string().nullable(),
-    min_gpus: z.number().nullable(),
-    max_price: z.number().nullable(),
-    include_sold_out: z.boolean(),
-    sort: z.enum(OFFER_SORTS),
-  }),
-  as_of: z.string().describe('RFC 3339 time of the inventory read'),
-})
-export type OffersResult = z.infer<typeof OffersResultSchema>
 
 export default class Offers extends BaseCommand<typeof Offers> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'

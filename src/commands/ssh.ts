@@ -12,25 +12,9 @@ import {configDir} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
+import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
 
-export const SshResultSchema = z.object({
-  uid: z.string(),
-  name: z.string().nullable(),
-  host: z.string(),
-  port: z.number(),
-  user: z.literal('ubuntu'),
-  identity_file: z.string(),
-  known_hosts_file: z.string(),
-  host_key_alias: z.string(),
-  argv: z.array(z.string()).describe('the OpenSSH command line, ready to exec'),
-})
-export type SshResult = z.infer<typeof SshResultSchema>
 
-export const SshConfigResultSchema = z.object({
-  fleet: z.string(),
-  hosts: z.array(SshResultSchema),
-  config: z.string().describe('Host entries for ~/.ssh/config or an Include'),
-})
 
 export default class Ssh extends BaseCommand<typeof Ssh> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'

@@ -1,5 +1,4 @@
 import {Args, Flags} from '@oclif/core'
-import * as z from 'zod'
 
 import type {TargonClient} from '../lib/targon/client.js'
 import {connect} from '../lib/targon/connect.js'
@@ -8,8 +7,8 @@ import {TargonError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET, validateFleet} from '../lib/fleet/naming.js'
 import {join} from 'node:path'
 
-import {type DstackFleet, DstackFleetSchema, dstackFleet} from '../lib/bootstrap/dstack-fleet.js'
-import {type Offer, displayGpuModel, normalizeOffer} from '../lib/offers/offers.js'
+import {dstackFleet} from '../lib/bootstrap/dstack-fleet.js'
+import {displayGpuModel, normalizeOffer} from '../lib/offers/offers.js'
 import {keyDir} from '../lib/ssh/project-key.js'
 import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
@@ -18,46 +17,9 @@ import {formatDuration} from '../lib/shell/input.js'
 import {readConfigValue} from '../lib/settings/config-file.js'
 import {configDir} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
+import type {DstackFleet, Offer, StatusResult, StatusVm} from '../lib/contract.js'
 
-export const StatusVmSchema = z.object({
-  uid: z.string(),
-  name: z.string().nullable(),
-  fleet: z.string().nullable(),
-  status: z.string().describe('as the API says; unknown values verbatim'),
-  public_ip: z.string().nullable(),
-  ssh_port: z.number().nullable(),
-  resource: z.string().nullable(),
-  gpu_model: z.string().nullable(),
-  gpu_count: z.number().nullable(),
-  price_per_hour: z.number().nullable(),
-  created_at: z.string().nullable(),
-  age_seconds: z.number().nullable(),
-  estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
-  ttl_expires_at: z.string().nullable(),
-  ttl_left_seconds: z.number().nullable(),
-  bootstrapped: z.boolean(),
-  billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
-  deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
-  origin: z.enum(['this-tool', 'other']),
-  local_record: z.enum(['present', 'missing']),
-})
-export type StatusVm = z.infer<typeof StatusVmSchema>
 
-export const StatusResultSchema = z.object({
-  org: z.string(),
-  fleet: z.string().nullable().describe('null with --all-fleets'),
-  vms: z.array(StatusVmSchema),
-  drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
-  totals: z.object({
-    count: z.number().describe('VMs listed above'),
-    billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
-    unknown_billing_count: z.number().describe('error records not classified yet (targon down settles them)'),
-    price_per_hour: z.number(),
-    estimated_cost_usd: z.number(),
-  }),
-  dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
-})
-export type StatusResult = z.infer<typeof StatusResultSchema>
 
 export default class Status extends BaseCommand<typeof Status> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost and TTL.'

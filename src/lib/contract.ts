@@ -1,16 +1,222 @@
 /**
- * The JSON contract: every command's `data` schema, and the envelopes around them. These
- * schemas are snapshotted as JSON Schema under schemas/ (npm run schemas); a test fails on
- * any unintended change, and the end-to-end tests validate real output against them.
+ * The JSON contract of every command: the `data` schemas, the pieces they share, and the envelopes
+ * around them. Keys are snake_case, like the Targon API's. These schemas are snapshotted as JSON
+ * Schema under schemas/ (npm run schemas); a test fails on any unintended change, and the end-to-end
+ * tests validate real output against them. Modules build these values; only this file defines them.
  */
 import * as z from 'zod'
 
-import {OffersResultSchema} from '../commands/offers.js'
-import {SshConfigResultSchema, SshResultSchema} from '../commands/ssh.js'
-import {StatusResultSchema} from '../commands/status.js'
-import {ConfigResultSchema} from './settings/config-file.js'
-import {DownResultSchema} from './down/down.js'
-import {UpResultSchema} from './up/up.js'
+import {CONFIG_KEYS} from './settings/settings.js'
+
+export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
+
+export const OfferSchema = z.object({
+  resource: z.string().describe('SKU; the resource name given to `targon up`'),
+  display_name: z.string().nullable(),
+  gpu_model: z.string().nullable().describe('normalized, vendor prefix stripped'),
+  gpu_count: z.number().nullable(),
+  gpu_memory_gb: z.number().nullable().describe('per GPU in GB, as the vendor states it, where the model is known'),
+  vcpus: z.number().nullable(),
+  memory_mib: z.number().nullable(),
+  disk_mib: z.number().nullable(),
+  price_per_hour: z.number().describe('USD per hour for the whole VM'),
+  available: z.number().nullable().describe('null when the API does not say'),
+  within_cap: z.boolean().nullable().describe('null without --max-price'),
+})
+export type Offer = z.infer<typeof OfferSchema>
+
+export const OffersResultSchema = z.object({
+  offers: z.array(OfferSchema),
+  filters: z.object({
+    gpu: z.string().nullable(),
+    min_gpus: z.number().nullable(),
+    max_price: z.number().nullable(),
+    include_sold_out: z.boolean(),
+    sort: z.enum(OFFER_SORTS),
+  }),
+  as_of: z.string().describe('RFC 3339 time of the inventory read'),
+})
+export type OffersResult = z.infer<typeof OffersResultSchema>
+
+export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
+export type PhaseName = (typeof PHASES)[number]
+
+export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
+export type OnFailure = (typeof ON_FAILURE)[number]
+
+export const PhaseResultSchema = z.object({
+  name: z.enum(PHASES),
+  status: z.enum(['done', 'skipped', 'failed']),
+  duration_ms: z.number(),
+})
+export type PhaseResult = z.infer<typeof PhaseResultSchema>
+
+export const VmResultSchema = z.object({
+  uid: z.string(),
+  name: z.string(),
+  fleet: z.string(),
+  resource: z.string(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  status: z.string(),
+  price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
+  max_price: z.number(),
+  public_ip: z.string().nullable(),
+  ssh_port: z.number().nullable(),
+  user: z.literal('ubuntu'),
+  identity_file: z.string(),
+  created_at: z.string().nullable(),
+  ttl_expires_at: z.string().nullable(),
+  adopted: z.boolean().describe('true when an existing VM of the fleet was taken over (--name)'),
+  host_key_fingerprint: z.string().nullable().describe('OpenSSH SHA256 fingerprint of the pinned host key'),
+  bootstrap: z
+    .object({
+      script_version: z.string().nullable(),
+      docker_version: z.string().nullable(),
+      nvidia_ctk_version: z.string().nullable(),
+      driver_version: z.string().nullable(),
+      gpus: z.object({name: z.string().nullable(), count: z.number().nullable()}),
+    })
+    .nullable()
+    .describe('null with --no-bootstrap'),
+  dstack: z.object({shim_version: z.string(), healthy: z.boolean()}).nullable().describe('null with --no-bootstrap or --no-shim'),
+  phases: z.array(PhaseResultSchema),
+})
+export type VmResult = z.infer<typeof VmResultSchema>
+
+/** A registered workload that Targon refused to delete (HTTP 500); it was never deployed and does not run. */
+export const LeftoverSchema = z.object({uid: z.string(), name: z.string().nullable(), resource: z.string().nullable()})
+export type Leftover = z.infer<typeof LeftoverSchema>
+
+export const DELETE_ACTIONS = ['deleted', 'woken-and-deleted', 'already-gone', 'left-registered', 'would-delete', 'not-attempted', 'failed', 'still-present'] as const
+export type DeleteAction = (typeof DELETE_ACTIONS)[number]
+
+export const DeleteResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  action: z.enum(DELETE_ACTIONS).describe('woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run'),
+  billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
+  error: z.string().optional(),
+})
+export type DeleteResult = z.infer<typeof DeleteResultSchema>
+
+export const FailedVmSchema = z.object({
+  name: z.string().nullable(),
+  uid: z.string().nullable(),
+  error: z.object({code: z.string(), message: z.string()}),
+})
+
+export const CleanupSchema = z.object({
+  attempted: z.boolean(),
+  results: z.array(DeleteResultSchema),
+  survivors: z.array(z.string()).describe('uids still billing after clean-up'),
+})
+export type Cleanup = z.infer<typeof CleanupSchema>
+
+export const UpResultSchema = z.object({
+  org: z.string(),
+  vms: z.array(VmResultSchema),
+  failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
+  cleanup: CleanupSchema.nullable(),
+  leftovers: z.array(LeftoverSchema).describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
+})
+export type UpResult = z.infer<typeof UpResultSchema>
+
+export const DownResultSchema = z.object({
+  org: z.string(),
+  dry_run: z.boolean(),
+  selection: z.object({
+    targets: z.array(z.string()),
+    all: z.boolean(),
+    fleet: z.string().nullable(),
+    older_than_seconds: z.number().nullable(),
+    expired: z.boolean(),
+    any_origin: z.boolean(),
+  }),
+  results: z.array(DeleteResultSchema),
+  survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
+})
+export type DownResult = z.infer<typeof DownResultSchema>
+
+export const DstackFleetSchema = z.object({
+  name: z.string(),
+  yaml: z.string().describe('the fleet file, ready for dstack apply -f'),
+  hosts: z.array(z.object({hostname: z.string(), port: z.number(), uid: z.string(), name: z.string().nullable()})),
+  shared_ips: z.array(z.string()).describe('public IPs used by more than one VM (see the shared-IP caveat)'),
+})
+export type DstackFleet = z.infer<typeof DstackFleetSchema>
+
+export const StatusVmSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().describe('as the API says; unknown values verbatim'),
+  public_ip: z.string().nullable(),
+  ssh_port: z.number().nullable(),
+  resource: z.string().nullable(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  price_per_hour: z.number().nullable(),
+  created_at: z.string().nullable(),
+  age_seconds: z.number().nullable(),
+  estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
+  ttl_expires_at: z.string().nullable(),
+  ttl_left_seconds: z.number().nullable(),
+  bootstrapped: z.boolean(),
+  billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
+  deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
+  origin: z.enum(['this-tool', 'other']),
+  local_record: z.enum(['present', 'missing']),
+})
+export type StatusVm = z.infer<typeof StatusVmSchema>
+
+export const StatusResultSchema = z.object({
+  org: z.string(),
+  fleet: z.string().nullable().describe('null with --all-fleets'),
+  vms: z.array(StatusVmSchema),
+  drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
+  totals: z.object({
+    count: z.number().describe('VMs listed above'),
+    billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
+    unknown_billing_count: z.number().describe('error records not classified yet (targon down settles them)'),
+    price_per_hour: z.number(),
+    estimated_cost_usd: z.number(),
+  }),
+  dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
+})
+export type StatusResult = z.infer<typeof StatusResultSchema>
+
+export const SshResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  host: z.string(),
+  port: z.number(),
+  user: z.literal('ubuntu'),
+  identity_file: z.string(),
+  known_hosts_file: z.string(),
+  host_key_alias: z.string(),
+  argv: z.array(z.string()).describe('the OpenSSH command line, ready to exec'),
+})
+export type SshResult = z.infer<typeof SshResultSchema>
+
+export const SshConfigResultSchema = z.object({
+  fleet: z.string(),
+  hosts: z.array(SshResultSchema),
+  config: z.string().describe('Host entries for ~/.ssh/config or an Include'),
+})
+
+export const ConfigResultSchema = z.object({
+  path: z.string(),
+  values: z
+    .object(Object.fromEntries(CONFIG_KEYS.map((key) => [configJsonKey(key), z.string().nullable().optional()])))
+    .describe('by setting, null when unset; api_key is masked'),
+})
+export type ConfigResult = z.infer<typeof ConfigResultSchema>
+
+/** The JSON name of a setting: api-key → api_key. */
+export function configJsonKey(key: string): string {
+  return key.replaceAll('-', '_')
+}
 
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,
@@ -43,6 +249,7 @@ export const ErrorEnvelopeSchema = z.object({
   }),
   data: z.record(z.string(), z.unknown()).optional().describe('partial results or the clean-up outcome'),
 })
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>
 
 export function successEnvelope<T extends z.ZodType>(command: string, data: T) {
   return z.object({

@@ -1,8 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {type ConfigResult, parseKey, readValues} from '../../lib/settings/config-file.js'
+import {parseKey, readValues} from '../../lib/settings/config-file.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
+import type {ConfigResult} from '../../lib/contract.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet> {
   static summary = 'Print one setting (the API key masked).'

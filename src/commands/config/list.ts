@@ -1,7 +1,8 @@
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {type ConfigResult, readValues} from '../../lib/settings/config-file.js'
+import {readValues} from '../../lib/settings/config-file.js'
 import {renderTable} from '../../lib/shell/output.js'
 import {configDir} from '../../lib/settings/settings.js'
+import type {ConfigResult} from '../../lib/contract.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList> {
   static summary = 'Show every setting of the config file (the API key masked).'

@@ -1,9 +1,10 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {type ConfigResult, parseKey, setValue} from '../../lib/settings/config-file.js'
+import {parseKey, setValue} from '../../lib/settings/config-file.js'
 import {usageError} from '../../lib/shell/errors.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
+import type {ConfigResult} from '../../lib/contract.js'
 
 export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'

@@ -1,8 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {type ConfigResult, parseKey, unsetValue} from '../../lib/settings/config-file.js'
+import {parseKey, unsetValue} from '../../lib/settings/config-file.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
+import type {ConfigResult} from '../../lib/contract.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset> {
   static summary = 'Remove a setting from the config file.'

@@ -13,7 +13,6 @@
  * - An unclear answer (lost, timed out, 5xx on a running VM) is settled by watching the state; the
  *   DELETE is sent once more only when the VM still runs minutes later.
  */
-import * as z from 'zod'
 
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
@@ -23,18 +22,9 @@ import {type ObservedStatus, judge, needsWake} from './lifecycle.js'
 import {deleteLockPath, withFileLock} from '../state/lock.js'
 import type {LocalState} from '../state/local-state.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import type {DeleteAction, DeleteResult} from '../contract.js'
 
-export const DELETE_ACTIONS = ['deleted', 'woken-and-deleted', 'already-gone', 'left-registered', 'would-delete', 'not-attempted', 'failed', 'still-present'] as const
-export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
-export const DeleteResultSchema = z.object({
-  uid: z.string(),
-  name: z.string().nullable(),
-  action: z.enum(DELETE_ACTIONS).describe('woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run'),
-  billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
-  error: z.string().optional(),
-})
-export type DeleteResult = z.infer<typeof DeleteResultSchema>
 
 export interface DeleteTarget {
   uid: string

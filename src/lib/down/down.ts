@@ -3,7 +3,6 @@
  * concurrency until nothing selected bills (teardown.ts), verify against a fresh listing, and
  * tidy local state for what no longer bills.
  */
-import * as z from 'zod'
 
 import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
@@ -13,25 +12,11 @@ import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
 import {removePin} from '../ssh/pins.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
-import {type DeleteResult, DeleteResultSchema, type DeleteTarget, deleteWorkloads} from '../deletion/delete-workloads.js'
+import {type DeleteTarget, deleteWorkloads} from '../deletion/delete-workloads.js'
+import type {DeleteResult, DownResult} from '../contract.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
-export const DownResultSchema = z.object({
-  org: z.string(),
-  dry_run: z.boolean(),
-  selection: z.object({
-    targets: z.array(z.string()),
-    all: z.boolean(),
-    fleet: z.string().nullable(),
-    older_than_seconds: z.number().nullable(),
-    expired: z.boolean(),
-    any_origin: z.boolean(),
-  }),
-  results: z.array(DeleteResultSchema),
-  survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
-})
-export type DownResult = z.infer<typeof DownResultSchema>
 export type DownSelection = DownResult['selection']
 
 export interface DownOptions {

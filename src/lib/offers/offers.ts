@@ -2,25 +2,11 @@
  * VM offers: normalization of both inventory generations, GPU model matching,
  * filtering and ordering. Shared by `targon offers` and the offer choice of `targon up`.
  */
-import * as z from 'zod'
 
 import type {RawOffer} from '../targon/schemas.js'
 import {withinCap} from '../shell/input.js'
+import type {Offer} from '../contract.js'
 
-export const OfferSchema = z.object({
-  resource: z.string().describe('SKU; the resource name given to `targon up`'),
-  display_name: z.string().nullable(),
-  gpu_model: z.string().nullable().describe('normalized, vendor prefix stripped'),
-  gpu_count: z.number().nullable(),
-  gpu_memory_gb: z.number().nullable().describe('per GPU in GB, as the vendor states it, where the model is known'),
-  vcpus: z.number().nullable(),
-  memory_mib: z.number().nullable(),
-  disk_mib: z.number().nullable(),
-  price_per_hour: z.number().describe('USD per hour for the whole VM'),
-  available: z.number().nullable().describe('null when the API does not say'),
-  within_cap: z.boolean().nullable().describe('null without --max-price'),
-})
-export type Offer = z.infer<typeof OfferSchema>
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 export type OfferSort = (typeof OFFER_SORTS)[number]

@@ -3,31 +3,20 @@
  * read from stdin or a hidden prompt, never from argv, and never printed unmasked. A value
  * read back from the file, hand-edited or not, passes the same validation as `config set`.
  */
-import * as z from 'zod'
 
 import {validateDstackVersion} from '../bootstrap/runner.js'
 import {TargonError, usageError} from '../shell/errors.js'
 import {validateFleet} from '../fleet/naming.js'
 import {parsePrice} from '../shell/input.js'
 import {CONFIG_KEYS, type ConfigKey, configDir, configFilePath, ensureConfigDir, openConfig, readStoredValue} from './settings.js'
+import {type ConfigResult, configJsonKey} from '../contract.js'
 
 /** An organization slug (the API's own rule). */
 export const ORG_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
 /** Printable ASCII without spaces: anything else cannot travel in an HTTP header and would fail as a network error. */
 const API_KEY = /^[\x21-\x7e]{8,}$/
 
-/** The JSON name of a setting: api-key → api_key. */
-function jsonKey(key: ConfigKey): string {
-  return key.replaceAll('-', '_')
-}
 
-export const ConfigResultSchema = z.object({
-  path: z.string(),
-  values: z
-    .object(Object.fromEntries(CONFIG_KEYS.map((key) => [jsonKey(key), z.string().nullable().optional()])))
-    .describe('by setting, null when unset; api_key is masked'),
-})
-export type ConfigResult = z.infer<typeof ConfigResultSchema>
 
 const VALIDATORS: Record<ConfigKey, (value: string) => string> = {
   'api-key': (value) => {
@@ -97,7 +86,7 @@ export async function resolveApiKey(env: NodeJS.ProcessEnv = process.env): Promi
 /** The given settings of the file (all by default), masked, under their JSON names. */
 export async function readValues(dir: string, keys: readonly ConfigKey[] = CONFIG_KEYS): Promise<ConfigResult> {
   const values: Record<string, string | null> = {}
-  for (const key of keys) values[jsonKey(key)] = mask(key, await readConfigValue(key, dir))
+  for (const key of keys) values[configJsonKey(key)] = mask(key, await readConfigValue(key, dir))
   return {path: configFilePath(dir), values}
 }
 

@@ -6,66 +6,23 @@
 import {randomInt} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 import {setTimeout as sleep} from 'node:timers/promises'
-import * as z from 'zod'
 
 import type {TargonClient} from '../targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {TargonError} from '../shell/errors.js'
 import {workloadName} from '../fleet/naming.js'
-import type {Offer} from '../offers/offers.js'
 import {withinCap} from '../shell/input.js'
 import {type BootstrapParams, type Marker, type StepEvent, runInstall, runShim} from '../bootstrap/runner.js'
 import {readPin, writePin} from '../ssh/pins.js'
 import {type HostKey, SshSession} from '../ssh/session.js'
 import {judge} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState} from '../state/local-state.js'
-import {type DeleteResult, deleteWorkloads} from '../deletion/delete-workloads.js'
+import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {isOutcomeUnknown, pollDelay, pollUntil} from '../targon/wait.js'
+import type {DeleteResult, Leftover, Offer, OnFailure, PhaseName, PhaseResult, VmResult} from '../contract.js'
 
-export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
-export type PhaseName = (typeof PHASES)[number]
-export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
-export type OnFailure = (typeof ON_FAILURE)[number]
 
-export const PhaseResultSchema = z.object({
-  name: z.enum(PHASES),
-  status: z.enum(['done', 'skipped', 'failed']),
-  duration_ms: z.number(),
-})
-export type PhaseResult = z.infer<typeof PhaseResultSchema>
 
-export const VmResultSchema = z.object({
-  uid: z.string(),
-  name: z.string(),
-  fleet: z.string(),
-  resource: z.string(),
-  gpu_model: z.string().nullable(),
-  gpu_count: z.number().nullable(),
-  status: z.string(),
-  price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
-  max_price: z.number(),
-  public_ip: z.string().nullable(),
-  ssh_port: z.number().nullable(),
-  user: z.literal('ubuntu'),
-  identity_file: z.string(),
-  created_at: z.string().nullable(),
-  ttl_expires_at: z.string().nullable(),
-  adopted: z.boolean().describe('true when an existing VM of the fleet was taken over (--name)'),
-  host_key_fingerprint: z.string().nullable().describe('OpenSSH SHA256 fingerprint of the pinned host key'),
-  bootstrap: z
-    .object({
-      script_version: z.string().nullable(),
-      docker_version: z.string().nullable(),
-      nvidia_ctk_version: z.string().nullable(),
-      driver_version: z.string().nullable(),
-      gpus: z.object({name: z.string().nullable(), count: z.number().nullable()}),
-    })
-    .nullable()
-    .describe('null with --no-bootstrap'),
-  dstack: z.object({shim_version: z.string(), healthy: z.boolean()}).nullable().describe('null with --no-bootstrap or --no-shim'),
-  phases: z.array(PhaseResultSchema),
-})
-export type VmResult = z.infer<typeof VmResultSchema>
 
 /** Phase bounds (cli-contract §3.7). */
 export const PHASE_TIMEOUT_MS = {deploy: 60_000, install: 30 * 60_000, register: 60_000, 'shim-start': 5 * 60_000, 'wait-running': 20 * 60_000} as const
@@ -130,9 +87,6 @@ export function newVmRun(index: number): VmRun {
   return {adopted: false, created: false, index, phases: [], skip: new Set()}
 }
 
-/** A registered workload that Targon refused to delete (HTTP 500); it was never deployed and does not run. */
-export const LeftoverSchema = z.object({uid: z.string(), name: z.string().nullable(), resource: z.string().nullable()})
-export type Leftover = z.infer<typeof LeftoverSchema>
 
 export class Provisioner {
   /** Registered workloads left behind by refused deploys (see teardown.ts); `down` tries them again. */

@@ -2,47 +2,28 @@
  * `targon up` end to end: choose offers under the cap, resolve org, image and SSH key,
  * provision N VMs in parallel, and settle the fleet (all-or-nothing, or at least --min).
  */
-import * as z from 'zod'
 
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from '../bootstrap/runner.js'
 import {TargonError, asTargonError} from '../shell/errors.js'
-import {type Offer, filterOffers, matchesGpu, normalizeOffer, sortOffers} from '../offers/offers.js'
+import {filterOffers, matchesGpu, normalizeOffer, sortOffers} from '../offers/offers.js'
 import {abortAfter} from '../shell/interrupt.js'
 import {resolveOrg} from '../settings/org.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
-import {LeftoverSchema, type OnFailure, PHASES, type PhaseName, Provisioner, VmResultSchema, type VmRun, newVmRun} from './provision.js'
+import {Provisioner, type VmRun, newVmRun} from './provision.js'
 import {LocalState} from '../state/local-state.js'
-import {DeleteResultSchema, type DeleteResult, mapBounded} from '../deletion/delete-workloads.js'
+import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered, ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../shell/version.js'
+import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
-export const FailedVmSchema = z.object({
-  name: z.string().nullable(),
-  uid: z.string().nullable(),
-  error: z.object({code: z.string(), message: z.string()}),
-})
 
-export const CleanupSchema = z.object({
-  attempted: z.boolean(),
-  results: z.array(DeleteResultSchema),
-  survivors: z.array(z.string()).describe('uids still billing after clean-up'),
-})
-export type Cleanup = z.infer<typeof CleanupSchema>
 
-export const UpResultSchema = z.object({
-  org: z.string(),
-  vms: z.array(VmResultSchema),
-  failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
-  cleanup: CleanupSchema.nullable(),
-  leftovers: z.array(LeftoverSchema).describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
-})
-export type UpResult = z.infer<typeof UpResultSchema>
 
 export interface UpOptions {
   resource?: string
