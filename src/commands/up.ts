@@ -8,7 +8,7 @@ import {DEFAULT_FLEET, validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {dash, renderTable, usd} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
-import {type VmRun} from '../lib/up/provision.js'
+import type {VmTrack} from '../lib/up/stages.js'
 import {readConfigValue} from '../lib/settings/config-file.js'
 import {configDir, shimHealthTimeoutMs} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
@@ -82,9 +82,9 @@ existing VM instead of creating a second one.`
     // Checked before anything is rented, not when shim-start reads it.
     if (flags.bootstrap && flags.shim) shimHealthTimeoutMs()
 
-    let tracked: VmRun[] = []
+    let tracked: VmTrack[] = []
     const guard = guardInterrupts(() => {
-      const uids = tracked.filter((vm) => vm.uid).map((vm) => vm.uid as string)
+      const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
       return uids.length > 0 ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`] : ['Exiting; nothing was created.']
     })
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})

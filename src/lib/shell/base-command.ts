@@ -4,30 +4,13 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
+import type {ErrorEnvelope} from '../contract.js'
 import {TargonError, asTargonError, isTargonError} from './errors.js'
 
 export const SCHEMA_VERSION = 1
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
-
-export interface ErrorEnvelope {
-  schema_version: number
-  ok: false
-  command: string
-  error: {
-    code: string
-    exit_code: number
-    message: string
-    hint: string | null
-    http_status: number | null
-    reason: string | null
-    request_id: string | null
-    resource: {uid?: string; name?: string} | null
-    details: Record<string, unknown>
-  }
-  data?: Record<string, unknown>
-}
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static baseFlags = {

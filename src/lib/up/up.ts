@@ -13,7 +13,14 @@ import {resolveOrg} from '../settings/org.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
-import {Provisioner, type VmRun, newVmRun} from './provision.js'
+import {install, startShim} from './bootstrap-phases.js'
+import {deploy} from './deploy.js'
+import {keptNote, rollBack} from './failure-policy.js'
+import {register} from './register.js'
+import {vmResult} from './result.js'
+import type {RunContext, UpRequest} from './run-context.js'
+import {type Stage, VmTrack} from './stages.js'
+import {waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered, ensureProjectKey} from '../ssh/project-key.js'
@@ -21,9 +28,6 @@ import {VERSION} from '../shell/version.js'
 import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
-
-
-
 
 export interface UpOptions {
   resource?: string
@@ -46,7 +50,7 @@ export interface UpOptions {
   signal: AbortSignal
   warn: (message: string) => void
   /** Lets the signal handler name what this run has created so far. */
-  track: (vms: VmRun[]) => void
+  track: (tracks: VmTrack[]) => void
 }
 
 /** Offers that may be rented: matching, available, under the cap, cheapest first. */
@@ -86,24 +90,32 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   const deadline = abortAfter(options.timeoutMs, () => new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {hint: 'raise --timeout, or check the network'}))
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
-    return await provisionFleet({cleanupClient: client.withSignal(undefined), client: client.withSignal(signal), signal}, options)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, options)
+    const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
+    options.track(tracks)
+    const errors = await provision(ctx, tracks, options)
+    try {
+      return await settle(ctx, tracks, errors, options)
+    } finally {
+      for (const track of tracks) track.closeSsh()
+    }
   } finally {
     deadline.dispose()
   }
 }
 
-/** The run itself: `client` and `signal` obey Ctrl-C and the deadline, `cleanupClient` neither. */
-async function provisionFleet({cleanupClient, client, signal}: {client: TargonClient; cleanupClient: TargonClient; signal: AbortSignal}, options: UpOptions): Promise<UpResult> {
+/** Everything the phases need before the first VM is created: offers under the cap, org, image and the project key. */
+async function prepare(client: TargonClient, cleanupClient: TargonClient, signal: AbortSignal, options: UpOptions): Promise<RunContext> {
   const inventory = await client.inventory()
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
   // With --name the VM may already exist; a missing offer only matters once something must be created.
   let candidates: Offer[] = []
-  let noCandidates: TargonError | undefined
+  let whyNoOffer: TargonError | undefined
   try {
     candidates = chooseCandidates(offers, options)
   } catch (error) {
     if (options.label === undefined || !(error instanceof TargonError)) throw error
-    noCandidates = error
+    whyNoOffer = error
   }
 
   const org = await resolveOrg(client, options.org)
@@ -111,79 +123,135 @@ async function provisionFleet({cleanupClient, client, signal}: {client: TargonCl
   const state = new LocalState(options.configDir)
   const key = await ensureProjectKey(options.configDir)
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
-
-  const provisioner = new Provisioner(
-    {cleanupClient, client, signal, state, warn: options.warn},
-    {
-      bootstrap: options.bootstrap && {
-        params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},
-        shim: options.bootstrap.shim,
-      },
-      configDir: options.configDir,
-      deadline: Date.now() + options.timeoutMs,
-      fleet: options.fleet, identityFile: key.privateKeyPath, image, label: options.label, maxPrice: options.maxPrice, onFailure: options.onFailure, org, resource: options.resource, sshKeyUid, ttlMs: options.ttlMs},
-    candidates,
-    noCandidates,
-  )
-  const vms = Array.from({length: options.count}, (_, index) => newVmRun(index))
-  options.track(vms)
-  const errors = new Map<VmRun, unknown>()
-  const work: Record<PhaseName, (vm: VmRun, onEvent: (event: StepEvent) => void) => Promise<void>> = {
-    deploy: (vm) => provisioner.deploy(vm),
-    install: (vm, onEvent) => provisioner.install(vm, onEvent),
-    register: (vm) => provisioner.register(vm),
-    'shim-start': (vm, onEvent) => provisioner.shimStart(vm, onEvent),
-    'wait-running': (vm) => provisioner.waitRunning(vm),
+  const bootstrap = options.bootstrap && {
+    params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},
+    shim: options.bootstrap.shim,
   }
-  const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
-  const phases = PHASES.filter((phase) => (phase === 'install' ? options.bootstrap !== null : phase === 'shim-start' ? options.bootstrap?.shim === true : true))
+  const request = {
+    bootstrap,
+    configDir: options.configDir,
+    deadline: Date.now() + options.timeoutMs,
+    fleet: options.fleet,
+    identityFile: key.privateKeyPath,
+    image,
+    label: options.label,
+    maxPrice: options.maxPrice,
+    onFailure: options.onFailure,
+    org,
+    resource: options.resource,
+    sshKeyUid,
+    ttlMs: options.ttlMs,
+  }
+  return {candidates, cleanupClient, client, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
+}
 
+/** Runs the phases of every VM in parallel, with progress; returns the error of each VM that failed. */
+async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions): Promise<Map<VmTrack, unknown>> {
+  const errors = new Map<VmTrack, unknown>()
+  const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
+  const phases = PHASES.filter((phase) => (phase === 'install' ? ctx.request.bootstrap !== null : phase === 'shim-start' ? ctx.request.bootstrap?.shim === true : true))
   await runPhases(
-    vms,
-    phases.map((phase) => ({run: (vm: VmRun, onEvent: (event: StepEvent) => void) => provisioner.phase(vm, phase, () => work[phase](vm, onEvent)), substeps: substeps[phase], title: phase})),
+    tracks,
+    phases.map((phase) => ({run: (track: VmTrack, onEvent: (event: StepEvent) => void) => timed(track, phase, () => runPhase(ctx, track, phase, onEvent)), substeps: substeps[phase], title: phase})),
     {
       concurrency: Math.min(options.count, 16),
-      onFailure: (vm, error) => errors.set(vm, error),
+      onFailure: (track, error) => errors.set(track, error),
       silent: options.json,
-      vmTitle: (vm) => vm.name ?? `VM ${vm.index + 1}`,
+      vmTitle: (track) => track.title,
     },
   )
+  return errors
+}
 
+/** Times a phase and records how it went. */
+async function timed(track: VmTrack, name: PhaseName, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
+  const started = Date.now()
   try {
-    return await settle(provisioner, vms, errors, options, org, key.privateKeyPath)
-  } finally {
-    for (const vm of vms) provisioner.closeSsh(vm)
+    const status = await work()
+    track.phases.push({duration_ms: Date.now() - started, name, status})
+    return status
+  } catch (error) {
+    track.phases.push({duration_ms: Date.now() - started, name, status: 'failed'})
+    throw error
   }
 }
 
+/** One phase of one VM: takes the stage the VM is in and records the next; a VM already past it skips it. */
+async function runPhase(ctx: RunContext, track: VmTrack, phase: PhaseName, onEvent: (event: StepEvent) => void): Promise<'done' | 'skipped'> {
+  const {stage} = track
+  const {bootstrap} = ctx.request
+  switch (phase) {
+    case 'register': {
+      track.stage = await register(ctx, track)
+      return track.claim?.origin === 'adopted' ? 'skipped' : 'done'
+    }
+
+    case 'deploy': {
+      if (stage?.kind !== 'registered') return 'skipped'
+      track.stage = await deploy(ctx, track, stage)
+      return 'done'
+    }
+
+    case 'wait-running': {
+      if (stage?.kind === 'running') return 'skipped'
+      track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
+      return 'done'
+    }
+
+    case 'install': {
+      track.stage = await install(ctx, expectStage(stage, 'running'), expectBootstrap(bootstrap), onEvent)
+      return 'done'
+    }
+
+    case 'shim-start': {
+      track.stage = await startShim(ctx, expectStage(stage, 'bootstrapped'), expectBootstrap(bootstrap), onEvent)
+      return 'done'
+    }
+  }
+}
+
+function isKind<K extends Stage['kind']>(stage: Stage | undefined, kind: K): stage is Extract<Stage, {kind: K}> {
+  return stage?.kind === kind
+}
+
+/** The phases run in order and stop at a VM's first failure, so a phase always finds the stage before it. */
+function expectStage<K extends Stage['kind']>(stage: Stage | undefined, kind: K): Extract<Stage, {kind: K}> {
+  if (!isKind(stage, kind)) throw new TargonError('INTERNAL', `a phase found the VM ${stage?.kind ?? 'not registered'}, not ${kind}`)
+  return stage
+}
+
+function expectBootstrap(bootstrap: UpRequest['bootstrap']): NonNullable<UpRequest['bootstrap']> {
+  if (!bootstrap) throw new TargonError('INTERNAL', 'a bootstrap phase ran with --no-bootstrap')
+  return bootstrap
+}
+
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
-async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun, unknown>, options: UpOptions, org: string, identityFile: string): Promise<UpResult> {
+async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, unknown>, options: UpOptions): Promise<UpResult> {
   const interrupted = options.signal.aborted
-  const failed = vms.filter((vm) => errors.has(vm) || interrupted)
-  const succeeded = vms.filter((vm) => !failed.includes(vm))
+  const failed = tracks.filter((track) => errors.has(track) || interrupted)
+  const succeeded = tracks.filter((track) => !failed.includes(track))
   const keepPartial = !interrupted && options.min !== undefined && succeeded.length >= options.min
-  const rollBack = failed.length === 0 ? [] : keepPartial ? failed : vms
+  const toRollBack = failed.length === 0 ? [] : keepPartial ? failed : tracks
 
   // Roll back in parallel, as many at once as any deletion: a fleet's clean-up should not take N times one.
-  const outcomes = await mapBounded(rollBack, MAX_MUTATIONS_IN_FLIGHT, (vm) => provisioner.rollback(vm))
+  const outcomes = await mapBounded(toRollBack, MAX_MUTATIONS_IN_FLIGHT, (track) => rollBack(ctx, track))
   const attempted = outcomes.some((outcome) => outcome.attempted)
   const results: DeleteResult[] = outcomes.flatMap((outcome) => outcome.results)
-  const cleanup: Cleanup | null = rollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
-  const failures = failed.map((vm) => {
-    const error = asTargonError(errors.get(vm) ?? options.signal.reason)
-    return {error: {code: error.code, message: error.message}, name: vm.name ?? null, uid: vm.uid ?? null}
+  const cleanup: Cleanup | null = toRollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
+  const failures = failed.map((track) => {
+    const error = asTargonError(errors.get(track) ?? options.signal.reason)
+    return {error: {code: error.code, message: error.message}, name: track.claim?.name ?? null, uid: track.claim?.uid ?? null}
   })
-  const result: UpResult = {cleanup, failed: failures, leftovers: provisioner.leftovers, org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((vm) => provisioner.toResult(vm, identityFile))}
+  const result: UpResult = {cleanup, failed: failures, leftovers: ctx.leftovers, org: ctx.request.org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track))}
   const kept = keptNote(
-    rollBack.filter((vm, index) => vm.uid !== undefined && !outcomes[index]?.attempted),
+    toRollBack.flatMap((track, index) => (track.claim && !outcomes[index]?.attempted ? [track.claim] : [])),
     options.onFailure,
   )
   if (keepPartial && kept) options.warn(kept)
-
   if (failed.length === 0 || keepPartial) return result
 
-  const data = {...result, vms: vms.map((vm) => provisioner.toResult(vm, identityFile))} as unknown as Record<string, unknown>
-  const first = asTargonError(errors.get(failed[0] as VmRun) ?? options.signal.reason)
+  const data = {...result, vms: tracks.map((track) => vmResult(ctx, track))} as unknown as Record<string, unknown>
+  const first = asTargonError(errors.get(failed[0] as VmTrack) ?? options.signal.reason)
   const sameCause = failures.every((failure) => failure.error.code === first.code)
   const error = interrupted ? asTargonError(options.signal.reason) : options.count === 1 || (sameCause && succeeded.length === 0) ? first : partialFailure(failures.length, options.count, succeeded.length)
   error.data = data
@@ -198,14 +266,4 @@ async function settle(provisioner: Provisioner, vms: VmRun[], errors: Map<VmRun,
 function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
   const rolledBack = succeededCount === 0 ? '' : succeededCount === 1 ? '; the one that succeeded was rolled back' : `; the ${succeededCount} that succeeded were rolled back`
   return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${countOf(count, 'VM')} failed${rolledBack}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
-}
-
-/** What a failed run left running on purpose (--on-failure keep, or an adopted VM under auto), and how to delete it. */
-function keptNote(kept: VmRun[], onFailure: OnFailure): string | undefined {
-  if (kept.length === 0) return undefined
-  const names = kept.map((vm) => `${vm.name ?? vm.uid} (${vm.uid})`).join(', ')
-  const uids = kept.map((vm) => vm.uid).join(' ')
-  const why = onFailure === 'keep' ? '--on-failure keep' : 'adopted, and --on-failure auto deletes only what this run created'
-  const billing = kept.some((vm) => vm.status !== 'registered') ? 'still billing' : 'registered, not yet billing'
-  return `kept ${names} (${why}), ${billing}: delete with targon down ${uids}`
 }

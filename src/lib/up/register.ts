@@ -1,0 +1,200 @@
+/**
+ * The register phase: with --name, adopt the fleet's existing VM of that name (it enters the
+ * chain at the stage it is in); otherwise create a workload on the cheapest candidate offer.
+ * A create is sent once: after a lost answer the name is looked up before it is retried, and
+ * after an interrupt the name is looked up so that clean-up can delete what was committed.
+ */
+import {randomInt} from 'node:crypto'
+
+import type {Offer} from '../contract.js'
+import {workloadName} from '../fleet/naming.js'
+import {TargonError} from '../shell/errors.js'
+import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
+import {isOutcomeUnknown} from '../targon/wait.js'
+import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
+import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
+
+const RECONCILE_MS = 30_000
+
+export async function register(ctx: RunContext, track: VmTrack): Promise<Deployed | Registered | Running> {
+  const {label, fleet} = ctx.request
+  if (label === undefined) return create(ctx, track, firstCandidate(ctx), workloadName(fleet))
+
+  const name = workloadName(fleet, label)
+  const existing = await findByName(ctx, name)
+  if (existing.length > 1) {
+    throw new TargonError('NAME_CONFLICT', `${existing.length} live workloads are named ${name}: ${existing.map((workload) => workload.uid).join(', ')}`, {
+      hint: 'delete the extra ones with targon down <uid>, then run again',
+    })
+  }
+
+  if (existing.length === 1) return adopt(ctx, track, existing[0] as Workload)
+  const created = await create(ctx, track, firstCandidate(ctx), name)
+  return (await yieldToOlderTwin(ctx, track, created)) ?? created
+}
+
+function firstCandidate(ctx: RunContext): Offer {
+  const offer = ctx.candidates[0]
+  if (!offer) throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
+  return offer
+}
+
+/** Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. */
+export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name: string): Promise<Registered> {
+  const {org} = ctx.request
+  const password = randomPassword()
+  const now = new Date()
+  // The intent is recorded before the request, so that a crash leaves a trace of what may exist.
+  ctx.state.saveVm({
+    bootstrapped: false,
+    created_at: now.toISOString(),
+    fleet: ctx.request.fleet,
+    host_key: null,
+    max_price: ctx.request.maxPrice,
+    name,
+    org,
+    password,
+    resource: offer.resource,
+    ttl_expires_at: ctx.request.ttlMs === undefined ? null : new Date(now.getTime() + ctx.request.ttlMs).toISOString(),
+    uid: null,
+  })
+  const body = {image: ctx.request.image, name, resource_name: offer.resource, ssh_keys: [ctx.request.sshKeyUid], type: 'VM' as const, vm_config: {password}}
+  const claimAs = (uid: string): Claim => {
+    const claim: Claim = {name, origin: 'created', status: 'registered', uid}
+    track.claim = claim
+    ctx.state.updateVm(org, name, {uid})
+    return claim
+  }
+
+  let created: SparseWorkload | undefined
+  try {
+    created = await ctx.client.createWorkload(org, body)
+  } catch (error) {
+    if (ctx.signal.aborted) {
+      // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
+      const committed = (await findByName(ctx, name, RECONCILE_MS / 3, ctx.cleanupClient, undefined).catch(() => []))[0]
+      if (committed) claimAs(committed.uid)
+      else ctx.state.removeVm(org, name)
+      throw error
+    }
+
+    if (!isOutcomeUnknown(error)) {
+      ctx.state.removeVm(org, name)
+      throw error
+    }
+
+    // The create may have been committed even though its answer was lost: look before retrying once.
+    ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
+    created = (await findByName(ctx, name, RECONCILE_MS))[0]
+    created ??= await ctx.client.createWorkload(org, body)
+  }
+
+  const uid = created.uid ?? (await findByName(ctx, name, RECONCILE_MS))[0]?.uid
+  if (!uid) throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {hint: 'run targon status to check, then targon down --all'})
+  const claim = claimAs(uid)
+  const price = checkPrice(ctx, claim, await serverPrice(ctx, uid, created), {offer: offer.price_per_hour})
+  return {
+    claim,
+    createdAt: created.created_at ?? now.toISOString(),
+    gpu: {count: offer.gpu_count, model: offer.gpu_model},
+    kind: 'registered',
+    offer,
+    price,
+    resource: offer.resource,
+  }
+}
+
+/** An existing VM of the fleet with the --name: checked against the request, then taken at the stage it is in. */
+function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | Registered | Running {
+  const resource = workloadResourceName(workload) ?? null
+  const name = workload.name ?? workload.uid
+  if (ctx.request.resource && resource && resource !== ctx.request.resource) {
+    throw new TargonError('NAME_CONFLICT', `${name} already exists on ${resource}, not ${ctx.request.resource}`, {
+      hint: 'choose another --name, or omit the resource to take the existing VM',
+      resource: {name, uid: workload.uid},
+    })
+  }
+
+  const status = workloadStatus(workload)
+  const claim: Claim = {name, origin: 'adopted', status, uid: workload.uid}
+  track.claim = claim
+  if (status === 'error' || status === 'suspended') {
+    throw new TargonError('API_ERROR', `${name} is in state ${status}${workload.state?.message ? `: ${workload.state.message}` : ''}`, {
+      hint: `delete it with targon down ${workload.uid}, then run again`,
+      resource: {name, uid: workload.uid},
+    })
+  }
+
+  const offer = ctx.candidates.find((candidate) => candidate.resource === resource)
+  const price = checkPrice(ctx, claim, workloadPrice(workload), {offer: offer?.price_per_hour})
+  if (ctx.request.ttlMs !== undefined) applyTtl(ctx, workload, name, ctx.request.ttlMs)
+  const priced = {
+    claim,
+    createdAt: workload.created_at ?? null,
+    gpu: {count: offer?.gpu_count ?? workload.resource?.gpu_count ?? null, model: offer?.gpu_model ?? workload.resource?.gpu_model ?? null},
+    offer,
+    price,
+    resource,
+  }
+  const host = workload.state?.public_ip
+  const port = workload.state?.ssh_port
+  if (status === 'running' && host && port) return {...priced, endpoint: {host, port}, kind: 'running'}
+  return status === 'registered' ? {...priced, kind: 'registered'} : {...priced, kind: 'deployed'}
+}
+
+/**
+ * --ttl given again for an adopted VM replaces its lifetime, counted from now, and says so. A VM adopted from
+ * another machine gets a local record for it (without its password, which only the creating machine knows).
+ */
+function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: number): void {
+  const {org} = ctx.request
+  const expires = new Date(Date.now() + ttlMs).toISOString()
+  const previous = ctx.state.readVm(org, name)
+  if (previous) {
+    ctx.state.updateVm(org, name, {ttl_expires_at: expires})
+  } else {
+    ctx.state.saveVm({
+      bootstrapped: false,
+      created_at: workload.created_at ?? new Date().toISOString(),
+      fleet: ctx.request.fleet,
+      host_key: null,
+      max_price: ctx.request.maxPrice,
+      name,
+      org,
+      password: '',
+      resource: workloadResourceName(workload) ?? null,
+      ttl_expires_at: expires,
+      uid: workload.uid,
+    })
+  }
+
+  ctx.warn(`${name} exists already: its TTL now ends at ${expires}${previous?.ttl_expires_at ? ` (was ${previous.ttl_expires_at})` : ''}`)
+}
+
+/**
+ * Two runs with the same --name (from two machines or config directories) may both have created it. The run
+ * whose workload is newer (created_at, then uid) deletes its registered, never deployed workload and adopts
+ * the older one, which the other run deploys: both report the same VM, and only one bills.
+ */
+async function yieldToOlderTwin(ctx: RunContext, track: VmTrack, ours: Registered): Promise<Deployed | Running | undefined> {
+  const twins = await findByName(ctx, ours.claim.name)
+  const mine = twins.find((workload) => workload.uid === ours.claim.uid) ?? {created_at: ours.createdAt, uid: ours.claim.uid}
+  const older = twins.filter((workload) => workload.uid !== ours.claim.uid && byAge(workload, mine) < 0).sort(byAge)[0]
+  if (!older) return undefined
+  ctx.warn(`another run created ${ours.claim.name} at the same time: adopting its ${older.uid} and deleting this run's ${ours.claim.uid}`)
+  if ((await deleteClaim(ctx, ours.claim, ours.resource)).billing) ctx.warn(`could not delete this run's duplicate ${ours.claim.uid}: delete it with targon down ${ours.claim.uid}`)
+  const adopted = adopt(ctx, track, older)
+  // Still registered: its own run deploys it; deploying it from here too would race that run.
+  return adopted.kind === 'registered' ? {...adopted, kind: 'deployed'} : adopted
+}
+
+/** Oldest first: by created_at (unknown last), then by uid, so that concurrent runs agree on the order. */
+function byAge(a: Pick<Workload, 'created_at' | 'uid'>, b: Pick<Workload, 'created_at' | 'uid'>): number {
+  const time = (workload: Pick<Workload, 'created_at'>) => Date.parse(workload.created_at ?? '') || Number.POSITIVE_INFINITY
+  return time(a) - time(b) || a.uid.localeCompare(b.uid)
+}
+
+function randomPassword(): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789'
+  return Array.from({length: 24}, () => alphabet[randomInt(alphabet.length)]).join('')
+}

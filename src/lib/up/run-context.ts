@@ -1,0 +1,114 @@
+/**
+ * What every phase of one `targon up` run shares: the request, the API clients, local state,
+ * the candidate offers, and the checks that several phases apply (the price cap, the lookup by
+ * name, deleting a claim).
+ */
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import type {BootstrapParams} from '../bootstrap/runner.js'
+import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
+import {deleteWorkloads} from '../deletion/delete-workloads.js'
+import {judge} from '../deletion/lifecycle.js'
+import {TargonError} from '../shell/errors.js'
+import {withinCap} from '../shell/input.js'
+import type {LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../targon/schemas.js'
+import type {Claim} from './stages.js'
+
+export interface UpRequest {
+  org: string
+  fleet: string
+  maxPrice: number
+  image: string
+  /** Exact resource asked for; otherwise any candidate offer. */
+  resource?: string
+  /** The user's --name (only with --count 1). */
+  label?: string
+  ttlMs?: number
+  onFailure: OnFailure
+  /** Absolute deadline of the whole run (epoch ms). */
+  deadline: number
+  sshKeyUid: string
+  identityFile: string
+  configDir: string
+  /** null with --no-bootstrap. */
+  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean} | null
+}
+
+export interface RunContext {
+  request: UpRequest
+  /** Cheapest first; empty when nothing may be rented (then `whyNoOffer` says why). */
+  candidates: Offer[]
+  whyNoOffer?: TargonError
+  client: TargonClient
+  /** The same API, not tied to Ctrl-C or the deadline: clean-up must run after an interrupt or a time-out. */
+  cleanupClient: TargonClient
+  state: LocalState
+  /** Aborts on Ctrl-C and other signals, and when the run's --timeout runs out. */
+  signal: AbortSignal
+  warn: (message: string) => void
+  /** Registered workloads Targon refused to delete (see deletion/); `down` tries them again. */
+  leftovers: Leftover[]
+}
+
+/**
+ * The price the server bills, checked against the cap. When the server does not say, the price known so far stays,
+ * or else the offer's, with a warning; above the cap is PRICE_CAP_EXCEEDED.
+ */
+export function checkPrice(ctx: RunContext, claim: Claim, reported: number | undefined, known: {previous?: number; offer?: number}): number {
+  if (reported === undefined) {
+    if (known.previous !== undefined) return known.previous
+    ctx.warn(`the API did not report a price for ${claim.name}; assuming the offer price`)
+    return known.offer ?? 0
+  }
+
+  if (!withinCap(reported, ctx.request.maxPrice)) {
+    throw new TargonError('PRICE_CAP_EXCEEDED', `${claim.name} costs ${reported.toFixed(2)} USD/h, above the cap ${ctx.request.maxPrice.toFixed(2)} USD/h`, {
+      hint: 'raise --max-price or pick a cheaper resource',
+      resource: {name: claim.name, uid: claim.uid},
+    })
+  }
+
+  return reported
+}
+
+/** The price in an answer, reading the workload when the answer was sparse. */
+export async function serverPrice(ctx: RunContext, uid: string, answer: SparseWorkload): Promise<number | undefined> {
+  return workloadPrice(answer) ?? workloadPrice(await ctx.client.getWorkload(ctx.request.org, uid))
+}
+
+/**
+ * Live workloads with exactly this name (the server's filter is re-checked here), watching the listing for up to
+ * waitMs. Tombstones and registered leftovers that Targon refused to delete here are not VMs to adopt. The
+ * clean-up client and no signal serve after an interrupt.
+ */
+export async function findByName(ctx: RunContext, name: string, waitMs = 0, client = ctx.client, signal: AbortSignal | undefined = ctx.signal): Promise<Workload[]> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const notes = ctx.state.deleteNotes(ctx.request.org)
+    const found = (await client.listWorkloads(ctx.request.org, {name})).filter((workload) => {
+      const status = workloadStatus(workload)
+      const note = notes.get(workload.uid)
+      return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
+    })
+    if (found.length > 0 || Date.now() + 2000 > deadline) return found
+    await sleep(2000, undefined, {signal})
+  }
+}
+
+/**
+ * Deletes a claimed workload (confirmed, within the clean-up budget) and, once it no longer bills, its local record.
+ * A registered workload that Targon refuses to delete is kept as a leftover, with a warning.
+ */
+export async function deleteClaim(ctx: RunContext, claim: Claim, resource: string | null): Promise<{billing: boolean; results: DeleteResult[]}> {
+  const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {onProgress: ctx.warn})
+  const billing = results.some((result) => result.billing !== false)
+  for (const result of results.filter((each) => each.action === 'left-registered')) {
+    ctx.leftovers.push({name: result.name, resource, uid: result.uid})
+    ctx.warn(`${result.name ?? result.uid} (${result.uid}) stays registered: Targon refuses to delete a workload that was never deployed; it does not run. targon down retries it; targon down --wake-registered deploys it briefly to delete it`)
+  }
+
+  if (!billing) ctx.state.removeVm(ctx.request.org, claim.name)
+  return {billing, results}
+}

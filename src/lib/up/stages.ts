@@ -1,0 +1,93 @@
+/**
+ * What one VM of `targon up` has become, as typed values passed from phase to phase:
+ *
+ *   (nothing) --register--> registered --deploy--> deployed --wait-running--> running
+ *             --install--> bootstrapped --shim-start--> ready
+ *
+ * An adopted VM (an existing one with the same --name) enters the chain at the stage it is
+ * already in, and the phases before it are reported as skipped.
+ *
+ * Apart from the stages, a VM's track holds its claim: the workload this run holds for it, as
+ * soon as one exists (even when the phase that made it then fails). The failure policy reads
+ * only the claim; the result reads the latest stage.
+ */
+import type {Marker} from '../bootstrap/runner.js'
+import type {Offer, PhaseResult} from '../contract.js'
+import type {HostKey, SshSession} from '../ssh/session.js'
+
+/**
+ * The workload this run holds for a VM, and whether the run created it or adopted an existing one. The one
+ * mutable record of a VM: phases update the status they see, so that clean-up starts from the latest.
+ */
+export interface Claim {
+  readonly uid: string
+  readonly name: string
+  readonly origin: 'created' | 'adopted'
+  status: string
+}
+
+interface Priced {
+  claim: Claim
+  /** The offer rented (unknown for an adopted VM whose resource is not on offer any more). */
+  offer: Offer | undefined
+  /** USD/h for the whole VM, as the server reports it (the offer's when it does not). */
+  price: number
+  resource: string | null
+  gpu: {model: string | null; count: number | null}
+  createdAt: string | null
+}
+
+export interface Registered extends Priced {
+  kind: 'registered'
+}
+
+export interface Deployed extends Priced {
+  kind: 'deployed'
+}
+
+export interface Endpoint {
+  host: string
+  port: number
+}
+
+export interface Running extends Priced {
+  kind: 'running'
+  endpoint: Endpoint
+}
+
+export interface Bootstrapped extends Priced {
+  kind: 'bootstrapped'
+  endpoint: Endpoint
+  ssh: SshSession
+  hostKey: HostKey
+  marker: Marker
+}
+
+export interface Ready extends Priced {
+  kind: 'ready'
+  endpoint: Endpoint
+  ssh: SshSession
+  hostKey: HostKey
+  marker: Marker
+  shimVersion: string
+}
+
+export type Stage = Bootstrapped | Deployed | Ready | Registered | Running
+
+/** One VM of a run: its claim, its latest stage, and how each phase went. */
+export class VmTrack {
+  claim?: Claim
+  stage?: Stage
+  readonly phases: PhaseResult[] = []
+
+  constructor(readonly index: number) {}
+
+  get title(): string {
+    return this.claim?.name ?? `VM ${this.index + 1}`
+  }
+
+  /** The SSH session a bootstrapped VM still holds open. */
+  closeSsh(): void {
+    if (this.stage?.kind === 'bootstrapped' || this.stage?.kind === 'ready') this.stage.ssh.close()
+  }
+}
