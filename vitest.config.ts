@@ -8,6 +8,7 @@ export default defineConfig({
     pool: 'forks',
     // One file at a time: the timing-sensitive scenarios (signals, boots) must not compete with 16 simulated VMs.
     maxWorkers: 1,
+    globalSetup: ['./test/helpers/prerequisites.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -1,10 +1,10 @@
 /**
  * `npm run demo`: targon against the local simulator, no account needed. Runs offers, up,
  * status, ssh and down with their real output, and ends by checking that nothing is live.
- * As root the VM is a simulated SSH host and gets the full bootstrap; otherwise up stops once
- * the VM runs.
+ * As root the VM is a simulated SSH host and gets the full bootstrap (its system tools are installed
+ * first, as for the tests); otherwise up stops once the VM runs.
  */
-import {spawn} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {mkdtempSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -15,6 +15,8 @@ import {VmFarm} from '../test/vm/farm.js'
 
 const bin = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const root = process.getuid?.() === 0
+// The script installs what is missing, or prints in one line what it could not install.
+if (root && spawnSync(fileURLToPath(new URL('prerequisites.sh', import.meta.url)), {stdio: 'inherit'}).status !== 0) process.exit(1)
 const sim = new TargonSimulator({bootDelayMs: 1500})
 const farm = root ? new VmFarm(sim) : undefined
 await sim.start()

@@ -12,7 +12,7 @@ import {parse as parseYaml} from 'yaml'
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm, type VmScenario, assertVmSupport} from '../vm/farm.js'
+import {VmFarm, type VmScenario} from '../vm/farm.js'
 
 let sim: TargonSimulator
 let farm: VmFarm
@@ -20,7 +20,6 @@ let scenario: VmScenario = {}
 let configDir: string
 
 beforeAll(async () => {
-  assertVmSupport()
   sim = await startSimulator({bootDelayMs: 200})
   farm = new VmFarm(sim, () => scenario)
 })

@@ -9,11 +9,11 @@ import {type ChildProcess} from 'node:child_process'
 import {chmodSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it} from 'vitest'
 
 import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm, type VmScenario, assertVmSupport} from '../vm/farm.js'
+import {VmFarm, type VmScenario} from '../vm/farm.js'
 
 interface Context {
   sim: TargonSimulator
@@ -522,10 +522,6 @@ async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<vo
     await sleep(50)
   }
 }
-
-beforeAll(() => {
-  assertVmSupport()
-})
 
 describe('fault matrix', () => {
   let ctx: Context | undefined

@@ -4,7 +4,7 @@ import {afterEach, describe, expect, it} from 'vitest'
 import {parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm, assertVmSupport} from '../vm/farm.js'
+import {VmFarm} from '../vm/farm.js'
 
 let sim: TargonSimulator | undefined
 let farm: VmFarm | undefined
@@ -62,7 +62,6 @@ describe('scale', () => {
   }, 150_000)
 
   it('up --count 16 brings up and bootstraps 16 simulated VMs', async () => {
-    assertVmSupport()
     sim = await startSimulator({bootDelayMs: 500, offers: [{available: 20, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})
     farm = new VmFarm(sim)
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})

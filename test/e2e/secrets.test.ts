@@ -11,14 +11,13 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm, assertVmSupport} from '../vm/farm.js'
+import {VmFarm} from '../vm/farm.js'
 
 const CANARY_KEY = 'tgn_CANARY_secret_9f8e7d6c5b4a'
 let sim: TargonSimulator
 let farm: VmFarm
 
 beforeAll(async () => {
-  assertVmSupport()
   sim = await startSimulator({bootDelayMs: 200, tokens: {[CANARY_KEY]: ['acme']}})
   farm = new VmFarm(sim)
 })

@@ -3,9 +3,10 @@
  * namespaces (see vm-init.sh), reachable from the host at 127.0.0.1:<port>. The farm plugs
  * into the simulator: a deployed workload gets a VM, which boots while the workload is provisioning;
  * a deleted one loses it.
- * Needs root (namespaces, overlay mounts), which CI has.
+ * Needs root (namespaces, overlay mounts) and the tools of scripts/prerequisites.sh; the tests check both
+ * once, before they start (test/helpers/prerequisites.ts).
  */
-import {type ChildProcess, execFile, execFileSync, spawn} from 'node:child_process'
+import {type ChildProcess, execFile, spawn} from 'node:child_process'
 import {existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {writeFile} from 'node:fs/promises'
 import {type Server, type Socket, connect, createServer} from 'node:net'
@@ -192,17 +193,5 @@ export class VmFarm {
   async stopAll(): Promise<void> {
     await Promise.allSettled([...this.booting])
     await Promise.all([...this.vms.keys()].map((uid) => this.stopVm(uid)))
-  }
-}
-
-/** Fails loudly when simulated VMs cannot run here: these tests are never silently skipped. */
-export function assertVmSupport(): void {
-  if (process.getuid?.() !== 0) throw new Error('simulated VMs need root (namespaces and overlay mounts); run the tests as root, as CI does')
-  for (const tool of ['unshare', 'socat', '/usr/sbin/sshd', 'ssh', 'ssh-keygen', 'sudo', 'fuser', 'python3']) {
-    try {
-      execFileSync('sh', ['-c', `command -v ${tool}`], {stdio: 'ignore'})
-    } catch {
-      throw new Error(`simulated VMs need ${tool}; .ci/run installs it`)
-    }
   }
 }
