@@ -4,11 +4,9 @@ import * as z from 'zod'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError, usageError} from '../lib/shell/errors.js'
-import {DEFAULT_FLEET, validateFleet} from '../lib/fleet/naming.js'
 import {type KnownVm, findVm, snapshot} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
-import {readConfigValue} from '../lib/settings/config-file.js'
-import {configDir} from '../lib/settings/settings.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
@@ -50,7 +48,7 @@ the API on every call. With a command, targon exits with the remote exit code (2
       const state = new LocalState(dir)
       const view = await snapshot(client, org, state)
       const vms = view.vms.filter((vm) => !vm.gone)
-      const fleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+      const fleet = await resolveSetting('fleet', this.flags.fleet)
       if (this.flags.config) {
         const hosts: SshResult[] = []
         for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')) hosts.push(await this.prepare(vm, dir, []))

@@ -4,7 +4,7 @@ import type {TargonClient} from '../lib/targon/client.js'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError} from '../lib/shell/errors.js'
-import {DEFAULT_FLEET, validateFleet} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {join} from 'node:path'
 
 import {dstackFleet} from '../lib/bootstrap/dstack-fleet.js'
@@ -14,8 +14,7 @@ import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/fleet/
 import {resolveOrg} from '../lib/settings/org.js'
 import {countOf, dash, renderTable, usd} from '../lib/shell/output.js'
 import {formatDuration} from '../lib/shell/input.js'
-import {readConfigValue} from '../lib/settings/config-file.js'
-import {configDir} from '../lib/settings/settings.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm} from '../lib/contract.js'
 
@@ -50,7 +49,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
-    const configuredFleet = validateFleet(this.flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
+    const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
     const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet
     const client = await connect({auth: true, trace: this.traceSink()})
     try {

@@ -1,18 +1,17 @@
 import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
-import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../lib/bootstrap/runner.js'
+import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/runner.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {usageError} from '../lib/shell/errors.js'
-import {DEFAULT_FLEET, validateFleet} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {dash, renderTable, usd} from '../lib/shell/output.js'
-import {parseDuration, parsePrice} from '../lib/shell/input.js'
+import {parseDuration} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
-import {readConfigValue} from '../lib/settings/config-file.js'
-import {configDir, shimHealthTimeoutMs} from '../lib/settings/settings.js'
+import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
-import {DEFAULT_IMAGE, runUp} from '../lib/up/up.js'
+import {runUp} from '../lib/up/up.js'
 import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -48,7 +47,7 @@ existing VM instead of creating a second one.`
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
-    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
+    'max-price': Flags.string({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
     name: Flags.string({summary: 'Name for the VM (with --count 1); re-running with it adopts the existing VM.'}),
@@ -76,11 +75,20 @@ existing VM instead of creating a second one.`
     if (flags.name !== undefined && flags.count > 1) throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
     if (flags.min !== undefined && flags.min > flags.count) throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
-    const maxPrice = flags['max-price'] ?? (await configuredPrice())
+    const maxPrice = await resolveSetting('max-price', flags['max-price'])
     if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
-    const fleet = validateFleet(flags.fleet ?? (await readConfigValue('fleet')) ?? DEFAULT_FLEET)
-    // Checked before anything is rented, not when shim-start reads it.
-    if (flags.bootstrap && flags.shim) shimHealthTimeoutMs()
+    const fleet = await resolveSetting('fleet', flags.fleet)
+    const image = await resolveSetting('image', flags.image)
+    // Checked before anything is rented, not when a phase needs them.
+    const bootstrap = flags.bootstrap
+      ? {
+          dstackVersion: await resolveSetting('dstack-version', flags['dstack-version']),
+          gpuTest: flags['gpu-test'],
+          reinstall: flags.reinstall,
+          shim: flags.shim,
+          shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
+        }
+      : null
 
     let tracked: VmTrack[] = []
     const guard = guardInterrupts(() => {
@@ -90,19 +98,12 @@ existing VM instead of creating a second one.`
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
       const result = await runUp(client, {
-        bootstrap: flags.bootstrap
-          ? {
-              dstackVersion: validateDstackVersion(flags['dstack-version'] ?? (await readConfigValue('dstack-version')) ?? DEFAULT_DSTACK_VERSION),
-              gpuTest: flags['gpu-test'],
-              reinstall: flags.reinstall,
-              shim: flags.shim,
-            }
-          : null,
+        bootstrap,
         configDir: configDir(),
         count: flags.count,
         fleet,
         gpu: flags.gpu,
-        image: flags.image ?? (await readConfigValue('image')) ?? DEFAULT_IMAGE,
+        image,
         json: this.jsonEnabled(),
         label: flags.name,
         maxPrice,
@@ -142,9 +143,4 @@ existing VM instead of creating a second one.`
       ),
     )
   }
-}
-
-async function configuredPrice(): Promise<number | undefined> {
-  const value = await readConfigValue('max-price')
-  return value === undefined ? undefined : parsePrice(value, 'config max-price')
 }

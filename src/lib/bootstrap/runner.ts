@@ -10,7 +10,6 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../shell/errors.js'
-import {shimHealthTimeoutMs} from '../settings/settings.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 
@@ -67,6 +66,8 @@ export interface BootstrapParams {
   gpuTest: boolean
   /** The VM password, used once to enable passwordless sudo where the image lacks it. */
   password?: string
+  /** How long shim-start waits for a healthy shim. */
+  shimHealthTimeoutMs: number
 }
 
 export const MarkerSchema = z.object({
@@ -246,14 +247,14 @@ export async function runShim(session: SshSession, params: BootstrapParams, onEv
   }
 
   onEvent({at: Date.now(), detail: '', event: 'start', id: 'S7'})
-  const version = await waitHealthy(session, params.dstackVersion, signal)
+  const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, signal)
   onEvent({at: Date.now(), detail: version, event: 'ok', id: 'S7'})
   return {version}
 }
 
 const HealthSchema = z.object({service: z.string(), version: z.string()})
 
-async function waitHealthy(session: SshSession, wanted: string, signal?: AbortSignal, timeoutMs = shimHealthTimeoutMs()): Promise<string> {
+async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     let last: string

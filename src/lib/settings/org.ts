@@ -1,20 +1,10 @@
-/** Which organization a command acts on: --org / TARGON_ORG, then config, then discovery. */
+/** Which organization a command acts on: --org, then TARGON_ORG, then config, then discovery. */
+import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
-import {ORG_SLUG, readConfigValue} from './config-file.js'
-import {TargonError, usageError} from '../shell/errors.js'
+import {resolveSetting} from './settings.js'
 
-/**
- * A malformed --org is a usage error (exit 2); a malformed TARGON_ORG or config value, or an org the key does
- * not know, is a configuration error (exit 3).
- */
-export async function resolveOrg(client: TargonClient, fromFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  if (fromFlag !== undefined && !ORG_SLUG.test(fromFlag)) throw usageError(`--org "${fromFlag}" is not a valid slug`, 'use lowercase letters, digits and hyphens, e.g. --org acme')
-  const fromEnv = env.TARGON_ORG?.trim() || undefined
-  if (fromFlag === undefined && fromEnv !== undefined && !ORG_SLUG.test(fromEnv)) {
-    throw new TargonError('CONFIG', `TARGON_ORG "${fromEnv}" is not a valid slug`, {hint: 'use lowercase letters, digits and hyphens, e.g. export TARGON_ORG=acme'})
-  }
-
-  const explicit = fromFlag ?? fromEnv ?? (await readConfigValue('org'))
+export async function resolveOrg(client: TargonClient, fromFlag: string | undefined): Promise<string> {
+  const explicit = await resolveSetting('org', fromFlag)
   if (explicit !== undefined) {
     await assertVisible(client, explicit)
     return explicit

@@ -1,21 +1,115 @@
 /**
- * Where settings come from. Precedence everywhere: flags > environment > config file.
- * The config file is read through conf (loaded lazily: it pulls in ajv) and only when a
- * value is not already given by a flag or the environment.
+ * Every setting the CLI reads, where it may come from, and how it is checked: one table, one
+ * resolver. Precedence everywhere: flag > environment variable > config file > default.
+ *
+ * A bad value given as a flag is a usage error (exit 2); a bad value in the environment or in
+ * the config file is a configuration error (exit 3) that names where it came from. The config
+ * file is read only when neither a flag nor the environment gives the value.
  */
 import {chmodSync, mkdirSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {TargonError} from '../shell/errors.js'
+import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/runner.js'
+import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
+import {TargonError, usageError} from '../shell/errors.js'
+import {parsePrice} from '../shell/input.js'
 
-export const DEFAULT_API_URL = 'https://api.targon.com'
+export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
+
+/** An organization slug (the API's own rule). */
+const ORG_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
+/** Printable ASCII without spaces: anything else cannot travel in an HTTP header and would fail as a network error. */
+const API_KEY = /^[\x21-\x7e]{8,}$/
+
+interface SettingSpec<T> {
+  /** Kept in config.json and managed by `targon config`. */
+  stored: boolean
+  env?: string
+  flag?: string
+  default?: T
+  /** Checks a raw value, throwing a one-line usage error that names `source` (a flag, a variable or a key). */
+  parse: (raw: string, source: string) => T
+}
+
+const text =
+  (pattern: RegExp, what: string, hint: string) =>
+  (raw: string, source: string): string => {
+    if (!pattern.test(raw)) throw usageError(`${source} "${raw}" is not ${what}`, hint)
+    return raw
+  }
+
+/** Seconds from an environment variable, within [min, max], as ms. Refused, not clamped, so that a typo never changes a bound. */
+const seconds =
+  (min: number, max: number, example: number) =>
+  (raw: string, source: string): number => {
+    const value = Number(raw)
+    if (!/^\d+(\.\d+)?$/.test(raw) || value < min || value > max) throw usageError(`${source} "${raw}" is not a number of seconds from ${min} to ${max}`, `set it to e.g. ${example}, or unset it`)
+    return Math.round(value * 1000)
+  }
+
+export const SETTINGS = {
+  'api-key': {
+    env: 'TARGON_API_KEY',
+    parse: (raw: string, source: string) => {
+      // Never echo the value: it is a secret.
+      if (!API_KEY.test(raw)) throw usageError(`${source}: that API key looks wrong (too short, or with spaces, control or non-ASCII characters)`, 'paste the whole key from targon.com, without quotes or line breaks')
+      return raw
+    },
+    stored: true,
+  },
+  'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
+  'dstack-version': {default: DEFAULT_DSTACK_VERSION, flag: '--dstack-version', parse: (raw: string) => validateDstackVersion(raw), stored: true},
+  fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},
+  'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
+  image: {default: DEFAULT_IMAGE, flag: '--image', parse: text(/^[a-z0-9][a-z0-9._-]*$/, 'an image name', `use a name from the org's VM images, e.g. ${DEFAULT_IMAGE}`), stored: true},
+  'max-price': {flag: '--max-price', parse: (raw: string, source: string) => parsePrice(raw, source), stored: true},
+  org: {env: 'TARGON_ORG', flag: '--org', parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'), stored: true},
+  'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
+} satisfies Record<string, SettingSpec<unknown>>
+
+export type SettingKey = keyof typeof SETTINGS
+type Spec<K extends SettingKey> = (typeof SETTINGS)[K]
+export type SettingValue<K extends SettingKey> = ReturnType<Spec<K>['parse']>
+type WithDefault = {[K in SettingKey]: Spec<K> extends {default: unknown} ? K : never}[SettingKey]
 
 /** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
-export const CONFIG_KEYS = ['api-key', 'org', 'fleet', 'max-price', 'image', 'dstack-version'] as const
-export type ConfigKey = (typeof CONFIG_KEYS)[number]
-/** As stored: a hand-edited file may hold any JSON type; config-values.ts validates what is read. */
-export type ConfigValues = Partial<Record<ConfigKey, unknown>>
+export const CONFIG_KEYS = (Object.keys(SETTINGS) as SettingKey[]).filter((key) => SETTINGS[key].stored) as ConfigKey[]
+export type ConfigKey = {[K in SettingKey]: Spec<K>['stored'] extends true ? K : never}[SettingKey]
+
+/** A setting by precedence: the flag's value if given, else the environment, else the config file, else the default. */
+export async function resolveSetting<K extends WithDefault>(key: K, flag?: string, env?: NodeJS.ProcessEnv): Promise<SettingValue<K>>
+export async function resolveSetting<K extends SettingKey>(key: K, flag?: string, env?: NodeJS.ProcessEnv): Promise<SettingValue<K> | undefined>
+export async function resolveSetting<K extends SettingKey>(key: K, flag?: string, env: NodeJS.ProcessEnv = process.env): Promise<SettingValue<K> | undefined> {
+  const spec: SettingSpec<SettingValue<K>> = SETTINGS[key] as SettingSpec<SettingValue<K>>
+  if (flag !== undefined && spec.flag) return spec.parse(flag.trim(), spec.flag)
+  const fromEnv = spec.env ? env[spec.env]?.trim() : undefined
+  if (spec.env && fromEnv) return asConfigError(() => spec.parse(fromEnv, spec.env as string))
+  if (spec.stored) {
+    const stored = await readStoredValue(key as ConfigKey)
+    if (stored !== undefined && stored !== null && stored !== '') return parseStored(key as ConfigKey, stored, spec)
+  }
+
+  return spec.default
+}
+
+/** A value from the config file, checked as `config set` would; a number is accepted where a number is meant. */
+export function parseStored<T>(key: ConfigKey, stored: unknown, spec: SettingSpec<T> = SETTINGS[key] as SettingSpec<T>, dir = configDir()): T {
+  const where = `config file ${configFilePath(dir)}: ${key}`
+  const hint = key === 'api-key' ? 'run targon config set api-key' : `run targon config set ${key} <value>, or targon config unset ${key}`
+  const raw = typeof stored === 'number' && key === 'max-price' ? String(stored) : stored
+  if (typeof raw !== 'string') throw new TargonError('CONFIG', `${where} must be a string, not ${Array.isArray(raw) ? 'an array' : typeof raw}`, {hint})
+  return asConfigError(() => spec.parse(raw, key), where, hint)
+}
+
+function asConfigError<T>(parse: () => T, where?: string, hint?: string): T {
+  try {
+    return parse()
+  } catch (error) {
+    if (!(error instanceof TargonError)) throw error
+    throw new TargonError('CONFIG', where ? `${where}: ${error.message}` : error.message, {hint: hint ?? error.hint})
+  }
+}
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.TARGON_CONFIG_DIR) return env.TARGON_CONFIG_DIR
@@ -30,7 +124,7 @@ export function configFilePath(dir = configDir()): string {
 /** Creates the config directory (0700) if needed and returns it. */
 export function ensureConfigDir(dir = configDir()): string {
   try {
-    mkdirSync(dir, {recursive: true, mode: 0o700})
+    mkdirSync(dir, {mode: 0o700, recursive: true})
     const mode = statSync(dir).mode & 0o777
     if (mode !== 0o700) chmodSync(dir, 0o700)
   } catch (error) {
@@ -40,48 +134,6 @@ export function ensureConfigDir(dir = configDir()): string {
   }
 
   return dir
-}
-
-export function apiOrigin(env: NodeJS.ProcessEnv = process.env): string {
-  const raw = env.TARGON_API_URL || DEFAULT_API_URL
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" is not a URL`, {hint: 'set it to an origin such as https://api.targon.com'})
-  }
-
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new TargonError('CONFIG', `TARGON_API_URL "${raw}" must use http or https`, {hint: 'set it to an origin such as https://api.targon.com'})
-  }
-
-  // The client appends /tha/v3/...: a URL copied with that path would request /tha/v3/tha/v3/...
-  return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
-}
-
-/**
- * A number of seconds from an environment variable, within [min, max]. Out-of-range values are refused (exit 3)
- * rather than clamped, so that a typo never silently changes a bound.
- */
-export function envSeconds(name: string, fallback: number, range: {min: number; max: number}, env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env[name]
-  if (raw === undefined || raw.trim() === '') return fallback * 1000
-  const seconds = Number(raw)
-  if (!/^\s*\d+(\.\d+)?\s*$/.test(raw) || seconds < range.min || seconds > range.max) {
-    throw new TargonError('CONFIG', `${name} "${raw}" is not a number of seconds from ${range.min} to ${range.max}`, {hint: `set it to e.g. ${fallback}, or unset it`})
-  }
-
-  return Math.round(seconds * 1000)
-}
-
-/** TARGON_HTTP_TIMEOUT: the whole-request deadline per attempt (default 60 s, at most an hour). */
-export function httpTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  return envSeconds('TARGON_HTTP_TIMEOUT', 60, {max: 3600, min: 1}, env)
-}
-
-/** TARGON_SHIM_HEALTH_TIMEOUT: how long shim-start waits for a healthy shim (default 60 s, at most an hour). */
-export function shimHealthTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  return envSeconds('TARGON_SHIM_HEALTH_TIMEOUT', 60, {max: 3600, min: 1}, env)
 }
 
 /** Refuses a secret-bearing file that group or others can read. */
@@ -100,11 +152,24 @@ export function assertPrivateFile(path: string, what: string): void {
   }
 }
 
-type ConfigStore = import('conf').default<ConfigValues>
+/** TARGON_API_URL: an http(s) origin; a trailing /tha/v3 (copied from an API path) is dropped, since the client appends it. */
+function apiOrigin(raw: string, source: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw usageError(`${source} "${raw}" is not a URL`, 'set it to an origin such as https://api.targon.com')
+  }
+
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError(`${source} "${raw}" must use http or https`, 'set it to an origin such as https://api.targon.com')
+  return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
+}
+
+type ConfigStore = import('conf').default<Partial<Record<ConfigKey, unknown>>>
 /** One store per directory and process: conf re-reads the file on every get, so opening it again gains nothing. */
 const openStores = new Map<string, Promise<ConfigStore>>()
 
-/** The typed wrapper around conf for the user's settings file. */
+/** The user's settings file, through conf (loaded lazily: it pulls in ajv, which most runs never need). */
 export function openConfig(dir = configDir()): Promise<ConfigStore> {
   let store = openStores.get(dir)
   if (!store) {
@@ -121,7 +186,7 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   const path = configFilePath(dir)
   assertPrivateFile(path, 'config file')
   try {
-    return new Conf<ConfigValues>({
+    return new Conf<Partial<Record<ConfigKey, unknown>>>({
       accessPropertiesByDotNotation: false,
       configFileMode: 0o600,
       configName: 'config',
@@ -136,7 +201,7 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   }
 }
 
-/** The raw value of one key in the config file, whatever its JSON type; undefined when there is no file. */
+/** The raw value of one key in the config file, whatever its JSON type (a hand-edited file may hold any); undefined when there is no file. */
 export async function readStoredValue(key: ConfigKey, dir = configDir()): Promise<unknown> {
   try {
     statSync(configFilePath(dir))
@@ -144,6 +209,5 @@ export async function readStoredValue(key: ConfigKey, dir = configDir()): Promis
     return undefined
   }
 
-  const config = await openConfig(dir)
-  return config.get(key)
+  return (await openConfig(dir)).get(key)
 }

@@ -1,6 +1,6 @@
-/** Builds a TargonClient from the environment and config (origin, key, timeouts). */
-import {resolveApiKey} from '../settings/config-file.js'
-import {apiOrigin, httpTimeoutMs} from '../settings/settings.js'
+/** Builds a TargonClient from the settings (origin, key, timeouts). */
+import {TargonError} from '../shell/errors.js'
+import {resolveSetting} from '../settings/settings.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {
@@ -12,10 +12,16 @@ export interface ConnectOptions {
 
 export async function connect(options: ConnectOptions): Promise<TargonClient> {
   return new TargonClient({
-    baseUrl: apiOrigin(),
-    requestTimeoutMs: httpTimeoutMs(),
+    baseUrl: await resolveSetting('api-url'),
+    requestTimeoutMs: await resolveSetting('http-timeout'),
     signal: options.signal,
-    token: options.auth ? await resolveApiKey() : undefined,
+    token: options.auth ? await apiKey() : undefined,
     trace: options.trace,
   })
+}
+
+async function apiKey(): Promise<string> {
+  const key = await resolveSetting('api-key')
+  if (key === undefined) throw new TargonError('AUTH', 'no Targon API key is configured', {hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key'})
+  return key
 }

@@ -10,6 +10,7 @@ import {TargonError, asTargonError} from '../shell/errors.js'
 import {filterOffers, matchesGpu, normalizeOffer, sortOffers} from '../offers/offers.js'
 import {abortAfter} from '../shell/interrupt.js'
 import {resolveOrg} from '../settings/org.js'
+import {DEFAULT_IMAGE} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
@@ -27,8 +28,6 @@ import {ensureKeyRegistered, ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../shell/version.js'
 import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
 
-export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
-
 export interface UpOptions {
   resource?: string
   gpu?: string
@@ -45,7 +44,7 @@ export interface UpOptions {
   org?: string
   configDir: string
   /** null with --no-bootstrap. */
-  bootstrap: {dstackVersion: string; reinstall: boolean; gpuTest: boolean; shim: boolean} | null
+  bootstrap: {dstackVersion: string; reinstall: boolean; gpuTest: boolean; shim: boolean; shimHealthTimeoutMs: number} | null
   json: boolean
   signal: AbortSignal
   warn: (message: string) => void
@@ -124,7 +123,7 @@ async function prepare(client: TargonClient, cleanupClient: TargonClient, signal
   const key = await ensureProjectKey(options.configDir)
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
   const bootstrap = options.bootstrap && {
-    params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, toolVersion: VERSION},
+    params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, shimHealthTimeoutMs: options.bootstrap.shimHealthTimeoutMs, toolVersion: VERSION},
     shim: options.bootstrap.shim,
   }
   const request = {
