@@ -36,4 +36,11 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['**/undici-subset.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {paths: [{message: 'import undici-subset.ts: the bundle ships only that part of undici', name: 'undici'}]}],
+    },
+  },
 )

@@ -7,6 +7,7 @@
 //   finds the commands in oclif.manifest.json (scripts/manifest.mjs) and loads only the one being run.
 // - A subset of undici, scripts/undici-core.cjs, which the build puts in place of `undici`: Agent, request and
 //   the error classes. undici's own index also loads fetch, WebSocket, caches and mocks, most of its load time.
+//   The source imports it through src/lib/api/undici-subset.ts, which declares only what the subset has.
 // - A compile cache: compiling the bundles is a large part of every run. chooseCache() picks one by what Node has:
 //   - 'node-compile-cache': Node 22.1 and later cache compiled modules themselves (module.enableCompileCache), and
 //     the bundles are loaded with plain require;

@@ -3,10 +3,12 @@
  * (scripts/route-imports.mjs). test/e2e/startup.test.ts runs the built CLI.
  */
 import {spawnSync} from 'node:child_process'
+import {createRequire} from 'node:module'
 import {describe, expect, it} from 'vitest'
 
 import {chooseCache, v8FlagsFor} from '../../bin/start.js'
 import {IMPORTER_DEFINITION, assertImportsRouted} from '../../scripts/route-imports.mjs'
+import * as undiciSubset from '../../src/lib/api/undici-subset.js'
 
 describe('chooseCache', () => {
   it("uses Node's compile cache where node:module has enableCompileCache (Node 22.1 and later)", () => {
@@ -54,3 +56,13 @@ describe('assertImportsRouted', () => {
   })
 })
 
+describe('undici-subset.ts', () => {
+  it('exports only what the bundled subset (scripts/undici-core.cjs) has, as the same values', () => {
+    const shipped = createRequire(import.meta.url)('../../scripts/undici-core.cjs')
+    expect(Object.keys(undiciSubset).sort()).toEqual(['Agent', 'errors', 'request'])
+    expect(shipped.Agent).toBe(undiciSubset.Agent)
+    expect(shipped.request).toBeTypeOf('function')
+    expect(shipped.errors.BodyTimeoutError).toBe(undiciSubset.errors.BodyTimeoutError)
+    expect(shipped.errors.HeadersTimeoutError).toBe(undiciSubset.errors.HeadersTimeoutError)
+  })
+})
