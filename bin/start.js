@@ -32,8 +32,8 @@
 // - Exit as soon as stdout and stderr are flushed, without waiting for closed HTTP connections to wind down, which
 //   would add a few hundred ms to every run.
 //
-// test/e2e/startup.test.ts runs the built CLI cold and then cached; test/unit/startup.test.ts covers the choices
-// made here.
+// test/e2e/startup.test.ts runs every command's --help and `offers --json` cold and then cached;
+// test/unit/startup.test.ts covers the choices made here.
 import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import * as nodeModule from 'node:module'

@@ -11,7 +11,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {chooseCache} from '../../bin/start.js'
-import {parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {ROOT, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
@@ -27,6 +27,12 @@ afterAll(async () => {
 
 function offersIn(cacheHome: string) {
   return runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url, XDG_CACHE_HOME: cacheHome}})
+}
+
+/** Every file in the cache directory, at any depth (Node's compile cache makes a directory per Node version). */
+function filesIn(cacheHome: string): string[] {
+  const dir = join(cacheHome, 'targon-fleet')
+  return readdirSync(dir, {recursive: true, withFileTypes: true}).flatMap((entry) => (entry.isFile() ? [join(entry.parentPath, entry.name)] : []))
 }
 
 function cacheFiles(cacheHome: string): Map<string, {mode: number; mtimeMs: number; bytes: Buffer}> {
@@ -48,7 +54,34 @@ function offersData(result: Awaited<ReturnType<typeof offersIn>>) {
   return doc
 }
 
+const readJson = (...path: string[]) => JSON.parse(readFileSync(join(ROOT, ...path), 'utf8'))
+/** Every command: the CLI's own (in the manifest that the build writes) and its plugins'. */
+const commandIds = [['oclif.manifest.json'], ...(readJson('package.json') as {oclif: {plugins: string[]}}).oclif.plugins.map((plugin) => ['node_modules', plugin, 'oclif.manifest.json'])]
+  .flatMap((manifest) => Object.keys((readJson(...manifest) as {commands: object}).commands))
+
 describe('a cold run, then a cached one', () => {
+  const helpRuns = [['--help'], ...commandIds.map((id) => [...id.split(':'), '--help'])].map((args) => ({args, line: args.join(' ')}))
+  it.each(helpRuns)('targon $line prints the same help', async ({args}) => {
+    const cacheHome = tempDir('targon-cache-')
+    const cold = await runCli(args, {env: {XDG_CACHE_HOME: cacheHome}})
+    expect(filesIn(cacheHome).length).toBeGreaterThan(0)
+    const cached = await runCli(args, {env: {XDG_CACHE_HOME: cacheHome}})
+    for (const result of [cold, cached]) {
+      expect(result.stderr).toBe('')
+      expect(result.code).toBe(0)
+    }
+
+    expect(cold.stdout).toContain('USAGE')
+    expect(cached.stdout).toBe(cold.stdout)
+  })
+
+  it('targon offers --json reads the same offers', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    const cold = offersData(await offersIn(cacheHome))
+    expect(filesIn(cacheHome).length).toBeGreaterThan(0)
+    expect(offersData(await offersIn(cacheHome))).toEqual(cold)
+  })
+
   it('lets oclif import its ESM help plugin and run the not-found hook', async () => {
     const cacheHome = tempDir('targon-cache-')
     for (let run = 0; run < 2; run++) {
@@ -59,6 +92,7 @@ describe('a cold run, then a cached one', () => {
       expect(typo.code).toBe(127)
       expect(typo.stderr).toContain('ofers is not a targon command')
       expect(typo.stderr).not.toMatch(/ERR_VM|Experimental/)
+      expect(filesIn(cacheHome).length).toBeGreaterThan(0)
     }
   })
 
