@@ -1,15 +1,15 @@
-// Builds the CLI into two minified CommonJS files, which bin/load-bundle.js loads with a V8 code cache:
+// Builds the CLI into two minified CommonJS files, which bin/start.js loads (its header explains start-up):
 // - dist/oclif-core.cjs: @oclif/core;
 // - dist/cli.cjs: the commands and everything they use except ssh2, which has an optional native addon
-//   and loads only for SSH work.
-// Code compiled from a V8 code cache cannot run import() on Node 20 (the host options that resolve it are
-// not restored). So cli.cjs turns import() into require(), and oclif's module loader, which must import()
-// the ESM plugins (help, not-found, autocomplete), calls an importer that bin/load-bundle.js provides.
+//   and loads only for SSH work; `undici` is replaced by the subset in scripts/undici-core.cjs.
+// No code in either bundle may call import() itself: cli.cjs turns import() into require(), and oclif's calls
+// go through bin/start.js's importer (scripts/route-imports.mjs). The build fails on any other import().
 import {build} from 'esbuild'
-import {readFile} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import {dirname, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+
+import {IMPORTER_DEFINITION, assertImportsRouted, routeImports} from './route-imports.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -25,22 +25,6 @@ const shared = {
   target: 'node20.19',
 }
 
-/** The three import() calls of oclif's module loader go through the importer (see above). */
-const oclifImporter = {
-  name: 'oclif-importer',
-  setup(esbuild) {
-    const loader = join(dirname(require.resolve('@oclif/core')), 'module-loader.js')
-    esbuild.onLoad({filter: /module-loader\.js$/}, async ({path}) => {
-      if (path !== loader) return undefined
-      const source = await readFile(path, 'utf8')
-      const patched = source.replaceAll('await import(', 'await (globalThis[Symbol.for("targon-fleet.import")] ?? ((url) => import(url)))(')
-      const count = patched.split('targon-fleet.import').length - 1
-      if (count !== 3) throw new Error(`expected 3 import() calls in ${path}, found ${count}: check the @oclif/core version`)
-      return {contents: patched, loader: 'js'}
-    })
-  },
-}
-
 /** Bare imports resolved elsewhere: @oclif/core to the sibling file, undici to the subset the CLI uses. */
 const redirects = {
   name: 'redirects',
@@ -52,11 +36,13 @@ const redirects = {
 
 await build({
   ...shared,
+  // The bundle stays strict: its "use strict" must come first.
+  banner: {js: `"use strict";${IMPORTER_DEFINITION}`},
   entryPoints: [require.resolve('@oclif/core')],
   // @oclif/core reads tsconfig files with typescript only when developing a linked plugin.
   external: ['typescript'],
   outfile: 'dist/oclif-core.cjs',
-  plugins: [oclifImporter],
+  plugins: [routeImports],
 })
 
 await build({
@@ -68,3 +54,5 @@ await build({
   plugins: [redirects],
   supported: {'dynamic-import': false},
 })
+
+for (const file of ['dist/oclif-core.cjs', 'dist/cli.cjs']) assertImportsRouted(file, readFileSync(file, 'utf8'))

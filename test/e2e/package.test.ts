@@ -33,7 +33,7 @@ afterAll(async () => {
 
 describe('npm package', () => {
   it('holds only runtime files: the two bundles (with the bootstrap script inside) and their loader', () => {
-    expect(files).toEqual(expect.arrayContaining(['bin/run.js', 'bin/load-bundle.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']))
+    expect(files).toEqual(expect.arrayContaining(['bin/run.js', 'bin/start.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']))
     expect(readFileSync(join(ROOT, 'dist', 'cli.cjs'), 'utf8')).toContain('# targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim')
     expect(files.filter((file) => /^(test|src|scripts|bench|schemas)\//.test(file))).toEqual([])
   })

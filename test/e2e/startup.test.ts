@@ -1,14 +1,17 @@
 /**
- * Start-up machinery: the bundles are loaded through a V8 code cache in the user's cache directory
- * (bin/load-bundle.js). A cache is written once, reused, replaced when V8 rejects it, and never needed:
- * without a writable cache directory the CLI runs as before. Code run from the cache must still reach
- * the ESM help plugin, which oclif loads with import(), and the command_not_found hook in the bundle.
+ * Start-up (bin/start.js): the bundles are loaded through a compile cache in the user's cache directory, Node's
+ * own where it has one, else a V8 code cache of the CLI's. A cache is written once, reused, replaced when
+ * rejected, and never needed: without a writable cache directory the CLI runs as before. Every command must
+ * behave the same on a cold run and on a cached one, including oclif's import() of its ESM help plugin and the
+ * command_not_found hook in the bundle, without a word on stderr.
  */
 import {readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import * as nodeModule from 'node:module'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {chooseCache} from '../../bin/start.js'
+import {ROOT, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
@@ -24,6 +27,12 @@ afterAll(async () => {
 
 function offersIn(cacheHome: string) {
   return runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url, XDG_CACHE_HOME: cacheHome}})
+}
+
+/** Every file in the cache directory, at any depth (Node's compile cache makes a directory per Node version). */
+function filesIn(cacheHome: string): string[] {
+  const dir = join(cacheHome, 'targon-fleet')
+  return readdirSync(dir, {recursive: true, withFileTypes: true}).flatMap((entry) => (entry.isFile() ? [join(entry.parentPath, entry.name)] : []))
 }
 
 function cacheFiles(cacheHome: string): Map<string, {mode: number; mtimeMs: number; bytes: Buffer}> {
@@ -45,7 +54,56 @@ function offersData(result: Awaited<ReturnType<typeof offersIn>>) {
   return doc
 }
 
-describe('code cache', () => {
+const readJson = (...path: string[]) => JSON.parse(readFileSync(join(ROOT, ...path), 'utf8'))
+/** Every command: the CLI's own (in the manifest that the build writes) and its plugins'. */
+const commandIds = [['oclif.manifest.json'], ...(readJson('package.json') as {oclif: {plugins: string[]}}).oclif.plugins.map((plugin) => ['node_modules', plugin, 'oclif.manifest.json'])]
+  .flatMap((manifest) => Object.keys((readJson(...manifest) as {commands: object}).commands))
+
+describe('a cold run, then a cached one', () => {
+  const helpRuns = [['--help'], ...commandIds.map((id) => [...id.split(':'), '--help'])].map((args) => ({args, line: args.join(' ')}))
+  it.each(helpRuns)('targon $line prints the same help', async ({args}) => {
+    const cacheHome = tempDir('targon-cache-')
+    const cold = await runCli(args, {env: {XDG_CACHE_HOME: cacheHome}})
+    expect(filesIn(cacheHome).length).toBeGreaterThan(0)
+    const cached = await runCli(args, {env: {XDG_CACHE_HOME: cacheHome}})
+    for (const result of [cold, cached]) {
+      expect(result.stderr).toBe('')
+      expect(result.code).toBe(0)
+    }
+
+    expect(cold.stdout).toContain('USAGE')
+    expect(cached.stdout).toBe(cold.stdout)
+  })
+
+  it('targon offers --json reads the same offers', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    const cold = offersData(await offersIn(cacheHome))
+    expect(filesIn(cacheHome).length).toBeGreaterThan(0)
+    expect(offersData(await offersIn(cacheHome))).toEqual(cold)
+  })
+
+  it('lets oclif import its ESM help plugin and run the not-found hook', async () => {
+    const cacheHome = tempDir('targon-cache-')
+    for (let run = 0; run < 2; run++) {
+      const help = await runCli(['help', 'up'], {env: {XDG_CACHE_HOME: cacheHome}})
+      expect(help.code).toBe(0)
+      expect(help.stdout).toContain('Rent GPU VMs under a price cap')
+      const typo = await runCli(['ofers'], {env: {XDG_CACHE_HOME: cacheHome}})
+      expect(typo.code).toBe(127)
+      expect(typo.stderr).toContain('ofers is not a targon command')
+      expect(typo.stderr).not.toMatch(/ERR_VM|Experimental/)
+      expect(filesIn(cacheHome).length).toBeGreaterThan(0)
+    }
+  })
+
+  it('needs no cache: an unusable cache directory changes nothing', async () => {
+    const notADirectory = join(tempDir('targon-cache-'), 'file')
+    writeFileSync(notADirectory, '')
+    expect(offersData(await offersIn(notADirectory)).ok).toBe(true)
+  })
+})
+
+describe.runIf(chooseCache(nodeModule) === 'v8-code-cache')('V8 code cache (Node without a compile cache)', () => {
   it('is written once per bundle (0600 in a 0700 directory), then reused unchanged with the same output', async () => {
     const cacheHome = tempDir('targon-cache-')
     const first = offersData(await offersIn(cacheHome))
@@ -69,27 +127,5 @@ describe('code cache', () => {
     for (const name of readdirSync(dir)) writeFileSync(join(dir, name), Buffer.alloc(4096, 0x5a))
     expect(offersData(await offersIn(cacheHome))).toEqual(expected)
     for (const file of cacheFiles(cacheHome).values()) expect(file.bytes.equals(Buffer.alloc(4096, 0x5a))).toBe(false)
-  })
-
-  it('is optional: an unusable cache directory changes nothing', async () => {
-    const notADirectory = join(tempDir('targon-cache-'), 'file')
-    writeFileSync(notADirectory, '')
-    const result = await offersIn(notADirectory)
-    expect(offersData(result).ok).toBe(true)
-  })
-
-  it('still lets oclif import its ESM help plugin and run the not-found hook on a cached run', async () => {
-    const cacheHome = tempDir('targon-cache-')
-    for (let run = 0; run < 2; run++) {
-      const help = await runCli(['help', 'up'], {env: {XDG_CACHE_HOME: cacheHome}})
-      expect(help.code).toBe(0)
-      expect(help.stdout).toContain('Rent GPU VMs under a price cap')
-      const typo = await runCli(['ofers'], {env: {XDG_CACHE_HOME: cacheHome}})
-      expect(typo.code).toBe(127)
-      expect(typo.stderr).toContain('ofers is not a targon command')
-      expect(typo.stderr).not.toMatch(/ERR_VM|Experimental/)
-    }
-
-    expect(cacheFiles(cacheHome).size).toBe(2)
   })
 })

@@ -3,7 +3,7 @@
  * validation. Knows nothing about endpoints; client.ts does.
  */
 import {setTimeout as sleep} from 'node:timers/promises'
-import {Agent, errors as undiciErrors, request} from 'undici'
+import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
 import {TargonError, isAbortError} from '../shell/errors.js'
