@@ -17,7 +17,7 @@ import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
 
 export default class Down extends BaseCommand<typeof Down> {
-  static summary = 'Delete VMs and verify they are gone (stops billing).'
+  static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = `Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
 (--all, --fleet, --older-than, --expired) only take VMs this tool created, unless --any-origin is given; VMs named

@@ -1,22 +1,16 @@
 import {Args, Flags} from '@oclif/core'
 
-import type {TargonClient} from '../lib/targon/client.js'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {TargonError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
-import {join} from 'node:path'
 
-import {dstackFleet} from '../lib/bootstrap/dstack-fleet.js'
-import {displayGpuModel, normalizeOffer} from '../lib/offers/offers.js'
-import {keyDir} from '../lib/ssh/project-key.js'
-import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {countOf, dash, renderTable, usd} from '../lib/shell/output.js'
 import {formatDuration} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {DstackFleet, Offer, StatusResult, StatusVm} from '../lib/contract.js'
+import type {StatusResult} from '../lib/contract.js'
+import {runStatus} from '../lib/status/status.js'
 
 
 
@@ -50,83 +44,23 @@ of this tool with no local record (server-only, e.g. created on another machine)
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
     const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
-    const fleet = this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
-      const org = await resolveOrg(client, this.flags.org)
-      const state = new LocalState(configDir())
-      const view = await snapshot(client, org, state)
-      for (const problem of view.problems) this.addWarning(problem)
-
-      const shown = view.vms.filter((vm) => this.flags['show-deleted'] || !vm.gone)
-      let selected = shown.filter((vm) => (this.flags['any-origin'] || vm.owned) && (fleet === null || vm.fleet === fleet))
-      if (targets.length > 0) {
-        selected = targets.flatMap((target) => {
-          const found = findVm(shown, target, configuredFleet)
-          if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
-          return found
-        })
-      }
-
-      const now = Date.now()
-      const offers = selected.some((vm) => !gpuModelOf(vm)) ? await this.offersByResource(client) : new Map<string, Offer>()
-      const vms = selected.map((vm) => toStatusVm(vm, now, offers))
-      const drift = [
-        ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
-        ...view.localOnly.filter((record) => targets.length === 0 && (fleet === null || record.fleet === fleet)).map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
-      ]
-      for (const item of drift) {
-        if (item.kind === 'local-only') this.addWarning(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
-      }
-
-      for (const vm of vms) {
-        const which = vm.name ?? vm.uid
-        if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true)) this.addWarning(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
-        else if (vm.billing === null) this.addWarning(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
-      }
-
-      const dstack = this.flags['dstack-fleet'] ? this.dstackFleet(fleet ?? DEFAULT_FLEET, vms) : null
-      const result: StatusResult = {
-        drift,
-        dstack_fleet: dstack,
-        fleet,
-        org,
-        totals: totalsOf(vms),
-        vms,
-      }
+      const result = await runStatus(client, new LocalState(configDir()), {
+        anyOrigin: this.flags['any-origin'],
+        configuredFleet,
+        dstackFleet: this.flags['dstack-fleet'],
+        fleet: this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet,
+        org: await resolveOrg(client, this.flags.org),
+        showDeleted: this.flags['show-deleted'],
+        targets,
+        warn: (message) => this.addWarning(message),
+      })
       if (!this.jsonEnabled()) this.render(result)
       return result
     } finally {
       await client.close()
     }
-  }
-
-  /** The inventory's offers by resource name: GPUs for workloads whose listing names only their resource. */
-  private async offersByResource(client: TargonClient): Promise<Map<string, Offer>> {
-    try {
-      return new Map((await client.inventory()).offers.map((raw) => [raw.name, normalizeOffer(raw)]))
-    } catch (error) {
-      this.addWarning(`GPU models unknown: the inventory could not be read (${(error as Error).message})`)
-      return new Map()
-    }
-  }
-
-  private dstackFleet(fleet: string, vms: StatusVm[]): DstackFleet {
-    const ready = vms.filter((vm) => vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port)
-    const skipped = vms.length - ready.length
-    if (skipped > 0) this.addWarning(`${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
-    // A fleet file without hosts would only fail later, in dstack apply.
-    if (ready.length === 0) {
-      throw new TargonError('NOT_FOUND', `no VM of fleet ${fleet} is bootstrapped and running: there is no dstack fleet to print`, {
-        hint: `rent one with targon up <resource> --fleet ${fleet}, or finish one with targon up --name <vm> --fleet ${fleet}`,
-      })
-    }
-    const fleetFile = dstackFleet(fleet, join(keyDir(configDir()), 'id_ed25519'), ready.map((vm) => ({hostname: vm.public_ip as string, name: vm.name, port: vm.ssh_port as number, uid: vm.uid})))
-    for (const ip of fleetFile.shared_ips) {
-      this.addWarning(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
-    }
-
-    return fleetFile
   }
 
   private render(result: StatusResult): void {
@@ -171,55 +105,3 @@ of this tool with no local record (server-only, e.g. created on another machine)
   }
 }
 
-function gpuModelOf(vm: KnownVm): string | undefined {
-  return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
-}
-
-function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): StatusVm {
-  const {workload, record} = vm
-  const resource = vmResource(vm)
-  const offer = resource === null ? undefined : offers.get(resource)
-  const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
-  const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
-  const price = vmPrice(vm)
-  const gpuModel = gpuModelOf(vm) ?? offer?.gpu_model
-  const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
-  return {
-    age_seconds: ageSeconds,
-    bootstrapped: record?.bootstrapped ?? false,
-    created_at: workload.created_at ?? null,
-    billing: vm.billing,
-    deleted: vm.gone,
-    estimated_cost_usd: ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
-    fleet: vm.fleet,
-    gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
-    gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
-    local_record: record ? 'present' : 'missing',
-    name: vm.name,
-    origin: vm.owned ? 'this-tool' : 'other',
-    price_per_hour: price,
-    public_ip: workload.state?.public_ip ?? null,
-    resource,
-    ssh_port: workload.state?.ssh_port ?? null,
-    status: vm.status,
-    ttl_expires_at: record?.ttl_expires_at ?? null,
-    ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
-    uid: vm.uid,
-  }
-}
-
-/** Only what bills counts: tombstones and registered leftovers do not, and unclassified records are counted apart. */
-function totalsOf(vms: StatusVm[]): StatusResult['totals'] {
-  const billing = vms.filter((vm) => vm.billing === true)
-  return {
-    billing_count: billing.length,
-    count: vms.length,
-    estimated_cost_usd: round(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
-    price_per_hour: round(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
-    unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
-  }
-}
-
-function round(value: number): number {
-  return Math.round(value * 10_000) / 10_000
-}

@@ -1,7 +1,7 @@
 /**
  * A local Targon v3 API simulator: a real HTTP server on 127.0.0.1 with in-memory state,
  * the workload state machine, a billing ledger, a request log and fault injection.
- * Faithful to ../shared/docs/targon-api.md; each documented uncertainty is a switch.
+ * Faithful to what is known of the Targon v3 API; where its behaviour is uncertain, each variant is a switch.
  */
 import {randomBytes} from 'node:crypto'
 import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'

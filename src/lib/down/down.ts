@@ -6,7 +6,7 @@
 
 import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError, abortError} from '../shell/errors.js'
 import {type KnownVm, findVm, snapshot} from '../fleet/workloads.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
@@ -140,11 +140,11 @@ export async function runDown(client: TargonClient, cleanupClient: TargonClient,
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
   const result: DownResult = {...base, results: verified, survivors}
   if (options.stop.aborted) {
-    const reason = options.stop.reason instanceof TargonError ? options.stop.reason : new TargonError('INTERRUPTED', 'interrupted')
+    const reason = abortError(options.stop)
     throw new TargonError('INTERRUPTED', `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`, {
       data: result,
       hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
-      signal: reason.signal,
+      signal: reason instanceof TargonError ? reason.signal : undefined,
     })
   }
 

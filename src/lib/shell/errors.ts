@@ -94,6 +94,12 @@ export function isTargonError(error: unknown): error is TargonError {
   return error instanceof TargonError
 }
 
+/** Why a signal aborted (the interrupt or the time-out it was aborted with), as the error to throw. */
+export function abortError(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason
+  return reason instanceof Error ? reason : new TargonError('INTERRUPTED', 'interrupted')
+}
+
 /** True when the error comes from an AbortSignal (Ctrl-C or a deadline). */
 export function isAbortError(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')

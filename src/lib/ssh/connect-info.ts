@@ -4,11 +4,10 @@
  * created the VM).
  */
 import {readFileSync} from 'node:fs'
-import {join} from 'node:path'
 
 import {TargonError} from '../shell/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
-import {keyDir} from './project-key.js'
+import {privateKeyPath} from './project-key.js'
 import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
 import {SshSession, shellQuote} from './session.js'
 
@@ -28,7 +27,7 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
     throw new TargonError('API_ERROR', `${vm.name ?? vm.uid} is ${vm.status}, with no SSH address yet`, {hint: 'wait for it to run (targon status), or run targon up --name <vm>'})
   }
 
-  return {configDir, host, identityFile: join(keyDir(configDir), 'id_ed25519'), name: vm.name, port, uid: vm.uid}
+  return {configDir, host, identityFile: privateKeyPath(configDir), name: vm.name, port, uid: vm.uid}
 }
 
 /** The VM's pin file, recording the host key on first contact (trust on first use). */

@@ -4,7 +4,7 @@
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
@@ -21,27 +21,27 @@ export interface ProjectKey {
   publicKey: string
 }
 
-export function keyDir(configDir: string): string {
-  return join(configDir, 'keys')
+/** Where the project's private key lives (the public key is beside it, with .pub). */
+export function privateKeyPath(configDir: string): string {
+  return join(configDir, 'keys', 'id_ed25519')
 }
 
 /** Loads the project key pair, generating it on first use (safe against concurrent first uses). */
 export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
   ensureConfigDir(configDir)
-  const dir = keyDir(configDir)
-  mkdirSync(dir, {mode: 0o700, recursive: true})
-  const privateKeyPath = join(dir, 'id_ed25519')
-  const publicKeyPath = `${privateKeyPath}.pub`
+  const keyFile = privateKeyPath(configDir)
+  mkdirSync(dirname(keyFile), {mode: 0o700, recursive: true})
+  const publicKeyPath = `${keyFile}.pub`
   const {default: ssh2} = await import('ssh2')
 
-  if (!exists(privateKeyPath)) {
+  if (!exists(keyFile)) {
     // ssh2 occasionally (about 1 in 250) emits an ed25519 key that it cannot parse back: keep only one that parses.
     let pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     while (ssh2.utils.parseKey(pair.private) instanceof Error) pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
-    const temp = `${privateKeyPath}.${randomBytes(4).toString('hex')}.tmp`
+    const temp = `${keyFile}.${randomBytes(4).toString('hex')}.tmp`
     writeFileSync(temp, pair.private, {mode: 0o600})
     try {
-      linkSync(temp, privateKeyPath) // atomic; fails if another process won the race
+      linkSync(temp, keyFile) // atomic; fails if another process won the race
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
     } finally {
@@ -49,17 +49,17 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
     }
   }
 
-  assertPrivateFile(privateKeyPath, 'private key')
+  assertPrivateFile(keyFile, 'private key')
   // parseKey returns an Error instead of throwing, and may return several keys.
-  const parsed = ssh2.utils.parseKey(readFileSync(privateKeyPath)) as ParsedKey | ParsedKey[] | Error
+  const parsed = ssh2.utils.parseKey(readFileSync(keyFile)) as ParsedKey | ParsedKey[] | Error
   const key = Array.isArray(parsed) ? parsed[0] : parsed
   if (!key || key instanceof Error) {
-    throw new TargonError('CONFIG', `the project key ${privateKeyPath} cannot be read`, {hint: `move it away and run again to generate a new one`})
+    throw new TargonError('CONFIG', `the project key ${keyFile} cannot be read`, {hint: `move it away and run again to generate a new one`})
   }
 
   const publicKey = `${key.type} ${key.getPublicSSH().toString('base64')} targon-fleet`
   if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey) writeFileSync(publicKeyPath, `${publicKey}\n`, {mode: 0o644})
-  return {privateKeyPath, publicKey, publicKeyPath}
+  return {privateKeyPath: keyFile, publicKey, publicKeyPath}
 }
 
 function exists(path: string): boolean {

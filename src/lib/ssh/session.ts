@@ -7,7 +7,7 @@ import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Client, ClientChannel} from 'ssh2'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError, abortError} from '../shell/errors.js'
 
 export interface HostKey {
   /** "ssh-ed25519 AAAA…", as in known_hosts. */
@@ -71,7 +71,7 @@ export class SshSession {
   static async open(options: ConnectOptions): Promise<SshSession> {
     const {default: ssh2} = await import('ssh2')
     for (let delay = 1000; ; delay = Math.min(delay * 1.5, 15_000)) {
-      if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+      if (options.signal?.aborted) throw abortError(options.signal)
       let seen: HostKey | undefined
       const client = new ssh2.Client()
       try {

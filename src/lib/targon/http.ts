@@ -6,7 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
-import {TargonError, isAbortError} from '../shell/errors.js'
+import {TargonError, abortError, isAbortError} from '../shell/errors.js'
 import {VERSION} from '../shell/version.js'
 
 /**
@@ -41,7 +41,7 @@ export interface CallOptions<T extends z.ZodType> {
   timeoutMs?: number
 }
 
-/** Targon rate-limits mutations: at most this many POSTs and DELETEs are in flight per run (targon-api.md §11). */
+/** Targon asks clients to keep mutations few: at most this many POSTs and DELETEs are in flight per run. */
 export const MAX_MUTATIONS_IN_FLIGHT = 8
 
 /** A counting semaphore: at most `size` holders at once, served in arrival order. */
@@ -127,7 +127,7 @@ export class HttpTransport {
 
   private throwIfAborted(): void {
     const signal = this.options.signal
-    if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new TargonError('INTERRUPTED', 'interrupted')
+    if (signal?.aborted) throw abortError(signal)
   }
 
   private async once<T extends z.ZodType>(call: CallOptions<T>, endpoint: string): Promise<z.output<T>> {

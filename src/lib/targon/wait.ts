@@ -6,7 +6,7 @@
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError, abortError} from '../shell/errors.js'
 
 /** A failure that says nothing about the workload: the same request may well succeed later. */
 export function isTransient(error: unknown): boolean {
@@ -44,8 +44,7 @@ export async function pollUntil<T>(check: () => Promise<T | undefined>, options:
 
     if (Date.now() + delay > options.deadline) return undefined
     await sleep(delay, undefined, {signal: options.signal}).catch(() => {
-      const reason: unknown = options.signal?.reason
-      throw reason instanceof Error ? reason : new TargonError('INTERRUPTED', 'interrupted')
+      throw abortError(options.signal)
     })
   }
 }

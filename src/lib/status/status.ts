@@ -1,0 +1,147 @@
+/**
+ * `targon status` without the rendering: what the API lists, joined with local state
+ * (fleet/workloads.ts), reduced to the selected VMs with their billing, estimated cost, TTL and
+ * drift, plus the dstack fleet file when asked. Read-only: it never deletes anything.
+ */
+import {dstackFleet} from '../bootstrap/dstack-fleet.js'
+import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
+import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
+import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
+import {TargonError} from '../shell/errors.js'
+import {countOf} from '../shell/output.js'
+import {privateKeyPath} from '../ssh/project-key.js'
+import type {LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+
+export interface StatusOptions {
+  org: string
+  /** The VMs named on the command line (names, uids or --name labels of `configuredFleet`); empty for a fleet. */
+  targets: string[]
+  /** The fleet shown, or null for every fleet. */
+  fleet: string | null
+  configuredFleet: string
+  anyOrigin: boolean
+  showDeleted: boolean
+  /** Also build the dstack fleet file for the fleet's bootstrapped, running VMs. */
+  dstackFleet: boolean
+  warn: (message: string) => void
+}
+
+export async function runStatus(client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
+  const view = await snapshot(client, options.org, state)
+  for (const problem of view.problems) options.warn(problem)
+  const selected = select(view.vms, options)
+  const offers = selected.some((vm) => !gpuModelOf(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
+  const now = Date.now()
+  const vms = selected.map((vm) => toStatusVm(vm, now, offers))
+  const drift = [
+    ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
+    ...view.localOnly.filter((record) => options.targets.length === 0 && (options.fleet === null || record.fleet === options.fleet)).map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
+  ]
+  for (const item of drift) {
+    if (item.kind === 'local-only') options.warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
+  }
+
+  for (const vm of vms) warnAboutBilling(vm, options.warn)
+  const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, options.warn) : null
+  return {drift, dstack_fleet: dstack, fleet: options.fleet, org: options.org, totals: totalsOf(vms), vms}
+}
+
+/** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */
+function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
+  const shown = all.filter((vm) => options.showDeleted || !vm.gone)
+  if (options.targets.length === 0) return shown.filter((vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet))
+  return options.targets.flatMap((target) => {
+    const found = findVm(shown, target, options.configuredFleet)
+    if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
+    return found
+  })
+}
+
+function warnAboutBilling(vm: StatusVm, warn: (message: string) => void): void {
+  const which = vm.name ?? vm.uid
+  if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true)) warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
+  else if (vm.billing === null) warn(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
+}
+
+/** The inventory's offers by resource name: GPUs for workloads whose listing names only their resource. */
+async function offersByResource(client: TargonClient, warn: (message: string) => void): Promise<Map<string, Offer>> {
+  try {
+    return new Map((await client.inventory()).offers.map((raw) => [raw.name, normalizeOffer(raw)]))
+  } catch (error) {
+    warn(`GPU models unknown: the inventory could not be read (${(error as Error).message})`)
+    return new Map()
+  }
+}
+
+function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: (message: string) => void): DstackFleet {
+  const ready = vms.flatMap((vm) => (vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port ? [{hostname: vm.public_ip, name: vm.name, port: vm.ssh_port, uid: vm.uid}] : []))
+  const skipped = vms.length - ready.length
+  if (skipped > 0) warn(`${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+  // A fleet file without hosts would only fail later, in dstack apply.
+  if (ready.length === 0) {
+    throw new TargonError('NOT_FOUND', `no VM of fleet ${fleet} is bootstrapped and running: there is no dstack fleet to print`, {
+      hint: `rent one with targon up <resource> --fleet ${fleet}, or finish one with targon up --name <vm> --fleet ${fleet}`,
+    })
+  }
+
+  const fleetFile = dstackFleet(fleet, privateKeyPath(configDir), ready)
+  for (const ip of fleetFile.shared_ips) {
+    warn(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
+  }
+
+  return fleetFile
+}
+
+function gpuModelOf(vm: KnownVm): string | undefined {
+  return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
+}
+
+function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): StatusVm {
+  const {workload, record} = vm
+  const resource = vmResource(vm)
+  const offer = resource === null ? undefined : offers.get(resource)
+  const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
+  const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
+  const price = vmPrice(vm)
+  const gpuModel = gpuModelOf(vm) ?? offer?.gpu_model
+  const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
+  return {
+    age_seconds: ageSeconds,
+    billing: vm.billing,
+    bootstrapped: record?.bootstrapped ?? false,
+    created_at: workload.created_at ?? null,
+    deleted: vm.gone,
+    estimated_cost_usd: ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
+    fleet: vm.fleet,
+    gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
+    gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
+    local_record: record ? 'present' : 'missing',
+    name: vm.name,
+    origin: vm.owned ? 'this-tool' : 'other',
+    price_per_hour: price,
+    public_ip: workload.state?.public_ip ?? null,
+    resource,
+    ssh_port: workload.state?.ssh_port ?? null,
+    status: vm.status,
+    ttl_expires_at: record?.ttl_expires_at ?? null,
+    ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
+    uid: vm.uid,
+  }
+}
+
+/** Only what bills counts: tombstones and registered leftovers do not, and unclassified records are counted apart. */
+function totalsOf(vms: StatusVm[]): StatusResult['totals'] {
+  const billing = vms.filter((vm) => vm.billing === true)
+  return {
+    billing_count: billing.length,
+    count: vms.length,
+    estimated_cost_usd: round(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
+    price_per_hour: round(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
+    unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 10_000) / 10_000
+}
