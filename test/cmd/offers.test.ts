@@ -2,8 +2,10 @@ import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {parseJson, runCli} from '../helpers/cli.js'
+import {parseJson} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
 import {startSimulator} from '../helpers/simulator.js'
+import {SEED_OFFERS} from '../simulator/seed.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
 let sim: TargonSimulator | undefined
@@ -16,7 +18,7 @@ afterEach(async () => {
 /** Runs `offers` with no API key at all: the inventory is public. */
 async function offers(args: string[], options: Parameters<typeof startSimulator>[0] = {}) {
   sim = await startSimulator(options)
-  return runCli(['offers', ...args], {env: {TARGON_API_URL: sim.url}})
+  return runInProcess(['offers', ...args], {env: {TARGON_API_URL: sim.url}})
 }
 
 describe('targon offers', () => {
@@ -52,20 +54,32 @@ describe('targon offers', () => {
     sim = await startSimulator()
     const env = {TARGON_API_URL: sim.url}
     for (const spelling of ['rtx6000b', 'RTX-PRO-6000B', 'RTXPRO6000', 'rtx pro 6000 blackwell']) {
-      const doc = parseJson(await runCli(['offers', '--gpu', spelling, '--json'], {env}))
+      const doc = parseJson(await runInProcess(['offers', '--gpu', spelling, '--json'], {env}))
       expect(doc.data.offers.map((offer: {resource: string}) => offer.resource), spelling).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
     }
 
-    const capped = parseJson(await runCli(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json'], {env}))
+    const capped = parseJson(await runInProcess(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json'], {env}))
     expect(capped.data.offers).toHaveLength(1)
     expect(capped.data.offers[0]).toMatchObject({resource: 'rtx6000b-small', within_cap: true})
     expect(capped.data.filters).toEqual({gpu: 'rtx6000b', include_sold_out: false, max_price: 1.7, min_gpus: null, sort: 'price'})
 
-    const many = parseJson(await runCli(['offers', '--min-gpus', '4', '--all', '--json'], {env}))
+    const many = parseJson(await runInProcess(['offers', '--min-gpus', '4', '--all', '--json'], {env}))
     expect(many.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['rtx6000b-large', 'h200-xlarge'])
 
-    const byAvailable = parseJson(await runCli(['offers', '--sort', 'available', '--json'], {env}))
+    const byAvailable = parseJson(await runInProcess(['offers', '--sort', 'available', '--json'], {env}))
     expect(byAvailable.data.offers[0].resource).toBe('rtx6000b-small')
+  })
+
+  it('--gpu rtx6000 is the RTX 6000 Ada, and memory per GPU is labelled GB', async () => {
+    const ada = {available: 3, cost_per_hour: 0.99, disk_mib: 102_400, display_name: 'RTX 6000 Ada', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-RTX-6000-Ada-Generation', memory_mib: 64_000, name: 'rtx6000ada-small', vcpus: 16}
+    sim = await startSimulator({offers: [...SEED_OFFERS, ada]})
+    const env = {TARGON_API_URL: sim.url}
+    const resources = async (gpu: string) => parseJson(await runInProcess(['offers', '--gpu', gpu, '--json'], {env})).data.offers.map((offer: {resource: string}) => offer.resource)
+    expect(await resources('rtx6000')).toEqual(['rtx6000ada-small'])
+    expect(await resources('rtx6000b')).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
+    const table = (await runInProcess(['offers'], {env})).stdout.split('\n')
+    expect(table[0]?.split('\t')[3]).toBe('GPU_GB')
+    expect(table.find((line) => line.startsWith('rtx6000ada-small'))?.split('\t')[3]).toBe('48')
   })
 
   it('prints a table on stdout sorted by price, tab-separated when piped', async () => {
@@ -80,7 +94,7 @@ describe('targon offers', () => {
   it('skips a malformed offer with a warning instead of failing the listing', async () => {
     sim = await startSimulator()
     sim.inject({body: JSON.stringify([{cost_per_hour: 'free', name: 'broken'}, {available: 1, cost_per_hour: 1, name: 'cpu-small', spec: {vcpu: 4}}]), path: '/tha/v3/inventory', status: 200})
-    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
     expect(result.code).toBe(0)
     const doc = parseJson(result)
     expect(doc.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['cpu-small'])
@@ -90,7 +104,7 @@ describe('targon offers', () => {
   it('retries a 503 on the inventory and succeeds', async () => {
     sim = await startSimulator()
     sim.inject({path: '/tha/v3/inventory', status: 503, times: 2})
-    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
     expect(result.code).toBe(0)
     expect(sim.requests('GET', '/tha/v3/inventory')).toHaveLength(3)
   })
@@ -98,14 +112,14 @@ describe('targon offers', () => {
   describe('bad input exits 2 with one line, or the envelope under --json', () => {
     for (const args of [['--max-price', 'abc'], ['--min-gpus', '-1'], ['--bogus'], ['--sort', 'cheapest']]) {
       it(args.join(' '), async () => {
-        const human = await runCli(['offers', ...args], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        const human = await runInProcess(['offers', ...args], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
         expect(human.code).toBe(2)
         expect(human.stdout).toBe('')
         expect(human.stderr.trim().split('\n')).toHaveLength(1)
         expect(human.stderr).toMatch(/^Error: /)
-        expect(human.stderr).not.toMatch(/\bat .*\.js:\d+/)
+        expect(human.stderr).not.toMatch(/\bat .*\.[jt]s:\d+/)
 
-        const json = await runCli(['offers', ...args, '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        const json = await runInProcess(['offers', ...args, '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
         expect(json.code).toBe(2)
         const doc = parseJson(json)
         expect(doc).toMatchObject({command: 'offers', error: {code: 'USAGE', exit_code: 2}, ok: false, schema_version: 1})
@@ -115,7 +129,7 @@ describe('targon offers', () => {
   })
 
   it('an unreachable origin exits 5 with a clear message', async () => {
-    const result = await runCli(['offers', '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
     expect(result.code).toBe(5)
     expect(parseJson(result).error).toMatchObject({code: 'NETWORK_ERROR', exit_code: 5})
   })
@@ -125,7 +139,7 @@ describe('targon offers', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     try {
       const started = Date.now()
-      const result = await runCli(['offers'], {env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'}})
+      const result = await runInProcess(['offers'], {env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'}})
       expect(result.code).toBe(6)
       expect(result.stderr).toMatch(/^Error: Targon API did not answer GET \/tha\/v3\/inventory within 1 s/)
       expect(Date.now() - started).toBeLessThan(30_000)
@@ -138,7 +152,7 @@ describe('targon offers', () => {
   it('an HTML error page from a proxy gives exit 5 and an excerpt, not a stack trace', async () => {
     sim = await startSimulator()
     sim.inject({body: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html', path: '/tha/v3/inventory', status: 502})
-    const result = await runCli(['offers'], {env: {TARGON_API_URL: sim.url}})
+    const result = await runInProcess(['offers'], {env: {TARGON_API_URL: sim.url}})
     expect(result.code).toBe(5)
     expect(result.stderr).toContain('502 Bad Gateway')
     expect(result.stderr.trim().split('\n')).toHaveLength(1)

@@ -1,0 +1,108 @@
+/**
+ * Runs a command through oclif inside the test process, from the TypeScript sources: the same parsing,
+ * envelopes and exit codes as the built CLI, without the cost of a process per run. Subprocess tests
+ * (cli.ts) stay for what only a process shows: start-up, signals, pipes, the command_not_found hook.
+ *
+ * Each run gets what a fresh process would have: a fresh module graph (no module state such as the
+ * config store cache carries over), only the environment of baseEnv, a closed non-terminal stdin,
+ * non-terminal stdout and stderr, and its own exit code. Runs must not overlap: tests in a file run
+ * one after another.
+ */
+import {Console} from 'node:console'
+import {Readable} from 'node:stream'
+import {Config, Errors} from '@oclif/core'
+import {vi} from 'vitest'
+
+import {type CliOptions, type CliResult, ROOT, baseEnv} from './cli.js'
+
+let loadedConfig: Promise<Config> | undefined
+
+/** The project's oclif Config (package.json, manifest, plugins); its commands are loaded from src, not dist. */
+function projectConfig(): Promise<Config> {
+  loadedConfig ??= Config.load({root: ROOT})
+  return loadedConfig
+}
+
+export async function runInProcess(argv: string[], options: Pick<CliOptions, 'env' | 'input'> = {}): Promise<CliResult> {
+  const config = await projectConfig()
+  // A fresh module graph per run, as a new process would load.
+  vi.resetModules()
+  const {COMMANDS} = await import('../../src/cli.js')
+  const {id, args} = commandOf(argv, Object.keys(COMMANDS))
+  const command = COMMANDS[id as keyof typeof COMMANDS]
+  // oclif sets the id when it loads a command from the manifest; the envelope's "command" comes from it.
+  command.id = id
+  const cached = config.findCommand(id, {must: true})
+
+  let stdout = ''
+  let stderr = ''
+  const restore = [
+    overrideEnv(baseEnv(options.env)),
+    override(process.stdout, 'write', writer((text) => (stdout += text))),
+    override(process.stderr, 'write', writer((text) => (stderr += text))),
+    override(process.stdout, 'isTTY', false),
+    override(process.stderr, 'isTTY', false),
+    override(process, 'stdin', Readable.from([Buffer.from(options.input ?? '')])),
+    // oclif prints through console.log and console.error, which vitest intercepts.
+    override(globalThis, 'console', new Console({colorMode: false, stderr: process.stderr, stdout: process.stdout})),
+  ]
+  const exitCodeBefore = process.exitCode
+  process.exitCode = undefined
+  let code: number
+  try {
+    await config.runCommand(id, args, {...cached, load: async () => command})
+    // BaseCommand.catch turns every error but an exit into process.exitCode, which bin/start.js exits with.
+    code = Number(process.exitCode ?? 0)
+  } catch (error) {
+    // What oclif's handler does in the real CLI: an exit's own code, anything else printed and exit 1.
+    if (!(error instanceof Errors.ExitError)) stderr += `${String(error)}\n`
+    code = (error as {oclif?: {exit?: number}}).oclif?.exit ?? 1
+  } finally {
+    // Node prints a warning (to stderr) on the next tick: let it arrive while the run still owns stderr.
+    await new Promise((resolve) => setImmediate(resolve))
+    process.exitCode = exitCodeBefore
+    for (const undo of restore.reverse()) undo()
+  }
+
+  return {code, signal: null, stderr, stdout}
+}
+
+/** The command is the longest run of leading words that names one ("config set org x" → config:set). */
+function commandOf(argv: string[], ids: string[]): {id: string; args: string[]} {
+  for (let length = argv.length; length > 0; length--) {
+    const id = argv.slice(0, length).join(':')
+    if (ids.includes(id)) return {args: argv.slice(length), id}
+  }
+
+  throw new Error(`no command in ${JSON.stringify(argv)}: run unknown commands with runCli`)
+}
+
+function writer(sink: (text: string) => void) {
+  return (chunk: string | Uint8Array, encoding?: BufferEncoding | ((error?: Error | null) => void), callback?: (error?: Error | null) => void): boolean => {
+    sink(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
+    const done = typeof encoding === 'function' ? encoding : callback
+    if (done) process.nextTick(done)
+    return true
+  }
+}
+
+/** Sets a property for the duration of a run; the returned function puts back exactly what was there. */
+function override(target: object, key: string, value: unknown): () => void {
+  const before = Object.getOwnPropertyDescriptor(target, key)
+  Object.defineProperty(target, key, {configurable: true, enumerable: before?.enumerable ?? true, value, writable: true})
+  return () => {
+    if (before) Object.defineProperty(target, key, before)
+    else Reflect.deleteProperty(target, key)
+  }
+}
+
+/** The run's environment is baseEnv's alone, as in the subprocess: e.g. vitest's NODE_ENV=test would make oclif warn. */
+function overrideEnv(env: Record<string, string>): () => void {
+  const replace = (values: NodeJS.ProcessEnv) => {
+    for (const key of Object.keys(process.env)) delete process.env[key]
+    Object.assign(process.env, values)
+  }
+  const before = {...process.env}
+  replace(env)
+  return () => replace(before)
+}
