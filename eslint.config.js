@@ -47,6 +47,19 @@ export default tseslint.config(
     // Dependencies point one way: commands use lib, never the other way round.
     files: ['src/lib/**/*.ts'],
     ignores: ['**/undici-subset.ts'],
-    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [{group: ['**/commands/*', '**/commands/**'], message: 'src/lib must not import src/commands: move the shared piece into src/lib'}]}]},
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [UNDICI],
+          patterns: [
+            {
+              group: ['**/commands/*', '**/commands/**'],
+              message: 'src/lib must not import src/commands: move the shared piece into src/lib',
+            },
+          ],
+        },
+      ],
+    },
   },
 )

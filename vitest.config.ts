@@ -2,7 +2,9 @@ import {defineConfig} from 'vitest/config'
 
 export default defineConfig({
   // As in the bundle (scripts/build.mjs): a shell script is imported as its text.
-  plugins: [{name: 'shell-script-text', transform: (code, id) => (id.endsWith('.sh') ? `export default ${JSON.stringify(code)}` : undefined)}],
+  plugins: [
+    {name: 'shell-script-text', transform: (code, id) => (id.endsWith('.sh') ? `export default ${JSON.stringify(code)}` : undefined)},
+  ],
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',

@@ -51,11 +51,21 @@ function median(values: number[]): number {
 async function simulator(options: SimulatorOptions = {}): Promise<{sim: TargonSimulator; env: Record<string, string>}> {
   const sim = new TargonSimulator(options)
   await sim.start()
-  return {env: {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'targon-bench-'))}, sim}
+  return {
+    env: {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'targon-bench-'))},
+    sim,
+  }
 }
 
 function record(id: string, figure: string, value: number, target: number, unit = '', note?: string, lowerIsBetter = true) {
-  figures.push({figure, id, note, ok: lowerIsBetter ? value <= target : value >= target, target: `<= ${target}${unit}`, value: `${Number(value.toFixed(2))}${unit}`})
+  figures.push({
+    figure,
+    id,
+    note,
+    ok: lowerIsBetter ? value <= target : value >= target,
+    target: `<= ${target}${unit}`,
+    value: `${Number(value.toFixed(2))}${unit}`,
+  })
   process.stderr.write(`#${id} ${figure}: ${value.toFixed(2)}${unit} (target <= ${target}${unit})${note ? ` - ${note}` : ''}\n`)
 }
 
@@ -71,11 +81,27 @@ function skipped(id: string, figure: string, target: string, why: string) {
 }
 
 /** One offer with room for a fleet of 16. */
-const FLEET_OFFER = {available: 32, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}
+const FLEET_OFFER = {
+  available: 32,
+  cost_per_hour: 1.69,
+  disk_mib: 327_680,
+  display_name: 'RTX PRO 6000',
+  gpu: true,
+  gpu_count: 1,
+  gpu_model: 'RTX-PRO-6000B',
+  memory_mib: 128_000,
+  name: 'rtx6000b-small',
+  vcpus: 32,
+}
 
 /** The most intervals that contain one instant: starts and ends swept in time order, a start before an end at a tie. */
 function maxOverlap(intervals: Array<[number, number]>): number {
-  const events = intervals.flatMap(([start, end]): Array<[number, number]> => [[start, 1], [end, -1]]).sort((a, b) => a[0] - b[0] || b[1] - a[1])
+  const events = intervals
+    .flatMap(([start, end]): Array<[number, number]> => [
+      [start, 1],
+      [end, -1],
+    ])
+    .sort((a, b) => a[0] - b[0] || b[1] - a[1])
   let running = 0
   let most = 0
   for (const [, change] of events) most = Math.max(most, (running += change))
@@ -97,7 +123,14 @@ for (let index = 0; index < RUNS; index++) {
 await offersSim.sim.stop()
 const nodeMs = median(baseline)
 const offersMs = median(offers)
-record('1', 'median `targon --version` / median `node -e 0`', median(version) / nodeMs, 2, '', `${median(version).toFixed(0)} ms vs ${nodeMs.toFixed(0)} ms, ${RUNS} runs each`)
+record(
+  '1',
+  'median `targon --version` / median `node -e 0`',
+  median(version) / nodeMs,
+  2,
+  '',
+  `${median(version).toFixed(0)} ms vs ${nodeMs.toFixed(0)} ms, ${RUNS} runs each`,
+)
 record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nodeMs, 3, '', `${offersMs.toFixed(0)} ms`)
 
 // 7 and 8: HTTP requests of a fresh up and of a second up in the same org (state polls excluded).
@@ -107,7 +140,14 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
   await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], env)
   const fresh = count()
   await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], env)
-  record('7', 'HTTP requests for a fresh `up` (excluding state polls)', fresh, 8, '', 'inventory, orgs, ssh-keys list + create, vm-images, create, deploy')
+  record(
+    '7',
+    'HTTP requests for a fresh `up` (excluding state polls)',
+    fresh,
+    8,
+    '',
+    'inventory, orgs, ssh-keys list + create, vm-images, create, deploy',
+  )
   record('8', 'HTTP requests for a second `up` in the same org', count() - fresh, 6, '', 'the cached key uid is verified with one GET')
   await sim.stop()
 }
@@ -130,14 +170,22 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
   let maxInFlight = 0
   for (const parallel of ['8', '1']) {
     const {env, sim} = await simulator({teardownDelayMs: 0})
-    for (let index = 0; index < 100; index++) sim.addWorkload({deployedAt: Date.now(), name: `tcli-default-b${String(index).padStart(3, '0')}`, status: 'running'})
+    for (let index = 0; index < 100; index++)
+      sim.addWorkload({deployedAt: Date.now(), name: `tcli-default-b${String(index).padStart(3, '0')}`, status: 'running'})
     sim.inject({delayMs: 50, path: '/tha/v3/orgs/'})
     times[parallel] = (await targon(['down', '--all', '--json', '--parallel', parallel], env)).ms
     if (parallel === '8') maxInFlight = sim.maxInFlight.DELETE ?? 0
     await sim.stop()
   }
 
-  record('6', '`down --all` of 100 workloads, 50 ms latency: parallel / sequential', (times['8'] as number) / (times['1'] as number), 0.2, '', `${(times['8'] as number).toFixed(0)} ms vs ${(times['1'] as number).toFixed(0)} ms; at most ${maxInFlight} DELETEs in flight (target <= 8)`)
+  record(
+    '6',
+    '`down --all` of 100 workloads, 50 ms latency: parallel / sequential',
+    (times['8'] as number) / (times['1'] as number),
+    0.2,
+    '',
+    `${(times['8'] as number).toFixed(0)} ms vs ${(times['1'] as number).toFixed(0)} ms; at most ${maxInFlight} DELETEs in flight (target <= 8)`,
+  )
   figures.at(-1)!.ok &&= maxInFlight <= 8
 }
 
@@ -157,7 +205,14 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
   }
 
   const [one, sixteen] = [median(times[1]!), median(times[16]!)]
-  record('5a', '`up --count 16 --no-bootstrap` / `up --count 1 --no-bootstrap` (3 s boot, no VM processes)', sixteen / one, 1.3, '', `${(sixteen / 1000).toFixed(1)} s vs ${(one / 1000).toFixed(1)} s, medians of 5 interleaved runs${failures.length > 0 ? `; ${failures.join(', ')}` : ''}`)
+  record(
+    '5a',
+    '`up --count 16 --no-bootstrap` / `up --count 1 --no-bootstrap` (3 s boot, no VM processes)',
+    sixteen / one,
+    1.3,
+    '',
+    `${(sixteen / 1000).toFixed(1)} s vs ${(one / 1000).toFixed(1)} s, medians of 5 interleaved runs${failures.length > 0 ? `; ${failures.join(', ')}` : ''}`,
+  )
   figures.at(-1)!.ok &&= failures.length === 0
 }
 
@@ -168,8 +223,16 @@ if (root) {
     const farm = new VmFarm(sim)
     await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'bench', '--json'], env)
     const repeats: number[] = []
-    for (let index = 0; index < 5; index++) repeats.push((await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'bench', '--json'], env)).ms)
-    record('3', '`targon up --name <bootstrapped VM>` / median `targon offers --json`', median(repeats) / offersMs, 4, '', `${median(repeats).toFixed(0)} ms, 5 runs`)
+    for (let index = 0; index < 5; index++)
+      repeats.push((await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'bench', '--json'], env)).ms)
+    record(
+      '3',
+      '`targon up --name <bootstrapped VM>` / median `targon offers --json`',
+      median(repeats) / offersMs,
+      4,
+      '',
+      `${median(repeats).toFixed(0)} ms, 5 runs`,
+    )
     await farm.stopAll()
     await sim.stop()
   }
@@ -183,14 +246,32 @@ if (root) {
     const busyBefore = machineBusySeconds()
     // python3 reports the peak RSS and the CPU time of the child (getrusage of children), and its exit code.
     // Asynchronously: the simulator and the VMs are served by this very process.
-    const {stdout: out} = await promisify(execFile)('python3', ['-c', 'import resource,subprocess,sys; code=subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; r=resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_maxrss, r.ru_utime + r.ru_stime, code)', process.execPath, BIN, 'up', 'rtx6000b-small', '--max-price', '1.8', '--count', '16', '--json'], {env: {...process.env, ...env}})
+    const {stdout: out} = await promisify(execFile)(
+      'python3',
+      [
+        '-c',
+        'import resource,subprocess,sys; code=subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; r=resource.getrusage(resource.RUSAGE_CHILDREN); print(r.ru_maxrss, r.ru_utime + r.ru_stime, code)',
+        process.execPath,
+        BIN,
+        'up',
+        'rtx6000b-small',
+        '--max-price',
+        '1.8',
+        '--count',
+        '16',
+        '--json',
+      ],
+      {env: {...process.env, ...env}},
+    )
     const machineSeconds = machineBusySeconds() - busyBefore
     const [maxRss = '0', cliSeconds = '0', code = ''] = out.trim().split(' ')
     const vms = [...farm.vms.values()]
     const connections = vms.map((vm) => vm.sshSessions())
     const attempts = vms.map((vm) => vm.connections)
     const installs = vms.flatMap((vm): Array<[number, number]> => {
-      const stamps = [...vm.readFile('/var/log/targon-dstack-bootstrap.log').matchAll(/^TARGON_STEP \S+ \S+ \S+ @(\d+)/gm)].map((match) => Number(match[1]))
+      const stamps = [...vm.readFile('/var/log/targon-dstack-bootstrap.log').matchAll(/^TARGON_STEP \S+ \S+ \S+ @(\d+)/gm)].map((match) =>
+        Number(match[1]),
+      )
       return stamps.length > 0 ? [[Math.min(...stamps), Math.max(...stamps)]] : []
     })
     const concurrent = maxOverlap(installs)
@@ -199,27 +280,51 @@ if (root) {
 
     const perVm = Number(cliSeconds) / 16
     const exited = code === '0' ? '' : `; up exited ${code}`
-    record('5b', 'CPU-seconds of the CLI per VM, `up --count 16` with bootstrap (simulated VMs)', perVm, 0.25, ' s', `${Number(cliSeconds).toFixed(1)} CPU-s for 16 VMs, of ${machineSeconds.toFixed(1)} the machine spent on ${cpus().length} cores; at most ${concurrent} of 16 bootstraps (install runs, from the VMs' logs) ran at once (target 16)${exited}`)
+    record(
+      '5b',
+      'CPU-seconds of the CLI per VM, `up --count 16` with bootstrap (simulated VMs)',
+      perVm,
+      0.25,
+      ' s',
+      `${Number(cliSeconds).toFixed(1)} CPU-s for 16 VMs, of ${machineSeconds.toFixed(1)} the machine spent on ${cpus().length} cores; at most ${concurrent} of 16 bootstraps (install runs, from the VMs' logs) ran at once (target 16)${exited}`,
+    )
     figures.at(-1)!.ok &&= concurrent === 16 && installs.length === 16 && code === '0'
-    record('9', 'SSH connections per VM during `up` (max over 16 VMs, as sshd logged them)', Math.max(...connections), 1, '', `min ${Math.min(...connections)}; target exactly 1; TCP attempts while sshd was still starting: up to ${Math.max(...attempts)}`)
+    record(
+      '9',
+      'SSH connections per VM during `up` (max over 16 VMs, as sshd logged them)',
+      Math.max(...connections),
+      1,
+      '',
+      `min ${Math.min(...connections)}; target exactly 1; TCP attempts while sshd was still starting: up to ${Math.max(...attempts)}`,
+    )
     figures.at(-1)!.ok = connections.every((value) => value === 1)
     record('10', 'peak RSS of `targon up --count 16`', Number(maxRss) / 1024, 150, ' MB')
   }
 } else {
-  for (const [id, figure, target] of [['3', 'up --name of a bootstrapped VM', '<= 4.0'], ['5b', 'CPU-seconds of the CLI per VM, up --count 16 with bootstrap', '<= 0.25 s'], ['9', 'SSH connections per VM', 'exactly 1'], ['10', 'peak RSS of up --count 16', '<= 150 MB']] as const) {
+  for (const [id, figure, target] of [
+    ['3', 'up --name of a bootstrapped VM', '<= 4.0'],
+    ['5b', 'CPU-seconds of the CLI per VM, up --count 16 with bootstrap', '<= 0.25 s'],
+    ['9', 'SSH connections per VM', 'exactly 1'],
+    ['10', 'peak RSS of up --count 16', '<= 150 MB'],
+  ] as const) {
     skipped(id, figure, target, 'simulated VMs need root')
   }
 }
 
 /** What limits a figure when it misses its target, as analysed with --cpu-prof, process accounting and the simulator's logs. */
 const LIMITS: Record<string, string> = {
-  '2': 'what remains after the code cache is evaluating @oclif/core (its config, plugins and manifest), undici\'s agent and zod, loading about a hundred Node built-in modules, and the HTTP round trip with its WebAssembly parser.',
+  '2': "what remains after the code cache is evaluating @oclif/core (its config, plugins and manifest), undici's agent and zod, loading about a hundred Node built-in modules, and the HTTP round trip with its WebAssembly parser.",
   '3': 'each remote exec of the repeat (sudo check; upload with the check phase; the shim phase) costs an SSH round trip plus sudo, bash and python3 start-up inside the simulated VM, which shares the CPU with everything else.',
 }
 
 figures.sort((a, b) => a.id.localeCompare(b.id, 'en', {numeric: true}))
 const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {encoding: 'utf8'}).trim()
-const table = figures.map((figure) => `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`).join('\n')
+const table = figures
+  .map(
+    (figure) =>
+      `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`,
+  )
+  .join('\n')
 writeFileSync(
   new URL('../BENCHMARKS.md', import.meta.url),
   `# Benchmarks

@@ -20,7 +20,12 @@ if (root && spawnSync(fileURLToPath(new URL('prerequisites.sh', import.meta.url)
 const sim = new TargonSimulator({bootDelayMs: 1500})
 const farm = root ? new VmFarm(sim) : undefined
 await sim.start()
-const env = {...process.env, TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'targon-demo-'))}
+const env = {
+  ...process.env,
+  TARGON_API_KEY: DEFAULT_TOKEN,
+  TARGON_API_URL: sim.url,
+  TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'targon-demo-')),
+}
 
 function targon(...args: string[]): Promise<number> {
   const bold = process.stdout.isTTY && !process.env.NO_COLOR ? (text: string) => `\x1b[1m${text}\x1b[0m` : (text: string) => text
@@ -38,7 +43,9 @@ const step = async (...args: string[]) => {
 }
 
 try {
-  process.stdout.write(`Simulated Targon API at ${sim.url}${root ? ', with simulated VMs' : ' (not root: no simulated VMs, so --no-bootstrap)'}\n`)
+  process.stdout.write(
+    `Simulated Targon API at ${sim.url}${root ? ', with simulated VMs' : ' (not root: no simulated VMs, so --no-bootstrap)'}\n`,
+  )
   await step('offers', '--gpu', 'rtx6000b')
   await step('up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'demo', ...(root ? [] : ['--no-bootstrap']))
   await step('status')

@@ -3,7 +3,21 @@
 import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
-const FLAG_FIELDS = ['name', 'char', 'aliases', 'type', 'multiple', 'default', 'options', 'required', 'allowNo', 'exclusive', 'env', 'summary', 'description']
+const FLAG_FIELDS = [
+  'name',
+  'char',
+  'aliases',
+  'type',
+  'multiple',
+  'default',
+  'options',
+  'required',
+  'allowNo',
+  'exclusive',
+  'env',
+  'summary',
+  'description',
+]
 const ARG_FIELDS = ['name', 'required', 'default', 'options', 'description']
 
 /** The fields of `entry` named in `fields`, in that order, leaving out the ones it does not have. */

@@ -4,7 +4,14 @@ import {writeFileSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const plugin = new Plugin({errorOnManifestCreate: true, ignoreManifest: true, isRoot: true, respectNoCacheDefault: true, root, type: 'core'})
+const plugin = new Plugin({
+  errorOnManifestCreate: true,
+  ignoreManifest: true,
+  isRoot: true,
+  respectNoCacheDefault: true,
+  root,
+  type: 'core',
+})
 await plugin.load()
 writeFileSync(new URL('../oclif.manifest.json', import.meta.url), JSON.stringify(plugin.manifest))
 console.log(`oclif.manifest.json: ${Object.keys(plugin.manifest.commands).length} commands`)

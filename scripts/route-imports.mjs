@@ -44,7 +44,8 @@ export const routeImports = {
     })
     esbuild.onEnd((result) => {
       const missed = files.filter((file) => !routed.has(file))
-      if (result.errors.length === 0 && missed.length > 0) throw new Error(`not in the bundle any more, remove from ROUTED_IMPORTS: ${missed.join(', ')}`)
+      if (result.errors.length === 0 && missed.length > 0)
+        throw new Error(`not in the bundle any more, remove from ROUTED_IMPORTS: ${missed.join(', ')}`)
     })
   },
 }

@@ -52,17 +52,27 @@ otherwise, with a per-VM result.`
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     expired: Flags.boolean({
       default: false,
-      description: 'TTLs are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than there, e.g. in cron.',
+      description:
+        'TTLs are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than there, e.g. in cron.',
       summary: 'VMs whose --ttl has run out (TTLs are local: see below).',
     }),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
-    parallel: Flags.integer({default: MAX_MUTATIONS_IN_FLIGHT, max: MAX_MUTATIONS_IN_FLIGHT, min: 1, summary: 'Deletions in flight at once (lower it if the API rate-limits you).'}),
-    'older-than': Flags.string({summary: 'Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool\'s VMs older than that). Uses the API\'s creation time, so it works from any machine.'}),
+    parallel: Flags.integer({
+      default: MAX_MUTATIONS_IN_FLIGHT,
+      max: MAX_MUTATIONS_IN_FLIGHT,
+      min: 1,
+      summary: 'Deletions in flight at once (lower it if the API rate-limits you).',
+    }),
+    'older-than': Flags.string({
+      summary:
+        "Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool's VMs older than that). Uses the API's creation time, so it works from any machine.",
+    }),
     'wake-registered': Flags.boolean({
       default: false,
       summary: 'Also deploy never-deployed (registered) leftovers briefly so that Targon deletes them.',
-      description: 'Targon refuses to delete a registered workload until it runs. Deploying it bills its hourly price from the deploy until the delete (a few minutes, at the price of its offer), and needs capacity: a refused deploy leaves it registered.',
+      description:
+        'Targon refuses to delete a registered workload until it runs. Deploying it bills its hourly price from the deploy until the delete (a few minutes, at the price of its offer), and needs capacity: a refused deploy leaves it registered.',
     }),
     yes: Flags.boolean({char: 'y', default: false, summary: 'Do not ask for confirmation.'}),
   }
@@ -80,7 +90,9 @@ otherwise, with a per-VM result.`
     let selected: string[] = []
     const guard = guardInterrupts(() => {
       const billing = selected.filter((uid) => !settled.has(uid))
-      return billing.length > 0 ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`] : ['Exiting at once.']
+      return billing.length > 0
+        ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
+        : ['Exiting at once.']
     })
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
@@ -95,7 +107,9 @@ otherwise, with a per-VM result.`
         onProgress: (message) => this.info(message),
         onResult: (deleted) => {
           if (deleted.billing === false) settled.add(deleted.uid)
-          this.info(`${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`)
+          this.info(
+            `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
+          )
         },
         parallel: flags.parallel,
         selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},

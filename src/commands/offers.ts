@@ -7,7 +7,6 @@ import {dash, gib, renderTable, usd} from '../lib/shell/output.js'
 import {parsePrice} from '../lib/shell/input.js'
 import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
 
-
 export default class Offers extends BaseCommand<typeof Offers> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'
 
@@ -24,7 +23,9 @@ By default only offers with capacity available now are shown, cheapest first.`
   static flags = {
     all: Flags.boolean({default: false, summary: 'Include sold-out offers.'}),
     gpu: Flags.string({summary: 'GPU model, any common spelling (rtx6000b, RTX-PRO-6000B, h200...).'}),
-    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({summary: 'Only offers at or under this price (USD/h per VM).'}),
+    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({
+      summary: 'Only offers at or under this price (USD/h per VM).',
+    }),
     'min-gpus': Flags.integer({min: 0, summary: 'Only offers with at least this many GPUs.'}),
     sort: Flags.option({default: 'price' as OfferSort, options: OFFER_SORTS})({summary: 'Sort order.'}),
   }

@@ -12,8 +12,6 @@ import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../
 import {shellQuote} from '../lib/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
 
-
-
 export default class Ssh extends BaseCommand<typeof Ssh> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
 
@@ -23,10 +21,16 @@ the API on every call. With a command, targon exits with the remote exit code (2
 
   static examples = [
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},
-    {command: '<%= config.bin %> ssh worker1', description: 'A VM by the label it got from up --name worker1 (in the default or --fleet fleet)'},
+    {
+      command: '<%= config.bin %> ssh worker1',
+      description: 'A VM by the label it got from up --name worker1 (in the default or --fleet fleet)',
+    },
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa -- nvidia-smi -L', description: 'Run one command'},
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa --print', description: 'Print the ssh command line instead'},
-    {command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf', description: 'Host entries for every VM of the fleet (use with Include)'},
+    {
+      command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf',
+      description: 'Host entries for every VM of the fleet (use with Include)',
+    },
   ]
 
   static args = {vm: Args.string({ignoreStdin: true, description: 'VM name, uid or --name label', required: false})}
@@ -51,15 +55,20 @@ the API on every call. With a command, targon exits with the remote exit code (2
       const fleet = await resolveSetting('fleet', this.flags.fleet)
       if (this.flags.config) {
         const hosts: SshResult[] = []
-        for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')) hosts.push(await this.prepare(vm, dir, []))
+        for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running'))
+          hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
         if (!this.jsonEnabled()) this.log(config.trimEnd())
         return {config, fleet, hosts}
       }
 
       const matches = findVm(vms, target as string, fleet)
-      if (matches.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
-      if (matches.length > 1) throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`})
+      if (matches.length === 0)
+        throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
+      if (matches.length > 1)
+        throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {
+          hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
+        })
       const result = await this.prepare(matches[0] as KnownVm, dir, command)
       if (this.jsonEnabled()) return result
       if (this.flags.print) {
@@ -100,7 +109,9 @@ async function runSsh(argv: string[]): Promise<number> {
     // Ctrl-C belongs to the remote session; ssh itself decides what to do with it.
     const ignore = () => {}
     process.on('SIGINT', ignore)
-    child.on('error', (error) => reject(new TargonError('SSH_FAILED', `cannot run ssh: ${error.message}`, {hint: 'install the OpenSSH client'})))
+    child.on('error', (error) =>
+      reject(new TargonError('SSH_FAILED', `cannot run ssh: ${error.message}`, {hint: 'install the OpenSSH client'})),
+    )
     child.on('close', (code, signal) => {
       process.off('SIGINT', ignore)
       resolve(code ?? (signal ? 128 + 2 : 255))

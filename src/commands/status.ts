@@ -12,8 +12,6 @@ import {LocalState} from '../lib/state/local-state.js'
 import type {StatusResult} from '../lib/contract.js'
 import {runStatus} from '../lib/status/status.js'
 
-
-
 export default class Status extends BaseCommand<typeof Status> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost and TTL.'
 
@@ -26,17 +24,33 @@ of this tool with no local record (server-only, e.g. created on another machine)
     {command: '<%= config.bin %> status --all-fleets --any-origin', description: 'Every VM of the org, including ones other tools created'},
     {command: '<%= config.bin %> status tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
     {command: '<%= config.bin %> status -q | xargs -n1 targon ssh --print', description: 'uids only, one per line'},
-    {command: '<%= config.bin %> status --dstack-fleet --fleet train > fleet.dstack.yml && dstack apply -f fleet.dstack.yml', description: 'Hand the bootstrapped VMs of fleet "train" to dstack'},
+    {
+      command: '<%= config.bin %> status --dstack-fleet --fleet train > fleet.dstack.yml && dstack apply -f fleet.dstack.yml',
+      description: 'Hand the bootstrapped VMs of fleet "train" to dstack',
+    },
   ]
 
-  static args = {vms: Args.string({ignoreStdin: true, description: 'VM names, uids or --name labels of the fleet (default: all of the fleet)', required: false})}
+  static args = {
+    vms: Args.string({
+      ignoreStdin: true,
+      description: 'VM names, uids or --name labels of the fleet (default: all of the fleet)',
+      required: false,
+    }),
+  }
   static strict = false
 
   static flags = {
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
-    'show-deleted': Flags.boolean({default: false, summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).'}),
-    'dstack-fleet': Flags.boolean({exclusive: ['all-fleets', 'quiet'], default: false, summary: 'Print a dstack SSH fleet file (YAML) for the fleet\'s bootstrapped VMs; exit 4 when there are none.'}),
+    'show-deleted': Flags.boolean({
+      default: false,
+      summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).',
+    }),
+    'dstack-fleet': Flags.boolean({
+      exclusive: ['all-fleets', 'quiet'],
+      default: false,
+      summary: "Print a dstack SSH fleet file (YAML) for the fleet's bootstrapped VMs; exit 4 when there are none.",
+    }),
     fleet: Flags.string({summary: 'Fleet to show, and of VMs given by their short --name label.'}),
     quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
   }
@@ -93,7 +107,12 @@ of this tool with no local record (server-only, e.g. created on another machine)
           {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.price_per_hour)},
           {align: 'right', header: 'AGE', value: (vm) => (vm.age_seconds === null ? '-' : formatDuration(vm.age_seconds * 1000))},
           {align: 'right', header: 'EST_COST', value: (vm) => usd(vm.estimated_cost_usd)},
-          {align: 'right', header: 'TTL_LEFT', value: (vm) => (vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000))},
+          {
+            align: 'right',
+            header: 'TTL_LEFT',
+            value: (vm) =>
+              vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000),
+          },
           {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
         ],
         result.vms,
@@ -101,7 +120,8 @@ of this tool with no local record (server-only, e.g. created on another machine)
     )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
-    this.info(`${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`)
+    this.info(
+      `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
+    )
   }
 }
-

@@ -33,9 +33,18 @@ existing VM instead of creating a second one.`
 
   static examples = [
     {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},
-    {command: '<%= config.bin %> up --gpu h200 --min-gpus 8 --max-price 25 --fleet train', description: 'The cheapest 8x H200 VM, in fleet "train"'},
-    {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --count 4 --min 2 --ttl 6h', description: 'Four VMs in parallel; keep them if at least two come up; expire after 6 h'},
-    {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --name worker1 --json | jq -r .data.vms[0].public_ip', description: 'A named VM (re-running adopts it), address for scripts'},
+    {
+      command: '<%= config.bin %> up --gpu h200 --min-gpus 8 --max-price 25 --fleet train',
+      description: 'The cheapest 8x H200 VM, in fleet "train"',
+    },
+    {
+      command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --count 4 --min 2 --ttl 6h',
+      description: 'Four VMs in parallel; keep them if at least two come up; expire after 6 h',
+    },
+    {
+      command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --name worker1 --json | jq -r .data.vms[0].public_ip',
+      description: 'A named VM (re-running adopts it), address for scripts',
+    },
   ]
 
   static args = {
@@ -51,17 +60,28 @@ existing VM instead of creating a second one.`
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
     name: Flags.string({summary: 'Name for the VM (with --count 1); re-running with it adopts the existing VM.'}),
-    bootstrap: Flags.boolean({allowNo: true, default: true, summary: 'Install Docker and the NVIDIA Container Toolkit over SSH and start the dstack shim (--no-bootstrap stops once the VM runs).'}),
-    'dstack-version': Flags.string({summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`}),
+    bootstrap: Flags.boolean({
+      allowNo: true,
+      default: true,
+      summary:
+        'Install Docker and the NVIDIA Container Toolkit over SSH and start the dstack shim (--no-bootstrap stops once the VM runs).',
+    }),
+    'dstack-version': Flags.string({
+      summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`,
+    }),
     'gpu-test': Flags.boolean({allowNo: true, default: true, summary: 'Check that containers see the GPUs (--no-gpu-test skips it).'}),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
     }),
-    timeout: Flags.string({default: DEFAULT_TIMEOUT, summary: 'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m).'}),
+    timeout: Flags.string({
+      default: DEFAULT_TIMEOUT,
+      summary: 'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m).',
+    }),
     ttl: Flags.string({
-      description: 'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
+      description:
+        'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
       summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by targon down --expired.',
     }),
   }
@@ -69,11 +89,14 @@ existing VM instead of creating a second one.`
   public async run(): Promise<UpResult> {
     const {flags} = this
     const resource = this.args.resource
-    if (!resource && !flags.gpu && !flags.name) throw usageError('no resource given', 'name a resource (targon up rtx6000b-small ...) or a GPU model (--gpu h200)')
+    if (!resource && !flags.gpu && !flags.name)
+      throw usageError('no resource given', 'name a resource (targon up rtx6000b-small ...) or a GPU model (--gpu h200)')
     if (resource && flags.gpu) throw usageError('give either a resource or --gpu, not both', 'drop one of them')
     if (flags['min-gpus'] !== undefined && !flags.gpu) throw usageError('--min-gpus needs --gpu', 'add --gpu <model>')
-    if (flags.name !== undefined && flags.count > 1) throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
-    if (flags.min !== undefined && flags.min > flags.count) throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
+    if (flags.name !== undefined && flags.count > 1)
+      throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
+    if (flags.min !== undefined && flags.min > flags.count)
+      throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
     const maxPrice = await resolveSetting('max-price', flags['max-price'])
     if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
@@ -93,7 +116,9 @@ existing VM instead of creating a second one.`
     let tracked: VmTrack[] = []
     const guard = guardInterrupts(() => {
       const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
-      return uids.length > 0 ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`] : ['Exiting; nothing was created.']
+      return uids.length > 0
+        ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`]
+        : ['Exiting; nothing was created.']
     })
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
@@ -118,8 +143,15 @@ existing VM instead of creating a second one.`
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         warn: (message) => this.addWarning(message),
       })
-      const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.action === 'deleted' || deleted.action === 'already-gone').map((deleted) => deleted.uid))
-      for (const failure of result.failed) this.addWarning(`${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`)
+      const rolledBack = new Set(
+        result.cleanup?.results
+          .filter((deleted) => deleted.action === 'deleted' || deleted.action === 'already-gone')
+          .map((deleted) => deleted.uid),
+      )
+      for (const failure of result.failed)
+        this.addWarning(
+          `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,
+        )
       if (!this.jsonEnabled()) this.render(result)
       return result
     } finally {

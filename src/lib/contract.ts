@@ -88,13 +88,26 @@ export type VmResult = z.infer<typeof VmResultSchema>
 export const LeftoverSchema = z.object({uid: z.string(), name: z.string().nullable(), resource: z.string().nullable()})
 export type Leftover = z.infer<typeof LeftoverSchema>
 
-export const DELETE_ACTIONS = ['deleted', 'woken-and-deleted', 'already-gone', 'left-registered', 'would-delete', 'not-attempted', 'failed', 'still-present'] as const
+export const DELETE_ACTIONS = [
+  'deleted',
+  'woken-and-deleted',
+  'already-gone',
+  'left-registered',
+  'would-delete',
+  'not-attempted',
+  'failed',
+  'still-present',
+] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
 export const DeleteResultSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
-  action: z.enum(DELETE_ACTIONS).describe('woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run'),
+  action: z
+    .enum(DELETE_ACTIONS)
+    .describe(
+      'woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run',
+    ),
   billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
 })
@@ -118,7 +131,9 @@ export const UpResultSchema = z.object({
   vms: z.array(VmResultSchema),
   failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
   cleanup: CleanupSchema.nullable(),
-  leftovers: z.array(LeftoverSchema).describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
+  leftovers: z
+    .array(LeftoverSchema)
+    .describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 
@@ -238,7 +253,9 @@ export const ErrorEnvelopeSchema = z.object({
   command: z.string(),
   error: z.object({
     code: z.string().describe('machine code, e.g. PRICE_CAP_EXCEEDED'),
-    exit_code: z.number().describe('as in the README table; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM'),
+    exit_code: z
+      .number()
+      .describe('as in the README table; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM'),
     message: z.string(),
     hint: z.string().nullable(),
     http_status: z.number().nullable(),

@@ -30,7 +30,11 @@ describe('targon config', () => {
 
     const list = await runInProcess(['config', 'list', '--json'], {env})
     expect(list.stdout).not.toContain(DEFAULT_TOKEN)
-    expect(parseJson(list).data.values).toMatchObject({api_key: `********${DEFAULT_TOKEN.slice(-4)}`, max_price: '1.8', org: 'acme-research'})
+    expect(parseJson(list).data.values).toMatchObject({
+      api_key: `********${DEFAULT_TOKEN.slice(-4)}`,
+      max_price: '1.8',
+      org: 'acme-research',
+    })
     expect((await runInProcess(['config', 'get', 'max-price'], {env})).stdout.trim()).toBe('1.8')
 
     // The stored key and org are used; the environment wins over the file.

@@ -30,7 +30,13 @@ describe('targon offers', () => {
       const doc = parseJson(result)
       expect(doc).toMatchObject({command: 'offers', ok: true, schema_version: 1, warnings: []})
       const list = doc.data.offers as Record<string, unknown>[]
-      expect(list.map((offer) => offer.resource)).toEqual(['rtx4090-small', 'rtx6000b-small', 'rtx6000b-small-b', 'h200-small', 'rtx6000b-large'])
+      expect(list.map((offer) => offer.resource)).toEqual([
+        'rtx4090-small',
+        'rtx6000b-small',
+        'rtx6000b-small-b',
+        'h200-small',
+        'rtx6000b-large',
+      ])
       expect(list[1]).toEqual({
         available: 9,
         disk_mib: 327_680,
@@ -55,7 +61,10 @@ describe('targon offers', () => {
     const env = {TARGON_API_URL: sim.url}
     for (const spelling of ['rtx6000b', 'RTX-PRO-6000B', 'RTXPRO6000', 'rtx pro 6000 blackwell']) {
       const doc = parseJson(await runInProcess(['offers', '--gpu', spelling, '--json'], {env}))
-      expect(doc.data.offers.map((offer: {resource: string}) => offer.resource), spelling).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
+      expect(
+        doc.data.offers.map((offer: {resource: string}) => offer.resource),
+        spelling,
+      ).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
     }
 
     const capped = parseJson(await runInProcess(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json'], {env}))
@@ -71,10 +80,24 @@ describe('targon offers', () => {
   })
 
   it('--gpu rtx6000 is the RTX 6000 Ada, and memory per GPU is labelled GB', async () => {
-    const ada = {available: 3, cost_per_hour: 0.99, disk_mib: 102_400, display_name: 'RTX 6000 Ada', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-RTX-6000-Ada-Generation', memory_mib: 64_000, name: 'rtx6000ada-small', vcpus: 16}
+    const ada = {
+      available: 3,
+      cost_per_hour: 0.99,
+      disk_mib: 102_400,
+      display_name: 'RTX 6000 Ada',
+      gpu: true,
+      gpu_count: 1,
+      gpu_model: 'NVIDIA-RTX-6000-Ada-Generation',
+      memory_mib: 64_000,
+      name: 'rtx6000ada-small',
+      vcpus: 16,
+    }
     sim = await startSimulator({offers: [...SEED_OFFERS, ada]})
     const env = {TARGON_API_URL: sim.url}
-    const resources = async (gpu: string) => parseJson(await runInProcess(['offers', '--gpu', gpu, '--json'], {env})).data.offers.map((offer: {resource: string}) => offer.resource)
+    const resources = async (gpu: string) =>
+      parseJson(await runInProcess(['offers', '--gpu', gpu, '--json'], {env})).data.offers.map(
+        (offer: {resource: string}) => offer.resource,
+      )
     expect(await resources('rtx6000')).toEqual(['rtx6000ada-small'])
     expect(await resources('rtx6000b')).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
     const table = (await runInProcess(['offers'], {env})).stdout.split('\n')
@@ -93,7 +116,14 @@ describe('targon offers', () => {
 
   it('skips a malformed offer with a warning instead of failing the listing', async () => {
     sim = await startSimulator()
-    sim.inject({body: JSON.stringify([{cost_per_hour: 'free', name: 'broken'}, {available: 1, cost_per_hour: 1, name: 'cpu-small', spec: {vcpu: 4}}]), path: '/tha/v3/inventory', status: 200})
+    sim.inject({
+      body: JSON.stringify([
+        {cost_per_hour: 'free', name: 'broken'},
+        {available: 1, cost_per_hour: 1, name: 'cpu-small', spec: {vcpu: 4}},
+      ]),
+      path: '/tha/v3/inventory',
+      status: 200,
+    })
     const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
     expect(result.code).toBe(0)
     const doc = parseJson(result)
@@ -139,7 +169,9 @@ describe('targon offers', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     try {
       const started = Date.now()
-      const result = await runInProcess(['offers'], {env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'}})
+      const result = await runInProcess(['offers'], {
+        env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'},
+      })
       expect(result.code).toBe(6)
       expect(result.stderr).toMatch(/^Error: Targon API did not answer GET \/tha\/v3\/inventory within 1 s/)
       expect(Date.now() - started).toBeLessThan(30_000)
@@ -151,7 +183,12 @@ describe('targon offers', () => {
 
   it('an HTML error page from a proxy gives exit 5 and an excerpt, not a stack trace', async () => {
     sim = await startSimulator()
-    sim.inject({body: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html', path: '/tha/v3/inventory', status: 502})
+    sim.inject({
+      body: '<html><body><h1>502 Bad Gateway</h1></body></html>',
+      contentType: 'text/html',
+      path: '/tha/v3/inventory',
+      status: 502,
+    })
     const result = await runInProcess(['offers'], {env: {TARGON_API_URL: sim.url}})
     expect(result.code).toBe(5)
     expect(result.stderr).toContain('502 Bad Gateway')

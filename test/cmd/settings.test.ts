@@ -27,7 +27,10 @@ describe('settings from the environment', () => {
     for (const value of ['3000000', '1e9', '0', 'soon', '-5']) {
       const result = await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: value}})
       expect(result.code, value).toBe(3)
-      expect(parseJson(result).error).toMatchObject({code: 'CONFIG', message: `TARGON_HTTP_TIMEOUT "${value}" is not a number of seconds from 1 to 3600`})
+      expect(parseJson(result).error).toMatchObject({
+        code: 'CONFIG',
+        message: `TARGON_HTTP_TIMEOUT "${value}" is not a number of seconds from 1 to 3600`,
+      })
       expect(result.stderr).toBe('')
     }
 
@@ -142,7 +145,7 @@ describe('config file', () => {
 })
 
 describe('durations', () => {
-  it('need a unit and stay within each flag\'s stated range, before anything is created', async () => {
+  it("need a unit and stay within each flag's stated range, before anything is created", async () => {
     await setup()
     const cases: [string[], string][] = [
       [[...UP, '--ttl', '90'], '--ttl "90" has no unit'],

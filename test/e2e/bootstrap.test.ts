@@ -53,8 +53,20 @@ describe('up with bootstrap on simulated VMs', () => {
     const {doc, result} = await up()
     expect(result.code, result.stdout).toBe(0)
     const vm = doc.data.vms[0]
-    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual(['register:done', 'deploy:done', 'wait-running:done', 'install:done', 'shim-start:done'])
-    expect(vm.bootstrap).toEqual({docker_version: '28.2.2', driver_version: '595.45.04', gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'}, nvidia_ctk_version: '1.17.8', script_version: '2026.11.1'})
+    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual([
+      'register:done',
+      'deploy:done',
+      'wait-running:done',
+      'install:done',
+      'shim-start:done',
+    ])
+    expect(vm.bootstrap).toEqual({
+      docker_version: '28.2.2',
+      driver_version: '595.45.04',
+      gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'},
+      nvidia_ctk_version: '1.17.8',
+      script_version: '2026.11.1',
+    })
     expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
 
     const simVm = farm.vm(vm.uid)
@@ -69,9 +81,16 @@ describe('up with bootstrap on simulated VMs', () => {
     // Files on the VM: marker, daemon.json, the shim unit exactly as dstack writes it.
     const marker = JSON.parse(simVm.readFile('/var/lib/targon-dstack/bootstrap.json'))
     expect(marker).toMatchObject({schema: 1, script_version: '2026.11.1', shim: {version: '0.21.2'}})
-    expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({'exec-opts': ['native.cgroupdriver=cgroupfs'], runtimes: {nvidia: {args: [], path: 'nvidia-container-runtime'}}})
-    expect(simVm.readFile('/etc/systemd/system/dstack-shim.service')).toContain('EnvironmentFile=/root/.dstack/shim.env\nExecStart=/usr/local/bin/dstack-shim\n')
-    expect(simVm.readFile('/root/.dstack/shim.env')).toContain('DSTACK_RUNNER_DOWNLOAD_URL="https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/0.21.2/binaries/dstack-runner-linux-amd64"')
+    expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({
+      'exec-opts': ['native.cgroupdriver=cgroupfs'],
+      runtimes: {nvidia: {args: [], path: 'nvidia-container-runtime'}},
+    })
+    expect(simVm.readFile('/etc/systemd/system/dstack-shim.service')).toContain(
+      'EnvironmentFile=/root/.dstack/shim.env\nExecStart=/usr/local/bin/dstack-shim\n',
+    )
+    expect(simVm.readFile('/root/.dstack/shim.env')).toContain(
+      'DSTACK_RUNNER_DOWNLOAD_URL="https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/0.21.2/binaries/dstack-runner-linux-amd64"',
+    )
 
     // The host key is pinned in our own known_hosts file; ~/.ssh is never touched.
     const pin = readFileSync(join(configDir, 'known_hosts.d', vm.uid), 'utf8')
@@ -85,7 +104,11 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(fleetFile.code).toBe(0)
     expect(parseYaml(fleetFile.stdout)).toEqual({
       name: 'targon-default',
-      ssh_config: {hosts: [{hostname: '127.0.0.1', port: vm.ssh_port}], identity_file: join(configDir, 'keys', 'id_ed25519'), user: 'ubuntu'},
+      ssh_config: {
+        hosts: [{hostname: '127.0.0.1', port: vm.ssh_port}],
+        identity_file: join(configDir, 'keys', 'id_ed25519'),
+        user: 'ubuntu',
+      },
       type: 'fleet',
     })
 
@@ -114,7 +137,10 @@ describe('up with bootstrap on simulated VMs', () => {
     const printed = (await targon(['ssh', vm.name, '--print'])).stdout.trim()
     // Asynchronously: the VM's port is served by this very process.
     expect((await promisify(execFile)('bash', ['-c', `${printed} cat /etc/hostname`])).stdout.trim()).toBe(`vm-${vm.uid}`)
-    expect(existsSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts')) && readFileSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts'), 'utf8').includes(vm.uid)).toBe(false)
+    expect(
+      existsSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts')) &&
+        readFileSync(join(process.env.HOME ?? '/root', '.ssh', 'known_hosts'), 'utf8').includes(vm.uid),
+    ).toBe(false)
 
     // down removes the pin.
     expect((await targon(['down', vm.name])).code).toBe(0)

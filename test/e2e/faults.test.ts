@@ -20,7 +20,10 @@ interface Context {
   farm: VmFarm
   configDir: string
   /** Runs targon with this scenario's simulator and config directory. */
-  targon: (args: string[], options?: {env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; config?: string}) => Promise<CliResult>
+  targon: (
+    args: string[],
+    options?: {env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; config?: string},
+  ) => Promise<CliResult>
 }
 
 interface Scenario {
@@ -69,25 +72,105 @@ const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid:
 
 const scenarios: Scenario[] = [
   // ---- API ----
-  {code: 'AUTH', exit: 3, name: 'API: 401 on create', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/workloads$/, status: 401})},
-  {code: 'AUTH', exit: 3, name: 'API: 403 on the org', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({path: '/ssh-keys', status: 403})},
-  {code: 'INSUFFICIENT_CREDITS', exit: 10, name: 'API: deploy refused for credits (402) on every offer', run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']), setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 402})},
-  {code: 'NO_CAPACITY', exit: 10, name: 'API: deploy refused for capacity (409) on every offer', run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']), setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409})},
-  {code: null, exit: 0, name: 'API: deploy 500 on the first offer, success on the next', run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']), setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1})},
-  {code: null, exit: 0, name: 'API: create committed but its answer lost', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})},
-  {code: null, exit: 0, name: 'API: create answered by an HTML 502 page from a proxy (retried once after reconciling)', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({body: '<html><h1>502 Bad Gateway</h1></html>', contentType: 'text/html', method: 'POST', path: /\/workloads$/, status: 502, times: 1})},
-  {code: null, exit: 0, name: 'API: a 5xx burst while polling the state', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 3})},
-  {code: null, exit: 0, name: 'API: a 429 storm with Retry-After while polling the state', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', retryAfter: '1', status: 429, times: 3})},
+  {
+    code: 'AUTH',
+    exit: 3,
+    name: 'API: 401 on create',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/workloads$/, status: 401}),
+  },
+  {
+    code: 'AUTH',
+    exit: 3,
+    name: 'API: 403 on the org',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({path: '/ssh-keys', status: 403}),
+  },
+  {
+    code: 'INSUFFICIENT_CREDITS',
+    exit: 10,
+    name: 'API: deploy refused for credits (402) on every offer',
+    run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']),
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 402}),
+  },
+  {
+    code: 'NO_CAPACITY',
+    exit: 10,
+    name: 'API: deploy refused for capacity (409) on every offer',
+    run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']),
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: deploy 500 on the first offer, success on the next',
+    run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']),
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: create committed but its answer lost',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: create answered by an HTML 502 page from a proxy (retried once after reconciling)',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) =>
+      ctx.sim.inject({
+        body: '<html><h1>502 Bad Gateway</h1></html>',
+        contentType: 'text/html',
+        method: 'POST',
+        path: /\/workloads$/,
+        status: 502,
+        times: 1,
+      }),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: a 5xx burst while polling the state',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 3}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: a 429 storm with Retry-After while polling the state',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', retryAfter: '1', status: 429, times: 3}),
+  },
   {code: 'API_ERROR', exit: 5, name: 'API: the state turns to error', run: (ctx) => upNoBoot(ctx), sim: {provisioning: 'error'}},
-  {code: 'TIMEOUT', exit: 6, name: 'API: stuck in provisioning until the timeout', run: (ctx) => upNoBoot(ctx, '--timeout', '3s'), sim: {provisioning: 'stuck'}},
+  {
+    code: 'TIMEOUT',
+    exit: 6,
+    name: 'API: stuck in provisioning until the timeout',
+    run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
+    sim: {provisioning: 'stuck'},
+  },
   {
     code: 'API_ERROR',
     exit: 5,
     name: 'API: the workload deleted externally while waiting',
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: () => void waitFor(() => ctx.sim.live().some((w) => w.status === 'provisioning')).then(() => ctx.sim.live().forEach((w) => ctx.sim.deleteExternally(w.uid)))}),
+    run: (ctx) =>
+      ctx.targon(NO_BOOT, {
+        onSpawn: () =>
+          void waitFor(() => ctx.sim.live().some((w) => w.status === 'provisioning')).then(() =>
+            ctx.sim.live().forEach((w) => ctx.sim.deleteExternally(w.uid)),
+          ),
+      }),
     sim: {provisioning: 'stuck'},
   },
-  {code: 'PRICE_CAP_EXCEEDED', exit: 9, name: 'API: the price changed between listing and create', run: (ctx) => upNoBoot(ctx), sim: {priceDrift: 0.2}},
+  {
+    code: 'PRICE_CAP_EXCEEDED',
+    exit: 9,
+    name: 'API: the price changed between listing and create',
+    run: (ctx) => upNoBoot(ctx),
+    sim: {priceDrift: 0.2},
+  },
   {
     code: null,
     exit: 0,
@@ -103,16 +186,28 @@ const scenarios: Scenario[] = [
     exit: 0,
     name: 'API: delete answers 404 (already gone)',
     run: async (ctx) => {
-      const uid = parseJson((await upNoBoot(ctx))).data.vms[0].uid as string
+      const uid = parseJson(await upNoBoot(ctx)).data.vms[0].uid as string
       ctx.sim.deleteExternally(uid)
       return ctx.targon(['down', uid, '--json'])
     },
     sim: {afterDelete: 'deleted'},
   },
-  {code: 'BAD_RESPONSE', exit: 5, name: 'API: a malformed JSON body', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({body: '{"items": [{"slug": "ac', path: '/tha/v3/orgs', status: 200})},
+  {
+    code: 'BAD_RESPONSE',
+    exit: 5,
+    name: 'API: a malformed JSON body',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({body: '{"items": [{"slug": "ac', path: '/tha/v3/orgs', status: 200}),
+  },
 
   // ---- SSH ----
-  {code: 'SSH_FAILED', exit: 7, name: 'SSH: sshd never comes up', run: (ctx) => ctx.targon([...UP, '--timeout', '12s']), vm: {sshdDelaySeconds: 999}},
+  {
+    code: 'SSH_FAILED',
+    exit: 7,
+    name: 'SSH: sshd never comes up',
+    run: (ctx) => ctx.targon([...UP, '--timeout', '12s']),
+    vm: {sshdDelaySeconds: 999},
+  },
   {code: 'SSH_FAILED', exit: 7, name: 'SSH: the key is rejected', vm: {rejectKey: true}},
   {
     code: 'HOST_KEY_MISMATCH',
@@ -130,7 +225,8 @@ const scenarios: Scenario[] = [
     name: 'SSH: the connection drops during the bootstrap; the VM is kept and a re-run completes it',
     run: async (ctx) => {
       const dropped = await ctx.targon([...UP, '--name', 'resume', '--on-failure', 'keep'], {
-        onSpawn: () => void waitFor(() => vmCalls(ctx).length > 0).then(() => [...ctx.farm.vms.values()].forEach((vm) => vm.dropConnections())),
+        onSpawn: () =>
+          void waitFor(() => vmCalls(ctx).length > 0).then(() => [...ctx.farm.vms.values()].forEach((vm) => vm.dropConnections())),
       })
       expect(dropped.code).toBe(7)
       expect(ctx.sim.live()).toHaveLength(1)
@@ -144,23 +240,61 @@ const scenarios: Scenario[] = [
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', vm: {shimUnhealthy: true}},
 
   // ---- process ----
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in register (create in flight)', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length > 0, 'SIGINT', 200)}), setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/})},
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT in register (create in flight)',
+    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length > 0, 'SIGINT', 200)}),
+    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
+  },
   {
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT while a fleet has 8 creates in flight and one waiting for a slot',
     async run(ctx) {
-      const result = await ctx.targon([...NO_BOOT, '--count', '9'], {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length >= 8, 'SIGINT', 200)})
+      const result = await ctx.targon([...NO_BOOT, '--count', '9'], {
+        onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length >= 8, 'SIGINT', 200),
+      })
       expect(ctx.sim.maxInFlight.POST).toBe(8)
       return result
     },
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
   },
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in deploy', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGINT', 200)}), setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'})},
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}), sim: {provisioning: 'stuck'}},
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in install', run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}), vm: {dpkgLockSeconds: 30}},
-  {code: 'INTERRUPTED', exit: 130, name: 'process: SIGINT in shim-start', run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}), vm: {shimUnhealthy: true}},
-  {code: 'INTERRUPTED', exit: 143, name: 'process: SIGTERM in wait-running', run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}), sim: {provisioning: 'stuck'}},
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT in deploy',
+    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGINT', 200)}),
+    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT in wait-running',
+    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}),
+    sim: {provisioning: 'stuck'},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT in install',
+    run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}),
+    vm: {dpkgLockSeconds: 30},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'process: SIGINT in shim-start',
+    run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}),
+    vm: {shimUnhealthy: true},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 143,
+    name: 'process: SIGTERM in wait-running',
+    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}),
+    sim: {provisioning: 'stuck'},
+  },
   {
     code: null,
     exit: 0,
@@ -282,7 +416,10 @@ const scenarios: Scenario[] = [
     async run(ctx) {
       const up = await upNoBoot(ctx, '--count', '3')
       expect(up.code).toBe(0)
-      const [first, second] = await Promise.all([ctx.targon(['down', '--all', '--json']), ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-other-')})])
+      const [first, second] = await Promise.all([
+        ctx.targon(['down', '--all', '--json']),
+        ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-other-')}),
+      ])
       expect(second.code, second.stdout + second.stderr).toBe(0)
       expect(ctx.sim.doubleDeletes.size).toBe(0)
       expect(ctx.sim.maxInFlight.DELETE).toBeGreaterThanOrEqual(2)
@@ -369,7 +506,14 @@ const scenarios: Scenario[] = [
     },
     vms: false,
   },
-  {code: null, exit: 0, name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running', run: (ctx) => upNoBoot(ctx), setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}), vms: false},
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running',
+    run: (ctx) => upNoBoot(ctx),
+    setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}),
+    vms: false,
+  },
   {
     code: null,
     exit: 0,
@@ -399,7 +543,9 @@ const scenarios: Scenario[] = [
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.suspend(uid)
-      const down = await ctx.targon(['down', uid, '--json'], {onSpawn: signalWhen(() => ctx.sim.requests('POST', `/workloads/${uid}/deploy`).length >= 2)})
+      const down = await ctx.targon(['down', uid, '--json'], {
+        onSpawn: signalWhen(() => ctx.sim.requests('POST', `/workloads/${uid}/deploy`).length >= 2),
+      })
       expect(parseJson(down).data.results).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
       expect(ctx.sim.billing()).toEqual([])
       return down
@@ -548,7 +694,13 @@ describe('fault matrix', () => {
         sim,
         targon: (args, options = {}) =>
           runCli(args, {
-            env: {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: sim.url, TARGON_CONFIG_DIR: options.config ?? configDir, TARGON_SHIM_HEALTH_TIMEOUT: '3', ...options.env},
+            env: {
+              TARGON_API_KEY: DEFAULT_TOKEN,
+              TARGON_API_URL: sim.url,
+              TARGON_CONFIG_DIR: options.config ?? configDir,
+              TARGON_SHIM_HEALTH_TIMEOUT: '3',
+              ...options.env,
+            },
             onSpawn: options.onSpawn,
             timeoutMs: 90_000,
           }),
@@ -566,7 +718,11 @@ describe('fault matrix', () => {
 
       // The ledger: nothing bills, except what a successful up reported or a scenario kept.
       const reported: string[] = doc.ok && doc.command === 'up' ? doc.data.vms.map((vm: {uid: string}) => vm.uid) : []
-      const billing = () => sim.billing().map((workload) => workload.uid).sort()
+      const billing = () =>
+        sim
+          .billing()
+          .map((workload) => workload.uid)
+          .sort()
       expect(billing()).toEqual(scenario.kept ? billing() : reported.sort())
       expect(sim.billing()).toHaveLength(scenario.kept ?? reported.length)
       // A final cron run, from an empty config directory and without the scenario's faults, deletes the rest and names
@@ -574,8 +730,15 @@ describe('fault matrix', () => {
       sim.clearFaults()
       const cron = await ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
       expect(cron.code, cron.stdout + cron.stderr).toBe(0)
-      const leftRegistered = parseJson(cron).data.results.filter((result: {action: string}) => result.action === 'left-registered').map((result: {uid: string}) => result.uid)
-      expect(sim.live().map((workload) => workload.uid).sort()).toEqual(leftRegistered.sort())
+      const leftRegistered = parseJson(cron)
+        .data.results.filter((result: {action: string}) => result.action === 'left-registered')
+        .map((result: {uid: string}) => result.uid)
+      expect(
+        sim
+          .live()
+          .map((workload) => workload.uid)
+          .sort(),
+      ).toEqual(leftRegistered.sort())
       expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
       expect([...sim.doubleDeletes]).toEqual([])
     }, 150_000)

@@ -110,7 +110,12 @@ describe('signals', () => {
 describe('rate limits and deadlines', () => {
   it('retries a 429 on key registration, create and deploy after Retry-After, without taking it for a refusal', async () => {
     await setup()
-    const tooMany = {body: JSON.stringify({error: 'too many requests: capacity of the rate limiter exceeded', reason: 'RATE_LIMITED'}), retryAfter: '0.2', status: 429, times: 2}
+    const tooMany = {
+      body: JSON.stringify({error: 'too many requests: capacity of the rate limiter exceeded', reason: 'RATE_LIMITED'}),
+      retryAfter: '0.2',
+      status: 429,
+      times: 2,
+    }
     ctx.sim.inject({...tooMany, method: 'POST', path: /\/ssh-keys$/})
     ctx.sim.inject({...tooMany, method: 'POST', path: /\/workloads$/})
     ctx.sim.inject({...tooMany, method: 'POST', path: '/deploy'})
@@ -126,14 +131,22 @@ describe('rate limits and deadlines', () => {
 
   it('a 429 that outlasts its retries is an API error, never a capacity refusal: no other offer is rented', async () => {
     await setup()
-    ctx.sim.inject({body: JSON.stringify({error: 'no capacity left in the rate limiter', reason: 'RATE_LIMITED'}), method: 'POST', path: '/deploy', retryAfter: '0', status: 429})
+    ctx.sim.inject({
+      body: JSON.stringify({error: 'no capacity left in the rate limiter', reason: 'RATE_LIMITED'}),
+      method: 'POST',
+      path: '/deploy',
+      retryAfter: '0',
+      status: 429,
+    })
     const up = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
     expect(up.code).toBe(5)
     expect(parseJson(up).error).toMatchObject({code: 'API_ERROR', http_status: 429})
     expect(ctx.sim.workloads.size).toBe(1)
     expect(ctx.sim.billing()).toEqual([])
     // Never deployed, so Targon refuses to delete it (500): named as a leftover, and it does not run.
-    expect(parseJson(up).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(ctx.sim.live().map((workload) => workload.uid))
+    expect(parseJson(up).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(
+      ctx.sim.live().map((workload) => workload.uid),
+    )
   })
 
   it('--timeout bounds requests that are never answered, and what was created is deleted (exit 6)', async () => {
@@ -155,7 +168,9 @@ describe('rate limits and deadlines', () => {
     expect(Date.now() - started).toBeLessThan(10_000)
     expect(ctx.sim.workloads.size).toBe(1)
     expect(ctx.sim.billing()).toEqual([])
-    expect(parseJson(deploy).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(ctx.sim.live().map((workload) => workload.uid))
+    expect(parseJson(deploy).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(
+      ctx.sim.live().map((workload) => workload.uid),
+    )
   })
 })
 
@@ -198,7 +213,9 @@ describe('short names', () => {
     const status = await targon(['status', 'worker1', '--json'])
     expect(status.code, status.stdout).toBe(0)
     expect(parseJson(status).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([uid])
-    expect(parseJson(await targon(['status', 'worker1', '--fleet', 'train', '--json'])).data.vms.map((vm: {uid: string}) => vm.uid)).toEqual([trainUid])
+    expect(
+      parseJson(await targon(['status', 'worker1', '--fleet', 'train', '--json'])).data.vms.map((vm: {uid: string}) => vm.uid),
+    ).toEqual([trainUid])
     // A pinned host key, so that ssh --json does not need a live sshd to print the connection.
     writePin(ctx.configDir, trainUid, '127.0.0.1', 22, 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk8hW1WvWq0cJ8q6yG7Yb8kQ2m4Zx3n5p7r9t1v3x5z')
     const ssh = await targon(['ssh', 'worker1', '--fleet', 'train', '--json'])
@@ -226,7 +243,9 @@ describe('adopting with a new TTL', () => {
     expect(doc.data.vms[0].adopted).toBe(true)
     const expiry = Date.parse(doc.data.vms[0].ttl_expires_at)
     expect(expiry).toBeLessThan(Date.now() + 5 * 60_000 + 1000)
-    expect(doc.warnings.join(' ')).toContain(`its TTL now ends at ${doc.data.vms[0].ttl_expires_at} (was ${first.data.vms[0].ttl_expires_at})`)
+    expect(doc.warnings.join(' ')).toContain(
+      `its TTL now ends at ${doc.data.vms[0].ttl_expires_at} (was ${first.data.vms[0].ttl_expires_at})`,
+    )
     const status = parseJson(await targon(['status', 'tt', '--json']))
     expect(status.data.vms[0].ttl_expires_at).toBe(doc.data.vms[0].ttl_expires_at)
 
@@ -245,7 +264,9 @@ describe('concurrent runs with one name', () => {
     // Both runs look the name up before either create is committed.
     ctx.sim.inject({delayMs: 500, method: 'POST', path: /\/workloads$/, times: 2})
     const [a, b] = await Promise.all(
-      [tempDir('targon-config-'), tempDir('targon-config-')].map((dir) => targon([...UP, '--name', 'same', '--json'], {env: {TARGON_CONFIG_DIR: dir}})),
+      [tempDir('targon-config-'), tempDir('targon-config-')].map((dir) =>
+        targon([...UP, '--name', 'same', '--json'], {env: {TARGON_CONFIG_DIR: dir}}),
+      ),
     )
     expect(a?.code, a?.stdout).toBe(0)
     expect(b?.code, b?.stdout).toBe(0)
@@ -256,8 +277,15 @@ describe('concurrent runs with one name', () => {
     expect(ctx.sim.billing().map((workload) => [workload.uid, workload.status])).toEqual([[vmA.uid, 'running']])
     expect(ctx.sim.requests('POST', '/deploy')).toHaveLength(1)
     // The newer run's duplicate was never deployed; Targon refuses to delete it (500), so that run names it.
-    const leftovers = [a, b].flatMap((result) => parseJson(result as CliResult).data.leftovers.map((leftover: {uid: string}) => leftover.uid))
-    expect(ctx.sim.live().filter((workload) => workload.status === 'registered').map((workload) => workload.uid)).toEqual(leftovers)
+    const leftovers = [a, b].flatMap((result) =>
+      parseJson(result as CliResult).data.leftovers.map((leftover: {uid: string}) => leftover.uid),
+    )
+    expect(
+      ctx.sim
+        .live()
+        .filter((workload) => workload.status === 'registered')
+        .map((workload) => workload.uid),
+    ).toEqual(leftovers)
 
     const down = await targon(['down', '--all', '--json'])
     expect(down.code).toBe(0)
@@ -268,14 +296,21 @@ describe('concurrent runs with one name', () => {
 describe('stray arguments', () => {
   it('are a usage error with the JSON envelope, while a mistyped command still gets a suggestion (exit 127)', async () => {
     await setup()
-    for (const args of [['offers', 'h200'], ['config', 'list', 'extra'], ['config', 'get', 'org', 'extra']]) {
+    for (const args of [
+      ['offers', 'h200'],
+      ['config', 'list', 'extra'],
+      ['config', 'get', 'org', 'extra'],
+    ]) {
       const result = await targon([...args, '--json'])
       expect(result.code, args.join(' ')).toBe(2)
       expect(parseJson(result).error).toMatchObject({code: 'USAGE', message: `Unexpected argument: ${args.at(-1)}`})
       expect((await targon(args)).code).toBe(2)
     }
 
-    for (const [typo, suggestion] of [['offerz', 'offers'], ['confg lst', 'config list']] as const) {
+    for (const [typo, suggestion] of [
+      ['offerz', 'offers'],
+      ['confg lst', 'config list'],
+    ] as const) {
       const result = await targon(typo.split(' '))
       expect(result.code).toBe(127)
       expect(result.stderr).toContain(`Did you mean ${suggestion}?`)
@@ -294,7 +329,10 @@ describe('small truths', () => {
 
   it('a terminal without cursor control or width gets plain progress lines', async () => {
     await setup()
-    for (const [term, setup] of [['dumb', 'stty cols 120'], ['xterm', 'stty cols 0']]) {
+    for (const [term, setup] of [
+      ['dumb', 'stty cols 120'],
+      ['xterm', 'stty cols 0'],
+    ]) {
       // script(1) runs targon on a pseudo-terminal, as a user's shell would.
       const result = await targonShell(`script -qec "${setup}; node ${BIN} ${UP.join(' ')}" /dev/null`, {TERM: term})
       expect(result.code, result.stdout).toBe(0)

@@ -26,16 +26,26 @@ function targon(args: string[], options: CliOptions & {config?: string} = {}) {
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 
 function liveNames(): string[] {
-  return sim.live().map((workload) => workload.name).sort()
+  return sim
+    .live()
+    .map((workload) => workload.name)
+    .sort()
 }
 
 function billingNames(): string[] {
-  return sim.billing().map((workload) => workload.name).sort()
+  return sim
+    .billing()
+    .map((workload) => workload.name)
+    .sort()
 }
 
 /** Registered workloads left behind: Targon refuses to delete them (500) and they do not run. */
 function registeredUids(): string[] {
-  return sim.live().filter((workload) => workload.status === 'registered').map((workload) => workload.uid).sort()
+  return sim
+    .live()
+    .filter((workload) => workload.status === 'registered')
+    .map((workload) => workload.uid)
+    .sort()
 }
 
 describe('up, status, down', () => {
@@ -45,9 +55,25 @@ describe('up, status, down', () => {
     expect(up.code, up.stdout + up.stderr).toBe(0)
     expect(up.stderr).toBe('')
     const vm = parseJson(up).data.vms[0]
-    expect(vm).toMatchObject({adopted: false, fleet: 'default', gpu_count: 1, gpu_model: 'RTX-PRO-6000B', max_price: 1.8, price_per_hour: 1.69, public_ip: '127.0.0.1', resource: 'rtx6000b-small', ssh_port: 22, status: 'running', user: 'ubuntu'})
+    expect(vm).toMatchObject({
+      adopted: false,
+      fleet: 'default',
+      gpu_count: 1,
+      gpu_model: 'RTX-PRO-6000B',
+      max_price: 1.8,
+      price_per_hour: 1.69,
+      public_ip: '127.0.0.1',
+      resource: 'rtx6000b-small',
+      ssh_port: 22,
+      status: 'running',
+      user: 'ubuntu',
+    })
     expect(vm.name).toMatch(/^tcli-default-[a-z0-9]{8}$/)
-    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual(['register:done', 'deploy:done', 'wait-running:done'])
+    expect(vm.phases.map((phase: {name: string; status: string}) => `${phase.name}:${phase.status}`)).toEqual([
+      'register:done',
+      'deploy:done',
+      'wait-running:done',
+    ])
     expect(sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vm.uid, 'running']])
 
     // What was sent: a VM with our key uid and a strong password, stored 0600 and never printed.
@@ -62,7 +88,14 @@ describe('up, status, down', () => {
 
     const status = parseJson(await targon(['status', '--json']))
     expect(status.data.vms).toHaveLength(1)
-    expect(status.data.vms[0]).toMatchObject({local_record: 'present', name: vm.name, origin: 'this-tool', price_per_hour: 1.69, status: 'running', uid: vm.uid})
+    expect(status.data.vms[0]).toMatchObject({
+      local_record: 'present',
+      name: vm.name,
+      origin: 'this-tool',
+      price_per_hour: 1.69,
+      status: 'running',
+      uid: vm.uid,
+    })
     expect(status.data.drift).toEqual([])
 
     const down = await targon(['down', '--all', '--json'])
@@ -85,7 +118,13 @@ describe('up, status, down', () => {
 
   it('deletes a refused workload and deploys the next offer, paying for one', async () => {
     await setup({deleteLifecycle: 'ideal'})
-    sim.inject({method: 'POST', path: '/deploy', status: 409, body: JSON.stringify({error: 'no capacity', reason: 'NO_CAPACITY'}), times: 1})
+    sim.inject({
+      method: 'POST',
+      path: '/deploy',
+      status: 409,
+      body: JSON.stringify({error: 'no capacity', reason: 'NO_CAPACITY'}),
+      times: 1,
+    })
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])
     expect(result.code, result.stdout).toBe(0)
     const doc = parseJson(result)
@@ -97,7 +136,12 @@ describe('up, status, down', () => {
 
   it('exits 10 when every offer refuses for capacity or credits; what Targon refuses to delete is named and does not bill', async () => {
     await setup()
-    sim.inject({method: 'POST', path: '/deploy', status: 402, body: JSON.stringify({error: 'insufficient credits', reason: 'INSUFFICIENT_CREDITS'})})
+    sim.inject({
+      method: 'POST',
+      path: '/deploy',
+      status: 402,
+      body: JSON.stringify({error: 'insufficient credits', reason: 'INSUFFICIENT_CREDITS'}),
+    })
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json'])
     expect(result.code).toBe(10)
     const doc = parseJson(result)
@@ -170,7 +214,12 @@ describe('up, status, down', () => {
     const doc = parseJson(result)
     expect(doc.data.vms).toHaveLength(2)
     expect(doc.data.failed).toHaveLength(1)
-    expect(sim.live().map((workload) => workload.uid).sort()).toEqual(doc.data.vms.map((vm: {uid: string}) => vm.uid).sort())
+    expect(
+      sim
+        .live()
+        .map((workload) => workload.uid)
+        .sort(),
+    ).toEqual(doc.data.vms.map((vm: {uid: string}) => vm.uid).sort())
   })
 
   it('SIGINT during wait-running deletes what the run created and exits 130', async () => {
@@ -201,7 +250,7 @@ describe('up, status, down', () => {
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
   })
 
-  it('down --all from an empty config dir finds and deletes this tool\'s VMs only', async () => {
+  it("down --all from an empty config dir finds and deletes this tool's VMs only", async () => {
     await setup()
     expect((await targon([...UP, '--count', '2', '--json'])).code).toBe(0)
     sim.addWorkload({name: 'someone-elses-vm', status: 'running'})
@@ -245,7 +294,12 @@ describe('up, status, down', () => {
     // A real pseudo-terminal for stdin, stdout and stderr; the answer "n" is typed at the prompt.
     const onTerminal = (args: string[]) =>
       new Promise<{code: number | null; output: string}>((resolve) => {
-        const child = execFile('python3', ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args], {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))}, () => {})
+        const child = execFile(
+          'python3',
+          ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args],
+          {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))},
+          () => {},
+        )
         let output = ''
         child.stdout?.on('data', (chunk: Buffer) => {
           output += chunk.toString()
@@ -297,7 +351,14 @@ describe('up, status, down', () => {
 
   it('refuses bad input with exit 2', async () => {
     await setup()
-    for (const args of [['up', 'rtx6000b-small'], ['up', '--max-price', '2'], ['up', 'rtx6000b-small', '--max-price', '2', '--count', '2', '--name', 'x'], ['up', 'rtx6000b-small', '--max-price', '2', '--fleet', 'Bad_Fleet'], ['down'], ['down', '--older-than', 'soon']]) {
+    for (const args of [
+      ['up', 'rtx6000b-small'],
+      ['up', '--max-price', '2'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--count', '2', '--name', 'x'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--fleet', 'Bad_Fleet'],
+      ['down'],
+      ['down', '--older-than', 'soon'],
+    ]) {
       const result = await targon([...args, '--json'])
       expect(result.code, args.join(' ')).toBe(2)
       expect(parseJson(result).error.code).toBe('USAGE')

@@ -33,14 +33,21 @@ afterAll(async () => {
 
 describe('npm package', () => {
   it('holds only runtime files: the two bundles (with the bootstrap script inside) and their loader', () => {
-    expect(files).toEqual(expect.arrayContaining(['bin/run.js', 'bin/start.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']))
-    expect(readFileSync(join(ROOT, 'dist', 'cli.cjs'), 'utf8')).toContain('# targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim')
+    expect(files).toEqual(
+      expect.arrayContaining(['bin/run.js', 'bin/start.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']),
+    )
+    expect(readFileSync(join(ROOT, 'dist', 'cli.cjs'), 'utf8')).toContain(
+      '# targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim',
+    )
     expect(files.filter((file) => /^(test|src|scripts|bench|schemas)\//.test(file))).toEqual([])
   })
 
   it('installs globally into an empty prefix and runs', async () => {
     const prefix = tempDir('targon-prefix-')
-    await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', tarball], {env: {...process.env, npm_config_loglevel: 'error'}, timeout: 240_000})
+    await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', tarball], {
+      env: {...process.env, npm_config_loglevel: 'error'},
+      timeout: 240_000,
+    })
     const targon = join(prefix, 'bin', 'targon')
     const env = baseEnv({TARGON_API_URL: sim.url})
     const help = await run(targon, ['--help'], {env})

@@ -41,7 +41,9 @@ describe('scale', () => {
     sim = await startSimulator({maxPageSize: 50})
     addRunning(sim, 480)
     addRunning(sim, 20, 'other-')
-    const result = await runCli(['status', '--all-fleets', '--any-origin', '--json'], {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})})
+    const result = await runCli(['status', '--all-fleets', '--any-origin', '--json'], {
+      env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()}),
+    })
     expect(result.code).toBe(0)
     const doc = parseJson(result)
     expect(doc.data.vms).toHaveLength(500)
@@ -50,10 +52,29 @@ describe('scale', () => {
   })
 
   it('up --count 16 keeps at most 8 creates and deploys in flight on a slow API', async () => {
-    sim = await startSimulator({bootDelayMs: 200, offers: [{available: 20, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})
+    sim = await startSimulator({
+      bootDelayMs: 200,
+      offers: [
+        {
+          available: 20,
+          cost_per_hour: 1.69,
+          disk_mib: 327_680,
+          display_name: 'RTX PRO 6000',
+          gpu: true,
+          gpu_count: 1,
+          gpu_model: 'RTX-PRO-6000B',
+          memory_mib: 128_000,
+          name: 'rtx6000b-small',
+          vcpus: 32,
+        },
+      ],
+    })
     sim.inject({delayMs: 300, method: 'POST', path: '/workloads'})
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})
-    const result = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '16', '--no-bootstrap', '--json'], {env, timeoutMs: 120_000})
+    const result = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '16', '--no-bootstrap', '--json'], {
+      env,
+      timeoutMs: 120_000,
+    })
     expect(result.code, result.stdout.slice(0, 2000)).toBe(0)
     expect(sim.live().filter((workload) => workload.status === 'running')).toHaveLength(16)
     expect(sim.maxInFlight.POST).toBe(8)
@@ -62,7 +83,23 @@ describe('scale', () => {
   }, 150_000)
 
   it('up --count 16 brings up and bootstraps 16 simulated VMs', async () => {
-    sim = await startSimulator({bootDelayMs: 500, offers: [{available: 20, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32}]})
+    sim = await startSimulator({
+      bootDelayMs: 500,
+      offers: [
+        {
+          available: 20,
+          cost_per_hour: 1.69,
+          disk_mib: 327_680,
+          display_name: 'RTX PRO 6000',
+          gpu: true,
+          gpu_count: 1,
+          gpu_model: 'RTX-PRO-6000B',
+          memory_mib: 128_000,
+          name: 'rtx6000b-small',
+          vcpus: 32,
+        },
+      ],
+    })
     farm = new VmFarm(sim)
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})
     const result = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '16', '--json'], {env, timeoutMs: 240_000})

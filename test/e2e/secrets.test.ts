@@ -55,7 +55,9 @@ describe('secret hygiene', () => {
     await targon(['ssh', 'tcli-default-canary', '--', 'id'])
     await targon(['config', 'list', '--json'])
     await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--verbose', '--json', '--dstack-version', 'bad version'], 2)
-    await runCli(['status', '--verbose'], {env: {...env, TARGON_API_KEY: `${CANARY_KEY}x`}}).then((result) => outputs.push(result.stdout, result.stderr))
+    await runCli(['status', '--verbose'], {env: {...env, TARGON_API_KEY: `${CANARY_KEY}x`}}).then((result) =>
+      outputs.push(result.stdout, result.stderr),
+    )
 
     const passwords = [...sim.workloads.values()].map((workload) => workload.password)
     expect(passwords.length).toBeGreaterThan(0)

@@ -32,7 +32,9 @@ function offersIn(cacheHome: string) {
 /** Every file in the cache directory, at any depth (Node's compile cache makes a directory per Node version). */
 function filesIn(cacheHome: string): string[] {
   const dir = join(cacheHome, 'targon-fleet')
-  return readdirSync(dir, {recursive: true, withFileTypes: true}).flatMap((entry) => (entry.isFile() ? [join(entry.parentPath, entry.name)] : []))
+  return readdirSync(dir, {recursive: true, withFileTypes: true}).flatMap((entry) =>
+    entry.isFile() ? [join(entry.parentPath, entry.name)] : [],
+  )
 }
 
 function cacheFiles(cacheHome: string): Map<string, {mode: number; mtimeMs: number; bytes: Buffer}> {
@@ -56,8 +58,14 @@ function offersData(result: Awaited<ReturnType<typeof offersIn>>) {
 
 const readJson = (...path: string[]) => JSON.parse(readFileSync(join(ROOT, ...path), 'utf8'))
 /** Every command: the CLI's own (in the manifest that the build writes) and its plugins'. */
-const commandIds = [['oclif.manifest.json'], ...(readJson('package.json') as {oclif: {plugins: string[]}}).oclif.plugins.map((plugin) => ['node_modules', plugin, 'oclif.manifest.json'])]
-  .flatMap((manifest) => Object.keys((readJson(...manifest) as {commands: object}).commands))
+const commandIds = [
+  ['oclif.manifest.json'],
+  ...(readJson('package.json') as {oclif: {plugins: string[]}}).oclif.plugins.map((plugin) => [
+    'node_modules',
+    plugin,
+    'oclif.manifest.json',
+  ]),
+].flatMap((manifest) => Object.keys((readJson(...manifest) as {commands: object}).commands))
 
 describe('a cold run, then a cached one', () => {
   const helpRuns = [['--help'], ...commandIds.map((id) => [...id.split(':'), '--help'])].map((args) => ({args, line: args.join(' ')}))
@@ -108,7 +116,10 @@ describe.runIf(chooseCache(nodeModule) === 'v8-code-cache')('V8 code cache (Node
     const cacheHome = tempDir('targon-cache-')
     const first = offersData(await offersIn(cacheHome))
     const written = cacheFiles(cacheHome)
-    expect([...written.keys()].map((name) => name.replace(/-[0-9a-f]{12}-[0-9a-f]{12}\.v8cache$/, '')).sort()).toEqual(['cli', 'oclif-core'])
+    expect([...written.keys()].map((name) => name.replace(/-[0-9a-f]{12}-[0-9a-f]{12}\.v8cache$/, '')).sort()).toEqual([
+      'cli',
+      'oclif-core',
+    ])
     for (const file of written.values()) {
       expect(file.mode).toBe(0o600)
       expect(file.bytes.length).toBeGreaterThan(10_000)

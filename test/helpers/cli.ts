@@ -10,7 +10,6 @@ import {fileURLToPath} from 'node:url'
 import * as z from 'zod'
 import {type CommandId, DATA_SCHEMAS, ErrorEnvelopeSchema, successEnvelope} from '../../src/lib/contract.js'
 
-
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = join(ROOT, 'bin', 'run.js')
 
@@ -74,8 +73,10 @@ export function parseJson<T = Record<string, any>>(result: CliResult): T {
     throw new Error(`stdout is not one JSON document:\n${result.stdout}\nstderr:\n${result.stderr}`)
   }
 
-  const schema = doc.ok === false ? ErrorEnvelopeSchema : successEnvelope(String(doc.command), DATA_SCHEMAS[doc.command as CommandId] ?? z.never())
+  const schema =
+    doc.ok === false ? ErrorEnvelopeSchema : successEnvelope(String(doc.command), DATA_SCHEMAS[doc.command as CommandId] ?? z.never())
   const checked = schema.safeParse(doc)
-  if (!checked.success) throw new Error(`--json output breaks the schema of ${doc.command}: ${z.prettifyError(checked.error)}\n${result.stdout}`)
+  if (!checked.success)
+    throw new Error(`--json output breaks the schema of ${doc.command}: ${z.prettifyError(checked.error)}\n${result.stdout}`)
   return doc as T
 }

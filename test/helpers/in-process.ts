@@ -38,8 +38,16 @@ export async function runInProcess(argv: string[], options: Pick<CliOptions, 'en
   let stderr = ''
   const restore = [
     overrideEnv(baseEnv(options.env)),
-    override(process.stdout, 'write', writer((text) => (stdout += text))),
-    override(process.stderr, 'write', writer((text) => (stderr += text))),
+    override(
+      process.stdout,
+      'write',
+      writer((text) => (stdout += text)),
+    ),
+    override(
+      process.stderr,
+      'write',
+      writer((text) => (stderr += text)),
+    ),
     override(process.stdout, 'isTTY', false),
     override(process.stderr, 'isTTY', false),
     override(process, 'stdin', Readable.from([Buffer.from(options.input ?? '')])),
@@ -78,7 +86,11 @@ function commandOf(argv: string[], ids: string[]): {id: string; args: string[]} 
 }
 
 function writer(sink: (text: string) => void) {
-  return (chunk: string | Uint8Array, encoding?: BufferEncoding | ((error?: Error | null) => void), callback?: (error?: Error | null) => void): boolean => {
+  return (
+    chunk: string | Uint8Array,
+    encoding?: BufferEncoding | ((error?: Error | null) => void),
+    callback?: (error?: Error | null) => void,
+  ): boolean => {
     sink(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
     const done = typeof encoding === 'function' ? encoding : callback
     if (done) process.nextTick(done)

@@ -9,7 +9,8 @@ import {fileURLToPath} from 'node:url'
 const SCRIPT = fileURLToPath(new URL('../../scripts/prerequisites.sh', import.meta.url))
 
 export default function checkPrerequisites(): void {
-  if (process.getuid?.() !== 0) stop('the tests need root: the simulated VMs use namespaces and overlay mounts; run npm test as root, as CI does')
+  if (process.getuid?.() !== 0)
+    stop('the tests need root: the simulated VMs use namespaces and overlay mounts; run npm test as root, as CI does')
   const check = spawnSync('bash', [SCRIPT, '--check'], {encoding: 'utf8'})
   if (check.status !== 0) stop(check.stderr.trim() || `${SCRIPT} --check exited ${check.status}`)
 }

@@ -21,12 +21,78 @@ export interface OrgSeed {
 }
 
 export const SEED_OFFERS: OfferSeed[] = [
-  {available: 9, cost_per_hour: 1.69, disk_mib: 327_680, display_name: 'RTX PRO 6000 Blackwell - Small', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small', vcpus: 32},
-  {available: 4, cost_per_hour: 1.79, disk_mib: 327_680, display_name: 'RTX PRO 6000 Blackwell - Small (alt)', gpu: true, gpu_count: 1, gpu_model: 'RTX-PRO-6000B', memory_mib: 128_000, name: 'rtx6000b-small-b', vcpus: 32},
-  {available: 3, cost_per_hour: 6.76, disk_mib: 1_310_720, display_name: 'RTX PRO 6000 Blackwell - Large', gpu: true, gpu_count: 4, gpu_model: 'RTX-PRO-6000B', memory_mib: 512_000, name: 'rtx6000b-large', vcpus: 128},
-  {available: 5, cost_per_hour: 2.49, disk_mib: 0, display_name: 'NVIDIA H200 - Small', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-H200', memory_mib: 115_000, name: 'h200-small', vcpus: 12},
-  {available: 0, cost_per_hour: 19.92, disk_mib: 0, display_name: 'NVIDIA H200 - XLarge', gpu: true, gpu_count: 8, gpu_model: 'NVIDIA-H200', memory_mib: 920_000, name: 'h200-xlarge', vcpus: 96},
-  {available: 2, cost_per_hour: 0.59, disk_mib: 102_400, display_name: 'RTX 4090 - Small', gpu: true, gpu_count: 1, gpu_model: 'NVIDIA-GeForce-RTX-4090', memory_mib: 64_000, name: 'rtx4090-small', vcpus: 16},
+  {
+    available: 9,
+    cost_per_hour: 1.69,
+    disk_mib: 327_680,
+    display_name: 'RTX PRO 6000 Blackwell - Small',
+    gpu: true,
+    gpu_count: 1,
+    gpu_model: 'RTX-PRO-6000B',
+    memory_mib: 128_000,
+    name: 'rtx6000b-small',
+    vcpus: 32,
+  },
+  {
+    available: 4,
+    cost_per_hour: 1.79,
+    disk_mib: 327_680,
+    display_name: 'RTX PRO 6000 Blackwell - Small (alt)',
+    gpu: true,
+    gpu_count: 1,
+    gpu_model: 'RTX-PRO-6000B',
+    memory_mib: 128_000,
+    name: 'rtx6000b-small-b',
+    vcpus: 32,
+  },
+  {
+    available: 3,
+    cost_per_hour: 6.76,
+    disk_mib: 1_310_720,
+    display_name: 'RTX PRO 6000 Blackwell - Large',
+    gpu: true,
+    gpu_count: 4,
+    gpu_model: 'RTX-PRO-6000B',
+    memory_mib: 512_000,
+    name: 'rtx6000b-large',
+    vcpus: 128,
+  },
+  {
+    available: 5,
+    cost_per_hour: 2.49,
+    disk_mib: 0,
+    display_name: 'NVIDIA H200 - Small',
+    gpu: true,
+    gpu_count: 1,
+    gpu_model: 'NVIDIA-H200',
+    memory_mib: 115_000,
+    name: 'h200-small',
+    vcpus: 12,
+  },
+  {
+    available: 0,
+    cost_per_hour: 19.92,
+    disk_mib: 0,
+    display_name: 'NVIDIA H200 - XLarge',
+    gpu: true,
+    gpu_count: 8,
+    gpu_model: 'NVIDIA-H200',
+    memory_mib: 920_000,
+    name: 'h200-xlarge',
+    vcpus: 96,
+  },
+  {
+    available: 2,
+    cost_per_hour: 0.59,
+    disk_mib: 102_400,
+    display_name: 'RTX 4090 - Small',
+    gpu: true,
+    gpu_count: 1,
+    gpu_model: 'NVIDIA-GeForce-RTX-4090',
+    memory_mib: 64_000,
+    name: 'rtx4090-small',
+    vcpus: 16,
+  },
 ]
 
 export const SEED_IMAGES = [
@@ -41,8 +107,8 @@ export const SEED_ORGS: OrgSeed[] = [
 
 /** The default API key sees one org; the multi-org key sees both. */
 export const SEED_TOKENS: Record<string, string[]> = {
-  'tgn_sim_multi_org_key': ['acme', 'acme-research'],
-  'tgn_sim_test_key': ['acme'],
+  tgn_sim_multi_org_key: ['acme', 'acme-research'],
+  tgn_sim_test_key: ['acme'],
 }
 
 export const DEFAULT_TOKEN = 'tgn_sim_test_key'

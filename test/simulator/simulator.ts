@@ -339,7 +339,13 @@ export class TargonSimulator {
       entry.status = fault.status
       const headers: Record<string, string> = {}
       if (fault.retryAfter) headers['retry-after'] = fault.retryAfter
-      this.sendRaw(response, fault.status, fault.body ?? JSON.stringify({error: `injected ${fault.status}`, reason: 'INJECTED'}), fault.contentType ?? 'application/json', headers)
+      this.sendRaw(
+        response,
+        fault.status,
+        fault.body ?? JSON.stringify({error: `injected ${fault.status}`, reason: 'INJECTED'}),
+        fault.contentType ?? 'application/json',
+        headers,
+      )
       return
     }
 
@@ -370,7 +376,9 @@ export class TargonSimulator {
   }
 
   private takeFault(method: string, path: string): Fault | undefined {
-    const fault = this.faults.find((candidate) => candidate.remaining > 0 && (!candidate.method || candidate.method === method) && matchPath(path, candidate.path))
+    const fault = this.faults.find(
+      (candidate) => candidate.remaining > 0 && (!candidate.method || candidate.method === method) && matchPath(path, candidate.path),
+    )
     if (fault) fault.remaining--
     return fault
   }
@@ -384,7 +392,13 @@ export class TargonSimulator {
     this.sendRaw(response, status, JSON.stringify(this.options.extraFields ? decorate(payload) : payload), 'application/json')
   }
 
-  private sendRaw(response: ServerResponse, status: number, text: string, contentType: string | undefined, headers: Record<string, string> = {}): void {
+  private sendRaw(
+    response: ServerResponse,
+    status: number,
+    text: string,
+    contentType: string | undefined,
+    headers: Record<string, string> = {},
+  ): void {
     response.statusCode = status
     response.setHeader('x-request-id', `req-${randomBytes(6).toString('hex')}`)
     if (contentType) response.setHeader('content-type', contentType)
@@ -395,11 +409,18 @@ export class TargonSimulator {
   private async route(method: string, url: URL, body: string, authorization: string | undefined): Promise<[number, unknown]> {
     const path = url.pathname
     if (method === 'GET' && path === '/tha/v3/inventory') return [200, this.inventory(url.searchParams)]
-    if (method === 'GET' && path === '/tha/v3/version') return [200, {buildDate: '2026-10-01', gitHash: 'sim', name: 'targon-simulator', version: '3.7.0'}]
+    if (method === 'GET' && path === '/tha/v3/version')
+      return [200, {buildDate: '2026-10-01', gitHash: 'sim', name: 'targon-simulator', version: '3.7.0'}]
 
     const orgs = this.authenticate(authorization)
     if (method === 'GET' && path === '/tha/v3/orgs') {
-      return [200, this.page(this.orgs.filter((org) => orgs.includes(org.slug)).map((org) => orgView(org)), url.searchParams)]
+      return [
+        200,
+        this.page(
+          this.orgs.filter((org) => orgs.includes(org.slug)).map((org) => orgView(org)),
+          url.searchParams,
+        ),
+      ]
     }
 
     const match = /^\/tha\/v3\/orgs\/([^/]+)(?:\/(.*))?$/.exec(path)
@@ -448,7 +469,14 @@ export class TargonSimulator {
 
   private projectsRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
     const mine = [...this.projects.values()].filter((project) => project.org === org.slug)
-    if (segments.length === 1 && method === 'GET') return [200, this.page(mine.map(({name, uid}) => ({name, uid})), url.searchParams)]
+    if (segments.length === 1 && method === 'GET')
+      return [
+        200,
+        this.page(
+          mine.map(({name, uid}) => ({name, uid})),
+          url.searchParams,
+        ),
+      ]
     if (segments.length === 1 && method === 'POST') {
       const {name} = parseStrict(body, ['name'], ['name'])
       const existing = mine.find((project) => project.name === name)
@@ -462,15 +490,28 @@ export class TargonSimulator {
   }
 
   private sshKeysRoute(method: string, org: OrgSeed, segments: string[], body: string, url: URL): [number, unknown] {
-    const view = (key: SimSshKey) => ({created_at: key.created_at, name: key.name, public_key_raw: key.public_key_raw, uid: key.uid, updated_at: key.created_at})
+    const view = (key: SimSshKey) => ({
+      created_at: key.created_at,
+      name: key.name,
+      public_key_raw: key.public_key_raw,
+      uid: key.uid,
+      updated_at: key.created_at,
+    })
     if (segments.length === 1 && method === 'GET') {
       return [200, this.page([...this.sshKeys.values()].filter((key) => key.org === org.slug).map(view), url.searchParams)]
     }
 
     if (segments.length === 1 && method === 'POST') {
       const {name, ssh_key: sshKey} = parseStrict(body, ['name', 'ssh_key'], ['name', 'ssh_key'])
-      if (typeof sshKey !== 'string' || !/^ssh-(ed25519|rsa) [A-Za-z0-9+/=]+/.test(sshKey)) throw new HttpFailure(400, 'INVALID_SSH_KEY', 'ssh_key is not a public key')
-      const key: SimSshKey = {created_at: new Date().toISOString(), name: String(name), org: org.slug, public_key_raw: sshKey, uid: newUid('shk')}
+      if (typeof sshKey !== 'string' || !/^ssh-(ed25519|rsa) [A-Za-z0-9+/=]+/.test(sshKey))
+        throw new HttpFailure(400, 'INVALID_SSH_KEY', 'ssh_key is not a public key')
+      const key: SimSshKey = {
+        created_at: new Date().toISOString(),
+        name: String(name),
+        org: org.slug,
+        public_key_raw: sshKey,
+        uid: newUid('shk'),
+      }
       this.sshKeys.set(key.uid, key)
       return [201, view(key)]
     }
@@ -492,12 +533,14 @@ export class TargonSimulator {
     if (segments.length === 1 && method === 'POST') return this.createWorkload(org, body)
 
     const workload = this.workloads.get(segments[1] ?? '')
-    if (!workload || workload.org !== org.slug || !this.answers(this.advance(workload))) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+    if (!workload || workload.org !== org.slug || !this.answers(this.advance(workload)))
+      throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
 
     if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]
     if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
     if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
-    if (segments.length === 2 && method === 'DELETE') return this.options.deleteLifecycle === 'targon' ? this.deleteAsTargon(workload) : this.deleteIdeally(workload)
+    if (segments.length === 2 && method === 'DELETE')
+      return this.options.deleteLifecycle === 'targon' ? this.deleteAsTargon(workload) : this.deleteIdeally(workload)
     throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
   }
 
@@ -520,13 +563,18 @@ export class TargonSimulator {
   }
 
   private createWorkload(org: OrgSeed, body: string): [number, unknown] {
-    const fields = parseStrict(body, ['name', 'type', 'image', 'resource_name', 'ssh_keys', 'vm_config', 'project_id'], ['name', 'type', 'image', 'resource_name', 'vm_config'])
+    const fields = parseStrict(
+      body,
+      ['name', 'type', 'image', 'resource_name', 'ssh_keys', 'vm_config', 'project_id'],
+      ['name', 'type', 'image', 'resource_name', 'vm_config'],
+    )
     const name = String(fields.name)
     if (!NAME_PATTERN.test(name)) throw new HttpFailure(400, 'INVALID_NAME', 'name must be 1-32 lowercase letters, digits or hyphens')
     if (fields.type !== 'VM') throw new HttpFailure(400, 'INVALID_TYPE', 'only VM workloads are simulated')
     const offer = this.offers.find((candidate) => candidate.name === fields.resource_name)
     if (!offer) throw new HttpFailure(400, 'INVALID_RESOURCE', `unknown resource_name ${String(fields.resource_name)}`)
-    if (!SEED_IMAGES.some((image) => image.name === fields.image)) throw new HttpFailure(404, 'IMAGE_NOT_FOUND', `unknown image ${String(fields.image)}`)
+    if (!SEED_IMAGES.some((image) => image.name === fields.image))
+      throw new HttpFailure(404, 'IMAGE_NOT_FOUND', `unknown image ${String(fields.image)}`)
     const vmConfig = fields.vm_config as Record<string, unknown> | null
     if (!vmConfig || typeof vmConfig !== 'object' || typeof vmConfig.password !== 'string' || vmConfig.password.length < 4) {
       throw new HttpFailure(400, 'INVALID_VM_CONFIG', 'vm_config.password must have at least 4 characters')
@@ -634,7 +682,12 @@ export class TargonSimulator {
   private advance(workload: SimWorkload): SimWorkload {
     const now = Date.now()
     const ideal = this.options.deleteLifecycle === 'ideal'
-    if (ideal && workload.deleteRequestedAt !== undefined && workload.status !== 'deleted' && now >= workload.deleteRequestedAt + this.options.teardownDelayMs) {
+    if (
+      ideal &&
+      workload.deleteRequestedAt !== undefined &&
+      workload.status !== 'deleted' &&
+      now >= workload.deleteRequestedAt + this.options.teardownDelayMs
+    ) {
       this.finishDelete(workload)
     }
 
@@ -725,7 +778,16 @@ export class TargonSimulator {
       image: workload.image,
       name: workload.name,
       project_id: workload.project_id,
-      resource: offer && this.options.resourceDetail ? {cpu_millicores: offer.vcpus * 1000, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib, name: offer.name} : null,
+      resource:
+        offer && this.options.resourceDetail
+          ? {
+              cpu_millicores: offer.vcpus * 1000,
+              gpu_count: offer.gpu_count,
+              gpu_model: offer.gpu_model,
+              memory_mib: offer.memory_mib,
+              name: offer.name,
+            }
+          : null,
       ...(this.options.resourceDetail ? {} : {resource_name: workload.resource_name}),
       revision: '1',
       state: this.stateView(workload),
@@ -766,14 +828,40 @@ function touch(workload: SimWorkload): void {
 }
 
 function orgView(org: OrgSeed) {
-  return {billing_email: '', created_at: '2026-07-27T10:00:00Z', credits: org.credits, name: org.name, org_type: org.org_type, overage: 0, role: 'OWNER', slug: org.slug, uid: `org-${org.slug}`, updated_at: '2026-07-27T10:00:00Z'}
+  return {
+    billing_email: '',
+    created_at: '2026-07-27T10:00:00Z',
+    credits: org.credits,
+    name: org.name,
+    org_type: org.org_type,
+    overage: 0,
+    role: 'OWNER',
+    slug: org.slug,
+    uid: `org-${org.slug}`,
+    updated_at: '2026-07-27T10:00:00Z',
+  }
 }
 
 function offerView(offer: OfferSeed, variant: InventoryVariant) {
   const a = {gpu_count: offer.gpu_count, gpu_type: offer.gpu_model, memory: offer.memory_mib, storage: offer.disk_mib, vcpu: offer.vcpus}
-  const b = {cpu_millicores: offer.vcpus * 1000, disk_size_mib: offer.disk_mib, gpu_count: offer.gpu_count, gpu_model: offer.gpu_model, memory_mib: offer.memory_mib}
+  const b = {
+    cpu_millicores: offer.vcpus * 1000,
+    disk_size_mib: offer.disk_mib,
+    gpu_count: offer.gpu_count,
+    gpu_model: offer.gpu_model,
+    memory_mib: offer.memory_mib,
+  }
   const spec = variant === 'a' ? a : variant === 'b' ? b : {...a, ...b}
-  return {available: offer.available, cost_per_hour: offer.cost_per_hour, description: offer.display_name, display_name: offer.display_name, gpu: offer.gpu, name: offer.name, spec, type: 'vm'}
+  return {
+    available: offer.available,
+    cost_per_hour: offer.cost_per_hour,
+    description: offer.display_name,
+    display_name: offer.display_name,
+    gpu: offer.gpu,
+    name: offer.name,
+    spec,
+    type: 'vm',
+  }
 }
 
 /** Adds unknown fields everywhere, as a growing API would. */
@@ -800,7 +888,8 @@ function parseStrict(body: string, allowed: string[], required: string[]): Recor
     throw new HttpFailure(400, 'INVALID_JSON_BODY', 'body is not JSON')
   }
 
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new HttpFailure(400, 'INVALID_JSON_BODY', 'body must be an object')
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new HttpFailure(400, 'INVALID_JSON_BODY', 'body must be an object')
   const fields = parsed as Record<string, unknown>
   const unknown = Object.keys(fields).find((key) => !allowed.includes(key))
   if (unknown) throw new HttpFailure(400, 'INVALID_JSON_BODY', `unknown field ${unknown}`)

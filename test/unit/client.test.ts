@@ -67,7 +67,14 @@ describe('TargonClient', () => {
   it('tolerates sparse create and deploy answers and unknown statuses', async () => {
     const {client, sim} = await setup({extraFields: true, sparse: true})
     const key = await client.createSshKey('acme', {name: 'k', ssh_key: sshKey})
-    const created = await client.createWorkload('acme', {image: 'ubuntu-24-04-lts-595', name: 'tcli-default-a1', resource_name: 'rtx6000b-small', ssh_keys: [key.uid], type: 'VM', vm_config: {password: 'secret-password'}})
+    const created = await client.createWorkload('acme', {
+      image: 'ubuntu-24-04-lts-595',
+      name: 'tcli-default-a1',
+      resource_name: 'rtx6000b-small',
+      ssh_keys: [key.uid],
+      type: 'VM',
+      vm_config: {password: 'secret-password'},
+    })
     expect(created.uid).toMatch(/^wrk-/)
     expect(created.name).toBeUndefined()
     expect(await client.deployWorkload('acme', created.uid as string)).toEqual({})
@@ -107,7 +114,16 @@ describe('TargonClient', () => {
     const {client, sim} = await setup()
     const key = await client.createSshKey('acme', {name: 'k', ssh_key: sshKey})
     sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})
-    const error = await failure(client.createWorkload('acme', {image: 'ubuntu-24-04-lts-595', name: 'tcli-default-lost', resource_name: 'rtx6000b-small', ssh_keys: [key.uid], type: 'VM', vm_config: {password: 'secret-password'}}))
+    const error = await failure(
+      client.createWorkload('acme', {
+        image: 'ubuntu-24-04-lts-595',
+        name: 'tcli-default-lost',
+        resource_name: 'rtx6000b-small',
+        ssh_keys: [key.uid],
+        type: 'VM',
+        vm_config: {password: 'secret-password'},
+      }),
+    )
     expect(error.code).toBe('NETWORK_ERROR')
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
     expect(sim.live().map((workload) => workload.name)).toEqual(['tcli-default-lost'])

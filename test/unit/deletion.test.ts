@@ -22,7 +22,8 @@ describe('what gone and billing mean', () => {
   })
 
   it('bills for everything that may run, and not for a never-deployed workload', () => {
-    for (const status of ['provisioning', 'running', 'suspended', 'frozen']) expect(judge(status, undefined)).toEqual({billing: true, gone: false})
+    for (const status of ['provisioning', 'running', 'suspended', 'frozen'])
+      expect(judge(status, undefined)).toEqual({billing: true, gone: false})
     expect(judge('registered', note('refused'))).toEqual({billing: false, gone: false})
     // An accepted DELETE does not make a running record gone: the teardown may still be under way.
     expect(judge('running', note('accepted'))).toEqual({billing: true, gone: false})
@@ -41,17 +42,25 @@ describe('the cross-process lock', () => {
 
     // A live holder (this process) is never taken over because of age.
     const order: string[] = []
-    const first = withFileLock(path, async () => {
-      order.push('first')
-      await new Promise((resolve) => setTimeout(resolve, 300))
-      order.push('first done')
-    }, {timeoutMs: 5000})
+    const first = withFileLock(
+      path,
+      async () => {
+        order.push('first')
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        order.push('first done')
+      },
+      {timeoutMs: 5000},
+    )
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(JSON.parse(readFileSync(path, 'utf8')).pid).toBe(process.pid)
-    const waited = await withFileLock(path, async (didWait) => {
-      order.push('second')
-      return didWait
-    }, {timeoutMs: 5000})
+    const waited = await withFileLock(
+      path,
+      async (didWait) => {
+        order.push('second')
+        return didWait
+      },
+      {timeoutMs: 5000},
+    )
     await first
     expect(waited).toBe(true)
     expect(order).toEqual(['first', 'first done', 'second'])
@@ -82,6 +91,11 @@ describe('waits', () => {
   })
 
   it('end at once on a real failure', async () => {
-    await expect(pollUntil(async () => Promise.reject(new TargonError('API_ERROR', 'went to state error')), {deadline: Date.now() + 5000, delayMs: () => 10})).rejects.toMatchObject({code: 'API_ERROR'})
+    await expect(
+      pollUntil(async () => Promise.reject(new TargonError('API_ERROR', 'went to state error')), {
+        deadline: Date.now() + 5000,
+        delayMs: () => 10,
+      }),
+    ).rejects.toMatchObject({code: 'API_ERROR'})
   })
 })

@@ -10,9 +10,14 @@ describe('the command line', () => {
     const manifest = readManifest()
     expect(Object.keys(manifest.commands).sort(), 'oclif.manifest.json is stale: run npm run build').toEqual(Object.keys(COMMANDS).sort())
     const generated = flagSnapshots(manifest)
-    expect(readdirSync(new URL('../../flags/', import.meta.url)).sort(), 'run npm run flags after an intended change').toEqual(Object.keys(generated).sort())
+    expect(readdirSync(new URL('../../flags/', import.meta.url)).sort(), 'run npm run flags after an intended change').toEqual(
+      Object.keys(generated).sort(),
+    )
     for (const [file, snapshot] of Object.entries(generated)) {
-      expect(JSON.parse(readFileSync(new URL(`../../flags/${file}`, import.meta.url), 'utf8')), `flags/${file}: run npm run flags after an intended change`).toEqual(snapshot)
+      expect(
+        JSON.parse(readFileSync(new URL(`../../flags/${file}`, import.meta.url), 'utf8')),
+        `flags/${file}: run npm run flags after an intended change`,
+      ).toEqual(snapshot)
     }
   })
 })

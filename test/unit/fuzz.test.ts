@@ -111,10 +111,17 @@ describe('validation of names, fleets and flag values', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.stringMatching(/^(\d{1,4}(\.\d)?(ms|s|m|h|d)){1,3}$/)), (input) => {
         const {value} = usage(() => parseDuration(input, '--ttl'))
-        if (value !== undefined) expect((value as number) >= DURATION_LIMITS['--ttl'].min && (value as number) <= DURATION_LIMITS['--ttl'].max).toBe(true)
+        if (value !== undefined)
+          expect((value as number) >= DURATION_LIMITS['--ttl'].min && (value as number) <= DURATION_LIMITS['--ttl'].max).toBe(true)
       }),
       {numRuns: 500},
     )
-    fc.assert(fc.property(fc.integer({max: 1000, min: 1}), fc.constantFrom('s', 'm', 'h'), (amount, unit) => parseDuration(`${amount}${unit}`, '--timeout') === amount * {h: 3_600_000, m: 60_000, s: 1000}[unit]))
+    fc.assert(
+      fc.property(
+        fc.integer({max: 1000, min: 1}),
+        fc.constantFrom('s', 'm', 'h'),
+        (amount, unit) => parseDuration(`${amount}${unit}`, '--timeout') === amount * {h: 3_600_000, m: 60_000, s: 1000}[unit],
+      ),
+    )
   })
 })

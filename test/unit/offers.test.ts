@@ -12,7 +12,9 @@ describe('GPU names', () => {
     expect(gpuKey('h200')).not.toBe(gpuKey('h100'))
     expect(gpuKey('RTX 6000 Ada')).not.toBe('rtx6000b')
     // Plain rtx6000 is the Ada card; the Blackwell one is always "RTX PRO 6000".
-    expect(new Set(['rtx6000', 'RTX 6000 Ada', 'NVIDIA RTX 6000 Ada Generation', 'RTX-6000-ADA'].map((name) => gpuKey(name)))).toEqual(new Set(['rtx6000ada']))
+    expect(new Set(['rtx6000', 'RTX 6000 Ada', 'NVIDIA RTX 6000 Ada Generation', 'RTX-6000-ADA'].map((name) => gpuKey(name)))).toEqual(
+      new Set(['rtx6000ada']),
+    )
     expect(gpuKey('NVIDIA RTX PRO 6000 Blackwell Server Edition')).toBe('rtx6000b')
     expect(gpuKey('RTX A6000')).not.toBe(gpuKey('rtx6000'))
   })
@@ -34,7 +36,15 @@ describe('normalizeOffer', () => {
     })
     expect(normalizeOffer(both)).toMatchObject({gpu_count: 2, gpu_memory_gb: 80, gpu_model: 'H100', memory_mib: 2048, vcpus: 8})
     const v2 = RawOfferSchema.parse({cost_per_hour: 1, gpu: true, name: 'y', spec: {gpu_type: 'H200', memory: 1000, storage: 0, vcpu: 12}})
-    expect(normalizeOffer(v2, 0.5)).toMatchObject({available: null, disk_mib: null, gpu_count: null, gpu_model: 'H200', memory_mib: 1000, vcpus: 12, within_cap: false})
+    expect(normalizeOffer(v2, 0.5)).toMatchObject({
+      available: null,
+      disk_mib: null,
+      gpu_count: null,
+      gpu_model: 'H200',
+      memory_mib: 1000,
+      vcpus: 12,
+      within_cap: false,
+    })
     const cpu = RawOfferSchema.parse({cost_per_hour: 0.1, gpu: false, name: 'cpu-small'})
     expect(normalizeOffer(cpu)).toMatchObject({gpu_count: 0, gpu_model: null})
   })
@@ -68,11 +78,12 @@ describe('value parsers', () => {
     expect(parseDuration('2d', '--ttl')).toBe(172_800_000)
     expect(parseDuration('45s', '--timeout')).toBe(45_000)
     expect(parseDuration('365d', '--ttl')).toBe(365 * 86_400_000)
-    for (const bad of ['', 'h', '-5m', '5 weeks', '1y', '10ms', '1.5ms']) expect(() => parseDuration(bad, '--ttl'), bad).toThrow(/is not a duration/)
+    for (const bad of ['', 'h', '-5m', '5 weeks', '1y', '10ms', '1.5ms'])
+      expect(() => parseDuration(bad, '--ttl'), bad).toThrow(/is not a duration/)
     for (const bare of ['0', '90', '1.5']) expect(() => parseDuration(bare, '--timeout'), bare).toThrow(/has no unit/)
   })
 
-  it('states each duration flag\'s range when a value is outside it', () => {
+  it("states each duration flag's range when a value is outside it", () => {
     const hint = (input: string, flag: '--older-than' | '--timeout' | '--ttl') => {
       try {
         parseDuration(input, flag)

@@ -5,7 +5,14 @@ import {pollDelay} from '../../src/lib/targon/wait.js'
 describe('state poll delays', () => {
   it('grow from 1 s by 0.5 s to 5 s, then 10 s after five minutes, jittered only downwards by up to 10 %', () => {
     for (let sample = 0; sample < 200; sample++) {
-      for (const [poll, elapsed, base] of [[0, 0, 1000], [1, 1000, 1500], [3, 5000, 2500], [8, 30_000, 5000], [20, 60_000, 5000], [40, 301_000, 10_000]] as const) {
+      for (const [poll, elapsed, base] of [
+        [0, 0, 1000],
+        [1, 1000, 1500],
+        [3, 5000, 2500],
+        [8, 30_000, 5000],
+        [20, 60_000, 5000],
+        [40, 301_000, 10_000],
+      ] as const) {
         const delay = pollDelay(poll, elapsed)
         expect(delay).toBeLessThanOrEqual(base)
         expect(delay).toBeGreaterThanOrEqual(base * 0.9)

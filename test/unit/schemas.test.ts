@@ -2,7 +2,6 @@ import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 import {jsonSchemas} from '../../src/lib/contract.js'
 
-
 describe('the --json contract', () => {
   it('matches the JSON Schema snapshots under schemas/ (run npm run schemas after an intended change)', () => {
     const generated = jsonSchemas()

@@ -76,7 +76,11 @@ export class SimVm {
   /** Authenticated SSH connections, as sshd logged them. */
   sshSessions(): number {
     const log = join(this.dir, 'sshd.log')
-    return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((line) => line.includes('Accepted publickey')).length : 0
+    return existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((line) => line.includes('Accepted publickey')).length
+      : 0
   }
 
   hasFile(vmPath: string): boolean {
@@ -157,7 +161,11 @@ export class VmFarm {
       ].join('\n'),
     )
     const log = openSync(join(dir, 'init.log'), 'a')
-    const child = spawn('unshare', ['--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child', 'bash', INIT, dir, DOUBLES], {stdio: ['ignore', log, log]})
+    const child = spawn(
+      'unshare',
+      ['--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child', 'bash', INIT, dir, DOUBLES],
+      {stdio: ['ignore', log, log]},
+    )
     const socketPath = join(dir, 'ssh.sock')
     for (let waited = 0; !existsSync(socketPath); waited += 50) {
       if (child.exitCode !== null || waited > 20_000) {

@@ -12,7 +12,15 @@ export default class ConfigList extends BaseCommand<typeof ConfigList> {
   public async run(): Promise<ConfigResult> {
     const result = await readValues(configDir())
     if (!this.jsonEnabled()) {
-      this.log(renderTable([{header: 'KEY', value: ([key]) => key.replaceAll('_', '-')}, {header: 'VALUE', value: ([, value]) => value ?? '-'}], Object.entries(result.values)))
+      this.log(
+        renderTable(
+          [
+            {header: 'KEY', value: ([key]) => key.replaceAll('_', '-')},
+            {header: 'VALUE', value: ([, value]) => value ?? '-'},
+          ],
+          Object.entries(result.values),
+        ),
+      )
       this.info(`file: ${result.path}`)
     }
 

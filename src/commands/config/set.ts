@@ -28,7 +28,11 @@ land in shell history and ps): it is read from stdin, or from a hidden prompt on
     const key = parseKey(this.args.key)
     let value = this.args.value
     if (key === 'api-key') {
-      if (value !== undefined) throw usageError('the API key is never taken from the command line', 'run targon config set api-key, then paste it at the prompt or pipe it on stdin')
+      if (value !== undefined)
+        throw usageError(
+          'the API key is never taken from the command line',
+          'run targon config set api-key, then paste it at the prompt or pipe it on stdin',
+        )
       value = await readSecret('Targon API key: ')
     }
 

@@ -4,7 +4,6 @@
  */
 import type {DstackFleet} from '../contract.js'
 
-
 export interface FleetHost {
   uid: string
   name: string | null

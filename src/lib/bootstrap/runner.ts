@@ -119,10 +119,14 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
 
 function assertOk(result: ExecResult, what: string): void {
   if (result.code !== 0) {
-    throw new TargonError('BOOTSTRAP_FAILED', `${what} failed on the VM (exit ${result.code ?? result.signal}): ${result.stderr.trim().split('\n').at(-1) ?? ''}`, {
-      details: {stderr: result.stderr.slice(-2000)},
-      hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped',
-    })
+    throw new TargonError(
+      'BOOTSTRAP_FAILED',
+      `${what} failed on the VM (exit ${result.code ?? result.signal}): ${result.stderr.trim().split('\n').at(-1) ?? ''}`,
+      {
+        details: {stderr: result.stderr.slice(-2000)},
+        hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped',
+      },
+    )
   }
 }
 
@@ -134,7 +138,10 @@ async function must(session: SshSession, command: string, what: string, stdin?: 
 
 /** B2: passwordless sudo, set up once with the VM password on an image that asks for it. */
 async function enablePasswordlessSudo(session: SshSession, password: string | undefined): Promise<void> {
-  if (!password) throw new TargonError('BOOTSTRAP_FAILED', 'sudo needs a password on this VM and no stored VM password is known', {hint: 'the VM was created elsewhere; enable passwordless sudo for ubuntu by hand'})
+  if (!password)
+    throw new TargonError('BOOTSTRAP_FAILED', 'sudo needs a password on this VM and no stored VM password is known', {
+      hint: 'the VM was created elsewhere; enable passwordless sudo for ubuntu by hand',
+    })
   const install = `umask 0337; printf '%s\\n' 'ubuntu ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/.90-targon-dstack && visudo -cf /etc/sudoers.d/.90-targon-dstack && mv /etc/sudoers.d/.90-targon-dstack /etc/sudoers.d/90-targon-dstack`
   await must(session, `sudo -S -p '' sh -c ${shellQuote(install)}`, 'enabling passwordless sudo', `${password}\n`)
 }
@@ -149,7 +156,13 @@ type CheckOutcome = {state: 'bootstrapped'; marker: Marker} | {state: 'needs-ins
  * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
  * confirmed by it, without starting and following a detached run; the check prints the marker then.
  */
-async function uploadAndCheck(session: SshSession, params: BootstrapParams, runId: string, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<CheckOutcome> {
+async function uploadAndCheck(
+  session: SshSession,
+  params: BootstrapParams,
+  runId: string,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+): Promise<CheckOutcome> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
   const check = `exec env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
   const parser = new StepParser(onEvent)
@@ -164,7 +177,12 @@ async function uploadAndCheck(session: SshSession, params: BootstrapParams, runI
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
 /** Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. */
-export async function runInstall(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<Marker> {
+export async function runInstall(
+  session: SshSession,
+  params: BootstrapParams,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+): Promise<Marker> {
   const runId = params.runId ?? randomBytes(6).toString('hex')
   let check = await uploadAndCheck(session, params, runId, onEvent, signal)
   if (check.state === 'sudo-asks-password') {
@@ -173,13 +191,21 @@ export async function runInstall(session: SshSession, params: BootstrapParams, o
   }
 
   if (check.state === 'bootstrapped') return check.marker
-  let offset = Number((await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim()) || 0
+  let offset =
+    Number(
+      (await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim(),
+    ) || 0
   const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
-  const start = await session.exec(`sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`)
+  const start = await session.exec(
+    `sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`,
+  )
   // An earlier `up` may still be installing: follow that run instead of starting a second one.
   let expected: string | undefined = runId
   if (start.code !== 0) {
-    if (!/already exists|already active/i.test(start.stderr)) throw new TargonError('BOOTSTRAP_FAILED', `could not start the bootstrap: ${start.stderr.trim()}`, {hint: 'check that the VM runs systemd'})
+    if (!/already exists|already active/i.test(start.stderr))
+      throw new TargonError('BOOTSTRAP_FAILED', `could not start the bootstrap: ${start.stderr.trim()}`, {
+        hint: 'check that the VM runs systemd',
+      })
     expected = undefined
     offset = 0
   }
@@ -190,7 +216,9 @@ export async function runInstall(session: SshSession, params: BootstrapParams, o
   let polls = 0
   for (;;) {
     const poll = `tail -c +${offset + 1} ${LOG} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
-    const [encoded = '', lastRun = '', state = ''] = (await must(session, `sudo -n sh -c ${shellQuote(poll)}`, 'following the bootstrap')).split(`${separator}\n`)
+    const [encoded = '', lastRun = '', state = ''] = (
+      await must(session, `sudo -n sh -c ${shellQuote(poll)}`, 'following the bootstrap')
+    ).split(`${separator}\n`)
     const chunk = Buffer.from(encoded.trim(), 'base64')
     offset += chunk.length
     parser.push(chunk.toString('utf8'))
@@ -201,7 +229,8 @@ export async function runInstall(session: SshSession, params: BootstrapParams, o
       return readMarker(session)
     }
 
-    if (state.trim() !== 'active' && ++inactivePolls > 3) throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
+    if (state.trim() !== 'active' && ++inactivePolls > 3)
+      throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
     // Fast at first (a run that finds every step in place, e.g. --reinstall, ends within seconds), then once a second.
     await sleep(Math.min(1000, 200 * 2 ** polls++), undefined, {signal})
   }
@@ -217,7 +246,9 @@ function parseLastRun(text: string) {
 }
 
 async function bootstrapFailure(session: SshSession, what: string): Promise<TargonError> {
-  const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`)).stdout.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
+  const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`)).stdout
+    .split('\n')
+    .filter((line) => line && !line.startsWith('TARGON_STEP'))
   return new TargonError('BOOTSTRAP_FAILED', `${what}${tail.length > 0 ? `: ${tail.at(-1)}` : ''}`, {
     details: {log_tail: tail},
     hint: `the full log is ${LOG} on the VM (targon ssh <vm> -- sudo tail -n 100 ${LOG})`,
@@ -237,13 +268,24 @@ function parseMarker(text: string): Marker {
 }
 
 /** Shim phase: S0-S9 in the foreground, then the health check through a forwarded channel. */
-export async function runShim(session: SshSession, params: BootstrapParams, onEvent: (event: StepEvent) => void, signal?: AbortSignal): Promise<{version: string}> {
+export async function runShim(
+  session: SshSession,
+  params: BootstrapParams,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+): Promise<{version: string}> {
   const parser = new StepParser(onEvent)
   const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
-  const result = await session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {onStdout: (text) => parser.push(text), signal})
+  const result = await session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {
+    onStdout: (text) => parser.push(text),
+    signal,
+  })
   if (result.code !== 0) {
     const lines = `${result.stdout}\n${result.stderr}`.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
-    throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {details: {log_tail: lines.slice(-40)}, hint: 'run targon up --name <vm> again'})
+    throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {
+      details: {log_tail: lines.slice(-40)},
+      hint: 'run targon up --name <vm> again',
+    })
   }
 
   onEvent({at: Date.now(), detail: '', event: 'start', id: 'S7'})
@@ -261,7 +303,13 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
     try {
       const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
       const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
-      if (status === 200 && health.success && health.data.service === 'dstack-shim' && (wanted === 'latest' || health.data.version === wanted)) return health.data.version
+      if (
+        status === 200 &&
+        health.success &&
+        health.data.service === 'dstack-shim' &&
+        (wanted === 'latest' || health.data.version === wanted)
+      )
+        return health.data.version
       last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
     } catch (error) {
       last = (error as Error).message
@@ -269,10 +317,14 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
 
     if (Date.now() + 1000 > deadline) {
       const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log')).stdout.split('\n').filter(Boolean)
-      throw new TargonError('BOOTSTRAP_FAILED', `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`, {
-        details: {log_tail: log},
-        hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
-      })
+      throw new TargonError(
+        'BOOTSTRAP_FAILED',
+        `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`,
+        {
+          details: {log_tail: log},
+          hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
+        },
+      )
     }
 
     await sleep(1000, undefined, {signal})

@@ -24,8 +24,6 @@ import type {LocalState} from '../state/local-state.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import type {DeleteAction, DeleteResult} from '../contract.js'
 
-
-
 export interface DeleteTarget {
   uid: string
   name: string | null
@@ -56,10 +54,18 @@ export interface DeleteOptions {
   onProgress?: (message: string) => void
 }
 
-export async function deleteWorkloads(client: TargonClient, org: string, state: LocalState, targets: DeleteTarget[], options: DeleteOptions = {}): Promise<DeleteResult[]> {
+export async function deleteWorkloads(
+  client: TargonClient,
+  org: string,
+  state: LocalState,
+  targets: DeleteTarget[],
+  options: DeleteOptions = {},
+): Promise<DeleteResult[]> {
   const unique = [...new Map(targets.map((target) => [target.uid, target])).values()]
   return mapBounded(unique, options.concurrency ?? MAX_MUTATIONS_IN_FLIGHT, async (target) => {
-    const result = options.stop?.aborted ? notAttempted(target, state.readDeleteNote(org, target.uid)) : await new Deletion(client, org, state, target, options).run()
+    const result = options.stop?.aborted
+      ? notAttempted(target, state.readDeleteNote(org, target.uid))
+      : await new Deletion(client, org, state, target, options).run()
     options.onResult?.(result)
     return result
   })
@@ -107,7 +113,8 @@ class Deletion {
     const note = this.state.readDeleteNote(this.org, this.target.uid)
     if (judge(status, note).gone) return this.result('already-gone', false)
     // Our own DELETE was accepted moments ago (an earlier attempt or run): watch it, do not send another.
-    if (note?.outcome === 'accepted' && Date.now() - Date.parse(note.at) < RESEND_AFTER_MS && !needsWake(status)) return this.confirm('deleted')
+    if (note?.outcome === 'accepted' && Date.now() - Date.parse(note.at) < RESEND_AFTER_MS && !needsWake(status))
+      return this.confirm('deleted')
     return this.deleteOnce(status)
   }
 
@@ -220,7 +227,8 @@ class Deletion {
       },
       {deadline: Math.min(this.deadline, Date.now() + WAKE_MS), delayMs: (poll) => Math.min(5000, 1000 + 500 * poll)},
     )
-    if (running === undefined) return this.result('failed', true, `not running within ${Math.round(WAKE_MS / 60_000)} min of deploying it to delete it`)
+    if (running === undefined)
+      return this.result('failed', true, `not running within ${Math.round(WAKE_MS / 60_000)} min of deploying it to delete it`)
     if (running !== 'running') return this.result('deleted', false)
     return this.deleteOnce('running')
   }

@@ -49,7 +49,9 @@ export function select(vms: KnownVm[], selection: DownSelection, now = Date.now(
     const live = found.filter((vm) => !vm.gone)
     const matches = live.length > 0 ? live : found
     if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {
-      throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {hint: 'name them by uid'})
+      throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {
+        hint: 'name them by uid',
+      })
     }
 
     if (matches.length === 0) unlisted.push(target)
@@ -86,7 +88,13 @@ function expired(vm: KnownVm, now: number): boolean {
  * record of it; a workload if the API still answers for it; otherwise NOT_FOUND, so that a typo never passes
  * for "already gone" while the intended VM keeps billing.
  */
-async function resolveUnlisted(client: TargonClient, org: string, state: LocalState, target: string, ignoreMissing: boolean): Promise<DeleteTarget | undefined> {
+async function resolveUnlisted(
+  client: TargonClient,
+  org: string,
+  state: LocalState,
+  target: string,
+  ignoreMissing: boolean,
+): Promise<DeleteTarget | undefined> {
   const record = state.listVms(org).records.find((each) => each.uid === target || each.name === target)
   const uid = record?.uid ?? target
   if (state.readDeleteNote(org, uid) || record) return {name: record?.name ?? null, status: 'not-found', uid}
@@ -98,10 +106,18 @@ async function resolveUnlisted(client: TargonClient, org: string, state: LocalSt
   }
 
   if (ignoreMissing) return undefined
-  throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'check the name with targon status --all-fleets, or pass --ignore-missing'})
+  throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
+    hint: 'check the name with targon status --all-fleets, or pass --ignore-missing',
+  })
 }
 
-export async function runDown(client: TargonClient, cleanupClient: TargonClient, org: string, state: LocalState, options: DownOptions): Promise<DownResult> {
+export async function runDown(
+  client: TargonClient,
+  cleanupClient: TargonClient,
+  org: string,
+  state: LocalState,
+  options: DownOptions,
+): Promise<DownResult> {
   const view = await snapshot(client, org, state)
   for (const problem of view.problems) options.warn(problem)
   const {chosen, unlisted} = select(view.vms, options.selection)
@@ -115,7 +131,12 @@ export async function runDown(client: TargonClient, cleanupClient: TargonClient,
   if (options.dryRun) {
     const plan = targets.map((target) => {
       const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))
-      return {action: verdict.gone ? ('already-gone' as const) : ('would-delete' as const), billing: verdict.billing, name: target.name, uid: target.uid}
+      return {
+        action: verdict.gone ? ('already-gone' as const) : ('would-delete' as const),
+        billing: verdict.billing,
+        name: target.name,
+        uid: target.uid,
+      }
     })
     return {...base, results: plan, survivors: []}
   }
@@ -134,25 +155,35 @@ export async function runDown(client: TargonClient, cleanupClient: TargonClient,
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said.
   const after = new Map((await snapshot(cleanupClient, org, state)).vms.map((vm) => [vm.uid, vm]))
-  const verified = results.map((result): DeleteResult => (result.billing === false && after.get(result.uid)?.billing === true ? {...result, action: 'still-present', billing: true} : result))
+  const verified = results.map((result): DeleteResult =>
+    result.billing === false && after.get(result.uid)?.billing === true ? {...result, action: 'still-present', billing: true} : result,
+  )
   tidyLocalState(state, org, verified, view.localOnly, options.selection)
 
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
   const result: DownResult = {...base, results: verified, survivors}
   if (options.stop.aborted) {
     const reason = abortError(options.stop)
-    throw new TargonError('INTERRUPTED', `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`, {
-      data: result,
-      hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
-      signal: reason instanceof TargonError ? reason.signal : undefined,
-    })
+    throw new TargonError(
+      'INTERRUPTED',
+      `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`,
+      {
+        data: result,
+        hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
+        signal: reason instanceof TargonError ? reason.signal : undefined,
+      },
+    )
   }
 
   if (survivors.length > 0) {
-    throw new TargonError('PARTIAL_FAILURE', `${survivors.length} of ${countOf(verified.length, 'VM')} still ${survivors.length === 1 ? 'bills' : 'bill'}: ${survivors.join(', ')}`, {
-      data: result,
-      hint: `run targon down ${survivors.join(' ')} again; if it persists, contact Targon support`,
-    })
+    throw new TargonError(
+      'PARTIAL_FAILURE',
+      `${survivors.length} of ${countOf(verified.length, 'VM')} still ${survivors.length === 1 ? 'bills' : 'bill'}: ${survivors.join(', ')}`,
+      {
+        data: result,
+        hint: `run targon down ${survivors.join(' ')} again; if it persists, contact Targon support`,
+      },
+    )
   }
 
   return result

@@ -40,7 +40,10 @@ export function workloadName(fleet: string, label?: string): string {
   // Targon name that no longer parses as fleet plus label, so the VM would be invisible to down --all.
   if (name.length > MAX_NAME || !TARGON_NAME.test(name) || fleetOf(name) !== fleet) {
     const room = MAX_NAME - prefix.length
-    throw usageError(`name "${label}" is not valid for fleet ${fleet}`, `use at most ${room} lowercase letters, digits or inner hyphens, e.g. --name train1`)
+    throw usageError(
+      `name "${label}" is not valid for fleet ${fleet}`,
+      `use at most ${room} lowercase letters, digits or inner hyphens, e.g. --name train1`,
+    )
   }
 
   return name

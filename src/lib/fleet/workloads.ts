@@ -45,7 +45,17 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     const fleet = fleetOf(workload.name) ?? record?.fleet ?? null
     const status = workloadStatus(workload)
     const note = notes.get(workload.uid)
-    return {...judge(status, note), fleet, name: workload.name ?? null, note, owned: fleetOf(workload.name) !== undefined || record !== undefined, record, status, uid: workload.uid, workload}
+    return {
+      ...judge(status, note),
+      fleet,
+      name: workload.name ?? null,
+      note,
+      owned: fleetOf(workload.name) !== undefined || record !== undefined,
+      record,
+      status,
+      uid: workload.uid,
+      workload,
+    }
   })
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))

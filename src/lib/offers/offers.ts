@@ -7,7 +7,6 @@ import type {RawOffer} from '../targon/schemas.js'
 import {withinCap} from '../shell/input.js'
 import type {Offer} from '../contract.js'
 
-
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 export type OfferSort = (typeof OFFER_SORTS)[number]
 

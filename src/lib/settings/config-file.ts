@@ -5,10 +5,20 @@
  */
 import {type ConfigResult, configJsonKey} from '../contract.js'
 import {usageError} from '../shell/errors.js'
-import {CONFIG_KEYS, type ConfigKey, SETTINGS, configFilePath, ensureConfigDir, openConfig, parseStored, readStoredValue} from './settings.js'
+import {
+  CONFIG_KEYS,
+  type ConfigKey,
+  SETTINGS,
+  configFilePath,
+  ensureConfigDir,
+  openConfig,
+  parseStored,
+  readStoredValue,
+} from './settings.js'
 
 export function parseKey(key: string): ConfigKey {
-  if (!(CONFIG_KEYS as readonly string[]).includes(key)) throw usageError(`unknown config key "${key}"`, `use one of: ${CONFIG_KEYS.join(', ')}`)
+  if (!(CONFIG_KEYS as readonly string[]).includes(key))
+    throw usageError(`unknown config key "${key}"`, `use one of: ${CONFIG_KEYS.join(', ')}`)
   return key as ConfigKey
 }
 
@@ -21,7 +31,8 @@ export async function readValues(dir: string, keys: readonly ConfigKey[] = CONFI
   const values: Record<string, string | null> = {}
   for (const key of keys) {
     const stored = await readStoredValue(key, dir)
-    values[configJsonKey(key)] = stored === undefined || stored === null || stored === '' ? null : mask(key, String(parseStored(key, stored, undefined, dir)))
+    values[configJsonKey(key)] =
+      stored === undefined || stored === null || stored === '' ? null : mask(key, String(parseStored(key, stored, undefined, dir)))
   }
 
   return {path: configFilePath(dir), values}

@@ -12,7 +12,8 @@ export async function resolveOrg(client: TargonClient, fromFlag: string | undefi
 
   const orgs = await client.listOrgs()
   if (orgs.length === 1) return (orgs[0] as {slug: string}).slug
-  if (orgs.length === 0) throw new TargonError('AUTH', 'this API key belongs to no organization', {hint: 'create an org on targon.com or use another key'})
+  if (orgs.length === 0)
+    throw new TargonError('AUTH', 'this API key belongs to no organization', {hint: 'create an org on targon.com or use another key'})
   // Several orgs: renting in the wrong one bills the wrong account, so never guess.
   const slugs = orgs.map((org) => org.slug).join(', ')
   throw new TargonError('CONFIG', `this API key can use several orgs (${slugs}); choose one`, {
@@ -39,6 +40,9 @@ async function assertVisible(client: TargonClient, slug: string): Promise<void> 
   const slugs = orgs.map((org) => org.slug)
   throw new TargonError('CONFIG', `org "${slug}" is unknown to this API key`, {
     details: {orgs: slugs},
-    hint: slugs.length > 0 ? `use one of: ${slugs.join(', ')} (--org, TARGON_ORG or targon config set org)` : 'check the org slug and the API key',
+    hint:
+      slugs.length > 0
+        ? `use one of: ${slugs.join(', ')} (--org, TARGON_ORG or targon config set org)`
+        : 'check the org slug and the API key',
   })
 }

@@ -44,7 +44,8 @@ const seconds =
   (min: number, max: number, example: number) =>
   (raw: string, source: string): number => {
     const value = Number(raw)
-    if (!/^\d+(\.\d+)?$/.test(raw) || value < min || value > max) throw usageError(`${source} "${raw}" is not a number of seconds from ${min} to ${max}`, `set it to e.g. ${example}, or unset it`)
+    if (!/^\d+(\.\d+)?$/.test(raw) || value < min || value > max)
+      throw usageError(`${source} "${raw}" is not a number of seconds from ${min} to ${max}`, `set it to e.g. ${example}, or unset it`)
     return Math.round(value * 1000)
   }
 
@@ -53,18 +54,37 @@ export const SETTINGS = {
     env: 'TARGON_API_KEY',
     parse: (raw: string, source: string) => {
       // Never echo the value: it is a secret.
-      if (!API_KEY.test(raw)) throw usageError(`${source}: that API key looks wrong (too short, or with spaces, control or non-ASCII characters)`, 'paste the whole key from targon.com, without quotes or line breaks')
+      if (!API_KEY.test(raw))
+        throw usageError(
+          `${source}: that API key looks wrong (too short, or with spaces, control or non-ASCII characters)`,
+          'paste the whole key from targon.com, without quotes or line breaks',
+        )
       return raw
     },
     stored: true,
   },
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
-  'dstack-version': {default: DEFAULT_DSTACK_VERSION, flag: '--dstack-version', parse: (raw: string) => validateDstackVersion(raw), stored: true},
+  'dstack-version': {
+    default: DEFAULT_DSTACK_VERSION,
+    flag: '--dstack-version',
+    parse: (raw: string) => validateDstackVersion(raw),
+    stored: true,
+  },
   fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
-  image: {default: DEFAULT_IMAGE, flag: '--image', parse: text(/^[a-z0-9][a-z0-9._-]*$/, 'an image name', `use a name from the org's VM images, e.g. ${DEFAULT_IMAGE}`), stored: true},
+  image: {
+    default: DEFAULT_IMAGE,
+    flag: '--image',
+    parse: text(/^[a-z0-9][a-z0-9._-]*$/, 'an image name', `use a name from the org's VM images, e.g. ${DEFAULT_IMAGE}`),
+    stored: true,
+  },
   'max-price': {flag: '--max-price', parse: (raw: string, source: string) => parsePrice(raw, source), stored: true},
-  org: {env: 'TARGON_ORG', flag: '--org', parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'), stored: true},
+  org: {
+    env: 'TARGON_ORG',
+    flag: '--org',
+    parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'),
+    stored: true,
+  },
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 
@@ -79,8 +99,16 @@ export type ConfigKey = {[K in SettingKey]: Spec<K>['stored'] extends true ? K :
 
 /** A setting by precedence: the flag's value if given, else the environment, else the config file, else the default. */
 export async function resolveSetting<K extends WithDefault>(key: K, flag?: string, env?: NodeJS.ProcessEnv): Promise<SettingValue<K>>
-export async function resolveSetting<K extends SettingKey>(key: K, flag?: string, env?: NodeJS.ProcessEnv): Promise<SettingValue<K> | undefined>
-export async function resolveSetting<K extends SettingKey>(key: K, flag?: string, env: NodeJS.ProcessEnv = process.env): Promise<SettingValue<K> | undefined> {
+export async function resolveSetting<K extends SettingKey>(
+  key: K,
+  flag?: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<SettingValue<K> | undefined>
+export async function resolveSetting<K extends SettingKey>(
+  key: K,
+  flag?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SettingValue<K> | undefined> {
   const spec: SettingSpec<SettingValue<K>> = SETTINGS[key] as SettingSpec<SettingValue<K>>
   if (flag !== undefined && spec.flag) return spec.parse(flag.trim(), spec.flag)
   const fromEnv = spec.env ? env[spec.env]?.trim() : undefined
@@ -94,11 +122,17 @@ export async function resolveSetting<K extends SettingKey>(key: K, flag?: string
 }
 
 /** A value from the config file, checked as `config set` would; a number is accepted where a number is meant. */
-export function parseStored<T>(key: ConfigKey, stored: unknown, spec: SettingSpec<T> = SETTINGS[key] as SettingSpec<T>, dir = configDir()): T {
+export function parseStored<T>(
+  key: ConfigKey,
+  stored: unknown,
+  spec: SettingSpec<T> = SETTINGS[key] as SettingSpec<T>,
+  dir = configDir(),
+): T {
   const where = `config file ${configFilePath(dir)}: ${key}`
   const hint = key === 'api-key' ? 'run targon config set api-key' : `run targon config set ${key} <value>, or targon config unset ${key}`
   const raw = typeof stored === 'number' && key === 'max-price' ? String(stored) : stored
-  if (typeof raw !== 'string') throw new TargonError('CONFIG', `${where} must be a string, not ${Array.isArray(raw) ? 'an array' : typeof raw}`, {hint})
+  if (typeof raw !== 'string')
+    throw new TargonError('CONFIG', `${where} must be a string, not ${Array.isArray(raw) ? 'an array' : typeof raw}`, {hint})
   return asConfigError(() => spec.parse(raw, key), where, hint)
 }
 
@@ -161,7 +195,8 @@ function apiOrigin(raw: string, source: string): string {
     throw usageError(`${source} "${raw}" is not a URL`, 'set it to an origin such as https://api.targon.com')
   }
 
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usageError(`${source} "${raw}" must use http or https`, 'set it to an origin such as https://api.targon.com')
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw usageError(`${source} "${raw}" must use http or https`, 'set it to an origin such as https://api.targon.com')
   return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
 }
 

@@ -19,7 +19,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       helpGroup: 'GLOBAL',
       summary: 'Targon organization slug (default: TARGON_ORG, then config, then the only org of the API key).',
     }),
-    verbose: Flags.boolean({default: false, 
+    verbose: Flags.boolean({
+      default: false,
       aliases: ['debug'],
       helpGroup: 'GLOBAL',
       summary: 'Log HTTP requests and other diagnostics to stderr (secrets redacted).',

@@ -20,7 +20,9 @@ export function guardInterrupts(describeLeftovers: () => string[]): InterruptGua
     count++
     if (count === 1) {
       process.stderr.write(`\n${name} received: stopping and cleaning up (send it again to exit at once)\n`)
-      controller.abort(new TargonError('INTERRUPTED', `interrupted by ${name}`, {hint: 'run targon status to see what is left', signal: name}))
+      controller.abort(
+        new TargonError('INTERRUPTED', `interrupted by ${name}`, {hint: 'run targon status to see what is left', signal: name}),
+      )
       return
     }
 

@@ -19,7 +19,9 @@ export const commandNotFound: Hook<'command_not_found'> = async function ({argv,
   const visible = config.commands.filter((command) => !command.hidden).map((command) => command.id)
   const suggestion = visible.sort((a, b) => editDistance(id, a) - editDistance(id, b))[0]
   const didYouMean = suggestion ? ` Did you mean ${toConfiguredId(suggestion, config)}?` : ''
-  this.error(`${toConfiguredId(id, config)} is not a ${config.bin} command.${didYouMean} Run ${config.bin} help for a list of commands.`, {exit: UNKNOWN_COMMAND_EXIT})
+  this.error(`${toConfiguredId(id, config)} is not a ${config.bin} command.${didYouMean} Run ${config.bin} help for a list of commands.`, {
+    exit: UNKNOWN_COMMAND_EXIT,
+  })
 }
 
 /** Levenshtein distance: insertions, deletions and substitutions. */
@@ -28,7 +30,11 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i]
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      )
     }
 
     previous = current

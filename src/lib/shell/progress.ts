@@ -32,7 +32,10 @@ interface StepOutcome {
 
 /** Turns the stream of step events into one promise per announced sub-step. */
 class SubstepTracker {
-  private readonly waiting = new Map<string, {promise: Promise<StepOutcome>; resolve: (outcome: StepOutcome) => void; reject: (error: unknown) => void}>()
+  private readonly waiting = new Map<
+    string,
+    {promise: Promise<StepOutcome>; resolve: (outcome: StepOutcome) => void; reject: (error: unknown) => void}
+  >()
   private readonly started = new Map<string, number>()
 
   constructor(substeps: Substep[]) {
@@ -131,8 +134,10 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
                     }
 
                     if (outcome.event === 'skip') substepTask.skip(`${substep.title}: ${outcome.detail.replaceAll('-', ' ') || 'skipped'}`)
-                    else substepTask.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
-                    if (index === (step.substeps?.length ?? 0) - 1 && (await running) === 'skipped') stepTask.skip(`${step.title}: already done`)
+                    else
+                      substepTask.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
+                    if (index === (step.substeps?.length ?? 0) - 1 && (await running) === 'skipped')
+                      stepTask.skip(`${step.title}: already done`)
                   },
                   title: substep.title,
                 })),

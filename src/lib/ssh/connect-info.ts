@@ -24,7 +24,9 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
   const host = vm.workload.state?.public_ip
   const port = vm.workload.state?.ssh_port
   if (vm.status !== 'running' || !host || !port) {
-    throw new TargonError('API_ERROR', `${vm.name ?? vm.uid} is ${vm.status}, with no SSH address yet`, {hint: 'wait for it to run (targon status), or run targon up --name <vm>'})
+    throw new TargonError('API_ERROR', `${vm.name ?? vm.uid} is ${vm.status}, with no SSH address yet`, {
+      hint: 'wait for it to run (targon status), or run targon up --name <vm>',
+    })
   }
 
   return {configDir, host, identityFile: privateKeyPath(configDir), name: vm.name, port, uid: vm.uid}
@@ -39,10 +41,18 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
   try {
     privateKey = readFileSync(target.identityFile)
   } catch {
-    throw new TargonError('CONFIG', `the project key ${target.identityFile} is missing`, {hint: 'run targon up once on this machine to create and register it'})
+    throw new TargonError('CONFIG', `the project key ${target.identityFile} is missing`, {
+      hint: 'run targon up once on this machine to create and register it',
+    })
   }
 
-  const session = await SshSession.open({deadline: Date.now() + 30_000, host: target.host, port: target.port, privateKey, username: 'ubuntu'})
+  const session = await SshSession.open({
+    deadline: Date.now() + 30_000,
+    host: target.host,
+    port: target.port,
+    privateKey,
+    username: 'ubuntu',
+  })
   session.close()
   writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
   say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
@@ -71,7 +81,15 @@ export function sshArgv(target: SshTarget, command: string[]): string[] {
   return argv
 }
 
-export function hostConfigEntry(host: {name: string | null; uid: string; host: string; port: number; identity_file: string; known_hosts_file: string; host_key_alias: string}): string {
+export function hostConfigEntry(host: {
+  name: string | null
+  uid: string
+  host: string
+  port: number
+  identity_file: string
+  known_hosts_file: string
+  host_key_alias: string
+}): string {
   return [
     `Host ${host.name ?? host.uid}`,
     `  HostName ${host.host}`,

@@ -17,7 +17,9 @@ export function pinFile(configDir: string, uid: string): string {
 /** The pinned "type base64" key of a VM, if any. */
 export function readPin(configDir: string, uid: string): string | undefined {
   try {
-    const line = readFileSync(pinFile(configDir, uid), 'utf8').split('\n').find((entry) => entry.trim() && !entry.startsWith('#'))
+    const line = readFileSync(pinFile(configDir, uid), 'utf8')
+      .split('\n')
+      .find((entry) => entry.trim() && !entry.startsWith('#'))
     return line?.split(/\s+/).slice(1, 3).join(' ') || undefined
   } catch {
     return undefined

@@ -58,7 +58,8 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
   }
 
   const publicKey = `${key.type} ${key.getPublicSSH().toString('base64')} targon-fleet`
-  if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey) writeFileSync(publicKeyPath, `${publicKey}\n`, {mode: 0o644})
+  if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey)
+    writeFileSync(publicKeyPath, `${publicKey}\n`, {mode: 0o644})
   return {privateKeyPath: keyFile, publicKey, publicKeyPath}
 }
 

@@ -50,7 +50,10 @@ function hostKeyFromWire(wire: Buffer): HostKey {
 
 /** Failures that mean "sshd is not up yet": retried until the deadline. */
 function isNotYet(error: Error & {code?: string; level?: string}): boolean {
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'].includes(error.code ?? '') || /handshake|Connection lost before handshake|closed/i.test(error.message)
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE'].includes(error.code ?? '') ||
+    /handshake|Connection lost before handshake|closed/i.test(error.message)
+  )
 }
 
 export class SshSession {
@@ -65,7 +68,9 @@ export class SshSession {
   }
 
   private lostError(): TargonError {
-    return new TargonError('SSH_FAILED', 'the SSH connection to the VM was lost', {hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped'})
+    return new TargonError('SSH_FAILED', 'the SSH connection to the VM was lost', {
+      hint: 'run targon up --name <vm> again; the bootstrap resumes where it stopped',
+    })
   }
 
   static async open(options: ConnectOptions): Promise<SshSession> {
@@ -102,9 +107,13 @@ export class SshSession {
         client.end()
         const err = error as Error & {level?: string}
         if (seen && options.pinned !== undefined && seen.key !== options.pinned) {
-          throw new TargonError('HOST_KEY_MISMATCH', `the host key of ${options.host}:${options.port} changed: pinned ${fingerprintOf(options.pinned)}, offered ${seen.fingerprint}; refusing to connect`, {
-            hint: 'if the VM was rebuilt on purpose, delete it and create a new one; otherwise someone may be intercepting the connection',
-          })
+          throw new TargonError(
+            'HOST_KEY_MISMATCH',
+            `the host key of ${options.host}:${options.port} changed: pinned ${fingerprintOf(options.pinned)}, offered ${seen.fingerprint}; refusing to connect`,
+            {
+              hint: 'if the VM was rebuilt on purpose, delete it and create a new one; otherwise someone may be intercepting the connection',
+            },
+          )
         }
 
         if (err.level === 'client-authentication') {
@@ -114,7 +123,9 @@ export class SshSession {
         }
 
         if (!isNotYet(err) || Date.now() + delay > options.deadline) {
-          throw new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${err.message}`, {hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again'})
+          throw new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${err.message}`, {
+            hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again',
+          })
         }
 
         options.onRetry?.(err.message)
@@ -133,7 +144,11 @@ export class SshSession {
 
       this.client.exec(command, (error, stream) => {
         if (error) {
-          reject(this.lost ? this.lostError() : new TargonError('SSH_FAILED', `SSH exec failed: ${error.message}`, {hint: 'run targon up --name <vm> again'}))
+          reject(
+            this.lost
+              ? this.lostError()
+              : new TargonError('SSH_FAILED', `SSH exec failed: ${error.message}`, {hint: 'run targon up --name <vm> again'}),
+          )
           return
         }
 

@@ -23,7 +23,11 @@ interface Holder {
   started: string | null
 }
 
-export async function withFileLock<T>(path: string, critical: (waited: boolean) => Promise<T>, options: LockOptions = {timeoutMs: 90_000}): Promise<T> {
+export async function withFileLock<T>(
+  path: string,
+  critical: (waited: boolean) => Promise<T>,
+  options: LockOptions = {timeoutMs: 90_000},
+): Promise<T> {
   mkdirSync(dirname(path), {mode: 0o700, recursive: true})
   const deadline = Date.now() + options.timeoutMs
   const me = JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
@@ -41,7 +45,10 @@ export async function withFileLock<T>(path: string, critical: (waited: boolean) 
 
       if (!waited) options.onWait?.()
       waited = true
-      if (Date.now() > deadline) throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {hint: `if no other targon process is running, delete ${path}`})
+      if (Date.now() > deadline)
+        throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {
+          hint: `if no other targon process is running, delete ${path}`,
+        })
       await sleep(50 + Math.random() * 100)
     }
   }

@@ -36,10 +36,13 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   const vms = selected.map((vm) => toStatusVm(vm, now, offers))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
-    ...view.localOnly.filter((record) => options.targets.length === 0 && (options.fleet === null || record.fleet === options.fleet)).map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
+    ...view.localOnly
+      .filter((record) => options.targets.length === 0 && (options.fleet === null || record.fleet === options.fleet))
+      .map((record) => ({kind: 'local-only' as const, name: record.name, uid: record.uid})),
   ]
   for (const item of drift) {
-    if (item.kind === 'local-only') options.warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
+    if (item.kind === 'local-only')
+      options.warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
   }
 
   for (const vm of vms) warnAboutBilling(vm, options.warn)
@@ -50,18 +53,22 @@ export async function runStatus(client: TargonClient, state: LocalState, options
 /** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */
 function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   const shown = all.filter((vm) => options.showDeleted || !vm.gone)
-  if (options.targets.length === 0) return shown.filter((vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet))
+  if (options.targets.length === 0)
+    return shown.filter((vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet))
   return options.targets.flatMap((target) => {
     const found = findVm(shown, target, options.configuredFleet)
-    if (found.length === 0) throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
+    if (found.length === 0)
+      throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
     return found
   })
 }
 
 function warnAboutBilling(vm: StatusVm, warn: (message: string) => void): void {
   const which = vm.name ?? vm.uid
-  if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true)) warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
-  else if (vm.billing === null) warn(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
+  if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true))
+    warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
+  else if (vm.billing === null)
+    warn(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
 }
 
 /** The inventory's offers by resource name: GPUs for workloads whose listing names only their resource. */
@@ -75,9 +82,16 @@ async function offersByResource(client: TargonClient, warn: (message: string) =>
 }
 
 function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: (message: string) => void): DstackFleet {
-  const ready = vms.flatMap((vm) => (vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port ? [{hostname: vm.public_ip, name: vm.name, port: vm.ssh_port, uid: vm.uid}] : []))
+  const ready = vms.flatMap((vm) =>
+    vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port
+      ? [{hostname: vm.public_ip, name: vm.name, port: vm.ssh_port, uid: vm.uid}]
+      : [],
+  )
   const skipped = vms.length - ready.length
-  if (skipped > 0) warn(`${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`)
+  if (skipped > 0)
+    warn(
+      `${countOf(skipped, 'VM')} of fleet ${fleet} ${skipped === 1 ? 'is' : 'are'} not bootstrapped and running; left out of the dstack fleet (run targon up --name <vm>)`,
+    )
   // A fleet file without hosts would only fail later, in dstack apply.
   if (ready.length === 0) {
     throw new TargonError('NOT_FOUND', `no VM of fleet ${fleet} is bootstrapped and running: there is no dstack fleet to print`, {
@@ -87,7 +101,9 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
 
   const fleetFile = dstackFleet(fleet, privateKeyPath(configDir), ready)
   for (const ip of fleetFile.shared_ips) {
-    warn(`several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`)
+    warn(
+      `several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`,
+    )
   }
 
   return fleetFile
@@ -112,7 +128,8 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
-    estimated_cost_usd: ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
+    estimated_cost_usd:
+      ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
     fleet: vm.fleet,
     gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
     gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,

@@ -73,8 +73,13 @@ export class TargonClient {
       if (parsed.success) {
         result.offers.push(parsed.data)
       } else {
-        const name = item && typeof item === 'object' && typeof (item as {name?: unknown}).name === 'string' ? (item as {name: string}).name : `#${index}`
-        result.skipped.push(`inventory item ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'item'} ${issue.message}`).join('; ')}`)
+        const name =
+          item && typeof item === 'object' && typeof (item as {name?: unknown}).name === 'string'
+            ? (item as {name: string}).name
+            : `#${index}`
+        result.skipped.push(
+          `inventory item ${name}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'item'} ${issue.message}`).join('; ')}`,
+        )
       }
     }
 
@@ -110,7 +115,12 @@ export class TargonClient {
   }
 
   async deleteSshKey(org: string, uid: string): Promise<void> {
-    await this.http.call({method: 'DELETE', path: orgPath(org, `ssh-keys/${encodeURIComponent(uid)}`), retry: 'rate-limit', schema: z.unknown()})
+    await this.http.call({
+      method: 'DELETE',
+      path: orgPath(org, `ssh-keys/${encodeURIComponent(uid)}`),
+      retry: 'rate-limit',
+      schema: z.unknown(),
+    })
   }
 
   async listVmImages(org: string) {
@@ -150,7 +160,11 @@ export class TargonClient {
   }
 
   /** Follows cursors until the end; `next_cursor` of "", null or missing ends the list. */
-  private async listAll<T extends z.ZodType>(path: string, item: T, query: Record<string, string | undefined> = {}): Promise<z.output<T>[]> {
+  private async listAll<T extends z.ZodType>(
+    path: string,
+    item: T,
+    query: Record<string, string | undefined> = {},
+  ): Promise<z.output<T>[]> {
     const schema = pageSchema(item)
     const items: z.output<T>[] = []
     const seen = new Set<string>()

@@ -22,6 +22,9 @@ export async function connect(options: ConnectOptions): Promise<TargonClient> {
 
 async function apiKey(): Promise<string> {
   const key = await resolveSetting('api-key')
-  if (key === undefined) throw new TargonError('AUTH', 'no Targon API key is configured', {hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key'})
+  if (key === undefined)
+    throw new TargonError('AUTH', 'no Targon API key is configured', {
+      hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
+    })
   return key
 }

@@ -190,10 +190,14 @@ export class HttpTransport {
     }
 
     if (code === 'UND_ERR_CONNECT_TIMEOUT') {
-      return new TargonError('TIMEOUT', `could not connect to ${this.options.baseUrl} within ${Math.round(this.options.connectTimeoutMs / 1000)} s (${endpoint})`, {
-        cause: error,
-        hint: 'check the network and TARGON_API_URL',
-      })
+      return new TargonError(
+        'TIMEOUT',
+        `could not connect to ${this.options.baseUrl} within ${Math.round(this.options.connectTimeoutMs / 1000)} s (${endpoint})`,
+        {
+          cause: error,
+          hint: 'check the network and TARGON_API_URL',
+        },
+      )
     }
 
     return new TargonError('NETWORK_ERROR', `cannot reach ${this.options.baseUrl} (${endpoint}): ${code ?? (error as Error).message}`, {
@@ -208,9 +212,7 @@ export class HttpTransport {
     if (attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
     const status = error.httpStatus
     const retryable =
-      policy === 'safe'
-        ? (status !== undefined && RETRYABLE_STATUS.has(status)) || error.code === 'NETWORK_ERROR'
-        : status === 429
+      policy === 'safe' ? (status !== undefined && RETRYABLE_STATUS.has(status)) || error.code === 'NETWORK_ERROR' : status === 429
     if (!retryable) return undefined
     const retryAfter = error.details?.retry_after_ms
     if (typeof retryAfter === 'number') return Math.min(retryAfter, MAX_RETRY_AFTER_MS)
@@ -250,10 +252,15 @@ export function httpError(status: number, text: string, endpoint: string, reques
   const code = status === 401 || status === 403 ? 'AUTH' : status === 404 ? 'NOT_FOUND' : 'API_ERROR'
   const what = apiMessage ? `: ${apiMessage}` : ''
   const hints: Record<string, string> = {
-    API_ERROR: status === 410 ? 'the API retired this endpoint or workload type; update targon-fleet' : 'retry later; if it persists, quote the request id to Targon support',
+    API_ERROR:
+      status === 410
+        ? 'the API retired this endpoint or workload type; update targon-fleet'
+        : 'retry later; if it persists, quote the request id to Targon support',
     AUTH: 'check TARGON_API_KEY and that the key belongs to this org',
     // A 404 on a path that names no workload or key means the route itself is missing: a wrong base URL.
-    NOT_FOUND: namesResource(endpoint) ? 'check the name, uid or org' : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
+    NOT_FOUND: namesResource(endpoint)
+      ? 'check the name, uid or org'
+      : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
   }
   return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
     details: {retry_after_ms: parseRetryAfter(retryAfter)},
@@ -271,7 +278,10 @@ function namesResource(endpoint: string): boolean {
 
 /** At most 200 characters of a non-JSON body, on one line and without markup. */
 function excerpt(text: string): string | undefined {
-  const flat = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()
+  const flat = text
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
   if (!flat) return undefined
   return flat.length > 200 ? `${flat.slice(0, 200)}…` : flat
 }
@@ -282,10 +292,14 @@ function parseBody<T extends z.ZodType>(schema: T, text: string, endpoint: strin
     try {
       body = JSON.parse(text)
     } catch {
-      throw new TargonError('BAD_RESPONSE', `Targon API returned a response that is not JSON for ${endpoint}: ${excerpt(text) ?? ''}`.trim(), {
-        hint: 'retry later; a proxy or outage may be in the way',
-        requestId,
-      })
+      throw new TargonError(
+        'BAD_RESPONSE',
+        `Targon API returned a response that is not JSON for ${endpoint}: ${excerpt(text) ?? ''}`.trim(),
+        {
+          hint: 'retry later; a proxy or outage may be in the way',
+          requestId,
+        },
+      )
     }
   }
 

@@ -11,5 +11,7 @@ export {Agent}
 export const errors: Pick<typeof undiciErrors, 'BodyTimeoutError' | 'HeadersTimeoutError'> = undiciErrors
 
 /** The subset's request() needs the dispatcher and the method, which undici's own would default. */
-export const request: (url: string | URL, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'> & {dispatcher: Dispatcher}) => Promise<Dispatcher.ResponseData> =
-  undiciRequest
+export const request: (
+  url: string | URL,
+  options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'> & {dispatcher: Dispatcher},
+) => Promise<Dispatcher.ResponseData> = undiciRequest

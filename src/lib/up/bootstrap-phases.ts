@@ -14,7 +14,12 @@ import type {Bootstrapped, Ready, Running} from './stages.js'
 /** Of the install bound, how long sshd may take to answer after the VM runs. */
 const SSH_WAIT_MS = 10 * 60_000
 
-export async function install(ctx: RunContext, running: Running, bootstrap: NonNullable<RunContext['request']['bootstrap']>, onEvent: (event: StepEvent) => void): Promise<Bootstrapped> {
+export async function install(
+  ctx: RunContext,
+  running: Running,
+  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  onEvent: (event: StepEvent) => void,
+): Promise<Bootstrapped> {
   const {claim, endpoint} = running
   const {configDir, org} = ctx.request
   const pinned = readPin(configDir, claim.uid)
@@ -32,7 +37,15 @@ export async function install(ctx: RunContext, running: Running, bootstrap: NonN
     const {hostKey} = ssh
     if (!pinned) {
       writePin(configDir, claim.uid, endpoint.host, endpoint.port, hostKey.key)
-      ctx.state.updateVm(org, claim.name, {host_key: {alias: `targon-${claim.uid}`, fingerprint: hostKey.fingerprint, host: endpoint.host, key: hostKey.key, port: endpoint.port}})
+      ctx.state.updateVm(org, claim.name, {
+        host_key: {
+          alias: `targon-${claim.uid}`,
+          fingerprint: hostKey.fingerprint,
+          host: endpoint.host,
+          key: hostKey.key,
+          port: endpoint.port,
+        },
+      })
     }
 
     const password = ctx.state.readVm(org, claim.name)?.password
@@ -45,7 +58,12 @@ export async function install(ctx: RunContext, running: Running, bootstrap: NonN
   }
 }
 
-export async function startShim(ctx: RunContext, bootstrapped: Bootstrapped, bootstrap: NonNullable<RunContext['request']['bootstrap']>, onEvent: (event: StepEvent) => void): Promise<Ready> {
+export async function startShim(
+  ctx: RunContext,
+  bootstrapped: Bootstrapped,
+  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  onEvent: (event: StepEvent) => void,
+): Promise<Ready> {
   const {version} = await runShim(bootstrapped.ssh, bootstrap.params, onEvent, ctx.signal)
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
   return {...bootstrapped, kind: 'ready', shimVersion: version}

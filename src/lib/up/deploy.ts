@@ -20,12 +20,18 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
     if (!(outcome instanceof TargonError)) return outcome
     refusals.push(outcome)
     // A named, adopted workload is the user's; other offers are not tried in its place.
-    const next = current.claim.origin === 'adopted' ? undefined : ctx.candidates[ctx.candidates.findIndex((offer) => offer.resource === current.resource) + 1]
+    const next =
+      current.claim.origin === 'adopted'
+        ? undefined
+        : ctx.candidates[ctx.candidates.findIndex((offer) => offer.resource === current.resource) + 1]
     if (!next) throw allRefused(refusals)
     ctx.warn(`${current.resource ?? 'offer'} refused (${outcome.message}); trying ${next.resource}`)
     // Never risk paying for two: a refused workload that may still bill stops the run (the failure policy reports it).
     if ((await deleteClaim(ctx, current.claim, current.resource)).billing) {
-      throw new TargonError('PARTIAL_FAILURE', `could not delete the refused workload ${current.claim.uid}`, {hint: `run targon down ${current.claim.uid}`, resource: {name: current.claim.name, uid: current.claim.uid}})
+      throw new TargonError('PARTIAL_FAILURE', `could not delete the refused workload ${current.claim.uid}`, {
+        hint: `run targon down ${current.claim.uid}`,
+        resource: {name: current.claim.name, uid: current.claim.uid},
+      })
     }
 
     track.claim = undefined
@@ -50,17 +56,29 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
   }
 
   claim.status = 'provisioning'
-  return {...registered, kind: 'deployed', price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, answer), {previous: registered.price})}
+  return {
+    ...registered,
+    kind: 'deployed',
+    price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, answer), {previous: registered.price}),
+  }
 }
 
 /** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */
 export function classifyRefusal(error: TargonError): TargonError {
   if (error.httpStatus === 429) return error
   const text = `${error.reason ?? ''} ${error.message}`.toUpperCase()
-  const code = error.httpStatus === 402 || text.includes('CREDIT') ? 'INSUFFICIENT_CREDITS' : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text) ? 'NO_CAPACITY' : undefined
+  const code =
+    error.httpStatus === 402 || text.includes('CREDIT')
+      ? 'INSUFFICIENT_CREDITS'
+      : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text)
+        ? 'NO_CAPACITY'
+        : undefined
   if (!code) return error
   return new TargonError(code, error.message, {
-    hint: code === 'INSUFFICIENT_CREDITS' ? 'add credits to the org, or pick a cheaper offer' : 'try again later, or widen --gpu / raise --max-price',
+    hint:
+      code === 'INSUFFICIENT_CREDITS'
+        ? 'add credits to the org, or pick a cheaper offer'
+        : 'try again later, or widen --gpu / raise --max-price',
     httpStatus: error.httpStatus,
     reason: error.reason,
     requestId: error.requestId,

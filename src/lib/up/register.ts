@@ -23,9 +23,13 @@ export async function register(ctx: RunContext, track: VmTrack): Promise<Deploye
   const name = workloadName(fleet, label)
   const existing = await findByName(ctx, name)
   if (existing.length > 1) {
-    throw new TargonError('NAME_CONFLICT', `${existing.length} live workloads are named ${name}: ${existing.map((workload) => workload.uid).join(', ')}`, {
-      hint: 'delete the extra ones with targon down <uid>, then run again',
-    })
+    throw new TargonError(
+      'NAME_CONFLICT',
+      `${existing.length} live workloads are named ${name}: ${existing.map((workload) => workload.uid).join(', ')}`,
+      {
+        hint: 'delete the extra ones with targon down <uid>, then run again',
+      },
+    )
   }
 
   if (existing.length === 1) return adopt(ctx, track, existing[0] as Workload)
@@ -58,7 +62,14 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
     ttl_expires_at: ctx.request.ttlMs === undefined ? null : new Date(now.getTime() + ctx.request.ttlMs).toISOString(),
     uid: null,
   })
-  const body = {image: ctx.request.image, name, resource_name: offer.resource, ssh_keys: [ctx.request.sshKeyUid], type: 'VM' as const, vm_config: {password}}
+  const body = {
+    image: ctx.request.image,
+    name,
+    resource_name: offer.resource,
+    ssh_keys: [ctx.request.sshKeyUid],
+    type: 'VM' as const,
+    vm_config: {password},
+  }
   const claimAs = (uid: string): Claim => {
     const claim: Claim = {name, origin: 'created', status: 'registered', uid}
     track.claim = claim
@@ -90,7 +101,10 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   }
 
   const uid = created.uid ?? (await findByName(ctx, name, RECONCILE_MS))[0]?.uid
-  if (!uid) throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {hint: 'run targon status to check, then targon down --all'})
+  if (!uid)
+    throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {
+      hint: 'run targon status to check, then targon down --all',
+    })
   const claim = claimAs(uid)
   const price = checkPrice(ctx, claim, await serverPrice(ctx, uid, created), {offer: offer.price_per_hour})
   return {
@@ -182,7 +196,8 @@ async function yieldToOlderTwin(ctx: RunContext, track: VmTrack, ours: Registere
   const older = twins.filter((workload) => workload.uid !== ours.claim.uid && byAge(workload, mine) < 0).sort(byAge)[0]
   if (!older) return undefined
   ctx.warn(`another run created ${ours.claim.name} at the same time: adopting its ${older.uid} and deleting this run's ${ours.claim.uid}`)
-  if ((await deleteClaim(ctx, ours.claim, ours.resource)).billing) ctx.warn(`could not delete this run's duplicate ${ours.claim.uid}: delete it with targon down ${ours.claim.uid}`)
+  if ((await deleteClaim(ctx, ours.claim, ours.resource)).billing)
+    ctx.warn(`could not delete this run's duplicate ${ours.claim.uid}: delete it with targon down ${ours.claim.uid}`)
   const adopted = adopt(ctx, track, older)
   // Still registered: its own run deploys it; deploying it from here too would race that run.
   return adopted.kind === 'registered' ? {...adopted, kind: 'deployed'} : adopted

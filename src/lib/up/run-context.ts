@@ -56,7 +56,12 @@ export interface RunContext {
  * The price the server bills, checked against the cap. When the server does not say, the price known so far stays,
  * or else the offer's, with a warning; above the cap is PRICE_CAP_EXCEEDED.
  */
-export function checkPrice(ctx: RunContext, claim: Claim, reported: number | undefined, known: {previous?: number; offer?: number}): number {
+export function checkPrice(
+  ctx: RunContext,
+  claim: Claim,
+  reported: number | undefined,
+  known: {previous?: number; offer?: number},
+): number {
   if (reported === undefined) {
     if (known.previous !== undefined) return known.previous
     ctx.warn(`the API did not report a price for ${claim.name}; assuming the offer price`)
@@ -64,10 +69,14 @@ export function checkPrice(ctx: RunContext, claim: Claim, reported: number | und
   }
 
   if (!withinCap(reported, ctx.request.maxPrice)) {
-    throw new TargonError('PRICE_CAP_EXCEEDED', `${claim.name} costs ${reported.toFixed(2)} USD/h, above the cap ${ctx.request.maxPrice.toFixed(2)} USD/h`, {
-      hint: 'raise --max-price or pick a cheaper resource',
-      resource: {name: claim.name, uid: claim.uid},
-    })
+    throw new TargonError(
+      'PRICE_CAP_EXCEEDED',
+      `${claim.name} costs ${reported.toFixed(2)} USD/h, above the cap ${ctx.request.maxPrice.toFixed(2)} USD/h`,
+      {
+        hint: 'raise --max-price or pick a cheaper resource',
+        resource: {name: claim.name, uid: claim.uid},
+      },
+    )
   }
 
   return reported
@@ -83,7 +92,13 @@ export async function serverPrice(ctx: RunContext, uid: string, answer: SparseWo
  * waitMs. Tombstones and registered leftovers that Targon refused to delete here are not VMs to adopt. The
  * clean-up client and no signal serve after an interrupt.
  */
-export async function findByName(ctx: RunContext, name: string, waitMs = 0, client = ctx.client, signal: AbortSignal | undefined = ctx.signal): Promise<Workload[]> {
+export async function findByName(
+  ctx: RunContext,
+  name: string,
+  waitMs = 0,
+  client = ctx.client,
+  signal: AbortSignal | undefined = ctx.signal,
+): Promise<Workload[]> {
   const deadline = Date.now() + waitMs
   for (;;) {
     const notes = ctx.state.deleteNotes(ctx.request.org)
@@ -101,12 +116,18 @@ export async function findByName(ctx: RunContext, name: string, waitMs = 0, clie
  * Deletes a claimed workload (confirmed, within the clean-up budget) and, once it no longer bills, its local record.
  * A registered workload that Targon refuses to delete is kept as a leftover, with a warning.
  */
-export async function deleteClaim(ctx: RunContext, claim: Claim, resource: string | null): Promise<{billing: boolean; results: DeleteResult[]}> {
+export async function deleteClaim(
+  ctx: RunContext,
+  claim: Claim,
+  resource: string | null,
+): Promise<{billing: boolean; results: DeleteResult[]}> {
   const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {onProgress: ctx.warn})
   const billing = results.some((result) => result.billing !== false)
   for (const result of results.filter((each) => each.action === 'left-registered')) {
     ctx.leftovers.push({name: result.name, resource, uid: result.uid})
-    ctx.warn(`${result.name ?? result.uid} (${result.uid}) stays registered: Targon refuses to delete a workload that was never deployed; it does not run. targon down retries it; targon down --wake-registered deploys it briefly to delete it`)
+    ctx.warn(
+      `${result.name ?? result.uid} (${result.uid}) stays registered: Targon refuses to delete a workload that was never deployed; it does not run. targon down retries it; targon down --wake-registered deploys it briefly to delete it`,
+    )
   }
 
   if (!billing) ctx.state.removeVm(ctx.request.org, claim.name)

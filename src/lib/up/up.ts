@@ -54,21 +54,35 @@ export interface UpOptions {
 
 /** Offers that may be rented: matching, available, under the cap, cheapest first. */
 export function chooseCandidates(offers: Offer[], options: Pick<UpOptions, 'gpu' | 'maxPrice' | 'minGpus' | 'resource'>): Offer[] {
-  const matching = offers.filter((offer) => (options.resource ? offer.resource === options.resource : true) && (options.gpu ? matchesGpu(offer, options.gpu) : true) && (options.minGpus === undefined || (offer.gpu_count ?? 0) >= options.minGpus))
+  const matching = offers.filter(
+    (offer) =>
+      (options.resource ? offer.resource === options.resource : true) &&
+      (options.gpu ? matchesGpu(offer, options.gpu) : true) &&
+      (options.minGpus === undefined || (offer.gpu_count ?? 0) >= options.minGpus),
+  )
   const candidates = sortOffers(filterOffers(matching, {maxPrice: options.maxPrice}))
   if (candidates.length > 0) return candidates
 
   const what = options.resource ?? (options.gpu ? `${options.gpu} GPUs` : 'GPU VMs')
   if (matching.length === 0) {
-    throw new TargonError('NOT_FOUND', `no offer matches ${what}`, {hint: 'see targon offers --all for the resources and GPU models on offer'})
+    throw new TargonError('NOT_FOUND', `no offer matches ${what}`, {
+      hint: 'see targon offers --all for the resources and GPU models on offer',
+    })
   }
 
   const cheapest = sortOffers(matching).find((offer) => offer.available === null || offer.available > 0)
-  if (!cheapest) throw new TargonError('NO_CAPACITY', `every offer for ${what} is sold out`, {hint: 'try again later, or see targon offers for other GPUs'})
-  throw new TargonError('PRICE_CAP_EXCEEDED', `no offer for ${what} at or under ${options.maxPrice.toFixed(2)} USD/h; the cheapest is ${cheapest.resource} at ${cheapest.price_per_hour.toFixed(2)} USD/h`, {
-    details: {cheapest: {price_per_hour: cheapest.price_per_hour, resource: cheapest.resource}},
-    hint: `raise --max-price to ${cheapest.price_per_hour} or more, or pick another GPU`,
-  })
+  if (!cheapest)
+    throw new TargonError('NO_CAPACITY', `every offer for ${what} is sold out`, {
+      hint: 'try again later, or see targon offers for other GPUs',
+    })
+  throw new TargonError(
+    'PRICE_CAP_EXCEEDED',
+    `no offer for ${what} at or under ${options.maxPrice.toFixed(2)} USD/h; the cheapest is ${cheapest.resource} at ${cheapest.price_per_hour.toFixed(2)} USD/h`,
+    {
+      details: {cheapest: {price_per_hour: cheapest.price_per_hour, resource: cheapest.resource}},
+      hint: `raise --max-price to ${cheapest.price_per_hour} or more, or pick another GPU`,
+    },
+  )
 }
 
 /** The image by exact name; for the default, a unique Ubuntu 24.04 image if the exact one is missing. */
@@ -80,13 +94,22 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
     if (ubuntu.length === 1) return ubuntu[0] as string
   }
 
-  throw new TargonError('USAGE', `image "${wanted}" is not offered`, {details: {images: names}, hint: `use --image with one of: ${names.join(', ')}`})
+  throw new TargonError('USAGE', `image "${wanted}" is not offered`, {
+    details: {images: names},
+    hint: `use --image with one of: ${names.join(', ')}`,
+  })
 }
 
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
-  const deadline = abortAfter(options.timeoutMs, () => new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {hint: 'raise --timeout, or check the network'}))
+  const deadline = abortAfter(
+    options.timeoutMs,
+    () =>
+      new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {
+        hint: 'raise --timeout, or check the network',
+      }),
+  )
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
     const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, options)
@@ -123,7 +146,13 @@ async function prepare(client: TargonClient, cleanupClient: TargonClient, signal
   const key = await ensureProjectKey(options.configDir)
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
   const bootstrap = options.bootstrap && {
-    params: {dstackVersion: options.bootstrap.dstackVersion, gpuTest: options.bootstrap.gpuTest, reinstall: options.bootstrap.reinstall, shimHealthTimeoutMs: options.bootstrap.shimHealthTimeoutMs, toolVersion: VERSION},
+    params: {
+      dstackVersion: options.bootstrap.dstackVersion,
+      gpuTest: options.bootstrap.gpuTest,
+      reinstall: options.bootstrap.reinstall,
+      shimHealthTimeoutMs: options.bootstrap.shimHealthTimeoutMs,
+      toolVersion: VERSION,
+    },
     shim: options.bootstrap.shim,
   }
   const request = {
@@ -148,10 +177,16 @@ async function prepare(client: TargonClient, cleanupClient: TargonClient, signal
 async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions): Promise<Map<VmTrack, unknown>> {
   const errors = new Map<VmTrack, unknown>()
   const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
-  const phases = PHASES.filter((phase) => (phase === 'install' ? ctx.request.bootstrap !== null : phase === 'shim-start' ? ctx.request.bootstrap?.shim === true : true))
+  const phases = PHASES.filter((phase) =>
+    phase === 'install' ? ctx.request.bootstrap !== null : phase === 'shim-start' ? ctx.request.bootstrap?.shim === true : true,
+  )
   await runPhases(
     tracks,
-    phases.map((phase) => ({run: (track: VmTrack, onEvent: (event: StepEvent) => void) => timed(track, phase, () => runPhase(ctx, track, phase, onEvent)), substeps: substeps[phase], title: phase})),
+    phases.map((phase) => ({
+      run: (track: VmTrack, onEvent: (event: StepEvent) => void) => timed(track, phase, () => runPhase(ctx, track, phase, onEvent)),
+      substeps: substeps[phase],
+      title: phase,
+    })),
     {
       concurrency: Math.min(options.count, 16),
       onFailure: (track, error) => errors.set(track, error),
@@ -176,7 +211,12 @@ async function timed(track: VmTrack, name: PhaseName, work: () => Promise<'done'
 }
 
 /** One phase of one VM: takes the stage the VM is in and records the next; a VM already past it skips it. */
-async function runPhase(ctx: RunContext, track: VmTrack, phase: PhaseName, onEvent: (event: StepEvent) => void): Promise<'done' | 'skipped'> {
+async function runPhase(
+  ctx: RunContext,
+  track: VmTrack,
+  phase: PhaseName,
+  onEvent: (event: StepEvent) => void,
+): Promise<'done' | 'skipped'> {
   const {stage} = track
   const {bootstrap} = ctx.request
   switch (phase) {
@@ -236,12 +276,21 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
   const outcomes = await mapBounded(toRollBack, MAX_MUTATIONS_IN_FLIGHT, (track) => rollBack(ctx, track))
   const attempted = outcomes.some((outcome) => outcome.attempted)
   const results: DeleteResult[] = outcomes.flatMap((outcome) => outcome.results)
-  const cleanup: Cleanup | null = toRollBack.length === 0 ? null : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
+  const cleanup: Cleanup | null =
+    toRollBack.length === 0
+      ? null
+      : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
   const failures = failed.map((track) => {
     const error = asTargonError(errors.get(track) ?? options.signal.reason)
     return {error: {code: error.code, message: error.message}, name: track.claim?.name ?? null, uid: track.claim?.uid ?? null}
   })
-  const result: UpResult = {cleanup, failed: failures, leftovers: ctx.leftovers, org: ctx.request.org, vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track))}
+  const result: UpResult = {
+    cleanup,
+    failed: failures,
+    leftovers: ctx.leftovers,
+    org: ctx.request.org,
+    vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track)),
+  }
   const kept = keptNote(
     toRollBack.flatMap((track, index) => (track.claim && !outcomes[index]?.attempted ? [track.claim] : [])),
     options.onFailure,
@@ -252,17 +301,36 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
   const data = {...result, vms: tracks.map((track) => vmResult(ctx, track))} as unknown as Record<string, unknown>
   const first = asTargonError(errors.get(failed[0] as VmTrack) ?? options.signal.reason)
   const sameCause = failures.every((failure) => failure.error.code === first.code)
-  const error = interrupted ? asTargonError(options.signal.reason) : options.count === 1 || (sameCause && succeeded.length === 0) ? first : partialFailure(failures.length, options.count, succeeded.length)
+  const error = interrupted
+    ? asTargonError(options.signal.reason)
+    : options.count === 1 || (sameCause && succeeded.length === 0)
+      ? first
+      : partialFailure(failures.length, options.count, succeeded.length)
   error.data = data
   const notes = [
     kept,
-    cleanup && cleanup.survivors.length > 0 ? `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}` : undefined,
+    cleanup && cleanup.survivors.length > 0
+      ? `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
+      : undefined,
   ].filter((note) => note !== undefined)
-  if (notes.length > 0) throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {data, hint: error.hint, resource: error.resource, signal: error.signal})
+  if (notes.length > 0)
+    throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {
+      data,
+      hint: error.hint,
+      resource: error.resource,
+      signal: error.signal,
+    })
   throw error
 }
 
 function partialFailure(failedCount: number, count: number, succeededCount: number): TargonError {
-  const rolledBack = succeededCount === 0 ? '' : succeededCount === 1 ? '; the one that succeeded was rolled back' : `; the ${succeededCount} that succeeded were rolled back`
-  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${countOf(count, 'VM')} failed${rolledBack}`, {hint: 'see data.failed for the causes; pass --min K to keep a partial fleet'})
+  const rolledBack =
+    succeededCount === 0
+      ? ''
+      : succeededCount === 1
+        ? '; the one that succeeded was rolled back'
+        : `; the ${succeededCount} that succeeded were rolled back`
+  return new TargonError('PARTIAL_FAILURE', `${failedCount} of ${countOf(count, 'VM')} failed${rolledBack}`, {
+    hint: 'see data.failed for the causes; pass --min K to keep a partial fleet',
+  })
 }

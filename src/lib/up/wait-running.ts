@@ -42,15 +42,22 @@ export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<
     {deadline: Math.min(ctx.request.deadline, started + WAIT_RUNNING_MS), delayMs: pollDelay, signal: ctx.signal},
   )
   if (!endpoint) {
-    throw new TargonError('TIMEOUT', `${claim.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${last})`, {
-      hint: 'raise --timeout, or try another offer',
-      resource: {name: claim.name, uid: claim.uid},
-    })
+    throw new TargonError(
+      'TIMEOUT',
+      `${claim.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${last})`,
+      {
+        hint: 'raise --timeout, or try another offer',
+        resource: {name: claim.name, uid: claim.uid},
+      },
+    )
   }
 
   return {...deployed, endpoint, kind: 'running'}
 }
 
 function goneError(claim: Claim): TargonError {
-  return new TargonError('API_ERROR', `${claim.name} was deleted while waiting for it to run`, {hint: 'someone or something deleted it; run targon up again', resource: {name: claim.name, uid: claim.uid}})
+  return new TargonError('API_ERROR', `${claim.name} was deleted while waiting for it to run`, {
+    hint: 'someone or something deleted it; run targon up again',
+    resource: {name: claim.name, uid: claim.uid},
+  })
 }

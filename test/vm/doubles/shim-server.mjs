@@ -10,7 +10,18 @@ const home = process.env.DSTACK_SHIM_HOME ?? '/root/.dstack'
 const port = Number(process.env.DSTACK_SHIM_HTTP_PORT ?? 10998)
 
 if (process.env.DSTACK_SERVICE_MODE === '1') {
-  writeFileSync(`${home}/host_info.json`, JSON.stringify({addresses: ['127.0.0.1'], cpus: 32, gpu_count: 1, gpu_memory: 97_887, gpu_name: 'RTX PRO 6000', gpu_vendor: 'nvidia', memory: 131_072}))
+  writeFileSync(
+    `${home}/host_info.json`,
+    JSON.stringify({
+      addresses: ['127.0.0.1'],
+      cpus: 32,
+      gpu_count: 1,
+      gpu_memory: 97_887,
+      gpu_name: 'RTX PRO 6000',
+      gpu_vendor: 'nvidia',
+      memory: 131_072,
+    }),
+  )
 }
 
 createServer((request, response) => {
