@@ -38,8 +38,11 @@ interface Scenario {
   code: string | null
   /** Workloads deliberately left live (kept with --on-failure keep). */
   kept?: number
-  /** false: no simulated VMs (workloads answer on 127.0.0.1:22); for scenarios that never use SSH. */
-  vms?: false
+  /**
+   * Whether workloads boot simulated VMs (real sshd hosts). By default only scenarios that bootstrap do (the default
+   * run, or a `vm` scenario); others answer on 127.0.0.1:22 and never connect, which keeps the matrix fast.
+   */
+  vms?: boolean
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
@@ -213,6 +216,7 @@ const scenarios: Scenario[] = [
     code: 'HOST_KEY_MISMATCH',
     exit: 7,
     name: 'SSH: the host key changed (the adopted VM is deleted with --on-failure delete)',
+    vms: true,
     run: async (ctx) => {
       const first = parseJson(await ctx.targon([...UP, '--name', 'pinned']))
       await ctx.farm.vm(first.data.vms[0].uid).rotateHostKey()
@@ -345,7 +349,6 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {tombstoneBounceMs: 0},
-    vms: false,
   },
   {
     code: null,
@@ -365,7 +368,6 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {tombstoneBounceMs: 1500},
-    vms: false,
   },
   {
     code: null,
@@ -393,7 +395,6 @@ const scenarios: Scenario[] = [
       return again
     },
     sim: {tombstoneBounceMs: 100},
-    vms: false,
   },
   {
     code: null,
@@ -407,7 +408,6 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {deleteLatencyMs: 2500},
-    vms: false,
   },
   {
     code: null,
@@ -426,7 +426,6 @@ const scenarios: Scenario[] = [
       return first
     },
     sim: {deleteLatencyMs: 1500},
-    vms: false,
   },
   {
     code: null,
@@ -443,7 +442,6 @@ const scenarios: Scenario[] = [
       expect(ctx.sim.requests('POST', `/workloads/${uid}/deploy`)).toHaveLength(2)
       return down
     },
-    vms: false,
   },
   {
     code: null,
@@ -456,7 +454,6 @@ const scenarios: Scenario[] = [
       expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
       return down
     },
-    vms: false,
   },
   {
     code: 'API_ERROR',
@@ -468,7 +465,6 @@ const scenarios: Scenario[] = [
       return up
     },
     sim: {provisioning: 'error'},
-    vms: false,
   },
   {
     code: null,
@@ -486,7 +482,6 @@ const scenarios: Scenario[] = [
       return up
     },
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409, times: 1}),
-    vms: false,
   },
   {
     code: null,
@@ -504,7 +499,6 @@ const scenarios: Scenario[] = [
       expect(ctx.sim.live()).toEqual([])
       return woken
     },
-    vms: false,
   },
   {
     code: null,
@@ -512,7 +506,6 @@ const scenarios: Scenario[] = [
     name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running',
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}),
-    vms: false,
   },
   {
     code: null,
@@ -526,7 +519,6 @@ const scenarios: Scenario[] = [
       expect(resultsOf(down)).toMatchObject([{action: 'deleted', uid}])
       return down
     },
-    vms: false,
   },
   {
     code: 'TIMEOUT',
@@ -534,7 +526,6 @@ const scenarios: Scenario[] = [
     name: 'delete: up --timeout ran out, and the clean-up (a slow DELETE) still runs to the end',
     run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
     sim: {deleteLatencyMs: 4000, provisioning: 'stuck'},
-    vms: false,
   },
   {
     code: 'INTERRUPTED',
@@ -551,7 +542,6 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {bootDelayMs: 1500},
-    vms: false,
   },
   {
     code: null,
@@ -572,7 +562,6 @@ const scenarios: Scenario[] = [
       return ctx.targon(['down', '--all', '--json'])
     },
     sim: {bootDelayMs: 5000},
-    vms: false,
   },
   {
     code: 'INTERRUPTED',
@@ -589,7 +578,6 @@ const scenarios: Scenario[] = [
     },
     kept: 2,
     sim: {deleteLatencyMs: 1500},
-    vms: false,
   },
   {
     code: 'NOT_FOUND',
@@ -605,7 +593,6 @@ const scenarios: Scenario[] = [
       return ctx.targon(['down', 'wrk-000000typo', '--json'])
     },
     sim: {tombstoneLifetimeMs: 500},
-    vms: false,
   },
   {
     code: null,
@@ -618,7 +605,6 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {deleteLifecycle: 'ideal'},
-    vms: false,
   },
 
   // ---- local ----
@@ -686,7 +672,8 @@ describe('fault matrix', () => {
       const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
       await sim.start()
       const farm = new VmFarm(sim, () => scenario.vm ?? {})
-      if (scenario.vms === false) sim.options.onBoot = sim.options.onDeleted = undefined
+      if (!(scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)))
+        sim.options.onBoot = sim.options.onDeleted = undefined
       const configDir = tempDir('targon-config-')
       ctx = {
         configDir,

@@ -6,6 +6,8 @@
  * handles signals.
  */
 
+import type {ListrTask} from 'listr2'
+
 import type {StepEvent, Substep} from '../bootstrap/runner.js'
 
 export interface PhaseStep<Vm> {
@@ -74,7 +76,6 @@ class SubstepTracker {
     }
   }
 }
-
 /**
  * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a
  * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
@@ -84,72 +85,16 @@ function liveTerminal(): boolean {
   return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
 }
 
+/** The wrapper listr2 hands a running task: its title, skip, and sub-lists. */
+type TaskWrapper = Parameters<Extract<ListrTask['task'], (...args: never[]) => unknown>>[1]
+
+/** Runs the phases of every VM (VMs in parallel, each VM's phases in order), with progress on stderr. */
 export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): Promise<void> {
   // Loaded here: only `up` shows progress, and listr2 (with its terminal helpers) is not small.
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const logger = new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
-  const runStep = async (vm: Vm, step: PhaseStep<Vm>, onEvent: (event: StepEvent) => void) => {
-    try {
-      return await step.run(vm, onEvent)
-    } catch (error) {
-      options.onFailure(vm, error)
-      throw error
-    }
-  }
-
   const list = new Listr(
-    vms.map((vm) => ({
-      task: async (_context: unknown, vmTask) =>
-        vmTask.newListr(
-          steps.map((step) => ({
-            task: async (_stepContext: unknown, stepTask) => {
-              if (!step.substeps) {
-                const outcome = await runStep(vm, step, () => {}).finally(() => (vmTask.title = options.vmTitle(vm)))
-                if (outcome === 'skipped') stepTask.skip(`${step.title}: already done`)
-                return
-              }
-
-              const tracker = new SubstepTracker(step.substeps)
-              const running = runStep(vm, step, tracker.onEvent).then(
-                (outcome) => {
-                  tracker.close()
-                  return outcome
-                },
-                (error: unknown) => {
-                  tracker.close(error)
-                  throw error
-                },
-              )
-              running.catch(() => undefined)
-              return stepTask.newListr(
-                step.substeps.map((substep, index) => ({
-                  task: async (_substepContext: unknown, substepTask) => {
-                    let outcome: StepOutcome
-                    try {
-                      outcome = await tracker.wait(substep.id)
-                    } catch (error) {
-                      // Let the phase finish first, so that its real error is recorded before listr moves on.
-                      await running.catch(() => undefined)
-                      throw error
-                    }
-
-                    if (outcome.event === 'skip') substepTask.skip(`${substep.title}: ${outcome.detail.replaceAll('-', ' ') || 'skipped'}`)
-                    else
-                      substepTask.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
-                    if (index === (step.substeps?.length ?? 0) - 1 && (await running) === 'skipped')
-                      stepTask.skip(`${step.title}: already done`)
-                  },
-                  title: substep.title,
-                })),
-                {concurrent: false, exitOnError: true},
-              )
-            },
-            title: step.title,
-          })),
-          {concurrent: false, exitOnError: true},
-        ),
-      title: options.vmTitle(vm),
-    })),
+    vms.map((vm) => vmTask(vm, steps, options)),
     {
       concurrent: options.concurrency,
       exitOnError: false,
@@ -162,6 +107,95 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
       silentRendererCondition: options.silent,
     },
   )
-
   await list.run().catch(() => undefined)
+}
+
+/** One VM: its phases in order, stopping at the first that fails. */
+function vmTask<Vm>(vm: Vm, steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): ListrTask {
+  return {
+    task: (_context, vmWrapper) =>
+      vmWrapper.newListr(
+        steps.map((step) => ({
+          task: (_stepContext: unknown, stepWrapper: TaskWrapper) => runStep(vm, step, vmWrapper, stepWrapper, options),
+          title: step.title,
+        })),
+        {concurrent: false, exitOnError: true},
+      ),
+    title: options.vmTitle(vm),
+  }
+}
+
+/** Runs one phase; a phase with remote steps shows them as its sub-tasks while it runs. */
+async function runStep<Vm>(
+  vm: Vm,
+  step: PhaseStep<Vm>,
+  vmWrapper: TaskWrapper,
+  stepWrapper: TaskWrapper,
+  options: ProgressOptions<Vm>,
+): Promise<unknown> {
+  const run = async (onEvent: (event: StepEvent) => void) => {
+    try {
+      return await step.run(vm, onEvent)
+    } catch (error) {
+      options.onFailure(vm, error)
+      throw error
+    } finally {
+      // The name is known after register.
+      vmWrapper.title = options.vmTitle(vm)
+    }
+  }
+
+  if (!step.substeps) {
+    if ((await run(() => {})) === 'skipped') stepWrapper.skip(`${step.title}: already done`)
+    return undefined
+  }
+
+  const tracker = new SubstepTracker(step.substeps)
+  const running = run(tracker.onEvent).then(
+    (outcome) => {
+      tracker.close()
+      return outcome
+    },
+    (error: unknown) => {
+      tracker.close(error)
+      throw error
+    },
+  )
+  running.catch(() => undefined)
+  return stepWrapper.newListr(
+    step.substeps.map((substep, index) => ({
+      task: (_context: unknown, substepWrapper: TaskWrapper) =>
+        showSubstep(
+          substep,
+          tracker,
+          running,
+          substepWrapper,
+          index === (step.substeps?.length ?? 0) - 1 ? {step, stepWrapper} : undefined,
+        ),
+      title: substep.title,
+    })),
+    {concurrent: false, exitOnError: true},
+  )
+}
+
+/** Waits for one remote step and shows how it went; after the last one, a phase that was already done is marked skipped. */
+async function showSubstep<Vm>(
+  substep: Substep,
+  tracker: SubstepTracker,
+  running: Promise<'done' | 'skipped'>,
+  wrapper: TaskWrapper,
+  last: {step: PhaseStep<Vm>; stepWrapper: TaskWrapper} | undefined,
+): Promise<void> {
+  let outcome: StepOutcome
+  try {
+    outcome = await tracker.wait(substep.id)
+  } catch (error) {
+    // Let the phase finish first, so that its real error is recorded before listr moves on.
+    await running.catch(() => undefined)
+    throw error
+  }
+
+  if (outcome.event === 'skip') wrapper.skip(`${substep.title}: ${outcome.detail.replaceAll('-', ' ') || 'skipped'}`)
+  else wrapper.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
+  if (last && (await running) === 'skipped') last.stepWrapper.skip(`${last.step.title}: already done`)
 }
