@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {readValues} from '../../lib/settings/config-file.js'
+import {readValues} from '../../lib/settings/config-command.js'
 import {renderTable} from '../../lib/shell/output.js'
 import {configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'

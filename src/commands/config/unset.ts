@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {parseKey, unsetValue} from '../../lib/settings/config-file.js'
+import {parseKey, unsetValue} from '../../lib/settings/config-command.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 

@@ -4,7 +4,6 @@
  */
 
 import type {RawOffer} from '../targon/schemas.js'
-import {withinCap} from '../shell/input.js'
 import type {Offer} from '../contract.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
@@ -118,4 +117,10 @@ export function sortOffers(offers: Offer[], by: OfferSort = 'price'): Offer[] {
     price: byPrice,
   }
   return [...offers].sort(compare[by])
+}
+
+/** The price cap is inclusive, compared in integer micro-dollars so that 0.1 + 0.2 is within a cap of 0.3. */
+export function withinCap(price: number, cap: number): boolean {
+  const micros = (usd: number) => Math.round(usd * 1_000_000)
+  return micros(price) <= micros(cap)
 }

@@ -4,15 +4,6 @@
  */
 import {usageError} from './errors.js'
 
-/** Integer micro-dollars: prices are compared in these to avoid float surprises. */
-export function toMicros(usd: number): number {
-  return Math.round(usd * 1_000_000)
-}
-
-export function withinCap(price: number, cap: number): boolean {
-  return toMicros(price) <= toMicros(cap)
-}
-
 /** A price in USD per hour for the whole VM: a positive decimal such as 1.8. */
 export function parsePrice(input: string, flag = '--max-price'): number {
   const text = input.trim().replace(/^\$/, '')

@@ -1,6 +1,6 @@
 /**
- * The project SSH key (ed25519, generated once per config directory) and its registration
- * with each org: registered once, its uid cached and verified, never duplicated.
+ * The project SSH key: ed25519, generated once per config directory, unencrypted (dstack's SSH
+ * fleets refuse encrypted keys), private half 0600. key-registrar.ts registers it with each org.
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
@@ -8,11 +8,8 @@ import {dirname, join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
-import type {TargonClient} from '../targon/client.js'
 import {TargonError} from '../shell/errors.js'
-import {withFileLock} from '../state/lock.js'
 import {assertPrivateFile, ensureConfigDir} from '../settings/settings.js'
-import type {LocalState} from '../state/local-state.js'
 
 export interface ProjectKey {
   privateKeyPath: string
@@ -83,39 +80,4 @@ export function sameKey(a: string | null | undefined, b: string | null | undefin
 
 export function keyName(publicKey: string): string {
   return `targon-cli-${createHash('sha256').update(keyBlob(publicKey)).digest('hex').slice(0, 8)}`
-}
-
-/**
- * Makes sure the org knows our key and returns its uid. A cached uid costs one GET to
- * verify; otherwise the account's keys are searched before anything is created, under a
- * lock so that concurrent first runs register one key.
- */
-export async function ensureKeyRegistered(client: TargonClient, org: string, state: LocalState, key: ProjectKey): Promise<string> {
-  const verified = async (uid: string | undefined): Promise<string | undefined> => {
-    if (!uid) return undefined
-    try {
-      const remote = await client.getSshKey(org, uid)
-      return sameKey(remote.public_key_raw, key.publicKey) ? uid : undefined
-    } catch (error) {
-      if (error instanceof TargonError && error.code === 'NOT_FOUND') return undefined
-      throw error
-    }
-  }
-
-  const cached = state.readOrgCache(org).ssh_key_uid
-  const fromCache = await verified(cached)
-  if (fromCache) return fromCache
-
-  return withFileLock(`${state.orgFile(org)}.lock`, async () => {
-    const cachedNow = state.readOrgCache(org).ssh_key_uid
-    if (cachedNow && cachedNow !== cached) {
-      const fromOtherProcess = await verified(cachedNow)
-      if (fromOtherProcess) return fromOtherProcess
-    }
-
-    const existing = (await client.listSshKeys(org)).find((remote) => sameKey(remote.public_key_raw, key.publicKey))
-    const uid = existing?.uid ?? (await client.createSshKey(org, {name: keyName(key.publicKey), ssh_key: key.publicKey})).uid
-    state.writeOrgCache(org, {...state.readOrgCache(org), ssh_key_uid: uid})
-    return uid
-  })
 }
