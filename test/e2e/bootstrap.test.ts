@@ -123,6 +123,19 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(newCalls.filter((call) => /^(curl|systemd-run|systemctl (restart|stop))/.test(call))).toEqual([])
     expect(simVm.readFile('/var/lib/targon-dstack/bootstrap.json')).toBe(markerText)
 
+    // On a bootstrapped VM the shim phase runs in the check's own remote call; a new shim version is still
+    // downloaded, started and checked for health, without a detached install run.
+    const callsBeforeUpgrade = simVm.calls().length
+    const upgraded = await up('--name', vm.name, '--dstack-version', '0.21.3')
+    expect(upgraded.result.code, upgraded.result.stdout).toBe(0)
+    expect(upgraded.doc.data.vms[0].dstack).toEqual({healthy: true, shim_version: '0.21.3'})
+    const upgradeCalls = simVm.calls().slice(callsBeforeUpgrade)
+    expect(upgradeCalls.filter((call) => call.startsWith('curl') && call.includes('0.21.3'))).toHaveLength(1)
+    expect(upgradeCalls.filter((call) => call.startsWith('systemd-run'))).toEqual([])
+    const back = await up('--name', vm.name, '--dstack-version', '0.21.2')
+    expect(back.result.code).toBe(0)
+    expect(back.doc.data.vms[0].dstack.shim_version).toBe('0.21.2')
+
     // --reinstall ignores the marker: a full detached run, which finds every step in place.
     const callsBefore = simVm.calls().length
     const forced = await up('--name', vm.name, '--reinstall')

@@ -150,47 +150,106 @@ async function enablePasswordlessSudo(session: SshSession, password: string | un
 const NEEDS_INSTALL = 3 // the check phase's own
 const SUDO_ASKS_PASSWORD = 100
 
-type CheckOutcome = {state: 'bootstrapped'; marker: Marker} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
+type CheckOutcome = {state: 'bootstrapped'; marker: Marker; shim?: ShimRun} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
 
 /**
  * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
  * confirmed by it, without starting and following a detached run; the check prints the marker then.
  */
+/** Printed between the check phase and the shim phase when one remote call runs both. */
+const SHIM_FOLLOWS = 'TARGON_SHIM_FOLLOWS'
+
+/** The shim phase's remote part, already run right after a check that found the VM bootstrapped. */
+export interface ShimRun {
+  result: ExecResult
+  events: StepEvent[]
+}
+
 async function uploadAndCheck(
   session: SshSession,
   params: BootstrapParams,
   runId: string,
   onEvent: (event: StepEvent) => void,
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  thenShim: boolean,
 ): Promise<CheckOutcome> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
-  const check = `exec env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
-  const parser = new StepParser(onEvent)
-  const command = `sudo -n true 2>/dev/null || exit ${SUDO_ASKS_PASSWORD}; sudo -n sh -c ${shellQuote(`${install} && ${check}`)}`
-  const result = await session.exec(command, {onStdout: (text) => parser.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
+  const check = `env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
+  // On a bootstrapped VM the shim phase follows in the same call, which saves a round trip on every repeat.
+  const shim = thenShim
+    ? ` && echo ${SHIM_FOLLOWS} && exec env ${envAssignments(params, 'shim', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
+    : ''
+  const shimEvents: StepEvent[] = []
+  const output = new SplitOutput(SHIM_FOLLOWS, new StepParser(onEvent), new StepParser((event) => shimEvents.push(event)))
+  const command = `sudo -n true 2>/dev/null || exit ${SUDO_ASKS_PASSWORD}; sudo -n sh -c ${shellQuote(`${install} && ${check}${shim}`)}`
+  const result = await session.exec(command, {onStdout: (text) => output.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
   if (result.code === SUDO_ASKS_PASSWORD) return {state: 'sudo-asks-password'}
   if (result.code === NEEDS_INSTALL) return {state: 'needs-install'}
+  const marker = parseMarker(/^TARGON_MARKER (.*)$/m.exec(output.before)?.[1] ?? '')
+  if (output.split) return {marker, shim: {events: shimEvents, result: {...result, stdout: output.after}}, state: 'bootstrapped'}
   assertOk(result, 'uploading and checking the bootstrap script')
-  return {marker: parseMarker(/^TARGON_MARKER (.*)$/m.exec(result.stdout)?.[1] ?? ''), state: 'bootstrapped'}
+  return {marker, state: 'bootstrapped'}
+}
+
+/** Routes a command's output to one parser until a separator line, and to another after it. */
+class SplitOutput {
+  before = ''
+  after = ''
+  split = false
+
+  constructor(
+    private readonly separator: string,
+    private readonly first: StepParser,
+    private readonly second: StepParser,
+  ) {}
+
+  push(text: string): void {
+    if (this.split) {
+      this.after += text
+      this.second.push(text)
+      return
+    }
+
+    const at = `\n${this.before}${text}`.indexOf(`\n${this.separator}\n`)
+    if (at === -1) {
+      this.before += text
+      this.first.push(text)
+      return
+    }
+
+    const combined = this.before + text
+    const head = combined.slice(0, at)
+    const tail = combined.slice(at + this.separator.length + 1)
+    this.first.push(head.slice(this.before.length))
+    this.before = head
+    this.split = true
+    this.after = tail
+    this.second.push(tail)
+  }
 }
 
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
 /** Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. */
+/**
+ * Install phase. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call
+ * (returned as `shim`, for runShim to report).
+ */
 export async function runInstall(
   session: SshSession,
   params: BootstrapParams,
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
-): Promise<Marker> {
+  thenShim = false,
+): Promise<{marker: Marker; shim?: ShimRun}> {
   const runId = params.runId ?? randomBytes(6).toString('hex')
-  let check = await uploadAndCheck(session, params, runId, onEvent, signal)
+  let check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
   if (check.state === 'sudo-asks-password') {
     await enablePasswordlessSudo(session, params.password)
-    check = await uploadAndCheck(session, params, runId, onEvent, signal)
+    check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
   }
 
-  if (check.state === 'bootstrapped') return check.marker
+  if (check.state === 'bootstrapped') return {marker: check.marker, shim: check.shim}
   let offset =
     Number(
       (await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim(),
@@ -226,7 +285,7 @@ export async function runInstall(
     const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
     if (finished && result) {
       if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${result.failed_step ?? '?'} failed`)
-      return readMarker(session)
+      return {marker: await readMarker(session)}
     }
 
     if (state.trim() !== 'active' && ++inactivePolls > 3)
@@ -267,19 +326,16 @@ function parseMarker(text: string): Marker {
   }
 }
 
-/** Shim phase: S0-S9 in the foreground, then the health check through a forwarded channel. */
+/** Shim phase: S0-S9 (unless runInstall already ran them, `done`), then the health check through a forwarded channel. */
 export async function runShim(
   session: SshSession,
   params: BootstrapParams,
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
+  done?: ShimRun,
 ): Promise<{version: string}> {
-  const parser = new StepParser(onEvent)
-  const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
-  const result = await session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {
-    onStdout: (text) => parser.push(text),
-    signal,
-  })
+  for (const event of done?.events ?? []) onEvent(event)
+  const result = done?.result ?? (await execShim(session, params, onEvent, signal))
   if (result.code !== 0) {
     const lines = `${result.stdout}\n${result.stderr}`.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
     throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {
@@ -292,6 +348,17 @@ export async function runShim(
   const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, signal)
   onEvent({at: Date.now(), detail: version, event: 'ok', id: 'S7'})
   return {version}
+}
+
+function execShim(
+  session: SshSession,
+  params: BootstrapParams,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+): Promise<ExecResult> {
+  const parser = new StepParser(onEvent)
+  const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
+  return session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {onStdout: (text) => parser.push(text), signal})
 }
 
 const HealthSchema = z.object({service: z.string(), version: z.string()})

@@ -49,9 +49,9 @@ export async function install(
     }
 
     const password = ctx.state.readVm(org, claim.name)?.password
-    const marker = await runInstall(ssh, {...bootstrap.params, password}, onEvent, ctx.signal)
+    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, ctx.signal, bootstrap.shim)
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
-    return {...running, hostKey, kind: 'bootstrapped', marker, ssh}
+    return {...running, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh}
   } catch (error) {
     ssh.close()
     throw error
@@ -64,7 +64,7 @@ export async function startShim(
   bootstrap: NonNullable<RunContext['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
-  const {version} = await runShim(bootstrapped.ssh, bootstrap.params, onEvent, ctx.signal)
+  const {version} = await runShim(bootstrapped.ssh, bootstrap.params, onEvent, ctx.signal, bootstrapped.shimRun ?? undefined)
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
   return {...bootstrapped, kind: 'ready', shimVersion: version}
 }

@@ -11,7 +11,7 @@
  * soon as one exists (even when the phase that made it then fails). The failure policy reads
  * only the claim; the result reads the latest stage.
  */
-import type {Marker} from '../bootstrap/runner.js'
+import type {Marker, ShimRun} from '../bootstrap/runner.js'
 import type {Offer, PhaseResult} from '../contract.js'
 import type {HostKey, SshSession} from '../ssh/session.js'
 
@@ -61,14 +61,12 @@ export interface Bootstrapped extends Priced {
   ssh: SshSession
   hostKey: HostKey
   marker: Marker
+  /** A VM found bootstrapped ran the shim phase's remote part in the same call (null: shim-start runs it). */
+  shimRun: ShimRun | null
 }
 
-export interface Ready extends Priced {
+export interface Ready extends Omit<Bootstrapped, 'kind'> {
   kind: 'ready'
-  endpoint: Endpoint
-  ssh: SshSession
-  hostKey: HostKey
-  marker: Marker
   shimVersion: string
 }
 
