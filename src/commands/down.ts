@@ -3,15 +3,15 @@ import {Args, Flags} from '@oclif/core'
 import {connect} from '../lib/targon/connect.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {runDown} from '../lib/down/down.js'
-import {usageError} from '../lib/shell/errors.js'
+import {isBulk, runDown} from '../lib/down/down.js'
+import {TargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
-import {dash, renderTable} from '../lib/shell/output.js'
+import {countOf, dash, renderTable} from '../lib/shell/output.js'
 import {parseDuration} from '../lib/shell/input.js'
-import {configDir} from '../lib/settings/settings.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
@@ -82,7 +82,15 @@ otherwise, with a per-VM result.`
     const targets = this.positionals
     const olderThan = flags['older-than'] === undefined ? null : parseDuration(flags['older-than'], '--older-than') / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    if (targets.length === 0 && !flags.all && fleet === null && olderThan === null && !flags.expired) {
+    const selection = {
+      all: flags.all,
+      any_origin: flags['any-origin'],
+      expired: flags.expired,
+      fleet,
+      older_than_seconds: olderThan,
+      targets,
+    }
+    if (targets.length === 0 && !isBulk(selection)) {
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR or --expired')
     }
 
@@ -98,13 +106,12 @@ otherwise, with a per-VM result.`
     try {
       const org = await resolveOrg(client, flags.org)
       const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
-        confirm: async (vms) => {
-          selected = vms.map((vm) => vm.uid)
-          return this.confirm(vms, targets.length > 0 && !flags.all && fleet === null && olderThan === null && !flags.expired)
-        },
+        confirm: (vms) => this.confirm(vms, !isBulk(selection)),
         dryRun: flags['dry-run'],
         ignoreMissing: flags['ignore-missing'],
+        labelFleet: await resolveSetting('fleet'),
         onProgress: (message) => this.info(message),
+        onTargets: (uids) => (selected = uids),
         onResult: (deleted) => {
           if (deleted.billing === false) settled.add(deleted.uid)
           this.info(
@@ -112,7 +119,7 @@ otherwise, with a per-VM result.`
           )
         },
         parallel: flags.parallel,
-        selection: {all: flags.all, any_origin: flags['any-origin'], expired: flags.expired, fleet, older_than_seconds: olderThan, targets},
+        selection,
         stop: guard.signal,
         wakeRegistered: flags['wake-registered'],
         warn: (message) => this.addWarning(message),
@@ -133,9 +140,15 @@ otherwise, with a per-VM result.`
     if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
     const {createInterface} = await import('node:readline/promises')
     const prompt = createInterface({input: process.stdin, output: process.stderr})
+    // The prompt reads the terminal raw, so Ctrl-C arrives here rather than as a signal: it is an interrupt.
+    const interrupted = new Promise<never>((_resolve, reject) =>
+      prompt.once('SIGINT', () =>
+        reject(new TargonError('INTERRUPTED', 'interrupted at the prompt; nothing was deleted', {signal: 'SIGINT'})),
+      ),
+    )
     try {
       const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
-      const answer = await prompt.question(`Delete ${vms.length} VM${vms.length === 1 ? '' : 's'} (${names})? [y/N] `)
+      const answer = await Promise.race([prompt.question(`Delete ${countOf(vms.length, 'VM')} (${names})? [y/N] `), interrupted])
       return /^y(es)?$/i.test(answer.trim())
     } finally {
       prompt.close()

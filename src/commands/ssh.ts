@@ -104,6 +104,7 @@ the API on every call. With a command, targon exits with the remote exit code (2
 
 async function runSsh(argv: string[]): Promise<number> {
   const {spawn} = await import('node:child_process')
+  const {constants} = await import('node:os')
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), {stdio: 'inherit'})
     // Ctrl-C belongs to the remote session; ssh itself decides what to do with it.
@@ -114,7 +115,7 @@ async function runSsh(argv: string[]): Promise<number> {
     )
     child.on('close', (code, signal) => {
       process.off('SIGINT', ignore)
-      resolve(code ?? (signal ? 128 + 2 : 255))
+      resolve(code ?? (signal ? 128 + (constants.signals[signal] ?? 2) : 255))
     })
   })
 }

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
-import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/runner.js'
+import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
@@ -59,7 +59,10 @@ existing VM instead of creating a second one.`
     'max-price': Flags.string({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
-    name: Flags.string({summary: 'Name for the VM (with --count 1); re-running with it adopts the existing VM.'}),
+    name: Flags.string({
+      summary:
+        'Name for the VM (with --count 1); re-running with it adopts the existing VM (alone, without a resource or --gpu, it only adopts).',
+    }),
     bootstrap: Flags.boolean({
       allowNo: true,
       default: true,
@@ -118,7 +121,7 @@ existing VM instead of creating a second one.`
       const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
       return uids.length > 0
         ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`]
-        : ['Exiting; nothing was created.']
+        : ['Exiting; nothing this run created is known to exist (run targon status to check).']
     })
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
@@ -143,11 +146,7 @@ existing VM instead of creating a second one.`
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         warn: (message) => this.addWarning(message),
       })
-      const rolledBack = new Set(
-        result.cleanup?.results
-          .filter((deleted) => deleted.action === 'deleted' || deleted.action === 'already-gone')
-          .map((deleted) => deleted.uid),
-      )
+      const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
       for (const failure of result.failed)
         this.addWarning(
           `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,

@@ -265,6 +265,7 @@ export const ErrorEnvelopeSchema = z.object({
     details: z.record(z.string(), z.unknown()),
   }),
   data: z.record(z.string(), z.unknown()).optional().describe('partial results or the clean-up outcome'),
+  warnings: z.array(z.string()).describe('what the run noticed before it failed, as on stderr without --json'),
 })
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>
 

@@ -227,6 +227,20 @@ describe('short names', () => {
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', uid}])
     expect(ctx.sim.live().map((workload) => workload.uid)).toEqual([trainUid])
+
+    // down reads a label in the configured fleet, as status and ssh do.
+    expect((await targon(['config', 'set', 'fleet', 'train'])).code).toBe(0)
+    const trainDown = await targon(['down', 'worker1', '--json'])
+    expect(parseJson(trainDown).data.results).toMatchObject([{action: 'deleted', uid: trainUid}])
+    expect(ctx.sim.billing()).toEqual([])
+  })
+
+  it('up --name alone only takes over: a name that matches nothing exits 4 and rents nothing', async () => {
+    await setup()
+    const typo = await targon(['up', '--name', 'wroker1', '--max-price', '1.8', '--no-bootstrap', '--json'])
+    expect(typo.code).toBe(4)
+    expect(parseJson(typo).error.message).toContain('no VM named tcli-default-wroker1 to take over')
+    expect(ctx.sim.workloads.size).toBe(0)
   })
 })
 

@@ -1,11 +1,11 @@
 import {spawn} from 'node:child_process'
-import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/shell/errors.js'
 import {judge} from '../../src/lib/deletion/lifecycle.js'
-import {withFileLock} from '../../src/lib/state/lock.js'
+import {deleteLockPath, withFileLock} from '../../src/lib/state/lock.js'
 import type {DeleteNote} from '../../src/lib/state/local-state.js'
 import {pollUntil} from '../../src/lib/targon/wait.js'
 import {tempDir} from '../helpers/cli.js'
@@ -97,5 +97,27 @@ describe('waits', () => {
         delayMs: () => 10,
       }),
     ).rejects.toMatchObject({code: 'API_ERROR'})
+  })
+})
+
+describe('the lock, when its holder crashed or its directory is not private', () => {
+  it('takes over a lock file left empty by a crash, but not one being written right now', async () => {
+    const path = join(tempDir(), 'z.lock')
+    writeFileSync(path, '')
+    await expect(withFileLock(path, async () => 1, {timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
+    const old = new Date(Date.now() - 60_000)
+    utimesSync(path, old, old)
+    expect(await withFileLock(path, async () => 2, {timeoutMs: 1000})).toBe(2)
+  })
+
+  it('refuses a lock directory that others can write to', () => {
+    const runtime = tempDir()
+    mkdirSync(join(runtime, 'targon-fleet'), {mode: 0o777})
+    chmodSync(join(runtime, 'targon-fleet'), 0o777)
+    expect(() => deleteLockPath('acme', 'wrk-1', {XDG_RUNTIME_DIR: runtime})).toThrow(/not private/)
+    chmodSync(join(runtime, 'targon-fleet'), 0o700)
+    expect(deleteLockPath('acme', 'wrk-1', {XDG_RUNTIME_DIR: runtime})).toBe(
+      join(runtime, 'targon-fleet', 'delete-locks', 'acme', 'wrk-1.lock'),
+    )
   })
 })

@@ -10,6 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../shell/errors.js'
+import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
 
@@ -19,7 +20,6 @@ const LAST_RUN = '/var/lib/targon-dstack/last-run.json'
 const MARKER = '/var/lib/targon-dstack/bootstrap.json'
 const UNIT = 'targon-dstack-bootstrap'
 const SHIM_PORT = 10998
-export const DEFAULT_DSTACK_VERSION = '0.21.2'
 
 export interface Substep {
   id: string
@@ -79,17 +79,6 @@ export const MarkerSchema = z.object({
   shim: z.object({version: z.string().nullish()}).nullish(),
 })
 export type Marker = z.infer<typeof MarkerSchema>
-
-const VERSION_PATTERN = /^(latest|\d+\.\d+\.\d+([-.][0-9A-Za-z.]+)?)$/
-
-/** Values that reach the VM are validated here, then passed as quoted environment assignments. */
-export function validateDstackVersion(version: string): string {
-  if (!VERSION_PATTERN.test(version)) {
-    throw new TargonError('USAGE', `--dstack-version "${version}" is not a version`, {hint: 'use a release such as 0.21.2, or latest'})
-  }
-
-  return version
-}
 
 /** Splits streamed text into TARGON_STEP events; other lines are log text. */
 export class StepParser {

@@ -101,8 +101,8 @@ class Deletion {
         timeoutMs: this.deadline - Date.now(),
       })
     } catch (error) {
-      if (!(error instanceof TargonError)) throw error
-      return this.result('failed', true, error.message)
+      // Whatever went wrong (the API, or the local lock directory), the other deletions go on and this one is reported.
+      return this.result('failed', true, error instanceof Error ? error.message : String(error))
     }
   }
 
@@ -189,9 +189,10 @@ class Deletion {
       return this.result('deleted', false)
     }
 
-    // `error` may be the tombstone of our DELETE or a crash; one more DELETE tells (204 or 500).
-    if (status === 'error' || status === 'suspended' || status === 'registered') return this.deleteOnce(status)
-    if (this.resent) return this.result('still-present', true, 'still running after two DELETEs')
+    // One more DELETE at most: for an `error` record it tells a tombstone (204) from a crash (500); for a VM that
+    // still runs minutes later, the first one was lost.
+    if (this.resent || Date.now() >= this.deadline)
+      return this.result('still-present', true, `still ${status ?? 'present'} after an unclear DELETE answer`)
     this.resent = true
     return this.deleteOnce(status ?? 'running')
   }

@@ -38,8 +38,6 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   const {problems, records} = state.listVms(org)
   const notes = state.deleteNotes(org)
   const byUid = new Map(records.filter((record) => record.uid).map((record) => [record.uid as string, record]))
-  const listed = new Set(workloads.map((workload) => workload.uid))
-  state.pruneDeleteNotes(org, listed)
   const vms = workloads.map((workload): KnownVm => {
     const record = byUid.get(workload.uid)
     const fleet = fleetOf(workload.name) ?? record?.fleet ?? null

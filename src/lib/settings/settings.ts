@@ -10,7 +10,7 @@ import {chmodSync, mkdirSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
-import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/runner.js'
+import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack-version.js'
 import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
 import {TargonError, usageError} from '../shell/errors.js'
 import {parsePrice} from '../shell/input.js'
@@ -50,6 +50,7 @@ const seconds =
   }
 
 export const SETTINGS = {
+  // In the order `targon config list` shows the stored ones.
   'api-key': {
     env: 'TARGON_API_KEY',
     parse: (raw: string, source: string) => {
@@ -63,28 +64,28 @@ export const SETTINGS = {
     },
     stored: true,
   },
-  'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
-  'dstack-version': {
-    default: DEFAULT_DSTACK_VERSION,
-    flag: '--dstack-version',
-    parse: (raw: string) => validateDstackVersion(raw),
-    stored: true,
-  },
-  fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},
-  'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
-  image: {
-    default: DEFAULT_IMAGE,
-    flag: '--image',
-    parse: text(/^[a-z0-9][a-z0-9._-]*$/, 'an image name', `use a name from the org's VM images, e.g. ${DEFAULT_IMAGE}`),
-    stored: true,
-  },
-  'max-price': {flag: '--max-price', parse: (raw: string, source: string) => parsePrice(raw, source), stored: true},
   org: {
     env: 'TARGON_ORG',
     flag: '--org',
     parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'),
     stored: true,
   },
+  fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},
+  'max-price': {flag: '--max-price', parse: (raw: string, source: string) => parsePrice(raw, source), stored: true},
+  image: {
+    default: DEFAULT_IMAGE,
+    flag: '--image',
+    parse: text(/^[a-z0-9][a-z0-9._-]*$/, 'an image name', `use a name from the org's VM images, e.g. ${DEFAULT_IMAGE}`),
+    stored: true,
+  },
+  'dstack-version': {
+    default: DEFAULT_DSTACK_VERSION,
+    flag: '--dstack-version',
+    parse: (raw: string) => validateDstackVersion(raw),
+    stored: true,
+  },
+  'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
+  'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 

@@ -93,6 +93,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
         request_id: err.requestId ?? null,
         resource: err.resource ?? null,
       },
+      warnings: this.warnings,
       ok: false,
       schema_version: SCHEMA_VERSION,
     }

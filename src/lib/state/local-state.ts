@@ -1,6 +1,6 @@
 /**
  * Local state: one small 0600 JSON file per VM (its password, TTL, host-key pin), so that
- * concurrent processes never lose each other's updates. Local state only adds to what the
+ * concurrent runs working on different VMs never lose each other's updates. Local state only adds to what the
  * API says; a missing or corrupt file never blocks `down`.
  */
 import {randomBytes} from 'node:crypto'

@@ -4,7 +4,7 @@
  * the lock over only when that holder is dead, never because the lock is old: a DELETE that
  * Targon takes minutes to answer must keep its lock for as long as it is in flight.
  */
-import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -38,8 +38,9 @@ export async function withFileLock<T>(
       break
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      if (!holderAlive(path)) {
-        rmSync(path, {force: true})
+      const holder = readHolder(path)
+      if (holder !== undefined && !holderAlive(path, holder)) {
+        takeOver(path, holder)
         continue
       }
 
@@ -61,21 +62,65 @@ export async function withFileLock<T>(
 }
 
 /**
- * The lock that keeps two DELETEs of one workload from being in flight at once, across runs and
- * config directories: it lives in the machine's temporary directory, keyed by org and uid.
+ * The lock that keeps two DELETEs of one workload from being in flight at once, across this user's runs and
+ * config directories: it lives in the user's runtime directory ($XDG_RUNTIME_DIR, else a 0700 directory of
+ * the user's in the temporary directory), keyed by org and uid.
  */
-export function deleteLockPath(org: string, uid: string): string {
-  const user = process.getuid?.() ?? 'user'
-  return join(tmpdir(), `targon-fleet-${user}`, 'delete-locks', encodeURIComponent(org), `${encodeURIComponent(uid)}.lock`)
+export function deleteLockPath(org: string, uid: string, env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_RUNTIME_DIR?.startsWith('/')
+    ? join(env.XDG_RUNTIME_DIR, 'targon-fleet')
+    : join(tmpdir(), `targon-fleet-${process.getuid?.() ?? 'user'}`)
+  mkdirSync(base, {mode: 0o700, recursive: true})
+  // A predictable name in a shared directory: refuse one that another user made (and could fill with locks).
+  const owner = lstatSync(base)
+  if (owner.isSymbolicLink() || (process.getuid && owner.uid !== process.getuid()) || (owner.mode & 0o077) !== 0) {
+    throw new TargonError('CONFIG', `the lock directory ${base} is not private to this user`, {
+      hint: `remove it (rm -rf ${base}) and run again`,
+    })
+  }
+
+  return join(base, 'delete-locks', encodeURIComponent(org), `${encodeURIComponent(uid)}.lock`)
 }
 
-function holderAlive(path: string): boolean {
+/** The lock file's text, or undefined when it is gone. */
+function readHolder(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Removes a dead holder's lock. Two processes may find it dead at once: only the one that creates the takeover
+ * marker removes it, and only if it still holds the text judged dead, so that neither removes a lock the other
+ * has just taken (new locks are only ever created, never overwritten). A marker left by a process that died in
+ * this window of microseconds is taken as stale after a few seconds.
+ */
+function takeOver(path: string, deadHolder: string): void {
+  const marker = `${path}.takeover`
+  try {
+    writeFileSync(marker, String(process.pid), {flag: 'wx', mode: 0o600})
+  } catch {
+    if (olderThan(marker, STALE_WRITE_MS)) rmSync(marker, {force: true})
+    return
+  }
+
+  try {
+    if (readHolder(path) === deadHolder) rmSync(path, {force: true})
+  } finally {
+    rmSync(marker, {force: true})
+  }
+}
+
+function holderAlive(path: string, text: string): boolean {
   let holder: Holder
   try {
-    holder = JSON.parse(readFileSync(path, 'utf8')) as Holder
+    holder = JSON.parse(text) as Holder
   } catch {
-    // An empty file is being written by its holder right now; anything else unreadable is garbage from a crash.
-    return isEmpty(path)
+    // An empty file is being written by its holder right now, unless it has been empty for seconds (a crash
+    // between creating and writing it); anything else unreadable is garbage from a crash.
+    return text === '' && !olderThan(path, STALE_WRITE_MS)
   }
 
   if (!Number.isInteger(holder.pid) || holder.pid <= 0) return false
@@ -89,9 +134,12 @@ function holderAlive(path: string): boolean {
   return holder.started === null || started === null || started === holder.started
 }
 
-function isEmpty(path: string): boolean {
+/** Writing a lock file takes microseconds: one still empty (or a takeover marker still there) after this is stale. */
+const STALE_WRITE_MS = 5000
+
+function olderThan(path: string, ms: number): boolean {
   try {
-    return readFileSync(path).length === 0
+    return Date.now() - statSync(path).mtimeMs > ms
   } catch {
     return false
   }

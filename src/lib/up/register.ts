@@ -33,6 +33,12 @@ export async function register(ctx: RunContext, track: VmTrack): Promise<Deploye
   }
 
   if (existing.length === 1) return adopt(ctx, track, existing[0] as Workload)
+  if (ctx.request.adoptOnly) {
+    throw new TargonError('NOT_FOUND', `no VM named ${name} to take over`, {
+      hint: `check the name with targon status, or give a resource or --gpu to create ${name}`,
+    })
+  }
+
   const created = await create(ctx, track, firstCandidate(ctx), name)
   return (await yieldToOlderTwin(ctx, track, created)) ?? created
 }
@@ -196,8 +202,14 @@ async function yieldToOlderTwin(ctx: RunContext, track: VmTrack, ours: Registere
   const older = twins.filter((workload) => workload.uid !== ours.claim.uid && byAge(workload, mine) < 0).sort(byAge)[0]
   if (!older) return undefined
   ctx.warn(`another run created ${ours.claim.name} at the same time: adopting its ${older.uid} and deleting this run's ${ours.claim.uid}`)
-  if ((await deleteClaim(ctx, ours.claim, ours.resource)).billing)
-    ctx.warn(`could not delete this run's duplicate ${ours.claim.uid}: delete it with targon down ${ours.claim.uid}`)
+  // Never risk paying for two: a duplicate that may still bill stops the run (the failure policy reports it).
+  if ((await deleteClaim(ctx, ours.claim, ours.resource)).billing) {
+    throw new TargonError('PARTIAL_FAILURE', `could not delete this run's duplicate ${ours.claim.uid}`, {
+      hint: `run targon down ${ours.claim.uid}`,
+      resource: {name: ours.claim.name, uid: ours.claim.uid},
+    })
+  }
+
   const adopted = adopt(ctx, track, older)
   // Still registered: its own run deploys it; deploying it from here too would race that run.
   return adopted.kind === 'registered' ? {...adopted, kind: 'deployed'} : adopted

@@ -8,6 +8,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {BootstrapParams} from '../bootstrap/runner.js'
 import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
+import {forgetVm} from '../deletion/forget.js'
 import {judge} from '../deletion/lifecycle.js'
 import {TargonError} from '../shell/errors.js'
 import {withinCap} from '../offers/offers.js'
@@ -25,6 +26,8 @@ export interface UpRequest {
   resource?: string
   /** The user's --name (only with --count 1). */
   label?: string
+  /** --name without a resource or --gpu: take over the named VM, never rent one of whatever kind is cheapest. */
+  adoptOnly: boolean
   ttlMs?: number
   onFailure: OnFailure
   /** Absolute deadline of the whole run (epoch ms). */
@@ -130,6 +133,6 @@ export async function deleteClaim(
     )
   }
 
-  if (!billing) ctx.state.removeVm(ctx.request.org, claim.name)
+  if (!billing) forgetVm(ctx.state, ctx.request.org, claim.uid)
   return {billing, results}
 }

@@ -104,6 +104,7 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
+  const deadlineAt = Date.now() + options.timeoutMs
   const deadline = abortAfter(
     options.timeoutMs,
     () =>
@@ -113,7 +114,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   )
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
-    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, options)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadlineAt, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
     const errors = await provision(ctx, tracks, options)
@@ -128,7 +129,13 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
 }
 
 /** Everything the phases need before the first VM is created: offers under the cap, org, image and the project key. */
-async function prepare(client: TargonClient, cleanupClient: TargonClient, signal: AbortSignal, options: UpOptions): Promise<RunContext> {
+async function prepare(
+  client: TargonClient,
+  cleanupClient: TargonClient,
+  signal: AbortSignal,
+  deadlineAt: number,
+  options: UpOptions,
+): Promise<RunContext> {
   const inventory = await client.inventory()
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
   // With --name the VM may already exist; a missing offer only matters once something must be created.
@@ -159,10 +166,11 @@ async function prepare(client: TargonClient, cleanupClient: TargonClient, signal
   const request = {
     bootstrap,
     configDir: options.configDir,
-    deadline: Date.now() + options.timeoutMs,
+    deadline: deadlineAt,
     fleet: options.fleet,
     identityFile: key.privateKeyPath,
     image,
+    adoptOnly: options.resource === undefined && options.gpu === undefined,
     label: options.label,
     maxPrice: options.maxPrice,
     onFailure: options.onFailure,
