@@ -46,6 +46,7 @@ async function up(...extra: string[]) {
 }
 
 const installs = (calls: string[]) => calls.filter((call) => call.startsWith('apt-get install'))
+const updates = (calls: string[]) => calls.filter((call) => call.startsWith('apt-get update'))
 
 describe('up with bootstrap on simulated VMs', () => {
   it('installs everything on a fresh VM once, starts a healthy shim, and pins the host key', async () => {
@@ -71,9 +72,16 @@ describe('up with bootstrap on simulated VMs', () => {
 
     const simVm = farm.vm(vm.uid)
     const calls = simVm.calls()
-    expect(installs(calls)).toHaveLength(2)
-    expect(installs(calls)[0]).toContain('docker-ce')
-    expect(installs(calls)[1]).toContain('nvidia-container-toolkit')
+    // One apt transaction of each kind: both repositories are added first, every package goes in one install.
+    expect(updates(calls)).toHaveLength(1)
+    expect(installs(calls)).toHaveLength(1)
+    expect(installs(calls)[0]).toContain(' docker-ce ')
+    expect(installs(calls)[0]).toContain('nvidia-container-toolkit')
+    expect(calls.indexOf(updates(calls)[0] as string)).toBeGreaterThan(
+      calls.findLastIndex((call) => call.startsWith('curl') && /gpg|gpgkey|\.list/.test(call)),
+    )
+    expect(simVm.readFile('/etc/apt/sources.list.d/docker.list')).toContain('https://download.docker.com/linux/ubuntu noble stable')
+    expect(simVm.readFile('/etc/apt/sources.list.d/nvidia-container-toolkit.list')).toContain('signed-by=')
     expect(calls.filter((call) => call === 'systemctl restart docker')).toHaveLength(1)
     expect(calls.filter((call) => call.startsWith('curl') && call.includes('dstack-shim-linux-amd64'))).toHaveLength(1)
     expect(calls.some((call) => call.includes('ufw'))).toBe(false)
@@ -120,6 +128,7 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(again.doc.data.vms[0]).toMatchObject({adopted: true, bootstrap: vm.bootstrap, dstack: vm.dstack, uid: vm.uid})
     const newCalls = simVm.calls().slice(calls.length)
     expect(installs(newCalls)).toEqual([])
+    expect(updates(newCalls)).toEqual([])
     expect(newCalls.filter((call) => /^(curl|systemd-run|systemctl (restart|stop))/.test(call))).toEqual([])
     expect(simVm.readFile('/var/lib/targon-dstack/bootstrap.json')).toBe(markerText)
 
@@ -143,6 +152,7 @@ describe('up with bootstrap on simulated VMs', () => {
     const forcedCalls = simVm.calls().slice(callsBefore)
     expect(forcedCalls.filter((call) => call.startsWith('systemd-run'))).toHaveLength(1)
     expect(installs(forcedCalls)).toEqual([])
+    expect(updates(forcedCalls)).toEqual([])
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
 
     // targon ssh passes the remote exit code through, and --print pastes into a shell.
@@ -160,15 +170,21 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(existsSync(join(configDir, 'known_hosts.d', vm.uid))).toBe(false)
   })
 
-  it('completes a partial install: Docker already there, the toolkit missing', async () => {
+  // A partly installed VM: one update and one install, of the missing packages only, from only their repository.
+  it.each([
+    {missing: 'nvidia-container-toolkit', present: 'docker-ce', presentRepo: 'download.docker.com', vm: {dockerPreinstalled: true}},
+    {missing: 'docker-ce', present: 'nvidia-container-toolkit', presentRepo: 'nvidia.github.io', vm: {toolkitPreinstalled: true}},
+  ])('completes a partial install: $present already there, $missing missing', async ({missing, present, presentRepo, vm}) => {
     configDir = tempDir('targon-config-')
-    scenario = {dockerPreinstalled: true}
+    scenario = vm
     const {doc, result} = await up()
     expect(result.code, result.stdout).toBe(0)
     const calls = farm.vm(doc.data.vms[0].uid).calls()
+    expect(updates(calls)).toHaveLength(1)
     expect(installs(calls)).toHaveLength(1)
-    expect(installs(calls)[0]).toContain('nvidia-container-toolkit')
-    expect(installs(calls)[0]).not.toContain('docker-ce')
+    expect(installs(calls)[0]?.split(' ')).toContain(missing)
+    expect(installs(calls)[0]?.split(' ')).not.toContain(present)
+    expect(calls.filter((call) => call.includes(presentRepo))).toEqual([])
   })
 
   it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {
@@ -196,7 +212,7 @@ describe('up with bootstrap on simulated VMs', () => {
     scenario = {failPackage: 'nvidia-container-toolkit'}
     const human = await targon(['up', 'rtx6000b-small', '--max-price', '1.8'])
     expect(human.code).toBe(8)
-    expect(human.stderr).toContain('install step B6 failed')
+    expect(human.stderr).toContain('install step B4 failed')
     expect(human.stderr).toContain('Unable to locate package nvidia-container-toolkit')
     expect(sim.live()).toEqual([])
   })

@@ -168,6 +168,8 @@ install_phase() {
   command -v docker >/dev/null 2>&1 || need_docker=1
   if ! dpkg -s nvidia-container-toolkit >/dev/null 2>&1 || ! command -v nvidia-ctk >/dev/null 2>&1; then need_toolkit=1; fi
 
+  # B4 adds every repository and key that a missing package needs, then runs one `apt-get update` and one
+  # `apt-get install` with every missing package; B5 and B6 then only start Docker and confirm the toolkit.
   begin B4 apt
   if [ "$need_docker$need_toolkit" = 00 ]; then
     step B4 apt skip nothing-to-install
@@ -176,25 +178,34 @@ install_phase() {
     dpkg --configure -a
     mkdir -p /etc/needrestart/conf.d
     echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
+    install -d -m 0755 /etc/apt/keyrings
+    local packages=()
+    if [ "$need_docker" = 1 ]; then
+      [ -s /etc/apt/keyrings/docker.asc ] || curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
+      chmod a+r /etc/apt/keyrings/docker.asc
+      echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list.new
+      replace_if_changed /etc/apt/sources.list.d/docker.list || true
+      packages+=(docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin)
+    fi
+    if [ "$need_toolkit" = 1 ]; then
+      [ -s /etc/apt/keyrings/nvidia-container-toolkit.asc ] ||
+        curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
+      if [ ! -s /etc/apt/sources.list.d/nvidia-container-toolkit.list ]; then
+        curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+          sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list.new
+        mv -f /etc/apt/sources.list.d/nvidia-container-toolkit.list.new /etc/apt/sources.list.d/nvidia-container-toolkit.list
+      fi
+      packages+=(nvidia-container-toolkit)
+    fi
     apt_update
-    step B4 apt ok
+    apt-get install "${APT_OPTIONS[@]}" "${packages[@]}"
+    step B4 apt ok "${packages[*]}"
   fi
 
   begin B5 docker
-  if [ "$need_docker" = 0 ]; then
-    if systemctl is-active --quiet docker; then
-      step B5 docker skip already-present
-    else
-      systemctl enable --now docker
-      step B5 docker ok started
-    fi
+  if [ "$need_docker" = 0 ] && systemctl is-active --quiet docker; then
+    step B5 docker skip already-present
   else
-    install -d -m 0755 /etc/apt/keyrings
-    curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
-    chmod a+r /etc/apt/keyrings/docker.asc
-    echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin
     systemctl enable --now docker
     step B5 docker ok "$(docker_version)"
   fi
@@ -203,12 +214,7 @@ install_phase() {
   if [ "$need_toolkit" = 0 ]; then
     step B6 nvidia-toolkit skip already-present
   else
-    install -d -m 0755 /etc/apt/keyrings
-    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
-    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
-      sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" nvidia-container-toolkit
+    command -v nvidia-ctk >/dev/null 2>&1 || { echo "nvidia-ctk is missing after installing nvidia-container-toolkit" >&2; exit 1; }
     step B6 nvidia-toolkit ok "$(ctk_version)"
   fi
 
