@@ -21,8 +21,8 @@ export default class Up extends BaseCommand<typeof Up> {
 
   static description = `Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
 project SSH key with the org (once), creates and deploys the VM and waits until it runs, then installs Docker and the NVIDIA Container Toolkit over
-SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is missing; a marker makes a
-repeat a fast no-op) and starts the dstack shim.
+SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is missing, the dstack-shim
+binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack shim.
 Phases: register, deploy, wait-running, install, shim-start.
 
 If anything fails or a signal arrives (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT), what this run created is deleted

@@ -187,6 +187,32 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(calls.filter((call) => call.includes(presentRepo))).toEqual([])
   })
 
+  it('downloads the shim binary while apt works, and the shim phase uses that download', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {shimDownloadSeconds: 2}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].dstack).toEqual({healthy: true, shim_version: '0.21.2'})
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const timed = vm.timedCalls()
+    const at = (event: 'end' | 'start', test: (call: string) => boolean) =>
+      timed.find((entry) => entry.event === event && test(entry.call))?.at
+    const isShim = (call: string) => call.startsWith('curl') && call.includes('dstack-shim-linux-amd64')
+    const shimStart = at('start', isShim) as number
+    const shimEnd = at('end', isShim) as number
+    const updateStart = at('start', (call) => call.startsWith('apt-get update')) as number
+    const installStart = at('start', (call) => call.startsWith('apt-get install')) as number
+    const installEnd = at('end', (call) => call.startsWith('apt-get install')) as number
+    // The download started before apt and was still running while apt worked.
+    expect(shimStart).toBeLessThan(updateStart)
+    expect(shimEnd).toBeGreaterThan(installStart)
+    expect(shimEnd - shimStart).toBeGreaterThanOrEqual(2000)
+    expect(installEnd).toBeLessThan(shimEnd)
+    // One download in all: the shim phase took the background one.
+    expect(vm.calls().filter(isShim)).toHaveLength(1)
+    expect(vm.hasFile('/var/lib/targon-dstack/downloads/dstack-shim-0.21.2-amd64')).toBe(false)
+  })
+
   it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {
     configDir = tempDir('targon-config-')
     scenario = {sudoPassword: true}

@@ -32,6 +32,8 @@ export interface VmScenario {
   dpkgLockSeconds?: number
   /** apt-get install of this package fails. */
   failPackage?: string
+  /** Downloading the dstack-shim binary takes this long. */
+  shimDownloadSeconds?: number
   /** The shim starts but never answers its health check. */
   shimUnhealthy?: boolean
   gpuCount?: number
@@ -65,6 +67,17 @@ export class SimVm {
   /** What the doubles recorded, one call per line: "apt-get install -y ... docker-ce". */
   calls(): string[] {
     return this.readFile('/var/log/sim-doubles/calls.log').split('\n').filter(Boolean)
+  }
+
+  /** The same calls with when each started and ended (epoch ms on the VM's clock, which is the host's). */
+  timedCalls(): {at: number; event: 'end' | 'start'; call: string}[] {
+    return this.readFile('/var/log/sim-doubles/calls.log.timed')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        const [at, event, ...call] = line.split(' ')
+        return {at: Number(at), call: call.join(' '), event: event as 'end' | 'start'}
+      })
   }
 
   /** A file the VM wrote, read from its overlay (e.g. /var/lib/targon-dstack/bootstrap.json). */
@@ -155,6 +168,7 @@ export class VmFarm {
         `SIM_DPKG_LOCK_SECONDS=${scenario.dpkgLockSeconds ?? 0}`,
         `SIM_FAIL_PACKAGE=${scenario.failPackage ?? ''}`,
         `SIM_SHIM_UNHEALTHY=${scenario.shimUnhealthy ? 1 : 0}`,
+        `SIM_SHIM_DOWNLOAD_SECONDS=${scenario.shimDownloadSeconds ?? 0}`,
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
         `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
         '',

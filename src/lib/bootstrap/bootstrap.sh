@@ -113,6 +113,44 @@ apt_update() {
   return 1
 }
 
+SHIM_BASE=https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com
+shim_arch() { case $(uname -m) in x86_64) echo amd64 ;; *) echo arm64 ;; esac; }
+shim_installed_version() { /usr/local/bin/dstack-shim --version 2>/dev/null | awk '{print $3}'; }
+# Where the install phase leaves the shim binary it downloaded while apt worked; the shim phase takes it from there.
+SHIM_STAGED=$STATE_DIR/downloads/dstack-shim-${TARGON_DSTACK_VERSION:-none}-$(shim_arch)
+
+# Starts downloading the requested shim in the background (unless it is installed already), so that the download
+# overlaps apt. dstack publishes no checksum next to its shim binaries (none that we know of in its download bucket),
+# so there is none to check: the shim phase checks the version the binary reports instead.
+SHIM_PREFETCH_PID=
+shim_prefetch_start() {
+  local version=${TARGON_DSTACK_VERSION:-} current
+  [ -n "$version" ] || return 0
+  current=$(shim_installed_version) || true
+  if [ -n "$current" ] && { [ "$current" = "$version" ] || [ "$version" = latest ]; }; then return 0; fi
+  mkdir -p "${SHIM_STAGED%/*}"
+  rm -f "$SHIM_STAGED" "$SHIM_STAGED.part"
+  (
+    trap - EXIT # the run's outcome is recorded by the script itself, not by this download
+    curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$SHIM_STAGED.part" \
+    "$SHIM_BASE/$version/binaries/dstack-shim-linux-$(shim_arch)" && mv -f "$SHIM_STAGED.part" "$SHIM_STAGED"
+  ) &
+  SHIM_PREFETCH_PID=$!
+  echo "downloading dstack-shim $version in the background"
+}
+
+# Waits for that download; a failed one only means the shim phase downloads the binary itself.
+shim_prefetch_wait() {
+  [ -n "$SHIM_PREFETCH_PID" ] || return 0
+  if wait "$SHIM_PREFETCH_PID"; then
+    echo "dstack-shim downloaded in the background"
+  else
+    rm -f "$SHIM_STAGED.part"
+    echo "the background dstack-shim download failed; the shim phase downloads it again"
+  fi
+  SHIM_PREFETCH_PID=
+}
+
 # ---------------------------------------------------------------- install phase
 
 # B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
@@ -163,6 +201,8 @@ install_phase() {
     systemctl reload ssh
     step B3 sshd-forwarding ok
   fi
+
+  shim_prefetch_start
 
   local need_docker=0 need_toolkit=0
   command -v docker >/dev/null 2>&1 || need_docker=1
@@ -268,6 +308,8 @@ PY
   begin B9 firewall
   step B9 firewall skip untouched
 
+  shim_prefetch_wait
+
   begin B10 marker
   local gpus
   gpus=$(gpu_line)
@@ -281,10 +323,10 @@ PY
 
 shim_phase() {
   local version=${TARGON_DSTACK_VERSION:?TARGON_DSTACK_VERSION is required}
-  local arch changed=0 base=https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com
-  case $(uname -m) in x86_64) arch=amd64 ;; *) arch=arm64 ;; esac
-  local shim_url=$base/$version/binaries/dstack-shim-linux-$arch
-  local runner_url=$base/$version/binaries/dstack-runner-linux-$arch
+  local arch changed=0
+  arch=$(shim_arch)
+  local shim_url=$SHIM_BASE/$version/binaries/dstack-shim-linux-$arch
+  local runner_url=$SHIM_BASE/$version/binaries/dstack-runner-linux-$arch
 
   begin S0 takeover
   if grep -q '# added by dstack' /home/ubuntu/.ssh/authorized_keys 2>/dev/null; then
@@ -297,22 +339,27 @@ shim_phase() {
 
   begin S1 shim-binary
   local current=
-  current=$(/usr/local/bin/dstack-shim --version 2>/dev/null | awk '{print $3}') || true
+  current=$(shim_installed_version) || true
   if [ -n "$current" ] && { [ "$current" = "$version" ] || [ "$version" = latest ]; }; then
     step S1 shim-binary skip "$current"
   else
-    local tmp
+    local tmp got='' source=downloaded
     tmp=$(mktemp /usr/local/bin/.dstack-shim.XXXXXX)
-    curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$tmp" "$shim_url"
-    chmod 0755 "$tmp"
-    local got
-    got=$("$tmp" --version | awk '{print $3}')
+    # The install phase's background download, when it left one that reports the wanted version.
+    if [ -s "$SHIM_STAGED" ] && mv -f "$SHIM_STAGED" "$tmp" && chmod 0755 "$tmp" &&
+      got=$("$tmp" --version | awk '{print $3}') && { [ "$version" = latest ] || [ "$got" = "$version" ]; }; then
+      source=prefetched
+    else
+      curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$tmp" "$shim_url"
+      chmod 0755 "$tmp"
+      got=$("$tmp" --version | awk '{print $3}')
+    fi
     if [ "$version" != latest ] && [ "$got" != "$version" ]; then rm -f "$tmp"; echo "downloaded shim reports $got, wanted $version" >&2; exit 1; fi
     mv -f "$tmp" /usr/local/bin/dstack-shim
     # The shim downloads the runner only when it is missing: drop the old one with the old shim.
     rm -f /usr/local/bin/dstack-runner /root/.dstack/host_info.json
     changed=1
-    step S1 shim-binary ok "$got"
+    step S1 shim-binary ok "$got $source"
   fi
 
   begin S3 shim-home

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Recording test doubles for a simulated Targon VM: apt-get, dpkg, systemctl, systemd-run, curl,
 # nvidia-smi, and (once "installed") docker and nvidia-ctk. One script, dispatched on the name it is
-# called by. Each call is appended to /var/log/sim-doubles/calls.log, and each double leaves the files
+# called by. Each call is appended to /var/log/sim-doubles/calls.log (and, with its start and end times, to
+# calls.log.timed), and each double leaves the files
 # and state the real tool would, so that a second bootstrap sees an installed system.
 set -uo pipefail
 
@@ -20,6 +21,14 @@ if [ "${1:-}" = --preinstall ]; then
   shift
 fi
 printf '%s %s\n' "$tool" "$*" >>"$CALLS"
+# The same calls with when each started and ended (epoch ms), to show what overlapped.
+call="$tool $*"
+timed() {
+  local micros=${EPOCHREALTIME//[!0-9]/}
+  printf '%s %s %s\n' "${micros%???}" "$1" "$call" >>"$CALLS.timed"
+}
+timed start
+trap 'timed end' EXIT
 
 lock_held() {
   fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock >/dev/null 2>&1
@@ -237,6 +246,7 @@ case $tool in
         version=${url#https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/}
         version=${version%%/*}
         [ "$version" = latest ] && version=0.21.9
+        sleep "${SIM_SHIM_DOWNLOAD_SECONDS:-0}"
         # shellcheck disable=SC2016 # the shim double's own script text
         body=$(printf '#!/usr/bin/env bash\nif [ "${1:-}" = --version ]; then echo "dstack-shim version %s"; exit 0; fi\nexec node %s/shim-server.mjs %s\n' "$version" "$DOUBLES" "$version")
         ;;
