@@ -70,7 +70,12 @@ existing VM instead of creating a second one.`
     'dstack-version': Flags.string({
       summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`,
     }),
-    'gpu-test': Flags.boolean({allowNo: true, default: true, summary: 'Check that containers see the GPUs (--no-gpu-test skips it).'}),
+    'gpu-test': Flags.boolean({
+      allowNo: true,
+      default: true,
+      summary:
+        'Check that containers see the GPUs (--no-gpu-test skips it); if the test image cannot be pulled, a runtime-level check runs instead.',
+    }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
@@ -108,6 +113,7 @@ existing VM instead of creating a second one.`
       ? {
           dstackVersion: await resolveSetting('dstack-version', flags['dstack-version']),
           gpuTest: flags['gpu-test'],
+          pullRetryDelayMs: await resolveSetting('pull-retry-delay'),
           reinstall: flags.reinstall,
           shim: flags.shim,
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),

@@ -37,7 +37,10 @@ afterAll(async () => {
 })
 
 function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', ...options.env})})
+  return runCli(args, {
+    ...options,
+    env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', TARGON_PULL_RETRY_DELAY: '0.2', ...options.env}),
+  })
 }
 
 async function up(...extra: string[]) {
@@ -65,8 +68,9 @@ describe('up with bootstrap on simulated VMs', () => {
       docker_version: '28.2.2',
       driver_version: '595.45.04',
       gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'},
+      gpu_check: 'container',
       nvidia_ctk_version: '1.17.8',
-      script_version: '2026.11.1',
+      script_version: '2026.12.1',
     })
     expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
 
@@ -88,7 +92,13 @@ describe('up with bootstrap on simulated VMs', () => {
 
     // Files on the VM: marker, daemon.json, the shim unit exactly as dstack writes it.
     const marker = JSON.parse(simVm.readFile('/var/lib/targon-dstack/bootstrap.json'))
-    expect(marker).toMatchObject({schema: 1, script_version: '2026.11.1', shim: {version: '0.21.2'}})
+    expect(marker).toMatchObject({
+      gpu_check: 'container',
+      gpu_test: 'passed',
+      schema: 1,
+      script_version: '2026.12.1',
+      shim: {version: '0.21.2'},
+    })
     expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({
       'exec-opts': ['native.cgroupdriver=cgroupfs'],
       runtimes: {nvidia: {args: [], path: 'nvidia-container-runtime'}},
@@ -211,6 +221,48 @@ describe('up with bootstrap on simulated VMs', () => {
     // One download in all: the shim phase took the background one.
     expect(vm.calls().filter(isShim)).toHaveLength(1)
     expect(vm.hasFile('/var/lib/targon-dstack/downloads/dstack-shim-0.21.2-amd64')).toBe(false)
+  })
+
+  it('retries a rate-limited pull of the smoke test image with backoff, then runs the container check', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {pullRateLimited: 2}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].bootstrap.gpu_check).toBe('container')
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const pulls = vm.timedCalls().filter((entry) => entry.event === 'start' && entry.call.startsWith('docker pull'))
+    expect(pulls).toHaveLength(3)
+    // Backoff: 0.2 s, then 0.4 s.
+    expect((pulls[1]?.at as number) - (pulls[0]?.at as number)).toBeGreaterThanOrEqual(200)
+    expect((pulls[2]?.at as number) - (pulls[1]?.at as number)).toBeGreaterThanOrEqual(400)
+    expect(vm.calls().filter((call) => call.startsWith('docker run'))).toHaveLength(1)
+    expect(JSON.parse(vm.readFile('/var/lib/targon-dstack/bootstrap.json')).gpu_check).toBe('container')
+  })
+
+  it('falls back to the runtime-level GPU check when Docker Hub keeps refusing the pull, and reports it', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {pullRateLimited: 'always'}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].bootstrap.gpu_check).toBe('runtime')
+    expect(doc.data.vms[0].dstack.healthy).toBe(true)
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const calls = vm.calls()
+    expect(calls.filter((call) => call.startsWith('docker pull'))).toHaveLength(4)
+    expect(calls.filter((call) => call.startsWith('docker run'))).toEqual([])
+    expect(calls).toContain('nvidia-container-cli info')
+    expect(JSON.parse(vm.readFile('/var/lib/targon-dstack/bootstrap.json'))).toMatchObject({gpu_check: 'runtime', gpu_test: 'passed'})
+    expect(vm.readFile('/var/log/targon-dstack-bootstrap.log')).toContain('toomanyrequests')
+  })
+
+  it('a GPU that containers cannot use still exits 8 after the fallback check, and deletes the VM', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {containerGpuFailure: true, pullRateLimited: 'always'}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(8)
+    expect(doc.error.code).toBe('BOOTSTRAP_FAILED')
+    expect(doc.error.message).toContain('B8')
+    expect(sim.live()).toEqual([])
   })
 
   it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {

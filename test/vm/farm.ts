@@ -34,6 +34,10 @@ export interface VmScenario {
   failPackage?: string
   /** Downloading the dstack-shim binary takes this long. */
   shimDownloadSeconds?: number
+  /** Pulls from Docker Hub meet its rate limit (toomanyrequests): this many times, or always. */
+  pullRateLimited?: number | 'always'
+  /** Containers cannot use the GPUs (the NVIDIA container runtime fails), although the driver works on the host. */
+  containerGpuFailure?: boolean
   /** The shim starts but never answers its health check. */
   shimUnhealthy?: boolean
   gpuCount?: number
@@ -169,6 +173,8 @@ export class VmFarm {
         `SIM_FAIL_PACKAGE=${scenario.failPackage ?? ''}`,
         `SIM_SHIM_UNHEALTHY=${scenario.shimUnhealthy ? 1 : 0}`,
         `SIM_SHIM_DOWNLOAD_SECONDS=${scenario.shimDownloadSeconds ?? 0}`,
+        `SIM_PULL_FAILURES=${scenario.pullRateLimited === 'always' ? 1_000_000 : (scenario.pullRateLimited ?? 0)}`,
+        `SIM_CONTAINER_GPU_FAILURE=${scenario.containerGpuFailure ? 1 : 0}`,
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
         `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
         '',

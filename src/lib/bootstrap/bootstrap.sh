@@ -8,12 +8,13 @@
 #   TARGON_DSTACK_VERSION shim version (shim phase), e.g. 0.21.2 or latest
 #   TARGON_REINSTALL      1 ignores the marker fast path
 #   TARGON_GPU_TEST       0 skips the GPU smoke test
+#   TARGON_PULL_RETRY_DELAY_MS  the first wait before retrying a failed pull of the smoke test's image (then doubled)
 # Every step checks first and acts only when needed; progress lines have the form
 #   TARGON_STEP <id> <name> start|ok|skip|fail @<epoch ms> [detail]
 # and everything else is log text.
 set -Eeuo pipefail
 
-SCRIPT_VERSION=2026.11.1
+SCRIPT_VERSION=2026.12.1
 MARKER_SCHEMA=1
 STATE_DIR=/var/lib/targon-dstack
 MARKER=$STATE_DIR/bootstrap.json
@@ -149,6 +150,23 @@ shim_prefetch_wait() {
     echo "the background dstack-shim download failed; the shim phase downloads it again"
   fi
   SHIM_PREFETCH_PID=
+}
+
+TEST_IMAGE=ubuntu:24.04
+PULL_ATTEMPTS=4
+# Pulls the smoke test's image unless it is present. Failures (Docker Hub's rate limit `toomanyrequests`, time-outs)
+# are retried with exponential backoff; returns 1 when every attempt failed.
+pull_test_image() {
+  docker image inspect "$TEST_IMAGE" >/dev/null 2>&1 && return 0
+  local attempt output delay_ms=${TARGON_PULL_RETRY_DELAY_MS:-5000}
+  for ((attempt = 1; attempt <= PULL_ATTEMPTS; attempt++)); do
+    if output=$(timeout 120 docker pull -q "$TEST_IMAGE" 2>&1); then return 0; fi
+    echo "docker pull $TEST_IMAGE failed (attempt $attempt of $PULL_ATTEMPTS): $(printf '%s\n' "$output" | tail -n1)"
+    [ "$attempt" = "$PULL_ATTEMPTS" ] && break
+    sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
+    delay_ms=$((delay_ms * 2))
+  done
+  return 1
 }
 
 # ---------------------------------------------------------------- install phase
@@ -294,15 +312,26 @@ PY
     step B7 daemon-json ok restarted
   fi
 
+  # The container check runs nvidia-smi in a container; when the image cannot be pulled, the runtime check asks the
+  # NVIDIA container runtime's library which GPUs it would give a container (no image needed; B7 has made sure
+  # Docker has the nvidia runtime).
   begin B8 gpu-test
+  local gpu_check=skipped
   if [ "${TARGON_GPU_TEST:-1}" = 0 ]; then
     step B8 gpu-test skip disabled
   else
     local expected listed
     expected=$(nvidia-smi -L | grep -c '^GPU ')
-    listed=$(timeout 300 docker run --rm --gpus all ubuntu:24.04 nvidia-smi -L | grep -c '^GPU ' || true)
-    [ "$listed" -ge "$expected" ] || { echo "GPU smoke test: containers see $listed of $expected GPUs" >&2; exit 1; }
-    step B8 gpu-test ok "$listed-gpus"
+    if pull_test_image; then
+      gpu_check=container
+      listed=$(timeout 300 docker run --rm --gpus all "$TEST_IMAGE" nvidia-smi -L | grep -c '^GPU ' || true)
+    else
+      gpu_check=runtime
+      echo "could not pull $TEST_IMAGE; checking the GPUs through the NVIDIA container runtime instead"
+      listed=$(timeout 60 nvidia-container-cli info | grep -c '^Device Index:' || true)
+    fi
+    [ "$listed" -ge "$expected" ] || { echo "GPU smoke test ($gpu_check check): containers see $listed of $expected GPUs" >&2; exit 1; }
+    step B8 gpu-test ok "$listed-gpus $gpu_check"
   fi
 
   begin B9 firewall
@@ -313,9 +342,9 @@ PY
   begin B10 marker
   local gpus
   gpus=$(gpu_line)
-  marker_merge "$(printf '{"schema":%s,"script_version":"%s","tool_version":"%s","install_completed_at":"%s","os":"ubuntu 24.04","arch":"%s","docker":{"version":"%s"},"nvidia_ctk_version":"%s","driver_version":"%s","gpus":{"name":"%s","count":%s},"gpu_test":"%s"}' \
+  marker_merge "$(printf '{"schema":%s,"script_version":"%s","tool_version":"%s","install_completed_at":"%s","os":"ubuntu 24.04","arch":"%s","docker":{"version":"%s"},"nvidia_ctk_version":"%s","driver_version":"%s","gpus":{"name":"%s","count":%s},"gpu_test":"%s","gpu_check":"%s"}' \
     "$MARKER_SCHEMA" "$SCRIPT_VERSION" "${TARGON_TOOL_VERSION:-unknown}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$ARCH" "$(docker_version)" "$(ctk_version)" "$(driver_version)" \
-    "$(echo "$gpus" | head -n1 | cut -d, -f1)" "$(echo "$gpus" | grep -c .)" "$([ "${TARGON_GPU_TEST:-1}" = 0 ] && echo skipped || echo passed)")"
+    "$(echo "$gpus" | head -n1 | cut -d, -f1)" "$(echo "$gpus" | grep -c .)" "$([ "${TARGON_GPU_TEST:-1}" = 0 ] && echo skipped || echo passed)" "$gpu_check")"
   step B10 marker ok
 }
 

@@ -64,6 +64,8 @@ export interface BootstrapParams {
   dstackVersion: string
   reinstall: boolean
   gpuTest: boolean
+  /** The first wait before retrying a failed pull of the GPU smoke test's image (doubled on each retry). */
+  pullRetryDelayMs: number
   /** The VM password, used once to enable passwordless sudo where the image lacks it. */
   password?: string
   /** How long shim-start waits for a healthy shim. */
@@ -76,6 +78,7 @@ export const MarkerSchema = z.object({
   nvidia_ctk_version: z.string().nullish(),
   driver_version: z.string().nullish(),
   gpus: z.object({count: z.number().nullish(), name: z.string().nullish()}).nullish(),
+  gpu_check: z.string().nullish(),
   shim: z.object({version: z.string().nullish()}).nullish(),
 })
 export type Marker = z.infer<typeof MarkerSchema>
@@ -114,6 +117,7 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
     `TARGON_DSTACK_VERSION=${validateDstackVersion(params.dstackVersion)}`,
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
     `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
+    `TARGON_PULL_RETRY_DELAY_MS=${Math.round(params.pullRetryDelayMs)}`,
   ].map((assignment) => shellQuote(assignment))
 }
 

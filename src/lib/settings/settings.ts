@@ -85,6 +85,7 @@ export const SETTINGS = {
     parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'),
     stored: true,
   },
+  'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 

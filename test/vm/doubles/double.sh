@@ -49,9 +49,23 @@ install_package() {
       ;;
     nvidia-container-toolkit)
       install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-ctk
+      install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-container-cli
       install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-container-runtime
       ;;
   esac
+}
+
+# A pull from Docker Hub: the first SIM_PULL_FAILURES attempts meet its anonymous rate limit.
+docker_pull() {
+  local attempts
+  attempts=$(($(cat "$STATE/pull-attempts" 2>/dev/null || echo 0) + 1))
+  echo "$attempts" >"$STATE/pull-attempts"
+  if [ "$attempts" -le "${SIM_PULL_FAILURES:-0}" ]; then
+    echo "Error response from daemon: toomanyrequests: You have reached your unauthenticated pull rate limit. https://www.docker.com/increase-rate-limit" >&2
+    return 1
+  fi
+  grep -qx "$1" "$STATE/images" 2>/dev/null || echo "$1" >>"$STATE/images"
+  echo "docker.io/library/$1"
 }
 
 # The daemon reads daemon.json when it starts; `docker info` reports what it read.
@@ -269,6 +283,19 @@ case $tool in
     done
     ;;
 
+  nvidia-container-cli)
+    if [ "${SIM_CONTAINER_GPU_FAILURE:-0}" = 1 ]; then
+      echo "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch" >&2
+      exit 1
+    fi
+    if [ "${1:-}" = info ]; then
+      printf 'NVRM version:   %s\nCUDA version:   13.0\n\n' "$DRIVER_VERSION"
+      for ((index = 0; index < GPU_COUNT; index++)); do
+        printf 'Device Index:   %s\nDevice Minor:   %s\nModel:          %s\nGPU UUID:       GPU-sim-%s\n\n' "$index" "$index" "$GPU_NAME" "$index"
+      done
+    fi
+    ;;
+
   nvidia-ctk)
     case "${1:-}" in
       --version) printf 'NVIDIA Container Toolkit CLI version 1.17.8\ncommit: simulated\n' ;;
@@ -310,8 +337,24 @@ json.dump(data,open(path,"w"),indent=2)'
         fi
         ;;
       version) echo "28.2.2" ;;
+      image)
+        grep -qx "${*: -1}" "$STATE/images" 2>/dev/null || { echo "Error response from daemon: No such image: ${*: -1}" >&2; exit 1; }
+        echo '[{}]'
+        ;;
+      pull) docker_pull "${*: -1}" || exit 1 ;;
       run)
-        if [[ $runtimes == *'"nvidia"'* ]]; then
+        image=
+        for arg in "${@:2}"; do
+          case $arg in -* | all) ;; *) image=$arg; break ;; esac
+        done
+        if ! grep -qx "$image" "$STATE/images" 2>/dev/null; then
+          echo "Unable to find image '$image' locally" >&2
+          docker_pull "$image" >/dev/null || exit 125
+        fi
+        if [ "${SIM_CONTAINER_GPU_FAILURE:-0}" = 1 ]; then
+          echo 'docker: Error response from daemon: failed to create task for container: nvidia-container-cli: initialization error: nvml error: driver/library version mismatch.' >&2
+          exit 125
+        elif [[ $runtimes == *'"nvidia"'* ]]; then
           /usr/bin/nvidia-smi -L
         else
           echo 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].' >&2
