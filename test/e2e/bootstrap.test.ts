@@ -13,6 +13,7 @@ import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
+import {LATENCY_MODEL} from '../vm/latency.js'
 
 let sim: TargonSimulator
 let farm: VmFarm
@@ -263,6 +264,31 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(doc.error.code).toBe('BOOTSTRAP_FAILED')
     expect(doc.error.message).toContain('B8')
     expect(sim.live()).toEqual([])
+  })
+
+  it('with the latency model on, the doubles take the modelled time (sleeping, scaled down here)', async () => {
+    configDir = tempDir('targon-config-')
+    const scale = 0.05
+    scenario = {latency: true, latencyScale: scale}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const timed = farm.vm(doc.data.vms[0].uid).timedCalls()
+    const took = (test: (call: string) => boolean) => {
+      const start = timed.find((entry) => entry.event === 'start' && test(entry.call))?.at as number
+      return (timed.find((entry) => entry.event === 'end' && entry.at >= start && test(entry.call))?.at as number) - start
+    }
+    const model = LATENCY_MODEL
+    const ms = (seconds: number) => seconds * scale * 1000
+    // One update with both third-party repositories configured; one install of Docker and the toolkit.
+    expect(took((call) => call.startsWith('apt-get update'))).toBeGreaterThanOrEqual(
+      ms(model.aptUpdateSeconds + 2 * model.aptUpdatePerRepositorySeconds),
+    )
+    expect(took((call) => call.startsWith('apt-get install'))).toBeGreaterThanOrEqual(
+      ms(model.aptInstallSeconds + model.aptInstallDockerSeconds + model.aptInstallToolkitSeconds),
+    )
+    expect(took((call) => call.includes('dstack-shim-linux'))).toBeGreaterThanOrEqual(ms(model.shimDownloadSeconds))
+    expect(took((call) => call.startsWith('docker pull'))).toBeGreaterThanOrEqual(ms(model.imagePullSeconds))
+    expect(took((call) => call === 'systemctl restart docker')).toBeGreaterThanOrEqual(ms(model.dockerRestartSeconds))
   })
 
   it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {

@@ -18,6 +18,7 @@ import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 
 import type {SimWorkload, TargonSimulator, VmEndpoint} from '../simulator/simulator.js'
+import {type LatencyModel, latencyEnv} from './latency.js'
 
 const INIT = fileURLToPath(new URL('vm-init.sh', import.meta.url))
 const DOUBLES = fileURLToPath(new URL('doubles', import.meta.url))
@@ -38,6 +39,10 @@ export interface VmScenario {
   pullRateLimited?: number | 'always'
   /** Containers cannot use the GPUs (the NVIDIA container runtime fails), although the driver works on the host. */
   containerGpuFailure?: boolean
+  /** The latency model (latency.ts): true for its defaults, or some entries changed; off when absent. */
+  latency?: true | Partial<LatencyModel>
+  /** Multiplies every duration of the latency model (e.g. 0.05 for a quick test). */
+  latencyScale?: number
   /** The shim starts but never answers its health check. */
   shimUnhealthy?: boolean
   gpuCount?: number
@@ -175,6 +180,7 @@ export class VmFarm {
         `SIM_SHIM_DOWNLOAD_SECONDS=${scenario.shimDownloadSeconds ?? 0}`,
         `SIM_PULL_FAILURES=${scenario.pullRateLimited === 'always' ? 1_000_000 : (scenario.pullRateLimited ?? 0)}`,
         `SIM_CONTAINER_GPU_FAILURE=${scenario.containerGpuFailure ? 1 : 0}`,
+        ...latencyEnv(scenario.latency, scenario.latencyScale),
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
         `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
         '',

@@ -30,6 +30,13 @@ timed() {
 timed start
 trap 'timed end' EXIT
 
+# Sleeps for the sum of its arguments (seconds), as the latency model says (test/vm/latency.ts); not at all without it.
+latency() {
+  local seconds
+  seconds=$(awk 'BEGIN { s = 0; for (i = 1; i < ARGC; i++) s += ARGV[i]; print s }' "$@")
+  [ "$seconds" = 0 ] || sleep "$seconds"
+}
+
 lock_held() {
   fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock >/dev/null 2>&1
 }
@@ -64,6 +71,7 @@ docker_pull() {
     echo "Error response from daemon: toomanyrequests: You have reached your unauthenticated pull rate limit. https://www.docker.com/increase-rate-limit" >&2
     return 1
   fi
+  latency "${SIM_LATENCY_IMAGE_PULL:-0}"
   grep -qx "$1" "$STATE/images" 2>/dev/null || echo "$1" >>"$STATE/images"
   echo "docker.io/library/$1"
 }
@@ -132,6 +140,9 @@ case $tool in
           echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1 (unattended-upgr)" >&2
           exit 100
         fi
+        per_repository=()
+        while IFS= read -r _; do per_repository+=("${SIM_LATENCY_APT_UPDATE_PER_REPOSITORY:-0}"); done < <(find /etc/apt/sources.list.d -name '*.list' 2>/dev/null)
+        latency "${SIM_LATENCY_APT_UPDATE:-0}" "${per_repository[@]}"
         ;;
       install)
         while lock_held; do sleep 0.2; done # as with -o DPkg::Lock::Timeout
@@ -141,6 +152,14 @@ case $tool in
             exit 100
           fi
         done
+        modelled=("${SIM_LATENCY_APT_INSTALL:-0}")
+        for package in "${packages[@]}"; do
+          case $package in
+            docker-ce) modelled+=("${SIM_LATENCY_APT_INSTALL_DOCKER:-0}") ;;
+            nvidia-container-toolkit) modelled+=("${SIM_LATENCY_APT_INSTALL_TOOLKIT:-0}") ;;
+          esac
+        done
+        latency "${modelled[@]}"
         for package in "${packages[@]}"; do install_package "$package"; done
         ;;
     esac
@@ -197,7 +216,7 @@ case $tool in
         if [ "$unit" = docker ]; then docker_start; elif ! unit_active "$unit"; then start_service "$unit"; fi
         ;;
       restart)
-        if [ "$unit" = docker ]; then docker_start; else stop_service "$unit"; start_service "$unit"; fi
+        if [ "$unit" = docker ]; then latency "${SIM_LATENCY_DOCKER_RESTART:-0}"; docker_start; else stop_service "$unit"; start_service "$unit"; fi
         ;;
       stop)
         if [ "$unit" = docker ]; then rm -f "$STATE/units/docker.active"; else stop_service "$unit"; fi
@@ -251,16 +270,18 @@ case $tool in
     case $url in
       https://download.docker.com/linux/ubuntu/gpg | https://nvidia.github.io/libnvidia-container/gpgkey)
         body=$'-----BEGIN PGP PUBLIC KEY BLOCK-----\nsimulated\n-----END PGP PUBLIC KEY BLOCK-----'
+        latency "${SIM_LATENCY_KEY_OR_LIST_DOWNLOAD:-0}"
         ;;
       https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list)
         # shellcheck disable=SC2016 # the literal $(ARCH) is what NVIDIA's list contains
         body='deb https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /'
+        latency "${SIM_LATENCY_KEY_OR_LIST_DOWNLOAD:-0}"
         ;;
       https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/*/binaries/dstack-shim-linux-*)
         version=${url#https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/}
         version=${version%%/*}
         [ "$version" = latest ] && version=0.21.9
-        sleep "${SIM_SHIM_DOWNLOAD_SECONDS:-0}"
+        latency "${SIM_SHIM_DOWNLOAD_SECONDS:-0}" "${SIM_LATENCY_SHIM_DOWNLOAD:-0}"
         # shellcheck disable=SC2016 # the shim double's own script text
         body=$(printf '#!/usr/bin/env bash\nif [ "${1:-}" = --version ]; then echo "dstack-shim version %s"; exit 0; fi\nexec node %s/shim-server.mjs %s\n' "$version" "$DOUBLES" "$version")
         ;;
