@@ -21,7 +21,8 @@ export default class Up extends BaseCommand<typeof Up> {
 
   static description = `Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
 project SSH key with the org (once), creates and deploys the VM and waits until it runs, then installs Docker and the NVIDIA Container Toolkit over
-SSH (each step skipped when present; a marker makes a repeat a fast no-op) and starts the dstack shim.
+SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is missing, the dstack-shim
+binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack shim.
 Phases: register, deploy, wait-running, install, shim-start.
 
 If anything fails or a signal arrives (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT), what this run created is deleted
@@ -72,7 +73,12 @@ existing VM instead of creating a second one.`
     'dstack-version': Flags.string({
       summary: `dstack-shim version to run (default: config, else ${DEFAULT_DSTACK_VERSION}; "latest" takes the newest).`,
     }),
-    'gpu-test': Flags.boolean({allowNo: true, default: true, summary: 'Check that containers see the GPUs (--no-gpu-test skips it).'}),
+    'gpu-test': Flags.boolean({
+      allowNo: true,
+      default: true,
+      summary:
+        'Check that containers see the GPUs (--no-gpu-test skips it); if the test image cannot be pulled, a runtime-level check runs instead.',
+    }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
@@ -110,6 +116,7 @@ existing VM instead of creating a second one.`
       ? {
           dstackVersion: await resolveSetting('dstack-version', flags['dstack-version']),
           gpuTest: flags['gpu-test'],
+          pullRetryDelayMs: await resolveSetting('pull-retry-delay'),
           reinstall: flags.reinstall,
           shim: flags.shim,
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),

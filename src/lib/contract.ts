@@ -76,6 +76,12 @@ export const VmResultSchema = z.object({
       nvidia_ctk_version: z.string().nullable(),
       driver_version: z.string().nullable(),
       gpus: z.object({name: z.string().nullable(), count: z.number().nullable()}),
+      gpu_check: z
+        .enum(['container', 'runtime'])
+        .nullable()
+        .describe(
+          'the GPU check that passed: "container" (nvidia-smi in a container), "runtime" (nvidia-container-cli, when the test image could not be pulled); null when skipped',
+        ),
     })
     .nullable()
     .describe('null with --no-bootstrap'),

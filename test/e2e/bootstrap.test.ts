@@ -13,6 +13,7 @@ import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
+import {LATENCY_MODEL} from '../vm/latency.js'
 
 let sim: TargonSimulator
 let farm: VmFarm
@@ -37,7 +38,10 @@ afterAll(async () => {
 })
 
 function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', ...options.env})})
+  return runCli(args, {
+    ...options,
+    env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', TARGON_PULL_RETRY_DELAY: '0.2', ...options.env}),
+  })
 }
 
 async function up(...extra: string[]) {
@@ -46,6 +50,7 @@ async function up(...extra: string[]) {
 }
 
 const installs = (calls: string[]) => calls.filter((call) => call.startsWith('apt-get install'))
+const updates = (calls: string[]) => calls.filter((call) => call.startsWith('apt-get update'))
 
 describe('up with bootstrap on simulated VMs', () => {
   it('installs everything on a fresh VM once, starts a healthy shim, and pins the host key', async () => {
@@ -64,23 +69,37 @@ describe('up with bootstrap on simulated VMs', () => {
       docker_version: '28.2.2',
       driver_version: '595.45.04',
       gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'},
+      gpu_check: 'container',
       nvidia_ctk_version: '1.17.8',
-      script_version: '2026.11.1',
+      script_version: '2026.12.1',
     })
     expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
 
     const simVm = farm.vm(vm.uid)
     const calls = simVm.calls()
-    expect(installs(calls)).toHaveLength(2)
-    expect(installs(calls)[0]).toContain('docker-ce')
-    expect(installs(calls)[1]).toContain('nvidia-container-toolkit')
+    // One apt transaction of each kind: both repositories are added first, every package goes in one install.
+    expect(updates(calls)).toHaveLength(1)
+    expect(installs(calls)).toHaveLength(1)
+    expect(installs(calls)[0]).toContain(' docker-ce ')
+    expect(installs(calls)[0]).toContain('nvidia-container-toolkit')
+    expect(calls.indexOf(updates(calls)[0] as string)).toBeGreaterThan(
+      calls.findLastIndex((call) => call.startsWith('curl') && /gpg|gpgkey|\.list/.test(call)),
+    )
+    expect(simVm.readFile('/etc/apt/sources.list.d/docker.list')).toContain('https://download.docker.com/linux/ubuntu noble stable')
+    expect(simVm.readFile('/etc/apt/sources.list.d/nvidia-container-toolkit.list')).toContain('signed-by=')
     expect(calls.filter((call) => call === 'systemctl restart docker')).toHaveLength(1)
     expect(calls.filter((call) => call.startsWith('curl') && call.includes('dstack-shim-linux-amd64'))).toHaveLength(1)
     expect(calls.some((call) => call.includes('ufw'))).toBe(false)
 
     // Files on the VM: marker, daemon.json, the shim unit exactly as dstack writes it.
     const marker = JSON.parse(simVm.readFile('/var/lib/targon-dstack/bootstrap.json'))
-    expect(marker).toMatchObject({schema: 1, script_version: '2026.11.1', shim: {version: '0.21.2'}})
+    expect(marker).toMatchObject({
+      gpu_check: 'container',
+      gpu_test: 'passed',
+      schema: 1,
+      script_version: '2026.12.1',
+      shim: {version: '0.21.2'},
+    })
     expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({
       'exec-opts': ['native.cgroupdriver=cgroupfs'],
       runtimes: {nvidia: {args: [], path: 'nvidia-container-runtime'}},
@@ -120,6 +139,7 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(again.doc.data.vms[0]).toMatchObject({adopted: true, bootstrap: vm.bootstrap, dstack: vm.dstack, uid: vm.uid})
     const newCalls = simVm.calls().slice(calls.length)
     expect(installs(newCalls)).toEqual([])
+    expect(updates(newCalls)).toEqual([])
     expect(newCalls.filter((call) => /^(curl|systemd-run|systemctl (restart|stop))/.test(call))).toEqual([])
     expect(simVm.readFile('/var/lib/targon-dstack/bootstrap.json')).toBe(markerText)
 
@@ -143,6 +163,7 @@ describe('up with bootstrap on simulated VMs', () => {
     const forcedCalls = simVm.calls().slice(callsBefore)
     expect(forcedCalls.filter((call) => call.startsWith('systemd-run'))).toHaveLength(1)
     expect(installs(forcedCalls)).toEqual([])
+    expect(updates(forcedCalls)).toEqual([])
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
 
     // targon ssh passes the remote exit code through, and --print pastes into a shell.
@@ -160,15 +181,114 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(existsSync(join(configDir, 'known_hosts.d', vm.uid))).toBe(false)
   })
 
-  it('completes a partial install: Docker already there, the toolkit missing', async () => {
+  // A partly installed VM: one update and one install, of the missing packages only, from only their repository.
+  it.each([
+    {missing: 'nvidia-container-toolkit', present: 'docker-ce', presentRepo: 'download.docker.com', vm: {dockerPreinstalled: true}},
+    {missing: 'docker-ce', present: 'nvidia-container-toolkit', presentRepo: 'nvidia.github.io', vm: {toolkitPreinstalled: true}},
+  ])('completes a partial install: $present already there, $missing missing', async ({missing, present, presentRepo, vm}) => {
     configDir = tempDir('targon-config-')
-    scenario = {dockerPreinstalled: true}
+    scenario = vm
     const {doc, result} = await up()
     expect(result.code, result.stdout).toBe(0)
     const calls = farm.vm(doc.data.vms[0].uid).calls()
+    expect(updates(calls)).toHaveLength(1)
     expect(installs(calls)).toHaveLength(1)
-    expect(installs(calls)[0]).toContain('nvidia-container-toolkit')
-    expect(installs(calls)[0]).not.toContain('docker-ce')
+    expect(installs(calls)[0]?.split(' ')).toContain(missing)
+    expect(installs(calls)[0]?.split(' ')).not.toContain(present)
+    expect(calls.filter((call) => call.includes(presentRepo))).toEqual([])
+  })
+
+  it('downloads the shim binary while apt works, and the shim phase uses that download', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {shimDownloadSeconds: 2}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].dstack).toEqual({healthy: true, shim_version: '0.21.2'})
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const timed = vm.timedCalls()
+    const at = (event: 'end' | 'start', test: (call: string) => boolean) =>
+      timed.find((entry) => entry.event === event && test(entry.call))?.at
+    const isShim = (call: string) => call.startsWith('curl') && call.includes('dstack-shim-linux-amd64')
+    const shimStart = at('start', isShim) as number
+    const shimEnd = at('end', isShim) as number
+    const updateStart = at('start', (call) => call.startsWith('apt-get update')) as number
+    const installStart = at('start', (call) => call.startsWith('apt-get install')) as number
+    const installEnd = at('end', (call) => call.startsWith('apt-get install')) as number
+    // The download started before apt and was still running while apt worked.
+    expect(shimStart).toBeLessThan(updateStart)
+    expect(shimEnd).toBeGreaterThan(installStart)
+    expect(shimEnd - shimStart).toBeGreaterThanOrEqual(2000)
+    expect(installEnd).toBeLessThan(shimEnd)
+    // One download in all: the shim phase took the background one.
+    expect(vm.calls().filter(isShim)).toHaveLength(1)
+    expect(vm.hasFile('/var/lib/targon-dstack/downloads/dstack-shim-0.21.2-amd64')).toBe(false)
+  })
+
+  it('retries a rate-limited pull of the smoke test image with backoff, then runs the container check', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {pullRateLimited: 2}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].bootstrap.gpu_check).toBe('container')
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const pulls = vm.timedCalls().filter((entry) => entry.event === 'start' && entry.call.startsWith('docker pull'))
+    expect(pulls).toHaveLength(3)
+    // Backoff: 0.2 s, then 0.4 s.
+    expect((pulls[1]?.at as number) - (pulls[0]?.at as number)).toBeGreaterThanOrEqual(200)
+    expect((pulls[2]?.at as number) - (pulls[1]?.at as number)).toBeGreaterThanOrEqual(400)
+    expect(vm.calls().filter((call) => call.startsWith('docker run'))).toHaveLength(1)
+    expect(JSON.parse(vm.readFile('/var/lib/targon-dstack/bootstrap.json')).gpu_check).toBe('container')
+  })
+
+  it('falls back to the runtime-level GPU check when Docker Hub keeps refusing the pull, and reports it', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {pullRateLimited: 'always'}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data.vms[0].bootstrap.gpu_check).toBe('runtime')
+    expect(doc.data.vms[0].dstack.healthy).toBe(true)
+    const vm = farm.vm(doc.data.vms[0].uid)
+    const calls = vm.calls()
+    expect(calls.filter((call) => call.startsWith('docker pull'))).toHaveLength(4)
+    expect(calls.filter((call) => call.startsWith('docker run'))).toEqual([])
+    expect(calls).toContain('nvidia-container-cli info')
+    expect(JSON.parse(vm.readFile('/var/lib/targon-dstack/bootstrap.json'))).toMatchObject({gpu_check: 'runtime', gpu_test: 'passed'})
+    expect(vm.readFile('/var/log/targon-dstack-bootstrap.log')).toContain('toomanyrequests')
+  })
+
+  it('a GPU that containers cannot use still exits 8 after the fallback check, and deletes the VM', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {containerGpuFailure: true, pullRateLimited: 'always'}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(8)
+    expect(doc.error.code).toBe('BOOTSTRAP_FAILED')
+    expect(doc.error.message).toContain('B8')
+    expect(sim.live()).toEqual([])
+  })
+
+  it('with the latency model on, the doubles take the modelled time (sleeping, scaled down here)', async () => {
+    configDir = tempDir('targon-config-')
+    const scale = 0.05
+    scenario = {latency: true, latencyScale: scale}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const timed = farm.vm(doc.data.vms[0].uid).timedCalls()
+    const took = (test: (call: string) => boolean) => {
+      const start = timed.find((entry) => entry.event === 'start' && test(entry.call))?.at as number
+      return (timed.find((entry) => entry.event === 'end' && entry.at >= start && test(entry.call))?.at as number) - start
+    }
+    const model = LATENCY_MODEL
+    const ms = (seconds: number) => seconds * scale * 1000
+    // One update with both third-party repositories configured; one install of Docker and the toolkit.
+    expect(took((call) => call.startsWith('apt-get update'))).toBeGreaterThanOrEqual(
+      ms(model.aptUpdateSeconds + 2 * model.aptUpdatePerRepositorySeconds),
+    )
+    expect(took((call) => call.startsWith('apt-get install'))).toBeGreaterThanOrEqual(
+      ms(model.aptInstallSeconds + model.aptInstallDockerSeconds + model.aptInstallToolkitSeconds),
+    )
+    expect(took((call) => call.includes('dstack-shim-linux'))).toBeGreaterThanOrEqual(ms(model.shimDownloadSeconds))
+    expect(took((call) => call.startsWith('docker pull'))).toBeGreaterThanOrEqual(ms(model.imagePullSeconds))
+    expect(took((call) => call === 'systemctl restart docker')).toBeGreaterThanOrEqual(ms(model.dockerRestartSeconds))
   })
 
   it('enables passwordless sudo once with the stored VM password where sudo asks for it', async () => {
@@ -196,7 +316,7 @@ describe('up with bootstrap on simulated VMs', () => {
     scenario = {failPackage: 'nvidia-container-toolkit'}
     const human = await targon(['up', 'rtx6000b-small', '--max-price', '1.8'])
     expect(human.code).toBe(8)
-    expect(human.stderr).toContain('install step B6 failed')
+    expect(human.stderr).toContain('install step B4 failed')
     expect(human.stderr).toContain('Unable to locate package nvidia-container-toolkit')
     expect(sim.live()).toEqual([])
   })

@@ -18,6 +18,7 @@ import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 
 import type {SimWorkload, TargonSimulator, VmEndpoint} from '../simulator/simulator.js'
+import {type LatencyModel, latencyEnv} from './latency.js'
 
 const INIT = fileURLToPath(new URL('vm-init.sh', import.meta.url))
 const DOUBLES = fileURLToPath(new URL('doubles', import.meta.url))
@@ -32,6 +33,16 @@ export interface VmScenario {
   dpkgLockSeconds?: number
   /** apt-get install of this package fails. */
   failPackage?: string
+  /** Downloading the dstack-shim binary takes this long. */
+  shimDownloadSeconds?: number
+  /** Pulls from Docker Hub meet its rate limit (toomanyrequests): this many times, or always. */
+  pullRateLimited?: number | 'always'
+  /** Containers cannot use the GPUs (the NVIDIA container runtime fails), although the driver works on the host. */
+  containerGpuFailure?: boolean
+  /** The latency model (latency.ts): true for its defaults, or some entries changed; off when absent. */
+  latency?: true | Partial<LatencyModel>
+  /** Multiplies every duration of the latency model (e.g. 0.05 for a quick test). */
+  latencyScale?: number
   /** The shim starts but never answers its health check. */
   shimUnhealthy?: boolean
   gpuCount?: number
@@ -65,6 +76,17 @@ export class SimVm {
   /** What the doubles recorded, one call per line: "apt-get install -y ... docker-ce". */
   calls(): string[] {
     return this.readFile('/var/log/sim-doubles/calls.log').split('\n').filter(Boolean)
+  }
+
+  /** The same calls with when each started and ended (epoch ms on the VM's clock, which is the host's). */
+  timedCalls(): {at: number; event: 'end' | 'start'; call: string}[] {
+    return this.readFile('/var/log/sim-doubles/calls.log.timed')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        const [at, event, ...call] = line.split(' ')
+        return {at: Number(at), call: call.join(' '), event: event as 'end' | 'start'}
+      })
   }
 
   /** A file the VM wrote, read from its overlay (e.g. /var/lib/targon-dstack/bootstrap.json). */
@@ -155,6 +177,10 @@ export class VmFarm {
         `SIM_DPKG_LOCK_SECONDS=${scenario.dpkgLockSeconds ?? 0}`,
         `SIM_FAIL_PACKAGE=${scenario.failPackage ?? ''}`,
         `SIM_SHIM_UNHEALTHY=${scenario.shimUnhealthy ? 1 : 0}`,
+        `SIM_SHIM_DOWNLOAD_SECONDS=${scenario.shimDownloadSeconds ?? 0}`,
+        `SIM_PULL_FAILURES=${scenario.pullRateLimited === 'always' ? 1_000_000 : (scenario.pullRateLimited ?? 0)}`,
+        `SIM_CONTAINER_GPU_FAILURE=${scenario.containerGpuFailure ? 1 : 0}`,
+        ...latencyEnv(scenario.latency, scenario.latencyScale),
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
         `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
         '',

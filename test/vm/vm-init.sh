@@ -78,7 +78,8 @@ cp "$VM_DIR/scenario.env" /etc/sim-vm/scenario.env
 if [ "${SIM_DOCKER_PREINSTALLED:-0}" = 1 ]; then /usr/local/lib/sim-doubles/double.sh --preinstall docker-ce; fi
 if [ "${SIM_TOOLKIT_PREINSTALLED:-0}" = 1 ]; then /usr/local/lib/sim-doubles/double.sh --preinstall nvidia-container-toolkit; fi
 : >/var/log/sim-doubles/calls.log
-chmod 0666 /var/log/sim-doubles/calls.log
+: >/var/log/sim-doubles/calls.log.timed
+chmod 0666 /var/log/sim-doubles/calls.log /var/log/sim-doubles/calls.log.timed
 
 # sshd, configured as Ubuntu's: drop-ins first, forwarding allowed.
 cat >/etc/ssh/sshd_config <<'SSHD'

@@ -8,12 +8,13 @@
 #   TARGON_DSTACK_VERSION shim version (shim phase), e.g. 0.21.2 or latest
 #   TARGON_REINSTALL      1 ignores the marker fast path
 #   TARGON_GPU_TEST       0 skips the GPU smoke test
+#   TARGON_PULL_RETRY_DELAY_MS  the first wait before retrying a failed pull of the smoke test's image (then doubled)
 # Every step checks first and acts only when needed; progress lines have the form
 #   TARGON_STEP <id> <name> start|ok|skip|fail @<epoch ms> [detail]
 # and everything else is log text.
 set -Eeuo pipefail
 
-SCRIPT_VERSION=2026.11.1
+SCRIPT_VERSION=2026.12.1
 MARKER_SCHEMA=1
 STATE_DIR=/var/lib/targon-dstack
 MARKER=$STATE_DIR/bootstrap.json
@@ -113,6 +114,61 @@ apt_update() {
   return 1
 }
 
+SHIM_BASE=https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com
+shim_arch() { case $(uname -m) in x86_64) echo amd64 ;; *) echo arm64 ;; esac; }
+shim_installed_version() { /usr/local/bin/dstack-shim --version 2>/dev/null | awk '{print $3}'; }
+# Where the install phase leaves the shim binary it downloaded while apt worked; the shim phase takes it from there.
+SHIM_STAGED=$STATE_DIR/downloads/dstack-shim-${TARGON_DSTACK_VERSION:-none}-$(shim_arch)
+
+# Starts downloading the requested shim in the background (unless it is installed already), so that the download
+# overlaps apt. dstack publishes no checksum next to its shim binaries (none that we know of in its download bucket),
+# so there is none to check: the shim phase checks the version the binary reports instead.
+SHIM_PREFETCH_PID=
+shim_prefetch_start() {
+  local version=${TARGON_DSTACK_VERSION:-} current
+  [ -n "$version" ] || return 0
+  current=$(shim_installed_version) || true
+  if [ -n "$current" ] && { [ "$current" = "$version" ] || [ "$version" = latest ]; }; then return 0; fi
+  mkdir -p "${SHIM_STAGED%/*}"
+  rm -f "$SHIM_STAGED" "$SHIM_STAGED.part"
+  (
+    trap - EXIT # the run's outcome is recorded by the script itself, not by this download
+    curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$SHIM_STAGED.part" \
+    "$SHIM_BASE/$version/binaries/dstack-shim-linux-$(shim_arch)" && mv -f "$SHIM_STAGED.part" "$SHIM_STAGED"
+  ) &
+  SHIM_PREFETCH_PID=$!
+  echo "downloading dstack-shim $version in the background"
+}
+
+# Waits for that download; a failed one only means the shim phase downloads the binary itself.
+shim_prefetch_wait() {
+  [ -n "$SHIM_PREFETCH_PID" ] || return 0
+  if wait "$SHIM_PREFETCH_PID"; then
+    echo "dstack-shim downloaded in the background"
+  else
+    rm -f "$SHIM_STAGED.part"
+    echo "the background dstack-shim download failed; the shim phase downloads it again"
+  fi
+  SHIM_PREFETCH_PID=
+}
+
+TEST_IMAGE=ubuntu:24.04
+PULL_ATTEMPTS=4
+# Pulls the smoke test's image unless it is present. Failures (Docker Hub's rate limit `toomanyrequests`, time-outs)
+# are retried with exponential backoff; returns 1 when every attempt failed.
+pull_test_image() {
+  docker image inspect "$TEST_IMAGE" >/dev/null 2>&1 && return 0
+  local attempt output delay_ms=${TARGON_PULL_RETRY_DELAY_MS:-5000}
+  for ((attempt = 1; attempt <= PULL_ATTEMPTS; attempt++)); do
+    if output=$(timeout 120 docker pull -q "$TEST_IMAGE" 2>&1); then return 0; fi
+    echo "docker pull $TEST_IMAGE failed (attempt $attempt of $PULL_ATTEMPTS): $(printf '%s\n' "$output" | tail -n1)"
+    [ "$attempt" = "$PULL_ATTEMPTS" ] && break
+    sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
+    delay_ms=$((delay_ms * 2))
+  done
+  return 1
+}
+
 # ---------------------------------------------------------------- install phase
 
 # B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
@@ -164,10 +220,14 @@ install_phase() {
     step B3 sshd-forwarding ok
   fi
 
+  shim_prefetch_start
+
   local need_docker=0 need_toolkit=0
   command -v docker >/dev/null 2>&1 || need_docker=1
   if ! dpkg -s nvidia-container-toolkit >/dev/null 2>&1 || ! command -v nvidia-ctk >/dev/null 2>&1; then need_toolkit=1; fi
 
+  # B4 adds every repository and key that a missing package needs, then runs one `apt-get update` and one
+  # `apt-get install` with every missing package; B5 and B6 then only start Docker and confirm the toolkit.
   begin B4 apt
   if [ "$need_docker$need_toolkit" = 00 ]; then
     step B4 apt skip nothing-to-install
@@ -176,25 +236,34 @@ install_phase() {
     dpkg --configure -a
     mkdir -p /etc/needrestart/conf.d
     echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
+    install -d -m 0755 /etc/apt/keyrings
+    local packages=()
+    if [ "$need_docker" = 1 ]; then
+      [ -s /etc/apt/keyrings/docker.asc ] || curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
+      chmod a+r /etc/apt/keyrings/docker.asc
+      echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list.new
+      replace_if_changed /etc/apt/sources.list.d/docker.list || true
+      packages+=(docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin)
+    fi
+    if [ "$need_toolkit" = 1 ]; then
+      [ -s /etc/apt/keyrings/nvidia-container-toolkit.asc ] ||
+        curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
+      if [ ! -s /etc/apt/sources.list.d/nvidia-container-toolkit.list ]; then
+        curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+          sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list.new
+        mv -f /etc/apt/sources.list.d/nvidia-container-toolkit.list.new /etc/apt/sources.list.d/nvidia-container-toolkit.list
+      fi
+      packages+=(nvidia-container-toolkit)
+    fi
     apt_update
-    step B4 apt ok
+    apt-get install "${APT_OPTIONS[@]}" "${packages[@]}"
+    step B4 apt ok "${packages[*]}"
   fi
 
   begin B5 docker
-  if [ "$need_docker" = 0 ]; then
-    if systemctl is-active --quiet docker; then
-      step B5 docker skip already-present
-    else
-      systemctl enable --now docker
-      step B5 docker ok started
-    fi
+  if [ "$need_docker" = 0 ] && systemctl is-active --quiet docker; then
+    step B5 docker skip already-present
   else
-    install -d -m 0755 /etc/apt/keyrings
-    curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
-    chmod a+r /etc/apt/keyrings/docker.asc
-    echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin
     systemctl enable --now docker
     step B5 docker ok "$(docker_version)"
   fi
@@ -203,12 +272,7 @@ install_phase() {
   if [ "$need_toolkit" = 0 ]; then
     step B6 nvidia-toolkit skip already-present
   else
-    install -d -m 0755 /etc/apt/keyrings
-    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
-    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
-      sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" nvidia-container-toolkit
+    command -v nvidia-ctk >/dev/null 2>&1 || { echo "nvidia-ctk is missing after installing nvidia-container-toolkit" >&2; exit 1; }
     step B6 nvidia-toolkit ok "$(ctk_version)"
   fi
 
@@ -248,26 +312,39 @@ PY
     step B7 daemon-json ok restarted
   fi
 
+  # The container check runs nvidia-smi in a container; when the image cannot be pulled, the runtime check asks the
+  # NVIDIA container runtime's library which GPUs it would give a container (no image needed; B7 has made sure
+  # Docker has the nvidia runtime).
   begin B8 gpu-test
+  local gpu_check=skipped
   if [ "${TARGON_GPU_TEST:-1}" = 0 ]; then
     step B8 gpu-test skip disabled
   else
     local expected listed
     expected=$(nvidia-smi -L | grep -c '^GPU ')
-    listed=$(timeout 300 docker run --rm --gpus all ubuntu:24.04 nvidia-smi -L | grep -c '^GPU ' || true)
-    [ "$listed" -ge "$expected" ] || { echo "GPU smoke test: containers see $listed of $expected GPUs" >&2; exit 1; }
-    step B8 gpu-test ok "$listed-gpus"
+    if pull_test_image; then
+      gpu_check=container
+      listed=$(timeout 300 docker run --rm --gpus all "$TEST_IMAGE" nvidia-smi -L | grep -c '^GPU ' || true)
+    else
+      gpu_check=runtime
+      echo "could not pull $TEST_IMAGE; checking the GPUs through the NVIDIA container runtime instead"
+      listed=$(timeout 60 nvidia-container-cli info | grep -c '^Device Index:' || true)
+    fi
+    [ "$listed" -ge "$expected" ] || { echo "GPU smoke test ($gpu_check check): containers see $listed of $expected GPUs" >&2; exit 1; }
+    step B8 gpu-test ok "$listed-gpus $gpu_check"
   fi
 
   begin B9 firewall
   step B9 firewall skip untouched
 
+  shim_prefetch_wait
+
   begin B10 marker
   local gpus
   gpus=$(gpu_line)
-  marker_merge "$(printf '{"schema":%s,"script_version":"%s","tool_version":"%s","install_completed_at":"%s","os":"ubuntu 24.04","arch":"%s","docker":{"version":"%s"},"nvidia_ctk_version":"%s","driver_version":"%s","gpus":{"name":"%s","count":%s},"gpu_test":"%s"}' \
+  marker_merge "$(printf '{"schema":%s,"script_version":"%s","tool_version":"%s","install_completed_at":"%s","os":"ubuntu 24.04","arch":"%s","docker":{"version":"%s"},"nvidia_ctk_version":"%s","driver_version":"%s","gpus":{"name":"%s","count":%s},"gpu_test":"%s","gpu_check":"%s"}' \
     "$MARKER_SCHEMA" "$SCRIPT_VERSION" "${TARGON_TOOL_VERSION:-unknown}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$ARCH" "$(docker_version)" "$(ctk_version)" "$(driver_version)" \
-    "$(echo "$gpus" | head -n1 | cut -d, -f1)" "$(echo "$gpus" | grep -c .)" "$([ "${TARGON_GPU_TEST:-1}" = 0 ] && echo skipped || echo passed)")"
+    "$(echo "$gpus" | head -n1 | cut -d, -f1)" "$(echo "$gpus" | grep -c .)" "$([ "${TARGON_GPU_TEST:-1}" = 0 ] && echo skipped || echo passed)" "$gpu_check")"
   step B10 marker ok
 }
 
@@ -275,10 +352,10 @@ PY
 
 shim_phase() {
   local version=${TARGON_DSTACK_VERSION:?TARGON_DSTACK_VERSION is required}
-  local arch changed=0 base=https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com
-  case $(uname -m) in x86_64) arch=amd64 ;; *) arch=arm64 ;; esac
-  local shim_url=$base/$version/binaries/dstack-shim-linux-$arch
-  local runner_url=$base/$version/binaries/dstack-runner-linux-$arch
+  local arch changed=0
+  arch=$(shim_arch)
+  local shim_url=$SHIM_BASE/$version/binaries/dstack-shim-linux-$arch
+  local runner_url=$SHIM_BASE/$version/binaries/dstack-runner-linux-$arch
 
   begin S0 takeover
   if grep -q '# added by dstack' /home/ubuntu/.ssh/authorized_keys 2>/dev/null; then
@@ -291,22 +368,27 @@ shim_phase() {
 
   begin S1 shim-binary
   local current=
-  current=$(/usr/local/bin/dstack-shim --version 2>/dev/null | awk '{print $3}') || true
+  current=$(shim_installed_version) || true
   if [ -n "$current" ] && { [ "$current" = "$version" ] || [ "$version" = latest ]; }; then
     step S1 shim-binary skip "$current"
   else
-    local tmp
+    local tmp got='' source=downloaded
     tmp=$(mktemp /usr/local/bin/.dstack-shim.XXXXXX)
-    curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$tmp" "$shim_url"
-    chmod 0755 "$tmp"
-    local got
-    got=$("$tmp" --version | awk '{print $3}')
+    # The install phase's background download, when it left one that reports the wanted version.
+    if [ -s "$SHIM_STAGED" ] && mv -f "$SHIM_STAGED" "$tmp" && chmod 0755 "$tmp" &&
+      got=$("$tmp" --version | awk '{print $3}') && { [ "$version" = latest ] || [ "$got" = "$version" ]; }; then
+      source=prefetched
+    else
+      curl -fsS --compressed --connect-timeout 60 --max-time 240 --retry 3 -o "$tmp" "$shim_url"
+      chmod 0755 "$tmp"
+      got=$("$tmp" --version | awk '{print $3}')
+    fi
     if [ "$version" != latest ] && [ "$got" != "$version" ]; then rm -f "$tmp"; echo "downloaded shim reports $got, wanted $version" >&2; exit 1; fi
     mv -f "$tmp" /usr/local/bin/dstack-shim
     # The shim downloads the runner only when it is missing: drop the old one with the old shim.
     rm -f /usr/local/bin/dstack-runner /root/.dstack/host_info.json
     changed=1
-    step S1 shim-binary ok "$got"
+    step S1 shim-binary ok "$got $source"
   fi
 
   begin S3 shim-home

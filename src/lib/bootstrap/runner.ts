@@ -30,8 +30,8 @@ export const INSTALL_STEPS: Substep[] = [
   {id: 'B0', title: 'marker check'},
   {id: 'B1', title: 'preflight (OS, arch, NVIDIA driver)'},
   {id: 'B3', title: 'sshd TCP forwarding'},
-  {id: 'B4', title: 'apt locks and hygiene'},
-  {id: 'B5', title: 'Docker'},
+  {id: 'B4', title: 'apt: repositories, one update, one install'},
+  {id: 'B5', title: 'Docker service'},
   {id: 'B6', title: 'NVIDIA Container Toolkit'},
   {id: 'B7', title: 'daemon.json (nvidia runtime, cgroupfs)'},
   {id: 'B8', title: 'GPU smoke test'},
@@ -64,6 +64,8 @@ export interface BootstrapParams {
   dstackVersion: string
   reinstall: boolean
   gpuTest: boolean
+  /** The first wait before retrying a failed pull of the GPU smoke test's image (doubled on each retry). */
+  pullRetryDelayMs: number
   /** The VM password, used once to enable passwordless sudo where the image lacks it. */
   password?: string
   /** How long shim-start waits for a healthy shim. */
@@ -76,6 +78,7 @@ export const MarkerSchema = z.object({
   nvidia_ctk_version: z.string().nullish(),
   driver_version: z.string().nullish(),
   gpus: z.object({count: z.number().nullish(), name: z.string().nullish()}).nullish(),
+  gpu_check: z.string().nullish(),
   shim: z.object({version: z.string().nullish()}).nullish(),
 })
 export type Marker = z.infer<typeof MarkerSchema>
@@ -103,6 +106,7 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
     `TARGON_DSTACK_VERSION=${validateDstackVersion(params.dstackVersion)}`,
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
     `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
+    `TARGON_PULL_RETRY_DELAY_MS=${Math.round(params.pullRetryDelayMs)}`,
   ].map((assignment) => shellQuote(assignment))
 }
 

@@ -16,6 +16,7 @@ export function vmResult(ctx: RunContext, track: VmTrack): VmResult {
           docker_version: marker.docker?.version ?? null,
           driver_version: marker.driver_version ?? null,
           gpus: {count: marker.gpus?.count ?? null, name: marker.gpus?.name ?? null},
+          gpu_check: marker.gpu_check === 'container' || marker.gpu_check === 'runtime' ? marker.gpu_check : null,
           nvidia_ctk_version: marker.nvidia_ctk_version ?? null,
           script_version: marker.script_version ?? null,
         }

@@ -45,7 +45,14 @@ export interface UpOptions {
   org?: string
   configDir: string
   /** null with --no-bootstrap. */
-  bootstrap: {dstackVersion: string; reinstall: boolean; gpuTest: boolean; shim: boolean; shimHealthTimeoutMs: number} | null
+  bootstrap: {
+    dstackVersion: string
+    reinstall: boolean
+    gpuTest: boolean
+    pullRetryDelayMs: number
+    shim: boolean
+    shimHealthTimeoutMs: number
+  } | null
   json: boolean
   signal: AbortSignal
   warn: (message: string) => void
@@ -157,6 +164,7 @@ async function prepare(
     params: {
       dstackVersion: options.bootstrap.dstackVersion,
       gpuTest: options.bootstrap.gpuTest,
+      pullRetryDelayMs: options.bootstrap.pullRetryDelayMs,
       reinstall: options.bootstrap.reinstall,
       shimHealthTimeoutMs: options.bootstrap.shimHealthTimeoutMs,
       toolVersion: VERSION,

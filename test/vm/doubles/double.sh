@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Recording test doubles for a simulated Targon VM: apt-get, dpkg, systemctl, systemd-run, curl,
 # nvidia-smi, and (once "installed") docker and nvidia-ctk. One script, dispatched on the name it is
-# called by. Each call is appended to /var/log/sim-doubles/calls.log, and each double leaves the files
+# called by. Each call is appended to /var/log/sim-doubles/calls.log (and, with its start and end times, to
+# calls.log.timed), and each double leaves the files
 # and state the real tool would, so that a second bootstrap sees an installed system.
 set -uo pipefail
 
@@ -20,6 +21,21 @@ if [ "${1:-}" = --preinstall ]; then
   shift
 fi
 printf '%s %s\n' "$tool" "$*" >>"$CALLS"
+# The same calls with when each started and ended (epoch ms), to show what overlapped.
+call="$tool $*"
+timed() {
+  local micros=${EPOCHREALTIME//[!0-9]/}
+  printf '%s %s %s\n' "${micros%???}" "$1" "$call" >>"$CALLS.timed"
+}
+timed start
+trap 'timed end' EXIT
+
+# Sleeps for the sum of its arguments (seconds), as the latency model says (test/vm/latency.ts); not at all without it.
+latency() {
+  local seconds
+  seconds=$(awk 'BEGIN { s = 0; for (i = 1; i < ARGC; i++) s += ARGV[i]; print s }' "$@")
+  [ "$seconds" = 0 ] || sleep "$seconds"
+}
 
 lock_held() {
   fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock >/dev/null 2>&1
@@ -40,9 +56,24 @@ install_package() {
       ;;
     nvidia-container-toolkit)
       install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-ctk
+      install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-container-cli
       install -m 0755 "$DOUBLES/double.sh" /usr/bin/nvidia-container-runtime
       ;;
   esac
+}
+
+# A pull from Docker Hub: the first SIM_PULL_FAILURES attempts meet its anonymous rate limit.
+docker_pull() {
+  local attempts
+  attempts=$(($(cat "$STATE/pull-attempts" 2>/dev/null || echo 0) + 1))
+  echo "$attempts" >"$STATE/pull-attempts"
+  if [ "$attempts" -le "${SIM_PULL_FAILURES:-0}" ]; then
+    echo "Error response from daemon: toomanyrequests: You have reached your unauthenticated pull rate limit. https://www.docker.com/increase-rate-limit" >&2
+    return 1
+  fi
+  latency "${SIM_LATENCY_IMAGE_PULL:-0}"
+  grep -qx "$1" "$STATE/images" 2>/dev/null || echo "$1" >>"$STATE/images"
+  echo "docker.io/library/$1"
 }
 
 # The daemon reads daemon.json when it starts; `docker info` reports what it read.
@@ -109,6 +140,9 @@ case $tool in
           echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1 (unattended-upgr)" >&2
           exit 100
         fi
+        per_repository=()
+        while IFS= read -r _; do per_repository+=("${SIM_LATENCY_APT_UPDATE_PER_REPOSITORY:-0}"); done < <(find /etc/apt/sources.list.d -name '*.list' 2>/dev/null)
+        latency "${SIM_LATENCY_APT_UPDATE:-0}" "${per_repository[@]}"
         ;;
       install)
         while lock_held; do sleep 0.2; done # as with -o DPkg::Lock::Timeout
@@ -118,6 +152,14 @@ case $tool in
             exit 100
           fi
         done
+        modelled=("${SIM_LATENCY_APT_INSTALL:-0}")
+        for package in "${packages[@]}"; do
+          case $package in
+            docker-ce) modelled+=("${SIM_LATENCY_APT_INSTALL_DOCKER:-0}") ;;
+            nvidia-container-toolkit) modelled+=("${SIM_LATENCY_APT_INSTALL_TOOLKIT:-0}") ;;
+          esac
+        done
+        latency "${modelled[@]}"
         for package in "${packages[@]}"; do install_package "$package"; done
         ;;
     esac
@@ -174,7 +216,7 @@ case $tool in
         if [ "$unit" = docker ]; then docker_start; elif ! unit_active "$unit"; then start_service "$unit"; fi
         ;;
       restart)
-        if [ "$unit" = docker ]; then docker_start; else stop_service "$unit"; start_service "$unit"; fi
+        if [ "$unit" = docker ]; then latency "${SIM_LATENCY_DOCKER_RESTART:-0}"; docker_start; else stop_service "$unit"; start_service "$unit"; fi
         ;;
       stop)
         if [ "$unit" = docker ]; then rm -f "$STATE/units/docker.active"; else stop_service "$unit"; fi
@@ -228,15 +270,18 @@ case $tool in
     case $url in
       https://download.docker.com/linux/ubuntu/gpg | https://nvidia.github.io/libnvidia-container/gpgkey)
         body=$'-----BEGIN PGP PUBLIC KEY BLOCK-----\nsimulated\n-----END PGP PUBLIC KEY BLOCK-----'
+        latency "${SIM_LATENCY_KEY_OR_LIST_DOWNLOAD:-0}"
         ;;
       https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list)
         # shellcheck disable=SC2016 # the literal $(ARCH) is what NVIDIA's list contains
         body='deb https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /'
+        latency "${SIM_LATENCY_KEY_OR_LIST_DOWNLOAD:-0}"
         ;;
       https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/*/binaries/dstack-shim-linux-*)
         version=${url#https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/}
         version=${version%%/*}
         [ "$version" = latest ] && version=0.21.9
+        latency "${SIM_SHIM_DOWNLOAD_SECONDS:-0}" "${SIM_LATENCY_SHIM_DOWNLOAD:-0}"
         # shellcheck disable=SC2016 # the shim double's own script text
         body=$(printf '#!/usr/bin/env bash\nif [ "${1:-}" = --version ]; then echo "dstack-shim version %s"; exit 0; fi\nexec node %s/shim-server.mjs %s\n' "$version" "$DOUBLES" "$version")
         ;;
@@ -257,6 +302,19 @@ case $tool in
         *) echo "| $index  $GPU_NAME  Driver Version: $DRIVER_VERSION |" ;;
       esac
     done
+    ;;
+
+  nvidia-container-cli)
+    if [ "${SIM_CONTAINER_GPU_FAILURE:-0}" = 1 ]; then
+      echo "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch" >&2
+      exit 1
+    fi
+    if [ "${1:-}" = info ]; then
+      printf 'NVRM version:   %s\nCUDA version:   13.0\n\n' "$DRIVER_VERSION"
+      for ((index = 0; index < GPU_COUNT; index++)); do
+        printf 'Device Index:   %s\nDevice Minor:   %s\nModel:          %s\nGPU UUID:       GPU-sim-%s\n\n' "$index" "$index" "$GPU_NAME" "$index"
+      done
+    fi
     ;;
 
   nvidia-ctk)
@@ -300,8 +358,24 @@ json.dump(data,open(path,"w"),indent=2)'
         fi
         ;;
       version) echo "28.2.2" ;;
+      image)
+        grep -qx "${*: -1}" "$STATE/images" 2>/dev/null || { echo "Error response from daemon: No such image: ${*: -1}" >&2; exit 1; }
+        echo '[{}]'
+        ;;
+      pull) docker_pull "${*: -1}" || exit 1 ;;
       run)
-        if [[ $runtimes == *'"nvidia"'* ]]; then
+        image=
+        for arg in "${@:2}"; do
+          case $arg in -* | all) ;; *) image=$arg; break ;; esac
+        done
+        if ! grep -qx "$image" "$STATE/images" 2>/dev/null; then
+          echo "Unable to find image '$image' locally" >&2
+          docker_pull "$image" >/dev/null || exit 125
+        fi
+        if [ "${SIM_CONTAINER_GPU_FAILURE:-0}" = 1 ]; then
+          echo 'docker: Error response from daemon: failed to create task for container: nvidia-container-cli: initialization error: nvml error: driver/library version mismatch.' >&2
+          exit 125
+        elif [[ $runtimes == *'"nvidia"'* ]]; then
           /usr/bin/nvidia-smi -L
         else
           echo 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].' >&2

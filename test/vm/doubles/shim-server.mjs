@@ -6,6 +6,9 @@ import {createServer} from 'node:http'
 const version = process.argv[2]
 const scenario = readFileSync('/etc/sim-vm/scenario.env', 'utf8')
 const unhealthy = /^SIM_SHIM_UNHEALTHY=1$/m.test(scenario)
+// The latency model (test/vm/latency.ts): the shim answers only this long after its start.
+const healthyAfterMs = Number(/^SIM_LATENCY_SHIM_HEALTHY=(.*)$/m.exec(scenario)?.[1] ?? 0) * 1000
+const started = Date.now()
 const home = process.env.DSTACK_SHIM_HOME ?? '/root/.dstack'
 const port = Number(process.env.DSTACK_SHIM_HTTP_PORT ?? 10998)
 
@@ -25,7 +28,7 @@ if (process.env.DSTACK_SERVICE_MODE === '1') {
 }
 
 createServer((request, response) => {
-  if (unhealthy) {
+  if (unhealthy || Date.now() - started < healthyAfterMs) {
     response.statusCode = 503
     response.end('starting')
     return
