@@ -8,6 +8,7 @@ import ConfigList from './commands/config/list.js'
 import ConfigSet from './commands/config/set.js'
 import ConfigUnset from './commands/config/unset.js'
 import Down from './commands/down.js'
+import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
@@ -23,6 +24,7 @@ export const COMMANDS = {
   'config:set': ConfigSet,
   'config:unset': ConfigUnset,
   down: Down,
+  logs: Logs,
   offers: Offers,
   ssh: Ssh,
   status: Status,

@@ -4,7 +4,7 @@ import * as z from 'zod'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError, usageError} from '../lib/shell/errors.js'
-import {type KnownVm, findVm, snapshot} from '../lib/fleet/workloads.js'
+import {type KnownVm, findOneVm, snapshot} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -62,14 +62,7 @@ the API on every call. With a command, targon exits with the remote exit code (2
         return {config, fleet, hosts}
       }
 
-      const matches = findVm(vms, target as string, fleet)
-      if (matches.length === 0)
-        throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
-      if (matches.length > 1)
-        throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {
-          hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
-        })
-      const result = await this.prepare(matches[0] as KnownVm, dir, command)
+      const result = await this.prepare(findOneVm(vms, target as string, fleet), dir, command)
       if (this.jsonEnabled()) return result
       if (this.flags.print) {
         this.log(result.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : shellQuote(arg))).join(' '))

@@ -220,6 +220,17 @@ export const SshConfigResultSchema = z.object({
   config: z.string().describe('Host entries for ~/.ssh/config or an Include'),
 })
 
+export const LogsResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().describe('as the API says when the log was read'),
+  type: z.literal('serial').describe("the VM's serial console"),
+  tail: z.number().nullable().describe('--tail: at most this many of the last lines; null: the whole log the API keeps'),
+  lines: z.array(z.string()).describe('console lines, oldest first, without line ends'),
+})
+export type LogsResult = z.infer<typeof LogsResultSchema>
+
 export const ConfigResultSchema = z.object({
   path: z.string(),
   values: z
@@ -239,6 +250,7 @@ export const DATA_SCHEMAS = {
   'config set': ConfigResultSchema,
   'config unset': ConfigResultSchema,
   down: DownResultSchema,
+  logs: LogsResultSchema,
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,

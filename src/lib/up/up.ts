@@ -317,6 +317,7 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
   if (notes.length > 0)
     throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {
       data,
+      details: error.details,
       hint: error.hint,
       resource: error.resource,
       signal: error.signal,
