@@ -61,6 +61,7 @@ export const VmResultSchema = z.object({
   status: z.string(),
   price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
   max_price: z.number(),
+  max_cost_usd: z.number().nullable().describe('up --max-cost: the budget in USD, kept locally and enforced by targon down --expired'),
   public_ip: z.string().nullable(),
   ssh_port: z.number().nullable(),
   user: z.literal('ubuntu'),
@@ -145,7 +146,8 @@ export const DownResultSchema = z.object({
     all: z.boolean(),
     fleet: z.string().nullable(),
     older_than_seconds: z.number().nullable(),
-    expired: z.boolean(),
+    expired: z.boolean().describe('VMs whose --ttl ran out or whose --max-cost budget is spent (estimated cost; both local)'),
+    over_cost_usd: z.number().nullable().describe('--over-cost: VMs whose estimated cost (price x age) exceeds this'),
     any_origin: z.boolean(),
   }),
   results: z.array(DeleteResultSchema),
@@ -177,6 +179,11 @@ export const StatusVmSchema = z.object({
   estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
   ttl_expires_at: z.string().nullable(),
   ttl_left_seconds: z.number().nullable(),
+  max_cost_usd: z.number().nullable().describe('the budget of up --max-cost (local); null: none'),
+  budget_left_usd: z
+    .number()
+    .nullable()
+    .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
   bootstrapped: z.boolean(),
   billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),

@@ -7,6 +7,7 @@
 import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../shell/errors.js'
+import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {type KnownVm, findVm, snapshot} from '../fleet/workloads.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
@@ -58,7 +59,12 @@ export function select(vms: KnownVm[], selection: DownSelection, now = Date.now(
     for (const vm of matches) chosen.set(vm.uid, vm)
   }
 
-  const bulk = selection.all || selection.fleet !== null || selection.expired || selection.older_than_seconds !== null
+  const bulk =
+    selection.all ||
+    selection.fleet !== null ||
+    selection.expired ||
+    selection.older_than_seconds !== null ||
+    selection.over_cost_usd !== null
   if (bulk) {
     for (const vm of vms) {
       if (vm.gone) continue
@@ -66,6 +72,7 @@ export function select(vms: KnownVm[], selection: DownSelection, now = Date.now(
       if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
       if (selection.older_than_seconds !== null && !olderThan(vm, selection.older_than_seconds, now)) continue
       if (selection.expired && !expired(vm, now)) continue
+      if (selection.over_cost_usd !== null && !((estimatedCost(vm, now) ?? 0) > selection.over_cost_usd)) continue
       chosen.set(vm.uid, vm)
     }
   }
@@ -78,9 +85,11 @@ function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
   return !Number.isNaN(created) && now - created >= seconds * 1000
 }
 
+/** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age); both are local. */
 function expired(vm: KnownVm, now: number): boolean {
   const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
-  return !Number.isNaN(expires) && expires <= now
+  const left = budgetLeft(vm, now)
+  return (!Number.isNaN(expires) && expires <= now) || (left !== null && left <= 0)
 }
 
 /**

@@ -26,6 +26,7 @@ export interface UpRequest {
   /** The user's --name (only with --count 1). */
   label?: string
   ttlMs?: number
+  maxCostUsd?: number
   onFailure: OnFailure
   /** Absolute deadline of the whole run (epoch ms). */
   deadline: number

@@ -41,6 +41,8 @@ export interface UpOptions {
   image: string
   timeoutMs: number
   ttlMs?: number
+  /** up --max-cost: a per-VM budget in USD, kept locally. */
+  maxCostUsd?: number
   onFailure: OnFailure
   org?: string
   configDir: string
@@ -170,6 +172,7 @@ async function prepare(client: TargonClient, cleanupClient: TargonClient, signal
     resource: options.resource,
     sshKeyUid,
     ttlMs: options.ttlMs,
+    maxCostUsd: options.maxCostUsd,
   }
   return {candidates, cleanupClient, client, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
 }
