@@ -238,6 +238,24 @@ export const LogsResultSchema = z.object({
 })
 export type LogsResult = z.infer<typeof LogsResultSchema>
 
+export const ExecVmResultSchema = z.object({
+  name: z.string(),
+  uid: z.string(),
+  exit_code: z.number().nullable().describe('the remote exit code; null: the command could not run (see error)'),
+  duration_ms: z.number(),
+  error: z.string().nullable().describe('why the command could not run or was cut short'),
+  tail: z.array(z.string()).describe('the last lines of output, stdout and stderr as they came'),
+})
+export type ExecVmResult = z.infer<typeof ExecVmResultSchema>
+
+export const ExecResultSchema = z.object({
+  org: z.string(),
+  fleet: z.string().nullable().describe('null when VMs were named with --vms'),
+  command: z.string(),
+  results: z.array(ExecVmResultSchema),
+})
+export type ExecResult = z.infer<typeof ExecResultSchema>
+
 export const ConfigResultSchema = z.object({
   path: z.string(),
   values: z
@@ -257,6 +275,7 @@ export const DATA_SCHEMAS = {
   'config set': ConfigResultSchema,
   'config unset': ConfigResultSchema,
   down: DownResultSchema,
+  exec: ExecResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),

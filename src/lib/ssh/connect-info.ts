@@ -37,6 +37,20 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
   const file = pinFile(target.configDir, target.uid)
   const alias = hostKeyAlias(target.uid)
   if (readPin(target.configDir, target.uid)) return {alias, file}
+  const session = await openPinned(target, say)
+  session.close()
+  return {alias, file}
+}
+
+/**
+ * One SSH session to the VM with its pinned host key; on first contact the key is trusted and pinned. A changed
+ * key refuses to connect (HOST_KEY_MISMATCH).
+ */
+export async function openPinned(
+  target: SshTarget,
+  say: (message: string) => void,
+  options: {deadlineMs?: number; signal?: AbortSignal} = {},
+): Promise<SshSession> {
   let privateKey: Buffer
   try {
     privateKey = readFileSync(target.identityFile)
@@ -46,17 +60,22 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
     })
   }
 
+  const pinned = readPin(target.configDir, target.uid)
   const session = await SshSession.open({
-    deadline: Date.now() + 30_000,
+    deadline: Date.now() + (options.deadlineMs ?? 30_000),
     host: target.host,
+    pinned,
     port: target.port,
     privateKey,
+    signal: options.signal,
     username: 'ubuntu',
   })
-  session.close()
-  writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
-  say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
-  return {alias, file}
+  if (!pinned) {
+    writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
+    say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
+  }
+
+  return session
 }
 
 export function sshArgv(target: SshTarget, command: string[]): string[] {
