@@ -88,3 +88,36 @@ describe('targon exec', () => {
     expect(parseJson(empty).error.code).toBe('NOT_FOUND')
   })
 })
+
+describe('targon ssh with port forwarding', () => {
+  it('passes -L, -R, -D and -N to OpenSSH, and refuses a spec that could pass for another option', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'fw', '--json'], {
+      timeoutMs: 120_000,
+    })
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string} = parseJson(up).data.vms[0]
+
+    const printed = await targon(['ssh', vm.name, '-N', '-L', '8888:localhost:8888', '-R', '9000:localhost:9000', '-D', '1080', '--json'])
+    expect(printed.code, printed.stderr).toBe(0)
+    const {argv} = parseJson(printed).data as {argv: string[]}
+    const options = argv.slice(0, argv.indexOf(argv.find((arg) => arg.startsWith('ubuntu@'))!))
+    expect(options.slice(-7)).toEqual(['-L', '8888:localhost:8888', '-R', '9000:localhost:9000', '-D', '1080', '-N'])
+
+    // A real ssh with a forward and a command: the remote exit code still passes through.
+    const port = String(20_000 + Math.floor(Math.random() * 20_000))
+    const run = await targon(['ssh', vm.name, '-L', `${port}:localhost:22`, '--', 'sh', '-c', 'exit 4'])
+    expect(run.code, run.stderr).toBe(4)
+
+    for (const bad of [
+      ['-L', '-oProxyCommand=touch /tmp/x'],
+      ['-D', 'a b'],
+      ['-N', '--', 'id'],
+    ]) {
+      const result = await targon(['ssh', vm.name, ...bad])
+      expect(result.code, `${bad.join(' ')}: ${result.stderr}`).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    }
+
+    expect((await targon(['ssh', '--config', '--fleet', 'fw', '-L', '1:a:2'])).code).toBe(2)
+  })
+})

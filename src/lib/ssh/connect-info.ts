@@ -5,7 +5,7 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError, usageError} from '../shell/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {privateKeyPath} from './project-key.js'
 import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
@@ -78,7 +78,46 @@ export async function openPinned(
   return session
 }
 
-export function sshArgv(target: SshTarget, command: string[]): string[] {
+/** OpenSSH forwarding options for `targon ssh` (-L, -R, -D, -N), already checked. */
+export interface Forwarding {
+  local: string[]
+  remote: string[]
+  dynamic: string[]
+  noCommand: boolean
+}
+
+const FORWARD_SPEC = /^(\[[0-9a-fA-F:.]+\]|[\w.*-]+)(:(\[[0-9a-fA-F:.]+\]|[\w./*-]+))*$/
+
+/** Refuses a forwarding spec that is empty or could pass for another option (a leading "-"). */
+export function checkForwarding(forwarding: Forwarding): Forwarding {
+  const specs: [string, string[]][] = [
+    ['-L', forwarding.local],
+    ['-R', forwarding.remote],
+    ['-D', forwarding.dynamic],
+  ]
+  for (const [flag, values] of specs) {
+    for (const value of values) {
+      if (value.startsWith('-') || !FORWARD_SPEC.test(value))
+        throw usageError(
+          `${flag} "${value}" is not a forwarding spec`,
+          `as OpenSSH takes it, e.g. ${flag === '-D' ? '-D 1080' : `${flag} 8888:localhost:8888`}`,
+        )
+    }
+  }
+
+  return forwarding
+}
+
+export function forwardingArgs(forwarding: Forwarding): string[] {
+  return [
+    ...forwarding.local.flatMap((spec) => ['-L', spec]),
+    ...forwarding.remote.flatMap((spec) => ['-R', spec]),
+    ...forwarding.dynamic.flatMap((spec) => ['-D', spec]),
+    ...(forwarding.noCommand ? ['-N'] : []),
+  ]
+}
+
+export function sshArgv(target: SshTarget, command: string[], options: string[] = []): string[] {
   const argv = [
     'ssh',
     '-p',
@@ -93,6 +132,7 @@ export function sshArgv(target: SshTarget, command: string[]): string[] {
     'StrictHostKeyChecking=yes',
     '-o',
     `HostKeyAlias=${hostKeyAlias(target.uid)}`,
+    ...options,
     `ubuntu@${target.host}`,
   ]
   // ssh joins its arguments into one line for the remote shell: quote each so that they arrive intact.
