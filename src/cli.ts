@@ -8,6 +8,8 @@ import ConfigList from './commands/config/list.js'
 import ConfigSet from './commands/config/set.js'
 import ConfigUnset from './commands/config/unset.js'
 import Down from './commands/down.js'
+import Exec from './commands/exec.js'
+import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
@@ -23,6 +25,8 @@ export const COMMANDS = {
   'config:set': ConfigSet,
   'config:unset': ConfigUnset,
   down: Down,
+  exec: Exec,
+  logs: Logs,
   offers: Offers,
   ssh: Ssh,
   status: Status,

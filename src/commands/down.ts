@@ -10,7 +10,7 @@ import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {countOf, dash, renderTable} from '../lib/shell/output.js'
-import {parseDuration} from '../lib/shell/input.js'
+import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
@@ -20,7 +20,7 @@ export default class Down extends BaseCommand<typeof Down> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = `Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
-(--all, --fleet, --older-than, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
+(--all, --fleet, --older-than, --over-cost, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
 explicitly are always deleted, and a name or uid that matches nothing exits 4. On a terminal, bulk deletion asks
 first, with --json too (skip with --yes); without a terminal (cron) it proceeds.
 
@@ -40,6 +40,10 @@ otherwise, with a per-VM result.`
     {command: '<%= config.bin %> down --all --yes', description: 'Every VM this tool created, in every fleet'},
     {command: '<%= config.bin %> down --fleet train --older-than 6h', description: 'Fleet "train" VMs older than six hours'},
     {command: '*/10 * * * * targon down --expired --json >> ~/targon-down.log', description: 'Cron: delete VMs whose --ttl ran out'},
+    {
+      command: '*/10 * * * * targon down --over-cost 50 --json >> ~/targon-down.log',
+      description: 'Cron from any machine: delete VMs whose estimated cost (price x age) exceeds 50 USD',
+    },
     {command: '<%= config.bin %> down --all --dry-run --json', description: 'What --all would delete, without deleting'},
   ]
 
@@ -53,8 +57,8 @@ otherwise, with a per-VM result.`
     expired: Flags.boolean({
       default: false,
       description:
-        'TTLs are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than there, e.g. in cron.',
-      summary: 'VMs whose --ttl has run out (TTLs are local: see below).',
+        'TTLs and budgets are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than or --over-cost there, e.g. in cron. A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.',
+      summary: 'VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (both local: see below).',
     }),
     fleet: Flags.string({summary: 'Every VM of this fleet.'}),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
@@ -67,6 +71,10 @@ otherwise, with a per-VM result.`
     'older-than': Flags.string({
       summary:
         "Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool's VMs older than that). Uses the API's creation time, so it works from any machine.",
+    }),
+    'over-cost': Flags.string({
+      summary:
+        "Only VMs whose estimated cost in USD (hourly price x age, an estimate) exceeds this, e.g. 50 (alone: all of this tool's VMs over it). Uses the API's price and creation time, so it works from any machine.",
     }),
     'wake-registered': Flags.boolean({
       default: false,
@@ -82,16 +90,18 @@ otherwise, with a per-VM result.`
     const targets = this.positionals
     const olderThan = flags['older-than'] === undefined ? null : parseDuration(flags['older-than'], '--older-than') / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
+    const overCost = flags['over-cost'] === undefined ? null : parsePrice(flags['over-cost'], '--over-cost', 'an amount in USD')
     const selection = {
       all: flags.all,
       any_origin: flags['any-origin'],
       expired: flags.expired,
       fleet,
       older_than_seconds: olderThan,
+      over_cost_usd: overCost,
       targets,
     }
     if (targets.length === 0 && !isBulk(selection)) {
-      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR or --expired')
+      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD or --expired')
     }
 
     const settled = new Set<string>()

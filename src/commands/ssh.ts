@@ -4,11 +4,20 @@ import * as z from 'zod'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError, usageError} from '../lib/shell/errors.js'
-import {type KnownVm, findVm, snapshot} from '../lib/fleet/workloads.js'
+import {type KnownVm, findOneVm, snapshot} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import {type SshTarget, ensurePin, hostConfigEntry, sshArgv, targetOf} from '../lib/ssh/connect-info.js'
+import {
+  type Forwarding,
+  type SshTarget,
+  checkForwarding,
+  ensurePin,
+  forwardingArgs,
+  hostConfigEntry,
+  sshArgv,
+  targetOf,
+} from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
 
@@ -17,7 +26,8 @@ export default class Ssh extends BaseCommand<typeof Ssh> {
 
   static description = `Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's
 pinned host key (StrictHostKeyChecking=yes; ~/.ssh/known_hosts is never touched). The address is refreshed from
-the API on every call. With a command, targon exits with the remote exit code (255 is ssh's own error).`
+the API on every call. With a command, targon exits with the remote exit code (255 is ssh's own error).
+-L, -R, -D and -N pass OpenSSH's port forwarding through, e.g. for a notebook or a dashboard on the VM.`
 
   static examples = [
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},
@@ -27,6 +37,10 @@ the API on every call. With a command, targon exits with the remote exit code (2
     },
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa -- nvidia-smi -L', description: 'Run one command'},
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa --print', description: 'Print the ssh command line instead'},
+    {
+      command: '<%= config.bin %> ssh tcli-default-k3v9x2qa -N -L 8888:localhost:8888',
+      description: "Reach the VM's Jupyter on localhost:8888 (Ctrl-C ends the tunnel)",
+    },
     {
       command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf',
       description: 'Host entries for every VM of the fleet (use with Include)',
@@ -40,11 +54,43 @@ the API on every call. With a command, targon exits with the remote exit code (2
     config: Flags.boolean({default: false, summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
     fleet: Flags.string({summary: 'The fleet of --config, and of a VM given by its short --name label (default: config, else "default").'}),
     print: Flags.boolean({default: false, summary: 'Print the ssh command line instead of running it.'}),
+    'local-forward': Flags.string({
+      char: 'L',
+      exclusive: ['config'],
+      multiple: true,
+      summary: 'Forward a local port to the VM, as ssh -L: [bind:]port:host:hostport.',
+    }),
+    'remote-forward': Flags.string({
+      char: 'R',
+      exclusive: ['config'],
+      multiple: true,
+      summary: 'Forward a port of the VM to this side, as ssh -R: [bind:]port:host:hostport.',
+    }),
+    'dynamic-forward': Flags.string({
+      char: 'D',
+      exclusive: ['config'],
+      multiple: true,
+      summary: 'A SOCKS proxy through the VM, as ssh -D: [bind:]port.',
+    }),
+    'no-command': Flags.boolean({
+      char: 'N',
+      default: false,
+      exclusive: ['config'],
+      summary: 'Run no remote command, only forward ports, as ssh -N.',
+    }),
   }
 
   public async run(): Promise<SshResult | z.infer<typeof SshConfigResultSchema>> {
     const [target, ...command] = this.positionals
     if (!this.flags.config && !target) throw usageError('no VM given', 'targon ssh <name|uid> [-- command], or targon ssh --config')
+    const forwarding: Forwarding = checkForwarding({
+      dynamic: this.flags['dynamic-forward'] ?? [],
+      local: this.flags['local-forward'] ?? [],
+      noCommand: this.flags['no-command'],
+      remote: this.flags['remote-forward'] ?? [],
+    })
+    if (forwarding.noCommand && command.length > 0)
+      throw usageError('-N runs no remote command, but one was given', 'drop -N or the command')
     const dir = configDir()
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
@@ -62,14 +108,7 @@ the API on every call. With a command, targon exits with the remote exit code (2
         return {config, fleet, hosts}
       }
 
-      const matches = findVm(vms, target as string, fleet)
-      if (matches.length === 0)
-        throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
-      if (matches.length > 1)
-        throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {
-          hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
-        })
-      const result = await this.prepare(matches[0] as KnownVm, dir, command)
+      const result = await this.prepare(findOneVm(vms, target as string, fleet), dir, command, forwardingArgs(forwarding))
       if (this.jsonEnabled()) return result
       if (this.flags.print) {
         this.log(result.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : shellQuote(arg))).join(' '))
@@ -85,11 +124,11 @@ the API on every call. With a command, targon exits with the remote exit code (2
     }
   }
 
-  private async prepare(vm: KnownVm, dir: string, command: string[]): Promise<SshResult> {
+  private async prepare(vm: KnownVm, dir: string, command: string[], options: string[] = []): Promise<SshResult> {
     const target: SshTarget = targetOf(vm, dir)
     const pinned = await ensurePin(target, (message) => this.info(message))
     return {
-      argv: sshArgv(target, command),
+      argv: sshArgv(target, command, options),
       host: target.host,
       host_key_alias: pinned.alias,
       identity_file: target.identityFile,

@@ -13,7 +13,7 @@ import type {StatusResult} from '../lib/contract.js'
 import {runStatus} from '../lib/status/status.js'
 
 export default class Status extends BaseCommand<typeof Status> {
-  static summary = 'Show your Targon VMs: state, address, price, age, estimated cost and TTL.'
+  static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
 
   static description = `What the API says, enriched with local state. By default the VMs this tool created in one fleet
 (the configured fleet, else "${DEFAULT_FLEET}"). Drift is flagged: a local record whose VM is gone (local-only), or a VM
@@ -112,6 +112,11 @@ of this tool with no local record (server-only, e.g. created on another machine)
             header: 'TTL_LEFT',
             value: (vm) =>
               vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000),
+          },
+          {
+            align: 'right',
+            header: 'BUDGET_LEFT',
+            value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
           },
           {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
         ],

@@ -7,7 +7,7 @@ import {usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {dash, renderTable, usd} from '../lib/shell/output.js'
-import {parseDuration} from '../lib/shell/input.js'
+import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
@@ -43,6 +43,10 @@ existing VM instead of creating a second one.`
       description: 'Four VMs in parallel; keep them if at least two come up; expire after 6 h',
     },
     {
+      command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --max-cost 20',
+      description: 'A budget of 20 USD: targon down --expired (e.g. from cron) deletes the VM once its estimated cost reaches it',
+    },
+    {
       command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --name worker1 --json | jq -r .data.vms[0].public_ip',
       description: 'A named VM (re-running adopts it), address for scripts',
     },
@@ -57,6 +61,11 @@ existing VM instead of creating a second one.`
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
+    'max-cost': Flags.string({
+      description:
+        'The API has no place for a budget, so it is kept in this config directory only, like --ttl: targon down --expired deletes the VM once its estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches the budget. From any machine, targon down --over-cost USD does the same without local state.',
+      summary: 'Budget per VM in USD, e.g. 20; kept locally and enforced by targon down --expired (estimated cost = price x age).',
+    }),
     'max-price': Flags.string({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
@@ -151,6 +160,7 @@ existing VM instead of creating a second one.`
         timeoutMs: parseDuration(flags.timeout, '--timeout'),
         track: (vms) => (tracked = vms),
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
+        maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),
         warn: (message) => this.addWarning(message),
       })
       const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))

@@ -61,6 +61,7 @@ export const VmResultSchema = z.object({
   status: z.string(),
   price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
   max_price: z.number(),
+  max_cost_usd: z.number().nullable().describe('up --max-cost: the budget in USD, kept locally and enforced by targon down --expired'),
   public_ip: z.string().nullable(),
   ssh_port: z.number().nullable(),
   user: z.literal('ubuntu'),
@@ -151,7 +152,8 @@ export const DownResultSchema = z.object({
     all: z.boolean(),
     fleet: z.string().nullable(),
     older_than_seconds: z.number().nullable(),
-    expired: z.boolean(),
+    expired: z.boolean().describe('VMs whose --ttl ran out or whose --max-cost budget is spent (estimated cost; both local)'),
+    over_cost_usd: z.number().nullable().describe('--over-cost: VMs whose estimated cost (price x age) exceeds this'),
     any_origin: z.boolean(),
   }),
   results: z.array(DeleteResultSchema),
@@ -183,6 +185,11 @@ export const StatusVmSchema = z.object({
   estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
   ttl_expires_at: z.string().nullable(),
   ttl_left_seconds: z.number().nullable(),
+  max_cost_usd: z.number().nullable().describe('the budget of up --max-cost (local); null: none'),
+  budget_left_usd: z
+    .number()
+    .nullable()
+    .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
   bootstrapped: z.boolean(),
   billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
@@ -226,6 +233,35 @@ export const SshConfigResultSchema = z.object({
   config: z.string().describe('Host entries for ~/.ssh/config or an Include'),
 })
 
+export const LogsResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().describe('as the API says when the log was read'),
+  type: z.literal('serial').describe("the VM's serial console"),
+  tail: z.number().nullable().describe('--tail: at most this many of the last lines; null: the whole log the API keeps'),
+  lines: z.array(z.string()).describe('console lines, oldest first, without line ends'),
+})
+export type LogsResult = z.infer<typeof LogsResultSchema>
+
+export const ExecVmResultSchema = z.object({
+  name: z.string(),
+  uid: z.string(),
+  exit_code: z.number().nullable().describe('the remote exit code; null: the command could not run (see error)'),
+  duration_ms: z.number(),
+  error: z.string().nullable().describe('why the command could not run or was cut short'),
+  tail: z.array(z.string()).describe('the last lines of output, stdout and stderr as they came'),
+})
+export type ExecVmResult = z.infer<typeof ExecVmResultSchema>
+
+export const ExecResultSchema = z.object({
+  org: z.string(),
+  fleet: z.string().nullable().describe('null when VMs were named with --vms'),
+  command: z.string(),
+  results: z.array(ExecVmResultSchema),
+})
+export type ExecResult = z.infer<typeof ExecResultSchema>
+
 export const ConfigResultSchema = z.object({
   path: z.string(),
   values: z
@@ -245,6 +281,8 @@ export const DATA_SCHEMAS = {
   'config set': ConfigResultSchema,
   'config unset': ConfigResultSchema,
   down: DownResultSchema,
+  exec: ExecResultSchema,
+  logs: LogsResultSchema,
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,

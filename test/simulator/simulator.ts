@@ -67,6 +67,8 @@ export interface SimulatorOptions {
   onBoot?: (workload: SimWorkload) => Promise<VmEndpoint>
   /** Called when a workload is deleted, to stop its simulated VM. */
   onDeleted?: (workload: SimWorkload) => Promise<void> | void
+  /** How GET …/logs answers: text/plain (as documented, the default) or JSON `{logs: "..."}`. */
+  consoleFormat?: 'json' | 'text'
 }
 
 export interface Fault {
@@ -114,6 +116,8 @@ export interface SimWorkload {
   woken?: boolean
   /** The simulated VM's boot (onBoot), once started. */
   boot?: {endpoint?: VmEndpoint; error?: string}
+  /** Console lines written after boot (appendConsole). */
+  console?: string[]
 }
 
 export interface LoggedRequest {
@@ -144,6 +148,11 @@ class HttpFailure extends Error {
 
 const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
 /** Statuses that bill (with `error` unless it is a tombstone); `registered` is not deployed and is taken as not billing. */
+/** A text/plain answer (the console log). */
+class TextBody {
+  constructor(readonly text: string) {}
+}
+
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error'])
 
 export class TargonSimulator {
@@ -170,6 +179,7 @@ export class TargonSimulator {
     this.options = {
       afterDelete: '404',
       bootDelayMs: 300,
+      consoleFormat: 'text',
       deleteLatencyMs: 50,
       deleteLifecycle: 'targon',
       emptyCursor: false,
@@ -275,6 +285,45 @@ export class TargonSimulator {
     workload.boot = undefined
     touch(workload)
     void this.options.onDeleted?.(workload)
+  }
+
+  /** Writes lines to a workload's serial console (after its boot lines). */
+  appendConsole(uid: string, ...lines: string[]): void {
+    const workload = this.workloads.get(uid)
+    if (workload) workload.console = [...(workload.console ?? []), ...lines]
+  }
+
+  /** The serial console of a workload as the VM would have written it: boot lines, then how it ended. */
+  consoleOf(workload: SimWorkload): string[] {
+    if (workload.deployedAt === undefined && workload.status === 'registered') return []
+    const lines = [
+      '[    0.000000] Linux version 6.8.0-49-generic (buildd@lcy02-amd64-103) #49-Ubuntu SMP',
+      `[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=LABEL=cloudimg-rootfs console=ttyS0 (${workload.name})`,
+      '[    0.412733] pci 0000:00:05.0: [10de:2bb1] type 00 class 0x030200',
+      '[    1.902114] EXT4-fs (vda1): mounted filesystem with ordered data mode',
+    ]
+    if (workload.status === 'provisioning') return [...lines, '[    2.113201] cloud-init[612]: Cloud-init v. 24.3 running init-local']
+    if (workload.status === 'error' && workload.message.includes('kernel panic'))
+      return [
+        ...lines,
+        '[  311.200417] BUG: unable to handle page fault for address: ffffb0c1c0a3f000',
+        '[  311.200981] Kernel panic - not syncing: Fatal exception',
+        '[  311.201455] ---[ end Kernel panic - not syncing: Fatal exception ]---',
+      ]
+    if (workload.status === 'error')
+      return [
+        ...lines,
+        '[    2.500102] cloud-init[612]: failed to bring up network: no carrier on ens5',
+        '[    2.500640] reboot: System halted',
+      ]
+    return [
+      ...lines,
+      '[    3.004512] cloud-init[712]: Cloud-init v. 24.3 finished',
+      '[  OK  ] Started ssh.service - OpenBSD Secure Shell server.',
+      `Ubuntu 24.04.1 LTS ${workload.name} ttyS0`,
+      `${workload.name} login: `,
+      ...(workload.console ?? []),
+    ]
   }
 
   /** Adds a workload directly (e.g. one created by another tool). */
@@ -384,6 +433,11 @@ export class TargonSimulator {
   }
 
   private send(response: ServerResponse, status: number, payload: unknown): void {
+    if (payload instanceof TextBody) {
+      this.sendRaw(response, status, payload.text, 'text/plain; charset=utf-8')
+      return
+    }
+
     if (status === 204 || payload === undefined) {
       this.sendRaw(response, status, '', undefined)
       return
@@ -539,6 +593,7 @@ export class TargonSimulator {
     if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]
     if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
     if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
+    if (segments.length === 3 && segments[2] === 'logs' && method === 'GET') return [200, this.consoleView(workload, url.searchParams)]
     if (segments.length === 2 && method === 'DELETE')
       return this.options.deleteLifecycle === 'targon' ? this.deleteAsTargon(workload) : this.deleteIdeally(workload)
     throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
@@ -795,6 +850,19 @@ export class TargonSimulator {
       uid: workload.uid,
       updated_at: workload.updated_at,
     }
+  }
+
+  private consoleView(workload: SimWorkload, query: URLSearchParams): unknown {
+    // A deleted VM has no console any more.
+    if (isGone(workload)) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
+    const type = query.get('type') ?? 'serial'
+    if (!['qemu', 'serial'].includes(type)) throw new HttpFailure(400, 'INVALID_QUERY', 'invalid query parameter')
+    const tail = query.get('tail')
+    if (tail !== null && !/^\d+$/.test(tail)) throw new HttpFailure(400, 'INVALID_QUERY', 'invalid query parameter')
+    const lines = type === 'serial' ? this.consoleOf(workload) : ['qemu: terminating on signal 15']
+    const shown = tail === null ? lines : Number(tail) === 0 ? [] : lines.slice(-Number(tail))
+    const text = shown.map((line) => `${line}\n`).join('')
+    return this.options.consoleFormat === 'json' ? {logs: text} : new TextBody(text)
   }
 
   private workloadView(workload: SimWorkload) {

@@ -7,6 +7,7 @@
 import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../shell/errors.js'
+import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {type KnownVm, findVm, snapshot} from '../fleet/workloads.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
@@ -74,6 +75,7 @@ export function select(
       if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
       if (selection.older_than_seconds !== null && !olderThan(vm, selection.older_than_seconds, now)) continue
       if (selection.expired && !expired(vm, now)) continue
+      if (selection.over_cost_usd !== null && !((estimatedCost(vm, now) ?? 0) > selection.over_cost_usd)) continue
       chosen.set(vm.uid, vm)
     }
   }
@@ -81,9 +83,15 @@ export function select(
   return {chosen: [...chosen.values()], unlisted}
 }
 
-/** Whether the selection goes beyond VMs named on the command line (--all, --fleet, --older-than, --expired). */
+/** Whether the selection goes beyond VMs named on the command line (--all, --fleet, --older-than, --over-cost, --expired). */
 export function isBulk(selection: DownSelection): boolean {
-  return selection.all || selection.fleet !== null || selection.expired || selection.older_than_seconds !== null
+  return (
+    selection.all ||
+    selection.fleet !== null ||
+    selection.expired ||
+    selection.older_than_seconds !== null ||
+    selection.over_cost_usd !== null
+  )
 }
 
 function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
@@ -91,9 +99,11 @@ function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
   return !Number.isNaN(created) && now - created >= seconds * 1000
 }
 
+/** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age); both are local. */
 function expired(vm: KnownVm, now: number): boolean {
   const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
-  return !Number.isNaN(expires) && expires <= now
+  const left = budgetLeft(vm, now)
+  return (!Number.isNaN(expires) && expires <= now) || (left !== null && left <= 0)
 }
 
 /**

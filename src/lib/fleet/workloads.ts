@@ -2,6 +2,7 @@
  * What exists: the API's workload listing (the truth), joined with local records (which
  * only add passwords, TTLs and host-key pins). Shared by `status`, `down` and `ssh`.
  */
+import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
@@ -69,6 +70,18 @@ export function findVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): K
   if (exact.length > 0) return exact
   const labelled = `${NAME_PREFIX}${fleet}-${target}`
   return vms.filter((vm) => vm.name === labelled)
+}
+
+/** The one VM a user named: NOT_FOUND (exit 4) when none matches, NAME_CONFLICT when several do. */
+export function findOneVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): KnownVm {
+  const matches = findVm(vms, target, fleet)
+  if (matches.length === 0)
+    throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
+  if (matches.length > 1)
+    throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {
+      hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
+    })
+  return matches[0] as KnownVm
 }
 
 export function vmPrice(vm: KnownVm): number | null {

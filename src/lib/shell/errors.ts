@@ -22,6 +22,8 @@ export const EXIT_CODES = {
   NO_CAPACITY: 10,
   INSUFFICIENT_CREDITS: 10,
   PARTIAL_FAILURE: 11,
+  /** targon exec: the command failed (or could not run) on at least one VM. */
+  REMOTE_COMMAND_FAILED: 12,
   /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
   INTERRUPTED: 130,
 } as const

@@ -4,11 +4,11 @@
  */
 import {usageError} from './errors.js'
 
-/** A price in USD per hour for the whole VM: a positive decimal such as 1.8. */
-export function parsePrice(input: string, flag = '--max-price'): number {
+/** A price in USD per hour for the whole VM (or, as `what` says, another amount in USD): a positive decimal such as 1.8. */
+export function parsePrice(input: string, flag = '--max-price', what = 'USD per hour for the whole VM'): number {
   const text = input.trim().replace(/^\$/, '')
   if (!/^(\d+(\.\d*)?|\.\d+)$/.test(text) || Number(text) <= 0 || !Number.isFinite(Number(text))) {
-    throw usageError(`${flag} "${input}" is not a price`, `give USD per hour for the whole VM, e.g. ${flag} 1.8`)
+    throw usageError(`${flag} "${input}" is not a price`, `give ${what}, e.g. ${flag} 1.8`)
   }
 
   return Number(text)

@@ -5,7 +5,7 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError, usageError} from '../shell/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {privateKeyPath} from './project-key.js'
 import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
@@ -37,6 +37,20 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
   const file = pinFile(target.configDir, target.uid)
   const alias = hostKeyAlias(target.uid)
   if (readPin(target.configDir, target.uid)) return {alias, file}
+  const session = await openPinned(target, say)
+  session.close()
+  return {alias, file}
+}
+
+/**
+ * One SSH session to the VM with its pinned host key; on first contact the key is trusted and pinned. A changed
+ * key refuses to connect (HOST_KEY_MISMATCH).
+ */
+export async function openPinned(
+  target: SshTarget,
+  say: (message: string) => void,
+  options: {deadlineMs?: number; signal?: AbortSignal} = {},
+): Promise<SshSession> {
   let privateKey: Buffer
   try {
     privateKey = readFileSync(target.identityFile)
@@ -46,20 +60,64 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
     })
   }
 
+  const pinned = readPin(target.configDir, target.uid)
   const session = await SshSession.open({
-    deadline: Date.now() + 30_000,
+    deadline: Date.now() + (options.deadlineMs ?? 30_000),
     host: target.host,
+    pinned,
     port: target.port,
     privateKey,
+    signal: options.signal,
     username: 'ubuntu',
   })
-  session.close()
-  writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
-  say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
-  return {alias, file}
+  if (!pinned) {
+    writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
+    say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
+  }
+
+  return session
 }
 
-export function sshArgv(target: SshTarget, command: string[]): string[] {
+/** OpenSSH forwarding options for `targon ssh` (-L, -R, -D, -N), already checked. */
+export interface Forwarding {
+  local: string[]
+  remote: string[]
+  dynamic: string[]
+  noCommand: boolean
+}
+
+const FORWARD_SPEC = /^(\[[0-9a-fA-F:.]+\]|[\w.*-]+)(:(\[[0-9a-fA-F:.]+\]|[\w./*-]+))*$/
+
+/** Refuses a forwarding spec that is empty or could pass for another option (a leading "-"). */
+export function checkForwarding(forwarding: Forwarding): Forwarding {
+  const specs: [string, string[]][] = [
+    ['-L', forwarding.local],
+    ['-R', forwarding.remote],
+    ['-D', forwarding.dynamic],
+  ]
+  for (const [flag, values] of specs) {
+    for (const value of values) {
+      if (value.startsWith('-') || !FORWARD_SPEC.test(value))
+        throw usageError(
+          `${flag} "${value}" is not a forwarding spec`,
+          `as OpenSSH takes it, e.g. ${flag === '-D' ? '-D 1080' : `${flag} 8888:localhost:8888`}`,
+        )
+    }
+  }
+
+  return forwarding
+}
+
+export function forwardingArgs(forwarding: Forwarding): string[] {
+  return [
+    ...forwarding.local.flatMap((spec) => ['-L', spec]),
+    ...forwarding.remote.flatMap((spec) => ['-R', spec]),
+    ...forwarding.dynamic.flatMap((spec) => ['-D', spec]),
+    ...(forwarding.noCommand ? ['-N'] : []),
+  ]
+}
+
+export function sshArgv(target: SshTarget, command: string[], options: string[] = []): string[] {
   const argv = [
     'ssh',
     '-p',
@@ -74,6 +132,7 @@ export function sshArgv(target: SshTarget, command: string[]): string[] {
     'StrictHostKeyChecking=yes',
     '-o',
     `HostKeyAlias=${hostKeyAlias(target.uid)}`,
+    ...options,
     `ubuntu@${target.host}`,
   ]
   // ssh joins its arguments into one line for the remote shell: quote each so that they arrive intact.

@@ -135,7 +135,10 @@ export class SshSession {
   }
 
   /** Runs a command; stdin, when given, is written and closed. */
-  exec(command: string, options: {stdin?: string; onStdout?: (chunk: string) => void; signal?: AbortSignal} = {}): Promise<ExecResult> {
+  exec(
+    command: string,
+    options: {stdin?: string; onStdout?: (chunk: string) => void; onStderr?: (chunk: string) => void; signal?: AbortSignal} = {},
+  ): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       if (this.lost) {
         reject(this.lostError())
@@ -160,7 +163,10 @@ export class SshSession {
           stdout += chunk.toString()
           options.onStdout?.(chunk.toString())
         })
-        stream.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+        stream.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString()
+          options.onStderr?.(chunk.toString())
+        })
         let code: number | null = null
         let signal: string | undefined
         stream.on('exit', (exitCode: number | null, exitSignal?: string) => {

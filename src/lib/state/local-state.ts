@@ -30,6 +30,8 @@ export const VmRecordSchema = z.object({
   password: z.string(),
   created_at: z.string(),
   ttl_expires_at: z.string().nullable(),
+  /** up --max-cost: the VM's budget in USD, enforced by down --expired against price × age. */
+  max_cost_usd: z.number().nullable().default(null),
   host_key: HostKeyPinSchema.nullable().default(null),
   bootstrapped: z.boolean().default(false),
 })

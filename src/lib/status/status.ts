@@ -5,6 +5,7 @@
  */
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
+import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../shell/errors.js'
@@ -117,23 +118,22 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
   const {workload, record} = vm
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)
-  const created = workload.created_at ? Date.parse(workload.created_at) : Number.NaN
-  const ageSeconds = Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
   const price = vmPrice(vm)
   const gpuModel = gpuModelOf(vm) ?? offer?.gpu_model
   const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
   return {
-    age_seconds: ageSeconds,
+    age_seconds: ageSeconds(vm, now),
     billing: vm.billing,
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
-    estimated_cost_usd:
-      ageSeconds === null || price === null || vm.gone ? null : vm.billing === false ? 0 : round((ageSeconds / 3600) * price),
+    budget_left_usd: budgetLeft(vm, now),
+    estimated_cost_usd: estimatedCost(vm, now),
     fleet: vm.fleet,
     gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
     gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
     local_record: record ? 'present' : 'missing',
+    max_cost_usd: record?.max_cost_usd ?? null,
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
     price_per_hour: price,
@@ -153,12 +153,8 @@ function totalsOf(vms: StatusVm[]): StatusResult['totals'] {
   return {
     billing_count: billing.length,
     count: vms.length,
-    estimated_cost_usd: round(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
-    price_per_hour: round(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
+    estimated_cost_usd: roundUsd(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
+    price_per_hour: roundUsd(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
     unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
   }
-}
-
-function round(value: number): number {
-  return Math.round(value * 10_000) / 10_000
 }

@@ -151,6 +151,24 @@ export class TargonClient {
   }
 
   /**
+   * The VM's console log (`type=serial`), as lines. The API documents text/plain; a JSON answer (a string, an
+   * array of lines, or an object holding either) is read too.
+   */
+  async consoleLog(org: string, uid: string, options: {tail?: number; timeoutMs?: number} = {}): Promise<string[]> {
+    const text = await this.http.call({
+      method: 'GET',
+      path: `${workloadPath(org, uid)}/logs`,
+      query: {tail: options.tail, type: 'serial'},
+      raw: true,
+      retry: 'safe',
+      schema: z.string(),
+      timeoutMs: options.timeoutMs,
+    })
+    const lines = consoleLines(text)
+    return options.tail === undefined ? lines : lines.slice(-options.tail)
+  }
+
+  /**
    * Targon tears the VM down before it answers, which can take minutes: the answer has its own deadline, never
    * shorter than DELETE_ANSWER_MS. Retried only on 429 (not processed); other failures are settled by polling the state.
    */
@@ -183,6 +201,35 @@ export class TargonClient {
 
     throw new TargonError('BAD_RESPONSE', `Targon API returned more than ${MAX_PAGES} pages for GET ${path}`, {hint: 'retry later'})
   }
+}
+
+/** Lines of a console answer: plain text, or JSON holding the text or the lines. */
+export function consoleLines(text: string): string[] {
+  let body: unknown = text
+  const trimmed = text.trim()
+  if (trimmed.startsWith('{') || trimmed.startsWith('[') || trimmed.startsWith('"')) {
+    try {
+      body = JSON.parse(trimmed)
+    } catch {
+      body = text
+    }
+  }
+
+  const lines = linesOf(body, 0)
+  while (lines.length > 0 && lines.at(-1) === '') lines.pop()
+  return lines
+}
+
+const CONSOLE_KEYS = ['logs', 'log', 'lines', 'output', 'items', 'data', 'message', 'line', 'text', 'content']
+
+function linesOf(body: unknown, depth: number): string[] {
+  if (typeof body === 'string') return body.replaceAll('\r\n', '\n').split('\n')
+  if (typeof body === 'number' || typeof body === 'boolean') return [String(body)]
+  if (depth > 3 || body === null || typeof body !== 'object') return []
+  if (Array.isArray(body)) return body.flatMap((item) => linesOf(item, depth + 1))
+  const record = body as Record<string, unknown>
+  const key = CONSOLE_KEYS.find((candidate) => record[candidate] !== undefined)
+  return key ? linesOf(record[key], depth + 1) : []
 }
 
 function orgPath(org: string, rest: string): string {

@@ -39,6 +39,8 @@ export interface CallOptions<T extends z.ZodType> {
   auth?: boolean
   /** This call's own answer deadline, in ms, instead of the transport's requestTimeoutMs. */
   timeoutMs?: number
+  /** The body as text, not parsed as JSON: `schema` gets the string (for endpoints that may answer text/plain). */
+  raw?: boolean
 }
 
 /** Targon asks clients to keep mutations few: at most this many POSTs and DELETEs are in flight per run. */
@@ -137,7 +139,7 @@ export class HttpTransport {
     }
 
     const headers: Record<string, string> = {
-      accept: 'application/json',
+      accept: call.raw ? 'text/plain, application/json;q=0.9' : 'application/json',
       'user-agent': `targon-fleet/${VERSION} node/${process.versions.node}`,
     }
     if (call.auth !== false && this.options.token) headers.authorization = `Bearer ${this.options.token}`
@@ -177,6 +179,7 @@ export class HttpTransport {
       throw httpError(response.statusCode, text, endpoint, requestId, headerValue(response.headers['retry-after']))
     }
 
+    if (call.raw) return call.schema.parse(text)
     return parseBody(call.schema, text, endpoint, requestId)
   }
 

@@ -6,6 +6,7 @@
 import {readFileSync} from 'node:fs'
 
 import {type StepEvent, runInstall, runShim} from '../bootstrap/runner.js'
+import {withConsoleTail} from '../logs/logs.js'
 import {readPin, writePin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'
 import type {RunContext} from './run-context.js'
@@ -32,6 +33,9 @@ export async function install(
     privateKey: readFileSync(ctx.request.identityFile),
     signal: ctx.signal,
     username: 'ubuntu',
+  }).catch(async (error: unknown) => {
+    // SSH never came up: the console says why (read without the run's signal, which may have expired).
+    throw await withConsoleTail(ctx.cleanupClient, org, claim, error)
   })
   try {
     const {hostKey} = ssh

@@ -60,6 +60,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
     created_at: now.toISOString(),
     fleet: ctx.request.fleet,
     host_key: null,
+    max_cost_usd: ctx.request.maxCostUsd ?? null,
     max_price: ctx.request.maxPrice,
     name,
     org,
@@ -148,6 +149,7 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
   const offer = ctx.candidates.find((candidate) => candidate.resource === resource)
   const price = checkPrice(ctx, claim, workloadPrice(workload), {offer: offer?.price_per_hour})
   if (ctx.request.ttlMs !== undefined) applyTtl(ctx, workload, name, ctx.request.ttlMs)
+  if (ctx.request.maxCostUsd !== undefined) ctx.state.updateVm(ctx.request.org, name, {max_cost_usd: ctx.request.maxCostUsd})
   const priced = {
     claim,
     createdAt: workload.created_at ?? null,
@@ -178,6 +180,7 @@ function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: numb
       created_at: workload.created_at ?? new Date().toISOString(),
       fleet: ctx.request.fleet,
       host_key: null,
+      max_cost_usd: ctx.request.maxCostUsd ?? null,
       max_price: ctx.request.maxPrice,
       name,
       org,

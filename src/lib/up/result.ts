@@ -28,6 +28,7 @@ export function vmResult(ctx: RunContext, track: VmTrack): VmResult {
     gpu_model: stage?.gpu.model ?? null,
     host_key_fingerprint: bootstrapped?.hostKey.fingerprint ?? record?.host_key?.fingerprint ?? null,
     identity_file: ctx.request.identityFile,
+    max_cost_usd: record?.max_cost_usd ?? null,
     max_price: ctx.request.maxPrice,
     name: claim?.name ?? '',
     phases: track.phases,

@@ -29,6 +29,7 @@ export interface UpRequest {
   /** --name without a resource or --gpu: take over the named VM, never rent one of whatever kind is cheapest. */
   adoptOnly: boolean
   ttlMs?: number
+  maxCostUsd?: number
   onFailure: OnFailure
   /** Absolute deadline of the whole run (epoch ms). */
   deadline: number

@@ -41,6 +41,8 @@ export interface UpOptions {
   image: string
   timeoutMs: number
   ttlMs?: number
+  /** up --max-cost: a per-VM budget in USD, kept locally. */
+  maxCostUsd?: number
   onFailure: OnFailure
   org?: string
   configDir: string
@@ -186,6 +188,7 @@ async function prepare(
     resource: options.resource,
     sshKeyUid,
     ttlMs: options.ttlMs,
+    maxCostUsd: options.maxCostUsd,
   }
   return {candidates, cleanupClient, client, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
 }
@@ -333,6 +336,7 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
   if (notes.length > 0)
     throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {
       data,
+      details: error.details,
       hint: error.hint,
       resource: error.resource,
       signal: error.signal,

@@ -3,6 +3,7 @@
  * then backing off. Only a terminal state or the deadline ends the wait: rate limits and other
  * transient API errors just delay the next poll.
  */
+import {withConsoleTail} from '../logs/logs.js'
 import {TargonError} from '../shell/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {pollDelay, pollUntil} from '../targon/wait.js'
@@ -13,6 +14,15 @@ import type {Claim, Deployed, Running} from './stages.js'
 const WAIT_RUNNING_MS = 20 * 60_000
 
 export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
+  try {
+    return await untilRunning(ctx, deployed)
+  } catch (error) {
+    // A VM that errors or never runs: its console says why (read without the run's signal, which may have expired).
+    throw await withConsoleTail(ctx.cleanupClient, ctx.request.org, deployed.claim, error)
+  }
+}
+
+async function untilRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
   const {claim} = deployed
   const started = Date.now()
   let last = claim.status

@@ -1,0 +1,72 @@
+import {Flags} from '@oclif/core'
+
+import {connect} from '../lib/targon/connect.js'
+import {BaseCommand} from '../lib/shell/base-command.js'
+import {usageError} from '../lib/shell/errors.js'
+import {guardInterrupts} from '../lib/shell/interrupt.js'
+import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
+import {resolveOrg} from '../lib/settings/org.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+import type {ExecResult} from '../lib/contract.js'
+
+export default class Exec extends BaseCommand<typeof Exec> {
+  static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
+
+  static description = `Opens one SSH connection per VM (user ubuntu, the project key, the VM's pinned host key; a changed key
+refuses) and runs the command there, at most --parallel VMs at once. Each output line is prefixed with the VM's
+name; lines of different VMs never interleave (remote stderr goes to stderr). Without --vms, every running VM of the
+fleet. Exit 0 when the command exits 0 everywhere; otherwise exit 12 (REMOTE_COMMAND_FAILED) with per-VM results:
+exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json shows them for every VM).`
+
+  static examples = [
+    {command: '<%= config.bin %> exec --fleet train -- nvidia-smi -L', description: 'Every running VM of fleet "train"'},
+    {command: "<%= config.bin %> exec --vms worker1,worker2 -- 'df -h / | tail -1'", description: 'Two VMs by their --name labels'},
+    {
+      command: "<%= config.bin %> exec --fleet train --json -- 'python3 check.py' | jq '.data.results[] | {name, exit_code}'",
+      description: 'Per-VM exit codes as JSON',
+    },
+  ]
+
+  static strict = false
+
+  static flags = {
+    fleet: Flags.string({
+      summary: 'The fleet whose running VMs run the command, and of VMs named by label (default: config, else "default").',
+    }),
+    parallel: Flags.integer({default: DEFAULT_EXEC_PARALLEL, max: 64, min: 1, summary: 'VMs running the command at once.'}),
+    vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels, instead of the whole fleet.'}),
+  }
+
+  public async run(): Promise<ExecResult> {
+    const command = this.positionals.join(' ').trim()
+    if (command === '') throw usageError('no command given', "targon exec --fleet F -- <command>, e.g. targon exec -- 'uptime'")
+    const targets = (this.flags.vms ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter(Boolean)
+    if (this.flags.vms !== undefined && targets.length === 0) throw usageError('--vms names no VM', 'e.g. --vms worker1,worker2')
+    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const guard = guardInterrupts(() => ['Exiting; remote commands may still be running.'])
+    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
+    try {
+      const text = !this.jsonEnabled()
+      return await runExec(client, new LocalState(configDir()), {
+        command,
+        configDir: configDir(),
+        fleet,
+        info: (message) => this.info(message),
+        onLine: (vm, stream, line) => {
+          if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${vm} | ${line}\n`)
+        },
+        org: await resolveOrg(client, this.flags.org),
+        parallel: this.flags.parallel,
+        signal: guard.signal,
+        targets,
+      })
+    } finally {
+      guard.dispose()
+      await client.close()
+    }
+  }
+}

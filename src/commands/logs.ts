@@ -1,0 +1,68 @@
+import {Args, Flags} from '@oclif/core'
+
+import {connect} from '../lib/targon/connect.js'
+import {BaseCommand} from '../lib/shell/base-command.js'
+import {usageError} from '../lib/shell/errors.js'
+import {guardInterrupts} from '../lib/shell/interrupt.js'
+import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
+import {resolveOrg} from '../lib/settings/org.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+import type {LogsResult} from '../lib/contract.js'
+
+export default class Logs extends BaseCommand<typeof Logs> {
+  static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
+
+  static description = `Reads the console log that Targon keeps for the VM (type serial) and prints it to stdout, one line
+per line. --tail keeps the last lines; --follow keeps reading every ${FOLLOW_INTERVAL_MS / 1000} s and prints new lines as they come,
+until the VM is deleted or Ctrl-C (exit 130). A name or uid that matches nothing exits 4. Works for any VM of the org,
+also one that is crashed or still provisioning.`
+
+  static examples = [
+    {command: '<%= config.bin %> logs tcli-default-k3v9x2qa', description: 'The whole console log'},
+    {command: '<%= config.bin %> logs worker1 --fleet train --tail 50', description: 'The last 50 lines of VM worker1 of fleet "train"'},
+    {command: '<%= config.bin %> logs tcli-default-k3v9x2qa --follow', description: 'Watch a VM boot (Ctrl-C to stop)'},
+    {command: "<%= config.bin %> logs tcli-default-k3v9x2qa --json | jq -r '.data.lines[]'", description: 'The lines as JSON'},
+  ]
+
+  static args = {vm: Args.string({description: 'VM name, uid or --name label', ignoreStdin: true, required: true})}
+
+  static flags = {
+    fleet: Flags.string({summary: 'The fleet of a VM given by its short --name label (default: config, else "default").'}),
+    follow: Flags.boolean({
+      char: 'f',
+      default: false,
+      exclusive: ['json'],
+      summary: 'Keep printing new console lines until the VM is deleted or Ctrl-C.',
+    }),
+    tail: Flags.integer({max: 100_000, min: 0, summary: 'Print only the last N lines.'}),
+  }
+
+  public async run(): Promise<LogsResult> {
+    const target = this.args.vm
+    if (target.trim() === '') throw usageError('no VM given', 'targon logs <name|uid>')
+    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const guard = guardInterrupts(() => ['Exiting.'])
+    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
+    try {
+      const text = !this.jsonEnabled()
+      const result = await runLogs(client, new LocalState(configDir()), {
+        fleet,
+        follow: this.flags.follow,
+        onLines: (lines) => {
+          if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${line}\n`).join(''))
+        },
+        org: await resolveOrg(client, this.flags.org),
+        signal: guard.signal,
+        tail: this.flags.tail,
+        target,
+        warn: (message) => this.addWarning(message),
+      })
+      if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
+      return result
+    } finally {
+      guard.dispose()
+      await client.close()
+    }
+  }
+}

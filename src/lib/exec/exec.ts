@@ -1,0 +1,132 @@
+/**
+ * `targon exec`: one command on every VM of a fleet (or the VMs named), in parallel and bounded, over one SSH
+ * connection per VM with its pinned host key. Output comes back line by line, each whole line at once, so lines
+ * of different VMs never interleave.
+ */
+import type {ExecResult, ExecVmResult} from '../contract.js'
+import {mapBounded} from '../deletion/delete-workloads.js'
+import {type KnownVm, findOneVm, snapshot} from '../fleet/workloads.js'
+import {TargonError, asTargonError} from '../shell/errors.js'
+import {openPinned, targetOf} from '../ssh/connect-info.js'
+import type {LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+
+export const DEFAULT_EXEC_PARALLEL = 8
+/** Lines of output kept per VM for the result. */
+export const EXEC_TAIL_LINES = 20
+/** How long SSH may take to answer, per VM. */
+const CONNECT_MS = 30_000
+
+export interface ExecOptions {
+  org: string
+  fleet: string
+  /** VM names, uids or labels; empty: every running VM of the fleet. */
+  targets: string[]
+  command: string
+  parallel: number
+  configDir: string
+  signal?: AbortSignal
+  onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
+  info?: (message: string) => void
+}
+
+export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
+  const view = await snapshot(client, options.org, state)
+  const live = view.vms.filter((vm) => !vm.gone)
+  const vms =
+    options.targets.length > 0
+      ? dedupe(options.targets.map((target) => findOneVm(live, target, options.fleet)))
+      : live.filter((vm) => vm.owned && vm.fleet === options.fleet && vm.status === 'running')
+  if (vms.length === 0)
+    throw new TargonError('NOT_FOUND', `no running VMs in fleet ${options.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
+
+  const results = await mapBounded(vms, options.parallel, (vm) => runOne(vm, options))
+  const failed = results.filter((result) => result.exit_code !== 0)
+  const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
+  if (options.signal?.aborted) {
+    const interrupted = asTargonError(options.signal.reason)
+    interrupted.data = result
+    throw interrupted
+  }
+
+  if (failed.length > 0) {
+    throw new TargonError(
+      'REMOTE_COMMAND_FAILED',
+      `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,
+      {
+        data: result as unknown as Record<string, unknown>,
+        hint: 'see the per-VM results (exit_code, error, tail)',
+      },
+    )
+  }
+
+  return result
+}
+
+function dedupe(vms: KnownVm[]): KnownVm[] {
+  return [...new Map(vms.map((vm) => [vm.uid, vm])).values()]
+}
+
+async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
+  const name = vm.name ?? vm.uid
+  const started = Date.now()
+  const tail: string[] = []
+  const emit = (stream: 'stderr' | 'stdout', line: string) => {
+    tail.push(line)
+    if (tail.length > EXEC_TAIL_LINES) tail.shift()
+    options.onLine?.(name, stream, line)
+  }
+
+  const stdout = new LineBuffer((line) => emit('stdout', line))
+  const stderr = new LineBuffer((line) => emit('stderr', line))
+  try {
+    if (options.signal?.aborted) throw asTargonError(options.signal.reason)
+    const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
+      deadlineMs: CONNECT_MS,
+      signal: options.signal,
+    })
+    try {
+      const run = await session.exec(options.command, {
+        onStderr: (chunk) => stderr.push(chunk),
+        onStdout: (chunk) => stdout.push(chunk),
+        signal: options.signal,
+      })
+      stdout.flush()
+      stderr.flush()
+      const code = run.code ?? 255
+      return {
+        duration_ms: Date.now() - started,
+        error: run.signal ? `killed by ${run.signal}` : null,
+        exit_code: code,
+        name,
+        tail,
+        uid: vm.uid,
+      }
+    } finally {
+      session.close()
+    }
+  } catch (error) {
+    stdout.flush()
+    stderr.flush()
+    const failure = asTargonError(error)
+    return {duration_ms: Date.now() - started, error: `${failure.code}: ${failure.message}`, exit_code: null, name, tail, uid: vm.uid}
+  }
+}
+
+/** Splits chunks into whole lines. */
+class LineBuffer {
+  private rest = ''
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(chunk: string): void {
+    const lines = (this.rest + chunk).split('\n')
+    this.rest = lines.pop() ?? ''
+    for (const line of lines) this.onLine(line.replace(/\r$/, ''))
+  }
+
+  flush(): void {
+    if (this.rest !== '') this.onLine(this.rest)
+    this.rest = ''
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * `targon exec` on simulated VMs that are real SSH hosts (needs root, like bootstrap.test.ts).
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm} from '../vm/farm.js'
+
+let sim: TargonSimulator
+let farm: VmFarm
+const configDir = tempDir('targon-config-')
+
+beforeAll(async () => {
+  sim = await startSimulator({bootDelayMs: 200})
+  farm = new VmFarm(sim)
+})
+
+afterAll(async () => {
+  await farm?.stopAll()
+  await sim?.stop()
+})
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
+}
+
+describe('targon exec', () => {
+  it('runs a command on every VM of a fleet; one failing host makes exit 12 with per-VM results', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '3', '--fleet', 'ex', '--json'], {
+      timeoutMs: 120_000,
+    })
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vms: {name: string; uid: string}[] = parseJson(up).data.vms
+    const [bad, ...good] = vms
+
+    // One host gets a marker file, through exec on that VM alone.
+    const mark = await targon(['exec', '--vms', bad!.name, '--json', '--', 'touch', '/home/ubuntu/fail', '&&', 'echo', 'marked'])
+    expect(mark.code, mark.stdout + mark.stderr).toBe(0)
+    expect(parseJson(mark).data.results).toMatchObject([{exit_code: 0, name: bad!.name, tail: ['marked']}])
+    expect(farm.vm(bad!.uid).hasFile('/home/ubuntu/fail')).toBe(true)
+    expect(good.every((vm) => !farm.vm(vm.uid).hasFile('/home/ubuntu/fail'))).toBe(true)
+
+    const script =
+      "for i in 1 2 3; do echo line$i; done; echo warn >&2; test ! -e /home/ubuntu/fail || { echo 'found the marker'; exit 3; }"
+    const all = await targon(['exec', '--fleet', 'ex', '--', script])
+    expect(all.code, all.stderr).toBe(12)
+    const out = all.stdout.trimEnd().split('\n')
+    for (const vm of vms) {
+      expect(out.filter((line) => line.startsWith(`${vm.name} | `)).map((line) => line.slice(vm.name.length + 3))).toEqual(
+        vm === bad ? ['line1', 'line2', 'line3', 'found the marker'] : ['line1', 'line2', 'line3'],
+      )
+    }
+
+    expect(out.every((line) => vms.some((vm) => line.startsWith(`${vm.name} | line`) || line === `${vm.name} | found the marker`))).toBe(
+      true,
+    )
+    expect(all.stderr).toContain(`${bad!.name} | warn`)
+    expect(all.stderr).toContain(`the command failed on 1 of 3 VMs: ${bad!.name}`)
+
+    const json = await targon(['exec', '--fleet', 'ex', '--parallel', '2', '--json', '--', script])
+    expect(json.code).toBe(12)
+    const doc = parseJson(json)
+    expect(doc.error).toMatchObject({code: 'REMOTE_COMMAND_FAILED', exit_code: 12})
+    const results = new Map(doc.data.results.map((result: {name: string}) => [result.name, result]))
+    const failedHost = results.get(bad!.name) as {error: string | null; exit_code: number; tail: string[]}
+    expect(failedHost).toMatchObject({error: null, exit_code: 3})
+    // stdout and stderr each keep their order; how they mix depends on the network.
+    expect(failedHost.tail.filter((line) => line !== 'warn')).toEqual(['line1', 'line2', 'line3', 'found the marker'])
+    expect(failedHost.tail).toContain('warn')
+    for (const vm of good) expect(results.get(vm.name)).toMatchObject({exit_code: 0, error: null, uid: vm.uid})
+    expect(doc.data.results.every((result: {duration_ms: number}) => result.duration_ms >= 0)).toBe(true)
+
+    const ok = await targon(['exec', '--vms', good.map((vm) => vm.name).join(','), '--json', '--', 'true'])
+    expect(ok.code).toBe(0)
+    expect(parseJson(ok).data.results.map((result: {exit_code: number}) => result.exit_code)).toEqual([0, 0])
+  })
+
+  it('refuses bad input with one line: no command (2), an unknown VM (4), an empty fleet (4)', async () => {
+    const none = await targon(['exec', '--fleet', 'ex'])
+    expect(none.code).toBe(2)
+    const unknown = await targon(['exec', '--vms', 'nosuchvm', '--', 'true'])
+    expect(unknown.code).toBe(4)
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+    const empty = await targon(['exec', '--fleet', 'nobody', '--json', '--', 'true'])
+    expect(empty.code).toBe(4)
+    expect(parseJson(empty).error.code).toBe('NOT_FOUND')
+  })
+})
+
+describe('targon ssh with port forwarding', () => {
+  it('passes -L, -R, -D and -N to OpenSSH, and refuses a spec that could pass for another option', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'fw', '--json'], {
+      timeoutMs: 120_000,
+    })
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string} = parseJson(up).data.vms[0]
+
+    const printed = await targon(['ssh', vm.name, '-N', '-L', '8888:localhost:8888', '-R', '9000:localhost:9000', '-D', '1080', '--json'])
+    expect(printed.code, printed.stderr).toBe(0)
+    const {argv} = parseJson(printed).data as {argv: string[]}
+    const options = argv.slice(0, argv.indexOf(argv.find((arg) => arg.startsWith('ubuntu@'))!))
+    expect(options.slice(-7)).toEqual(['-L', '8888:localhost:8888', '-R', '9000:localhost:9000', '-D', '1080', '-N'])
+
+    // A real ssh with a forward and a command: the remote exit code still passes through.
+    const port = String(20_000 + Math.floor(Math.random() * 20_000))
+    const run = await targon(['ssh', vm.name, '-L', `${port}:localhost:22`, '--', 'sh', '-c', 'exit 4'])
+    expect(run.code, run.stderr).toBe(4)
+
+    for (const bad of [
+      ['-L', '-oProxyCommand=touch /tmp/x'],
+      ['-D', 'a b'],
+      ['-N', '--', 'id'],
+    ]) {
+      const result = await targon(['ssh', vm.name, ...bad])
+      expect(result.code, `${bad.join(' ')}: ${result.stderr}`).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    }
+
+    expect((await targon(['ssh', '--config', '--fleet', 'fw', '-L', '1:a:2'])).code).toBe(2)
+  })
+})
