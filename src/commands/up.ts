@@ -47,6 +47,14 @@ existing VM instead of creating a second one.`
       description: 'A budget of 20 USD: targon down --expired (e.g. from cron) deletes the VM once its estimated cost reaches it',
     },
     {
+      command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --wait 2h --timeout 30m',
+      description: 'Sold out now: watch the inventory for up to 2 h, then allow 30 min for the rest once capacity appears',
+    },
+    {
+      command: '<%= config.bin %> up --gpu h200 --max-price 3 --count 4 --min 2 --wait 45m',
+      description: 'Create VMs as capacity appears; after 45 min keep the fleet if at least two came up',
+    },
+    {
       command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --name worker1 --json | jq -r .data.vms[0].public_ip',
       description: 'A named VM (re-running adopts it), address for scripts',
     },
@@ -95,7 +103,13 @@ existing VM instead of creating a second one.`
     }),
     timeout: Flags.string({
       default: DEFAULT_TIMEOUT,
-      summary: 'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m).',
+      summary:
+        'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m); with --wait, counted from when capacity is found.',
+    }),
+    wait: Flags.string({
+      description:
+        'Without --wait, no capacity under the cap exits 9 or 10 at once. With it, the public inventory is read (without the API key) at most every 15 s (TARGON_CAPACITY_POLL_INTERVAL), backing off, and nothing is created meanwhile; a workload whose deploy was refused for capacity is kept and deployed again when its offer lists capacity. With --count, VMs are created as capacity appears. When the wait runs out, the exit codes and the --min rule are as without it.',
+      summary: 'Wait up to this long for capacity under the cap, with a unit s, m, h or d, from 1s to 365d, e.g. 2h.',
     }),
     ttl: Flags.string({
       description:
@@ -131,6 +145,10 @@ existing VM instead of creating a second one.`
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
         }
       : null
+    const capacity =
+      flags.wait === undefined
+        ? null
+        : {waitMs: parseDuration(flags.wait, '--wait'), pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
     let tracked: VmTrack[] = []
     const guard = guardInterrupts(() => {
@@ -158,6 +176,7 @@ existing VM instead of creating a second one.`
         resource,
         signal: guard.signal,
         timeoutMs: parseDuration(flags.timeout, '--timeout'),
+        capacity,
         track: (vms) => (tracked = vms),
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),

@@ -141,6 +141,7 @@ export const UpResultSchema = z.object({
   leftovers: z
     .array(LeftoverSchema)
     .describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
+  capacity_wait_s: z.number().describe('seconds during which VMs of this run waited for capacity (--wait); 0 when none had to'),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 

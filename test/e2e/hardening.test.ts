@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {writePin} from '../../src/lib/ssh/pins.js'
-import {BIN, type CliOptions, type CliResult, ROOT, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, type CliOptions, type CliResult, ROOT, baseEnv, parseJson, runCli, signalWhen, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -36,18 +36,6 @@ function targonShell(line: string, extraEnv: Record<string, string | undefined> 
     child.on('error', reject)
     child.on('close', (code, signal) => resolve({code, signal, stderr, stdout}))
   })
-}
-
-/** Sends `signal` to the CLI once `ready` holds. */
-function signalWhen(ready: () => boolean, signal: NodeJS.Signals) {
-  return (child: import('node:child_process').ChildProcess) => {
-    const timer = setInterval(() => {
-      if (!ready()) return
-      clearInterval(timer)
-      child.kill(signal)
-    }, 50)
-    child.on('close', () => clearInterval(timer))
-  }
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']

@@ -80,3 +80,24 @@ export function parseJson<T = Record<string, any>>(result: CliResult): T {
     throw new Error(`--json output breaks the schema of ${doc.command}: ${z.prettifyError(checked.error)}\n${result.stdout}`)
   return doc as T
 }
+
+/** For onSpawn: sends `signal` to the CLI once `ready` holds. */
+export function signalWhen(ready: () => boolean, signal: NodeJS.Signals = 'SIGINT') {
+  return (child: ChildProcess) => {
+    const timer = setInterval(() => {
+      if (!ready()) return
+      clearInterval(timer)
+      child.kill(signal)
+    }, 50)
+    child.on('close', () => clearInterval(timer))
+  }
+}
+
+/** Waits until `condition` holds, checking every 50 ms. */
+export async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not reached')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

@@ -69,6 +69,15 @@ export interface SimulatorOptions {
   onDeleted?: (workload: SimWorkload) => Promise<void> | void
   /** How GET …/logs answers: text/plain (as documented, the default) or JSON `{logs: "..."}`. */
   consoleFormat?: 'json' | 'text'
+  /** Capacity that appears and disappears, counted from start(); see scheduleCapacity. */
+  capacitySchedule?: CapacityChange[]
+}
+
+/** At `atMs`, the offer named `offer` lists `available` units (deploys and deletes count from there as usual). */
+export interface CapacityChange {
+  atMs: number
+  offer: string
+  available: number
 }
 
 export interface Fault {
@@ -126,6 +135,8 @@ export interface LoggedRequest {
   query: Record<string, string>
   status: number
   at: number
+  /** Whether the request carried an Authorization header (whatever its value). */
+  authorized: boolean
 }
 
 interface SimSshKey {
@@ -173,6 +184,8 @@ export class TargonSimulator {
   /** uids that ever had two DELETEs in flight at once (a client must never do that). */
   readonly doubleDeletes = new Set<string>()
   private readonly sockets = new Set<Socket>()
+  /** Scheduled capacity changes, by epoch ms, soonest first. */
+  private readonly capacityChanges: (Omit<CapacityChange, 'atMs'> & {at: number})[] = []
   url = ''
 
   constructor(options: SimulatorOptions = {}) {
@@ -190,6 +203,7 @@ export class TargonSimulator {
       orgs: SEED_ORGS,
       priceDrift: 0,
       provisioning: 'normal',
+      capacitySchedule: [],
       resourceDetail: true,
       secondDelete: '409',
       sparse: false,
@@ -215,6 +229,7 @@ export class TargonSimulator {
     })
     await new Promise<void>((resolve) => this.server?.listen(port, '127.0.0.1', resolve))
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`
+    this.scheduleCapacity(this.options.capacitySchedule)
     return this.url
   }
 
@@ -231,6 +246,24 @@ export class TargonSimulator {
 
   clearFaults(): void {
     this.faults.length = 0
+  }
+
+  /** Capacity over time, counted from now: e.g. an offer sold out now that lists 2 units after 3 s. */
+  scheduleCapacity(changes: CapacityChange[]): void {
+    const now = Date.now()
+    for (const {atMs, ...change} of changes) this.capacityChanges.push({...change, at: now + atMs})
+    this.capacityChanges.sort((a, b) => a.at - b.at)
+    this.applyCapacity()
+  }
+
+  /** Applies the capacity changes that are due (lazily, like the rest of the simulator's clock). */
+  private applyCapacity(): void {
+    while (this.capacityChanges.length > 0 && (this.capacityChanges[0]?.at ?? 0) <= Date.now()) {
+      const change = this.capacityChanges.shift() as (typeof this.capacityChanges)[number]
+      const offer = this.offers.find((candidate) => candidate.name === change.offer)
+      if (!offer) throw new Error(`scheduleCapacity: no offer ${change.offer}`)
+      offer.available = change.available
+    }
   }
 
   /** Workloads that exist: anything not deleted and not a tombstone (registered ones included). */
@@ -373,8 +406,16 @@ export class TargonSimulator {
   private async handleCounted(request: IncomingMessage, response: ServerResponse, method: string): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://sim')
     const body = await readBody(request)
-    const entry: LoggedRequest = {at: Date.now(), method, path: url.pathname, query: Object.fromEntries(url.searchParams), status: 0}
+    const entry: LoggedRequest = {
+      at: Date.now(),
+      authorized: request.headers.authorization !== undefined,
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      status: 0,
+    }
     this.log.push(entry)
+    this.applyCapacity()
 
     const fault = this.takeFault(method, url.pathname)
     if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))

@@ -23,6 +23,7 @@ export const DURATION_LIMITS = {
   '--older-than': {max: MAX_DURATION_MS, min: MINUTE},
   '--timeout': {max: MAX_DURATION_MS, min: 1000},
   '--ttl': {max: MAX_DURATION_MS, min: MINUTE},
+  '--wait': {max: MAX_DURATION_MS, min: 1000},
 } as const
 export type DurationFlag = keyof typeof DURATION_LIMITS
 

@@ -40,15 +40,4 @@ export function guardInterrupts(describeLeftovers: () => string[]): InterruptGua
 }
 
 /** setTimeout's limit (about 24.8 days); a longer delay would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
-/**
- * A signal that aborts with `reason()` after `ms`, e.g. a run's --timeout, so that every request and wait tied
- * to it stops. Beyond what setTimeout allows (about 24.8 days) it fires at that limit, never later than asked.
- */
-export function abortAfter(ms: number, reason: () => Error): InterruptGuard {
-  const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(reason()), Math.min(ms, MAX_TIMER_MS))
-  timer.unref()
-  return {dispose: () => clearTimeout(timer), signal: controller.signal}
-}
+export const MAX_TIMER_MS = 2 ** 31 - 1

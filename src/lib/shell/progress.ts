@@ -14,7 +14,8 @@ export interface PhaseStep<Vm> {
   title: string
   /** Remote steps reported while the phase runs, shown as sub-tasks. */
   substeps?: Substep[]
-  run: (vm: Vm, onEvent: (event: StepEvent) => void) => Promise<'done' | 'skipped'>
+  /** `report` shows a line of progress under the phase (e.g. what it waits for). */
+  run: (vm: Vm, onEvent: (event: StepEvent) => void, report: (line: string) => void) => Promise<'done' | 'skipped'>
 }
 
 export interface ProgressOptions<Vm> {
@@ -135,7 +136,7 @@ async function runStep<Vm>(
 ): Promise<unknown> {
   const run = async (onEvent: (event: StepEvent) => void) => {
     try {
-      return await step.run(vm, onEvent)
+      return await step.run(vm, onEvent, (line) => (stepWrapper.output = line))
     } catch (error) {
       options.onFailure(vm, error)
       throw error

@@ -25,7 +25,7 @@ export async function install(
   const {configDir, org} = ctx.request
   const pinned = readPin(configDir, claim.uid)
   const ssh = await SshSession.open({
-    deadline: Math.min(ctx.request.deadline, Date.now() + SSH_WAIT_MS),
+    deadline: Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS),
     host: endpoint.host,
     onRetry: (reason) => ctx.warn(`waiting for SSH on ${claim.name} (${reason})`),
     pinned,

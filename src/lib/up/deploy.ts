@@ -1,9 +1,11 @@
 /**
  * The deploy phase: deploy the registered workload; when Targon refuses the offer (capacity,
  * credits, or another clear refusal), delete that workload and register and deploy the next
- * candidate. A deploy whose answer is lost is never repeated blindly: the state says whether it
- * happened. A 429 is "not processed", never a refusal.
+ * candidate. With --wait, a workload refused for capacity is kept instead and deployed again
+ * once its offer lists capacity. A deploy whose answer is lost is never repeated blindly: the
+ * state says whether it happened. A 429 is "not processed", never a refusal.
  */
+import type {Report} from '../capacity/watch.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../shell/errors.js'
 import {type SparseWorkload, workloadStatus} from '../targon/schemas.js'
@@ -12,13 +14,21 @@ import {create} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
 
-export async function deploy(ctx: RunContext, track: VmTrack, registered: Registered): Promise<Deployed> {
+export async function deploy(ctx: RunContext, track: VmTrack, registered: Registered, report: Report): Promise<Deployed> {
   const refusals: TargonError[] = []
   let current = registered
   for (;;) {
     const outcome = await deployOnce(ctx, current)
+    if (current.resource !== null) ctx.capacity?.deployAnswered(current.resource)
     if (!(outcome instanceof TargonError)) return outcome
     refusals.push(outcome)
+    // Another workload in its place would leave this one registered (Targon refuses to delete it): wait for its offer.
+    if (ctx.capacity && outcome.code === 'NO_CAPACITY' && current.resource !== null) {
+      ctx.warn(`${current.resource} refused ${current.claim.name} for capacity (${outcome.message}); waiting to deploy it again`)
+      if (await ctx.capacity.resource(current.resource, current.claim.name, report)) continue
+      throw ctx.capacity.ranOut(allRefused(refusals))
+    }
+
     // A named, adopted workload is the user's; other offers are not tried in its place.
     const next =
       current.claim.origin === 'adopted'

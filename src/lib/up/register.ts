@@ -6,6 +6,7 @@
  */
 import {randomInt} from 'node:crypto'
 
+import type {Report} from '../capacity/watch.js'
 import type {Offer} from '../contract.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../shell/errors.js'
@@ -16,9 +17,9 @@ import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
 const RECONCILE_MS = 30_000
 
-export async function register(ctx: RunContext, track: VmTrack): Promise<Deployed | Registered | Running> {
+export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
-  if (label === undefined) return create(ctx, track, firstCandidate(ctx), workloadName(fleet))
+  if (label === undefined) return create(ctx, track, await offerToRent(ctx, report), workloadName(fleet))
 
   const name = workloadName(fleet, label)
   const existing = await findByName(ctx, name)
@@ -39,11 +40,13 @@ export async function register(ctx: RunContext, track: VmTrack): Promise<Deploye
     })
   }
 
-  const created = await create(ctx, track, firstCandidate(ctx), name)
+  const created = await create(ctx, track, await offerToRent(ctx, report), name)
   return (await yieldToOlderTwin(ctx, track, created)) ?? created
 }
 
-function firstCandidate(ctx: RunContext): Offer {
+/** The cheapest candidate; with --wait, the cheapest with a unit of capacity for this VM, waiting for one if need be. */
+async function offerToRent(ctx: RunContext, report: Report): Promise<Offer> {
+  if (ctx.capacity) return ctx.capacity.offer(report)
   const offer = ctx.candidates[0]
   if (!offer) throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
   return offer

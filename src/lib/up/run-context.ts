@@ -15,6 +15,8 @@ import {withinCap} from '../offers/offers.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../targon/schemas.js'
+import type {CapacityWatch} from '../capacity/watch.js'
+import type {RunDeadline} from './deadline.js'
 import type {Claim} from './stages.js'
 
 export interface UpRequest {
@@ -31,8 +33,6 @@ export interface UpRequest {
   ttlMs?: number
   maxCostUsd?: number
   onFailure: OnFailure
-  /** Absolute deadline of the whole run (epoch ms). */
-  deadline: number
   sshKeyUid: string
   identityFile: string
   configDir: string
@@ -51,6 +51,10 @@ export interface RunContext {
   state: LocalState
   /** Aborts on Ctrl-C and other signals, and when the run's --timeout runs out. */
   signal: AbortSignal
+  /** The run's --timeout: `deadline.at` is when the whole run must end. */
+  deadline: RunDeadline
+  /** With --wait: where VMs wait for capacity; null without. */
+  capacity: CapacityWatch | null
   warn: (message: string) => void
   /** Registered workloads Targon refused to delete (see deletion/); `down` tries them again. */
   leftovers: Leftover[]

@@ -7,8 +7,9 @@ import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from '../bootstrap/runner.js'
 import {TargonError, asTargonError} from '../shell/errors.js'
-import {filterOffers, matchesGpu, normalizeOffer, sortOffers} from '../offers/offers.js'
-import {abortAfter} from '../shell/interrupt.js'
+import {normalizeOffer} from '../offers/offers.js'
+import {chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
+import {CapacityWatch, type Report} from '../capacity/watch.js'
 import {resolveOrg} from '../settings/org.js'
 import {DEFAULT_IMAGE} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
@@ -20,6 +21,7 @@ import {keptNote, rollBack} from './failure-policy.js'
 import {register} from './register.js'
 import {vmResult} from './result.js'
 import type {RunContext, UpRequest} from './run-context.js'
+import {RunDeadline} from './deadline.js'
 import {type Stage, VmTrack} from './stages.js'
 import {waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
@@ -40,6 +42,8 @@ export interface UpOptions {
   label?: string
   image: string
   timeoutMs: number
+  /** up --wait: how long VMs may wait for capacity, and the floor between two inventory reads; null without --wait. */
+  capacity: {waitMs: number; pollFloorMs: number} | null
   ttlMs?: number
   /** up --max-cost: a per-VM budget in USD, kept locally. */
   maxCostUsd?: number
@@ -62,39 +66,6 @@ export interface UpOptions {
   track: (tracks: VmTrack[]) => void
 }
 
-/** Offers that may be rented: matching, available, under the cap, cheapest first. */
-export function chooseCandidates(offers: Offer[], options: Pick<UpOptions, 'gpu' | 'maxPrice' | 'minGpus' | 'resource'>): Offer[] {
-  const matching = offers.filter(
-    (offer) =>
-      (options.resource ? offer.resource === options.resource : true) &&
-      (options.gpu ? matchesGpu(offer, options.gpu) : true) &&
-      (options.minGpus === undefined || (offer.gpu_count ?? 0) >= options.minGpus),
-  )
-  const candidates = sortOffers(filterOffers(matching, {maxPrice: options.maxPrice}))
-  if (candidates.length > 0) return candidates
-
-  const what = options.resource ?? (options.gpu ? `${options.gpu} GPUs` : 'GPU VMs')
-  if (matching.length === 0) {
-    throw new TargonError('NOT_FOUND', `no offer matches ${what}`, {
-      hint: 'see targon offers --all for the resources and GPU models on offer',
-    })
-  }
-
-  const cheapest = sortOffers(matching).find((offer) => offer.available === null || offer.available > 0)
-  if (!cheapest)
-    throw new TargonError('NO_CAPACITY', `every offer for ${what} is sold out`, {
-      hint: 'try again later, or see targon offers for other GPUs',
-    })
-  throw new TargonError(
-    'PRICE_CAP_EXCEEDED',
-    `no offer for ${what} at or under ${options.maxPrice.toFixed(2)} USD/h; the cheapest is ${cheapest.resource} at ${cheapest.price_per_hour.toFixed(2)} USD/h`,
-    {
-      details: {cheapest: {price_per_hour: cheapest.price_per_hour, resource: cheapest.resource}},
-      hint: `raise --max-price to ${cheapest.price_per_hour} or more, or pick another GPU`,
-    },
-  )
-}
-
 /** The image by exact name; for the default, a unique Ubuntu 24.04 image if the exact one is missing. */
 export async function resolveImage(client: TargonClient, org: string, wanted: string): Promise<string> {
   const names = (await client.listVmImages(org)).map((image) => image.name)
@@ -112,10 +83,11 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
 
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
-  // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
-  const deadlineAt = Date.now() + options.timeoutMs
-  const deadline = abortAfter(
+  // ends it like an interrupt, as TIMEOUT; waiting for capacity holds it (see deadline.ts). Clean-up runs on a
+  // client without this signal, with its own budget.
+  const deadline = new RunDeadline(
     options.timeoutMs,
+    Date.now() + (options.capacity?.waitMs ?? 0),
     () =>
       new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {
         hint: 'raise --timeout, or check the network',
@@ -123,7 +95,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   )
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
-    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadlineAt, options)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
     const errors = await provision(ctx, tracks, options)
@@ -142,18 +114,21 @@ async function prepare(
   client: TargonClient,
   cleanupClient: TargonClient,
   signal: AbortSignal,
-  deadlineAt: number,
+  deadline: RunDeadline,
   options: UpOptions,
 ): Promise<RunContext> {
   const inventory = await client.inventory()
+  const readAt = Date.now()
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
-  // With --name the VM may already exist; a missing offer only matters once something must be created.
+  // With --name the VM may already exist, and with --wait capacity may come: a missing offer only matters once
+  // something must be created.
   let candidates: Offer[] = []
   let whyNoOffer: TargonError | undefined
   try {
     candidates = chooseCandidates(offers, options)
   } catch (error) {
-    if (options.label === undefined || !(error instanceof TargonError)) throw error
+    const waitable = options.capacity !== null && offersUnderCap(offers, options).length > 0
+    if ((options.label === undefined && !waitable) || !(error instanceof TargonError)) throw error
     whyNoOffer = error
   }
 
@@ -176,7 +151,6 @@ async function prepare(
   const request = {
     bootstrap,
     configDir: options.configDir,
-    deadline: deadlineAt,
     fleet: options.fleet,
     identityFile: key.privateKeyPath,
     image,
@@ -190,7 +164,19 @@ async function prepare(
     ttlMs: options.ttlMs,
     maxCostUsd: options.maxCostUsd,
   }
-  return {candidates, cleanupClient, client, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
+  const capacity =
+    options.capacity &&
+    new CapacityWatch(client, {
+      clock: deadline,
+      floorMs: options.capacity.pollFloorMs,
+      offers,
+      readAt,
+      signal,
+      until: deadline.waitUntil,
+      waitMs: options.capacity.waitMs,
+      wanted: options,
+    })
+  return {candidates, capacity, cleanupClient, client, deadline, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
 }
 
 /** Runs the phases of every VM in parallel, with progress; returns the error of each VM that failed. */
@@ -203,7 +189,8 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
   await runPhases(
     tracks,
     phases.map((phase) => ({
-      run: (track: VmTrack, onEvent: (event: StepEvent) => void) => timed(track, phase, () => runPhase(ctx, track, phase, onEvent)),
+      run: (track: VmTrack, onEvent: (event: StepEvent) => void, report: Report) =>
+        timed(track, phase, () => runPhase(ctx, track, phase, onEvent, report)),
       substeps: substeps[phase],
       title: phase,
     })),
@@ -236,18 +223,19 @@ async function runPhase(
   track: VmTrack,
   phase: PhaseName,
   onEvent: (event: StepEvent) => void,
+  report: Report,
 ): Promise<'done' | 'skipped'> {
   const {stage} = track
   const {bootstrap} = ctx.request
   switch (phase) {
     case 'register': {
-      track.stage = await register(ctx, track)
+      track.stage = await register(ctx, track, report)
       return track.claim?.origin === 'adopted' ? 'skipped' : 'done'
     }
 
     case 'deploy': {
       if (stage?.kind !== 'registered') return 'skipped'
-      track.stage = await deploy(ctx, track, stage)
+      track.stage = await deploy(ctx, track, stage, report)
       return 'done'
     }
 
@@ -305,6 +293,7 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
     return {error: {code: error.code, message: error.message}, name: track.claim?.name ?? null, uid: track.claim?.uid ?? null}
   })
   const result: UpResult = {
+    capacity_wait_s: Math.round(ctx.deadline.waitedMs / 100) / 10,
     cleanup,
     failed: failures,
     leftovers: ctx.leftovers,

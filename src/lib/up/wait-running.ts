@@ -49,7 +49,7 @@ async function untilRunning(ctx: RunContext, deployed: Deployed): Promise<Runnin
 
       return undefined
     },
-    {deadline: Math.min(ctx.request.deadline, started + WAIT_RUNNING_MS), delayMs: pollDelay, signal: ctx.signal},
+    {deadline: Math.min(ctx.deadline.at, started + WAIT_RUNNING_MS), delayMs: pollDelay, signal: ctx.signal},
   )
   if (!endpoint) {
     throw new TargonError(

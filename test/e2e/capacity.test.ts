@@ -1,0 +1,264 @@
+/**
+ * `up --wait`: waiting for capacity that appears (or never does) on the simulator's capacity schedule, with
+ * simulated VMs. Every run ends with nothing billing in the simulator's ledger.
+ */
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {type CliOptions, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {CapacityChange, LoggedRequest, SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm} from '../vm/farm.js'
+
+/** The floor between two inventory reads in these tests (TARGON_CAPACITY_POLL_INTERVAL). */
+const FLOOR_MS = 300
+
+let sim: TargonSimulator
+let farm: VmFarm | undefined
+let configDir: string
+
+afterEach(async () => {
+  await farm?.stopAll()
+  await sim?.stop()
+  farm = undefined
+})
+
+async function setup(options: SimulatorOptions & {vms?: boolean} = {}) {
+  sim = await startSimulator({bootDelayMs: 300, ...options})
+  if (options.vms) farm = new VmFarm(sim)
+  configDir = tempDir('targon-config-')
+}
+
+function targon(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return runCli(args, {
+    timeoutMs: 90_000,
+    ...options,
+    env: simulatorEnv(sim, {
+      TARGON_CAPACITY_POLL_INTERVAL: String(FLOOR_MS / 1000),
+      TARGON_CONFIG_DIR: configDir,
+      TARGON_PULL_RETRY_DELAY: '0.2',
+      TARGON_SHIM_HEALTH_TIMEOUT: '4',
+      ...options.env,
+    }),
+  })
+}
+
+const UP = ['up', 'rtx6000b-small', '--max-price', '1.8']
+const soldOut = (offer = 'rtx6000b-small'): CapacityChange => ({atMs: 0, available: 0, offer})
+
+const inventoryReads = () => sim.requests('GET', '/tha/v3/inventory')
+const creates = () => sim.requests('POST', /\/workloads$/)
+const deploys = () => sim.requests('POST', /\/deploy$/)
+const registered = () => sim.live().filter((workload) => workload.status === 'registered')
+
+/** Gaps between inventory reads: the first read is up's own choice of offer, each later one a poll. */
+function gaps(reads: LoggedRequest[]): number[] {
+  return reads.slice(1).map((read, index) => read.at - (reads[index] as LoggedRequest).at)
+}
+
+/** Deletes what a run left (from an empty config directory, like a cron job) and checks that nothing bills. */
+async function expectNothingBilling(): Promise<void> {
+  const down = await targon(['down', '--all', '--json'], {env: {TARGON_CONFIG_DIR: tempDir('targon-cron-')}})
+  expect(down.code, down.stdout + down.stderr).toBe(0)
+  expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
+}
+
+describe('up --wait', () => {
+  it('waits for capacity that appears later, reading the inventory without the key and creating nothing meanwhile', async () => {
+    await setup({vms: true})
+    sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])
+    const appearsAt = Date.now() + 2500
+    const result = await targon([...UP, '--wait', '1m', '--json'])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.capacity_wait_s).toBeGreaterThan(0)
+    expect(doc.data.vms).toHaveLength(1)
+    expect(doc.data.vms[0]).toMatchObject({dstack: {healthy: true}, resource: 'rtx6000b-small', status: 'running'})
+
+    const reads = inventoryReads()
+    expect(reads.length).toBeGreaterThanOrEqual(3)
+    expect(reads.filter((read) => read.authorized)).toEqual([])
+    for (const gap of gaps(reads)) expect(gap).toBeGreaterThanOrEqual(FLOOR_MS)
+    // Nothing was created or deployed before capacity appeared, and only one workload at all.
+    expect(reads.filter((read) => read.at < appearsAt).length).toBeGreaterThanOrEqual(2)
+    expect([...creates(), ...deploys()].filter((request) => request.at < appearsAt)).toEqual([])
+    expect(creates()).toHaveLength(1)
+    expect(sim.workloads.size).toBe(1)
+    await expectNothingBilling()
+  })
+
+  it('--timeout counts from when capacity is found', async () => {
+    await setup()
+    sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])
+    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--timeout', '2s', '--json'])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    expect(parseJson(result).data.capacity_wait_s).toBeGreaterThanOrEqual(2)
+    await expectNothingBilling()
+  })
+
+  it('exits as without --wait when the wait runs out (10 sold out, 9 only above the cap), creating nothing', async () => {
+    await setup()
+    sim.scheduleCapacity([soldOut()])
+    const started = Date.now()
+    const sold = await targon([...UP, '--no-bootstrap', '--wait', '2s', '--json'])
+    expect(sold.code, sold.stdout + sold.stderr).toBe(10)
+    const doc = parseJson(sold)
+    expect(doc.error).toMatchObject({code: 'NO_CAPACITY', exit_code: 10})
+    expect(doc.error.message).toContain('--wait 2s ran out')
+    expect(doc.data.capacity_wait_s).toBeGreaterThanOrEqual(1.5)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000)
+    // At most one read per floor: the wait is 2 s, the floor 0.3 s, so at most 2000 / 300 polls after up's own read.
+    expect(inventoryReads().length).toBeLessThanOrEqual(1 + Math.floor(2000 / FLOOR_MS))
+    expect(inventoryReads().filter((read) => read.authorized)).toEqual([])
+
+    // Under the cap only the sold-out rtx6000b-small; rtx6000b-small-b has capacity at 1.79 USD/h. Progress says what it waits for.
+    const capped = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.75', '--no-bootstrap', '--wait', '2s'])
+    expect(capped.code, capped.stderr).toBe(9)
+    expect(capped.stderr).toContain('waiting for capacity: rtx6000b GPUs under $1.75/h; cheapest match $1.69/h, 0 available (')
+    expect(capped.stderr).toMatch(
+      /no offer for rtx6000b GPUs at or under 1\.75 USD\/h; the cheapest is rtx6000b-small-b .*--wait 2s ran out/,
+    )
+
+    expect(creates()).toEqual([])
+    expect(deploys()).toEqual([])
+    expect(sim.workloads.size).toBe(0)
+    await expectNothingBilling()
+  })
+
+  it('does not wait when no offer is under the cap at all', async () => {
+    await setup()
+    const result = await targon(['up', '--gpu', 'h200', '--max-price', '1', '--wait', '1m', '--json'])
+    expect(result.code).toBe(9)
+    expect(parseJson(result).error.code).toBe('PRICE_CAP_EXCEEDED')
+    expect(inventoryReads()).toHaveLength(1)
+    expect(sim.workloads.size).toBe(0)
+  })
+
+  it('deploys a workload refused for capacity again when capacity appears, without registering another', async () => {
+    await setup()
+    // The create takes a while; meanwhile the offer sells out, so that the deploy is refused (409 NO_CAPACITY).
+    sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
+    const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--wait', '1m', '--json'], {
+      onSpawn: () =>
+        void waitFor(() => creates().length > 0).then(() =>
+          sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}]),
+        ),
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    const uid = doc.data.vms[0].uid as string
+    expect(doc.data.vms[0].resource).toBe('rtx6000b-small')
+    expect(deploys().map((request) => request.status)).toEqual([409, 200])
+    expect(deploys().map((request) => request.path)).toEqual([expect.stringContaining(uid), expect.stringContaining(uid)])
+    // The same workload, not a second one on rtx6000b-small-b (which had capacity all along).
+    expect(creates()).toHaveLength(1)
+    expect(sim.workloads.size).toBe(1)
+    expect(doc.data.leftovers).toEqual([])
+    expect(doc.warnings.join(' ')).toContain('waiting to deploy it again')
+    expect(doc.data.capacity_wait_s).toBeGreaterThan(0)
+    await expectNothingBilling()
+  })
+
+  it('--count 2 --min 1 creates VMs as capacity appears; the first runs while the second waits', async () => {
+    await setup()
+    sim.scheduleCapacity([
+      {atMs: 0, available: 1, offer: 'rtx6000b-small'},
+      {atMs: 3000, available: 1, offer: 'rtx6000b-small'},
+    ])
+    let mostRegistered = 0
+    let firstWhenSecondCreated: string | undefined
+    const sampler = setInterval(() => {
+      mostRegistered = Math.max(mostRegistered, registered().length)
+      const [first, second] = [...sim.workloads.values()]
+      if (second && first && firstWhenSecondCreated === undefined) firstWhenSecondCreated = sim.current(first.uid)?.status
+    }, 20)
+    let result: CliResult
+    try {
+      result = await targon([...UP, '--no-bootstrap', '--count', '2', '--min', '1', '--wait', '1m', '--json'])
+    } finally {
+      clearInterval(sampler)
+    }
+
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.vms).toHaveLength(2)
+    expect(doc.data.failed).toEqual([])
+    expect(doc.data.capacity_wait_s).toBeGreaterThan(1)
+    expect(firstWhenSecondCreated).toBe('running')
+    expect(mostRegistered).toBeLessThanOrEqual(2)
+    expect(creates()).toHaveLength(2)
+    expect(inventoryReads().filter((read) => read.authorized)).toEqual([])
+    await expectNothingBilling()
+  })
+
+  it('when the wait runs out, --min keeps what came up, and without it the fleet is rolled back', async () => {
+    await setup()
+    sim.scheduleCapacity([{atMs: 0, available: 1, offer: 'rtx6000b-small'}])
+    const kept = await targon([...UP, '--no-bootstrap', '--count', '2', '--min', '1', '--wait', '2s', '--json'])
+    expect(kept.code, kept.stdout + kept.stderr).toBe(0)
+    const doc = parseJson(kept)
+    expect(doc.data.vms).toHaveLength(1)
+    expect(doc.data.failed).toEqual([{error: expect.objectContaining({code: 'NO_CAPACITY'}), name: null, uid: null}])
+    expect(sim.billing().map((workload) => workload.uid)).toEqual([doc.data.vms[0].uid])
+    expect(creates()).toHaveLength(1)
+    await expectNothingBilling()
+
+    // The deleted VM gave its unit back: one more is available, the second never comes.
+    const allOrNothing = await targon([...UP, '--no-bootstrap', '--count', '2', '--wait', '2s', '--json'])
+    expect(allOrNothing.code, allOrNothing.stdout + allOrNothing.stderr).toBe(11)
+    expect(parseJson(allOrNothing).error.code).toBe('PARTIAL_FAILURE')
+    expect(registered()).toEqual([])
+    expect(sim.billing()).toEqual([])
+    await expectNothingBilling()
+  })
+
+  it('exits 130 on Ctrl-C during the wait, having created nothing', async () => {
+    await setup()
+    sim.scheduleCapacity([soldOut()])
+    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
+      onSpawn: signalWhen(() => inventoryReads().length >= 3),
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(130)
+    expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
+    expect(creates()).toEqual([])
+    expect(sim.workloads.size).toBe(0)
+    await expectNothingBilling()
+  })
+
+  it('exits 130 on Ctrl-C while a refused workload waits, deleting it per the failure policy', async () => {
+    await setup()
+    sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
+    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
+      onSpawn: (child) => {
+        void waitFor(() => creates().length > 0).then(() => sim.scheduleCapacity([soldOut()]))
+        signalWhen(() => deploys().length > 0 && inventoryReads().at(-1)!.at > deploys()[0]!.at)(child)
+      },
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(130)
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('INTERRUPTED')
+    // Targon refuses to delete a registered workload: it is named as a leftover, and it does not bill.
+    expect(sim.workloads.size).toBe(1)
+    const [uid] = sim.workloads.keys()
+    expect(doc.data.cleanup).toMatchObject({attempted: true, survivors: []})
+    expect(doc.data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual([uid])
+    expect(sim.requests('DELETE', `/workloads/${uid}`).length).toBeGreaterThan(0)
+    expect(sim.billing()).toEqual([])
+    await expectNothingBilling()
+  })
+
+  it('refuses a bad --wait with one line and exit 2, before any request', async () => {
+    await setup()
+    for (const [value, problem] of [
+      ['5', 'has no unit'],
+      ['soon', 'is not a duration'],
+      ['0s', 'is out of range'],
+    ] as const) {
+      const result = await targon([...UP, '--wait', value])
+      expect(result.code, result.stderr).toBe(2)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+      expect(result.stderr).toContain(`--wait "${value}" ${problem}`)
+    }
+
+    expect(sim.log).toEqual([])
+  })
+})
