@@ -4,9 +4,9 @@
  * of different VMs never interleave.
  */
 import type {ExecResult, ExecVmResult} from '../contract.js'
-import {mapBounded} from '../deletion/delete-workloads.js'
-import {type KnownVm, findOneVm, snapshot} from '../fleet/workloads.js'
-import {TargonError, asTargonError} from '../shell/errors.js'
+import {fanOut, selectVms, settle} from '../fleet/fan-out.js'
+import type {KnownVm} from '../fleet/workloads.js'
+import {asTargonError} from '../shell/errors.js'
 import {openPinned, targetOf} from '../ssh/connect-info.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -31,40 +31,16 @@ export interface ExecOptions {
 }
 
 export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
-  const view = await snapshot(client, options.org, state)
-  const live = view.vms.filter((vm) => !vm.gone)
-  const vms =
-    options.targets.length > 0
-      ? dedupe(options.targets.map((target) => findOneVm(live, target, options.fleet)))
-      : live.filter((vm) => vm.owned && vm.fleet === options.fleet && vm.status === 'running')
-  if (vms.length === 0)
-    throw new TargonError('NOT_FOUND', `no running VMs in fleet ${options.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
-
-  const results = await mapBounded(vms, options.parallel, (vm) => runOne(vm, options))
+  const vms = await selectVms(client, state, options)
+  const results = await fanOut(vms, options.parallel, (vm) => runOne(vm, options))
   const failed = results.filter((result) => result.exit_code !== 0)
   const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
-  if (options.signal?.aborted) {
-    const interrupted = asTargonError(options.signal.reason)
-    interrupted.data = result
-    throw interrupted
-  }
-
-  if (failed.length > 0) {
-    throw new TargonError(
-      'REMOTE_COMMAND_FAILED',
-      `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,
-      {
-        data: result as unknown as Record<string, unknown>,
-        hint: 'see the per-VM results (exit_code, error, tail)',
-      },
-    )
-  }
-
-  return result
-}
-
-function dedupe(vms: KnownVm[]): KnownVm[] {
-  return [...new Map(vms.map((vm) => [vm.uid, vm])).values()]
+  return settle(result, failed.length, {
+    code: 'REMOTE_COMMAND_FAILED',
+    hint: 'see the per-VM results (exit_code, error, tail)',
+    message: `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,
+    signal: options.signal,
+  })
 }
 
 async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
