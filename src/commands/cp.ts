@@ -6,10 +6,10 @@ import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
+import {parseVmList} from '../lib/fleet/fan-out.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import {usageError} from '../lib/shell/errors.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
 
 export default class Cp extends BaseCommand<typeof Cp> {
@@ -55,11 +55,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
 
   public async run(): Promise<CopyResult> {
     const spec = parseCopySpec(this.args.source, this.args.destination)
-    const targets = (this.flags.vms ?? '')
-      .split(',')
-      .map((name) => name.trim())
-      .filter(Boolean)
-    if (this.flags.vms !== undefined && targets.length === 0) throw usageError('--vms names no VM', 'e.g. --vms worker1,worker2')
+    const targets = parseVmList(this.flags.vms)
     const fleet = await resolveSetting('fleet', this.flags.fleet)
     const guard = guardInterrupts(() => ['Exiting; files being copied keep only their temporary names (.<name>.targon-part-*).'])
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})

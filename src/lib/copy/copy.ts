@@ -7,10 +7,9 @@ import {mkdir} from 'node:fs/promises'
 import {posix} from 'node:path'
 
 import type {CopyResult, CopyVmResult} from '../contract.js'
-import {type VmSelection, fanOut, selectVms, settle} from '../fleet/fan-out.js'
+import {type VmSelection, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {TargonError, asTargonError} from '../shell/errors.js'
-import {openPinned, targetOf} from '../ssh/connect-info.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {nameOf, placeRoot} from './paths.js'
@@ -19,8 +18,6 @@ import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
 export const DEFAULT_COPY_PARALLEL = 8
-/** How long SSH may take to answer, per VM. */
-const CONNECT_MS = 30_000
 
 export interface CopyOptions extends VmSelection {
   spec: CopySpec
@@ -115,11 +112,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
     vm: name,
   }
   try {
-    if (options.signal?.aborted) throw asTargonError(options.signal.reason)
-    const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
-      deadlineMs: CONNECT_MS,
-      signal: options.signal,
-    })
+    const session = await openVm(vm, options)
     try {
       const local = new LocalSide()
       const remote = new RemoteSide(await session.sftp())

@@ -4,18 +4,15 @@
  * of different VMs never interleave.
  */
 import type {ExecResult, ExecVmResult} from '../contract.js'
-import {fanOut, selectVms, settle} from '../fleet/fan-out.js'
+import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {asTargonError} from '../shell/errors.js'
-import {openPinned, targetOf} from '../ssh/connect-info.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
 export const EXEC_TAIL_LINES = 20
-/** How long SSH may take to answer, per VM. */
-const CONNECT_MS = 30_000
 
 export interface ExecOptions {
   org: string
@@ -56,11 +53,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
   const stdout = new LineBuffer((line) => emit('stdout', line))
   const stderr = new LineBuffer((line) => emit('stderr', line))
   try {
-    if (options.signal?.aborted) throw asTargonError(options.signal.reason)
-    const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
-      deadlineMs: CONNECT_MS,
-      signal: options.signal,
-    })
+    const session = await openVm(vm, options)
     try {
       const run = await session.exec(options.command, {
         onStderr: (chunk) => stderr.push(chunk),

@@ -4,10 +4,15 @@
  * far), any failed VM makes the whole run fail with per-VM results.
  */
 import {mapBounded} from '../deletion/delete-workloads.js'
-import {type ErrorCode, TargonError, asTargonError} from '../shell/errors.js'
+import {type ErrorCode, TargonError, asTargonError, usageError} from '../shell/errors.js'
+import {openPinned, targetOf} from '../ssh/connect-info.js'
+import type {SshSession} from '../ssh/session.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type KnownVm, findOneVm, snapshot} from './workloads.js'
+
+/** How long SSH may take to answer, per VM. */
+const CONNECT_MS = 30_000
 
 export interface VmSelection {
   org: string
@@ -27,6 +32,25 @@ export async function selectVms(client: TargonClient, state: LocalState, selecti
   if (vms.length === 0)
     throw new TargonError('NOT_FOUND', `no running VMs in fleet ${selection.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
   return vms
+}
+
+/** The VMs named by a --vms flag ("a, b,c"); empty when it was not given. */
+export function parseVmList(flag: string | undefined): string[] {
+  const names = (flag ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
+  if (flag !== undefined && names.length === 0) throw usageError('--vms names no VM', 'e.g. --vms worker1,worker2')
+  return names
+}
+
+/** One SSH session to a VM of the run, with its pinned host key; none once the run is interrupted. */
+export async function openVm(
+  vm: KnownVm,
+  options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void},
+): Promise<SshSession> {
+  if (options.signal?.aborted) throw asTargonError(options.signal.reason)
+  return openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {deadlineMs: CONNECT_MS, signal: options.signal})
 }
 
 export interface FanOutEnd {
