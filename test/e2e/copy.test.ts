@@ -203,6 +203,12 @@ describe('targon cp', () => {
     expect(missing.code).toBe(4)
     expect(missing.stderr).toBe(`Error: ${join(src, 'nope')}: no such file or directory. Hint: the local source must exist\n`)
 
+    const noParent = await targon(['cp', `${vm!.name}:/etc/hostname`, join(src, 'no', 'such', 'dir')])
+    expect(noParent.code).toBe(4)
+    expect(noParent.stderr).toBe(
+      `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist\n`,
+    )
+
     const unknown = await targon(['cp', join(src, 'f'), 'tcli-cp-nosuchvm:/tmp/'])
     expect(unknown.code).toBe(4)
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1)

@@ -1,13 +1,13 @@
 /** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
 import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
 import {dirname, join} from 'node:path'
-import {Readable} from 'node:stream'
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
-import {type Entry, LocalSide, type Side} from '../../src/lib/copy/sides.js'
+import {type Entry, LocalSide, type OpenFile, type Side} from '../../src/lib/copy/sides.js'
 import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
+import {CopyBar, size} from '../../src/lib/copy/progress.js'
 import {copyTree} from '../../src/lib/copy/tree.js'
 import {TargonError} from '../../src/lib/shell/errors.js'
 import {tempDir} from '../helpers/cli.js'
@@ -118,14 +118,19 @@ class CraftedSide implements Side {
     return this.listing[dir] ?? []
   }
 
-  read(path: string): Readable {
+  async openRead(path: string): Promise<OpenFile> {
     const entry = this.listing[dirname(path)]?.find((each) => path.endsWith(`/${each.name}`))
-    return Readable.from([Buffer.from(entry?.content ?? '')])
+    const content = Buffer.from(entry?.content ?? '')
+    return {
+      close: async () => {},
+      read: async (buffer, length, position) => content.copy(buffer, 0, position, position + length),
+      write: async () => {},
+    }
   }
 
   async mkdir(): Promise<void> {}
   async chmod(): Promise<void> {}
-  write(): never {
+  openWrite(): never {
     throw new Error('read-only')
   }
 
@@ -188,5 +193,21 @@ describe('the copy engine, fed a crafted listing', () => {
     expect(readdirSync(join(dest, 'src')).sort()).toEqual(['good.txt', 'sub'])
     expect(readFileSync(join(dest, 'src', 'sub', 'inner.txt'), 'utf8')).toBe('inner')
     expect(existsSync('/x') || existsSync(join(outer, 'escape.txt'))).toBe(false)
+  })
+})
+
+describe('the progress bar', () => {
+  it('draws one line in place with the sums of every VM, and erases it', async () => {
+    let written = ''
+    const stream = {columns: 120, write: (text: string) => (written += text)} as unknown as NodeJS.WriteStream
+    const bar = new CopyBar(2, stream)
+    bar.update('a', {bytes: 512, files: 1, totalBytes: 1024, totalFiles: 2})
+    await new Promise((resolve) => setTimeout(resolve, 110))
+    bar.update('b', {bytes: 0, files: 0, totalBytes: 1024, totalFiles: 2})
+    bar.finish('a')
+    expect(written.split('\r\u001B[2K').filter(Boolean).at(-1)).toBe('[######..................]  25%  1/4 files  512 B/2.0 KiB  1/2 VMs')
+    bar.clear()
+    expect(written.endsWith('\r\u001B[2K')).toBe(true)
+    expect(size(3 * 1024 * 1024)).toBe('3.0 MiB')
   })
 })

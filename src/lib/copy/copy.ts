@@ -12,7 +12,7 @@ import type {KnownVm} from '../fleet/workloads.js'
 import {TargonError, asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
-import {nameOf, placeRoot} from './paths.js'
+import {nameOf, placeRoot, safeJoin, unsafeName} from './paths.js'
 import {LocalSide, RemoteSide, type Side, describeFsError} from './sides.js'
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
@@ -115,14 +115,15 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
     const session = await openVm(vm, options)
     try {
       const local = new LocalSide()
-      const remote = new RemoteSide(await session.sftp())
+      const remote = new RemoteSide(await session.sftp(), (listener) => session.onLost(listener))
       const remotePath = spec.remote === '' ? '.' : spec.remote
       const [from, to, source]: [Side, Side, string] =
         spec.direction === 'upload' ? [local, remote, spec.local] : [remote, local, remotePath]
       let destination = spec.direction === 'upload' ? remotePath : spec.local
       if (perVm) {
         await mkdir(spec.local, {mode: 0o755, recursive: true})
-        destination = posix.join(spec.local, name)
+        // The name comes from the API: used as a directory only if it is one plain path component.
+        destination = safeJoin(spec.local, unsafeName(name) ? vm.uid : name)
         await ensureLocalDir(destination)
       }
 

@@ -2,10 +2,8 @@
  * The two ends of a copy behind one interface, so that upload and download are the same walk: this machine's
  * filesystem, and the VM's over SFTP. Errors come out as one line naming the path and the side.
  */
-import {createReadStream, createWriteStream} from 'node:fs'
-import {chmod, lstat, mkdir, readdir, realpath, rename, stat, unlink} from 'node:fs/promises'
+import {chmod, lstat, mkdir, open, readdir, realpath, rename, stat, unlink} from 'node:fs/promises'
 import {posix, resolve} from 'node:path'
-import type {Readable, Writable} from 'node:stream'
 import type {SFTPWrapper, Stats} from 'ssh2'
 
 import type {Kind} from './paths.js'
@@ -16,6 +14,14 @@ export interface Entry {
   /** Permission bits. */
   mode: number
   size: number
+}
+
+/** An open file, read or written at explicit offsets, so that several requests can be in flight at once. */
+export interface OpenFile {
+  /** Bytes read; 0 at the end of the file. */
+  read(buffer: Buffer, length: number, position: number): Promise<number>
+  write(buffer: Buffer, length: number, position: number): Promise<void>
+  close(): Promise<void>
 }
 
 export interface Side {
@@ -29,9 +35,9 @@ export interface Side {
   list(dir: string): Promise<Entry[]>
   mkdir(path: string, mode: number): Promise<void>
   chmod(path: string, mode: number): Promise<void>
-  read(path: string): Readable
+  openRead(path: string): Promise<OpenFile>
   /** Creates the file (it must not exist) with the given mode. */
-  write(path: string, mode: number): Writable
+  openWrite(path: string, mode: number): Promise<OpenFile>
   /** Renames over `to`, replacing a file or link there without following it. */
   rename(from: string, to: string): Promise<void>
   remove(path: string): Promise<void>
@@ -100,12 +106,12 @@ export class LocalSide implements Side {
     await chmod(path, mode)
   }
 
-  read(path: string): Readable {
-    return createReadStream(path)
+  async openRead(path: string): Promise<OpenFile> {
+    return localFile(await open(path, 'r'))
   }
 
-  write(path: string, mode: number): Writable {
-    return createWriteStream(path, {flags: 'wx', mode})
+  async openWrite(path: string, mode: number): Promise<OpenFile> {
+    return localFile(await open(path, 'wx', mode))
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -118,6 +124,16 @@ export class LocalSide implements Side {
 
   async realpath(path: string): Promise<string> {
     return realpath(resolve(path))
+  }
+}
+
+function localFile(handle: import('node:fs/promises').FileHandle): OpenFile {
+  return {
+    close: () => handle.close(),
+    read: async (buffer, length, position) => (await handle.read(buffer, 0, length, position)).bytesRead,
+    write: async (buffer, length, position) => {
+      for (let done = 0; done < length;) done += (await handle.write(buffer, done, length - done, position + done)).bytesWritten
+    },
   }
 }
 
@@ -136,10 +152,32 @@ async function entryOrNull(read: () => Promise<{mode: number; size: number}>, pa
 export class RemoteSide implements Side {
   readonly where = 'on the VM'
 
-  constructor(private readonly sftp: SFTPWrapper) {}
+  /** Requests not answered yet: a dropped connection fails them, as ssh2 may never answer them. */
+  private readonly pending = new Set<(error: Error) => void>()
+  private lost = false
+
+  /** `onLost` registers a callback for when the SSH connection drops. */
+  constructor(
+    private readonly sftp: SFTPWrapper,
+    onLost: (listener: () => void) => void,
+  ) {
+    onLost(() => {
+      this.lost = true
+      for (const reject of this.pending) reject(new Error('the SSH connection to the VM was lost'))
+      this.pending.clear()
+    })
+  }
 
   private call<T>(run: (done: (error: Error | undefined | null, value?: T) => void) => void): Promise<T> {
-    return new Promise((resolve, reject) => run((error, value) => (error ? reject(error) : resolve(value as T))))
+    if (this.lost) return Promise.reject(new Error('the SSH connection to the VM was lost'))
+    return new Promise((resolve, reject) => {
+      this.pending.add(reject)
+      run((error, value) => {
+        this.pending.delete(reject)
+        if (error) reject(error)
+        else resolve(value as T)
+      })
+    })
   }
 
   stat(path: string): Promise<Entry | null> {
@@ -166,12 +204,22 @@ export class RemoteSide implements Side {
     return this.call((done) => this.sftp.chmod(path, mode, done))
   }
 
-  read(path: string): Readable {
-    return this.sftp.createReadStream(path)
+  openRead(path: string): Promise<OpenFile> {
+    return this.openFile(path, 'r', 0)
   }
 
-  write(path: string, mode: number): Writable {
-    return this.sftp.createWriteStream(path, {flags: 'wx', mode})
+  openWrite(path: string, mode: number): Promise<OpenFile> {
+    return this.openFile(path, 'wx', mode)
+  }
+
+  private async openFile(path: string, flags: 'r' | 'wx', mode: number): Promise<OpenFile> {
+    const handle = await this.call<Buffer>((done) => this.sftp.open(path, flags, {mode}, done))
+    return {
+      close: () => this.call((done) => this.sftp.close(handle, done)),
+      read: (buffer, length, position) =>
+        this.call<number>((done) => this.sftp.read(handle, buffer, 0, length, position, (error, bytes) => done(error, bytes))),
+      write: (buffer, length, position) => this.call((done) => this.sftp.write(handle, buffer, 0, length, position, done)),
+    }
   }
 
   rename(from: string, to: string): Promise<void> {

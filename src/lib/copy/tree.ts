@@ -7,11 +7,10 @@
  */
 import {randomBytes} from 'node:crypto'
 import {posix} from 'node:path'
-import {Transform} from 'node:stream'
-import {pipeline} from 'node:stream/promises'
+import {abortError, isAbortError} from '../shell/errors.js'
 
 import {safeJoin, unsafeName} from './paths.js'
-import {type Entry, type Side, describeFsError} from './sides.js'
+import {type Entry, type OpenFile, type Side, describeFsError} from './sides.js'
 
 export interface TreeProgress {
   files: number
@@ -92,7 +91,8 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
     if (stopReason(options)) break
     let sent = 0
     try {
-      await copyFile(from, to, safeJoin(source, file.rel), safeJoin(target, file.rel), file.mode, options, (bytes) => {
+      const paths = {source: safeJoin(source, file.rel), target: safeJoin(target, file.rel)}
+      await copyFile(from, to, {...paths, mode: file.mode, size: file.size}, options, (bytes) => {
         sent += bytes
         progress.bytes += bytes
         options.onProgress?.(progress)
@@ -178,36 +178,82 @@ async function ensureDir(to: Side, path: string): Promise<boolean> {
   }
 }
 
+/** An error whose message already names the path and the side. */
+class Described extends Error {}
+
+/** Bytes per request, and requests in flight per file: one at a time would make every chunk wait a round trip. */
+const CHUNK = 64 * 1024
+const IN_FLIGHT = 16
+
 /** One file, through a temporary name in the destination directory, renamed into place once whole. */
 async function copyFile(
   from: Side,
   to: Side,
-  source: string,
-  target: string,
-  mode: number,
+  file: {source: string; target: string; mode: number; size: number},
   options: TreeOptions,
   onBytes: (bytes: number) => void,
-) {
+): Promise<void> {
+  const {source, target} = file
   const temp = posix.join(posix.dirname(target), `.${posix.basename(target).slice(0, 180)}.targon-part-${randomBytes(4).toString('hex')}`)
-  // The side that failed first: pipeline passes one side's error on to the other.
-  let failed: 'read' | 'write' | undefined
-  const counter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      onBytes(chunk.length)
-      done(null, chunk)
-    },
+  const input = await from.openRead(source).catch((error: unknown) => {
+    throw new Described(describeFsError(error, source, from.where), {cause: error})
   })
+  let output: OpenFile | undefined
   try {
-    const output = to.write(temp, 0o600)
-    const input = from.read(source)
-    output.once('error', () => (failed ??= 'write'))
-    input.once('error', () => (failed ??= 'read'))
-    await pipeline(input, counter, output, {signal: options.signal})
-    await to.chmod(temp, mode & 0o777)
+    output = await to.openWrite(temp, 0o600)
+    await transfer(input, output, file.size, {...options, source, target, where: [from.where, to.where]}, onBytes)
+    await output.close()
+    output = undefined
+    await to.chmod(temp, file.mode & 0o777)
     await to.rename(temp, target)
   } catch (error) {
+    await output?.close().catch(() => undefined)
     await to.remove(temp).catch(() => undefined)
-    if (failed === 'read') throw new Error(describeFsError(error, source, from.where), {cause: error})
-    throw new Error(describeFsError(error, target, to.where), {cause: error})
+    throw error instanceof Described || isAbortError(error)
+      ? error
+      : new Described(describeFsError(error, target, to.where), {cause: error})
+  } finally {
+    await input.close().catch(() => undefined)
   }
+}
+
+/** Copies `size` bytes with IN_FLIGHT chunks under way at once; the first failure (or the interrupt) ends it. */
+async function transfer(
+  input: OpenFile,
+  output: OpenFile,
+  size: number,
+  options: TreeOptions & {source: string; target: string; where: [string, string]},
+  onBytes: (bytes: number) => void,
+): Promise<void> {
+  let next = 0
+  let failure: unknown
+  const worker = async () => {
+    const buffer = Buffer.allocUnsafe(CHUNK)
+    while (next < size && failure === undefined) {
+      if (options.signal?.aborted) throw abortError(options.signal)
+      const position = next
+      next += CHUNK
+      const length = Math.min(CHUNK, size - position)
+      for (let done = 0; done < length;) {
+        const bytes = await input.read(buffer.subarray(done), length - done, position + done).catch((error: unknown) => {
+          throw new Described(describeFsError(error, options.source, options.where[0]), {cause: error})
+        })
+        if (bytes === 0) throw new Described(`${options.source}: changed while being copied ${options.where[0]}`)
+        done += bytes
+      }
+
+      await output.write(buffer, length, position)
+      onBytes(length)
+    }
+  }
+
+  const outcomes = await Promise.allSettled(
+    Array.from({length: Math.max(1, Math.min(IN_FLIGHT, Math.ceil(size / CHUNK)))}, () =>
+      worker().catch((error: unknown) => {
+        failure ??= error
+        throw error
+      }),
+    ),
+  )
+  if (outcomes.some((outcome) => outcome.status === 'rejected')) throw failure
 }

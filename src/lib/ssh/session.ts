@@ -188,6 +188,12 @@ export class SshSession {
     return this.lost
   }
 
+  /** Calls `listener` once the connection drops (at once if it has). */
+  onLost(listener: () => void): void {
+    if (this.lost) listener()
+    else this.client.once('close', listener)
+  }
+
   /** An SFTP channel on this connection (the VM's sshd runs the sftp subsystem). */
   sftp(): Promise<SFTPWrapper> {
     return new Promise((resolve, reject) => {
