@@ -64,7 +64,10 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
       return await runCopy(client, new LocalState(configDir()), {
         configDir: configDir(),
         fleet,
-        info: (message) => this.info(message),
+        info: (message) => {
+          bar?.clear()
+          this.info(message)
+        },
         onProgress: (vm, progress) => bar?.update(vm, progress),
         onResult: (result) => {
           bar?.clear()
