@@ -7,6 +7,7 @@ import ConfigGet from './commands/config/get.js'
 import ConfigList from './commands/config/list.js'
 import ConfigSet from './commands/config/set.js'
 import ConfigUnset from './commands/config/unset.js'
+import Cp from './commands/cp.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
 import Logs from './commands/logs.js'
@@ -24,6 +25,7 @@ export const COMMANDS = {
   'config:list': ConfigList,
   'config:set': ConfigSet,
   'config:unset': ConfigUnset,
+  cp: Cp,
   down: Down,
   exec: Exec,
   logs: Logs,

@@ -5,6 +5,7 @@ import {BaseCommand} from '../lib/shell/base-command.js'
 import {usageError} from '../lib/shell/errors.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
+import {parseVmList} from '../lib/fleet/fan-out.js'
 import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -41,11 +42,7 @@ exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json show
   public async run(): Promise<ExecResult> {
     const command = this.positionals.join(' ').trim()
     if (command === '') throw usageError('no command given', "targon exec --fleet F -- <command>, e.g. targon exec -- 'uptime'")
-    const targets = (this.flags.vms ?? '')
-      .split(',')
-      .map((name) => name.trim())
-      .filter(Boolean)
-    if (this.flags.vms !== undefined && targets.length === 0) throw usageError('--vms names no VM', 'e.g. --vms worker1,worker2')
+    const targets = parseVmList(this.flags.vms)
     const fleet = await resolveSetting('fleet', this.flags.fleet)
     const guard = guardInterrupts(() => ['Exiting; remote commands may still be running.'])
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})

@@ -4,18 +4,15 @@
  * of different VMs never interleave.
  */
 import type {ExecResult, ExecVmResult} from '../contract.js'
-import {mapBounded} from '../deletion/delete-workloads.js'
-import {type KnownVm, findOneVm, snapshot} from '../fleet/workloads.js'
-import {TargonError, asTargonError} from '../shell/errors.js'
-import {openPinned, targetOf} from '../ssh/connect-info.js'
+import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
+import type {KnownVm} from '../fleet/workloads.js'
+import {asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
 export const EXEC_TAIL_LINES = 20
-/** How long SSH may take to answer, per VM. */
-const CONNECT_MS = 30_000
 
 export interface ExecOptions {
   org: string
@@ -31,40 +28,16 @@ export interface ExecOptions {
 }
 
 export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
-  const view = await snapshot(client, options.org, state)
-  const live = view.vms.filter((vm) => !vm.gone)
-  const vms =
-    options.targets.length > 0
-      ? dedupe(options.targets.map((target) => findOneVm(live, target, options.fleet)))
-      : live.filter((vm) => vm.owned && vm.fleet === options.fleet && vm.status === 'running')
-  if (vms.length === 0)
-    throw new TargonError('NOT_FOUND', `no running VMs in fleet ${options.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
-
-  const results = await mapBounded(vms, options.parallel, (vm) => runOne(vm, options))
+  const vms = await selectVms(client, state, options)
+  const results = await fanOut(vms, options.parallel, (vm) => runOne(vm, options))
   const failed = results.filter((result) => result.exit_code !== 0)
   const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
-  if (options.signal?.aborted) {
-    const interrupted = asTargonError(options.signal.reason)
-    interrupted.data = result
-    throw interrupted
-  }
-
-  if (failed.length > 0) {
-    throw new TargonError(
-      'REMOTE_COMMAND_FAILED',
-      `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,
-      {
-        data: result as unknown as Record<string, unknown>,
-        hint: 'see the per-VM results (exit_code, error, tail)',
-      },
-    )
-  }
-
-  return result
-}
-
-function dedupe(vms: KnownVm[]): KnownVm[] {
-  return [...new Map(vms.map((vm) => [vm.uid, vm])).values()]
+  return settle(result, failed.length, {
+    code: 'REMOTE_COMMAND_FAILED',
+    hint: 'see the per-VM results (exit_code, error, tail)',
+    message: `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,
+    signal: options.signal,
+  })
 }
 
 async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
@@ -80,11 +53,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
   const stdout = new LineBuffer((line) => emit('stdout', line))
   const stderr = new LineBuffer((line) => emit('stderr', line))
   try {
-    if (options.signal?.aborted) throw asTargonError(options.signal.reason)
-    const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
-      deadlineMs: CONNECT_MS,
-      signal: options.signal,
-    })
+    const session = await openVm(vm, options)
     try {
       const run = await session.exec(options.command, {
         onStderr: (chunk) => stderr.push(chunk),

@@ -24,6 +24,8 @@ export const EXIT_CODES = {
   PARTIAL_FAILURE: 11,
   /** targon exec: the command failed (or could not run) on at least one VM. */
   REMOTE_COMMAND_FAILED: 12,
+  /** targon cp: some file was not copied on at least one VM. */
+  COPY_FAILED: 12,
   /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
   INTERRUPTED: 130,
 } as const

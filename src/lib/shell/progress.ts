@@ -82,7 +82,7 @@ class SubstepTracker {
  * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
  * in CI, plain lines.
  */
-function liveTerminal(): boolean {
+export function liveTerminal(): boolean {
   return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
 }
 

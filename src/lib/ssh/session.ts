@@ -5,7 +5,7 @@
  */
 import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
-import type {Client, ClientChannel} from 'ssh2'
+import type {Client, ClientChannel, SFTPWrapper} from 'ssh2'
 
 import {TargonError, abortError} from '../shell/errors.js'
 
@@ -180,6 +180,37 @@ export class SshSession {
         })
         stream.end(options.stdin ?? '')
       })
+    })
+  }
+
+  /** True once the connection has dropped. */
+  get closed(): boolean {
+    return this.lost
+  }
+
+  /** Calls `listener` once the connection drops (at once if it has). */
+  onLost(listener: () => void): void {
+    if (this.lost) listener()
+    else this.client.once('close', listener)
+  }
+
+  /** An SFTP channel on this connection (the VM's sshd runs the sftp subsystem). */
+  sftp(): Promise<SFTPWrapper> {
+    return new Promise((resolve, reject) => {
+      if (this.lost) {
+        reject(this.lostError())
+        return
+      }
+
+      this.client.sftp((error, sftp) =>
+        error
+          ? reject(
+              new TargonError('SSH_FAILED', `cannot open SFTP on the VM: ${error.message}`, {
+                hint: 'check that sshd runs the sftp subsystem',
+              }),
+            )
+          : resolve(sftp),
+      )
     })
   }
 

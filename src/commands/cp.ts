@@ -1,0 +1,100 @@
+import {Args, Flags} from '@oclif/core'
+
+import {connect} from '../lib/targon/connect.js'
+import {BaseCommand} from '../lib/shell/base-command.js'
+import {guardInterrupts} from '../lib/shell/interrupt.js'
+import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
+import {CopyBar, size} from '../lib/copy/progress.js'
+import {parseCopySpec} from '../lib/copy/spec.js'
+import {parseVmList} from '../lib/fleet/fan-out.js'
+import {resolveOrg} from '../lib/settings/org.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+import type {CopyResult, CopyVmResult} from '../lib/contract.js'
+
+export default class Cp extends BaseCommand<typeof Cp> {
+  static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
+
+  static description = `One side is VM:PATH (a name, uid or --name label, then a colon), the other a local path; a colon
+after a slash does not count (./a:b is local). :PATH with no VM means every running VM of --fleet (or the VMs of
+--vms); downloading from several VMs writes DEST/<vm>/<name>, so no VM overwrites another. Directories are copied
+recursively, with their file modes. As with scp: into an existing directory under the source's name, else to the
+new name given; a DEST ending in "/" must be an existing directory. An empty PATH is the home directory.
+Runs over SFTP with the VM's pinned host key (a changed key refuses). Symbolic links inside a tree are skipped with
+a warning, never followed; a listed name with "/" or ".." is refused; nothing is written outside the destination.
+Each file is written under a temporary name and renamed once whole. Exit 0 only when every file was copied on every
+VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped).`
+
+  static examples = [
+    {command: '<%= config.bin %> cp ./data worker1:/home/ubuntu/', description: 'Upload a directory into the home of VM worker1'},
+    {command: '<%= config.bin %> cp tcli-default-k3v9x2qa:/home/ubuntu/out ./out', description: 'Download a directory (./out is created)'},
+    {
+      command: '<%= config.bin %> cp ./train.py :/home/ubuntu/ --fleet train',
+      description: 'Upload a file to every running VM of fleet "train"',
+    },
+    {
+      command: '<%= config.bin %> cp :/home/ubuntu/results ./results --fleet train',
+      description: 'Download from every VM into ./results/<vm>/results',
+    },
+    {
+      command: "<%= config.bin %> cp ./cfg :cfg --vms worker1,worker2 --json | jq '.data.results[] | {vm, ok, files}'",
+      description: 'Named VMs, per-VM results as JSON',
+    },
+  ]
+
+  static args = {
+    source: Args.string({description: 'local path, or VM:PATH', ignoreStdin: true, required: true}),
+    destination: Args.string({description: 'local path, or VM:PATH', ignoreStdin: true, required: true}),
+  }
+
+  static flags = {
+    fleet: Flags.string({summary: 'The fleet of :PATH (every running VM), and of VMs named by label (default: config, else "default").'}),
+    parallel: Flags.integer({default: DEFAULT_COPY_PARALLEL, max: 64, min: 1, summary: 'VMs copying at once.'}),
+    vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels for :PATH, instead of the whole fleet.'}),
+  }
+
+  public async run(): Promise<CopyResult> {
+    const spec = parseCopySpec(this.args.source, this.args.destination)
+    const targets = parseVmList(this.flags.vms)
+    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const guard = guardInterrupts(() => ['Exiting; files being copied keep only their temporary names (.<name>.targon-part-*).'])
+    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
+    let bar: CopyBar | undefined
+    try {
+      return await runCopy(client, new LocalState(configDir()), {
+        configDir: configDir(),
+        fleet,
+        info: (message) => {
+          bar?.clear()
+          this.info(message)
+        },
+        onProgress: (vm, progress) => bar?.update(vm, progress),
+        onResult: (result) => {
+          bar?.clear()
+          this.report(result)
+          bar?.finish(result.vm)
+        },
+        onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
+        org: await resolveOrg(client, this.flags.org),
+        parallel: this.flags.parallel,
+        signal: guard.signal,
+        spec,
+        targets,
+      })
+    } finally {
+      bar?.clear()
+      guard.dispose()
+      await client.close()
+    }
+  }
+
+  /** One line per VM on stdout; skipped entries as warnings, failed files on stderr. */
+  private report(result: CopyVmResult): void {
+    for (const skipped of result.skipped) this.addWarning(`${result.vm}: skipped ${skipped.path}: ${skipped.reason}`)
+    if (this.jsonEnabled()) return
+    const done = result.direction === 'upload' ? 'uploaded' : 'downloaded'
+    const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
+    this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
+    for (const failed of result.failed) process.stderr.write(`${result.vm} | not copied: ${failed.path}: ${failed.error}\n`)
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * The two ends of a copy behind one interface, so that upload and download are the same walk: this machine's
+ * filesystem, and the VM's over SFTP. Errors come out as one line naming the path and the side.
+ */
+import {chmod, lstat, mkdir, open, readdir, realpath, rename, stat, unlink} from 'node:fs/promises'
+import {posix, resolve} from 'node:path'
+import type {SFTPWrapper, Stats} from 'ssh2'
+
+import type {Kind} from './paths.js'
+
+export interface Entry {
+  name: string
+  kind: Kind
+  /** Permission bits. */
+  mode: number
+  size: number
+}
+
+/** An open file, read or written at explicit offsets, so that several requests can be in flight at once. */
+export interface OpenFile {
+  /** Bytes read; 0 at the end of the file. */
+  read(buffer: Buffer, length: number, position: number): Promise<number>
+  write(buffer: Buffer, length: number, position: number): Promise<void>
+  close(): Promise<void>
+}
+
+export interface Side {
+  /** "on the VM" or "locally", for messages. */
+  readonly where: string
+  /** Follows symbolic links (for the paths the user named); null when nothing is there. */
+  stat(path: string): Promise<Entry | null>
+  /** Does not follow a symbolic link. */
+  lstat(path: string): Promise<Entry | null>
+  /** The entries of a directory as listed, each without following links; "." and ".." left out. */
+  list(dir: string): Promise<Entry[]>
+  mkdir(path: string, mode: number): Promise<void>
+  chmod(path: string, mode: number): Promise<void>
+  openRead(path: string): Promise<OpenFile>
+  /** Creates the file (it must not exist) with the given mode. */
+  openWrite(path: string, mode: number): Promise<OpenFile>
+  /** Renames over `to`, replacing a file or link there without following it. */
+  rename(from: string, to: string): Promise<void>
+  remove(path: string): Promise<void>
+  realpath(path: string): Promise<string>
+}
+
+const S_IFMT = 0o170000
+const KINDS: Record<number, Kind> = {0o040000: 'dir', 0o100000: 'file', 0o120000: 'link'}
+
+function kindOf(mode: number): Kind {
+  return KINDS[mode & S_IFMT] ?? 'other'
+}
+
+const LOCAL_CODES: Record<string, string> = {
+  EACCES: 'permission denied',
+  EEXIST: 'already exists',
+  EISDIR: 'is a directory',
+  ENOENT: 'no such file or directory',
+  ENOSPC: 'no space left on the device',
+  ENOTDIR: 'not a directory',
+  ENOTEMPTY: 'a directory that is not empty is in the way',
+  EPERM: 'permission denied',
+  EROFS: 'read-only file system',
+}
+
+/** SFTP status codes (the protocol's, not errno). */
+const SFTP_CODES: Record<number, string> = {2: 'no such file or directory', 3: 'permission denied', 4: 'failed'}
+
+/** "PATH: permission denied on the VM", from a local or an SFTP error. */
+export function describeFsError(error: unknown, path: string, where: string): string {
+  const err = error as Error & {code?: number | string}
+  const reason =
+    (typeof err.code === 'string' ? LOCAL_CODES[err.code] : typeof err.code === 'number' ? SFTP_CODES[err.code] : undefined) ??
+    err.message ??
+    String(error)
+  return `${path}: ${reason} ${where}`
+}
+
+export class LocalSide implements Side {
+  readonly where = 'locally'
+
+  async stat(path: string): Promise<Entry | null> {
+    return entryOrNull(() => stat(path), path, this.where)
+  }
+
+  async lstat(path: string): Promise<Entry | null> {
+    return entryOrNull(() => lstat(path), path, this.where)
+  }
+
+  async list(dir: string): Promise<Entry[]> {
+    const names = await readdir(dir)
+    const entries: Entry[] = []
+    for (const name of names) {
+      const info = await lstat(posix.join(dir, name))
+      entries.push({kind: kindOf(info.mode), mode: info.mode & 0o7777, name, size: info.size})
+    }
+
+    return entries
+  }
+
+  async mkdir(path: string, mode: number): Promise<void> {
+    await mkdir(path, {mode})
+  }
+
+  async chmod(path: string, mode: number): Promise<void> {
+    await chmod(path, mode)
+  }
+
+  async openRead(path: string): Promise<OpenFile> {
+    return localFile(await open(path, 'r'))
+  }
+
+  async openWrite(path: string, mode: number): Promise<OpenFile> {
+    return localFile(await open(path, 'wx', mode))
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await rename(from, to)
+  }
+
+  async remove(path: string): Promise<void> {
+    await unlink(path)
+  }
+
+  async realpath(path: string): Promise<string> {
+    return realpath(resolve(path))
+  }
+}
+
+function localFile(handle: import('node:fs/promises').FileHandle): OpenFile {
+  return {
+    close: () => handle.close(),
+    read: async (buffer, length, position) => (await handle.read(buffer, 0, length, position)).bytesRead,
+    write: async (buffer, length, position) => {
+      for (let done = 0; done < length;) done += (await handle.write(buffer, done, length - done, position + done)).bytesWritten
+    },
+  }
+}
+
+async function entryOrNull(read: () => Promise<{mode: number; size: number}>, path: string, where: string): Promise<Entry | null> {
+  try {
+    const info = await read()
+    return {kind: kindOf(info.mode), mode: info.mode & 0o7777, name: posix.basename(path), size: info.size}
+  } catch (error) {
+    const code = (error as {code?: number | string}).code
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 2) return null
+    throw new Error(describeFsError(error, path, where), {cause: error})
+  }
+}
+
+/** The VM's filesystem over one SFTP channel. */
+export class RemoteSide implements Side {
+  readonly where = 'on the VM'
+
+  /** Requests not answered yet: a dropped connection fails them, as ssh2 may never answer them. */
+  private readonly pending = new Set<(error: Error) => void>()
+  private lost = false
+
+  /** `onLost` registers a callback for when the SSH connection drops. */
+  constructor(
+    private readonly sftp: SFTPWrapper,
+    onLost: (listener: () => void) => void,
+  ) {
+    onLost(() => {
+      this.lost = true
+      for (const reject of this.pending) reject(new Error('the SSH connection to the VM was lost'))
+      this.pending.clear()
+    })
+  }
+
+  private call<T>(run: (done: (error: Error | undefined | null, value?: T) => void) => void): Promise<T> {
+    if (this.lost) return Promise.reject(new Error('the SSH connection to the VM was lost'))
+    return new Promise((resolve, reject) => {
+      this.pending.add(reject)
+      run((error, value) => {
+        this.pending.delete(reject)
+        if (error) reject(error)
+        else resolve(value as T)
+      })
+    })
+  }
+
+  stat(path: string): Promise<Entry | null> {
+    return entryOrNull(() => this.call<Stats>((done) => this.sftp.stat(path, done)), path, this.where)
+  }
+
+  lstat(path: string): Promise<Entry | null> {
+    return entryOrNull(() => this.call<Stats>((done) => this.sftp.lstat(path, done)), path, this.where)
+  }
+
+  async list(dir: string): Promise<Entry[]> {
+    const listing = await this.call<{filename: string; attrs: {mode: number; size: number}}[]>((done) => this.sftp.readdir(dir, done))
+    // readdir's attributes are the server's lstat of each entry: a link shows as a link.
+    return listing
+      .filter((entry) => entry.filename !== '.' && entry.filename !== '..')
+      .map((entry) => ({kind: kindOf(entry.attrs.mode), mode: entry.attrs.mode & 0o7777, name: entry.filename, size: entry.attrs.size}))
+  }
+
+  mkdir(path: string, mode: number): Promise<void> {
+    return this.call((done) => this.sftp.mkdir(path, {mode}, done))
+  }
+
+  chmod(path: string, mode: number): Promise<void> {
+    return this.call((done) => this.sftp.chmod(path, mode, done))
+  }
+
+  openRead(path: string): Promise<OpenFile> {
+    return this.openFile(path, 'r', 0)
+  }
+
+  openWrite(path: string, mode: number): Promise<OpenFile> {
+    return this.openFile(path, 'wx', mode)
+  }
+
+  private async openFile(path: string, flags: 'r' | 'wx', mode: number): Promise<OpenFile> {
+    const handle = await this.call<Buffer>((done) => this.sftp.open(path, flags, {mode}, done))
+    return {
+      close: () => this.call((done) => this.sftp.close(handle, done)),
+      read: (buffer, length, position) =>
+        this.call<number>((done) => this.sftp.read(handle, buffer, 0, length, position, (error, bytes) => done(error, bytes))),
+      write: (buffer, length, position) => this.call((done) => this.sftp.write(handle, buffer, 0, length, position, done)),
+    }
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    // Plain SFTP rename refuses an existing target; OpenSSH's extension replaces it atomically, as rename(2) does.
+    return this.call((done) => this.sftp.ext_openssh_rename(from, to, done))
+  }
+
+  remove(path: string): Promise<void> {
+    return this.call((done) => this.sftp.unlink(path, done))
+  }
+
+  realpath(path: string): Promise<string> {
+    return this.call((done) => this.sftp.realpath(path === '' ? '.' : path, done))
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Work on many VMs at once, as `exec` and `cp` do: the VMs named (names, uids or labels), else every running VM
+ * of the fleet; at most `parallel` at a time; and one rule for the end: an interrupt wins (with the results so
+ * far), any failed VM makes the whole run fail with per-VM results.
+ */
+import {mapBounded} from '../deletion/delete-workloads.js'
+import {type ErrorCode, TargonError, asTargonError, usageError} from '../shell/errors.js'
+import {openPinned, targetOf} from '../ssh/connect-info.js'
+import type {SshSession} from '../ssh/session.js'
+import type {LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+import {type KnownVm, findOneVm, snapshot} from './workloads.js'
+
+/** How long SSH may take to answer, per VM. */
+const CONNECT_MS = 30_000
+
+export interface VmSelection {
+  org: string
+  fleet: string
+  /** VM names, uids or labels; empty: every running VM of the fleet. */
+  targets: string[]
+}
+
+/** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
+export async function selectVms(client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
+  const view = await snapshot(client, selection.org, state)
+  const live = view.vms.filter((vm) => !vm.gone)
+  const vms =
+    selection.targets.length > 0
+      ? [...new Map(selection.targets.map((target) => findOneVm(live, target, selection.fleet)).map((vm) => [vm.uid, vm])).values()]
+      : live.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
+  if (vms.length === 0)
+    throw new TargonError('NOT_FOUND', `no running VMs in fleet ${selection.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
+  return vms
+}
+
+/** The VMs named by a --vms flag ("a, b,c"); empty when it was not given. */
+export function parseVmList(flag: string | undefined): string[] {
+  const names = (flag ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
+  if (flag !== undefined && names.length === 0) throw usageError('--vms names no VM', 'e.g. --vms worker1,worker2')
+  return names
+}
+
+/** One SSH session to a VM of the run, with its pinned host key; none once the run is interrupted. */
+export async function openVm(
+  vm: KnownVm,
+  options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void},
+): Promise<SshSession> {
+  if (options.signal?.aborted) throw asTargonError(options.signal.reason)
+  return openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {deadlineMs: CONNECT_MS, signal: options.signal})
+}
+
+export interface FanOutEnd {
+  /** The error code when some VM failed; its exit code is the run's. */
+  code: ErrorCode
+  message: string
+  hint: string
+  signal?: AbortSignal
+}
+
+/** Runs `work` on every VM, at most `parallel` at once; results in the order of `vms`. */
+export function fanOut<R>(vms: KnownVm[], parallel: number, work: (vm: KnownVm) => Promise<R>): Promise<R[]> {
+  return mapBounded(vms, parallel, work)
+}
+
+/** The run's result, or the error that carries it: the interrupt, else `end` when any VM failed. */
+export function settle<T extends object>(result: T, failedCount: number, end: FanOutEnd): T {
+  if (end.signal?.aborted) {
+    const interrupted = asTargonError(end.signal.reason)
+    interrupted.data = result as Record<string, unknown>
+    throw interrupted
+  }
+
+  if (failedCount > 0) throw new TargonError(end.code, end.message, {data: result as Record<string, unknown>, hint: end.hint})
+  return result
+}

@@ -1,0 +1,318 @@
+/**
+ * `targon cp` on simulated VMs that are real SSH hosts (needs root, like exec.test.ts): trees up and back down
+ * with their checksums, scp's placement rules, a fleet with one failing VM, refused input, path traversal from
+ * the VM's side, and interrupted copies. The VMs are deleted at the end and the ledger must show nothing billing.
+ */
+import {createHash} from 'node:crypto'
+import {existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
+import {join, relative} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm} from '../vm/farm.js'
+
+let sim: TargonSimulator
+let farm: VmFarm
+const configDir = tempDir('targon-config-')
+let vms: {name: string; uid: string}[] = []
+
+beforeAll(async () => {
+  sim = await startSimulator({bootDelayMs: 200})
+  farm = new VmFarm(sim)
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '3', '--fleet', 'cp', '--json'], {
+    timeoutMs: 120_000,
+  })
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  vms = parseJson(up).data.vms
+}, 150_000)
+
+afterAll(async () => {
+  await farm?.stopAll()
+  await sim?.stop()
+})
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
+}
+
+async function onVm(vm: {name: string}, script: string): Promise<void> {
+  const run = await targon(['exec', '--vms', vm.name, '--', script])
+  expect(run.code, run.stdout + run.stderr).toBe(0)
+}
+
+/** Every file and directory under `dir`: relative path to "dir", or the file's SHA-256 and permission bits. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (path: string) => {
+    for (const name of readdirSync(path)) {
+      const full = join(path, name)
+      const info = statSync(full)
+      const key = relative(dir, full)
+      if (info.isDirectory()) {
+        out[key] = 'dir'
+        walk(full)
+      } else out[key] = `${createHash('sha256').update(readFileSync(full)).digest('hex')} ${(info.mode & 0o777).toString(8)}`
+    }
+  }
+
+  walk(dir)
+  return out
+}
+
+/** Files whose names mark them as temporary copies. */
+function partials(dir: string): string[] {
+  return Object.keys(tree(dir)).filter((path) => path.includes('.targon-part-'))
+}
+
+function sampleTree(): string {
+  const dir = tempDir('targon-cp-src-')
+  mkdirSync(join(dir, 'in', 'a', 'b', 'deep'), {recursive: true})
+  mkdirSync(join(dir, 'in', 'empty'))
+  writeFileSync(join(dir, 'in', 'top.txt'), 'top\n')
+  writeFileSync(join(dir, 'in', 'a', 'b', 'deep', 'data.bin'), Buffer.from(Array.from({length: 300_000}, (_, i) => (i * 7) % 251)))
+  writeFileSync(join(dir, 'in', 'a', 'run.sh'), '#!/bin/sh\necho hi\n', {mode: 0o755})
+  writeFileSync(join(dir, 'in', 'a', 'secret'), 'x', {mode: 0o600})
+  writeFileSync(join(dir, 'in', "name with spaces & $quotes'"), 'odd\n')
+  writeFileSync(join(dir, 'in', 'empty.txt'), '')
+  return dir
+}
+
+describe('targon cp', () => {
+  it('copies a directory tree up and back down: same structure, checksums and modes', async () => {
+    const [vm] = vms
+    const src = sampleTree()
+    const up = await targon(['cp', join(src, 'in'), `${vm!.name}:/home/ubuntu/`, '--json'])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const upDoc = parseJson(up)
+    expect(upDoc.data).toMatchObject({direction: 'upload', fleet: null})
+    expect(upDoc.data.results).toMatchObject([
+      {destination: `${vm!.name}:/home/ubuntu/in`, direction: 'upload', error: null, files: 6, ok: true, planned_files: 6, vm: vm!.name},
+    ])
+    expect(upDoc.data.results[0].bytes).toBe(300_000 + 4 + 18 + 1 + 4)
+    expect(upDoc.data.results[0].copied).toContain('in/a/b/deep/data.bin')
+    expect(readFileSync(join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu/in/a/run.sh'), 'utf8')).toBe('#!/bin/sh\necho hi\n')
+
+    const back = tempDir('targon-cp-back-')
+    const down = await targon(['cp', `${vm!.name}:/home/ubuntu/in`, join(back, 'copy')])
+    expect(down.code, down.stderr).toBe(0)
+    expect(down.stdout).toMatch(new RegExp(`^${vm!.name}: downloaded 6 of 6 files \\(.*\\) in [\\d.]+ s to ${join(back, 'copy')}\\n$`))
+    expect(tree(join(back, 'copy'))).toEqual(tree(join(src, 'in')))
+    expect(tree(join(back, 'copy'))['a/run.sh']).toMatch(/ 755$/)
+    expect(tree(join(back, 'copy'))['a/secret']).toMatch(/ 600$/)
+    expect(tree(join(back, 'copy')).empty).toBe('dir')
+  })
+
+  it('places a single file as scp does: into an existing directory, or under a new name; a trailing / needs a directory', async () => {
+    const [, vm] = vms
+    const src = tempDir('targon-cp-file-')
+    writeFileSync(join(src, 'notes.txt'), 'hello\n', {mode: 0o640})
+    await onVm(vm!, 'mkdir -p /home/ubuntu/box')
+
+    expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/box`])).code).toBe(0)
+    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/box/notes.txt')).toBe('hello\n')
+    expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/renamed.txt`])).code).toBe(0)
+    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('hello\n')
+    // A relative remote path is under the home directory; an existing file is replaced.
+    writeFileSync(join(src, 'notes.txt'), 'second\n')
+    expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:renamed.txt`])).code).toBe(0)
+    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('second\n')
+
+    const slash = await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/nodir/`, '--json'])
+    expect(slash.code).toBe(12)
+    expect(parseJson(slash).data.results[0].error).toBe('/home/ubuntu/nodir/: no such directory')
+
+    const local = tempDir('targon-cp-get-')
+    expect((await targon(['cp', `${vm!.name}:/home/ubuntu/box/notes.txt`, local])).code).toBe(0)
+    expect(readFileSync(join(local, 'notes.txt'), 'utf8')).toBe('hello\n')
+    expect(statSync(join(local, 'notes.txt')).mode & 0o777).toBe(0o640)
+    expect((await targon(['cp', `${vm!.name}:renamed.txt`, join(local, 'other.txt')])).code).toBe(0)
+    expect(readFileSync(join(local, 'other.txt'), 'utf8')).toBe('second\n')
+    expect(partials(local)).toEqual([])
+  })
+
+  it('copies to every VM of a fleet; one unwritable destination makes exit 12 with per-VM results', async () => {
+    const [bad, ...good] = vms
+    for (const vm of vms) await onVm(vm, 'mkdir -p /home/ubuntu/drop')
+    await onVm(bad!, 'chmod 555 /home/ubuntu/drop')
+    const src = sampleTree()
+
+    const json = await targon(['cp', join(src, 'in'), ':/home/ubuntu/drop', '--fleet', 'cp', '--json'])
+    expect(json.code, json.stderr).toBe(12)
+    const doc = parseJson(json)
+    expect(doc.error).toMatchObject({code: 'COPY_FAILED', exit_code: 12})
+    expect(doc.error.message).toContain(`the copy failed on 1 of 3 VMs: ${bad!.name} (`)
+    expect(doc.data.fleet).toBe('cp')
+    const results = new Map(doc.data.results.map((result: {vm: string}) => [result.vm, result]))
+    expect(results.get(bad!.name)).toMatchObject({files: 0, ok: false, planned_files: 6})
+    expect((results.get(bad!.name) as {error: string}).error).toBe(
+      '/home/ubuntu/drop/in: permission denied on the VM (and 6 more not copied)',
+    )
+    for (const vm of good) {
+      expect(results.get(vm.name)).toMatchObject({error: null, files: 6, ok: true})
+      expect(farm.vm(vm.uid).readFile('/home/ubuntu/drop/in/a/b/deep/data.bin')).toBe(
+        readFileSync(join(src, 'in/a/b/deep/data.bin'), 'utf8'),
+      )
+    }
+
+    // Without --json: a line per VM on stdout, the failed entries and the error on stderr.
+    const text = await targon(['cp', join(src, 'in', 'top.txt'), ':/home/ubuntu/drop/', '--fleet', 'cp'])
+    expect(text.code).toBe(12)
+    const lines = text.stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(3)
+    expect(lines.find((line) => line.startsWith(`${bad!.name}: `))).toMatch(
+      /: FAILED, 0 of 1 files \(0 B\) in [\d.]+ s: .*permission denied on the VM$/,
+    )
+    for (const vm of good)
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`^${vm.name}: uploaded 1 of 1 files .* to ${vm.name}:/home/ubuntu/drop/top.txt$`)),
+      )
+    expect(text.stderr).toContain(`${bad!.name} | not copied: top.txt: /home/ubuntu/drop/top.txt: permission denied on the VM`)
+    expect(text.stderr.trimEnd().split('\n').at(-1)).toMatch(/^Error: the copy failed on 1 of 3 VMs/)
+
+    // Downloads from a fleet never overwrite each other: DEST/<vm>/<name>.
+    const out = tempDir('targon-cp-fleet-')
+    const fetched = await targon(['cp', ':/home/ubuntu/drop', join(out, 'all'), '--fleet', 'cp', '--json'])
+    expect(fetched.code, fetched.stdout).toBe(0)
+    for (const vm of good) expect(tree(join(out, 'all', vm.name, 'drop', 'in'))).toEqual(tree(join(src, 'in')))
+    expect(readdirSync(join(out, 'all')).sort()).toEqual(vms.map((vm) => vm.name).sort())
+  })
+
+  it('refuses bad input with one line: bad specs (2), a missing local path (4), an unknown VM (4), a missing remote path (12)', async () => {
+    const [vm] = vms
+    const src = tempDir('targon-cp-bad-')
+    writeFileSync(join(src, 'f'), 'f')
+    for (const args of [
+      [join(src, 'f'), join(src, 'g')],
+      [`${vm!.name}:/etc/hostname`, `${vm!.name}:/tmp/x`],
+      [join(src, 'f')],
+      [join(src, 'f'), `${vm!.name}:/tmp`, '--vms', vm!.name],
+    ]) {
+      const result = await targon(['cp', ...args])
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(2)
+      expect(result.stderr.trim().split('\n'), result.stderr).toHaveLength(1)
+      expect(result.stdout).toBe('')
+    }
+
+    const neither = await targon(['cp', join(src, 'f'), join(src, 'g'), '--json'])
+    expect(parseJson(neither).error).toMatchObject({code: 'USAGE', exit_code: 2})
+    expect(parseJson(neither).error.message).toContain('is on a VM')
+
+    const missing = await targon(['cp', join(src, 'nope'), `${vm!.name}:/home/ubuntu/`])
+    expect(missing.code).toBe(4)
+    expect(missing.stderr).toBe(`Error: ${join(src, 'nope')}: no such file or directory. Hint: the local source must exist\n`)
+
+    const noParent = await targon(['cp', `${vm!.name}:/etc/hostname`, join(src, 'no', 'such', 'dir')])
+    expect(noParent.code).toBe(4)
+    expect(noParent.stderr).toBe(
+      `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist\n`,
+    )
+
+    const unknown = await targon(['cp', join(src, 'f'), 'tcli-cp-nosuchvm:/tmp/'])
+    expect(unknown.code).toBe(4)
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+    expect(unknown.stderr).toContain('no VM named or with uid tcli-cp-nosuchvm')
+
+    const remote = await targon(['cp', `${vm!.name}:/home/ubuntu/nope`, src])
+    expect(remote.code).toBe(12)
+    expect(remote.stderr.trim().split('\n').at(-1)).toBe(
+      `Error: the copy failed on ${vm!.name} (/home/ubuntu/nope: no such file or directory on the VM). Hint: see the per-VM results (copied, failed); files under their final names are whole`,
+    )
+    expect(remote.stderr).not.toMatch(/\n\s+at /)
+
+    const denied = await targon(['cp', `${vm!.name}:/etc/shadow`, src, '--json'])
+    expect(denied.code).toBe(12)
+    expect(parseJson(denied).data.results[0]).toMatchObject({error: '/etc/shadow: permission denied on the VM', files: 0, ok: false})
+    expect(existsSync(join(src, 'shadow'))).toBe(false)
+    expect(partials(src)).toEqual([])
+  })
+
+  it('never follows a link on the VM out of the tree, nor a local link in the destination', async () => {
+    const [vm] = vms
+    await onVm(
+      vm!,
+      [
+        'mkdir -p /home/ubuntu/trap/sub',
+        'echo inside > /home/ubuntu/trap/sub/ok.txt',
+        'ln -s /etc /home/ubuntu/trap/etc',
+        'ln -s ../../../../../../tmp /home/ubuntu/trap/sub/up',
+        'ln -s /etc/hostname /home/ubuntu/trap/host',
+      ].join(' && '),
+    )
+    const outside = tempDir('targon-cp-outside-')
+    const dest = tempDir('targon-cp-dest-')
+    // A link already in the destination, where the VM's directory "sub" would go.
+    mkdirSync(join(dest, 'trap'))
+    symlinkSync(outside, join(dest, 'trap', 'sub'))
+
+    const result = await targon(['cp', `${vm!.name}:/home/ubuntu/trap`, dest, '--json'])
+    expect(result.code).toBe(12)
+    const doc = parseJson(result)
+    const vmResult = doc.data.results[0]
+    expect(vmResult.skipped.map((entry: {path: string}) => entry.path).sort()).toEqual(['trap/etc', 'trap/host', 'trap/sub/up'])
+    expect(vmResult.failed.map((entry: {path: string}) => entry.path)).toEqual(['trap/sub', 'trap/sub/ok.txt'])
+    expect(vmResult.failed[0].error).toBe(`${join(dest, 'trap', 'sub')}: is a symbolic link locally; not followed`)
+    expect(doc.warnings).toContain(`${vm!.name}: skipped trap/etc: a symbolic link (not followed)`)
+    expect(readdirSync(outside)).toEqual([])
+    expect(tree(dest)).toEqual({trap: 'dir', 'trap/sub': 'dir'})
+
+    // Without the local link, everything but the links arrives, and the run succeeds with warnings.
+    const clean = tempDir('targon-cp-clean-')
+    const ok = await targon(['cp', `${vm!.name}:/home/ubuntu/trap`, clean])
+    expect(ok.code, ok.stderr).toBe(0)
+    expect(ok.stderr).toContain('Warning: ')
+    expect(tree(clean)).toEqual({trap: 'dir', 'trap/sub': 'dir', 'trap/sub/ok.txt': expect.stringMatching(/ 6[46]4$/)})
+  })
+
+  it('an interrupted copy exits non-zero and leaves no partial file under its final name', async () => {
+    const [vm] = vms
+    await onVm(vm!, 'truncate -s 400M /home/ubuntu/big.bin && echo small > /home/ubuntu/small.txt')
+
+    // The connection drops during a download.
+    const dest = tempDir('targon-cp-drop-')
+    const dropped = await targon(['cp', `${vm!.name}:/home/ubuntu/big.bin`, dest, '--json'], {
+      onSpawn: () => {
+        const timer = setInterval(() => {
+          const part = readdirSync(dest).find((name) => name.includes('.targon-part-'))
+          if (part && statSync(join(dest, part)).size > 1_000_000) {
+            clearInterval(timer)
+            farm.vm(vm!.uid).dropConnections()
+          }
+        }, 20)
+      },
+    })
+    expect(dropped.code, dropped.stdout).toBe(12)
+    expect(parseJson(dropped).data.results[0]).toMatchObject({files: 0, ok: false})
+    expect(readdirSync(dest)).toEqual([])
+
+    // Ctrl-C during an upload: exit 130, the VM has only the temporary name (cleaned up), never the final one.
+    const src = tempDir('targon-cp-sigint-')
+    writeFileSync(join(src, 'huge.bin'), '')
+    truncateSync(join(src, 'huge.bin'), 400 * 1024 * 1024)
+    const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+    const interrupted = await targon(['cp', join(src, 'huge.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
+      onSpawn: (child) => {
+        const timer = setInterval(() => {
+          const part = readdirSync(home).find((name) => name.includes('.targon-part-'))
+          if (part && statSync(join(home, part)).size > 1_000_000) {
+            clearInterval(timer)
+            child.kill('SIGINT')
+          }
+        }, 20)
+      },
+    })
+    expect(interrupted.code, interrupted.stdout).toBe(130)
+    const doc = parseJson(interrupted)
+    expect(doc.error.code).toBe('INTERRUPTED')
+    expect(doc.data.results[0]).toMatchObject({error: 'interrupted after 0 of 1 files', files: 0, ok: false})
+    expect(existsSync(join(home, 'huge.bin'))).toBe(false)
+    expect(readdirSync(home).filter((name) => name.includes('.targon-part-'))).toEqual([])
+  })
+
+  it('deleting the VMs leaves nothing billing', async () => {
+    const down = await targon(['down', '--fleet', 'cp', '--yes', '--json'], {timeoutMs: 120_000})
+    expect(down.code, down.stdout).toBe(0)
+    expect(sim.billing()).toEqual([])
+  })
+})

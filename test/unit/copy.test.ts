@@ -1,0 +1,213 @@
+/** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
+import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
+import {dirname, join} from 'node:path'
+import fc from 'fast-check'
+import {describe, expect, it} from 'vitest'
+
+import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
+import {type Entry, LocalSide, type OpenFile, type Side} from '../../src/lib/copy/sides.js'
+import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
+import {CopyBar, size} from '../../src/lib/copy/progress.js'
+import {copyTree} from '../../src/lib/copy/tree.js'
+import {TargonError} from '../../src/lib/shell/errors.js'
+import {tempDir} from '../helpers/cli.js'
+
+describe('path specs', () => {
+  it('reads VM:PATH as scp does: a colon counts only before the first slash', () => {
+    expect(parsePathSpec('worker1:/data')).toEqual({kind: 'remote', path: '/data', vm: 'worker1'})
+    expect(parsePathSpec('worker1:')).toEqual({kind: 'remote', path: '', vm: 'worker1'})
+    expect(parsePathSpec(':/data')).toEqual({kind: 'remote', path: '/data', vm: null})
+    expect(parsePathSpec('vm:a:b')).toEqual({kind: 'remote', path: 'a:b', vm: 'vm'})
+    for (const local of ['./a:b', '/tmp/a:b', 'dir/x:y', 'plain', '.', '/'])
+      expect(parsePathSpec(local)).toEqual({kind: 'local', path: local})
+  })
+
+  it('takes one local and one remote side, and tells the direction', () => {
+    expect(parseCopySpec('./in', 'vm:/data')).toEqual({direction: 'upload', intoDirectory: false, local: './in', remote: '/data', vm: 'vm'})
+    expect(parseCopySpec('vm:/out/', './out/')).toEqual({
+      direction: 'download',
+      intoDirectory: true,
+      local: './out/',
+      remote: '/out/',
+      vm: 'vm',
+    })
+    expect(parseCopySpec('./in', ':/data/')).toMatchObject({direction: 'upload', intoDirectory: true, vm: null})
+    for (const [source, destination] of [
+      ['./a', './b'],
+      ['a:/x', 'b:/y'],
+      [':/x', ':/y'],
+      ['', 'vm:/x'],
+      ['vm:/x', ''],
+      ['./a\0b', 'vm:/x'],
+    ]) {
+      const error = (() => {
+        try {
+          parseCopySpec(source as string, destination as string)
+        } catch (caught) {
+          return caught
+        }
+      })()
+      expect(error, `${source} ${destination}`).toBeInstanceOf(TargonError)
+      expect((error as TargonError).exitCode).toBe(2)
+    }
+  })
+})
+
+describe('safe joins', () => {
+  it('accepts plain names and refuses "..", "/", NUL and empty components', () => {
+    expect(unsafeName('data.bin')).toBeNull()
+    expect(unsafeName('..a')).toBeNull()
+    expect(unsafeName('...')).toBeNull()
+    for (const bad of ['', '.', '..', 'a/b', '/', 'x\0y']) expect(unsafeName(bad), JSON.stringify(bad)).not.toBeNull()
+    expect(safeJoin('/dst', '')).toBe('/dst')
+    expect(safeJoin('/dst', 'a/b c/d')).toBe('/dst/a/b c/d')
+    expect(safeJoin('/', 'etc')).toBe('/etc')
+    expect(safeJoin('out/', 'x')).toBe('out/x')
+    for (const bad of ['..', '../x', 'a/../../x', '/etc/passwd', 'a//b', './a', 'a/.', 'a/'])
+      expect(() => safeJoin('/dst', bad), bad).toThrow(/refusing the path/)
+  })
+
+  it('never yields a path outside the root, whatever the relative part', () => {
+    const part = fc.oneof(fc.constantFrom('..', '.', '', '/', 'a', '..a', 'b/..', '\0'), fc.string())
+    fc.assert(
+      fc.property(fc.array(part, {maxLength: 6}), fc.constantFrom('/dst', '/dst/', 'dst', '/'), (parts, root) => {
+        let joined: string
+        try {
+          joined = safeJoin(root, parts.join('/'))
+        } catch {
+          return true
+        }
+
+        const base = root.replace(/\/+$/, '')
+        return joined === root || joined.startsWith(`${base}/`)
+      }),
+      {numRuns: 2000},
+    )
+  })
+
+  it('places the copy as scp does', () => {
+    const file = {kind: 'file' as const, name: 'notes.txt'}
+    const dir = {kind: 'dir' as const, name: 'data'}
+    expect(placeRoot(file, {intoDirectory: false, kind: 'dir', path: '/box'})).toBe('/box/notes.txt')
+    expect(placeRoot(file, {intoDirectory: false, kind: null, path: '/box/new.txt'})).toBe('/box/new.txt')
+    expect(placeRoot(file, {intoDirectory: false, kind: 'file', path: '/box/old.txt'})).toBe('/box/old.txt')
+    expect(placeRoot(dir, {intoDirectory: true, kind: 'dir', path: '/box/'})).toBe('/box/data')
+    expect(placeRoot(dir, {intoDirectory: false, kind: null, path: '/copy'})).toBe('/copy')
+    expect(() => placeRoot(file, {intoDirectory: true, kind: null, path: '/nodir/'})).toThrow('/nodir/: no such directory')
+    expect(() => placeRoot(dir, {intoDirectory: false, kind: 'file', path: '/f'})).toThrow('/f: exists and is not a directory')
+    expect(nameOf('/srv/data/')).toBe('data')
+    expect(nameOf('.')).toBe('.')
+  })
+})
+
+/** A source side whose listing is whatever the test says, as a hostile server could send it. */
+class CraftedSide implements Side {
+  readonly where = 'on the VM'
+
+  constructor(private readonly listing: Record<string, (Entry & {content?: string})[]>) {}
+
+  async stat(path: string): Promise<Entry | null> {
+    return this.listing[path] ? {kind: 'dir', mode: 0o755, name: nameOf(path), size: 0} : null
+  }
+
+  lstat(path: string): Promise<Entry | null> {
+    return this.stat(path)
+  }
+
+  async list(dir: string): Promise<Entry[]> {
+    return this.listing[dir] ?? []
+  }
+
+  async openRead(path: string): Promise<OpenFile> {
+    const entry = this.listing[dirname(path)]?.find((each) => path.endsWith(`/${each.name}`))
+    const content = Buffer.from(entry?.content ?? '')
+    return {
+      close: async () => {},
+      read: async (buffer, length, position) => content.copy(buffer, 0, position, position + length),
+      write: async () => {},
+    }
+  }
+
+  async mkdir(): Promise<void> {}
+  async chmod(): Promise<void> {}
+  openWrite(): never {
+    throw new Error('read-only')
+  }
+
+  async rename(): Promise<void> {}
+  async remove(): Promise<void> {}
+  async realpath(path: string): Promise<string> {
+    return path
+  }
+}
+
+describe('the copy engine, fed a crafted listing', () => {
+  it('refuses names that would leave the destination and writes nothing outside it', async () => {
+    const file = (name: string, content = name): Entry & {content: string} => ({
+      content,
+      kind: 'file',
+      mode: 0o644,
+      name,
+      size: content.length,
+    })
+    const from = new CraftedSide({
+      '/src': [
+        file('good.txt', 'good'),
+        file('../escape.txt'),
+        file('/etc/evil'),
+        file('..'),
+        file('.'),
+        file(''),
+        {kind: 'dir', mode: 0o755, name: '..', size: 0},
+        {kind: 'dir', mode: 0o755, name: 'sub', size: 0},
+      ],
+      '/src/sub': [file('inner.txt', 'inner'), file('a/../../../../x')],
+    })
+    const outer = tempDir('targon-cp-unit-')
+    const dest = join(outer, 'dest')
+    mkdirSync(dest)
+    const outcome = await copyTree(
+      from,
+      new LocalSide(),
+      '/src',
+      {kind: 'dir', mode: 0o755, name: 'src', size: 0},
+      join(dest, 'src'),
+      'src',
+      {
+        lost: () => false,
+      },
+    )
+    expect(outcome.copied).toEqual(['src/good.txt', 'src/sub/inner.txt'])
+    expect(outcome.failed.map((each) => each.error).sort()).toEqual(
+      [
+        'refused a name with "/" in the listing on the VM',
+        'refused a name with "/" in the listing on the VM',
+        'refused a name with "/" in the listing on the VM',
+        'refused an empty name in the listing on the VM',
+        'refused the name "." in the listing on the VM',
+        'refused the name ".." in the listing on the VM',
+        'refused the name ".." in the listing on the VM',
+      ].sort(),
+    )
+    expect(readdirSync(outer)).toEqual(['dest'])
+    expect(readdirSync(join(dest, 'src')).sort()).toEqual(['good.txt', 'sub'])
+    expect(readFileSync(join(dest, 'src', 'sub', 'inner.txt'), 'utf8')).toBe('inner')
+    expect(existsSync('/x') || existsSync(join(outer, 'escape.txt'))).toBe(false)
+  })
+})
+
+describe('the progress bar', () => {
+  it('draws one line in place with the sums of every VM, and erases it', async () => {
+    let written = ''
+    const stream = {columns: 120, write: (text: string) => (written += text)} as unknown as NodeJS.WriteStream
+    const bar = new CopyBar(2, stream)
+    bar.update('a', {bytes: 512, files: 1, totalBytes: 1024, totalFiles: 2})
+    await new Promise((resolve) => setTimeout(resolve, 110))
+    bar.update('b', {bytes: 0, files: 0, totalBytes: 1024, totalFiles: 2})
+    bar.finish('a')
+    expect(written.split('\r\u001B[2K').filter(Boolean).at(-1)).toBe('[######..................]  25%  1/4 files  512 B/2.0 KiB  1/2 VMs')
+    bar.clear()
+    expect(written.endsWith('\r\u001B[2K')).toBe(true)
+    expect(size(3 * 1024 * 1024)).toBe('3.0 MiB')
+  })
+})
