@@ -20,8 +20,10 @@ import {keptNote, rollBack} from './failure-policy.js'
 import {register} from './register.js'
 import {vmResult} from './result.js'
 import type {RunContext, UpRequest} from './run-context.js'
-import {type Stage, VmTrack} from './stages.js'
-import {waitRunning} from './wait-running.js'
+import {benchSerialPath} from './bench-serial-path.js'
+import {PhaseRecorder} from './phase-recorder.js'
+import {type Booting, type Stage, VmTrack} from './stages.js'
+import {StateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
@@ -54,6 +56,8 @@ export interface UpOptions {
     pullRetryDelayMs: number
     shim: boolean
     shimHealthTimeoutMs: number
+    /** How often the state is read while the bootstrap runs on a VM that is still booting. */
+    stateWatchIntervalMs: number
   } | null
   json: boolean
   signal: AbortSignal
@@ -113,7 +117,8 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
 export async function runUp(client: TargonClient, options: UpOptions): Promise<UpResult> {
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT. Clean-up runs on a client without this signal, with its own budget.
-  const deadlineAt = Date.now() + options.timeoutMs
+  const startedAt = Date.now()
+  const deadlineAt = startedAt + options.timeoutMs
   const deadline = abortAfter(
     options.timeoutMs,
     () =>
@@ -123,7 +128,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   )
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
-    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadlineAt, options)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, {deadlineAt, startedAt}, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
     const errors = await provision(ctx, tracks, options)
@@ -142,7 +147,7 @@ async function prepare(
   client: TargonClient,
   cleanupClient: TargonClient,
   signal: AbortSignal,
-  deadlineAt: number,
+  {deadlineAt, startedAt}: {deadlineAt: number; startedAt: number},
   options: UpOptions,
 ): Promise<RunContext> {
   const inventory = await client.inventory()
@@ -164,6 +169,7 @@ async function prepare(
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
   const bootstrap = options.bootstrap && {
     params: {
+      benchSerialPath: benchSerialPath(),
       dstackVersion: options.bootstrap.dstackVersion,
       gpuTest: options.bootstrap.gpuTest,
       pullRetryDelayMs: options.bootstrap.pullRetryDelayMs,
@@ -187,6 +193,8 @@ async function prepare(
     org,
     resource: options.resource,
     sshKeyUid,
+    startedAt,
+    stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? 5000,
     ttlMs: options.ttlMs,
     maxCostUsd: options.maxCostUsd,
   }
@@ -203,13 +211,28 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
   await runPhases(
     tracks,
     phases.map((phase) => ({
-      run: (track: VmTrack, onEvent: (event: StepEvent) => void) => timed(track, phase, () => runPhase(ctx, track, phase, onEvent)),
+      // With bootstrap, wait-running goes on alongside install and shim-start (see wait-running.ts).
+      alongside: phase === 'wait-running' && ctx.request.bootstrap !== null,
+      run: (track: VmTrack, onEvent: (event: StepEvent) => void) =>
+        timed(track, new PhaseRecorder(phase, ctx.request.startedAt, substeps[phase]), (recorder) =>
+          runPhase(
+            ctx,
+            track,
+            phase,
+            (event) => {
+              recorder.onEvent(event)
+              onEvent(event)
+            },
+            recorder,
+          ),
+        ),
       substeps: substeps[phase],
       title: phase,
     })),
     {
       concurrency: Math.min(options.count, 16),
-      onFailure: (track, error) => errors.set(track, error),
+      // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
+      onFailure: (track, error) => errors.has(track) || errors.set(track, error),
       silent: options.json,
       vmTitle: (track) => track.title,
     },
@@ -218,14 +241,17 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
 }
 
 /** Times a phase and records how it went. */
-async function timed(track: VmTrack, name: PhaseName, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
-  const started = Date.now()
+async function timed(
+  track: VmTrack,
+  recorder: PhaseRecorder,
+  work: (recorder: PhaseRecorder) => Promise<'done' | 'skipped'>,
+): Promise<'done' | 'skipped'> {
   try {
-    const status = await work()
-    track.phases.push({duration_ms: Date.now() - started, name, status})
+    const status = await work(recorder)
+    track.phases.push(recorder.result(status))
     return status
   } catch (error) {
-    track.phases.push({duration_ms: Date.now() - started, name, status: 'failed'})
+    track.phases.push(recorder.result('failed'))
     throw error
   }
 }
@@ -236,6 +262,7 @@ async function runPhase(
   track: VmTrack,
   phase: PhaseName,
   onEvent: (event: StepEvent) => void,
+  recorder: PhaseRecorder,
 ): Promise<'done' | 'skipped'> {
   const {stage} = track
   const {bootstrap} = ctx.request
@@ -253,20 +280,44 @@ async function runPhase(
 
     case 'wait-running': {
       if (stage?.kind === 'running') return 'skipped'
-      track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
+      if (!bootstrap) {
+        track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
+        return 'done'
+      }
+
+      // Alongside the bootstrap, which moves the stage on: this phase only ends when the state says running.
+      const watch = stage?.kind === 'bootstrapped' || stage?.kind === 'ready' ? stage.watch : booting(ctx, track).watch
+      if (!watch) return 'skipped'
+      await watch.running
       return 'done'
     }
 
     case 'install': {
-      track.stage = await install(ctx, expectStage(stage, 'running'), expectBootstrap(bootstrap), onEvent)
+      const from = stage?.kind === 'running' ? stage : booting(ctx, track)
+      track.stage = await install(ctx, from, expectBootstrap(bootstrap), onEvent, () => recorder.restart())
+      if (!bootstrap?.shim) track.stage.watch?.bootstrapDone()
       return 'done'
     }
 
     case 'shim-start': {
       track.stage = await startShim(ctx, expectStage(stage, 'bootstrapped'), expectBootstrap(bootstrap), onEvent)
+      track.stage.watch?.bootstrapDone()
       return 'done'
     }
   }
+}
+
+/**
+ * A deployed VM's booting stage, its state watched: made by whichever of wait-running and install, which start
+ * together, comes first.
+ */
+function booting(ctx: RunContext, track: VmTrack): Booting {
+  const {stage} = track
+  if (stage?.kind === 'booting') return stage
+  const deployed = expectStage(stage, 'deployed')
+  const next: Booting = {...deployed, kind: 'booting', watch: new StateWatch(ctx, deployed.claim, {bootstrapping: true})}
+  track.stage = next
+  return next
 }
 
 function isKind<K extends Stage['kind']>(stage: Stage | undefined, kind: K): stage is Extract<Stage, {kind: K}> {
