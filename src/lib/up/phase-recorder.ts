@@ -23,7 +23,15 @@ export class PhaseRecorder {
     this.started = Date.now()
   }
 
-  onEvent(event: StepEvent): void {
+  /** Records the phase's step events on their way to `next` (the progress display). */
+  relay(next: (event: StepEvent) => void): (event: StepEvent) => void {
+    return (event) => {
+      this.onEvent(event)
+      next(event)
+    }
+  }
+
+  private onEvent(event: StepEvent): void {
     if (event.event === 'start') {
       this.stepStarts.set(event.id, event.at)
       return

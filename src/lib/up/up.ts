@@ -213,19 +213,10 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
     phases.map((phase) => ({
       // With bootstrap, wait-running goes on alongside install and shim-start (see wait-running.ts).
       alongside: phase === 'wait-running' && ctx.request.bootstrap !== null,
-      run: (track: VmTrack, onEvent: (event: StepEvent) => void) =>
-        timed(track, new PhaseRecorder(phase, ctx.request.startedAt, substeps[phase]), (recorder) =>
-          runPhase(
-            ctx,
-            track,
-            phase,
-            (event) => {
-              recorder.onEvent(event)
-              onEvent(event)
-            },
-            recorder,
-          ),
-        ),
+      run: (track: VmTrack, onEvent: (event: StepEvent) => void) => {
+        const recorder = new PhaseRecorder(phase, ctx.request.startedAt, substeps[phase])
+        return timed(track, recorder, () => runPhase(ctx, track, phase, recorder.relay(onEvent), recorder))
+      },
       substeps: substeps[phase],
       title: phase,
     })),
@@ -241,13 +232,9 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
 }
 
 /** Times a phase and records how it went. */
-async function timed(
-  track: VmTrack,
-  recorder: PhaseRecorder,
-  work: (recorder: PhaseRecorder) => Promise<'done' | 'skipped'>,
-): Promise<'done' | 'skipped'> {
+async function timed(track: VmTrack, recorder: PhaseRecorder, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
   try {
-    const status = await work(recorder)
+    const status = await work()
     track.phases.push(recorder.result(status))
     return status
   } catch (error) {

@@ -182,10 +182,12 @@ export class StateWatch {
     this.halt.abort()
     this.failure.abort(error)
     // Read without the run's signal, which may have expired.
-    this.reported = withConsoleTail(this.ctx.cleanupClient, this.ctx.request.org, this.claim, error).then((full) => {
-      this.abandon(full)
-      return full
-    })
+    this.reported = withConsoleTail(this.ctx.cleanupClient, this.ctx.request.org, this.claim, error)
+      .catch(() => error)
+      .then((full) => {
+        this.abandon(full)
+        return full
+      })
   }
 }
 
