@@ -2,7 +2,11 @@
  * `npm run bench`: the performance figures of targon against the local simulator, each as a
  * ratio to a baseline measured in the same run (the machine is noisy), or as a count taken
  * from the simulator's own request log. Writes BENCHMARKS.md. Figures that need simulated
- * VMs (3, 5b, 9, 10) need root.
+ * VMs (3, 5b, 9, 10, 11) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
+ * figures and keeps the other rows of BENCHMARKS.md as they were.
+ *
+ * Figure 11 compares `up` with the former serial path, which TARGON_BENCH_SERIAL_PATH=1 restores in the CLI for
+ * this harness only (src/lib/up/bench-serial-path.ts); BENCH_LATENCY_SCALE scales its latency model (default 0.5).
  */
 import {execFile, execFileSync, spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
@@ -13,10 +17,14 @@ import {promisify} from 'node:util'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
+import {LATENCY_MODEL} from '../test/vm/latency.js'
 
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const RUNS = Number(process.env.BENCH_RUNS ?? 15)
 const root = process.getuid?.() === 0
+const only = process.env.BENCH_ONLY?.split(',').map((id) => id.trim())
+/** Whether any of these figures is to be measured in this run. */
+const wanted = (...ids: string[]) => !only || ids.some((id) => only.includes(id))
 
 interface Figure {
   /** '1' to '10', and '5a', '5b' (sorted numerically). */
@@ -30,13 +38,16 @@ interface Figure {
 
 const figures: Figure[] = []
 
-function run(argv: string[], env: Record<string, string> = {}): Promise<{ms: number; code: number | null; stdout: string}> {
+function run(
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<{ms: number; code: number | null; stdout: string; endedAt: number}> {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint()
     const child = spawn(argv[0] as string, argv.slice(1), {env: {...process.env, ...env}, stdio: ['ignore', 'pipe', 'ignore']})
     let stdout = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.on('close', (code) => resolve({code, ms: Number(process.hrtime.bigint() - started) / 1e6, stdout}))
+    child.on('close', (code) => resolve({code, endedAt: Date.now(), ms: Number(process.hrtime.bigint() - started) / 1e6, stdout}))
   })
 }
 
@@ -108,33 +119,97 @@ function maxOverlap(intervals: Array<[number, number]>): number {
   return most
 }
 
-// 1 and 2: start-up, interleaved with the baseline.
-const offersSim = await simulator()
-const baseline: number[] = []
-const version: number[] = []
-const offers: number[] = []
-await run([process.execPath, '-e', '0'])
-for (let index = 0; index < RUNS; index++) {
-  baseline.push((await run([process.execPath, '-e', '0'])).ms)
-  version.push((await targon(['--version'], offersSim.env)).ms)
-  offers.push((await targon(['offers', '--json'], offersSim.env)).ms)
+interface TimeToReady {
+  /** Deploy accepted (the simulator's clock) to the fresh `up`'s exit, which reports ready. */
+  freshMs: number
+  /** Deploy accepted to the shim's first healthy answer (the end of shim-start, by the phases' own times). */
+  healthyMs: number
+  repeatMs: number
+  /** apt-get calls of the fresh bootstrap, from the doubles' command log. */
+  updates: number
+  installs: number
+  phases: string
+  failure?: string
 }
 
-await offersSim.sim.stop()
-const nodeMs = median(baseline)
-const offersMs = median(offers)
-record(
-  '1',
-  'median `targon --version` / median `node -e 0`',
-  median(version) / nodeMs,
-  2,
-  '',
-  `${median(version).toFixed(0)} ms vs ${nodeMs.toFixed(0)} ms, ${RUNS} runs each`,
-)
-record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nodeMs, 3, '', `${offersMs.toFixed(0)} ms`)
+/** One fresh `up` and one repeat on a simulated VM under the latency model, with or without the former serial path. */
+async function timeToReady(scale: number, serial: boolean): Promise<TimeToReady> {
+  const {env: base, sim} = await simulator()
+  const farm = new VmFarm(sim, () => ({latency: true, latencyScale: scale}))
+  const env = {
+    ...base,
+    // The state watch's interval, scaled like the rest of the model.
+    TARGON_STATE_WATCH_INTERVAL: String(Math.max(0.1, 5 * scale)),
+    ...(serial ? {TARGON_BENCH_SERIAL_PATH: '1'} : {}),
+  }
+  const args = ['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'ready', '--json']
+  try {
+    const fresh = await targon(args, env)
+    const doc = JSON.parse(fresh.stdout || '{}')
+    const vm = doc.data?.vms?.[0]
+    const deployedAt = sim.workloads.get(vm?.uid)?.deployedAt
+    if (fresh.code !== 0 || !vm || deployedAt === undefined)
+      return {
+        failure: `${serial ? 'serial' : 'current'} up exited ${fresh.code}`,
+        freshMs: 0,
+        healthyMs: 0,
+        installs: 0,
+        phases: '',
+        repeatMs: 0,
+        updates: 0,
+      }
+    const phases = vm.phases as {name: string; started_ms: number; duration_ms: number}[]
+    const phase = (name: string) => phases.find((each) => each.name === name)
+    const end = (name: string) => (phase(name)?.started_ms ?? 0) + (phase(name)?.duration_ms ?? 0)
+    const calls = farm.vm(vm.uid).calls()
+    const repeat = await targon(args, env)
+    return {
+      failure: repeat.code === 0 ? undefined : `${serial ? 'serial' : 'current'} repeat exited ${repeat.code}`,
+      freshMs: fresh.endedAt - deployedAt,
+      healthyMs: end('shim-start') - end('deploy'),
+      installs: calls.filter((call) => call.startsWith('apt-get install')).length,
+      phases: ['wait-running', 'install', 'shim-start']
+        .map((name) => `${name} ${((phase(name)?.started_ms ?? 0) - end('deploy')) / 1000}+${(phase(name)?.duration_ms ?? 0) / 1000} s`)
+        .join(', '),
+      repeatMs: repeat.ms,
+      updates: calls.filter((call) => call.startsWith('apt-get update')).length,
+    }
+  } finally {
+    await farm.stopAll()
+    await sim.stop()
+  }
+}
+
+// 1 and 2: start-up, interleaved with the baseline (figure 3 is a ratio to figure 2's time).
+let offersMs = 0
+if (wanted('1', '2', '3')) {
+  const offersSim = await simulator()
+  const baseline: number[] = []
+  const version: number[] = []
+  const offers: number[] = []
+  await run([process.execPath, '-e', '0'])
+  for (let index = 0; index < RUNS; index++) {
+    baseline.push((await run([process.execPath, '-e', '0'])).ms)
+    version.push((await targon(['--version'], offersSim.env)).ms)
+    offers.push((await targon(['offers', '--json'], offersSim.env)).ms)
+  }
+
+  await offersSim.sim.stop()
+  const nodeMs = median(baseline)
+  offersMs = median(offers)
+  record(
+    '1',
+    'median `targon --version` / median `node -e 0`',
+    median(version) / nodeMs,
+    2,
+    '',
+    `${median(version).toFixed(0)} ms vs ${nodeMs.toFixed(0)} ms, ${RUNS} runs each`,
+  )
+  record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nodeMs, 3, '', `${offersMs.toFixed(0)} ms`)
+}
 
 // 7 and 8: HTTP requests of a fresh up and of a second up in the same org (state polls excluded).
-{
+if (wanted('7', '8')) {
   const {env, sim} = await simulator({bootDelayMs: 200})
   const count = () => sim.log.filter((entry) => !(entry.method === 'GET' && entry.path.endsWith('/state'))).length
   await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], env)
@@ -153,7 +228,7 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
 }
 
 // 4: detection latency with a boot of D = 5 s.
-{
+if (wanted('4')) {
   const {env, sim} = await simulator({bootDelayMs: 5000})
   await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], env)
   const deploy = sim.requests('POST', '/deploy')[0]?.at ?? 0
@@ -165,7 +240,7 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
 }
 
 // 6: down --all of 100 workloads with 50 ms API latency, parallel against sequential.
-{
+if (wanted('6')) {
   const times: Record<string, number> = {}
   let maxInFlight = 0
   for (const parallel of ['8', '1']) {
@@ -191,7 +266,7 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
 
 // 5a: a fleet of 16 against one VM, 3 s boot, without bootstrap and without VM processes: what the CLI adds
 // per VM (creates 8 at a time, one poller per VM), with nothing else competing for the cores. Interleaved.
-{
+if (wanted('5a')) {
   const times: Record<number, number[]> = {1: [], 16: []}
   const failures: string[] = []
   for (let index = 0; index < 5; index++) {
@@ -218,7 +293,7 @@ record('2', 'median `targon offers --json` / median `node -e 0`', offersMs / nod
 
 if (root) {
   // 3: a repeat `up --name` of a bootstrapped VM (adopt, marker fast path, shim health) against offers --json.
-  {
+  if (wanted('3')) {
     const {env, sim} = await simulator({bootDelayMs: 500})
     const farm = new VmFarm(sim)
     await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'bench', '--json'], env)
@@ -240,7 +315,7 @@ if (root) {
   // 5b, 9, 10: a bootstrapped fleet of 16 simulated VMs, 3 s boot. The VMs share the cores with the CLI, so its
   // wall time says little; its own CPU time (getrusage) says what it costs per VM. The bootstraps' overlap comes
   // from the VMs' own logs: the TARGON_STEP timestamps of each install run, from its first step to its last.
-  {
+  if (wanted('5b', '9', '10')) {
     const {env, sim} = await simulator({bootDelayMs: 3000, offers: [FLEET_OFFER]})
     const farm = new VmFarm(sim)
     const busyBefore = machineBusySeconds()
@@ -300,14 +375,37 @@ if (root) {
     figures.at(-1)!.ok = connections.every((value) => value === 1)
     record('10', 'peak RSS of `targon up --count 16`', Number(maxRss) / 1024, 150, ' MB')
   }
+
+  // 11: time to ready under the latency model (deploy timing and doubles, scaled), the current path against the
+  // former serial one (TARGON_BENCH_SERIAL_PATH=1): from the deploy the simulator accepted to the `up` that reports
+  // ready (shim healthy and the state running), for a fresh VM; and the whole `up` of a repeat on that VM.
+  if (wanted('11')) {
+    const scale = Number(process.env.BENCH_LATENCY_SCALE ?? 0.5)
+    const paths = {current: {} as TimeToReady, serial: {} as TimeToReady}
+    for (const path of ['current', 'serial'] as const) paths[path] = await timeToReady(scale, path === 'serial')
+    const {current, serial} = paths
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+    const describe = (each: TimeToReady) =>
+      `fresh ${s(each.freshMs)} (shim healthy at ${s(each.healthyMs)}; ${each.updates} apt-get update, ${each.installs} apt-get install; ${each.phases}), repeat ${s(each.repeatMs)}`
+    record(
+      '11',
+      `time to ready, deploy accepted to \`up\` reporting ready, fresh VM (latency model x${scale}): current / former serial path`,
+      current.freshMs / serial.freshMs,
+      0.7,
+      '',
+      `current: ${describe(current)}; serial: ${describe(serial)}${[current.failure, serial.failure].filter(Boolean).join('; ')}`,
+    )
+    figures.at(-1)!.ok &&= !current.failure && !serial.failure
+  }
 } else {
   for (const [id, figure, target] of [
     ['3', 'up --name of a bootstrapped VM', '<= 4.0'],
     ['5b', 'CPU-seconds of the CLI per VM, up --count 16 with bootstrap', '<= 0.25 s'],
     ['9', 'SSH connections per VM', 'exactly 1'],
     ['10', 'peak RSS of up --count 16', '<= 150 MB'],
+    ['11', 'time to ready, current / former serial path', '<= 0.7'],
   ] as const) {
-    skipped(id, figure, target, 'simulated VMs need root')
+    if (wanted(id)) skipped(id, figure, target, 'simulated VMs need root')
   }
 }
 
@@ -317,20 +415,29 @@ const LIMITS: Record<string, string> = {
   '3': 'each remote exec of the repeat (sudo check; upload with the check phase; the shim phase) costs an SSH round trip plus sudo, bash and python3 start-up inside the simulated VM, which shares the CPU with everything else.',
 }
 
-figures.sort((a, b) => a.id.localeCompare(b.id, 'en', {numeric: true}))
 const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {encoding: 'utf8'}).trim()
-const table = figures
-  .map(
-    (figure) =>
-      `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`,
-  )
+const row = (figure: Figure) =>
+  `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`
+// With BENCH_ONLY, the rows of the figures not measured now stay as they were.
+const previous = only ? readFileSync(new URL('../BENCHMARKS.md', import.meta.url), 'utf8') : ''
+const kept = [...previous.matchAll(/^\| (\w+) \| .*\|$/gm)]
+  .filter((match) => match[1] !== '#' && !figures.some((figure) => figure.id === match[1]))
+  .map((match) => ({id: match[1] as string, line: match[0], missed: match[0].includes('**missed**')}))
+const rows = [...figures.map((figure) => ({id: figure.id, line: row(figure), missed: figure.ok === false})), ...kept].sort((a, b) =>
+  a.id.localeCompare(b.id, 'en', {numeric: true}),
+)
+const table = rows.map((each) => each.line).join('\n')
+const missed = rows.filter((each) => each.missed).map((each) => each.id)
+const scale = Number(process.env.BENCH_LATENCY_SCALE ?? 0.5)
+const model = Object.entries(LATENCY_MODEL)
+  .map(([name, seconds]) => `| \`${name}\` | ${seconds} | ${Number((seconds * scale).toFixed(2))} |`)
   .join('\n')
 writeFileSync(
   new URL('../BENCHMARKS.md', import.meta.url),
   `# Benchmarks
 
 Written by \`npm run bench\` (bench/run.ts) on commit \`${commit}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.version},
-${root ? 'as root (with simulated VMs)' : 'not as root (figures with simulated VMs not measured)'}.
+${root ? 'as root (with simulated VMs)' : 'not as root (figures with simulated VMs not measured)'}${only ? `; only figure ${only.join(', ')} measured then (BENCH_ONLY), the other rows are from an earlier run` : ''}.
 
 Method: everything runs against the local Targon simulator on 127.0.0.1. Times are wall-clock from spawn to exit
 of the built CLI. Ratios compare medians measured in the same run, interleaved with their baseline where it is a
@@ -342,13 +449,24 @@ the CLI process. \`npm run bench:startup\` measures figure 1 alone.
 | --- | --- | --- | --- | --- | --- |
 ${table}
 ${
-  figures.some((figure) => figure.ok === false)
-    ? `\n## Misses and what limits them\n\n${figures
-        .filter((figure) => figure.ok === false)
-        .map((figure) => `- **${figure.id}.** ${LIMITS[figure.id] ?? 'not analysed yet.'}`)
-        .join('\n')}\n`
+  missed.length > 0
+    ? `\n## Misses and what limits them\n\n${missed.map((id) => `- **${id}.** ${LIMITS[id] ?? 'not analysed yet.'}`).join('\n')}\n`
     : ''
 }
+## Latency model of figure 11
+
+Figure 11 runs one simulated VM under the latency model of \`test/vm/latency.ts\`, every duration scaled by
+${scale} (\`BENCH_LATENCY_SCALE\`) to keep the bench short, the state watch's interval too (5 s there). The deploy rows
+are played by the simulator (the state's address, then running) and the VM (when sshd answers); the others by the
+doubles on the VM. The former serial path is restored for the comparison by \`TARGON_BENCH_SERIAL_PATH=1\`, which
+only this harness sets: SSH after the state says running, three \`apt-get update\`s and two installs, the shim
+downloaded in shim-start. The apt counts come from the doubles' command log; the phase breakdown is
+\`name start+duration\` in seconds after the deploy was accepted, from \`up --json\` (phases overlap on the current path).
+
+| row | seconds | in the bench |
+| --- | --- | --- |
+${model}
+
 What keeps these low: \`--version\` is answered without loading oclif; the CLI is two minified bundles (esbuild)
 loaded through a V8 code cache, with the oclif manifest and no init hooks; ssh2 and listr2 load only for \`up\`;
 V8 keeps undici's WebAssembly HTTP parser on its baseline tier (optimising it delays exit); one undici Agent per

@@ -143,6 +143,7 @@ existing VM instead of creating a second one.`
           reinstall: flags.reinstall,
           shim: flags.shim,
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
+          stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
         }
       : null
     const capacity =

@@ -44,10 +44,25 @@ export type PhaseName = (typeof PHASES)[number]
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
 
+export const StepResultSchema = z.object({
+  id: z.string().describe('the bootstrap script step, e.g. B4'),
+  title: z.string(),
+  status: z.enum(['done', 'skipped', 'failed']),
+  duration_ms: z.number(),
+  detail: z.string(),
+})
+export type StepResult = z.infer<typeof StepResultSchema>
+
 export const PhaseResultSchema = z.object({
   name: z.enum(PHASES),
   status: z.enum(['done', 'skipped', 'failed']),
+  started_ms: z
+    .number()
+    .describe(
+      'when the phase started, in ms since the run started. Phases may overlap: wait-running ends when the state says running, while install starts at the first SSH attempt, as soon as the state carries an address',
+    ),
   duration_ms: z.number(),
+  steps: z.array(StepResultSchema).describe('the remote steps of install and shim-start, in order; empty for the other phases'),
 })
 export type PhaseResult = z.infer<typeof PhaseResultSchema>
 

@@ -241,6 +241,73 @@ const scenarios: Scenario[] = [
     vm: {dpkgLockSeconds: 3},
   },
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: an install step fails', vm: {failPackage: 'docker-ce'}},
+
+  // ---- early SSH: the deploy timing of the latency model, scaled by 0.05 (the address after 20 s is 1 s here) ----
+  {
+    code: null,
+    exit: 0,
+    name: 'early SSH: sshd answers while the state still says provisioning; the bootstrap starts then',
+    async run(ctx) {
+      const up = await ctx.targon(UP)
+      const vm = parseJson(up).data.vms[0]
+      const runningAt = ctx.sim.workloads.get(vm.uid)?.runningAt ?? 0
+      const simVm = ctx.farm.vm(vm.uid)
+      expect(runningAt).toBeGreaterThan(0)
+      expect(simVm.sshAnswers[0]).toBeLessThan(runningAt)
+      // The first command of the bootstrap (the detached install's systemd-run) ran before the state said running.
+      expect(simVm.timedCalls()[0]?.at).toBeLessThan(runningAt)
+      return up
+    },
+    vm: {latency: {addressSeconds: 10, runningSeconds: 300, sshAnswersSeconds: 20}, latencyScale: 0.05},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'early SSH: the bootstrap ends before the state says running; up waits for running, then succeeds',
+    async run(ctx) {
+      const up = await ctx.targon(UP)
+      const ended = Date.now()
+      const vm = parseJson(up).data.vms[0]
+      const runningAt = ctx.sim.workloads.get(vm.uid)?.runningAt ?? 0
+      expect(vm.status).toBe('running')
+      expect(ended).toBeGreaterThan(runningAt)
+      const end = (name: string) => {
+        const phase = vm.phases.find((each: {name: string}) => each.name === name)
+        return phase.started_ms + phase.duration_ms
+      }
+      // wait-running overlaps the bootstrap and ends last, when the state says running.
+      expect(end('shim-start')).toBeLessThan(end('wait-running'))
+      expect(vm.phases.find((phase: {name: string}) => phase.name === 'install').started_ms).toBeLessThan(end('wait-running'))
+      return up
+    },
+    vm: {latency: {addressSeconds: 10, runningSeconds: 400, sshAnswersSeconds: 20}, latencyScale: 0.05},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'early SSH: an address in the state but SSH refusing for a while backs off and does not fail',
+    async run(ctx) {
+      const up = await ctx.targon(UP)
+      const simVm = ctx.farm.vm(parseJson(up).data.vms[0].uid)
+      expect(simVm.connections).toBeGreaterThan(2)
+      expect(parseJson(up).warnings.filter((warning: string) => warning.startsWith('waiting for SSH'))).toHaveLength(1)
+      return up
+    },
+    vm: {latency: {addressSeconds: 0, runningSeconds: 20, sshAnswersSeconds: 140}, latencyScale: 0.05},
+  },
+  {
+    code: 'API_ERROR',
+    exit: 5,
+    name: 'early SSH: the VM turns to error while bootstrapping (still provisioning): exit 5, deleted',
+    run: (ctx) =>
+      ctx.targon(UP, {
+        onSpawn: () =>
+          void waitFor(() => vmCalls(ctx).some((call) => call.startsWith('apt-get install'))).then(() => {
+            for (const workload of ctx.sim.live()) ctx.sim.crash(workload.uid)
+          }),
+      }),
+    vm: {latency: {runningSeconds: 600}, latencyScale: 0.05},
+  },
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', vm: {shimUnhealthy: true}},
 
   // ---- process ----
@@ -686,6 +753,7 @@ describe('fault matrix', () => {
               TARGON_API_URL: sim.url,
               TARGON_CONFIG_DIR: options.config ?? configDir,
               TARGON_SHIM_HEALTH_TIMEOUT: '3',
+              TARGON_STATE_WATCH_INTERVAL: '0.5',
               ...options.env,
             },
             onSpawn: options.onSpawn,

@@ -24,6 +24,16 @@ export interface VmEndpoint {
   ssh_port: number
 }
 
+/**
+ * How a deployed workload's state unfolds over time (after deploy, in ms): the address shows this long after deploy
+ * while the state still says provisioning, and the state says running this long after it. The VM's SSH is the
+ * VM's own business (test/vm/farm.ts). Without it, the state says running after bootDelayMs, with its address.
+ */
+export interface DeployTiming {
+  addressMs: number
+  runningMs: number
+}
+
 export interface SimulatorOptions {
   tokens?: Record<string, string[]>
   orgs?: OrgSeed[]
@@ -31,6 +41,8 @@ export interface SimulatorOptions {
   inventoryVariant?: InventoryVariant
   /** Time from deploy to running. */
   bootDelayMs?: number
+  /** Replaces bootDelayMs for first deploys (not wakes), per workload when a function; undefined keeps bootDelayMs. */
+  deployTiming?: DeployTiming | ((workload: SimWorkload) => DeployTiming | undefined)
   /** See DeleteLifecycle; default `targon`. */
   deleteLifecycle?: DeleteLifecycle
   /** targon: how long the DELETE answer takes (the teardown runs before it answers). */
@@ -114,6 +126,8 @@ export interface SimWorkload {
   created_at: string
   updated_at: string
   deployedAt?: number
+  /** When the state turned running (the latest time, after a wake). */
+  runningAt?: number
   /** 0 for the first workload deployed on this simulator, 1 for the next... */
   deployIndex?: number
   deleteRequestedAt?: number
@@ -167,7 +181,8 @@ class TextBody {
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'onBoot' | 'onDeleted'>> & Pick<SimulatorOptions, 'onBoot' | 'onDeleted'>
+  readonly options: Required<Omit<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted'>> &
+    Pick<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
   readonly projects = new Map<string, {uid: string; org: string; name: string}>()
@@ -795,7 +810,11 @@ export class TargonSimulator {
       touch(workload)
     }
 
-    if (workload.status === 'provisioning' && workload.deployedAt !== undefined && now >= workload.deployedAt + this.options.bootDelayMs) {
+    if (
+      workload.status === 'provisioning' &&
+      workload.deployedAt !== undefined &&
+      now >= workload.deployedAt + this.runningDelay(workload)
+    ) {
       const scenario = this.provisioningOf(workload)
       if (scenario === 'error') {
         workload.status = 'error'
@@ -807,6 +826,24 @@ export class TargonSimulator {
     }
 
     return workload
+  }
+
+  private timingOf(workload: SimWorkload): DeployTiming | undefined {
+    if (workload.woken) return undefined
+    return typeof this.options.deployTiming === 'function' ? this.options.deployTiming(workload) : this.options.deployTiming
+  }
+
+  private runningDelay(workload: SimWorkload): number {
+    return this.timingOf(workload)?.runningMs ?? this.options.bootDelayMs
+  }
+
+  /** The address a state shows: once running, or with a deploy timing, once its address delay has passed. */
+  private addressOf(workload: SimWorkload): VmEndpoint | undefined {
+    if (workload.status === 'running') return workload.endpoint
+    const timing = this.timingOf(workload)
+    if (workload.status !== 'provisioning' || !timing || workload.deployedAt === undefined) return undefined
+    if (Date.now() < workload.deployedAt + timing.addressMs) return undefined
+    return this.options.onBoot ? workload.boot?.endpoint : {public_ip: '127.0.0.1', ssh_port: 22}
   }
 
   private provisioningOf(workload: SimWorkload): Provisioning {
@@ -846,16 +883,18 @@ export class TargonSimulator {
     }
 
     workload.status = 'running'
+    workload.runningAt = Date.now()
     touch(workload)
   }
 
   private stateView(workload: SimWorkload) {
     const running = workload.status === 'running'
+    const address = this.addressOf(workload)
     return {
       message: workload.message,
-      public_ip: running ? (workload.endpoint?.public_ip ?? null) : null,
+      public_ip: address?.public_ip ?? null,
       ready_replicas: running ? 1 : 0,
-      ssh_port: running ? (workload.endpoint?.ssh_port ?? null) : null,
+      ssh_port: address?.ssh_port ?? null,
       status: workload.status,
       total_replicas: 1,
       uid: workload.uid,

@@ -18,14 +18,14 @@ import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 
 import type {SimWorkload, TargonSimulator, VmEndpoint} from '../simulator/simulator.js'
-import {type LatencyModel, latencyEnv} from './latency.js'
+import {type LatencyModel, deployTiming, latencyEnv} from './latency.js'
 
 const INIT = fileURLToPath(new URL('vm-init.sh', import.meta.url))
 const DOUBLES = fileURLToPath(new URL('doubles', import.meta.url))
 const execFileAsync = promisify(execFile)
 
 export interface VmScenario {
-  /** sshd starts this long after the VM is running. */
+  /** sshd starts this long after the VM has booted (by default, with the latency model: as its row says, after deploy). */
   sshdDelaySeconds?: number
   dockerPreinstalled?: boolean
   toolkitPreinstalled?: boolean
@@ -56,6 +56,8 @@ export class SimVm {
   private readonly sockets = new Set<Socket>()
   /** TCP connections made to the VM's SSH port (including attempts before sshd listens). */
   connections = 0
+  /** When sshd answered a connection (sent its banner), epoch ms: attempts before it listens get no answer. */
+  readonly sshAnswers: number[] = []
 
   constructor(
     readonly uid: string,
@@ -153,6 +155,11 @@ export class VmFarm {
       return boot
     }
     sim.options.onDeleted = (workload) => this.stopVm(workload.uid)
+    // The deploy rows of a scenario's latency model (the farm's sshd delay plays the SSH row).
+    sim.options.deployTiming ??= (workload) => {
+      const scenario = scenarioFor(workload)
+      return deployTiming(scenario.latency, scenario.latencyScale)
+    }
   }
 
   vm(uid: string): SimVm {
@@ -165,13 +172,17 @@ export class VmFarm {
     const dir = mkdtempSync(join(tmpdir(), `targon-vm-${workload.uid}-`))
     await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
     const scenario = this.scenarioFor(workload)
+    const sshAnswersMs = deployTiming(scenario.latency, scenario.latencyScale)?.sshAnswersMs
+    const sshdDelaySeconds =
+      scenario.sshdDelaySeconds ??
+      (sshAnswersMs === undefined ? 0 : Math.max(0, sshAnswersMs - (Date.now() - (workload.deployedAt ?? 0))) / 1000)
     const keys = scenario.rejectKey ? [] : workload.ssh_keys.map((uid) => this.sim.sshKeys.get(uid)?.public_key_raw).filter(Boolean)
     writeFileSync(join(dir, 'authorized_keys'), `${keys.join('\n')}\n`)
     writeFileSync(
       join(dir, 'scenario.env'),
       [
         `VM_HOSTNAME=vm-${workload.uid}`,
-        `SIM_SSHD_DELAY_SECONDS=${scenario.sshdDelaySeconds ?? 0}`,
+        `SIM_SSHD_DELAY_SECONDS=${sshdDelaySeconds}`,
         `SIM_DOCKER_PREINSTALLED=${scenario.dockerPreinstalled ? 1 : 0}`,
         `SIM_TOOLKIT_PREINSTALLED=${scenario.toolkitPreinstalled ? 1 : 0}`,
         `SIM_DPKG_LOCK_SECONDS=${scenario.dpkgLockSeconds ?? 0}`,
@@ -207,6 +218,7 @@ export class VmFarm {
       holder.vm?.track(socket)
       const upstream = connect(socketPath)
       holder.vm?.track(upstream)
+      upstream.once('data', () => holder.vm?.sshAnswers.push(Date.now()))
       socket.pipe(upstream).pipe(socket)
       socket.on('error', () => upstream.destroy())
       upstream.on('error', () => socket.destroy())

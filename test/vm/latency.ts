@@ -1,13 +1,21 @@
 /**
- * The latency model of the simulated VMs: how long the slow parts of a real bootstrap take, in one table. It is
- * opt-in (VmScenario.latency): without it the doubles answer at once and the tests stay fast. With it they sleep,
- * rather than burn CPU, so that a 2-core machine can time our own part honestly. The defaults are calibrated so that
- * the former serial install (three updates, two installs, the shim after apt) takes about the minute reported live.
+ * The latency model of the simulated VMs: how long a real deploy and the slow parts of a real bootstrap take, in one
+ * table. It is opt-in (VmScenario.latency): without it the VMs boot as fast as they can, the doubles answer at once
+ * and the tests stay fast. With it everything waits by sleeping, rather than burning CPU, so that a 2-core machine
+ * can time our own part honestly. The defaults are calibrated so that the former serial install (three updates, two
+ * installs, the shim after apt) takes about the minute reported live, and a deploy as observed: the address in the
+ * state after 20 s while it still says provisioning, SSH answering after 30 s, `running` after 60 s.
  *
- * Applied by the doubles on the VM (test/vm/doubles/double.sh, shim-server.mjs). The deploy-side timings of the
- * issue (address in the state after 20 s, SSH answering after 30 s, `running` after 60 s) are not modelled here.
+ * Applied by the simulator (the deploy rows, through VmFarm: the state's address and running), the farm (sshd
+ * starts answering) and the doubles on the VM (test/vm/doubles/double.sh, shim-server.mjs: the rest).
  */
 export const LATENCY_MODEL = {
+  /** After deploy: the state carries the VM's address (it still says provisioning). */
+  addressSeconds: 20,
+  /** After deploy: the VM's sshd answers. */
+  sshAnswersSeconds: 30,
+  /** After deploy: the state says running. */
+  runningSeconds: 60,
   /** `apt-get update`: this much ... */
   aptUpdateSeconds: 4,
   /** ... plus this much per third-party repository configured (files in /etc/apt/sources.list.d). */
@@ -32,10 +40,29 @@ export const LATENCY_MODEL = {
 
 export type LatencyModel = {[K in keyof typeof LATENCY_MODEL]: number}
 
-/** The model's entries as scenario.env lines (SIM_LATENCY_<NAME>=seconds), every duration multiplied by scale. */
+/** The rows that the simulator and the farm play; the doubles play the others. */
+const DEPLOY_ROWS = ['addressSeconds', 'sshAnswersSeconds', 'runningSeconds'] as const
+
+function modelOf(model: Partial<LatencyModel> | true): LatencyModel {
+  return {...LATENCY_MODEL, ...(model === true ? {} : model)}
+}
+
+/** The deploy rows in ms, every duration multiplied by scale; undefined without the model. */
+export function deployTiming(
+  model: Partial<LatencyModel> | true | undefined,
+  scale = 1,
+): {addressMs: number; sshAnswersMs: number; runningMs: number} | undefined {
+  if (model === undefined) return undefined
+  const values = modelOf(model)
+  const ms = (seconds: number) => Math.round(seconds * scale * 1000)
+  return {addressMs: ms(values.addressSeconds), runningMs: ms(values.runningSeconds), sshAnswersMs: ms(values.sshAnswersSeconds)}
+}
+
+/** The doubles' entries as scenario.env lines (SIM_LATENCY_<NAME>=seconds), every duration multiplied by scale. */
 export function latencyEnv(model: Partial<LatencyModel> | true | undefined, scale = 1): string[] {
   if (model === undefined) return []
-  const values: LatencyModel = {...LATENCY_MODEL, ...(model === true ? {} : model)}
+  const values: Partial<LatencyModel> = modelOf(model)
+  for (const row of DEPLOY_ROWS) delete values[row]
   return Object.entries(values).map(
     ([name, seconds]) =>
       `SIM_LATENCY_${name

@@ -9,6 +9,8 @@
 #   TARGON_REINSTALL      1 ignores the marker fast path
 #   TARGON_GPU_TEST       0 skips the GPU smoke test
 #   TARGON_PULL_RETRY_DELAY_MS  the first wait before retrying a failed pull of the smoke test's image (then doubled)
+#   TARGON_BENCH_SERIAL_PATH    1 (the benchmark harness only) runs the former serial install, to measure against:
+#                         an apt-get update in B4, B5 and B6 each, one install each in B5 and B6, no shim download in B4
 # Every step checks first and acts only when needed; progress lines have the form
 #   TARGON_STEP <id> <name> start|ok|skip|fail @<epoch ms> [detail]
 # and everything else is log text.
@@ -186,6 +188,90 @@ check_phase() {
   echo "TARGON_MARKER $(tr -d '\n' <"$MARKER")"
 }
 
+# B4 to B6. Arguments: need_docker need_toolkit (1 or 0).
+apt_packages() {
+  # B4 adds every repository and key that a missing package needs, then runs one `apt-get update` and one
+  # `apt-get install` with every missing package; B5 and B6 then only start Docker and confirm the toolkit.
+  begin B4 apt
+  if [ "$1$2" = 00 ]; then
+    step B4 apt skip nothing-to-install
+  else
+    wait_for_apt_locks
+    dpkg --configure -a
+    mkdir -p /etc/needrestart/conf.d
+    echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
+    install -d -m 0755 /etc/apt/keyrings
+    local packages=()
+    if [ "$1" = 1 ]; then
+      [ -s /etc/apt/keyrings/docker.asc ] || curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
+      chmod a+r /etc/apt/keyrings/docker.asc
+      echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list.new
+      replace_if_changed /etc/apt/sources.list.d/docker.list || true
+      packages+=(docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin)
+    fi
+    if [ "$2" = 1 ]; then
+      [ -s /etc/apt/keyrings/nvidia-container-toolkit.asc ] ||
+        curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
+      if [ ! -s /etc/apt/sources.list.d/nvidia-container-toolkit.list ]; then
+        curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+          sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list.new
+        mv -f /etc/apt/sources.list.d/nvidia-container-toolkit.list.new /etc/apt/sources.list.d/nvidia-container-toolkit.list
+      fi
+      packages+=(nvidia-container-toolkit)
+    fi
+    apt_update
+    apt-get install "${APT_OPTIONS[@]}" "${packages[@]}"
+    step B4 apt ok "${packages[*]}"
+  fi
+
+  begin B5 docker
+  if [ "$1" = 0 ] && systemctl is-active --quiet docker; then
+    step B5 docker skip already-present
+  else
+    systemctl enable --now docker
+    step B5 docker ok "$(docker_version)"
+  fi
+
+  begin B6 nvidia-toolkit
+  if [ "$2" = 0 ]; then
+    step B6 nvidia-toolkit skip already-present
+  else
+    command -v nvidia-ctk >/dev/null 2>&1 || { echo "nvidia-ctk is missing after installing nvidia-container-toolkit" >&2; exit 1; }
+    step B6 nvidia-toolkit ok "$(ctk_version)"
+  fi
+}
+
+# B4 to B6 as they were before apt_packages, for the benchmark harness (TARGON_BENCH_SERIAL_PATH): each package set
+# with its own repository, apt-get update and install, after an update of its own in B4.
+serial_apt() {
+  begin B4 apt
+  wait_for_apt_locks
+  dpkg --configure -a
+  mkdir -p /etc/needrestart/conf.d
+  echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
+  install -d -m 0755 /etc/apt/keyrings
+  apt_update
+  step B4 apt ok serial
+  begin B5 docker
+  if [ "$1" = 1 ]; then
+    curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
+    echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list
+    apt_update
+    apt-get install "${APT_OPTIONS[@]}" docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin
+  fi
+  systemctl enable --now docker
+  step B5 docker ok "$(docker_version)"
+  begin B6 nvidia-toolkit
+  if [ "$2" = 1 ]; then
+    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
+    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+      sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+    apt_update
+    apt-get install "${APT_OPTIONS[@]}" nvidia-container-toolkit
+  fi
+  step B6 nvidia-toolkit ok "$(ctk_version)"
+}
+
 install_phase() {
   if marker_fast_path; then return 0; fi
   step B0 marker ok full-run
@@ -220,60 +306,14 @@ install_phase() {
     step B3 sshd-forwarding ok
   fi
 
-  shim_prefetch_start
-
   local need_docker=0 need_toolkit=0
   command -v docker >/dev/null 2>&1 || need_docker=1
   if ! dpkg -s nvidia-container-toolkit >/dev/null 2>&1 || ! command -v nvidia-ctk >/dev/null 2>&1; then need_toolkit=1; fi
-
-  # B4 adds every repository and key that a missing package needs, then runs one `apt-get update` and one
-  # `apt-get install` with every missing package; B5 and B6 then only start Docker and confirm the toolkit.
-  begin B4 apt
-  if [ "$need_docker$need_toolkit" = 00 ]; then
-    step B4 apt skip nothing-to-install
+  if [ "${TARGON_BENCH_SERIAL_PATH:-0}" = 1 ]; then
+    serial_apt "$need_docker" "$need_toolkit"
   else
-    wait_for_apt_locks
-    dpkg --configure -a
-    mkdir -p /etc/needrestart/conf.d
-    echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
-    install -d -m 0755 /etc/apt/keyrings
-    local packages=()
-    if [ "$need_docker" = 1 ]; then
-      [ -s /etc/apt/keyrings/docker.asc ] || curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
-      chmod a+r /etc/apt/keyrings/docker.asc
-      echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list.new
-      replace_if_changed /etc/apt/sources.list.d/docker.list || true
-      packages+=(docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin)
-    fi
-    if [ "$need_toolkit" = 1 ]; then
-      [ -s /etc/apt/keyrings/nvidia-container-toolkit.asc ] ||
-        curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
-      if [ ! -s /etc/apt/sources.list.d/nvidia-container-toolkit.list ]; then
-        curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
-          sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list.new
-        mv -f /etc/apt/sources.list.d/nvidia-container-toolkit.list.new /etc/apt/sources.list.d/nvidia-container-toolkit.list
-      fi
-      packages+=(nvidia-container-toolkit)
-    fi
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" "${packages[@]}"
-    step B4 apt ok "${packages[*]}"
-  fi
-
-  begin B5 docker
-  if [ "$need_docker" = 0 ] && systemctl is-active --quiet docker; then
-    step B5 docker skip already-present
-  else
-    systemctl enable --now docker
-    step B5 docker ok "$(docker_version)"
-  fi
-
-  begin B6 nvidia-toolkit
-  if [ "$need_toolkit" = 0 ]; then
-    step B6 nvidia-toolkit skip already-present
-  else
-    command -v nvidia-ctk >/dev/null 2>&1 || { echo "nvidia-ctk is missing after installing nvidia-container-toolkit" >&2; exit 1; }
-    step B6 nvidia-toolkit ok "$(ctk_version)"
+    shim_prefetch_start
+    apt_packages "$need_docker" "$need_toolkit"
   fi
 
   begin B7 daemon-json

@@ -70,6 +70,8 @@ export interface BootstrapParams {
   password?: string
   /** How long shim-start waits for a healthy shim. */
   shimHealthTimeoutMs: number
+  /** The former serial install, for the benchmark harness only (up/bench-serial-path.ts). */
+  benchSerialPath: boolean
 }
 
 export const MarkerSchema = z.object({
@@ -107,6 +109,7 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
     `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
     `TARGON_PULL_RETRY_DELAY_MS=${Math.round(params.pullRetryDelayMs)}`,
+    `TARGON_BENCH_SERIAL_PATH=${params.benchSerialPath ? 1 : 0}`,
   ].map((assignment) => shellQuote(assignment))
 }
 

@@ -90,6 +90,7 @@ export const SETTINGS = {
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   // The floor between two inventory reads of up --wait; lower only against a simulator, not against Targon.
   'capacity-poll-interval': {default: 15_000, env: 'TARGON_CAPACITY_POLL_INTERVAL', parse: seconds(0.1, 3600, 15), stored: false},
+  'state-watch-interval': {default: 5000, env: 'TARGON_STATE_WATCH_INTERVAL', parse: seconds(0.1, 600, 5), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 
 export type SettingKey = keyof typeof SETTINGS

@@ -12,6 +12,11 @@ import type {StepEvent, Substep} from '../bootstrap/runner.js'
 
 export interface PhaseStep<Vm> {
   title: string
+  /**
+   * Runs alongside the phases after it instead of before them: they start together, shown side by side, and the VM
+   * is done once all have ended.
+   */
+  alongside?: boolean
   /** Remote steps reported while the phase runs, shown as sub-tasks. */
   substeps?: Substep[]
   /** `report` shows a line of progress under the phase (e.g. what it waits for). */
@@ -114,16 +119,41 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
 /** One VM: its phases in order, stopping at the first that fails. */
 function vmTask<Vm>(vm: Vm, steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): ListrTask {
   return {
-    task: (_context, vmWrapper) =>
-      vmWrapper.newListr(
-        steps.map((step) => ({
-          task: (_stepContext: unknown, stepWrapper: TaskWrapper) => runStep(vm, step, vmWrapper, stepWrapper, options),
-          title: step.title,
-        })),
-        {concurrent: false, exitOnError: true},
-      ),
+    task: (_context, vmWrapper) => vmWrapper.newListr(phaseTasks(vm, steps, vmWrapper, options), {concurrent: false, exitOnError: true}),
     title: options.vmTitle(vm),
   }
+}
+
+/** The phases as tasks; a phase that runs alongside the ones after it shares one concurrent group with them. */
+function phaseTasks<Vm>(vm: Vm, steps: PhaseStep<Vm>[], vmWrapper: TaskWrapper, options: ProgressOptions<Vm>): ListrTask[] {
+  const task = (step: PhaseStep<Vm>): ListrTask => ({
+    task: (_stepContext: unknown, stepWrapper: TaskWrapper) => runStep(vm, step, vmWrapper, stepWrapper, options),
+    title: step.title,
+  })
+  const at = steps.findIndex((step) => step.alongside)
+  const side = steps[at]
+  const after = steps.slice(at + 1)
+  if (!side || after.length === 0) return steps.map(task)
+  const chain = after.map((step) => step.title).join(', then ')
+  return [
+    ...steps.slice(0, at).map(task),
+    {
+      // Both sides always run to their end (a failing side ends the other), so that the VM's outcome is settled.
+      task: (_context: unknown, wrapper: TaskWrapper) =>
+        wrapper.newListr(
+          [
+            task(side),
+            {
+              task: (_chainContext: unknown, chainWrapper: TaskWrapper) =>
+                chainWrapper.newListr(after.map(task), {concurrent: false, exitOnError: true}),
+              title: chain,
+            },
+          ],
+          {concurrent: true, exitOnError: false},
+        ),
+      title: `${side.title} alongside ${chain}`,
+    },
+  ]
 }
 
 /** Runs one phase; a phase with remote steps shows them as its sub-tasks while it runs. */

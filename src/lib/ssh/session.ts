@@ -26,6 +26,8 @@ export interface ConnectOptions {
   deadline: number
   signal?: AbortSignal
   onRetry?: (reason: string) => void
+  /** The longest wait between attempts (1 s at first, then 1.5 times longer each time); default 15 s. */
+  maxRetryDelayMs?: number
 }
 
 export interface ExecResult {
@@ -75,7 +77,7 @@ export class SshSession {
 
   static async open(options: ConnectOptions): Promise<SshSession> {
     const {default: ssh2} = await import('ssh2')
-    for (let delay = 1000; ; delay = Math.min(delay * 1.5, 15_000)) {
+    for (let delay = 1000; ; delay = Math.min(delay * 1.5, options.maxRetryDelayMs ?? 15_000)) {
       if (options.signal?.aborted) throw abortError(options.signal)
       let seen: HostKey | undefined
       const client = new ssh2.Client()

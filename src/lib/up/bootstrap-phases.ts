@@ -1,7 +1,9 @@
 /**
  * The install and shim-start phases, over one SSH connection per VM: wait for SSH (pinning the
  * host key on first contact), run the bootstrap script, then start dstack-shim and check its
- * health through a tunnel. The script itself lives in bootstrap/.
+ * health through a tunnel. The script itself lives in bootstrap/. A VM still booting is
+ * bootstrapped against its state watch: SSH starts at its first address, and a VM that fails
+ * meanwhile stops the bootstrap and is the error reported.
  */
 import {readFileSync} from 'node:fs'
 
@@ -10,28 +12,56 @@ import {withConsoleTail} from '../logs/logs.js'
 import {readPin, writePin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'
 import type {RunContext} from './run-context.js'
-import type {Bootstrapped, Ready, Running} from './stages.js'
+import type {Booting, Bootstrapped, Ready, Running} from './stages.js'
+import {type StateWatch, WAIT_RUNNING_MS} from './wait-running.js'
 
-/** Of the install bound, how long sshd may take to answer after the VM runs. */
+/** How long sshd may take to answer once the VM runs (for a VM still booting, once it may have booted). */
 const SSH_WAIT_MS = 10 * 60_000
+/** An attempt costs one TCP connection: a VM that answers SSH soon after its address shows is not kept waiting long. */
+const SSH_RETRY_MAX_MS = 3000
 
+/**
+ * Install, from a running VM or from one still booting (then as soon as its state carries an address; with the
+ * bench's serial path, once it says running). `reachable` marks the phase's real start: the first SSH attempt.
+ */
 export async function install(
   ctx: RunContext,
-  running: Running,
+  from: Booting | Running,
+  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  onEvent: (event: StepEvent) => void,
+  reachable: () => void,
+): Promise<Bootstrapped> {
+  const watch = from.kind === 'booting' ? from.watch : null
+  return watched(ctx, watch, async (signal) => {
+    const endpoint =
+      from.kind === 'running' ? from.endpoint : await (bootstrap.params.benchSerialPath ? from.watch.running : from.watch.address)
+    reachable()
+    return installAt(ctx, {...from, endpoint}, watch, signal, bootstrap, onEvent)
+  })
+}
+
+async function installAt(
+  ctx: RunContext,
+  from: (Booting | Running) & {endpoint: Running['endpoint']},
+  watch: StateWatch | null,
+  signal: AbortSignal,
   bootstrap: NonNullable<RunContext['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Bootstrapped> {
-  const {claim, endpoint} = running
+  const {claim, endpoint} = from
   const {configDir, org} = ctx.request
   const pinned = readPin(configDir, claim.uid)
+  let retries = 0
   const ssh = await SshSession.open({
-    deadline: Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS),
+    deadline: Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0)),
     host: endpoint.host,
-    onRetry: (reason) => ctx.warn(`waiting for SSH on ${claim.name} (${reason})`),
+    maxRetryDelayMs: SSH_RETRY_MAX_MS,
+    // Refusals are expected while the VM boots: said once, not on every attempt.
+    onRetry: (reason) => retries++ === 0 && ctx.warn(`waiting for SSH on ${claim.name} (${reason}); retrying with back-off`),
     pinned,
     port: endpoint.port,
     privateKey: readFileSync(ctx.request.identityFile),
-    signal: ctx.signal,
+    signal,
     username: 'ubuntu',
   }).catch(async (error: unknown) => {
     // SSH never came up: the console says why (read without the run's signal, which may have expired).
@@ -53,9 +83,9 @@ export async function install(
     }
 
     const password = ctx.state.readVm(org, claim.name)?.password
-    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, ctx.signal, bootstrap.shim)
+    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
-    return {...running, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh}
+    return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {
     ssh.close()
     throw error
@@ -68,7 +98,25 @@ export async function startShim(
   bootstrap: NonNullable<RunContext['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
-  const {version} = await runShim(bootstrapped.ssh, bootstrap.params, onEvent, ctx.signal, bootstrapped.shimRun ?? undefined)
+  const {version} = await watched(ctx, bootstrapped.watch, (signal) =>
+    runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimRun ?? undefined),
+  )
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
   return {...bootstrapped, kind: 'ready', shimVersion: version}
+}
+
+/**
+ * Runs a bootstrap phase against the VM's state watch, if it has one: the VM failing aborts the phase, and a phase
+ * that fails while the VM failed reports the VM's error (exit 5), not its own. Either way wait-running, which runs
+ * alongside, ends with the same error.
+ */
+async function watched<T>(ctx: RunContext, watch: StateWatch | null, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  if (!watch) return work(ctx.signal)
+  try {
+    return await work(AbortSignal.any([ctx.signal, watch.signal]))
+  } catch (error) {
+    const reported = (await watch.failed(!ctx.signal.aborted)) ?? error
+    watch.abandon(reported)
+    throw reported
+  }
 }

@@ -1,5 +1,5 @@
 /** The JSON result of one VM of `targon up`, from its latest stage, its claim and its local record. */
-import type {VmResult} from '../contract.js'
+import {PHASES, type VmResult} from '../contract.js'
 import type {RunContext} from './run-context.js'
 import type {VmTrack} from './stages.js'
 
@@ -31,7 +31,8 @@ export function vmResult(ctx: RunContext, track: VmTrack): VmResult {
     max_cost_usd: record?.max_cost_usd ?? null,
     max_price: ctx.request.maxPrice,
     name: claim?.name ?? '',
-    phases: track.phases,
+    // In the order of the chain, whichever ended first (wait-running may end after install).
+    phases: [...track.phases].sort((a, b) => PHASES.indexOf(a.name) - PHASES.indexOf(b.name)),
     price_per_hour: stage?.price ?? 0,
     public_ip: endpoint?.host ?? null,
     resource: stage?.resource ?? '',

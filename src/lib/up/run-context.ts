@@ -33,6 +33,10 @@ export interface UpRequest {
   ttlMs?: number
   maxCostUsd?: number
   onFailure: OnFailure
+  /** When the run started (epoch ms): phases report their start relative to it. */
+  startedAt: number
+  /** How often the state is read while the bootstrap runs on a VM that is still booting. */
+  stateWatchIntervalMs: number
   sshKeyUid: string
   identityFile: string
   configDir: string

@@ -4,6 +4,10 @@
  *   (nothing) --register--> registered --deploy--> deployed --wait-running--> running
  *             --install--> bootstrapped --shim-start--> ready
  *
+ * With bootstrap, a deployed VM becomes `booting` instead: its state is watched (wait-running.ts), and install
+ * starts from it as soon as the state carries an address, while wait-running goes on alongside until the state
+ * says running. The watch travels with the stages until the VM is ready.
+ *
  * An adopted VM (an existing one with the same --name) enters the chain at the stage it is
  * already in, and the phases before it are reported as skipped.
  *
@@ -14,6 +18,7 @@
 import type {Marker, ShimRun} from '../bootstrap/runner.js'
 import type {Offer, PhaseResult} from '../contract.js'
 import type {HostKey, SshSession} from '../ssh/session.js'
+import type {StateWatch} from './wait-running.js'
 
 /**
  * The workload this run holds for a VM, and whether the run created it or adopted an existing one. The one
@@ -45,6 +50,12 @@ export interface Deployed extends Priced {
   kind: 'deployed'
 }
 
+/** Deployed, not yet running, its state watched: the bootstrap may start once the state carries an address. */
+export interface Booting extends Priced {
+  kind: 'booting'
+  watch: StateWatch
+}
+
 export interface Endpoint {
   host: string
   port: number
@@ -63,6 +74,8 @@ export interface Bootstrapped extends Priced {
   marker: Marker
   /** A VM found bootstrapped ran the shim phase's remote part in the same call (null: shim-start runs it). */
   shimRun: ShimRun | null
+  /** The state watch of a VM that was still booting when its bootstrap began (null: it was running already). */
+  watch: StateWatch | null
 }
 
 export interface Ready extends Omit<Bootstrapped, 'kind'> {
@@ -70,7 +83,7 @@ export interface Ready extends Omit<Bootstrapped, 'kind'> {
   shimVersion: string
 }
 
-export type Stage = Bootstrapped | Deployed | Ready | Registered | Running
+export type Stage = Booting | Bootstrapped | Deployed | Ready | Registered | Running
 
 /** One VM of a run: its claim, its latest stage, and how each phase went. */
 export class VmTrack {

@@ -22,8 +22,10 @@ import {register} from './register.js'
 import {vmResult} from './result.js'
 import type {RunContext, UpRequest} from './run-context.js'
 import {RunDeadline} from './deadline.js'
-import {type Stage, VmTrack} from './stages.js'
-import {waitRunning} from './wait-running.js'
+import {benchSerialPath} from './bench-serial-path.js'
+import {PhaseRecorder} from './phase-recorder.js'
+import {type Booting, type Stage, VmTrack} from './stages.js'
+import {StateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
@@ -58,6 +60,8 @@ export interface UpOptions {
     pullRetryDelayMs: number
     shim: boolean
     shimHealthTimeoutMs: number
+    /** How often the state is read while the bootstrap runs on a VM that is still booting. */
+    stateWatchIntervalMs: number
   } | null
   json: boolean
   signal: AbortSignal
@@ -85,9 +89,10 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT; waiting for capacity holds it (see deadline.ts). Clean-up runs on a
   // client without this signal, with its own budget.
+  const startedAt = Date.now()
   const deadline = new RunDeadline(
     options.timeoutMs,
-    Date.now() + (options.capacity?.waitMs ?? 0),
+    startedAt + (options.capacity?.waitMs ?? 0),
     () =>
       new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {
         hint: 'raise --timeout, or check the network',
@@ -95,7 +100,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   )
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal])
-    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, options)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
     const errors = await provision(ctx, tracks, options)
@@ -115,6 +120,7 @@ async function prepare(
   cleanupClient: TargonClient,
   signal: AbortSignal,
   deadline: RunDeadline,
+  startedAt: number,
   options: UpOptions,
 ): Promise<RunContext> {
   const inventory = await client.inventory()
@@ -139,6 +145,7 @@ async function prepare(
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
   const bootstrap = options.bootstrap && {
     params: {
+      benchSerialPath: benchSerialPath(),
       dstackVersion: options.bootstrap.dstackVersion,
       gpuTest: options.bootstrap.gpuTest,
       pullRetryDelayMs: options.bootstrap.pullRetryDelayMs,
@@ -161,6 +168,8 @@ async function prepare(
     org,
     resource: options.resource,
     sshKeyUid,
+    startedAt,
+    stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? 5000,
     ttlMs: options.ttlMs,
     maxCostUsd: options.maxCostUsd,
   }
@@ -189,14 +198,19 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
   await runPhases(
     tracks,
     phases.map((phase) => ({
-      run: (track: VmTrack, onEvent: (event: StepEvent) => void, report: Report) =>
-        timed(track, phase, () => runPhase(ctx, track, phase, onEvent, report)),
+      // With bootstrap, wait-running goes on alongside install and shim-start (see wait-running.ts).
+      alongside: phase === 'wait-running' && ctx.request.bootstrap !== null,
+      run: (track: VmTrack, onEvent: (event: StepEvent) => void, report: Report) => {
+        const recorder = new PhaseRecorder(phase, ctx.request.startedAt, substeps[phase])
+        return timed(track, recorder, () => runPhase(ctx, track, phase, recorder.relay(onEvent), recorder, report))
+      },
       substeps: substeps[phase],
       title: phase,
     })),
     {
       concurrency: Math.min(options.count, 16),
-      onFailure: (track, error) => errors.set(track, error),
+      // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
+      onFailure: (track, error) => errors.has(track) || errors.set(track, error),
       silent: options.json,
       vmTitle: (track) => track.title,
     },
@@ -205,14 +219,13 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
 }
 
 /** Times a phase and records how it went. */
-async function timed(track: VmTrack, name: PhaseName, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
-  const started = Date.now()
+async function timed(track: VmTrack, recorder: PhaseRecorder, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
   try {
     const status = await work()
-    track.phases.push({duration_ms: Date.now() - started, name, status})
+    track.phases.push(recorder.result(status))
     return status
   } catch (error) {
-    track.phases.push({duration_ms: Date.now() - started, name, status: 'failed'})
+    track.phases.push(recorder.result('failed'))
     throw error
   }
 }
@@ -223,6 +236,7 @@ async function runPhase(
   track: VmTrack,
   phase: PhaseName,
   onEvent: (event: StepEvent) => void,
+  recorder: PhaseRecorder,
   report: Report,
 ): Promise<'done' | 'skipped'> {
   const {stage} = track
@@ -241,20 +255,44 @@ async function runPhase(
 
     case 'wait-running': {
       if (stage?.kind === 'running') return 'skipped'
-      track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
+      if (!bootstrap) {
+        track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
+        return 'done'
+      }
+
+      // Alongside the bootstrap, which moves the stage on: this phase only ends when the state says running.
+      const watch = stage?.kind === 'bootstrapped' || stage?.kind === 'ready' ? stage.watch : booting(ctx, track).watch
+      if (!watch) return 'skipped'
+      await watch.running
       return 'done'
     }
 
     case 'install': {
-      track.stage = await install(ctx, expectStage(stage, 'running'), expectBootstrap(bootstrap), onEvent)
+      const from = stage?.kind === 'running' ? stage : booting(ctx, track)
+      track.stage = await install(ctx, from, expectBootstrap(bootstrap), onEvent, () => recorder.restart())
+      if (!bootstrap?.shim) track.stage.watch?.bootstrapDone()
       return 'done'
     }
 
     case 'shim-start': {
       track.stage = await startShim(ctx, expectStage(stage, 'bootstrapped'), expectBootstrap(bootstrap), onEvent)
+      track.stage.watch?.bootstrapDone()
       return 'done'
     }
   }
+}
+
+/**
+ * A deployed VM's booting stage, its state watched: made by whichever of wait-running and install, which start
+ * together, comes first.
+ */
+function booting(ctx: RunContext, track: VmTrack): Booting {
+  const {stage} = track
+  if (stage?.kind === 'booting') return stage
+  const deployed = expectStage(stage, 'deployed')
+  const next: Booting = {...deployed, kind: 'booting', watch: new StateWatch(ctx, deployed.claim, {bootstrapping: true})}
+  track.stage = next
+  return next
 }
 
 function isKind<K extends Stage['kind']>(stage: Stage | undefined, kind: K): stage is Extract<Stage, {kind: K}> {

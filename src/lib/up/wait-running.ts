@@ -1,68 +1,193 @@
 /**
- * The wait-running phase: poll the state until the VM runs with an address, fast at first and
- * then backing off. Only a terminal state or the deadline ends the wait: rate limits and other
- * transient API errors just delay the next poll.
+ * The wait-running phase and the state watch behind it: the VM's state is polled, fast at first and then backing
+ * off, until it says running. With bootstrap, the bootstrap does not wait for that: it starts as soon as the state
+ * carries an address (a VM often answers SSH while Targon still says provisioning), and the watch goes on alongside
+ * at a low rate (TARGON_STATE_WATCH_INTERVAL) until the bootstrap is done and the state says running, so that a VM
+ * that turns to error still fails the run. Only a terminal state, the wait-running bound or the end of the run stops
+ * it: rate limits and other transient API errors just delay the next poll.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
+
 import {withConsoleTail} from '../logs/logs.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError, abortError} from '../shell/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
-import {pollDelay, pollUntil} from '../targon/wait.js'
+import {isTransient, pollDelay} from '../targon/wait.js'
 import type {RunContext} from './run-context.js'
-import type {Claim, Deployed, Running} from './stages.js'
+import type {Claim, Deployed, Endpoint, Running} from './stages.js'
 
 /** How long a VM may take to run (within the run's --timeout): GPU VMs can take many minutes to boot. */
-const WAIT_RUNNING_MS = 20 * 60_000
+export const WAIT_RUNNING_MS = 20 * 60_000
 
+/** --no-bootstrap: wait until the VM runs with an address. */
 export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
-  try {
-    return await untilRunning(ctx, deployed)
-  } catch (error) {
-    // A VM that errors or never runs: its console says why (read without the run's signal, which may have expired).
-    throw await withConsoleTail(ctx.cleanupClient, ctx.request.org, deployed.claim, error)
+  const watch = new StateWatch(ctx, deployed.claim, {bootstrapping: false})
+  return {...deployed, endpoint: await watch.running, kind: 'running'}
+}
+
+/** A promise with its settle functions; settled once, later calls are ignored. */
+class Deferred<T> {
+  readonly promise: Promise<T>
+  resolve!: (value: T) => void
+  reject!: (error: unknown) => void
+
+  constructor() {
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+    // Nobody may be waiting for it when it fails (e.g. the address of a VM that errored before it had one).
+    this.promise.catch(() => undefined)
   }
 }
 
-async function untilRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
-  const {claim} = deployed
-  const started = Date.now()
-  let last = claim.status
-  const endpoint = await pollUntil(
-    async () => {
-      let state
-      try {
-        state = await ctx.client.getWorkloadState(ctx.request.org, claim.uid)
-      } catch (error) {
-        if (error instanceof TargonError && error.code === 'NOT_FOUND') throw goneError(claim)
-        throw error
-      }
+/** Watches one deployed VM's state from deploy until it runs and, with bootstrap, until the bootstrap is done. */
+export class StateWatch {
+  /** Aborted as soon as the VM fails (error, suspended, deleted, not running in time): stops its bootstrap. */
+  private readonly failure = new AbortController()
+  /** The failure as reported, once its console's last lines are read. */
+  private reported: Promise<unknown> | undefined
+  /** Ends the polling (after a failure, or once nothing needs the state any more). */
+  private readonly halt = new AbortController()
+  private readonly addressed = new Deferred<Endpoint>()
+  private readonly ran = new Deferred<Endpoint>()
+  private readonly started = Date.now()
+  private bootstrapping: boolean
+  private hasAddress = false
+  private isRunning = false
+  private last: string
 
-      last = workloadStatus({state})
-      claim.status = last
-      if (last === 'running' && state.public_ip && state.ssh_port) return {host: state.public_ip, port: state.ssh_port}
-      if (last === 'deleted') throw goneError(claim)
-      if (last === 'error' || last === 'suspended') {
-        throw new TargonError('API_ERROR', `${claim.name} went to state ${last}${state.message ? `: ${state.message}` : ''}`, {
-          hint: 'try another offer or run again later',
-          resource: {name: claim.name, uid: claim.uid},
-        })
-      }
-
-      return undefined
-    },
-    {deadline: Math.min(ctx.deadline.at, started + WAIT_RUNNING_MS), delayMs: pollDelay, signal: ctx.signal},
-  )
-  if (!endpoint) {
-    throw new TargonError(
-      'TIMEOUT',
-      `${claim.name} was not running after ${Math.round((Date.now() - started) / 1000)} s in wait-running (last status: ${last})`,
-      {
-        hint: 'raise --timeout, or try another offer',
-        resource: {name: claim.name, uid: claim.uid},
-      },
-    )
+  constructor(
+    private readonly ctx: RunContext,
+    private readonly claim: Claim,
+    options: {bootstrapping: boolean},
+  ) {
+    this.bootstrapping = options.bootstrapping
+    this.last = claim.status
+    void this.poll()
   }
 
-  return {...deployed, endpoint, kind: 'running'}
+  /** The first address the state carries, even while it still says provisioning. */
+  get address(): Promise<Endpoint> {
+    return this.addressed.promise
+  }
+
+  /** The address once the state says running. */
+  get running(): Promise<Endpoint> {
+    return this.ran.promise
+  }
+
+  /** Aborts as soon as the VM fails. */
+  get signal(): AbortSignal {
+    return this.failure.signal
+  }
+
+  /** The bootstrap is done: poll at the normal rate again until the state says running, then stop. */
+  bootstrapDone(): void {
+    this.bootstrapping = false
+    if (this.isRunning) this.halt.abort()
+  }
+
+  /** The bootstrap failed for a reason of its own: stop watching, and let wait-running report the same error. */
+  abandon(error: unknown): void {
+    this.ran.reject(error)
+    this.addressed.reject(error)
+    this.halt.abort()
+  }
+
+  /**
+   * The VM's failure, if it failed, as reported. A bootstrap that lost its VM (SSH dropped, a command failed) asks
+   * with `fresh` to read the state once more first, so that it reports the VM's error rather than its own.
+   */
+  async failed(fresh = false): Promise<unknown> {
+    if (fresh && !this.halt.signal.aborted) {
+      try {
+        await this.observe()
+      } catch {
+        // The API could not say: the bootstrap's own error stands.
+      }
+    }
+
+    return this.reported
+  }
+
+  private async poll(): Promise<void> {
+    const sleeping = AbortSignal.any([this.ctx.signal, this.halt.signal])
+    for (let poll = 0; !this.halt.signal.aborted && !this.ctx.signal.aborted; poll++) {
+      // While the bootstrap runs on a VM with an address, the state only has to say that it did not fail.
+      let delay = this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : pollDelay(poll, Date.now() - this.started)
+      try {
+        await this.observe()
+      } catch (error) {
+        if (this.ctx.signal.aborted) break
+        if (!isTransient(error)) return this.fail(error)
+        const retryAfter = (error as TargonError).details?.retry_after_ms
+        if (typeof retryAfter === 'number') delay = Math.max(delay, retryAfter)
+      }
+
+      if (this.halt.signal.aborted) return
+      if (!this.isRunning && Date.now() + delay > Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)) {
+        const waited = Math.round((Date.now() - this.started) / 1000)
+        return this.fail(
+          new TargonError('TIMEOUT', `${this.claim.name} was not running after ${waited} s in wait-running (last status: ${this.last})`, {
+            hint: 'raise --timeout, or try another offer',
+            resource: {name: this.claim.name, uid: this.claim.uid},
+          }),
+        )
+      }
+
+      await sleep(delay, undefined, {signal: sleeping}).catch(() => undefined)
+    }
+
+    if (this.ctx.signal.aborted) this.abandon(abortError(this.ctx.signal))
+  }
+
+  /** One read of the state: settles the address and running, or fails on a terminal state. */
+  private async observe(): Promise<void> {
+    const {claim} = this
+    let state
+    try {
+      state = await this.ctx.client.getWorkloadState(this.ctx.request.org, claim.uid)
+    } catch (error) {
+      if (error instanceof TargonError && error.code === 'NOT_FOUND') return this.fail(goneError(claim))
+      throw error
+    }
+
+    if (this.halt.signal.aborted) return
+    this.last = workloadStatus({state})
+    claim.status = this.last
+    if (this.last === 'deleted') return this.fail(goneError(claim))
+    if (this.last === 'error' || this.last === 'suspended') {
+      return this.fail(
+        new TargonError('API_ERROR', `${claim.name} went to state ${this.last}${state.message ? `: ${state.message}` : ''}`, {
+          hint: 'try another offer or run again later',
+          resource: {name: claim.name, uid: claim.uid},
+        }),
+      )
+    }
+
+    if (!state.public_ip || !state.ssh_port) return
+    const endpoint = {host: state.public_ip, port: state.ssh_port}
+    this.hasAddress = true
+    this.addressed.resolve(endpoint)
+    if (this.last !== 'running') return
+    this.isRunning = true
+    this.ran.resolve(endpoint)
+    if (!this.bootstrapping) this.halt.abort()
+  }
+
+  /** The VM failed: stop its bootstrap at once, and report the error with its console's last lines. */
+  private fail(error: unknown): void {
+    if (this.halt.signal.aborted) return
+    this.halt.abort()
+    this.failure.abort(error)
+    // Read without the run's signal, which may have expired.
+    this.reported = withConsoleTail(this.ctx.cleanupClient, this.ctx.request.org, this.claim, error)
+      .catch(() => error)
+      .then((full) => {
+        this.abandon(full)
+        return full
+      })
+  }
 }
 
 function goneError(claim: Claim): TargonError {
