@@ -1,4 +1,8 @@
-import {defineConfig} from 'vitest/config'
+import {configDefaults, defineConfig} from 'vitest/config'
+
+// The files that must run alone: 16 simulated VMs at once (their timing would starve the others on 2 cores), and
+// a global npm install.
+const ALONE = ['test/e2e/scale.test.ts', 'test/e2e/package.test.ts']
 
 export default defineConfig({
   // As in the bundle (scripts/build.mjs): a shell script is imported as its text.
@@ -6,13 +10,24 @@ export default defineConfig({
     {name: 'shell-script-text', transform: (code, id) => (id.endsWith('.sh') ? `export default ${JSON.stringify(code)}` : undefined)},
   ],
   test: {
-    include: ['test/**/*.test.ts'],
     pool: 'forks',
-    // One file at a time: the timing-sensitive scenarios (signals, boots) must not compete with 16 simulated VMs.
-    maxWorkers: 1,
     globalSetup: ['./test/helpers/prerequisites.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        // Two files at a time: most of a scenario's time is spent waiting on timers, boots and sshd, not on the CPU.
+        test: {
+          name: 'shared',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...ALONE],
+          maxWorkers: 2,
+          sequence: {groupOrder: 0},
+        },
+      },
+      {extends: true, test: {name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}}},
+    ],
   },
 })
