@@ -11,11 +11,12 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
+import {prose} from '../lib/shell/output.js'
 
 export default class Cp extends BaseCommand<typeof Cp> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
 
-  static description = `One side is VM:PATH (a name, uid or --name label, then a colon), the other a local path; a colon
+  static description = prose(`One side is VM:PATH (a name, uid or --name label, then a colon), the other a local path; a colon
 after a slash does not count (./a:b is local). :PATH with no VM means every running VM of --fleet (or the VMs of
 --vms); downloading from several VMs writes DEST/<vm>/<name>, so no VM overwrites another. Directories are copied
 recursively, with their file modes. As with scp: into an existing directory under the source's name, else to the
@@ -23,7 +24,7 @@ new name given; a DEST ending in "/" must be an existing directory. An empty PAT
 Runs over SFTP with the VM's pinned host key (a changed key refuses). Symbolic links inside a tree are skipped with
 a warning, never followed; a listed name with "/" or ".." is refused; nothing is written outside the destination.
 Each file is written under a temporary name and renamed once whole. Exit 0 only when every file was copied on every
-VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped).`
+VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped).`)
 
   static examples = [
     {command: '<%= config.bin %> cp ./data worker1:/home/ubuntu/', description: 'Upload a directory into the home of VM worker1'},

@@ -9,7 +9,7 @@ import {validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {resolveOrg} from '../lib/settings/org.js'
-import {countOf, dash, renderTable} from '../lib/shell/output.js'
+import {countOf, dash, renderTable, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -19,7 +19,7 @@ import type {DownResult} from '../lib/contract.js'
 export default class Down extends BaseCommand<typeof Down> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
-  static description = `Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
+  static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
 (--all, --fleet, --older-than, --over-cost, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
 explicitly are always deleted, and a name or uid that matches nothing exits 4. On a terminal, bulk deletion asks
 first, with --json too (skip with --yes); without a terminal (cron) it proceeds.
@@ -33,7 +33,7 @@ reports it as left-registered; --wake-registered deploys it briefly so that it c
 Each VM's deletion has a budget of ${CLEANUP_BUDGET_MS / 60_000} minutes (a wake-then-delete included). Ctrl-C or SIGTERM starts no
 further deletion and lets those under way finish within that budget, then exits 130 (143) with per-VM results; a
 second one exits at once and names what still bills. Exit code 0 only when nothing selected still bills; 11
-otherwise, with a per-VM result.`
+otherwise, with a per-VM result.`)
 
   static examples = [
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},

@@ -10,15 +10,16 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {ExecResult} from '../lib/contract.js'
+import {prose} from '../lib/shell/output.js'
 
 export default class Exec extends BaseCommand<typeof Exec> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
 
-  static description = `Opens one SSH connection per VM (user ubuntu, the project key, the VM's pinned host key; a changed key
+  static description = prose(`Opens one SSH connection per VM (user ubuntu, the project key, the VM's pinned host key; a changed key
 refuses) and runs the command there, at most --parallel VMs at once. Each output line is prefixed with the VM's
 name; lines of different VMs never interleave (remote stderr goes to stderr). Without --vms, every running VM of the
 fleet. Exit 0 when the command exits 0 everywhere; otherwise exit 12 (REMOTE_COMMAND_FAILED) with per-VM results:
-exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json shows them for every VM).`
+exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json shows them for every VM).`)
 
   static examples = [
     {command: '<%= config.bin %> exec --fleet train -- nvidia-smi -L', description: 'Every running VM of fleet "train"'},

@@ -9,14 +9,15 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {LogsResult} from '../lib/contract.js'
+import {prose} from '../lib/shell/output.js'
 
 export default class Logs extends BaseCommand<typeof Logs> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
 
-  static description = `Reads the console log that Targon keeps for the VM (type serial) and prints it to stdout, one line
+  static description = prose(`Reads the console log that Targon keeps for the VM (type serial) and prints it to stdout, one line
 per line. --tail keeps the last lines; --follow keeps reading every ${FOLLOW_INTERVAL_MS / 1000} s and prints new lines as they come,
 until the VM is deleted or Ctrl-C (exit 130). A name or uid that matches nothing exits 4. Works for any VM of the org,
-also one that is crashed or still provisioning.`
+also one that is crashed or still provisioning.`)
 
   static examples = [
     {command: '<%= config.bin %> logs tcli-default-k3v9x2qa', description: 'The whole console log'},

@@ -3,15 +3,15 @@ import {Flags} from '@oclif/core'
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
-import {dash, gib, renderTable, usd} from '../lib/shell/output.js'
+import {dash, gib, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parsePrice} from '../lib/shell/input.js'
 import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
 
 export default class Offers extends BaseCommand<typeof Offers> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'
 
-  static description = `Reads the public inventory (no API key needed). Prices are USD per hour for the whole VM.
-By default only offers with capacity available now are shown, cheapest first.`
+  static description = prose(`Reads the public inventory (no API key needed). Prices are USD per hour for the whole VM.
+By default only offers with capacity available now are shown, cheapest first.`)
 
   static examples = [
     {command: '<%= config.bin %> offers', description: 'All GPU VM offers available now, cheapest first'},

@@ -20,14 +20,15 @@ import {
 } from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
+import {prose} from '../lib/shell/output.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
 
-  static description = `Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's
+  static description = prose(`Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's
 pinned host key (StrictHostKeyChecking=yes; ~/.ssh/known_hosts is never touched). The address is refreshed from
 the API on every call. With a command, targon exits with the remote exit code (255 is ssh's own error).
--L, -R, -D and -N pass OpenSSH's port forwarding through, e.g. for a notebook or a dashboard on the VM.`
+-L, -R, -D and -N pass OpenSSH's port forwarding through, e.g. for a notebook or a dashboard on the VM.`)
 
   static examples = [
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},

@@ -5,7 +5,7 @@ import {BaseCommand} from '../lib/shell/base-command.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
 import {resolveOrg} from '../lib/settings/org.js'
-import {countOf, dash, renderTable, usd} from '../lib/shell/output.js'
+import {countOf, dash, renderTable, usd, prose} from '../lib/shell/output.js'
 import {formatDuration} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -15,9 +15,9 @@ import {runStatus} from '../lib/status/status.js'
 export default class Status extends BaseCommand<typeof Status> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
 
-  static description = `What the API says, enriched with local state. By default the VMs this tool created in one fleet
+  static description = prose(`What the API says, enriched with local state. By default the VMs this tool created in one fleet
 (the configured fleet, else "${DEFAULT_FLEET}"). Drift is flagged: a local record whose VM is gone (local-only), or a VM
-of this tool with no local record (server-only, e.g. created on another machine).`
+of this tool with no local record (server-only, e.g. created on another machine).`)
 
   static examples = [
     {command: '<%= config.bin %> status', description: 'VMs of the default fleet'},

@@ -6,7 +6,7 @@ import {BaseCommand} from '../lib/shell/base-command.js'
 import {usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
-import {dash, renderTable, usd} from '../lib/shell/output.js'
+import {dash, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -19,18 +19,21 @@ const DEFAULT_TIMEOUT = '60m'
 export default class Up extends BaseCommand<typeof Up> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'
 
-  static description = `Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
-project SSH key with the org (once), creates and deploys the VM and waits until it runs, then installs Docker and the NVIDIA Container Toolkit over
-SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is missing, the dstack-shim
-binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack shim.
-Phases: register, deploy, wait-running, install, shim-start.
+  static description = prose(`Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
+project SSH key with the org (once), creates and deploys the VM, then installs Docker and the NVIDIA Container
+Toolkit over SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is
+missing, the dstack-shim binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack
+shim. SSH is tried as soon as the VM's state carries an address, even while it still says provisioning; the state is
+watched meanwhile, and the VM counts as up only once it also says running.
+
+Phases: register, deploy, wait-running (alongside install and shim-start), install, shim-start.
 
 If anything fails or a signal arrives (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT), what this run created is deleted
 (--on-failure auto) and followed until it no longer bills; a signal then exits 128 + its number (130 for Ctrl-C).
 That clean-up has its own budget of ${CLEANUP_BUDGET_MS / 60_000} minutes per VM, not bounded by --timeout, so that a suspended or crashed
 VM can be woken and deleted (Targon deletes only a running VM). A registered workload whose DELETE Targon refuses
 does not run; it is named in the output, and targon down retries it. Re-running with the same --name adopts the
-existing VM instead of creating a second one.`
+existing VM instead of creating a second one.`)
 
   static examples = [
     {command: '<%= config.bin %> up rtx6000b-small --max-price 1.8', description: 'One RTX PRO 6000 Blackwell VM at up to $1.80/h'},

@@ -5,12 +5,13 @@ import {parseKey, setValue} from '../../lib/settings/config-command.js'
 import {usageError} from '../../lib/shell/errors.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
+import {prose} from '../../lib/shell/output.js'
 
 export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'
 
-  static description = `Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
-land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal.`
+  static description = prose(`Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
+land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal.`)
 
   static examples = [
     {command: '<%= config.bin %> config set max-price 1.8', description: 'A default price cap for targon up'},

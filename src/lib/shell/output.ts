@@ -38,3 +38,15 @@ export function gib(mib: number | null): string {
 export function countOf(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`
 }
+
+/**
+ * Help text as written in the source: wrapped at the source's width, paragraphs split by a blank line. oclif keeps
+ * every newline and wraps each line again to the terminal, which leaves ragged lines; this joins each paragraph
+ * into one line for oclif to wrap.
+ */
+export function prose(text: string): string {
+  return text
+    .split(/\n\s*\n/)
+    .map((paragraph) => paragraph.trim().replace(/\s*\n\s*/g, ' '))
+    .join('\n\n')
+}
