@@ -8,10 +8,9 @@
 import {type ChildProcess} from 'node:child_process'
 import {chmodSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {setTimeout as sleep} from 'node:timers/promises'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 
@@ -48,18 +47,6 @@ interface Scenario {
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
 const NO_BOOT = [...UP, '--no-bootstrap']
 const upNoBoot = (ctx: Context, ...extra: string[]) => ctx.targon([...NO_BOOT, ...extra])
-
-/** Waits until `ready` holds, then sends `signal` to the CLI. */
-function signalWhen(ready: () => boolean, signal: NodeJS.Signals = 'SIGINT', extraDelayMs = 0) {
-  return (child: ChildProcess) => {
-    const timer = setInterval(() => {
-      if (!ready()) return
-      clearInterval(timer)
-      setTimeout(() => child.kill(signal), extraDelayMs)
-    }, 50)
-    child.on('close', () => clearInterval(timer))
-  }
-}
 
 const vmCalls = (ctx: Context) => [...ctx.farm.vms.values()].flatMap((vm) => vm.calls())
 
@@ -713,14 +700,6 @@ const scenarios: Scenario[] = [
     },
   },
 ]
-
-async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached')
-    await sleep(50)
-  }
-}
 
 describe('fault matrix', () => {
   let ctx: Context | undefined

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli} from '../helpers/cli.js'
+import {type CliOptions, parseJson, runCli, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -15,14 +15,6 @@ async function upOne(): Promise<{uid: string; name: string}> {
   const up = await targon([...UP, '--json'])
   expect(up.code, up.stdout + up.stderr).toBe(0)
   return parseJson(up).data.vms[0]
-}
-
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe('targon logs', () => {

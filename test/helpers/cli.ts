@@ -81,13 +81,13 @@ export function parseJson<T = Record<string, any>>(result: CliResult): T {
   return doc as T
 }
 
-/** For onSpawn: sends `signal` to the CLI once `ready` holds. */
-export function signalWhen(ready: () => boolean, signal: NodeJS.Signals = 'SIGINT') {
+/** For onSpawn: sends `signal` to the CLI once `ready` holds (and `extraDelayMs` more have passed). */
+export function signalWhen(ready: () => boolean, signal: NodeJS.Signals = 'SIGINT', extraDelayMs = 0) {
   return (child: ChildProcess) => {
     const timer = setInterval(() => {
       if (!ready()) return
       clearInterval(timer)
-      child.kill(signal)
+      setTimeout(() => child.kill(signal), extraDelayMs)
     }, 50)
     child.on('close', () => clearInterval(timer))
   }
