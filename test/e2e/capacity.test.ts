@@ -211,6 +211,59 @@ describe('up --wait', () => {
     await expectNothingBilling()
   })
 
+  it('a VM that fails while others wait is deleted at once, and the wait goes on while --min can still be met', async () => {
+    let failing: string | undefined
+    await setup({
+      provisioning: (workload) => {
+        failing ??= workload.uid
+        return workload.uid === failing ? 'error' : 'normal'
+      },
+    })
+    sim.scheduleCapacity([
+      {atMs: 0, available: 1, offer: 'rtx6000b-small'},
+      {atMs: 8000, available: 1, offer: 'rtx6000b-small'},
+    ])
+    const result = await targon([...UP, '--no-bootstrap', '--count', '2', '--min', '1', '--wait', '1m', '--json'])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.vms).toHaveLength(1)
+    expect(doc.data.failed).toEqual([expect.objectContaining({error: expect.objectContaining({code: 'API_ERROR'}), uid: failing})])
+    // The failed VM was deleted while the other waited (not when the run ended), and the unit it gave back was rented.
+    const deleted = sim.requests('DELETE', `/workloads/${failing}`).at(-1)?.at ?? Infinity
+    const secondCreated = creates()[1]?.at ?? 0
+    expect(deleted).toBeLessThan(secondCreated)
+    expect(doc.data.capacity_wait_s).toBeLessThan(7)
+    await expectNothingBilling()
+  })
+
+  it('stops waiting once failures leave too few VMs for --count, instead of waiting until --wait runs out', async () => {
+    await setup({provisioning: 'error'})
+    sim.scheduleCapacity([{atMs: 0, available: 1, offer: 'rtx6000b-small'}])
+    const started = Date.now()
+    const result = await targon([...UP, '--no-bootstrap', '--count', '2', '--wait', '10m', '--json'])
+    expect(Date.now() - started).toBeLessThan(60_000)
+    expect(result.code, result.stdout + result.stderr).toBe(11)
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('PARTIAL_FAILURE')
+    expect(doc.data.failed.map((failure: {error: {code: string}}) => failure.error.code).sort()).toEqual(['API_ERROR', 'NO_CAPACITY'])
+    expect(creates()).toHaveLength(1)
+    await expectNothingBilling()
+  })
+
+  it('a VM whose create fails gives its unit of capacity back to a VM that waits', async () => {
+    await setup()
+    sim.scheduleCapacity([{atMs: 0, available: 2, offer: 'rtx6000b-small'}])
+    sim.inject({body: JSON.stringify({error: 'bad request'}), method: 'POST', path: /\/workloads$/, status: 400, times: 1})
+    const result = await targon([...UP, '--no-bootstrap', '--count', '3', '--min', '2', '--wait', '20s', '--json'])
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data.vms).toHaveLength(2)
+    expect(doc.data.failed).toHaveLength(1)
+    // The third VM did not wait until --wait ran out for a unit the failed create had taken.
+    expect(doc.data.capacity_wait_s).toBeLessThan(15)
+    await expectNothingBilling()
+  })
+
   it('exits 130 on Ctrl-C during the wait, having created nothing', async () => {
     await setup()
     sim.scheduleCapacity([soldOut()])

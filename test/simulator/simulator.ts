@@ -77,6 +77,8 @@ export interface SimulatorOptions {
    * the workload turns running once both the boot delay has passed and the VM is up.
    */
   onBoot?: (workload: SimWorkload) => Promise<VmEndpoint>
+  /** The address the state gives once the workload runs, in place of the booted VM's: an address that moves at running. */
+  runningEndpoint?: (workload: SimWorkload, booted: VmEndpoint) => VmEndpoint
   /** Called when a workload is deleted, to stop its simulated VM. */
   onDeleted?: (workload: SimWorkload) => Promise<void> | void
   /** How GET …/logs answers: text/plain (as documented, the default) or JSON `{logs: "..."}`. */
@@ -181,8 +183,8 @@ class TextBody {
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted'>> &
-    Pick<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted'>
+  readonly options: Required<Omit<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
+    Pick<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
   readonly projects = new Map<string, {uid: string; org: string; name: string}>()
@@ -879,7 +881,7 @@ export class TargonSimulator {
       }
 
       if (!workload.boot?.endpoint) return
-      workload.endpoint = workload.boot.endpoint
+      workload.endpoint = this.options.runningEndpoint?.(workload, workload.boot.endpoint) ?? workload.boot.endpoint
     }
 
     workload.status = 'running'

@@ -37,6 +37,9 @@ export interface CapacityWatchOptions {
   clock: WaitClock
 }
 
+/** Whoever holds a unit of capacity: one VM of the run. */
+export type Holder = object
+
 /** One line of progress for a VM that waits. */
 export type Report = (line: string) => void
 
@@ -47,9 +50,11 @@ export class CapacityWatch {
   private misses = 0
   /** Every read, so that a waiter can ask for one newer than what it saw. */
   private reads = 0
-  /** Units handed to VMs whose deploy has not been answered yet, by resource. */
-  private readonly handedOut = new Map<string, number>()
+  /** The unit each VM holds until its deploy is answered (or it fails): VM -> resource. */
+  private readonly holders = new Map<Holder, string>()
   private nextRead: Promise<void> | undefined
+  /** Aborted when the run can no longer succeed: every VM still waiting stops, with the reason. */
+  private readonly stopping = new AbortController()
 
   constructor(
     private readonly client: TargonClient,
@@ -64,11 +69,11 @@ export class CapacityWatch {
    * nothing under the cap could ever be rented (no such offer at all), or when --wait ran out, it throws why, as
    * without --wait: NOT_FOUND, PRICE_CAP_EXCEEDED or NO_CAPACITY.
    */
-  async offer(report: Report): Promise<Offer> {
+  async offer(holder: Holder, report: Report): Promise<Offer> {
     const {wanted} = this.options
     if (offersUnderCap(this.offers, wanted).length === 0) throw whyNoOffer(this.offers, wanted)
     const found = await this.waitFor(
-      () => this.take(rentableOffers(this.offers, wanted)),
+      () => this.take(holder, rentableOffers(this.offers, wanted)),
       () => this.status(),
       report,
       0,
@@ -87,12 +92,12 @@ export class CapacityWatch {
    * After a deploy of `resource` was refused for capacity: waits for a read newer than the refusal that lists
    * capacity for it, and takes a unit. False when --wait ran out first.
    */
-  async resource(resource: string, name: string, report: Report): Promise<boolean> {
+  async resource(holder: Holder, resource: string, name: string, report: Report): Promise<boolean> {
     const offer = () => this.offers.find((candidate) => candidate.resource === resource)
     const found = await this.waitFor(
       () => {
         const current = offer()
-        return current && this.take([current])
+        return current && this.take(holder, [current])
       },
       () => {
         const current = offer()
@@ -105,10 +110,17 @@ export class CapacityWatch {
     return found !== undefined
   }
 
-  /** The deploy of a unit handed out for `resource` was answered (accepted or refused): from now on the inventory counts it. */
-  deployAnswered(resource: string): void {
-    const count = this.handedOut.get(resource) ?? 0
-    if (count > 0) this.handedOut.set(resource, count - 1)
+  /**
+   * The holder's deploy was answered (accepted or refused: from now on the inventory counts it), or the holder failed:
+   * its unit, if it holds one, is no longer set aside.
+   */
+  release(holder: Holder): void {
+    this.holders.delete(holder)
+  }
+
+  /** The run can no longer succeed (too many of its VMs failed): the VMs still waiting stop with `reason`. */
+  stop(reason: TargonError): void {
+    this.stopping.abort(reason)
   }
 
   /** A give-up of --wait: the error it would have been without waiting, saying how long the run waited. */
@@ -133,6 +145,7 @@ export class CapacityWatch {
     this.options.clock.hold()
     try {
       for (;;) {
+        this.stopping.signal.throwIfAborted()
         if (Date.now() >= this.options.until) return undefined
         report(status())
         await this.read()
@@ -153,9 +166,13 @@ export class CapacityWatch {
   private async readWhenDue(): Promise<void> {
     const due = this.readAt + capacityPollDelay(this.misses, this.options.floorMs)
     const {signal, until} = this.options
-    await sleep(Math.max(0, Math.min(due, until) - Date.now()), undefined, {signal}).catch(() => {
-      throw abortError(signal)
-    })
+    await sleep(Math.max(0, Math.min(due, until) - Date.now()), undefined, {signal: AbortSignal.any([signal, this.stopping.signal])}).catch(
+      () => {
+        if (signal.aborted) throw abortError(signal)
+        this.stopping.signal.throwIfAborted()
+      },
+    )
+    this.stopping.signal.throwIfAborted()
     // --wait runs out before the next read is due: no read closer than the floor, not even a last one.
     if (due > until) return
     try {
@@ -172,12 +189,12 @@ export class CapacityWatch {
     }
   }
 
-  /** The first offer with a unit not yet handed out, taken. */
-  private take(offers: Offer[]): Offer | undefined {
-    const offer = offers.find(
-      (candidate) => candidate.available === null || candidate.available > (this.handedOut.get(candidate.resource) ?? 0),
-    )
-    if (offer) this.handedOut.set(offer.resource, (this.handedOut.get(offer.resource) ?? 0) + 1)
+  /** The first offer with a unit not yet set aside for another VM, taken by `holder` (which gives up any it held). */
+  private take(holder: Holder, offers: Offer[]): Offer | undefined {
+    this.release(holder)
+    const held = (resource: string) => [...this.holders.values()].filter((each) => each === resource).length
+    const offer = offers.find((candidate) => candidate.available === null || candidate.available > held(candidate.resource))
+    if (offer) this.holders.set(holder, offer.resource)
     return offer
   }
 

@@ -23,6 +23,7 @@ export interface ConnectOptions {
   privateKey: Buffer
   /** The pinned key; undefined means trust on first use. */
   pinned?: string
+  /** Epoch ms after which no new attempt starts; read before each attempt, so a getter may move it. */
   deadline: number
   signal?: AbortSignal
   onRetry?: (reason: string) => void

@@ -9,7 +9,7 @@ import {readFileSync} from 'node:fs'
 
 import {type StepEvent, runInstall, runShim} from '../bootstrap/runner.js'
 import {withConsoleTail} from '../logs/logs.js'
-import {readPin, writePin} from '../ssh/pins.js'
+import {hostKeyAlias, readPin, writePin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'
 import type {RunContext} from './run-context.js'
 import type {Booting, Bootstrapped, Ready, Running} from './stages.js'
@@ -52,8 +52,17 @@ async function installAt(
   const {configDir, org} = ctx.request
   const pinned = readPin(configDir, claim.uid)
   let retries = 0
+  // While the VM boots, SSH may take as long as booting may; once the state says running, SSH_WAIT_MS more at most.
+  let deadline = Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0))
+  void watch?.running.then(
+    () => (deadline = Math.min(deadline, Date.now() + SSH_WAIT_MS)),
+    () => undefined,
+  )
   const ssh = await SshSession.open({
-    deadline: Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0)),
+    // Read on every attempt, so that it moves in once the VM runs.
+    get deadline() {
+      return deadline
+    },
     host: endpoint.host,
     maxRetryDelayMs: SSH_RETRY_MAX_MS,
     // Refusals are expected while the VM boots: said once, not on every attempt.
@@ -73,7 +82,7 @@ async function installAt(
       writePin(configDir, claim.uid, endpoint.host, endpoint.port, hostKey.key)
       ctx.state.updateVm(org, claim.name, {
         host_key: {
-          alias: `targon-${claim.uid}`,
+          alias: hostKeyAlias(claim.uid),
           fingerprint: hostKey.fingerprint,
           host: endpoint.host,
           key: hostKey.key,

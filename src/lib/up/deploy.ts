@@ -18,14 +18,13 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
   const refusals: TargonError[] = []
   let current = registered
   for (;;) {
-    const outcome = await deployOnce(ctx, current)
-    if (current.resource !== null) ctx.capacity?.deployAnswered(current.resource)
+    const outcome = await deployOnce(ctx, current).finally(() => ctx.capacity?.release(track))
     if (!(outcome instanceof TargonError)) return outcome
     refusals.push(outcome)
     // Another workload in its place would leave this one registered (Targon refuses to delete it): wait for its offer.
     if (ctx.capacity && outcome.code === 'NO_CAPACITY' && current.resource !== null) {
       ctx.warn(`${current.resource} refused ${current.claim.name} for capacity (${outcome.message}); waiting to deploy it again`)
-      if (await ctx.capacity.resource(current.resource, current.claim.name, report)) continue
+      if (await ctx.capacity.resource(track, current.resource, current.claim.name, report)) continue
       throw ctx.capacity.ranOut(allRefused(refusals))
     }
 

@@ -19,7 +19,7 @@ const RECONCILE_MS = 30_000
 
 export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
-  if (label === undefined) return create(ctx, track, await offerToRent(ctx, report), workloadName(fleet))
+  if (label === undefined) return create(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet))
 
   const name = workloadName(fleet, label)
   const existing = await findByName(ctx, name)
@@ -40,13 +40,13 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
     })
   }
 
-  const created = await create(ctx, track, await offerToRent(ctx, report), name)
+  const created = await create(ctx, track, await offerToRent(ctx, track, report), name)
   return (await yieldToOlderTwin(ctx, track, created)) ?? created
 }
 
 /** The cheapest candidate; with --wait, the cheapest with a unit of capacity for this VM, waiting for one if need be. */
-async function offerToRent(ctx: RunContext, report: Report): Promise<Offer> {
-  if (ctx.capacity) return ctx.capacity.offer(report)
+async function offerToRent(ctx: RunContext, track: VmTrack, report: Report): Promise<Offer> {
+  if (ctx.capacity) return ctx.capacity.offer(track, report)
   const offer = ctx.candidates[0]
   if (!offer) throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
   return offer

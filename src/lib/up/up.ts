@@ -17,7 +17,7 @@ import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
 import {install, startShim} from './bootstrap-phases.js'
 import {deploy} from './deploy.js'
-import {keptNote, rollBack} from './failure-policy.js'
+import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {register} from './register.js'
 import {vmResult} from './result.js'
 import type {RunContext, UpRequest} from './run-context.js'
@@ -29,6 +29,7 @@ import {StateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
+import {hostKeyAlias, writePin} from '../ssh/pins.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../shell/version.js'
 import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
@@ -103,9 +104,9 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
     const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
-    const errors = await provision(ctx, tracks, options)
+    const failures = await provision(ctx, tracks, options)
     try {
-      return await settle(ctx, tracks, errors, options)
+      return await settle(ctx, tracks, failures, options)
     } finally {
       for (const track of tracks) track.closeSsh()
     }
@@ -188,9 +189,41 @@ async function prepare(
   return {candidates, capacity, cleanupClient, client, deadline, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
 }
 
-/** Runs the phases of every VM in parallel, with progress; returns the error of each VM that failed. */
-async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions): Promise<Map<VmTrack, unknown>> {
-  const errors = new Map<VmTrack, unknown>()
+/** A VM whose phases failed: the first error (the cause), and its roll-back, started as soon as it failed. */
+interface Failure {
+  error: unknown
+  rollback: Promise<Rollback>
+}
+
+/**
+ * Runs the phases of every VM in parallel, with progress; returns how each VM that failed failed. A failed VM is
+ * rolled back at once rather than when the whole run ends: the others may still wait for capacity for hours, and a
+ * failed VM would bill meanwhile. Once failures leave too few VMs for --count (or --min), waiting for capacity stops.
+ */
+async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions): Promise<Map<VmTrack, Failure>> {
+  const failures = new Map<VmTrack, Failure>()
+  const allowed = options.count - (options.min ?? options.count)
+  const fail = (track: VmTrack, error: unknown) => {
+    // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
+    if (failures.has(track)) return
+    ctx.capacity?.release(track)
+    const rollback = rollBack(ctx, track)
+    rollback.catch(() => undefined)
+    failures.set(track, {error, rollback})
+    if (failures.size > allowed && !ctx.signal.aborted) {
+      const needed = options.min === undefined ? `all ${options.count}` : `--min ${options.min}`
+      ctx.capacity?.stop(
+        new TargonError(
+          'NO_CAPACITY',
+          `stopped waiting for capacity: ${countOf(failures.size, 'VM')} failed, so ${needed} can no longer come up`,
+          {
+            hint: 'see data.failed for the causes',
+          },
+        ),
+      )
+    }
+  }
+
   const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
   const phases = PHASES.filter((phase) =>
     phase === 'install' ? ctx.request.bootstrap !== null : phase === 'shim-start' ? ctx.request.bootstrap?.shim === true : true,
@@ -209,13 +242,35 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
     })),
     {
       concurrency: Math.min(options.count, 16),
-      // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
-      onFailure: (track, error) => errors.has(track) || errors.set(track, error),
+      onFailure: fail,
       silent: options.json,
       vmTitle: (track) => track.title,
     },
   )
-  return errors
+  for (const track of tracks) if (!failures.has(track)) followRunningAddress(ctx, track)
+  return failures
+}
+
+/**
+ * The bootstrap may have used the address the state gave while the VM still said provisioning. Should the state give
+ * another once it says running, what is recorded (the result, the host-key pin, local state) follows the running one:
+ * the host key stays the same, as it is the same VM.
+ */
+function followRunningAddress(ctx: RunContext, track: VmTrack): void {
+  const {stage} = track
+  if (stage?.kind !== 'bootstrapped' && stage?.kind !== 'ready') return
+  const running = stage.watch?.runningEndpoint
+  const used = stage.endpoint
+  if (!running || (running.host === used.host && running.port === used.port)) return
+  const {claim, hostKey} = stage
+  ctx.warn(
+    `${claim.name} moved from ${used.host}:${used.port} to ${running.host}:${running.port} when it started running; using the new address`,
+  )
+  writePin(ctx.request.configDir, claim.uid, running.host, running.port, hostKey.key)
+  ctx.state.updateVm(ctx.request.org, claim.name, {
+    host_key: {alias: hostKeyAlias(claim.uid), fingerprint: hostKey.fingerprint, host: running.host, key: hostKey.key, port: running.port},
+  })
+  track.stage = {...stage, endpoint: running}
 }
 
 /** Times a phase and records how it went. */
@@ -311,29 +366,29 @@ function expectBootstrap(bootstrap: UpRequest['bootstrap']): NonNullable<UpReque
 }
 
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
-async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, unknown>, options: UpOptions): Promise<UpResult> {
+async function settle(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack, Failure>, options: UpOptions): Promise<UpResult> {
   const interrupted = options.signal.aborted
-  const failed = tracks.filter((track) => errors.has(track) || interrupted)
+  const failed = tracks.filter((track) => failures.has(track) || interrupted)
   const succeeded = tracks.filter((track) => !failed.includes(track))
   const keepPartial = !interrupted && options.min !== undefined && succeeded.length >= options.min
   const toRollBack = failed.length === 0 ? [] : keepPartial ? failed : tracks
 
   // Roll back in parallel, as many at once as any deletion: a fleet's clean-up should not take N times one.
-  const outcomes = await mapBounded(toRollBack, MAX_MUTATIONS_IN_FLIGHT, (track) => rollBack(ctx, track))
+  const outcomes = await mapBounded(toRollBack, MAX_MUTATIONS_IN_FLIGHT, (track) => failures.get(track)?.rollback ?? rollBack(ctx, track))
   const attempted = outcomes.some((outcome) => outcome.attempted)
   const results: DeleteResult[] = outcomes.flatMap((outcome) => outcome.results)
   const cleanup: Cleanup | null =
     toRollBack.length === 0
       ? null
       : {attempted, results, survivors: results.filter((result) => result.billing !== false).map((result) => result.uid)}
-  const failures = failed.map((track) => {
-    const error = asTargonError(errors.get(track) ?? options.signal.reason)
+  const failedResults = failed.map((track) => {
+    const error = asTargonError(failures.get(track)?.error ?? options.signal.reason)
     return {error: {code: error.code, message: error.message}, name: track.claim?.name ?? null, uid: track.claim?.uid ?? null}
   })
   const result: UpResult = {
     capacity_wait_s: Math.round(ctx.deadline.waitedMs / 100) / 10,
     cleanup,
-    failed: failures,
+    failed: failedResults,
     leftovers: ctx.leftovers,
     org: ctx.request.org,
     vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track)),
@@ -346,13 +401,13 @@ async function settle(ctx: RunContext, tracks: VmTrack[], errors: Map<VmTrack, u
   if (failed.length === 0 || keepPartial) return result
 
   const data = {...result, vms: tracks.map((track) => vmResult(ctx, track))} as unknown as Record<string, unknown>
-  const first = asTargonError(errors.get(failed[0] as VmTrack) ?? options.signal.reason)
-  const sameCause = failures.every((failure) => failure.error.code === first.code)
+  const first = asTargonError(failures.get(failed[0] as VmTrack)?.error ?? options.signal.reason)
+  const sameCause = failedResults.every((failure) => failure.error.code === first.code)
   const error = interrupted
     ? asTargonError(options.signal.reason)
     : options.count === 1 || (sameCause && succeeded.length === 0)
       ? first
-      : partialFailure(failures.length, options.count, succeeded.length)
+      : partialFailure(failedResults.length, options.count, succeeded.length)
   error.data = data
   const notes = [
     kept,

@@ -54,6 +54,8 @@ export class StateWatch {
   private bootstrapping: boolean
   private hasAddress = false
   private isRunning = false
+  /** The address the state gave once it said running. */
+  private runningAddress: Endpoint | undefined
   private last: string
 
   constructor(
@@ -74,6 +76,11 @@ export class StateWatch {
   /** The address once the state says running. */
   get running(): Promise<Endpoint> {
     return this.ran.promise
+  }
+
+  /** The address once the state said running; undefined before. */
+  get runningEndpoint(): Endpoint | undefined {
+    return this.runningAddress
   }
 
   /** Aborts as soon as the VM fails. */
@@ -125,7 +132,10 @@ export class StateWatch {
       }
 
       if (this.halt.signal.aborted) return
-      if (!this.isRunning && Date.now() + delay > Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)) {
+      const bound = Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)
+      // Not running yet: the last read comes at the bound, however long the interval; the wait fails only after it.
+      if (!this.isRunning) delay = Math.min(delay, Math.max(0, bound - Date.now()))
+      if (!this.isRunning && Date.now() >= bound) {
         const waited = Math.round((Date.now() - this.started) / 1000)
         return this.fail(
           new TargonError('TIMEOUT', `${this.claim.name} was not running after ${waited} s in wait-running (last status: ${this.last})`, {
@@ -171,6 +181,7 @@ export class StateWatch {
     this.addressed.resolve(endpoint)
     if (this.last !== 'running') return
     this.isRunning = true
+    this.runningAddress = endpoint
     this.ran.resolve(endpoint)
     if (!this.bootstrapping) this.halt.abort()
   }
