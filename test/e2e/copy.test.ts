@@ -265,6 +265,31 @@ describe('targon cp', () => {
     expect(tree(clean)).toEqual({trap: 'dir', 'trap/sub': 'dir', 'trap/sub/ok.txt': expect.stringMatching(/ 6[46]4$/)})
   })
 
+  it('takes "." and the home directory as roots, run from a working directory', async () => {
+    const [, , vm] = vms
+    // Download the whole home directory: an empty PATH is the home directory.
+    const cwd = tempDir('targon-cp-cwd-')
+    const home = await targon(['cp', `${vm!.name}:`, './bak', '--json'], {cwd})
+    expect(home.code, home.stdout + home.stderr).toBe(0)
+    expect(parseJson(home).data.results[0]).toMatchObject({destination: './bak', ok: true})
+    expect(readFileSync(join(cwd, 'bak', 'drop', 'top.txt'), 'utf8')).toBe('top\n')
+
+    // Upload the working directory itself.
+    const here = tempDir('targon-cp-here-')
+    mkdirSync(join(here, 'sub'))
+    writeFileSync(join(here, 'sub', 'f.txt'), 'from here\n')
+    const up = await targon(['cp', '.', `${vm!.name}:/home/ubuntu/p`], {cwd: here})
+    expect(up.code, up.stderr).toBe(0)
+    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/p/sub/f.txt')).toBe('from here\n')
+
+    // From a fleet into the working directory: ./<vm>/<name>.
+    const all = tempDir('targon-cp-all-')
+    const fleet = await targon(['cp', ':/home/ubuntu/drop', '.', '--fleet', 'cp'], {cwd: all})
+    expect(fleet.code, fleet.stderr).toBe(0)
+    expect(readdirSync(all).sort()).toEqual(vms.map((each) => each.name).sort())
+    expect(readFileSync(join(all, vm!.name, 'drop', 'top.txt'), 'utf8')).toBe('top\n')
+  })
+
   it('an interrupted copy exits non-zero and leaves no partial file under its final name', async () => {
     const [vm] = vms
     await onVm(vm!, 'truncate -s 400M /home/ubuntu/big.bin && echo small > /home/ubuntu/small.txt')

@@ -1,6 +1,6 @@
 /** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
 import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
-import {dirname, join} from 'node:path'
+import {dirname, join, posix} from 'node:path'
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
@@ -63,6 +63,11 @@ describe('safe joins', () => {
     expect(safeJoin('/dst', 'a/b c/d')).toBe('/dst/a/b c/d')
     expect(safeJoin('/', 'etc')).toBe('/etc')
     expect(safeJoin('out/', 'x')).toBe('out/x')
+    // "." is the working directory (or the home directory on the VM): its paths are the relative parts themselves.
+    expect(safeJoin('.', 'a')).toBe('a')
+    expect(safeJoin('./', 'a/b')).toBe('a/b')
+    expect(safeJoin('.', '')).toBe('.')
+    for (const bad of ['..', '../x', 'a/../../x', '/etc/passwd', './a']) expect(() => safeJoin('.', bad), bad).toThrow(/refusing the path/)
     for (const bad of ['..', '../x', 'a/../../x', '/etc/passwd', 'a//b', './a', 'a/.', 'a/'])
       expect(() => safeJoin('/dst', bad), bad).toThrow(/refusing the path/)
   })
@@ -70,7 +75,7 @@ describe('safe joins', () => {
   it('never yields a path outside the root, whatever the relative part', () => {
     const part = fc.oneof(fc.constantFrom('..', '.', '', '/', 'a', '..a', 'b/..', '\0'), fc.string())
     fc.assert(
-      fc.property(fc.array(part, {maxLength: 6}), fc.constantFrom('/dst', '/dst/', 'dst', '/'), (parts, root) => {
+      fc.property(fc.array(part, {maxLength: 6}), fc.constantFrom('/dst', '/dst/', 'dst', '/', '.', './'), (parts, root) => {
         let joined: string
         try {
           joined = safeJoin(root, parts.join('/'))
@@ -78,8 +83,8 @@ describe('safe joins', () => {
           return true
         }
 
-        const base = root.replace(/\/+$/, '')
-        return joined === root || joined.startsWith(`${base}/`)
+        const inside = posix.relative(posix.resolve('/cwd', root), posix.resolve('/cwd', joined))
+        return joined === root || (inside !== '' && inside !== '..' && !inside.startsWith('../') && !posix.isAbsolute(inside))
       }),
       {numRuns: 2000},
     )
