@@ -1,11 +1,13 @@
 /** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
+import {EventEmitter} from 'node:events'
 import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
 import {dirname, join, posix} from 'node:path'
+import type {SFTPWrapper} from 'ssh2'
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
-import {type Entry, LocalSide, type OpenFile, type Side} from '../../src/lib/copy/sides.js'
+import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/copy/sides.js'
 import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
 import {CopyBar, size} from '../../src/lib/copy/progress.js'
 import {copyTree} from '../../src/lib/copy/tree.js'
@@ -179,7 +181,7 @@ describe('the copy engine, fed a crafted listing', () => {
       join(dest, 'src'),
       'src',
       {
-        lost: () => false,
+        lost: () => null,
       },
     )
     expect(outcome.copied).toEqual(['src/good.txt', 'src/sub/inner.txt'])
@@ -198,6 +200,32 @@ describe('the copy engine, fed a crafted listing', () => {
     expect(readdirSync(join(dest, 'src')).sort()).toEqual(['good.txt', 'sub'])
     expect(readFileSync(join(dest, 'src', 'sub', 'inner.txt'), 'utf8')).toBe('inner')
     expect(existsSync('/x') || existsSync(join(outer, 'escape.txt'))).toBe(false)
+  })
+})
+
+/** Enough of ssh2's SFTP object for RemoteSide: requests that are never answered, and its events. */
+class SilentSftp extends EventEmitter {
+  stat(_path: string, _done: (error: Error | undefined) => void): void {}
+}
+
+describe('the SFTP side', () => {
+  it('turns a fatal SFTP error into failed requests, not a crash', async () => {
+    const sftp = new SilentSftp()
+    const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})
+    const pending = remote.stat('/home/ubuntu/a')
+    // ssh2 emits this on a protocol error; with nobody listening, it would end the process.
+    expect(() => sftp.emit('error', Object.assign(new Error('Malformed DATA packet'), {level: 'sftp-protocol'}))).not.toThrow()
+    await expect(pending).rejects.toThrow('the SFTP session on the VM failed: Malformed DATA packet')
+    await expect(remote.stat('/home/ubuntu/b')).rejects.toThrow('the SFTP session on the VM failed')
+    expect(remote.lostReason).toBe('the SFTP session on the VM failed: Malformed DATA packet')
+  })
+
+  it('fails what is pending when the SFTP channel closes', async () => {
+    const sftp = new SilentSftp()
+    const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})
+    const pending = remote.stat('/home/ubuntu/a')
+    sftp.emit('close')
+    await expect(pending).rejects.toThrow('the SFTP session on the VM ended')
   })
 })
 

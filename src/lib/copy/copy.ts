@@ -137,7 +137,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
       )
       result.destination = spec.direction === 'upload' ? `${name}:${target}` : target
       const outcome = await copyTree(from, to, source, entry, target, rootName, {
-        lost: () => session.closed,
+        lost: () => (session.closed ? 'the SSH connection to the VM was lost' : remote.lostReason),
         onProgress: (progress) => options.onProgress?.(name, progress),
         signal: options.signal,
       })

@@ -32,8 +32,8 @@ export interface TreeOutcome {
 
 export interface TreeOptions {
   signal?: AbortSignal
-  /** True once the connection is gone: nothing more can succeed. */
-  lost: () => boolean
+  /** Why nothing more can succeed (the connection or the SFTP session is gone); null while it works. */
+  lost: () => string | null
   onProgress?: (progress: TreeProgress) => void
 }
 
@@ -115,8 +115,7 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
 
 function stopReason(options: TreeOptions): string | null {
   if (options.signal?.aborted) return 'interrupted'
-  if (options.lost()) return 'the SSH connection to the VM was lost'
-  return null
+  return options.lost()
 }
 
 function within(rel: string, dir: string): boolean {
