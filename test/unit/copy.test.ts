@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
+import {copiedName} from '../../src/lib/copy/copy.js'
 import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/copy/sides.js'
 import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
 import {CopyBar, size} from '../../src/lib/copy/progress.js'
@@ -200,6 +201,19 @@ describe('the copy engine, fed a crafted listing', () => {
     expect(readdirSync(join(dest, 'src')).sort()).toEqual(['good.txt', 'sub'])
     expect(readFileSync(join(dest, 'src', 'sub', 'inner.txt'), 'utf8')).toBe('inner')
     expect(existsSync('/x') || existsSync(join(outer, 'escape.txt'))).toBe(false)
+  })
+})
+
+describe("the copied root's name", () => {
+  /** A side whose realpath answers what a hostile VM could. */
+  const answering = (answer: string): Side => Object.assign(new CraftedSide({}), {realpath: async () => answer})
+
+  it('is the real name for ".", ".." or the home directory, and refuses an answer that is not one plain name', async () => {
+    expect(await copiedName(answering('/home/ubuntu'), '.')).toBe('ubuntu')
+    expect(await copiedName(answering('/srv/data/'), '..')).toBe('data')
+    expect(await copiedName(answering('/ignored'), '/srv/in')).toBe('in')
+    for (const answer of ['..', '../..', '/', '', 'x/..', '.'])
+      await expect(copiedName(answering(answer), '.'), JSON.stringify(answer)).rejects.toThrow(TargonError)
   })
 })
 

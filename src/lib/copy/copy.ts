@@ -177,11 +177,14 @@ function plainMessage(error: unknown): string {
 }
 
 /** The name the copy gets: the source's last component, or its real name for ".", ".." or a home directory. */
-async function copiedName(from: Side, source: string): Promise<string> {
+export async function copiedName(from: Side, source: string): Promise<string> {
   const name = nameOf(source)
   if (!['', '.', '..', '/'].includes(name)) return name
   const real = nameOf(await from.realpath(source))
   if (real === '' || real === '/') throw copyError(`${source}: name a directory below / to copy`)
+  // The VM answers this one: a name such as ".." would place the copy outside the destination.
+  const refused = unsafeName(real)
+  if (refused) throw copyError(`${source}: refused ${refused} as its real name ${from.where}`)
   return real
 }
 
