@@ -4,7 +4,7 @@
  * the VM's side, and interrupted copies. The VMs are deleted at the end and the ledger must show nothing billing.
  */
 import {createHash} from 'node:crypto'
-import {existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -288,6 +288,34 @@ describe('targon cp', () => {
     expect(fleet.code, fleet.stderr).toBe(0)
     expect(readdirSync(all).sort()).toEqual(vms.map((each) => each.name).sort())
     expect(readFileSync(join(all, vm!.name, 'drop', 'top.txt'), 'utf8')).toBe('top\n')
+  })
+
+  it('fails a file that grows while it is copied, and never leaves it under its final name', async () => {
+    const [, vm] = vms
+    const src = tempDir('targon-cp-grow-')
+    writeFileSync(join(src, 'growing.bin'), '')
+    truncateSync(join(src, 'growing.bin'), 200 * 1024 * 1024)
+    const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+    const grown = await targon(['cp', join(src, 'growing.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
+      onSpawn: () => {
+        const timer = setInterval(() => {
+          const part = readdirSync(home).find((name) => name.includes('.targon-part-'))
+          if (part && statSync(join(home, part)).size > 1_000_000) {
+            clearInterval(timer)
+            appendFileSync(join(src, 'growing.bin'), 'more')
+          }
+        }, 20)
+      },
+    })
+    expect(grown.code, grown.stdout).toBe(12)
+    expect(parseJson(grown).data.results[0]).toMatchObject({
+      error: `${join(src, 'growing.bin')}: changed while being copied locally`,
+      failed: [{error: `${join(src, 'growing.bin')}: changed while being copied locally`, path: 'growing.bin'}],
+      files: 0,
+      ok: false,
+    })
+    expect(existsSync(join(home, 'growing.bin'))).toBe(false)
+    expect(readdirSync(home).filter((name) => name.includes('.targon-part-'))).toEqual([])
   })
 
   it('an interrupted copy exits non-zero and leaves no partial file under its final name', async () => {

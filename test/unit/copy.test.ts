@@ -1,6 +1,6 @@
 /** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
 import {EventEmitter} from 'node:events'
-import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {dirname, join, posix} from 'node:path'
 import type {SFTPWrapper} from 'ssh2'
 import fc from 'fast-check'
@@ -240,6 +240,29 @@ describe('the SFTP side', () => {
     const pending = remote.stat('/home/ubuntu/a')
     sftp.emit('close')
     await expect(pending).rejects.toThrow('the SFTP session on the VM ended')
+  })
+})
+
+describe('a file that changes during the copy', () => {
+  it('fails when it grew, and is never left under its final name', async () => {
+    const src = tempDir('targon-cp-grow-')
+    const dest = tempDir('targon-cp-grow-dest-')
+    const path = join(src, 'log.bin')
+    writeFileSync(path, Buffer.alloc(4 * 1024 * 1024, 7))
+    const entry = (await new LocalSide().stat(path)) as Entry
+    let appended = false
+    const outcome = await copyTree(new LocalSide(), new LocalSide(), path, entry, join(dest, 'log.bin'), 'log.bin', {
+      lost: () => null,
+      onProgress: (progress) => {
+        if (appended || progress.bytes === 0) return
+        appended = true
+        appendFileSync(path, 'more')
+      },
+    })
+    expect(appended).toBe(true)
+    expect(outcome.copied).toEqual([])
+    expect(outcome.failed).toEqual([{error: `${path}: changed while being copied locally`, path: 'log.bin'}])
+    expect(readdirSync(dest)).toEqual([])
   })
 })
 

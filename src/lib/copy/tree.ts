@@ -255,4 +255,10 @@ async function transfer(
     ),
   )
   if (outcomes.some((outcome) => outcome.status === 'rejected')) throw failure
+  // A file that grew since it was listed would arrive cut short under its final name: one more byte means it did.
+  const probe = Buffer.allocUnsafe(1)
+  const more = await input.read(probe, 1, size).catch((error: unknown) => {
+    throw new Described(describeFsError(error, options.source, options.where[0]), {cause: error})
+  })
+  if (more > 0) throw new Described(`${options.source}: changed while being copied ${options.where[0]}`)
 }
