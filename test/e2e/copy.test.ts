@@ -209,6 +209,28 @@ describe('targon cp', () => {
       `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist\n`,
     )
 
+    // A destination ending in "/" must itself be an existing directory, also when given relative to the working directory.
+    for (const dest of ['./missing/', join(src, 'missing') + '/']) {
+      const noDir = await targon(['cp', `${vm!.name}:/etc/hostname`, dest], {cwd: src})
+      expect(noDir.code, noDir.stderr).toBe(4)
+      expect(noDir.stderr).toBe(`Error: ${dest}: no such directory. Hint: a destination ending in "/" must be an existing directory\n`)
+    }
+
+    // A local path that cannot be reached (here a loop of links) is not "missing", and not a bug.
+    const loop = join(tempDir('targon-cp-loop-'), 'loop')
+    symlinkSync('loop', loop)
+    for (const args of [
+      [loop, `${vm!.name}:/tmp/`],
+      [`${vm!.name}:/etc/hostname`, join(loop, 'sub')],
+    ]) {
+      const looped = await targon(['cp', ...args, '--json'])
+      expect(looped.code, looped.stdout).toBe(12)
+      expect(parseJson(looped).error).toMatchObject({
+        code: 'COPY_FAILED',
+        message: `${args.find((arg) => arg.startsWith(loop))}: too many levels of symbolic links locally`,
+      })
+    }
+
     const unknown = await targon(['cp', join(src, 'f'), 'tcli-cp-nosuchvm:/tmp/'])
     expect(unknown.code).toBe(4)
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1)

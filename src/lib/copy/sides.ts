@@ -55,6 +55,7 @@ const LOCAL_CODES: Record<string, string> = {
   EACCES: 'permission denied',
   EEXIST: 'already exists',
   EISDIR: 'is a directory',
+  ELOOP: 'too many levels of symbolic links',
   ENOENT: 'no such file or directory',
   ENOSPC: 'no space left on the device',
   ENOTDIR: 'not a directory',
