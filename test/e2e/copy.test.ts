@@ -4,7 +4,7 @@
  * the VM's side, and interrupted copies. The VMs are deleted at the end and the ledger must show nothing billing.
  */
 import {createHash} from 'node:crypto'
-import {existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -209,6 +209,28 @@ describe('targon cp', () => {
       `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist\n`,
     )
 
+    // A destination ending in "/" must itself be an existing directory, also when given relative to the working directory.
+    for (const dest of ['./missing/', join(src, 'missing') + '/']) {
+      const noDir = await targon(['cp', `${vm!.name}:/etc/hostname`, dest], {cwd: src})
+      expect(noDir.code, noDir.stderr).toBe(4)
+      expect(noDir.stderr).toBe(`Error: ${dest}: no such directory. Hint: a destination ending in "/" must be an existing directory\n`)
+    }
+
+    // A local path that cannot be reached (here a loop of links) is not "missing", and not a bug.
+    const loop = join(tempDir('targon-cp-loop-'), 'loop')
+    symlinkSync('loop', loop)
+    for (const args of [
+      [loop, `${vm!.name}:/tmp/`],
+      [`${vm!.name}:/etc/hostname`, join(loop, 'sub')],
+    ]) {
+      const looped = await targon(['cp', ...args, '--json'])
+      expect(looped.code, looped.stdout).toBe(12)
+      expect(parseJson(looped).error).toMatchObject({
+        code: 'COPY_FAILED',
+        message: `${args.find((arg) => arg.startsWith(loop))}: too many levels of symbolic links locally`,
+      })
+    }
+
     const unknown = await targon(['cp', join(src, 'f'), 'tcli-cp-nosuchvm:/tmp/'])
     expect(unknown.code).toBe(4)
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
@@ -263,6 +285,59 @@ describe('targon cp', () => {
     expect(ok.code, ok.stderr).toBe(0)
     expect(ok.stderr).toContain('Warning: ')
     expect(tree(clean)).toEqual({trap: 'dir', 'trap/sub': 'dir', 'trap/sub/ok.txt': expect.stringMatching(/ 6[46]4$/)})
+  })
+
+  it('takes "." and the home directory as roots, run from a working directory', async () => {
+    const [, , vm] = vms
+    // Download the whole home directory: an empty PATH is the home directory.
+    const cwd = tempDir('targon-cp-cwd-')
+    const home = await targon(['cp', `${vm!.name}:`, './bak', '--json'], {cwd})
+    expect(home.code, home.stdout + home.stderr).toBe(0)
+    expect(parseJson(home).data.results[0]).toMatchObject({destination: './bak', ok: true})
+    expect(readFileSync(join(cwd, 'bak', 'drop', 'top.txt'), 'utf8')).toBe('top\n')
+
+    // Upload the working directory itself.
+    const here = tempDir('targon-cp-here-')
+    mkdirSync(join(here, 'sub'))
+    writeFileSync(join(here, 'sub', 'f.txt'), 'from here\n')
+    const up = await targon(['cp', '.', `${vm!.name}:/home/ubuntu/p`], {cwd: here})
+    expect(up.code, up.stderr).toBe(0)
+    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/p/sub/f.txt')).toBe('from here\n')
+
+    // From a fleet into the working directory: ./<vm>/<name>.
+    const all = tempDir('targon-cp-all-')
+    const fleet = await targon(['cp', ':/home/ubuntu/drop', '.', '--fleet', 'cp'], {cwd: all})
+    expect(fleet.code, fleet.stderr).toBe(0)
+    expect(readdirSync(all).sort()).toEqual(vms.map((each) => each.name).sort())
+    expect(readFileSync(join(all, vm!.name, 'drop', 'top.txt'), 'utf8')).toBe('top\n')
+  })
+
+  it('fails a file that grows while it is copied, and never leaves it under its final name', async () => {
+    const [, vm] = vms
+    const src = tempDir('targon-cp-grow-')
+    writeFileSync(join(src, 'growing.bin'), '')
+    truncateSync(join(src, 'growing.bin'), 200 * 1024 * 1024)
+    const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+    const grown = await targon(['cp', join(src, 'growing.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
+      onSpawn: () => {
+        const timer = setInterval(() => {
+          const part = readdirSync(home).find((name) => name.includes('.targon-part-'))
+          if (part && statSync(join(home, part)).size > 1_000_000) {
+            clearInterval(timer)
+            appendFileSync(join(src, 'growing.bin'), 'more')
+          }
+        }, 20)
+      },
+    })
+    expect(grown.code, grown.stdout).toBe(12)
+    expect(parseJson(grown).data.results[0]).toMatchObject({
+      error: `${join(src, 'growing.bin')}: changed while being copied locally`,
+      failed: [{error: `${join(src, 'growing.bin')}: changed while being copied locally`, path: 'growing.bin'}],
+      files: 0,
+      ok: false,
+    })
+    expect(existsSync(join(home, 'growing.bin'))).toBe(false)
+    expect(readdirSync(home).filter((name) => name.includes('.targon-part-'))).toEqual([])
   })
 
   it('an interrupted copy exits non-zero and leaves no partial file under its final name', async () => {

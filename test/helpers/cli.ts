@@ -24,6 +24,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>
   input?: string
   timeoutMs?: number
+  /** The working directory (default: this process's). */
+  cwd?: string
   /** Called once the process has started, e.g. to send it a signal later. */
   onSpawn?: (child: ChildProcess) => void
 }
@@ -48,7 +50,7 @@ export function baseEnv(overrides: Record<string, string | undefined> = {}): Rec
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {env: baseEnv(options.env), stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [BIN, ...args], {cwd: options.cwd, env: baseEnv(options.env), stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

@@ -1,11 +1,14 @@
 /** `targon cp`: its path specs, where a copy may write, and the copy engine fed a crafted listing. */
-import {existsSync, mkdirSync, readFileSync, readdirSync} from 'node:fs'
-import {dirname, join} from 'node:path'
+import {EventEmitter} from 'node:events'
+import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {dirname, join, posix} from 'node:path'
+import type {SFTPWrapper} from 'ssh2'
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
 import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
-import {type Entry, LocalSide, type OpenFile, type Side} from '../../src/lib/copy/sides.js'
+import {copiedName} from '../../src/lib/copy/copy.js'
+import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/copy/sides.js'
 import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
 import {CopyBar, size} from '../../src/lib/copy/progress.js'
 import {copyTree} from '../../src/lib/copy/tree.js'
@@ -63,6 +66,11 @@ describe('safe joins', () => {
     expect(safeJoin('/dst', 'a/b c/d')).toBe('/dst/a/b c/d')
     expect(safeJoin('/', 'etc')).toBe('/etc')
     expect(safeJoin('out/', 'x')).toBe('out/x')
+    // "." is the working directory (or the home directory on the VM): its paths are the relative parts themselves.
+    expect(safeJoin('.', 'a')).toBe('a')
+    expect(safeJoin('./', 'a/b')).toBe('a/b')
+    expect(safeJoin('.', '')).toBe('.')
+    for (const bad of ['..', '../x', 'a/../../x', '/etc/passwd', './a']) expect(() => safeJoin('.', bad), bad).toThrow(/refusing the path/)
     for (const bad of ['..', '../x', 'a/../../x', '/etc/passwd', 'a//b', './a', 'a/.', 'a/'])
       expect(() => safeJoin('/dst', bad), bad).toThrow(/refusing the path/)
   })
@@ -70,7 +78,7 @@ describe('safe joins', () => {
   it('never yields a path outside the root, whatever the relative part', () => {
     const part = fc.oneof(fc.constantFrom('..', '.', '', '/', 'a', '..a', 'b/..', '\0'), fc.string())
     fc.assert(
-      fc.property(fc.array(part, {maxLength: 6}), fc.constantFrom('/dst', '/dst/', 'dst', '/'), (parts, root) => {
+      fc.property(fc.array(part, {maxLength: 6}), fc.constantFrom('/dst', '/dst/', 'dst', '/', '.', './'), (parts, root) => {
         let joined: string
         try {
           joined = safeJoin(root, parts.join('/'))
@@ -78,8 +86,8 @@ describe('safe joins', () => {
           return true
         }
 
-        const base = root.replace(/\/+$/, '')
-        return joined === root || joined.startsWith(`${base}/`)
+        const inside = posix.relative(posix.resolve('/cwd', root), posix.resolve('/cwd', joined))
+        return joined === root || (inside !== '' && inside !== '..' && !inside.startsWith('../') && !posix.isAbsolute(inside))
       }),
       {numRuns: 2000},
     )
@@ -174,7 +182,7 @@ describe('the copy engine, fed a crafted listing', () => {
       join(dest, 'src'),
       'src',
       {
-        lost: () => false,
+        lost: () => null,
       },
     )
     expect(outcome.copied).toEqual(['src/good.txt', 'src/sub/inner.txt'])
@@ -193,6 +201,68 @@ describe('the copy engine, fed a crafted listing', () => {
     expect(readdirSync(join(dest, 'src')).sort()).toEqual(['good.txt', 'sub'])
     expect(readFileSync(join(dest, 'src', 'sub', 'inner.txt'), 'utf8')).toBe('inner')
     expect(existsSync('/x') || existsSync(join(outer, 'escape.txt'))).toBe(false)
+  })
+})
+
+describe("the copied root's name", () => {
+  /** A side whose realpath answers what a hostile VM could. */
+  const answering = (answer: string): Side => Object.assign(new CraftedSide({}), {realpath: async () => answer})
+
+  it('is the real name for ".", ".." or the home directory, and refuses an answer that is not one plain name', async () => {
+    expect(await copiedName(answering('/home/ubuntu'), '.')).toBe('ubuntu')
+    expect(await copiedName(answering('/srv/data/'), '..')).toBe('data')
+    expect(await copiedName(answering('/ignored'), '/srv/in')).toBe('in')
+    for (const answer of ['..', '../..', '/', '', 'x/..', '.'])
+      await expect(copiedName(answering(answer), '.'), JSON.stringify(answer)).rejects.toThrow(TargonError)
+  })
+})
+
+/** Enough of ssh2's SFTP object for RemoteSide: requests that are never answered, and its events. */
+class SilentSftp extends EventEmitter {
+  stat(_path: string, _done: (error: Error | undefined) => void): void {}
+}
+
+describe('the SFTP side', () => {
+  it('turns a fatal SFTP error into failed requests, not a crash', async () => {
+    const sftp = new SilentSftp()
+    const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})
+    const pending = remote.stat('/home/ubuntu/a')
+    // ssh2 emits this on a protocol error; with nobody listening, it would end the process.
+    expect(() => sftp.emit('error', Object.assign(new Error('Malformed DATA packet'), {level: 'sftp-protocol'}))).not.toThrow()
+    await expect(pending).rejects.toThrow('the SFTP session on the VM failed: Malformed DATA packet')
+    await expect(remote.stat('/home/ubuntu/b')).rejects.toThrow('the SFTP session on the VM failed')
+    expect(remote.lostReason).toBe('the SFTP session on the VM failed: Malformed DATA packet')
+  })
+
+  it('fails what is pending when the SFTP channel closes', async () => {
+    const sftp = new SilentSftp()
+    const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})
+    const pending = remote.stat('/home/ubuntu/a')
+    sftp.emit('close')
+    await expect(pending).rejects.toThrow('the SFTP session on the VM ended')
+  })
+})
+
+describe('a file that changes during the copy', () => {
+  it('fails when it grew, and is never left under its final name', async () => {
+    const src = tempDir('targon-cp-grow-')
+    const dest = tempDir('targon-cp-grow-dest-')
+    const path = join(src, 'log.bin')
+    writeFileSync(path, Buffer.alloc(4 * 1024 * 1024, 7))
+    const entry = (await new LocalSide().stat(path)) as Entry
+    let appended = false
+    const outcome = await copyTree(new LocalSide(), new LocalSide(), path, entry, join(dest, 'log.bin'), 'log.bin', {
+      lost: () => null,
+      onProgress: (progress) => {
+        if (appended || progress.bytes === 0) return
+        appended = true
+        appendFileSync(path, 'more')
+      },
+    })
+    expect(appended).toBe(true)
+    expect(outcome.copied).toEqual([])
+    expect(outcome.failed).toEqual([{error: `${path}: changed while being copied locally`, path: 'log.bin'}])
+    expect(readdirSync(dest)).toEqual([])
   })
 })
 

@@ -13,7 +13,7 @@ import {TargonError, asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {nameOf, placeRoot, safeJoin, unsafeName} from './paths.js'
-import {LocalSide, RemoteSide, type Side, describeFsError} from './sides.js'
+import {type Entry, LocalSide, RemoteSide, type Side, describeFsError} from './sides.js'
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
@@ -66,18 +66,19 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
 
 /** What can be known before connecting: the local source exists; a local destination's directory exists. */
 async function checkLocal(spec: CopySpec, perVm: boolean): Promise<void> {
-  const local = new LocalSide()
   const missing = (path: string, hint: string) => new TargonError('NOT_FOUND', `${path}: no such file or directory`, {hint})
   if (spec.direction === 'upload') {
-    const source = await local.stat(spec.local).catch((error: unknown) => {
-      throw new TargonError('NOT_FOUND', plainMessage(error), {hint: 'check the path and its permissions'})
-    })
+    const source = await statLocal(spec.local)
     if (!source) throw missing(spec.local, 'the local source must exist')
     if (source.kind !== 'dir' && source.kind !== 'file') throw new TargonError('USAGE', `${spec.local}: not a regular file or directory`)
     return
   }
 
-  const destination = await local.stat(spec.local).catch(() => null)
+  const destination = await statLocal(spec.local)
+  if (spec.intoDirectory && destination?.kind !== 'dir')
+    throw new TargonError('NOT_FOUND', `${spec.local}: no such directory`, {
+      hint: 'a destination ending in "/" must be an existing directory',
+    })
   if (perVm) {
     // Every VM's copy goes to DEST/<vm>/, so that no VM overwrites another's.
     if (destination && destination.kind !== 'dir')
@@ -87,8 +88,18 @@ async function checkLocal(spec: CopySpec, perVm: boolean): Promise<void> {
     return
   }
 
-  if (!destination && !(await local.stat(posix.dirname(spec.local))))
+  if (!destination && !(await statLocal(posix.dirname(spec.local))))
     throw missing(posix.dirname(spec.local), 'the destination directory must exist')
+}
+
+/**
+ * A local path named on the command line; null when nothing is there. One that cannot be reached (permission
+ * denied, a loop of links) is a copy that cannot happen, as it would be on a VM: COPY_FAILED, not a bug.
+ */
+async function statLocal(path: string): Promise<Entry | null> {
+  return new LocalSide().stat(path).catch((error: unknown) => {
+    throw new TargonError('COPY_FAILED', plainMessage(error), {cause: error, hint: 'check the path and its permissions'})
+  })
 }
 
 async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promise<CopyVmResult> {
@@ -137,7 +148,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
       )
       result.destination = spec.direction === 'upload' ? `${name}:${target}` : target
       const outcome = await copyTree(from, to, source, entry, target, rootName, {
-        lost: () => session.closed,
+        lost: () => (session.closed ? 'the SSH connection to the VM was lost' : remote.lostReason),
         onProgress: (progress) => options.onProgress?.(name, progress),
         signal: options.signal,
       })
@@ -177,11 +188,14 @@ function plainMessage(error: unknown): string {
 }
 
 /** The name the copy gets: the source's last component, or its real name for ".", ".." or a home directory. */
-async function copiedName(from: Side, source: string): Promise<string> {
+export async function copiedName(from: Side, source: string): Promise<string> {
   const name = nameOf(source)
   if (!['', '.', '..', '/'].includes(name)) return name
   const real = nameOf(await from.realpath(source))
   if (real === '' || real === '/') throw copyError(`${source}: name a directory below / to copy`)
+  // The VM answers this one: a name such as ".." would place the copy outside the destination.
+  const refused = unsafeName(real)
+  if (refused) throw copyError(`${source}: refused ${refused} as its real name ${from.where}`)
   return real
 }
 

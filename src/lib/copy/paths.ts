@@ -21,7 +21,9 @@ export function safeJoin(root: string, relative: string): string {
     throw new Error(`refusing the path "${relative}": it could leave ${root}`)
   const joined = posix.join(root, relative)
   const base = posix.normalize(root).replace(/\/+$/, '')
-  if (!joined.startsWith(`${base}/`)) throw new Error(`refusing the path "${relative}": it leaves ${root}`)
+  // Under "." (the working or the home directory) the joined path has no prefix: it must not climb out or turn absolute.
+  const inside = base === '.' ? joined !== '..' && !joined.startsWith('../') && !joined.startsWith('/') : joined.startsWith(`${base}/`)
+  if (!inside) throw new Error(`refusing the path "${relative}": it leaves ${root}`)
   return joined
 }
 

@@ -55,6 +55,7 @@ const LOCAL_CODES: Record<string, string> = {
   EACCES: 'permission denied',
   EEXIST: 'already exists',
   EISDIR: 'is a directory',
+  ELOOP: 'too many levels of symbolic links',
   ENOENT: 'no such file or directory',
   ENOSPC: 'no space left on the device',
   ENOTDIR: 'not a directory',
@@ -154,22 +155,32 @@ export class RemoteSide implements Side {
 
   /** Requests not answered yet: a dropped connection fails them, as ssh2 may never answer them. */
   private readonly pending = new Set<(error: Error) => void>()
-  private lost = false
+  private lost: string | null = null
 
   /** `onLost` registers a callback for when the SSH connection drops. */
   constructor(
     private readonly sftp: SFTPWrapper,
     onLost: (listener: () => void) => void,
   ) {
-    onLost(() => {
-      this.lost = true
-      for (const reject of this.pending) reject(new Error('the SSH connection to the VM was lost'))
-      this.pending.clear()
-    })
+    onLost(() => this.fail('the SSH connection to the VM was lost'))
+    // ssh2 emits a fatal SFTP error (a malformed packet) on this object: unheard, it would end the process.
+    sftp.on('error', (error: Error) => this.fail(`the SFTP session on the VM failed: ${error.message}`))
+    sftp.on('close', () => this.fail('the SFTP session on the VM ended'))
+  }
+
+  /** Why nothing more can be done on this channel (the connection or the SFTP session is gone); null while it works. */
+  get lostReason(): string | null {
+    return this.lost
+  }
+
+  private fail(reason: string): void {
+    this.lost ??= reason
+    for (const reject of this.pending) reject(new Error(this.lost))
+    this.pending.clear()
   }
 
   private call<T>(run: (done: (error: Error | undefined | null, value?: T) => void) => void): Promise<T> {
-    if (this.lost) return Promise.reject(new Error('the SSH connection to the VM was lost'))
+    if (this.lost) return Promise.reject(new Error(this.lost))
     return new Promise((resolve, reject) => {
       this.pending.add(reject)
       run((error, value) => {

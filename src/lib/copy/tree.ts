@@ -32,8 +32,8 @@ export interface TreeOutcome {
 
 export interface TreeOptions {
   signal?: AbortSignal
-  /** True once the connection is gone: nothing more can succeed. */
-  lost: () => boolean
+  /** Why nothing more can succeed (the connection or the SFTP session is gone); null while it works. */
+  lost: () => string | null
   onProgress?: (progress: TreeProgress) => void
 }
 
@@ -115,8 +115,7 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
 
 function stopReason(options: TreeOptions): string | null {
   if (options.signal?.aborted) return 'interrupted'
-  if (options.lost()) return 'the SSH connection to the VM was lost'
-  return null
+  return options.lost()
 }
 
 function within(rel: string, dir: string): boolean {
@@ -256,4 +255,10 @@ async function transfer(
     ),
   )
   if (outcomes.some((outcome) => outcome.status === 'rejected')) throw failure
+  // A file that grew since it was listed would arrive cut short under its final name: one more byte means it did.
+  const probe = Buffer.allocUnsafe(1)
+  const more = await input.read(probe, 1, size).catch((error: unknown) => {
+    throw new Described(describeFsError(error, options.source, options.where[0]), {cause: error})
+  })
+  if (more > 0) throw new Described(`${options.source}: changed while being copied ${options.where[0]}`)
 }
