@@ -314,6 +314,9 @@ const scenarios: Scenario[] = [
         onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length >= 8, 'SIGINT', 200),
       })
       expect(ctx.sim.maxInFlight.POST).toBe(8)
+      // The creates the server committed after the interrupt were found, named, and tried: none forgotten.
+      const results = parseJson(result).data.cleanup.results
+      expect(results.filter((each: {action: string}) => each.action === 'left-registered')).toHaveLength(8)
       return result
     },
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),

@@ -93,7 +93,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   } catch (error) {
     if (ctx.signal.aborted) {
       // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
-      const committed = (await findByName(ctx, name, RECONCILE_MS / 3, ctx.cleanupClient, undefined).catch(() => []))[0]
+      const committed = (await findByName(ctx, name, RECONCILE_MS / 3, ctx.cleanupClient, null).catch(() => []))[0]
       if (committed) claimAs(committed.uid)
       else ctx.state.removeVm(org, name)
       throw error

@@ -109,7 +109,8 @@ export async function findByName(
   name: string,
   waitMs = 0,
   client = ctx.client,
-  signal: AbortSignal | undefined = ctx.signal,
+  // null, not undefined, for "no signal": an explicit undefined would get the default.
+  signal: AbortSignal | null = ctx.signal,
 ): Promise<Workload[]> {
   const deadline = Date.now() + waitMs
   for (;;) {
@@ -120,7 +121,7 @@ export async function findByName(
       return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
     })
     if (found.length > 0 || Date.now() + 2000 > deadline) return found
-    await sleep(2000, undefined, {signal})
+    await sleep(2000, undefined, {signal: signal ?? undefined})
   }
 }
 
