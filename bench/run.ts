@@ -15,6 +15,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 
+import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
 import {LATENCY_MODEL} from '../test/vm/latency.js'
@@ -89,20 +90,6 @@ function machineBusySeconds(): number {
 function skipped(id: string, figure: string, target: string, why: string) {
   figures.push({figure, id, note: why, ok: null, target, value: 'not measured'})
   process.stderr.write(`#${id} ${figure}: not measured (${why})\n`)
-}
-
-/** One offer with room for a fleet of 16. */
-const FLEET_OFFER = {
-  available: 32,
-  cost_per_hour: 1.69,
-  disk_mib: 327_680,
-  display_name: 'RTX PRO 6000',
-  gpu: true,
-  gpu_count: 1,
-  gpu_model: 'RTX-PRO-6000B',
-  memory_mib: 128_000,
-  name: 'rtx6000b-small',
-  vcpus: 32,
 }
 
 /** The most intervals that contain one instant: starts and ends swept in time order, a start before an end at a tie. */
@@ -271,7 +258,7 @@ if (wanted('5a')) {
   const failures: string[] = []
   for (let index = 0; index < 5; index++) {
     for (const count of [1, 16]) {
-      const {env, sim} = await simulator({bootDelayMs: 3000, offers: [FLEET_OFFER]})
+      const {env, sim} = await simulator({bootDelayMs: 3000, offers: fleetOffers(32)})
       const result = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', String(count), '--no-bootstrap', '--json'], env)
       if (result.code !== 0) failures.push(`--count ${count} exited ${result.code}`)
       times[count]!.push(result.ms)
@@ -316,7 +303,7 @@ if (root) {
   // wall time says little; its own CPU time (getrusage) says what it costs per VM. The bootstraps' overlap comes
   // from the VMs' own logs: the TARGON_STEP timestamps of each install run, from its first step to its last.
   if (wanted('5b', '9', '10')) {
-    const {env, sim} = await simulator({bootDelayMs: 3000, offers: [FLEET_OFFER]})
+    const {env, sim} = await simulator({bootDelayMs: 3000, offers: fleetOffers(32)})
     const farm = new VmFarm(sim)
     const busyBefore = machineBusySeconds()
     // python3 reports the peak RSS and the CPU time of the child (getrusage of children), and its exit code.

@@ -3,6 +3,7 @@ import {afterEach, describe, expect, it} from 'vitest'
 
 import {parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {fleetOffers} from '../simulator/seed.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
 
@@ -54,20 +55,7 @@ describe('scale', () => {
   it('up --count 16 keeps at most 8 creates and deploys in flight on a slow API', async () => {
     sim = await startSimulator({
       bootDelayMs: 200,
-      offers: [
-        {
-          available: 20,
-          cost_per_hour: 1.69,
-          disk_mib: 327_680,
-          display_name: 'RTX PRO 6000',
-          gpu: true,
-          gpu_count: 1,
-          gpu_model: 'RTX-PRO-6000B',
-          memory_mib: 128_000,
-          name: 'rtx6000b-small',
-          vcpus: 32,
-        },
-      ],
+      offers: fleetOffers(20),
     })
     sim.inject({delayMs: 300, method: 'POST', path: '/workloads'})
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})
@@ -85,20 +73,7 @@ describe('scale', () => {
   it('up --count 16 brings up and bootstraps 16 simulated VMs', async () => {
     sim = await startSimulator({
       bootDelayMs: 500,
-      offers: [
-        {
-          available: 20,
-          cost_per_hour: 1.69,
-          disk_mib: 327_680,
-          display_name: 'RTX PRO 6000',
-          gpu: true,
-          gpu_count: 1,
-          gpu_model: 'RTX-PRO-6000B',
-          memory_mib: 128_000,
-          name: 'rtx6000b-small',
-          vcpus: 32,
-        },
-      ],
+      offers: fleetOffers(20),
     })
     farm = new VmFarm(sim)
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir()})

@@ -20,19 +20,27 @@ export interface OrgSeed {
   credits: number
 }
 
+/** The RTX PRO 6000 offer that most tests and the bench rent. */
+const RTX_SMALL: OfferSeed = {
+  available: 9,
+  cost_per_hour: 1.69,
+  disk_mib: 327_680,
+  display_name: 'RTX PRO 6000 Blackwell - Small',
+  gpu: true,
+  gpu_count: 1,
+  gpu_model: 'RTX-PRO-6000B',
+  memory_mib: 128_000,
+  name: 'rtx6000b-small',
+  vcpus: 32,
+}
+
+/** The seed's RTX PRO 6000 offer alone, with room for `available` VMs: for fleets larger than the seed allows. */
+export function fleetOffers(available: number): OfferSeed[] {
+  return [{...RTX_SMALL, available}]
+}
+
 export const SEED_OFFERS: OfferSeed[] = [
-  {
-    available: 9,
-    cost_per_hour: 1.69,
-    disk_mib: 327_680,
-    display_name: 'RTX PRO 6000 Blackwell - Small',
-    gpu: true,
-    gpu_count: 1,
-    gpu_model: 'RTX-PRO-6000B',
-    memory_mib: 128_000,
-    name: 'rtx6000b-small',
-    vcpus: 32,
-  },
+  RTX_SMALL,
   {
     available: 4,
     cost_per_hour: 1.79,
