@@ -10,6 +10,7 @@ import type {Report} from '../capacity/watch.js'
 import type {Offer} from '../contract.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../shell/errors.js'
+import type {VmRecord} from '../state/local-state.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {isOutcomeUnknown} from '../targon/wait.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
@@ -58,15 +59,9 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   const password = randomPassword()
   const now = new Date()
   // The intent is recorded before the request, so that a crash leaves a trace of what may exist.
-  ctx.state.saveVm({
-    bootstrapped: false,
+  saveRecord(ctx, {
     created_at: now.toISOString(),
-    fleet: ctx.request.fleet,
-    host_key: null,
-    max_cost_usd: ctx.request.maxCostUsd ?? null,
-    max_price: ctx.request.maxPrice,
     name,
-    org,
     password,
     resource: offer.resource,
     ttl_expires_at: ctx.request.ttlMs === undefined ? null : new Date(now.getTime() + ctx.request.ttlMs).toISOString(),
@@ -178,15 +173,9 @@ function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: numb
   if (previous) {
     ctx.state.updateVm(org, name, {ttl_expires_at: expires})
   } else {
-    ctx.state.saveVm({
-      bootstrapped: false,
+    saveRecord(ctx, {
       created_at: workload.created_at ?? new Date().toISOString(),
-      fleet: ctx.request.fleet,
-      host_key: null,
-      max_cost_usd: ctx.request.maxCostUsd ?? null,
-      max_price: ctx.request.maxPrice,
       name,
-      org,
       password: '',
       resource: workloadResourceName(workload) ?? null,
       ttl_expires_at: expires,
@@ -230,4 +219,10 @@ function byAge(a: Pick<Workload, 'created_at' | 'uid'>, b: Pick<Workload, 'creat
 function randomPassword(): string {
   const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789'
   return Array.from({length: 24}, () => alphabet[randomInt(alphabet.length)]).join('')
+}
+
+/** A new local record of a VM of this run: what is known of the VM, with the run's fleet, org, price cap and budget. */
+function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 'password' | 'resource' | 'ttl_expires_at' | 'uid'>): void {
+  const {fleet, maxCostUsd, maxPrice, org} = ctx.request
+  ctx.state.saveVm({bootstrapped: false, fleet, host_key: null, max_cost_usd: maxCostUsd ?? null, max_price: maxPrice, org, ...vm})
 }

@@ -11,11 +11,11 @@ import {normalizeOffer} from '../offers/offers.js'
 import {chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
 import {CapacityWatch, type Report} from '../capacity/watch.js'
 import {resolveOrg} from '../settings/org.js'
-import {DEFAULT_IMAGE} from '../settings/settings.js'
+import {DEFAULT_IMAGE, SETTINGS} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
-import {install, startShim} from './bootstrap-phases.js'
+import {install, pinHostKey, startShim} from './bootstrap-phases.js'
 import {deploy} from './deploy.js'
 import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {register} from './register.js'
@@ -29,7 +29,6 @@ import {StateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
-import {hostKeyAlias, writePin} from '../ssh/pins.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../shell/version.js'
 import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
@@ -170,7 +169,8 @@ async function prepare(
     resource: options.resource,
     sshKeyUid,
     startedAt,
-    stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? 5000,
+    // Read only while a bootstrap runs; without one, any value does.
+    stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? SETTINGS['state-watch-interval'].default,
     ttlMs: options.ttlMs,
     maxCostUsd: options.maxCostUsd,
   }
@@ -266,10 +266,7 @@ function followRunningAddress(ctx: RunContext, track: VmTrack): void {
   ctx.warn(
     `${claim.name} moved from ${used.host}:${used.port} to ${running.host}:${running.port} when it started running; using the new address`,
   )
-  writePin(ctx.request.configDir, claim.uid, running.host, running.port, hostKey.key)
-  ctx.state.updateVm(ctx.request.org, claim.name, {
-    host_key: {alias: hostKeyAlias(claim.uid), fingerprint: hostKey.fingerprint, host: running.host, key: hostKey.key, port: running.port},
-  })
+  pinHostKey(ctx, claim, running, hostKey)
   track.stage = {...stage, endpoint: running}
 }
 
