@@ -11,8 +11,8 @@ export default tseslint.config(
     languageOptions: {globals: {URL: 'readonly', console: 'readonly', process: 'readonly'}},
   },
   {
-    files: ['scripts/*.cjs'],
-    languageOptions: {globals: {URL: 'readonly', module: 'writable', require: 'readonly'}, sourceType: 'commonjs'},
+    files: ['scripts/*.cjs', 'test/helpers/*.cjs'],
+    languageOptions: {globals: {URL: 'readonly', module: 'writable', process: 'readonly', require: 'readonly'}, sourceType: 'commonjs'},
   },
   {
     extends: [...tseslint.configs.recommendedTypeChecked],

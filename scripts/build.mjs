@@ -25,12 +25,18 @@ const shared = {
   target: 'node20.19',
 }
 
-/** Bare imports resolved elsewhere: @oclif/core to the sibling file, undici to the subset the CLI uses. */
+/**
+ * Bare imports resolved elsewhere: @oclif/core to the sibling file, undici to the subset the CLI uses, and the
+ * packages that would hook the process's signals behind the CLI's back to its stand-in (src/lib/shell/exit-hooks.ts).
+ */
 const redirects = {
   name: 'redirects',
   setup(esbuild) {
     esbuild.onResolve({filter: /^@oclif\/core$/}, () => ({external: true, path: './oclif-core.cjs'}))
     esbuild.onResolve({filter: /^undici$/}, () => ({path: fileURLToPath(new URL('undici-core.cjs', import.meta.url))}))
+    esbuild.onResolve({filter: /^(when-exit|signal-exit)$/}, () => ({
+      path: fileURLToPath(new URL('../src/lib/shell/exit-hooks.ts', import.meta.url)),
+    }))
   },
 }
 

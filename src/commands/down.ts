@@ -21,7 +21,9 @@ export default class Down extends BaseCommand<typeof Down> {
 
   static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
 (--all, --fleet, --older-than, --over-cost, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
-explicitly are always deleted, and a name or uid that matches nothing exits 4. On a terminal, bulk deletion asks
+explicitly are always deleted, and a name or uid that matches nothing exits 4. With names, --fleet only says which fleet
+their labels belong to (down worker1 --fleet train deletes tcli-train-worker1 alone); names cannot be combined with the
+other selectors (exit 2). On a terminal, bulk deletion asks
 first, with --json too (skip with --yes); without a terminal (cron) it proceeds.
 
 Targon deletes softly: a deleted VM stays listed for a while as a "deleted" or "error" tombstone that no longer
@@ -60,7 +62,9 @@ otherwise, with a per-VM result.`)
         'TTLs and budgets are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than or --over-cost there, e.g. in cron. A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.',
       summary: 'VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (both local: see below).',
     }),
-    fleet: Flags.string({summary: 'Every VM of this fleet.'}),
+    fleet: Flags.string({
+      summary: 'Every VM of this fleet; with VM names, only the fleet their labels belong to.',
+    }),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
     parallel: Flags.integer({
       default: MAX_MUTATIONS_IN_FLIGHT,
@@ -100,6 +104,13 @@ otherwise, with a per-VM result.`)
       over_cost_usd: overCost,
       targets,
     }
+    if (targets.length > 0 && (flags.all || flags.expired || olderThan !== null || overCost !== null)) {
+      throw usageError(
+        'VM names cannot be combined with --all, --expired, --older-than or --over-cost',
+        'name the VMs alone, or drop the names to select by those flags',
+      )
+    }
+
     if (targets.length === 0 && !isBulk(selection)) {
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD or --expired')
     }

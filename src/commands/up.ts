@@ -133,8 +133,11 @@ existing VM instead of creating a second one.`)
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
-    const maxPrice = await resolveSetting('max-price', flags['max-price'])
-    if (maxPrice === undefined) throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
+    const maxPrice = (await resolveSetting('max-price', flags['max-price'])) ?? null
+    const adoptOnly = !resource && !flags.gpu
+    if (maxPrice === null && !adoptOnly)
+      throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
+    if (maxPrice === null) this.addWarning(`no price cap: the price of ${flags.name} is not checked against one`)
     const fleet = await resolveSetting('fleet', flags.fleet)
     const image = await resolveSetting('image', flags.image)
     // Checked before anything is rented, not when a phase needs them.

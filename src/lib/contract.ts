@@ -75,7 +75,7 @@ export const VmResultSchema = z.object({
   gpu_count: z.number().nullable(),
   status: z.string(),
   price_per_hour: z.number().describe('USD per hour for the whole VM, as the server reports it'),
-  max_price: z.number(),
+  max_price: z.number().nullable().describe('the price cap; null when up --name adopted a VM without one'),
   max_cost_usd: z.number().nullable().describe('up --max-cost: the budget in USD, kept locally and enforced by targon down --expired'),
   public_ip: z.string().nullable(),
   ssh_port: z.number().nullable(),

@@ -4,7 +4,7 @@
  */
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {type CliOptions, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliOptions, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {CapacityChange, LoggedRequest, SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -264,40 +264,44 @@ describe('up --wait', () => {
     await expectNothingBilling()
   })
 
-  it('exits 130 on Ctrl-C during the wait, having created nothing', async () => {
-    await setup()
-    sim.scheduleCapacity([soldOut()])
-    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
-      onSpawn: signalWhen(() => inventoryReads().length >= 3),
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`exits 130 on Ctrl-C during the wait, having created nothing (${variant.label})`, async () => {
+      await setup()
+      variant.prepare(configDir)
+      sim.scheduleCapacity([soldOut()])
+      const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
+        onSpawn: signalWhen(() => inventoryReads().length >= 3),
+      })
+      expect(result.code, result.stdout + result.stderr).toBe(130)
+      expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
+      expect(creates()).toEqual([])
+      expect(sim.workloads.size).toBe(0)
+      await expectNothingBilling()
     })
-    expect(result.code, result.stdout + result.stderr).toBe(130)
-    expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
-    expect(creates()).toEqual([])
-    expect(sim.workloads.size).toBe(0)
-    await expectNothingBilling()
-  })
 
-  it('exits 130 on Ctrl-C while a refused workload waits, deleting it per the failure policy', async () => {
-    await setup()
-    sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
-    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
-      onSpawn: (child) => {
-        void waitFor(() => creates().length > 0).then(() => sim.scheduleCapacity([soldOut()]))
-        signalWhen(() => deploys().length > 0 && inventoryReads().at(-1)!.at > deploys()[0]!.at)(child)
-      },
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`exits 130 on Ctrl-C while a refused workload waits, deleting it per the failure policy (${variant.label})`, async () => {
+      await setup()
+      variant.prepare(configDir)
+      sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
+      const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
+        onSpawn: (child) => {
+          void waitFor(() => creates().length > 0).then(() => sim.scheduleCapacity([soldOut()]))
+          signalWhen(() => deploys().length > 0 && inventoryReads().at(-1)!.at > deploys()[0]!.at)(child)
+        },
+      })
+      expect(result.code, result.stdout + result.stderr).toBe(130)
+      const doc = parseJson(result)
+      expect(doc.error.code).toBe('INTERRUPTED')
+      // Targon refuses to delete a registered workload: it is named as a leftover, and it does not bill.
+      expect(sim.workloads.size).toBe(1)
+      const [uid] = sim.workloads.keys()
+      expect(doc.data.cleanup).toMatchObject({attempted: true, survivors: []})
+      expect(doc.data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual([uid])
+      expect(sim.requests('DELETE', `/workloads/${uid}`).length).toBeGreaterThan(0)
+      expect(sim.billing()).toEqual([])
+      await expectNothingBilling()
     })
-    expect(result.code, result.stdout + result.stderr).toBe(130)
-    const doc = parseJson(result)
-    expect(doc.error.code).toBe('INTERRUPTED')
-    // Targon refuses to delete a registered workload: it is named as a leftover, and it does not bill.
-    expect(sim.workloads.size).toBe(1)
-    const [uid] = sim.workloads.keys()
-    expect(doc.data.cleanup).toMatchObject({attempted: true, survivors: []})
-    expect(doc.data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual([uid])
-    expect(sim.requests('DELETE', `/workloads/${uid}`).length).toBeGreaterThan(0)
-    expect(sim.billing()).toEqual([])
-    await expectNothingBilling()
-  })
 
   it('refuses a bad --wait with one line and exit 2, before any request', async () => {
     await setup()

@@ -8,7 +8,7 @@ import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSy
 import {join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -361,28 +361,32 @@ describe('targon cp', () => {
     expect(parseJson(dropped).data.results[0]).toMatchObject({files: 0, ok: false})
     expect(readdirSync(dest)).toEqual([])
 
-    // Ctrl-C during an upload: exit 130, the VM has only the temporary name (cleaned up), never the final one.
-    const src = tempDir('targon-cp-sigint-')
-    writeFileSync(join(src, 'huge.bin'), '')
-    truncateSync(join(src, 'huge.bin'), 400 * 1024 * 1024)
-    const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
-    const interrupted = await targon(['cp', join(src, 'huge.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
-      onSpawn: (child) => {
-        const timer = setInterval(() => {
-          const part = readdirSync(home).find((name) => name.includes('.targon-part-'))
-          if (part && statSync(join(home, part)).size > 1_000_000) {
-            clearInterval(timer)
-            child.kill('SIGINT')
-          }
-        }, 20)
-      },
-    })
-    expect(interrupted.code, interrupted.stdout).toBe(130)
-    const doc = parseJson(interrupted)
-    expect(doc.error.code).toBe('INTERRUPTED')
-    expect(doc.data.results[0]).toMatchObject({error: 'interrupted after 0 of 1 files', files: 0, ok: false})
-    expect(existsSync(join(home, 'huge.bin'))).toBe(false)
-    expect(readdirSync(home).filter((name) => name.includes('.targon-part-'))).toEqual([])
+    // Ctrl-C during an upload: exit 130, the VM has only the temporary name (cleaned up), never the final one. Without
+    // and then with a config.json in the config directory.
+    for (const variant of CONFIG_FILE_VARIANTS) {
+      variant.prepare(configDir)
+      const src = tempDir('targon-cp-sigint-')
+      writeFileSync(join(src, 'huge.bin'), '')
+      truncateSync(join(src, 'huge.bin'), 400 * 1024 * 1024)
+      const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+      const interrupted = await targon(['cp', join(src, 'huge.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
+        onSpawn: (child) => {
+          const timer = setInterval(() => {
+            const part = readdirSync(home).find((name) => name.includes('.targon-part-'))
+            if (part && statSync(join(home, part)).size > 1_000_000) {
+              clearInterval(timer)
+              child.kill('SIGINT')
+            }
+          }, 20)
+        },
+      })
+      expect(interrupted.code, interrupted.stdout).toBe(130)
+      const doc = parseJson(interrupted)
+      expect(doc.error.code).toBe('INTERRUPTED')
+      expect(doc.data.results[0]).toMatchObject({error: 'interrupted after 0 of 1 files', files: 0, ok: false})
+      expect(existsSync(join(home, 'huge.bin'))).toBe(false)
+      expect(readdirSync(home).filter((name) => name.includes('.targon-part-'))).toEqual([])
+    }
   })
 
   it('deleting the VMs leaves nothing billing', async () => {

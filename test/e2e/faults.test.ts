@@ -10,7 +10,7 @@ import {chmodSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 
@@ -42,6 +42,8 @@ interface Scenario {
    * run, or a `vm` scenario); others answer on 127.0.0.1:22 and never connect, which keeps the matrix fast.
    */
   vms?: boolean
+  /** It sends the CLI a signal that the CLI handles: it runs twice, without and with a config.json. */
+  interrupts?: boolean
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
@@ -302,6 +304,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT in register (create in flight)',
+    interrupts: true,
     run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length > 0, 'SIGINT', 200)}),
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
   },
@@ -309,6 +312,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT while a fleet has 8 creates in flight and one waiting for a slot',
+    interrupts: true,
     async run(ctx) {
       const result = await ctx.targon([...NO_BOOT, '--count', '9'], {
         onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length >= 8, 'SIGINT', 200),
@@ -325,13 +329,23 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT in deploy',
+    interrupts: true,
     run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGINT', 200)}),
+    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 129,
+    name: 'process: SIGHUP (a closed terminal) in deploy',
+    interrupts: true,
+    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGHUP', 200)}),
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
   },
   {
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT in wait-running',
+    interrupts: true,
     run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}),
     sim: {provisioning: 'stuck'},
   },
@@ -339,6 +353,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT in install',
+    interrupts: true,
     run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}),
     vm: {dpkgLockSeconds: 30},
   },
@@ -346,6 +361,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT in shim-start',
+    interrupts: true,
     run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}),
     vm: {shimUnhealthy: true},
   },
@@ -353,6 +369,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 143,
     name: 'process: SIGTERM in wait-running',
+    interrupts: true,
     run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}),
     sim: {provisioning: 'stuck'},
   },
@@ -588,6 +605,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: Ctrl-C during a wake-then-delete finishes that delete, then exits 130 with per-VM results',
+    interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.suspend(uid)
@@ -604,6 +622,7 @@ const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a second Ctrl-C during a wake-then-delete exits at once and names the VM still billing',
+    interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.suspend(uid)
@@ -624,6 +643,7 @@ const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: SIGINT during down --all --json stops starting deletions and prints per-VM results',
+    interrupts: true,
     async run(ctx) {
       expect((await upNoBoot(ctx, '--count', '3')).code).toBe(0)
       const down = await ctx.targon(['down', '--all', '--json', '--parallel', '1'], {onSpawn: signalWhen(() => deletesOf(ctx) >= 1)})
@@ -716,14 +736,20 @@ describe('fault matrix', () => {
     expect(scenarios.length).toBeGreaterThanOrEqual(25)
   })
 
-  for (const scenario of scenarios) {
-    it(`fault: ${scenario.name}`, async () => {
+  const runs = scenarios.flatMap((scenario) =>
+    scenario.interrupts
+      ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
+      : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
+  )
+  for (const {prepare, scenario, title} of runs) {
+    it(`fault: ${title}`, async () => {
       const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
       await sim.start()
       const farm = new VmFarm(sim, () => scenario.vm ?? {})
       if (!(scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)))
         sim.options.onBoot = sim.options.onDeleted = undefined
       const configDir = tempDir('targon-config-')
+      prepare(configDir)
       ctx = {
         configDir,
         farm,

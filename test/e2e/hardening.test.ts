@@ -10,7 +10,18 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {writePin} from '../../src/lib/ssh/pins.js'
-import {BIN, type CliOptions, type CliResult, ROOT, baseEnv, parseJson, runCli, signalWhen, tempDir} from '../helpers/cli.js'
+import {
+  BIN,
+  CONFIG_FILE_VARIANTS,
+  type CliOptions,
+  type CliResult,
+  ROOT,
+  baseEnv,
+  parseJson,
+  runCli,
+  signalWhen,
+  tempDir,
+} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -79,19 +90,21 @@ describe('signals', () => {
     ['SIGTERM', 143],
   ]
   for (const [signal, exit] of cases) {
-    it(`${signal} during up cleans up and exits ${exit} (INTERRUPTED), in JSON and human mode`, async () => {
-      await setup({provisioning: 'stuck'})
-      const provisioning = () => ctx.sim.live().some((workload) => workload.status === 'provisioning')
-      const json = await targon([...UP, '--json'], {onSpawn: signalWhen(provisioning, signal)})
-      expect(json.code, json.stderr).toBe(exit)
-      expect(parseJson(json).error).toMatchObject({code: 'INTERRUPTED', exit_code: exit})
-      expect(ctx.sim.live()).toEqual([])
+    for (const variant of CONFIG_FILE_VARIANTS)
+      it(`${signal} during up cleans up and exits ${exit} (INTERRUPTED), in JSON and human mode (${variant.label})`, async () => {
+        await setup({provisioning: 'stuck'})
+        variant.prepare(ctx.configDir)
+        const provisioning = () => ctx.sim.live().some((workload) => workload.status === 'provisioning')
+        const json = await targon([...UP, '--json'], {onSpawn: signalWhen(provisioning, signal)})
+        expect(json.code, json.stderr).toBe(exit)
+        expect(parseJson(json).error).toMatchObject({code: 'INTERRUPTED', exit_code: exit})
+        expect(ctx.sim.live()).toEqual([])
 
-      const human = await targon(UP, {onSpawn: signalWhen(provisioning, signal)})
-      expect(human.code, human.stderr).toBe(exit)
-      expect(human.stderr).toContain(`interrupted by ${signal}`)
-      expect(ctx.sim.live()).toEqual([])
-    })
+        const human = await targon(UP, {onSpawn: signalWhen(provisioning, signal)})
+        expect(human.code, human.stderr).toBe(exit)
+        expect(human.stderr).toContain(`interrupted by ${signal}`)
+        expect(ctx.sim.live()).toEqual([])
+      })
   }
 })
 

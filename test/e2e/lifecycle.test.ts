@@ -3,7 +3,7 @@ import {existsSync, readdirSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, CONFIG_FILE_VARIANTS, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
@@ -222,22 +222,24 @@ describe('up, status, down', () => {
     ).toEqual(doc.data.vms.map((vm: {uid: string}) => vm.uid).sort())
   })
 
-  it('SIGINT during wait-running deletes what the run created and exits 130', async () => {
-    await setup({provisioning: 'stuck'})
-    const result = await targon([...UP, '--json'], {
-      onSpawn(child) {
-        const timer = setInterval(() => {
-          if (sim.live().some((workload) => workload.status === 'provisioning')) {
-            clearInterval(timer)
-            child.kill('SIGINT')
-          }
-        }, 50)
-      },
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`SIGINT during wait-running deletes what the run created and exits 130 (${variant.label})`, async () => {
+      await setup({provisioning: 'stuck'})
+      variant.prepare(configDir)
+      const result = await targon([...UP, '--json'], {
+        onSpawn(child) {
+          const timer = setInterval(() => {
+            if (sim.live().some((workload) => workload.status === 'provisioning')) {
+              clearInterval(timer)
+              child.kill('SIGINT')
+            }
+          }, 50)
+        },
+      })
+      expect(result.code).toBe(130)
+      expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
+      expect(liveNames()).toEqual([])
     })
-    expect(result.code).toBe(130)
-    expect(parseJson(result).error).toMatchObject({code: 'INTERRUPTED', exit_code: 130})
-    expect(liveNames()).toEqual([])
-  })
 
   it('up --name adopts the existing VM instead of creating a second one', async () => {
     await setup()

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliOptions, parseJson, runCli, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -77,23 +77,25 @@ describe('targon logs', () => {
     expect((await targon(['logs'])).code).toBe(2)
   })
 
-  it('--follow prints new console lines as they come, and Ctrl-C exits 130', async () => {
-    await ctx.setup()
-    const vm = await upOne()
-    const follow = await targon(['logs', vm.name, '--follow', '--tail', '1'], {
-      onSpawn: (child) => {
-        void (async () => {
-          await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 1)
-          ctx.sim.appendConsole(vm.uid, 'job 1 started', 'job 1 done')
-          await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 3)
-          child.kill('SIGINT')
-        })()
-      },
-      timeoutMs: 30_000,
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`--follow prints new console lines as they come, and Ctrl-C exits 130 (${variant.label})`, async () => {
+      await ctx.setup()
+      variant.prepare(ctx.configDir)
+      const vm = await upOne()
+      const follow = await targon(['logs', vm.name, '--follow', '--tail', '1'], {
+        onSpawn: (child) => {
+          void (async () => {
+            await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 1)
+            ctx.sim.appendConsole(vm.uid, 'job 1 started', 'job 1 done')
+            await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 3)
+            child.kill('SIGINT')
+          })()
+        },
+        timeoutMs: 30_000,
+      })
+      expect(follow.code, follow.stderr).toBe(130)
+      expect(follow.stdout).toBe(`${vm.name} login: \njob 1 started\njob 1 done\n`)
     })
-    expect(follow.code, follow.stderr).toBe(130)
-    expect(follow.stdout).toBe(`${vm.name} login: \njob 1 started\njob 1 done\n`)
-  })
 
   it('--follow ends when the VM is deleted', async () => {
     await ctx.setup()

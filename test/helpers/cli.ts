@@ -3,7 +3,7 @@
  * with an isolated HOME and config directory.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
-import {mkdtempSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -26,6 +26,8 @@ export interface CliOptions {
   timeoutMs?: number
   /** The working directory (default: this process's). */
   cwd?: string
+  /** Options for node itself, before the CLI's path (e.g. --require). */
+  nodeArgs?: string[]
   /** Called once the process has started, e.g. to send it a signal later. */
   onSpawn?: (child: ChildProcess) => void
 }
@@ -50,7 +52,11 @@ export function baseEnv(overrides: Record<string, string | undefined> = {}): Rec
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {cwd: options.cwd, env: baseEnv(options.env), stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, ...args], {
+      cwd: options.cwd,
+      env: baseEnv(options.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
@@ -81,6 +87,21 @@ export function parseJson<T = Record<string, any>>(result: CliResult): T {
   if (!checked.success)
     throw new Error(`--json output breaks the schema of ${doc.command}: ${z.prettifyError(checked.error)}\n${result.stdout}`)
   return doc as T
+}
+
+/**
+ * Signal tests run twice: with a config directory that holds a config.json (conf, which loads with it, once brought
+ * its own signal handlers) and with one that does not.
+ */
+export const CONFIG_FILE_VARIANTS = [
+  {label: 'without config.json', prepare: (_configDir: string) => {}},
+  {label: 'with config.json', prepare: (configDir: string) => writeConfigFile(configDir, {image: 'ubuntu-24-04-lts-595'})},
+] as const
+
+/** Writes config.json (0600) into a config directory (0700), creating it if need be. */
+export function writeConfigFile(configDir: string, settings: Record<string, unknown>): void {
+  mkdirSync(configDir, {mode: 0o700, recursive: true})
+  writeFileSync(join(configDir, 'config.json'), JSON.stringify(settings), {mode: 0o600})
 }
 
 /** For onSpawn: sends `signal` to the CLI once `ready` holds (and `extraDelayMs` more have passed). */

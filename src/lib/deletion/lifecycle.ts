@@ -34,6 +34,17 @@ export function judge(status: ObservedStatus, note: DeleteNote | undefined): Ver
   return {billing: true, gone: false}
 }
 
+/**
+ * Of several workloads that answer to one name, the ones a user means: a live VM before a tombstone (a name stays on
+ * a tombstone after a new VM took it), and a deployed VM before a never-deployed registered workload (such as the
+ * one the loser of an `up --name` race leaves when Targon refuses to delete it; it does not run).
+ */
+export function meantByName<T>(matches: T[], statusOf: (match: T) => ObservedStatus, goneOf: (match: T) => boolean): T[] {
+  const rank = (match: T) => (goneOf(match) ? 2 : statusOf(match) === 'registered' ? 1 : 0)
+  const best = Math.min(...matches.map(rank))
+  return matches.filter((match) => rank(match) === best)
+}
+
 /** Statuses whose DELETE Targon refuses with HTTP 500 until the workload runs again. */
 export function needsWake(status: ObservedStatus): boolean {
   return status === 'suspended' || status === 'error'

@@ -8,7 +8,7 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../shell/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, findVm, snapshot} from '../fleet/workloads.js'
+import {type KnownVm, resolveVm, snapshot} from '../fleet/workloads.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
 import {forgetVm} from '../deletion/forget.js'
@@ -42,8 +42,9 @@ export interface DownOptions {
 }
 
 /**
- * Picks the VMs a selection names. Explicit targets are always allowed; bulk selectors take only this tool's VMs,
- * and never tombstones. Targets the listing does not show come back as `unlisted`.
+ * Picks the VMs a selection names. Explicit targets are always allowed, and with them --fleet only says which fleet
+ * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
+ * the listing does not show come back as `unlisted`.
  */
 export function select(
   vms: KnownVm[],
@@ -54,10 +55,7 @@ export function select(
   const chosen = new Map<string, KnownVm>()
   const unlisted: string[] = []
   for (const target of selection.targets) {
-    const found = findVm(vms, target, labelFleet)
-    // A name can stay on a tombstone after a new VM took it: the live one is meant.
-    const live = found.filter((vm) => !vm.gone)
-    const matches = live.length > 0 ? live : found
+    const matches = resolveVm(vms, target, selection.fleet ?? labelFleet)
     if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {
       throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {
         hint: 'name them by uid',
@@ -83,14 +81,15 @@ export function select(
   return {chosen: [...chosen.values()], unlisted}
 }
 
-/** Whether the selection goes beyond VMs named on the command line (--all, --fleet, --older-than, --over-cost, --expired). */
+/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost or --expired rather than named. */
 export function isBulk(selection: DownSelection): boolean {
   return (
-    selection.all ||
-    selection.fleet !== null ||
-    selection.expired ||
-    selection.older_than_seconds !== null ||
-    selection.over_cost_usd !== null
+    selection.targets.length === 0 &&
+    (selection.all ||
+      selection.fleet !== null ||
+      selection.expired ||
+      selection.older_than_seconds !== null ||
+      selection.over_cost_usd !== null)
   )
 }
 

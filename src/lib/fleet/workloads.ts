@@ -6,7 +6,7 @@ import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
-import {judge} from '../deletion/lifecycle.js'
+import {judge, meantByName} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 
 export interface KnownVm {
@@ -72,9 +72,18 @@ export function findVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): K
   return vms.filter((vm) => vm.name === labelled)
 }
 
+/** The VMs a user means by a name: see meantByName (a live, deployed VM wins over a tombstone or a registered leftover). */
+export function resolveVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): KnownVm[] {
+  return meantByName(
+    findVm(vms, target, fleet),
+    (vm) => vm.status,
+    (vm) => vm.gone,
+  )
+}
+
 /** The one VM a user named: NOT_FOUND (exit 4) when none matches, NAME_CONFLICT when several do. */
 export function findOneVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): KnownVm {
-  const matches = findVm(vms, target, fleet)
+  const matches = resolveVm(vms, target, fleet)
   if (matches.length === 0)
     throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
   if (matches.length > 1)

@@ -5,6 +5,7 @@
  * be left behind.
  */
 import {type InterruptSignal, SIGNAL_EXIT_CODES, TargonError} from './errors.js'
+import {runExitCallbacks} from './exit-hooks.js'
 
 export interface InterruptGuard {
   signal: AbortSignal
@@ -27,6 +28,7 @@ export function guardInterrupts(describeLeftovers: () => string[]): InterruptGua
     }
 
     for (const line of describeLeftovers()) process.stderr.write(`${line}\n`)
+    runExitCallbacks()
     process.exit(SIGNAL_EXIT_CODES[name])
   }
 

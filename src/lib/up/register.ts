@@ -13,6 +13,7 @@ import {TargonError} from '../shell/errors.js'
 import type {VmRecord} from '../state/local-state.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {isOutcomeUnknown} from '../targon/wait.js'
+import {meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
@@ -23,7 +24,8 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
   if (label === undefined) return create(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet))
 
   const name = workloadName(fleet, label)
-  const existing = await findByName(ctx, name)
+  // A deployed VM of that name wins over a never-deployed leftover of an earlier race for it.
+  const existing = meantByName(await findByName(ctx, name), workloadStatus, () => false)
   if (existing.length > 1) {
     throw new TargonError(
       'NAME_CONFLICT',

@@ -22,7 +22,8 @@ import type {Claim} from './stages.js'
 export interface UpRequest {
   org: string
   fleet: string
-  maxPrice: number
+  /** null only when adopting without a cap: the adopted VM's price is then not checked. */
+  maxPrice: number | null
   image: string
   /** Exact resource asked for; otherwise any candidate offer. */
   resource?: string
@@ -80,7 +81,7 @@ export function checkPrice(
     return known.offer ?? 0
   }
 
-  if (!withinCap(reported, ctx.request.maxPrice)) {
+  if (ctx.request.maxPrice !== null && !withinCap(reported, ctx.request.maxPrice)) {
     throw new TargonError(
       'PRICE_CAP_EXCEEDED',
       `${claim.name} costs ${reported.toFixed(2)} USD/h, above the cap ${ctx.request.maxPrice.toFixed(2)} USD/h`,

@@ -37,7 +37,8 @@ export interface UpOptions {
   resource?: string
   gpu?: string
   minGpus?: number
-  maxPrice: number
+  /** The price cap; null only when adopting (--name without a resource or --gpu) without one. */
+  maxPrice: number | null
   count: number
   min?: number
   fleet: string
@@ -125,15 +126,18 @@ async function prepare(
 ): Promise<RunContext> {
   const inventory = await client.inventory()
   const readAt = Date.now()
-  const offers = inventory.offers.map((raw) => normalizeOffer(raw, options.maxPrice))
+  // Only adopting needs no cap: then nothing can be rented.
+  const cap = options.maxPrice ?? 0
+  const wanted = {...options, maxPrice: cap}
+  const offers = inventory.offers.map((raw) => normalizeOffer(raw, cap))
   // With --name the VM may already exist, and with --wait capacity may come: a missing offer only matters once
   // something must be created.
   let candidates: Offer[] = []
   let whyNoOffer: TargonError | undefined
   try {
-    candidates = chooseCandidates(offers, options)
+    candidates = chooseCandidates(offers, wanted)
   } catch (error) {
-    const waitable = options.capacity !== null && offersUnderCap(offers, options).length > 0
+    const waitable = options.capacity !== null && offersUnderCap(offers, wanted).length > 0
     if ((options.label === undefined && !waitable) || !(error instanceof TargonError)) throw error
     whyNoOffer = error
   }
@@ -184,7 +188,7 @@ async function prepare(
       signal,
       until: deadline.waitUntil,
       waitMs: options.capacity.waitMs,
-      wanted: options,
+      wanted,
     })
   return {candidates, capacity, cleanupClient, client, deadline, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
 }

@@ -1,0 +1,92 @@
+/**
+ * Which VMs a name, a label and --fleet select, in every command that takes them: with names, --fleet only says
+ * which fleet their labels belong to; without, it selects the whole fleet. A never-deployed leftover of an
+ * `up --name` race does not make its name ambiguous.
+ */
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator | undefined
+let configDir = ''
+
+afterEach(async () => {
+  await sim?.stop()
+  sim = undefined
+})
+
+async function setup(): Promise<TargonSimulator> {
+  sim = await startSimulator()
+  configDir = tempDir('targon-config-')
+  return sim
+}
+
+const targon = (args: string[]) => runInProcess(args, {env: simulatorEnv(sim!, {TARGON_CONFIG_DIR: configDir})})
+const planned = async (args: string[]) => {
+  const result = await targon([...args, '--dry-run', '--json'])
+  expect(result.code, result.stdout).toBe(0)
+  return (parseJson(result).data.results as {name: string}[]).map((each) => each.name).sort()
+}
+
+describe('down: names and --fleet', () => {
+  it('deletes only the named VM when --fleet names the fleet of its label', async () => {
+    const sim = await setup()
+    for (const name of ['tcli-exp-inst', 'tcli-exp-a', 'tcli-exp-b', 'tcli-default-inst']) sim.addWorkload({name, status: 'running'})
+    expect(await planned(['down', 'inst', '--fleet', 'exp'])).toEqual(['tcli-exp-inst'])
+    expect(await planned(['down', 'tcli-exp-inst', '--fleet', 'exp'])).toEqual(['tcli-exp-inst'])
+    expect(await planned(['down', 'inst'])).toEqual(['tcli-default-inst'])
+    expect(await planned(['down', '--fleet', 'exp'])).toEqual(['tcli-exp-a', 'tcli-exp-b', 'tcli-exp-inst'])
+
+    const deleted = await targon(['down', 'inst', '--fleet', 'exp', '--json'])
+    expect(deleted.code, deleted.stdout).toBe(0)
+    expect(
+      sim
+        .billing()
+        .map((workload) => workload.name)
+        .sort(),
+    ).toEqual(['tcli-default-inst', 'tcli-exp-a', 'tcli-exp-b'])
+  })
+
+  for (const selector of [['--all'], ['--expired'], ['--older-than', '1h'], ['--over-cost', '5']]) {
+    it(`refuses names combined with ${selector[0]} (exit 2), before any request`, async () => {
+      const sim = await setup()
+      sim.addWorkload({name: 'tcli-default-inst', status: 'running'})
+      const result = await targon(['down', 'inst', ...selector, '--json'])
+      expect(result.code).toBe(2)
+      expect(parseJson(result).error.message).toContain('cannot be combined')
+      expect(sim.log).toEqual([])
+      expect(sim.billing()).toHaveLength(1)
+    })
+  }
+})
+
+describe('a registered leftover of an up --name race', () => {
+  it('does not make the name ambiguous for down, logs or up --name; down --all still reports it', async () => {
+    const sim = await setup()
+    const first = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'twin', '--no-bootstrap', '--json'])
+    expect(first.code, first.stdout).toBe(0)
+    const live = parseJson(first).data.vms[0] as {uid: string}
+    // The race's loser, from another config directory: its workload stays registered.
+    const leftover = sim.addWorkload({name: 'tcli-default-twin', status: 'registered'})
+
+    expect(await planned(['down', 'twin'])).toEqual(['tcli-default-twin'])
+    const plan = parseJson(await targon(['down', 'twin', '--dry-run', '--json'])).data.results
+    expect(plan.map((each: {uid: string}) => each.uid)).toEqual([live.uid])
+    expect((await targon(['logs', 'twin'])).code).toBe(0)
+
+    const adopted = await targon(['up', '--name', 'twin', '--no-bootstrap', '--json'])
+    expect(adopted.code, adopted.stdout).toBe(0)
+    expect(parseJson(adopted).data.vms).toMatchObject([{adopted: true, uid: live.uid}])
+    // No cap is needed to adopt; the run says that the price goes unchecked.
+    expect(parseJson(adopted).warnings).toEqual(['no price cap: the price of twin is not checked against one'])
+
+    const all = await targon(['down', '--all', '--json'])
+    expect(all.code, all.stdout).toBe(0)
+    const results = parseJson(all).data.results as {uid: string; action: string}[]
+    expect(results.find((each) => each.uid === leftover.uid)?.action).toBe('left-registered')
+    expect(sim.billing()).toEqual([])
+  })
+})
