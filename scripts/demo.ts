@@ -49,7 +49,8 @@ try {
   await step('offers', '--gpu', 'rtx6000b')
   await step('up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'demo', ...(root ? [] : ['--no-bootstrap']))
   await step('status')
-  if (root) await step('ssh', 'tcli-default-demo', '--', 'sh', '-c', 'hostname; docker --version; systemctl is-active dstack-shim')
+  // The words after -- are one line for the remote shell, as with OpenSSH: the whole command is quoted once.
+  if (root) await step('ssh', 'tcli-default-demo', '--', 'hostname; docker --version; systemctl is-active dstack-shim')
   await step('down', '--all', '--yes')
 } finally {
   const live = sim.live()

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {usageError} from '../lib/shell/errors.js'
+import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
@@ -19,7 +19,13 @@ export default class Exec extends BaseCommand<typeof Exec> {
 refuses) and runs the command there, at most --parallel VMs at once. Each output line is prefixed with the VM's
 name; lines of different VMs never interleave (remote stderr goes to stderr). Without --vms, every running VM of the
 fleet. Exit 0 when the command exits 0 everywhere; otherwise exit 12 (REMOTE_COMMAND_FAILED) with per-VM results:
-exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json shows them for every VM).`)
+exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json shows them for every VM); without --json, stderr
+names each VM that failed and why.
+
+The words after -- are joined with spaces into one line for the remote shell, as OpenSSH and targon ssh do: quote the
+whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and ends the run at once (exit 130).`)
+
+  static usage = ['exec [--fleet FLEET | --vms VM,...] [--parallel N] -- COMMAND...']
 
   static examples = [
     {command: '<%= config.bin %> exec --fleet train -- nvidia-smi -L', description: 'Every running VM of fleet "train"'},
@@ -47,8 +53,8 @@ exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json show
     const fleet = await resolveSetting('fleet', this.flags.fleet)
     const guard = guardInterrupts(() => ['Exiting; remote commands may still be running.'])
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
+    const text = !this.jsonEnabled()
     try {
-      const text = !this.jsonEnabled()
       return await runExec(client, new LocalState(configDir()), {
         command,
         configDir: configDir(),
@@ -62,9 +68,21 @@ exit code, duration and the last ${EXEC_TAIL_LINES} lines of output (--json show
         signal: guard.signal,
         targets,
       })
+    } catch (error) {
+      if (text && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
+      throw error
     } finally {
       guard.dispose()
       await client.close()
+    }
+  }
+
+  /** On stderr, one line per VM where the command failed or could not run, with why (--json has it in the results). */
+  private explainFailures(result: ExecResult): void {
+    for (const vm of result.results) {
+      if (vm.exit_code === 0) continue
+      const why = vm.exit_code === null ? (vm.error ?? 'did not run') : `exit code ${vm.exit_code}${vm.error ? ` (${vm.error})` : ''}`
+      process.stderr.write(`${vm.name}: ${why}\n`)
     }
   }
 }

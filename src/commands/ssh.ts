@@ -1,3 +1,4 @@
+import {fchmodSync, fstatSync} from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import * as z from 'zod'
 
@@ -28,7 +29,17 @@ export default class Ssh extends BaseCommand<typeof Ssh> {
   static description = prose(`Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's
 pinned host key (StrictHostKeyChecking=yes; ~/.ssh/known_hosts is never touched). The address is refreshed from
 the API on every call. With a command, targon exits with the remote exit code (255 is ssh's own error).
+
+The words after -- are joined with spaces into one line for the remote shell, as OpenSSH and targon exec do: quote the
+whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
 -L, -R, -D and -N pass OpenSSH's port forwarding through, e.g. for a notebook or a dashboard on the VM.`)
+
+  static usage = [
+    'ssh VM [-- COMMAND...]',
+    'ssh VM [-L SPEC]... [-R SPEC]... [-D SPEC]... [-N]',
+    'ssh VM --print [-- COMMAND...]',
+    'ssh --config [--fleet FLEET]',
+  ]
 
   static examples = [
     {command: '<%= config.bin %> ssh tcli-default-k3v9x2qa', description: 'An interactive shell'},
@@ -43,8 +54,8 @@ the API on every call. With a command, targon exits with the remote exit code (2
       description: "Reach the VM's Jupyter on localhost:8888 (Ctrl-C ends the tunnel)",
     },
     {
-      command: '<%= config.bin %> ssh --config >> ~/.ssh/targon.conf',
-      description: 'Host entries for every VM of the fleet (use with Include)',
+      command: '<%= config.bin %> ssh --config > ~/.ssh/targon.conf',
+      description: 'Host entries for every VM of the fleet, replacing the file (0600); use it with Include',
     },
   ]
 
@@ -52,7 +63,11 @@ the API on every call. With a command, targon exits with the remote exit code (2
   static strict = false
 
   static flags = {
-    config: Flags.boolean({default: false, summary: 'Print ssh_config Host entries for every VM of the fleet.'}),
+    config: Flags.boolean({
+      default: false,
+      summary:
+        'Print ssh_config Host entries for every running VM of the fleet (or for the VM named); a file it is redirected into is made 0600.',
+    }),
     fleet: Flags.string({summary: 'The fleet of --config, and of a VM given by its short --name label (default: config, else "default").'}),
     print: Flags.boolean({default: false, summary: 'Print the ssh command line instead of running it.'}),
     'local-forward': Flags.string({
@@ -101,11 +116,18 @@ the API on every call. With a command, targon exits with the remote exit code (2
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await resolveSetting('fleet', this.flags.fleet)
       if (this.flags.config) {
+        if (command.length > 0) throw usageError('--config takes no command', 'drop the words after --')
+        const chosen = target
+          ? [findOneVm(vms, target, fleet)]
+          : vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
         const hosts: SshResult[] = []
-        for (const vm of vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running'))
-          hosts.push(await this.prepare(vm, dir, []))
+        for (const vm of chosen) hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
-        if (!this.jsonEnabled()) this.log(config.trimEnd())
+        if (!this.jsonEnabled()) {
+          privateIfFile(1)
+          this.log(config.trimEnd())
+        }
+
         return {config, fleet, hosts}
       }
 
@@ -142,20 +164,42 @@ the API on every call. With a command, targon exits with the remote exit code (2
   }
 }
 
+/**
+ * Output redirected into a file (targon ssh --config > ~/.ssh/targon.conf) is made 0600, as ssh wants its config
+ * files; a terminal or a pipe is left alone.
+ */
+function privateIfFile(fd: number): void {
+  try {
+    if (fstatSync(fd).isFile()) fchmodSync(fd, 0o600)
+  } catch {
+    // Not ours to change (another owner, a read-only mount): the output is the same.
+  }
+}
+
+const FORWARDED_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM'] as const
+
 async function runSsh(argv: string[]): Promise<number> {
   const {spawn} = await import('node:child_process')
   const {constants} = await import('node:os')
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), {stdio: 'inherit'})
-    // Ctrl-C belongs to the remote session; ssh itself decides what to do with it.
-    const ignore = () => {}
-    process.on('SIGINT', ignore)
+    // The session is ssh's: a signal to targon goes on to ssh, which decides what to do with it (Ctrl-C in a shell
+    // on the VM is only a keystroke), and targon exits when ssh does, so no ssh and no forwarded port outlive it.
+    let received: NodeJS.Signals | undefined
+    const forward = (signal: NodeJS.Signals) => {
+      received ??= signal
+      child.kill(signal)
+    }
+
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, forward)
     child.on('error', (error) =>
       reject(new TargonError('SSH_FAILED', `cannot run ssh: ${error.message}`, {hint: 'install the OpenSSH client'})),
     )
     child.on('close', (code, signal) => {
-      process.off('SIGINT', ignore)
-      resolve(code ?? (signal ? 128 + (constants.signals[signal] ?? 2) : 255))
+      for (const each of FORWARDED_SIGNALS) process.off(each, forward)
+      // Ended by a signal to targon: its exit says so (128 + its number), whatever ssh made of it.
+      const ended = received ?? signal
+      resolve(ended ? 128 + (constants.signals[ended] ?? 2) : (code ?? 255))
     })
   })
 }

@@ -99,8 +99,11 @@ of this tool with no local record (server-only, e.g. created on another machine)
           {header: 'NAME', value: (vm) => dash(vm.name)},
           {header: 'UID', value: (vm) => vm.uid},
           {header: 'FLEET', value: (vm) => dash(vm.fleet)},
-          {header: 'STATUS', value: (vm) => (vm.deleted ? `${vm.status} (deleted)` : vm.status)},
-          {header: 'BILLING', value: (vm) => (vm.billing === null ? '?' : vm.billing ? 'yes' : 'no')},
+          {header: 'STATUS', value: (vm) => (vm.deleted && vm.status !== 'deleted' ? `${vm.status} (deleted)` : vm.status)},
+          {
+            header: 'BILLING',
+            value: (vm) => (vm.billing === null ? '?' : vm.billing_assumed ? 'yes (assumed)' : vm.billing ? 'yes' : 'no'),
+          },
           {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
           {header: 'RESOURCE', value: (vm) => dash(vm.resource)},
           {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},

@@ -208,6 +208,11 @@ export const StatusVmSchema = z.object({
     .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
   bootstrapped: z.boolean(),
   billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
+  billing_assumed: z
+    .boolean()
+    .describe(
+      'billing is true by assumption: an error record of a VM this config directory created, with no delete of it noted (another machine may have deleted it)',
+    ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   origin: z.enum(['this-tool', 'other']),
   local_record: z.enum(['present', 'missing']),

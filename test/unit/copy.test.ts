@@ -21,6 +21,11 @@ describe('path specs', () => {
     expect(parsePathSpec('worker1:')).toEqual({kind: 'remote', path: '', vm: 'worker1'})
     expect(parsePathSpec(':/data')).toEqual({kind: 'remote', path: '/data', vm: null})
     expect(parsePathSpec('vm:a:b')).toEqual({kind: 'remote', path: 'a:b', vm: 'vm'})
+    // ~ is the VM's home (SFTP would take it as a file name); another user's home is refused.
+    expect(parsePathSpec('vm:~/f')).toEqual({kind: 'remote', path: 'f', vm: 'vm'})
+    expect(parsePathSpec('vm:~')).toEqual({kind: 'remote', path: '', vm: 'vm'})
+    expect(parseCopySpec('./f', 'vm:~/')).toMatchObject({intoDirectory: true, remote: ''})
+    expect(() => parsePathSpec('vm:~root/f')).toThrow(/only the VM's own home/)
     for (const local of ['./a:b', '/tmp/a:b', 'dir/x:y', 'plain', '.', '/'])
       expect(parsePathSpec(local)).toEqual({kind: 'local', path: local})
   })

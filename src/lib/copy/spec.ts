@@ -26,7 +26,22 @@ export function parsePathSpec(arg: string): PathSpec {
   const colon = arg.indexOf(':')
   const slash = arg.indexOf('/')
   if (colon < 0 || (slash >= 0 && slash < colon)) return {kind: 'local', path: arg}
-  return {kind: 'remote', path: arg.slice(colon + 1), vm: arg.slice(0, colon) || null}
+  return {kind: 'remote', path: homeRelative(arg.slice(colon + 1)), vm: arg.slice(0, colon) || null}
+}
+
+/**
+ * A remote path of "~" or "~/…" (quoted, the local shell leaves it alone; SFTP does not expand it) is the home
+ * directory, where a relative path already is; another user's "~name" is refused.
+ */
+function homeRelative(path: string): string {
+  if (path === '~') return ''
+  if (path.startsWith('~/')) return path.slice(2)
+  if (path.startsWith('~'))
+    throw usageError(
+      `"${path}": only the VM's own home (~/) is understood`,
+      "drop the ~name: a relative path is under ubuntu's home directory",
+    )
+  return path
 }
 
 export function parseCopySpec(source: string, destination: string): CopySpec {
@@ -45,7 +60,7 @@ export function parseCopySpec(source: string, destination: string): CopySpec {
   const local = from.kind === 'local' ? from.path : (to as Extract<PathSpec, {kind: 'local'}>).path
   return {
     direction: from.kind === 'local' ? 'upload' : 'download',
-    intoDirectory: to.path.endsWith('/'),
+    intoDirectory: destination.endsWith('/'),
     local,
     remote: remote.path,
     vm: remote.vm,

@@ -62,11 +62,10 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
       })
       stdout.flush()
       stderr.flush()
-      const code = run.code ?? 255
       return {
         duration_ms: Date.now() - started,
-        error: run.signal ? `killed by ${run.signal}` : null,
-        exit_code: code,
+        error: run.aborted ? 'interrupted: the remote command was sent SIGTERM' : run.signal ? `killed by ${run.signal}` : null,
+        exit_code: run.aborted ? null : (run.code ?? 255),
         name,
         tail,
         uid: vm.uid,

@@ -5,7 +5,7 @@
  */
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../shell/errors.js'
-import {openPinned, targetOf} from '../ssh/connect-info.js'
+import {checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -23,6 +23,8 @@ export interface VmSelection {
 
 /** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
 export async function selectVms(client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
+  // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
+  checkSshFiles(state.dir)
   const view = await snapshot(client, selection.org, state)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =

@@ -24,6 +24,11 @@ export interface KnownVm {
   gone: boolean
   /** Whether it costs money now; null for an `error` record not classified yet. */
   billing: boolean | null
+  /**
+   * billing is true by assumption: an `error` record of a VM this machine created (it has the record) and never
+   * noted a delete of. It may be a tombstone of another machine's delete, but a crash is the safe guess.
+   */
+  billingAssumed: boolean
 }
 
 export interface FleetSnapshot {
@@ -44,8 +49,12 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     const fleet = fleetOf(workload.name) ?? record?.fleet ?? null
     const status = workloadStatus(workload)
     const note = notes.get(workload.uid)
+    const verdict = judge(status, note)
+    const billingAssumed = verdict.billing === null && record !== undefined
     return {
-      ...judge(status, note),
+      ...verdict,
+      billing: billingAssumed ? true : verdict.billing,
+      billingAssumed,
       fleet,
       name: workload.name ?? null,
       note,

@@ -6,7 +6,7 @@
  * the config file is a configuration error (exit 3) that names where it came from. The config
  * file is read only when neither a flag nor the environment gives the value.
  */
-import {chmodSync, mkdirSync, statSync} from 'node:fs'
+import {mkdirSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 
@@ -160,19 +160,37 @@ export function configFilePath(dir = configDir()): string {
   return join(dir, 'config.json')
 }
 
-/** Creates the config directory (0700) if needed and returns it. */
+/** Creates the config directory (0700) if needed and returns it; an existing one must not be writable by others. */
 export function ensureConfigDir(dir = configDir()): string {
   try {
     mkdirSync(dir, {mode: 0o700, recursive: true})
-    const mode = statSync(dir).mode & 0o777
-    if (mode !== 0o700) chmodSync(dir, 0o700)
   } catch (error) {
     throw new TargonError('CONFIG', `cannot create the config directory ${dir}: ${(error as Error).message}`, {
       hint: 'make it writable, or point TARGON_CONFIG_DIR at a writable directory',
     })
   }
 
+  assertPrivateDir(dir, 'config directory')
   return dir
+}
+
+/**
+ * Refuses a directory of the config (the config directory, keys/, known_hosts.d/) that group or others can write:
+ * they could plant a key, a pin or a record. It is never changed silently; the hint says how. A missing one passes.
+ */
+export function assertPrivateDir(dir: string, what: string): void {
+  let mode: number
+  try {
+    mode = statSync(dir).mode & 0o777
+  } catch {
+    return
+  }
+
+  if ((mode & 0o022) !== 0) {
+    throw new TargonError('CONFIG', `${what} ${dir} is writable by other users (mode ${mode.toString(8)})`, {
+      hint: `run: chmod go-w ${dir}`,
+    })
+  }
 }
 
 /** Refuses a secret-bearing file that group or others can read. */
@@ -224,6 +242,7 @@ export function openConfig(dir = configDir()): Promise<ConfigStore> {
 async function loadConfig(dir: string): Promise<ConfigStore> {
   const {default: Conf} = await import('conf')
   const path = configFilePath(dir)
+  assertPrivateDir(dir, 'config directory')
   assertPrivateFile(path, 'config file')
   try {
     return new Conf<Partial<Record<ConfigKey, unknown>>>({

@@ -7,9 +7,9 @@ import {readFileSync} from 'node:fs'
 
 import {TargonError, usageError} from '../shell/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
-import {privateKeyPath} from './project-key.js'
-import {hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
-import {SshSession, shellQuote} from './session.js'
+import {checkedPrivateKeyPath} from './project-key.js'
+import {checkPinDir, hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
+import {SshSession} from './session.js'
 
 export interface SshTarget {
   uid: string
@@ -24,12 +24,23 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
   const host = vm.workload.state?.public_ip
   const port = vm.workload.state?.ssh_port
   if (vm.status !== 'running' || !host || !port) {
-    throw new TargonError('API_ERROR', `${vm.name ?? vm.uid} is ${vm.status}, with no SSH address yet`, {
-      hint: 'wait for it to run (targon status), or run targon up --name <vm>',
+    const which = vm.name ?? vm.uid
+    // A crashed or suspended VM will not come to run by itself, and it may bill meanwhile.
+    const stuck = vm.status === 'error' || vm.status === 'suspended'
+    throw new TargonError('API_ERROR', `${which} is ${vm.status}${stuck ? '' : ', with no SSH address yet'}`, {
+      hint: stuck
+        ? `it will not run again by itself and may still bill: delete it with targon down ${which}`
+        : 'wait for it to run (targon status), or run targon up --name <vm>',
     })
   }
 
-  return {configDir, host, identityFile: privateKeyPath(configDir), name: vm.name, port, uid: vm.uid}
+  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, uid: vm.uid}
+}
+
+/** What every SSH use of a config directory needs, checked before any VM is touched: a private key and pins only the user controls. */
+export function checkSshFiles(configDir: string): void {
+  checkedPrivateKeyPath(configDir)
+  checkPinDir(configDir)
 }
 
 /** The VM's pin file, recording the host key on first contact (trust on first use). */
@@ -86,18 +97,42 @@ export interface Forwarding {
   noCommand: boolean
 }
 
-const FORWARD_SPEC = /^(\[[0-9a-fA-F:.]+\]|[\w.*-]+)(:(\[[0-9a-fA-F:.]+\]|[\w./*-]+))*$/
+const FORWARD_FIELD = /^(\[[0-9a-fA-F:.]+\]|[\w./*-]+)$/
 
-/** Refuses a forwarding spec that is empty or could pass for another option (a leading "-"). */
+/** A spec's fields: split at colons outside brackets ([::1]:8888:localhost:8888 has four). */
+function forwardFields(spec: string): string[] {
+  return spec.match(/\[[^\]]*\]|[^:]+/g) ?? []
+}
+
+const isPort = (field: string) => /^\d{1,5}$/.test(field) && Number(field) <= 65_535
+const isSocket = (field: string) => field.includes('/')
+
+/**
+ * Whether a spec has one of the forms OpenSSH takes: -L and -R [bind:]port:host:hostport (or a Unix socket on
+ * either side), -R also [bind:]port alone (a SOCKS proxy on the VM), -D [bind:]port.
+ */
+function isForwardSpec(flag: '-D' | '-L' | '-R', spec: string): boolean {
+  const fields = forwardFields(spec)
+  if (spec.startsWith('-') || fields.join(':') !== spec || !fields.every((field) => FORWARD_FIELD.test(field))) return false
+  const last = fields.at(-1) as string
+  if (flag === '-D' || (flag === '-R' && fields.length <= 2 && !fields.some(isSocket)))
+    return fields.length <= 2 && isPort(last) && (flag === '-R' || fields.length === 1 || !isSocket(fields[0] as string))
+  if (fields.length === 2) return fields.some(isSocket) && fields.every((field) => isSocket(field) || isPort(field))
+  if (fields.length !== 3 && fields.length !== 4) return false
+  const listen = fields.at(-3) as string
+  return (isPort(listen) || (fields.length === 3 && isSocket(listen))) && (isPort(last) || isSocket(last))
+}
+
+/** Refuses a forwarding spec that is not one of OpenSSH's forms, or that could pass for another option. */
 export function checkForwarding(forwarding: Forwarding): Forwarding {
-  const specs: [string, string[]][] = [
+  const specs: ['-D' | '-L' | '-R', string[]][] = [
     ['-L', forwarding.local],
     ['-R', forwarding.remote],
     ['-D', forwarding.dynamic],
   ]
   for (const [flag, values] of specs) {
     for (const value of values) {
-      if (value.startsWith('-') || !FORWARD_SPEC.test(value))
+      if (!isForwardSpec(flag, value))
         throw usageError(
           `${flag} "${value}" is not a forwarding spec`,
           `as OpenSSH takes it, e.g. ${flag === '-D' ? '-D 1080' : `${flag} 8888:localhost:8888`}`,
@@ -135,8 +170,8 @@ export function sshArgv(target: SshTarget, command: string[], options: string[] 
     ...options,
     `ubuntu@${target.host}`,
   ]
-  // ssh joins its arguments into one line for the remote shell: quote each so that they arrive intact.
-  if (command.length > 0) argv.push('--', command.map((arg) => shellQuote(arg)).join(' '))
+  // As OpenSSH itself, and as targon exec: the words are joined with spaces into one line for the remote shell.
+  if (command.length > 0) argv.push('--', command.join(' '))
   return argv
 }
 

@@ -6,6 +6,8 @@
 import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import {assertPrivateDir} from '../settings/settings.js'
+
 export function hostKeyAlias(uid: string): string {
   return `targon-${uid}`
 }
@@ -14,8 +16,14 @@ export function pinFile(configDir: string, uid: string): string {
   return join(configDir, 'known_hosts.d', uid)
 }
 
+/** Pins in a directory that others can write could be forged: refused (exit 3), never trusted or changed. */
+export function checkPinDir(configDir: string): void {
+  assertPrivateDir(join(configDir, 'known_hosts.d'), 'host-key directory')
+}
+
 /** The pinned "type base64" key of a VM, if any. */
 export function readPin(configDir: string, uid: string): string | undefined {
+  checkPinDir(configDir)
   try {
     const line = readFileSync(pinFile(configDir, uid), 'utf8')
       .split('\n')
@@ -28,6 +36,7 @@ export function readPin(configDir: string, uid: string): string | undefined {
 
 export function writePin(configDir: string, uid: string, host: string, port: number, key: string): string {
   mkdirSync(join(configDir, 'known_hosts.d'), {mode: 0o700, recursive: true})
+  checkPinDir(configDir)
   const path = pinFile(configDir, uid)
   writeFileSync(path, `${hostKeyAlias(uid)},[${host}]:${port} ${key}\n`, {mode: 0o600})
   return path

@@ -9,7 +9,7 @@ import {dirname, join} from 'node:path'
 import type {ParsedKey} from 'ssh2'
 
 import {TargonError} from '../shell/errors.js'
-import {assertPrivateFile, ensureConfigDir} from '../settings/settings.js'
+import {assertPrivateDir, assertPrivateFile, ensureConfigDir} from '../settings/settings.js'
 
 export interface ProjectKey {
   privateKeyPath: string
@@ -21,6 +21,18 @@ export interface ProjectKey {
 /** Where the project's private key lives (the public key is beside it, with .pub). */
 export function privateKeyPath(configDir: string): string {
   return join(configDir, 'keys', 'id_ed25519')
+}
+
+/**
+ * The private key's path for a use of it (ssh, exec, cp, a dstack fleet file), refused as up refuses it: readable
+ * by others, or in a keys/ directory others can write (ssh and dstack would reject it anyway, later and less clearly).
+ */
+export function checkedPrivateKeyPath(configDir: string): string {
+  const keyFile = privateKeyPath(configDir)
+  assertPrivateDir(configDir, 'config directory')
+  assertPrivateDir(dirname(keyFile), 'key directory')
+  assertPrivateFile(keyFile, 'private key')
+  return keyFile
 }
 
 /** Loads the project key pair, generating it on first use (safe against concurrent first uses). */
@@ -46,6 +58,7 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
     }
   }
 
+  assertPrivateDir(dirname(keyFile), 'key directory')
   assertPrivateFile(keyFile, 'private key')
   // parseKey returns an Error instead of throwing, and may return several keys.
   const parsed = ssh2.utils.parseKey(readFileSync(keyFile)) as ParsedKey | ParsedKey[] | Error

@@ -31,9 +31,15 @@ export interface ConnectOptions {
   maxRetryDelayMs?: number
 }
 
+/** After an abort, how long a remote command may take to end before the wait for it stops. */
+const ABORT_GRACE_MS = 1000
+
 export interface ExecResult {
   code: number | null
+  /** The signal that ended the remote command (SIGTERM, …). */
   signal?: string
+  /** Aborted by the caller: the command was sent TERM and its channel closed. */
+  aborted?: boolean
   stdout: string
   stderr: string
 }
@@ -160,8 +166,33 @@ export class SshSession {
 
         let stdout = ''
         let stderr = ''
-        const onAbort = () => stream.close()
-        options.signal?.addEventListener('abort', onAbort, {once: true})
+        let code: number | null = null
+        let signal: string | undefined
+        let aborted = false
+        let settled = false
+        let grace: NodeJS.Timeout | undefined
+        const finish = (outcome: () => void) => {
+          if (settled) return
+          settled = true
+          clearTimeout(grace)
+          options.signal?.removeEventListener('abort', onAbort)
+          outcome()
+        }
+
+        // An abort ends the remote command, not only the wait for it: TERM through the channel (sshd passes it on to
+        // the command), then the channel is closed. A command that ignores both is not waited for past the grace;
+        // closing the connection then leaves it to the VM.
+        const onAbort = () => {
+          aborted = true
+          signalChannel(stream, 'TERM')
+
+          stream.close()
+          grace = setTimeout(() => finish(() => resolve({aborted, code, signal, stderr, stdout})), ABORT_GRACE_MS)
+        }
+
+        // The abort may have come while the channel was opening.
+        if (options.signal?.aborted) setImmediate(onAbort)
+        else options.signal?.addEventListener('abort', onAbort, {once: true})
         stream.on('data', (chunk: Buffer) => {
           stdout += chunk.toString()
           options.onStdout?.(chunk.toString())
@@ -170,16 +201,17 @@ export class SshSession {
           stderr += chunk.toString()
           options.onStderr?.(chunk.toString())
         })
-        let code: number | null = null
-        let signal: string | undefined
         stream.on('exit', (exitCode: number | null, exitSignal?: string) => {
           code = exitCode
           signal = exitSignal
         })
         stream.on('close', () => {
-          options.signal?.removeEventListener('abort', onAbort)
           // The close of a dropped connection can arrive just after the stream's: check on the next turn.
-          setImmediate(() => (this.lost && code === null ? reject(this.lostError()) : resolve({code, signal, stderr, stdout})))
+          setImmediate(() =>
+            finish(() =>
+              this.lost && code === null && !aborted ? reject(this.lostError()) : resolve({aborted, code, signal, stderr, stdout}),
+            ),
+          )
         })
         stream.end(options.stdin ?? '')
       })
@@ -249,6 +281,22 @@ export class SshSession {
 
   close(): void {
     this.client.end()
+  }
+}
+
+/**
+ * Sends a signal request on a session channel. ssh2's own ClientChannel.signal() sends nothing once the channel's
+ * input is ended, which exec does at once (a remote command must see EOF on stdin), though the protocol allows the
+ * request then: so it goes through the channel's protocol object. sshd passes it to the command's whole process
+ * group. test/e2e/remote.test.ts ("Ctrl-C ends a silent remote command") fails if this stops working.
+ */
+function signalChannel(stream: ClientChannel, signal: 'TERM'): void {
+  const channel = stream as unknown as {outgoing?: {id?: number}; _client?: {_protocol?: {signal?: (id: number, name: string) => void}}}
+  const id = channel.outgoing?.id
+  try {
+    if (id !== undefined) channel._client?._protocol?.signal?.(id, signal)
+  } catch {
+    // The connection is closing: nothing more can be sent.
   }
 }
 

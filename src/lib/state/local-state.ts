@@ -9,7 +9,7 @@ import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
 import {TargonError} from '../shell/errors.js'
-import {ensureConfigDir} from '../settings/settings.js'
+import {assertPrivateDir, ensureConfigDir} from '../settings/settings.js'
 
 export const HostKeyPinSchema = z.object({
   alias: z.string(),
@@ -60,7 +60,10 @@ export interface LoadedRecords {
 }
 
 export class LocalState {
-  constructor(readonly dir: string) {}
+  /** Records in a config directory that others can write could be planted: refused before any is read. */
+  constructor(readonly dir: string) {
+    assertPrivateDir(dir, 'config directory')
+  }
 
   private vmDir(org: string): string {
     return join(this.dir, 'vms', org)

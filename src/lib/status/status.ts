@@ -10,7 +10,7 @@ import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../fleet/work
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../shell/errors.js'
 import {countOf} from '../shell/output.js'
-import {privateKeyPath} from '../ssh/project-key.js'
+import {checkedPrivateKeyPath} from '../ssh/project-key.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
@@ -66,7 +66,11 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
 
 function warnAboutBilling(vm: StatusVm, warn: (message: string) => void): void {
   const which = vm.name ?? vm.uid
-  if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true))
+  if (vm.billing_assumed)
+    warn(
+      `${which} shows error and no delete of it is noted here: taken as crashed and billing (another machine may have deleted it); delete it with targon down ${which}`,
+    )
+  else if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true))
     warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
   else if (vm.billing === null)
     warn(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
@@ -83,6 +87,8 @@ async function offersByResource(client: TargonClient, warn: (message: string) =>
 }
 
 function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: (message: string) => void): DstackFleet {
+  // dstack would reject a key that others can read, later and less clearly.
+  const identityFile = checkedPrivateKeyPath(configDir)
   const ready = vms.flatMap((vm) =>
     vm.bootstrapped && vm.status === 'running' && vm.public_ip && vm.ssh_port
       ? [{hostname: vm.public_ip, name: vm.name, port: vm.ssh_port, uid: vm.uid}]
@@ -100,7 +106,7 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
     })
   }
 
-  const fleetFile = dstackFleet(fleet, privateKeyPath(configDir), ready)
+  const fleetFile = dstackFleet(fleet, identityFile, ready)
   for (const ip of fleetFile.shared_ips) {
     warn(
       `several VMs share the IP ${ip}: dstack refuses a hostname already used by another fleet, whatever the port; keep them in one fleet, or give each its own DNS name`,
@@ -124,6 +130,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
   return {
     age_seconds: ageSeconds(vm, now),
     billing: vm.billing,
+    billing_assumed: vm.billingAssumed,
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,

@@ -29,10 +29,7 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
     }
 
     // A named, adopted workload is the user's; other offers are not tried in its place.
-    const next =
-      current.claim.origin === 'adopted'
-        ? undefined
-        : ctx.candidates[ctx.candidates.findIndex((offer) => offer.resource === current.resource) + 1]
+    const next = current.claim.origin === 'adopted' ? undefined : ctx.units.take(current.resource)
     if (!next) throw allRefused(refusals)
     ctx.warn(`${current.resource ?? 'offer'} refused (${outcome.message}); trying ${next.resource}`)
     // Never risk paying for two: a refused workload that may still bill stops the run (the failure policy reports it).

@@ -50,8 +50,16 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
 /** The cheapest candidate; with --wait, the cheapest with a unit of capacity for this VM, waiting for one if need be. */
 async function offerToRent(ctx: RunContext, track: VmTrack, report: Report): Promise<Offer> {
   if (ctx.capacity) return ctx.capacity.offer(track, report)
-  const offer = ctx.candidates[0]
-  if (!offer) throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
+  if (ctx.candidates.length === 0)
+    throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
+  const offer = ctx.units.take()
+  if (!offer) {
+    const listed = ctx.candidates.map((each) => `${each.resource} ${each.available ?? '?'}`).join(', ')
+    throw new TargonError('NO_CAPACITY', `the offers under the cap list fewer units available than this run asks for (${listed})`, {
+      hint: 'lower --count, pass --min, wait with --wait 1h, or raise --max-price',
+    })
+  }
+
   return offer
 }
 

@@ -16,6 +16,7 @@ import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../targon/schemas.js'
 import type {CapacityWatch} from '../capacity/watch.js'
+import type {OfferUnits} from '../capacity/candidates.js'
 import type {RunDeadline} from './deadline.js'
 import type {Claim} from './stages.js'
 
@@ -49,6 +50,8 @@ export interface RunContext {
   request: UpRequest
   /** Cheapest first; empty when nothing may be rented (then `whyNoOffer` says why). */
   candidates: Offer[]
+  /** The candidates' units that this run's VMs take (without --wait, which sets units aside itself). */
+  units: OfferUnits
   whyNoOffer?: TargonError
   client: TargonClient
   /** The same API, not tied to Ctrl-C or the deadline: clean-up must run after an interrupt or a time-out. */

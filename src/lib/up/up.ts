@@ -8,7 +8,7 @@ import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from '../bootstrap/runner.js'
 import {TargonError, asTargonError} from '../shell/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
-import {chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
+import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
 import {CapacityWatch, type Report} from '../capacity/watch.js'
 import {resolveOrg} from '../settings/org.js'
 import {DEFAULT_IMAGE, SETTINGS} from '../settings/settings.js'
@@ -190,7 +190,20 @@ async function prepare(
       waitMs: options.capacity.waitMs,
       wanted,
     })
-  return {candidates, capacity, cleanupClient, client, deadline, leftovers: [], request, signal, state, warn: options.warn, whyNoOffer}
+  return {
+    candidates,
+    units: new OfferUnits(candidates),
+    capacity,
+    cleanupClient,
+    client,
+    deadline,
+    leftovers: [],
+    request,
+    signal,
+    state,
+    warn: options.warn,
+    whyNoOffer,
+  }
 }
 
 /** A VM whose phases failed: the first error (the cause), and its roll-back, started as soon as it failed. */

@@ -1,0 +1,220 @@
+/**
+ * ssh, exec and cp on simulated VMs (real sshd): one rule for the words after --, Ctrl-C that ends a silent remote
+ * command, the reasons exec gives for each failed VM, the key and directory checks every user of the key makes,
+ * ssh's child and its forwarded port ending with targon, Host entries for one VM, and a crashed VM shown as billing.
+ */
+import {execFile, execFileSync} from 'node:child_process'
+import {chmodSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm} from '../vm/farm.js'
+
+let sim: TargonSimulator
+let farm: VmFarm
+const configDir = tempDir('targon-config-')
+let vm: {name: string; uid: string}
+
+beforeAll(async () => {
+  sim = await startSimulator({bootDelayMs: 200})
+  farm = new VmFarm(sim)
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'rmt', '--json'])
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  vm = parseJson(up).data.vms[0]
+  // The host key is pinned on first contact.
+  expect((await targon(['exec', '--vms', vm.name, '--', 'true'])).code).toBe(0)
+}, 120_000)
+
+afterAll(async () => {
+  await targon(['down', '--all', '--json'])
+  await farm?.stopAll()
+  await sim?.stop()
+})
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {timeoutMs: 90_000, ...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
+}
+
+const processesMatching = (pattern: string) => {
+  try {
+    return execFileSync('pgrep', ['-f', pattern], {encoding: 'utf8'}).trim().split('\n').filter(Boolean)
+  } catch {
+    return []
+  }
+}
+
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => resolve(true)).once('error', () => resolve(false))
+    socket.setTimeout(1000, () => resolve(false))
+    socket.on('close', () => socket.destroy())
+  })
+
+describe('the words after --', () => {
+  it('run the same command in ssh and exec: one line for the remote shell', async () => {
+    for (const words of [['echo a  b | tr a-z A-Z'], ['sh', '-c', 'cd /tmp && pwd']]) {
+      const ssh = await targon(['ssh', vm.name, '--', ...words])
+      const exec = await targon(['exec', '--vms', vm.name, '--', ...words])
+      expect(ssh.code, ssh.stderr).toBe(0)
+      expect(exec.code, exec.stderr).toBe(0)
+      expect(exec.stdout).toBe(`${vm.name} | ${ssh.stdout}`)
+    }
+
+    // As OpenSSH: "sh -c cd /tmp && pwd" runs cd in the inner shell and pwd in the outer one, in the home directory.
+    expect((await targon(['ssh', vm.name, '--', 'sh', '-c', 'cd /tmp && pwd'])).stdout).toBe('/home/ubuntu\n')
+  })
+})
+
+describe('exec', () => {
+  it('Ctrl-C ends a silent remote command at once, with exit 130 and the results', async () => {
+    let sentAt = 0
+    const result = await targon(['exec', '--vms', vm.name, '--json', '--', 'sleep 47'], {
+      onSpawn: (child) => {
+        void waitFor(() => processesMatching('^sleep 47$').length > 0).then(() => {
+          sentAt = Date.now()
+          child.kill('SIGINT')
+        })
+      },
+    })
+    const tookMs = Date.now() - sentAt
+    expect(result.code, result.stdout + result.stderr).toBe(130)
+    expect(tookMs).toBeLessThan(5000)
+    expect(parseJson(result).data.results).toMatchObject([{error: 'interrupted: the remote command was sent SIGTERM', exit_code: null}])
+    await waitFor(() => processesMatching('^sleep 47$').length === 0, 5000)
+  })
+
+  it('says in text mode why each VM failed: its exit code, or why the command could not run', async () => {
+    const failed = await targon(['exec', '--vms', vm.name, '--', 'exit 3'])
+    expect(failed.code).toBe(12)
+    expect(failed.stderr).toContain(`${vm.name}: exit code 3\n`)
+
+    const pin = join(configDir, 'known_hosts.d', vm.uid)
+    const original = readFileSync(pin, 'utf8')
+    writeFileSync(
+      pin,
+      original.replace(/ssh-ed25519 \S+/, 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk8hW1WvWq0cJ8q6yG7Yb8kQ2m4Zx3n5p7r9t1v3x5z'),
+    )
+    try {
+      const mismatch = await targon(['exec', '--vms', vm.name, '--', 'true'])
+      expect(mismatch.code).toBe(12)
+      expect(mismatch.stderr).toMatch(new RegExp(`${vm.name}: HOST_KEY_MISMATCH: `))
+    } finally {
+      writeFileSync(pin, original, {mode: 0o600})
+    }
+  })
+})
+
+describe('keys and directories', () => {
+  const file = join(tempDir('targon-remote-cp-'), 'f.txt')
+  writeFileSync(file, 'hello')
+  const users = () => [
+    ['exec', '--vms', vm.name, '--', 'true'],
+    ['cp', file, `${vm.name}:/tmp/`],
+    ['ssh', vm.name, '--', 'true'],
+    ['ssh', vm.name, '--print'],
+  ]
+
+  it('every use of the private key refuses one readable by others (exit 3), as up does', async () => {
+    const key = join(configDir, 'keys', 'id_ed25519')
+    chmodSync(key, 0o644)
+    try {
+      for (const args of users()) {
+        const result = await targon(args)
+        expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(3)
+        expect(result.stderr).toContain(`chmod 600 ${key}`)
+      }
+
+      const fleet = await targon(['status', '--fleet', 'rmt', '--dstack-fleet', '--json'])
+      expect(fleet.code).toBe(3)
+    } finally {
+      chmodSync(key, 0o600)
+    }
+  })
+
+  it('a config directory, keys/ or known_hosts.d/ that others can write is refused with the chmod, never changed', async () => {
+    for (const dir of [configDir, join(configDir, 'keys'), join(configDir, 'known_hosts.d')]) {
+      const before = statSync(dir).mode & 0o777
+      chmodSync(dir, 0o777)
+      try {
+        const result = await targon(['exec', '--vms', vm.name, '--', 'true'])
+        expect(result.code, result.stderr).toBe(3)
+        expect(result.stderr).toContain(`chmod go-w ${dir}`)
+        expect(statSync(dir).mode & 0o777).toBe(0o777)
+      } finally {
+        chmodSync(dir, before)
+      }
+    }
+  })
+})
+
+describe('ssh', () => {
+  it('SIGTERM ends the ssh child and its forwarded port with targon', async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    let forwarded = false
+    const result = await targon(['ssh', vm.name, '-N', '-L', `${port}:localhost:22`], {
+      onSpawn: (child) => {
+        void (async () => {
+          while (!(await listening(port))) await new Promise((resolve) => setTimeout(resolve, 100))
+          forwarded = true
+          child.kill('SIGTERM')
+        })()
+      },
+    })
+    expect(forwarded).toBe(true)
+    expect(result.code, result.stderr).toBe(143)
+    expect(await listening(port)).toBe(false)
+    expect(processesMatching(`-L ${port}:localhost:22`)).toEqual([])
+  })
+
+  it('--config VM prints that VM alone; redirected into a file, the file is made 0600', async () => {
+    const one = await targon(['ssh', '--config', vm.name, '--fleet', 'rmt'])
+    expect(one.code, one.stderr).toBe(0)
+    expect(one.stdout.match(/^Host /gm)).toHaveLength(1)
+
+    const out = join(tempDir('targon-sshconf-'), 'targon.conf')
+    writeFileSync(out, 'Host stale\n', {mode: 0o644})
+    const line = `"${process.execPath}" "${BIN}" ssh --config --fleet rmt > "${out}"`
+    await promisify(execFile)('bash', ['-c', line], {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))})
+    expect(statSync(out).mode & 0o777).toBe(0o600)
+    expect(readFileSync(out, 'utf8')).not.toContain('Host stale')
+    expect(readFileSync(out, 'utf8')).toContain(`HostKeyAlias targon-${vm.uid}`)
+  })
+})
+
+describe('cp', () => {
+  it('takes ~/ as the home directory on the VM', async () => {
+    const file = join(tempDir('targon-tilde-'), 'tilde.txt')
+    writeFileSync(file, 'home')
+    const result = await targon(['cp', file, `${vm.name}:~/tilde.txt`])
+    expect(result.code, result.stderr).toBe(0)
+    expect(farm.vm(vm.uid).readFile('/home/ubuntu/tilde.txt')).toBe('home')
+  })
+})
+
+describe('a crashed VM on the machine that created it', () => {
+  it('is shown billing (assumed), counted in the totals, and ssh says to delete it', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'crash', '--json'])
+    const crashed = parseJson(up).data.vms[0] as {name: string; uid: string}
+    sim.crash(crashed.uid)
+    const status = parseJson(await targon(['status', '--fleet', 'crash', '--json']))
+    expect(status.data.vms).toMatchObject([{billing: true, billing_assumed: true, status: 'error', uid: crashed.uid}])
+    expect(status.data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 0})
+    expect(status.warnings.join('\n')).toContain(`targon down ${crashed.name}`)
+
+    const ssh = await targon(['ssh', crashed.name, '--json'])
+    expect(ssh.code).toBe(5)
+    expect(parseJson(ssh).error.hint).toContain(`targon down ${crashed.name}`)
+    // From another config directory the same record is unknown, as before.
+    const elsewhere = parseJson(
+      await targon(['status', '--fleet', 'crash', '--json'], {env: {TARGON_CONFIG_DIR: tempDir('targon-other-')}}),
+    )
+    expect(elsewhere.data.vms).toMatchObject([{billing: null, billing_assumed: false}])
+    expect((await targon(['down', crashed.name, '--json'])).code).toBe(0)
+  })
+})
