@@ -179,22 +179,16 @@ export function ensureConfigDir(dir = configDir()): string {
  * they could plant a key, a pin or a record. It is never changed silently; the hint says how. A missing one passes.
  */
 export function assertPrivateDir(dir: string, what: string): void {
-  let mode: number
-  try {
-    mode = statSync(dir).mode & 0o777
-  } catch {
-    return
-  }
-
-  if ((mode & 0o022) !== 0) {
-    throw new TargonError('CONFIG', `${what} ${dir} is writable by other users (mode ${mode.toString(8)})`, {
-      hint: `run: chmod go-w ${dir}`,
-    })
-  }
+  refuseMode(dir, 0o022, `${what} ${dir} is writable by other users`, `run: chmod go-w ${dir}`)
 }
 
-/** Refuses a secret-bearing file that group or others can read. */
+/** Refuses a secret-bearing file that group or others can read. A missing one passes. */
 export function assertPrivateFile(path: string, what: string): void {
+  refuseMode(path, 0o077, `${what} ${path} is readable by other users`, `run: chmod 600 ${path}`)
+}
+
+/** CONFIG (exit 3) when the path exists with any of the mode bits in `mask`. */
+function refuseMode(path: string, mask: number, problem: string, hint: string): void {
   let mode: number
   try {
     mode = statSync(path).mode & 0o777
@@ -202,11 +196,7 @@ export function assertPrivateFile(path: string, what: string): void {
     return
   }
 
-  if ((mode & 0o077) !== 0) {
-    throw new TargonError('CONFIG', `${what} ${path} is readable by other users (mode ${mode.toString(8)})`, {
-      hint: `run: chmod 600 ${path}`,
-    })
-  }
+  if ((mode & mask) !== 0) throw new TargonError('CONFIG', `${problem} (mode ${mode.toString(8)})`, {hint})
 }
 
 /** TARGON_API_URL: an http(s) origin; a trailing /tha/v3 (copied from an API path) is dropped, since the client appends it. */
