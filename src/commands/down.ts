@@ -4,7 +4,7 @@ import {connect} from '../lib/targon/connect.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
-import {TargonError, usageError} from '../lib/shell/errors.js'
+import {TargonError, isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
@@ -147,6 +147,11 @@ otherwise, with a per-VM result.`)
       })
       if (!this.jsonEnabled()) this.render(result)
       return result
+    } catch (error) {
+      // Interrupted or still billing: the per-VM results are the result all the same (in data.results with --json).
+      const partial = isTargonError(error) ? (error.data as DownResult | undefined) : undefined
+      if (!this.jsonEnabled() && partial?.results) this.render(partial)
+      throw error
     } finally {
       guard.dispose()
       await client.close()

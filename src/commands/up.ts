@@ -3,10 +3,10 @@ import {Args, Flags} from '@oclif/core'
 import {connect} from '../lib/targon/connect.js'
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {usageError} from '../lib/shell/errors.js'
+import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
-import {dash, renderTable, usd, prose} from '../lib/shell/output.js'
+import {dash, deletionLines, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -196,6 +196,12 @@ existing VM instead of creating a second one.`)
         )
       if (!this.jsonEnabled()) this.render(result)
       return result
+    } catch (error) {
+      // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
+      const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
+      if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
+        process.stderr.write(`Clean-up:\n${deletionLines(cleanup.results).map((line) => `  ${line}\n`).join('')}`)
+      throw error
     } finally {
       guard.dispose()
       await client.close()

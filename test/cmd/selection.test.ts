@@ -90,3 +90,17 @@ describe('a registered leftover of an up --name race', () => {
     expect(sim.billing()).toEqual([])
   })
 })
+
+describe('down in text mode', () => {
+  it('prints the per-VM results when something still bills (exit 11), not only the error', async () => {
+    const sim = await setup()
+    const vm = sim.addWorkload({name: 'tcli-default-stuck', status: 'suspended'})
+    // Waking it to delete it is refused: it keeps billing.
+    sim.inject({method: 'POST', path: '/deploy', status: 402})
+    const result = await targon(['down', 'stuck'])
+    expect(result.code, result.stderr).toBe(11)
+    expect(result.stdout.split('\n')[0]).toBe('NAME\tUID\tRESULT\tBILLING')
+    expect(result.stdout).toContain(`tcli-default-stuck\t${vm.uid}\t`)
+    expect(result.stdout).toMatch(/\tyes$/m)
+  })
+})

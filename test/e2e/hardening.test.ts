@@ -103,6 +103,8 @@ describe('signals', () => {
         const human = await targon(UP, {onSpawn: signalWhen(provisioning, signal)})
         expect(human.code, human.stderr).toBe(exit)
         expect(human.stderr).toContain(`interrupted by ${signal}`)
+        // Text mode names what the clean-up deleted, as --json does in data.cleanup.
+        expect(human.stderr).toMatch(/Clean-up:\n {2}deleted: tcli-default-\S+ \(wrk-\S+\), no longer bills\n/)
         expect(ctx.sim.live()).toEqual([])
       })
   }

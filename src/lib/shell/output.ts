@@ -50,3 +50,11 @@ export function prose(text: string): string {
     .map((paragraph) => paragraph.trim().replace(/\s*\n\s*/g, ' '))
     .join('\n\n')
 }
+
+/** One line per deletion of a clean-up, for people: what was done to each VM and whether it still bills. */
+export function deletionLines(results: readonly {uid: string; name: string | null; action: string; billing: boolean | null}[]): string[] {
+  return results.map((result) => {
+    const bills = result.billing === false ? 'no longer bills' : result.billing ? 'STILL BILLS' : 'may still bill'
+    return `${result.action}: ${result.name ? `${result.name} (${result.uid})` : result.uid}, ${bills}`
+  })
+}

@@ -90,11 +90,14 @@ export class VmTrack {
   claim?: Claim
   stage?: Stage
   readonly phases: PhaseResult[] = []
+  /** The error code it failed with, once it failed: its progress line says so rather than leave its phases' ticks alone. */
+  failedWith?: string
 
   constructor(readonly index: number) {}
 
   get title(): string {
-    return this.claim?.name ?? `VM ${this.index + 1}`
+    const name = this.claim?.name ?? `VM ${this.index + 1}`
+    return this.failedWith ? `${name}: failed (${this.failedWith})` : name
   }
 
   /** The SSH session a bootstrapped VM still holds open. */

@@ -223,6 +223,7 @@ async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions)
   const fail = (track: VmTrack, error: unknown) => {
     // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
     if (failures.has(track)) return
+    track.failedWith = asTargonError(error).code
     ctx.capacity?.release(track)
     const rollback = rollBack(ctx, track)
     rollback.catch(() => undefined)
