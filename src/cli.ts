@@ -34,3 +34,4 @@ export const COMMANDS = {
   status: Status,
   up: Up,
 }
+export {completionPostrun} from './lib/shell/completion.js'

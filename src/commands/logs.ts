@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {usageError} from '../lib/shell/errors.js'
+import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
 import {resolveOrg} from '../lib/settings/org.js'
@@ -61,6 +61,14 @@ also one that is crashed or still provisioning.`)
       })
       if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
       return result
+    } catch (error) {
+      // Ctrl-C is how one stops following: no error and nothing left to look for, only its exit code.
+      if (this.flags.follow && isTargonError(error) && error.code === 'INTERRUPTED') {
+        this.info(`Stopped following (${error.signal ?? 'SIGINT'}).`)
+        this.exit(error.exitCode)
+      }
+
+      throw error
     } finally {
       guard.dispose()
       await client.close()

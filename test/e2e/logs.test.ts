@@ -95,6 +95,9 @@ describe('targon logs', () => {
       })
       expect(follow.code, follow.stderr).toBe(130)
       expect(follow.stdout).toBe(`${vm.name} login: \njob 1 started\njob 1 done\n`)
+      // Stopping is the normal end of --follow: said as such, not as an error with a hint.
+      expect(follow.stderr).toContain('Stopped following (SIGINT).')
+      expect(follow.stderr).not.toContain('Error:')
     })
 
   it('--follow ends when the VM is deleted', async () => {

@@ -34,7 +34,7 @@ afterAll(async () => {
 describe('npm package', () => {
   it('holds only runtime files: the two bundles (with the bootstrap script inside) and their loader', () => {
     expect(files).toEqual(
-      expect.arrayContaining(['bin/run.js', 'bin/start.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']),
+      expect.arrayContaining(['LICENSE', 'bin/run.js', 'bin/start.js', 'oclif.manifest.json', 'dist/cli.cjs', 'dist/oclif-core.cjs']),
     )
     expect(readFileSync(join(ROOT, 'dist', 'cli.cjs'), 'utf8')).toContain(
       '# targon-fleet VM bootstrap: Docker, the NVIDIA Container Toolkit and the dstack shim',
@@ -48,6 +48,10 @@ describe('npm package', () => {
       env: {...process.env, npm_config_loglevel: 'error'},
       timeout: 240_000,
     })
+    // What the bundles leave to install: ssh2, and @oclif/core for the help and autocomplete plugins (106 packages when
+    // conf, listr2, undici and zod, which the bundle holds, were installed too).
+    const {stdout: tree} = await run('npm', ['ls', '--all', '--parseable'], {cwd: join(prefix, 'lib', 'node_modules', 'targon-fleet')})
+    expect(tree.trim().split('\n').length).toBeLessThan(70)
     const targon = join(prefix, 'bin', 'targon')
     const env = baseEnv({TARGON_API_URL: sim.url})
     const help = await run(targon, ['--help'], {env})

@@ -14,6 +14,7 @@ export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static baseFlags = {
+    help: Flags.help({char: 'h', helpGroup: 'GLOBAL', summary: 'Show this help.'}),
     // TARGON_ORG is read by resolveOrg, not by oclif: a bad value there is a configuration error, not a usage one.
     org: Flags.string({
       helpGroup: 'GLOBAL',
@@ -140,11 +141,13 @@ function oneLine(message: string): string {
     text = rest.startsWith(parsing[1] as string) ? rest : `${parsing[1]}: ${rest}`
   }
 
+  // A line that ends with a colon introduces the next one ("Missing 1 required arg:" then the argument).
   return text
     .split('\n')
-    .map((line) => line.trim())
+    .map((line) => line.trim().replace(/\s{2,}/g, ' '))
     .filter((line) => line !== '' && !line.startsWith('See more help with'))
     .join('; ')
+    .replaceAll(':; ', ': ')
 }
 
 function withoutUndefined(record: Record<string, unknown>): Record<string, unknown> {

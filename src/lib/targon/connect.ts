@@ -1,6 +1,6 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
 import {TargonError} from '../shell/errors.js'
-import {resolveSetting} from '../settings/settings.js'
+import {configFilePath, resolveSetting} from '../settings/settings.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {
@@ -16,6 +16,8 @@ export async function connect(options: ConnectOptions): Promise<TargonClient> {
     requestTimeoutMs: await resolveSetting('http-timeout'),
     signal: options.signal,
     token: options.auth ? await apiKey() : undefined,
+    // As resolveSetting decides: the environment wins over the config file.
+    tokenSource: process.env.TARGON_API_KEY?.trim() ? 'TARGON_API_KEY' : `the api-key in ${configFilePath()}`,
     trace: options.trace,
   })
 }

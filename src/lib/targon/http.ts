@@ -18,6 +18,8 @@ export type RetryPolicy = 'rate-limit' | 'safe'
 export interface HttpOptions {
   baseUrl: string
   token?: string
+  /** Where the token came from, for the hint of a 401 or 403 (e.g. TARGON_API_KEY, or the config file). */
+  tokenSource?: string
   signal?: AbortSignal
   /** Whole-request deadline per attempt, in ms. */
   requestTimeoutMs?: number
@@ -70,7 +72,8 @@ const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504])
 const MAX_RETRY_AFTER_MS = 60_000
 
 export class HttpTransport {
-  readonly options: Required<Omit<HttpOptions, 'signal' | 'token' | 'trace'>> & Pick<HttpOptions, 'signal' | 'token' | 'trace'>
+  readonly options: Required<Omit<HttpOptions, 'signal' | 'token' | 'tokenSource' | 'trace'>> &
+    Pick<HttpOptions, 'signal' | 'token' | 'tokenSource' | 'trace'>
   private readonly agent: Agent
   private readonly mutations: Slots
 
@@ -176,7 +179,7 @@ export class HttpTransport {
 
     this.options.trace?.(`${endpoint} -> ${response.statusCode} (${Date.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`)
     if (response.statusCode >= 300) {
-      throw httpError(response.statusCode, text, endpoint, requestId, headerValue(response.headers['retry-after']))
+      throw httpError(response.statusCode, text, endpoint, requestId, headerValue(response.headers['retry-after']), this.options.tokenSource)
     }
 
     if (call.raw) return call.schema.parse(text)
@@ -237,7 +240,14 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
 }
 
 /** Turns an error answer into a TargonError carrying status, the API's error and reason, and the request id. */
-export function httpError(status: number, text: string, endpoint: string, requestId?: string, retryAfter?: string): TargonError {
+export function httpError(
+  status: number,
+  text: string,
+  endpoint: string,
+  requestId?: string,
+  retryAfter?: string,
+  tokenSource = 'the API key',
+): TargonError {
   let apiMessage: string | undefined
   let reason: string | undefined
   try {
@@ -259,7 +269,7 @@ export function httpError(status: number, text: string, endpoint: string, reques
       status === 410
         ? 'the API retired this endpoint or workload type; update targon-fleet'
         : 'retry later; if it persists, quote the request id to Targon support',
-    AUTH: 'check TARGON_API_KEY and that the key belongs to this org',
+    AUTH: `check ${tokenSource} and that the key belongs to this org`,
     // A 404 on a path that names no workload or key means the route itself is missing: a wrong base URL.
     NOT_FOUND: namesResource(endpoint)
       ? 'check the name, uid or org'

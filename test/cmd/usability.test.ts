@@ -1,0 +1,55 @@
+/** Small things a new user meets: -h, one-line parse errors, the source of a rejected key, and status wording. */
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator | undefined
+
+afterEach(async () => {
+  await sim?.stop()
+  sim = undefined
+})
+
+describe('usability', () => {
+  it('-h shows the help, as --help does', async () => {
+    const result = await runInProcess(['offers', '-h'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('USAGE')
+  })
+
+  it('a parse error is one line without ":;"', async () => {
+    const result = await runInProcess(['logs'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe(
+      'Error: Missing 1 required arg: vm VM name, uid or --name label. Hint: see --help for the flags and examples\n',
+    )
+  })
+
+  it('a rejected key is blamed on where it came from: the config file, or TARGON_API_KEY', async () => {
+    sim = await startSimulator()
+    const configDir = tempDir('targon-config-')
+    const env = simulatorEnv(sim, {TARGON_API_KEY: undefined, TARGON_CONFIG_DIR: configDir})
+    expect((await runInProcess(['config', 'set', 'api-key'], {env, input: 'tgn_wrong_key\n'})).code).toBe(0)
+    const fromFile = parseJson(await runInProcess(['status', '--json'], {env}))
+    expect(fromFile.error).toMatchObject({
+      code: 'AUTH',
+      hint: `check the api-key in ${configDir}/config.json and that the key belongs to this org`,
+    })
+    const fromEnv = parseJson(await runInProcess(['status', '--json'], {env: {...env, TARGON_API_KEY: 'tgn_other_wrong'}}))
+    expect(fromEnv.error.hint).toBe('check TARGON_API_KEY and that the key belongs to this org')
+  })
+
+  it('status says "deleted" once for a deleted record', async () => {
+    sim = await startSimulator()
+    sim.addWorkload({deletedAt: Date.now(), name: 'tcli-default-gone', status: 'deleted'})
+    const result = await runInProcess(['status', '--show-deleted'], {
+      env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-config-')}),
+    })
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout, result.stderr).toMatch(/\tdeleted\tno\t/)
+    expect(result.stdout).not.toContain('deleted (deleted)')
+  })
+})
