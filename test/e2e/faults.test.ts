@@ -5,7 +5,7 @@
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
  * RELIABILITY.md describes every scenario.
  */
-import {type ChildProcess} from 'node:child_process'
+import {type ChildProcess, execFileSync} from 'node:child_process'
 import {chmodSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
@@ -57,6 +57,15 @@ async function oneVm(ctx: Context, ...extra: string[]): Promise<string> {
   const up = await upNoBoot(ctx, ...extra)
   expect(up.code, up.stdout + up.stderr).toBe(0)
   return parseJson(up).data.vms[0].uid as string
+}
+
+/** Whether a process whose command line matches runs on this machine (the simulated VMs' processes included). */
+const running = (pattern: string) => {
+  try {
+    return execFileSync('pgrep', ['-f', pattern]).length > 0
+  } catch {
+    return false
+  }
 }
 
 const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
@@ -682,6 +691,72 @@ const scenarios: Scenario[] = [
       return down
     },
     sim: {deleteLifecycle: 'ideal'},
+  },
+
+  // ---- selection ----
+  {
+    code: null,
+    exit: 0,
+    kept: 2,
+    name: 'selection: down NAME --fleet F deletes NAME alone, not the fleet',
+    async run(ctx) {
+      expect((await upNoBoot(ctx, '--fleet', 'exp', '--count', '2')).code).toBe(0)
+      expect((await upNoBoot(ctx, '--fleet', 'exp', '--name', 'inst')).code).toBe(0)
+      const down = await ctx.targon(['down', 'inst', '--fleet', 'exp', '--json'])
+      expect(resultsOf(down).map((result) => result.action)).toEqual(['deleted'])
+      expect(ctx.sim.billing().map((workload) => workload.name)).not.toContain('tcli-exp-inst')
+      return down
+    },
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'selection: a registered leftover of an up --name race leaves the name unambiguous for down and up --name',
+    async run(ctx) {
+      expect((await upNoBoot(ctx, '--name', 'twin')).code).toBe(0)
+      ctx.sim.addWorkload({name: 'tcli-default-twin', status: 'registered'})
+      const adopted = await ctx.targon([...NO_BOOT, '--name', 'twin'])
+      expect(adopted.code, adopted.stdout).toBe(0)
+      const down = await ctx.targon(['down', 'twin', '--json'])
+      expect(resultsOf(down).map((result) => result.action)).toEqual(['deleted'])
+      return down
+    },
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'capacity: --count 2 on an offer listing 1 available rents the next offer for the second, leaving nothing registered',
+    async run(ctx) {
+      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--count', '2', '--no-bootstrap', '--json'])
+      expect(
+        parseJson(up)
+          .data.vms.map((vm: {resource: string}) => vm.resource)
+          .sort(),
+      ).toEqual(['rtx6000b-small', 'rtx6000b-small-b'])
+      expect([...ctx.sim.workloads.values()].filter((workload) => workload.status === 'registered')).toEqual([])
+      return up
+    },
+    sim: {capacitySchedule: [{atMs: 0, available: 1, offer: 'rtx6000b-small'}]},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    interrupts: true,
+    name: 'process: SIGINT during exec of a silent command ends the remote command at once',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const vm = ctx.sim.workloads.get(uid)!.name
+      const exec = await ctx.targon(['exec', '--vms', vm, '--json', '--', 'sleep 53'], {
+        onSpawn: signalWhen(() => running('^sleep 53$')),
+      })
+      expect(parseJson(exec).data.results).toMatchObject([{error: 'interrupted: the remote command was sent SIGTERM', exit_code: null}])
+      // Its whole process group got SIGTERM: nothing of it runs on the VM.
+      const check = await ctx.targon(['exec', '--vms', vm, '--', 'pgrep -x sleep || echo none'])
+      expect(check.stdout.trim()).toBe(`${vm} | none`)
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      return exec
+    },
+    vms: true,
   },
 
   // ---- local ----

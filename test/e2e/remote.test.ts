@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {BIN, CONFIG_FILE_VARIANTS, type CliOptions, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -72,22 +72,24 @@ describe('the words after --', () => {
 })
 
 describe('exec', () => {
-  it('Ctrl-C ends a silent remote command at once, with exit 130 and the results', async () => {
-    let sentAt = 0
-    const result = await targon(['exec', '--vms', vm.name, '--json', '--', 'sleep 47'], {
-      onSpawn: (child) => {
-        void waitFor(() => processesMatching('^sleep 47$').length > 0).then(() => {
-          sentAt = Date.now()
-          child.kill('SIGINT')
-        })
-      },
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`Ctrl-C ends a silent remote command at once, with exit 130 and the results (${variant.label})`, async () => {
+      variant.prepare(configDir)
+      let sentAt = 0
+      const result = await targon(['exec', '--vms', vm.name, '--json', '--', 'sleep 47'], {
+        onSpawn: (child) => {
+          void waitFor(() => processesMatching('^sleep 47$').length > 0).then(() => {
+            sentAt = Date.now()
+            child.kill('SIGINT')
+          })
+        },
+      })
+      const tookMs = Date.now() - sentAt
+      expect(result.code, result.stdout + result.stderr).toBe(130)
+      expect(tookMs).toBeLessThan(5000)
+      expect(parseJson(result).data.results).toMatchObject([{error: 'interrupted: the remote command was sent SIGTERM', exit_code: null}])
+      await waitFor(() => processesMatching('^sleep 47$').length === 0, 5000)
     })
-    const tookMs = Date.now() - sentAt
-    expect(result.code, result.stdout + result.stderr).toBe(130)
-    expect(tookMs).toBeLessThan(5000)
-    expect(parseJson(result).data.results).toMatchObject([{error: 'interrupted: the remote command was sent SIGTERM', exit_code: null}])
-    await waitFor(() => processesMatching('^sleep 47$').length === 0, 5000)
-  })
 
   it('says in text mode why each VM failed: its exit code, or why the command could not run', async () => {
     const failed = await targon(['exec', '--vms', vm.name, '--', 'exit 3'])
@@ -154,23 +156,25 @@ describe('keys and directories', () => {
 })
 
 describe('ssh', () => {
-  it('SIGTERM ends the ssh child and its forwarded port with targon', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
-    let forwarded = false
-    const result = await targon(['ssh', vm.name, '-N', '-L', `${port}:localhost:22`], {
-      onSpawn: (child) => {
-        void (async () => {
-          while (!(await listening(port))) await new Promise((resolve) => setTimeout(resolve, 100))
-          forwarded = true
-          child.kill('SIGTERM')
-        })()
-      },
+  for (const variant of CONFIG_FILE_VARIANTS)
+    it(`SIGTERM ends the ssh child and its forwarded port with targon (${variant.label})`, async () => {
+      variant.prepare(configDir)
+      const port = 20_000 + Math.floor(Math.random() * 20_000)
+      let forwarded = false
+      const result = await targon(['ssh', vm.name, '-N', '-L', `${port}:localhost:22`], {
+        onSpawn: (child) => {
+          void (async () => {
+            while (!(await listening(port))) await new Promise((resolve) => setTimeout(resolve, 100))
+            forwarded = true
+            child.kill('SIGTERM')
+          })()
+        },
+      })
+      expect(forwarded).toBe(true)
+      expect(result.code, result.stderr).toBe(143)
+      expect(await listening(port)).toBe(false)
+      expect(processesMatching(`-L ${port}:localhost:22`)).toEqual([])
     })
-    expect(forwarded).toBe(true)
-    expect(result.code, result.stderr).toBe(143)
-    expect(await listening(port)).toBe(false)
-    expect(processesMatching(`-L ${port}:localhost:22`)).toEqual([])
-  })
 
   it('--config VM prints that VM alone; redirected into a file, the file is made 0600', async () => {
     const one = await targon(['ssh', '--config', vm.name, '--fleet', 'rmt'])
