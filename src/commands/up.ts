@@ -200,7 +200,11 @@ existing VM instead of creating a second one.`)
       // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
       const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
       if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
-        process.stderr.write(`Clean-up:\n${deletionLines(cleanup.results).map((line) => `  ${line}\n`).join('')}`)
+        process.stderr.write(
+          `Clean-up:\n${deletionLines(cleanup.results)
+            .map((line) => `  ${line}\n`)
+            .join('')}`,
+        )
       throw error
     } finally {
       guard.dispose()

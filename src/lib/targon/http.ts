@@ -179,7 +179,14 @@ export class HttpTransport {
 
     this.options.trace?.(`${endpoint} -> ${response.statusCode} (${Date.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`)
     if (response.statusCode >= 300) {
-      throw httpError(response.statusCode, text, endpoint, requestId, headerValue(response.headers['retry-after']), this.options.tokenSource)
+      throw httpError(
+        response.statusCode,
+        text,
+        endpoint,
+        requestId,
+        headerValue(response.headers['retry-after']),
+        this.options.tokenSource,
+      )
     }
 
     if (call.raw) return call.schema.parse(text)
