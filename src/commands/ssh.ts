@@ -186,17 +186,17 @@ async function runSsh(argv: string[]): Promise<number> {
     // The session is ssh's: a signal to targon goes on to ssh, which decides what to do with it (Ctrl-C in a shell
     // on the VM is only a keystroke), and targon exits when ssh does, so no ssh and no forwarded port outlive it.
     let received: NodeJS.Signals | undefined
-    const forward = (signal: NodeJS.Signals) => {
+    const forwardToSsh = (signal: NodeJS.Signals) => {
       received ??= signal
       child.kill(signal)
     }
 
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, forward)
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, forwardToSsh)
     child.on('error', (error) =>
       reject(new TargonError('SSH_FAILED', `cannot run ssh: ${error.message}`, {hint: 'install the OpenSSH client'})),
     )
     child.on('close', (code, signal) => {
-      for (const each of FORWARDED_SIGNALS) process.off(each, forward)
+      for (const each of FORWARDED_SIGNALS) process.off(each, forwardToSsh)
       // Ended by a signal to targon: its exit says so (128 + its number), whatever ssh made of it.
       const ended = received ?? signal
       resolve(ended ? 128 + (constants.signals[ended] ?? 2) : (code ?? 255))

@@ -168,7 +168,7 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
 
     // targon ssh passes the remote exit code through, and --print pastes into a shell.
-    expect((await targon(['ssh', vm.name, '--', 'sh', '-c', 'exit 3'])).code).toBe(3)
+    expect((await targon(['ssh', vm.name, '--', 'exit 3'])).code).toBe(3)
     const printed = (await targon(['ssh', vm.name, '--print'])).stdout.trim()
     // Asynchronously: the VM's port is served by this very process.
     expect((await promisify(execFile)('bash', ['-c', `${printed} cat /etc/hostname`])).stdout.trim()).toBe(`vm-${vm.uid}`)

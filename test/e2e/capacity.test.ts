@@ -95,7 +95,7 @@ describe('up --wait', () => {
     await expectNothingBilling()
   })
 
-  it('exits as without --wait when the wait runs out (10 sold out, 9 only above the cap), creating nothing', async () => {
+  it('exits as without --wait when the wait runs out (10: what is under the cap is sold out), creating nothing', async () => {
     await setup()
     sim.scheduleCapacity([soldOut()])
     const started = Date.now()
@@ -110,13 +110,12 @@ describe('up --wait', () => {
     expect(inventoryReads().length).toBeLessThanOrEqual(1 + Math.floor(2000 / FLOOR_MS))
     expect(inventoryReads().filter((read) => read.authorized)).toEqual([])
 
-    // Under the cap only the sold-out rtx6000b-small; rtx6000b-small-b has capacity at 1.79 USD/h. Progress says what it waits for.
+    // Under the cap only the sold-out rtx6000b-small; rtx6000b-small-b has capacity at 1.79 USD/h, above it. An offer
+    // under the cap exists, so it is capacity that is missing (10), not a lower price. Progress says what it waits for.
     const capped = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.75', '--no-bootstrap', '--wait', '2s'])
-    expect(capped.code, capped.stderr).toBe(9)
+    expect(capped.code, capped.stderr).toBe(10)
     expect(capped.stderr).toContain('waiting for capacity: rtx6000b GPUs under $1.75/h; cheapest match $1.69/h, 0 available (')
-    expect(capped.stderr).toMatch(
-      /no offer for rtx6000b GPUs at or under 1\.75 USD\/h; the cheapest is rtx6000b-small-b .*--wait 2s ran out/,
-    )
+    expect(capped.stderr).toMatch(/every offer for rtx6000b GPUs at or under 1\.75 USD\/h is sold out; --wait 2s ran out/)
 
     expect(creates()).toEqual([])
     expect(deploys()).toEqual([])

@@ -105,7 +105,7 @@ describe('targon ssh with port forwarding', () => {
 
     // A real ssh with a forward and a command: the remote exit code still passes through.
     const port = String(20_000 + Math.floor(Math.random() * 20_000))
-    const run = await targon(['ssh', vm.name, '-L', `${port}:localhost:22`, '--', 'sh', '-c', 'exit 4'])
+    const run = await targon(['ssh', vm.name, '-L', `${port}:localhost:22`, '--', 'exit 4'])
     expect(run.code, run.stderr).toBe(4)
 
     for (const bad of [

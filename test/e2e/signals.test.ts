@@ -16,8 +16,8 @@ import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
 
-/** Listeners by function name: the CLI's interrupt guard and ssh's own pass-through, and Node's tty and ESM exit handling. */
-const ALLOWED = new Set(['onSignal', 'ignore', 'refreshStdoutOnSigWinch', 'refreshStderrOnSigWinch', 'handleProcessExit'])
+/** Listeners by function name: the CLI's interrupt guard and ssh's pass-through to its child, and Node's tty and ESM exit handling. */
+const ALLOWED = new Set(['onSignal', 'forwardToSsh', 'refreshStdoutOnSigWinch', 'refreshStderrOnSigWinch', 'handleProcessExit'])
 const AUDIT = ['--require', join(ROOT, 'test/helpers/listener-audit.cjs')]
 
 let sim: TargonSimulator
