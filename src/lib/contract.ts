@@ -6,6 +6,8 @@
  */
 import * as z from 'zod'
 
+import {EXIT_CODES, type ErrorCode} from './shell/errors.js'
+
 import {CONFIG_KEYS} from './settings/settings.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
@@ -352,7 +354,12 @@ export const ErrorEnvelopeSchema = z.object({
   ok: z.literal(false),
   command: z.string(),
   error: z.object({
-    code: z.string().describe('machine code, e.g. PRICE_CAP_EXCEEDED'),
+    code: z.enum(Object.keys(EXIT_CODES) as [ErrorCode, ...ErrorCode[]]).describe(
+      'machine code; each has one exit code: ' +
+        Object.entries(EXIT_CODES)
+          .map(([code, exit]) => `${code} ${exit}`)
+          .join(', '),
+    ),
     exit_code: z
       .number()
       .describe('as in the README table; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM'),

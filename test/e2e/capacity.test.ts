@@ -134,11 +134,11 @@ describe('up --wait', () => {
 
   it('deploys a workload refused for capacity again when capacity appears, without registering another', async () => {
     await setup()
-    // The create takes a while; meanwhile the offer sells out, so that the deploy is refused (409 NO_CAPACITY).
-    sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
+    // The deploy takes a while; meanwhile the offer sells out, so that it is refused (503 WORKLOAD_VM_NO_CAPACITY).
+    sim.inject({delayMs: 800, method: 'POST', path: '/deploy', times: 1})
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--wait', '1m', '--json'], {
       onSpawn: () =>
-        void waitFor(() => creates().length > 0).then(() =>
+        void waitFor(() => deploys().length > 0).then(() =>
           sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}]),
         ),
     })
@@ -146,7 +146,7 @@ describe('up --wait', () => {
     const doc = parseJson(result)
     const uid = doc.data.vms[0].uid as string
     expect(doc.data.vms[0].resource).toBe('rtx6000b-small')
-    expect(deploys().map((request) => request.status)).toEqual([409, 200])
+    expect(deploys().map((request) => request.status)).toEqual([503, 200])
     expect(deploys().map((request) => request.path)).toEqual([expect.stringContaining(uid), expect.stringContaining(uid)])
     // The same workload, not a second one on rtx6000b-small-b (which had capacity all along).
     expect(creates()).toHaveLength(1)
@@ -282,10 +282,10 @@ describe('up --wait', () => {
     it(`exits 130 on Ctrl-C while a refused workload waits, deleting it per the failure policy (${variant.label})`, async () => {
       await setup()
       variant.prepare(configDir)
-      sim.inject({delayMs: 800, method: 'POST', path: /\/workloads$/, times: 1})
+      sim.inject({delayMs: 800, method: 'POST', path: '/deploy', times: 1})
       const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--json'], {
         onSpawn: (child) => {
-          void waitFor(() => creates().length > 0).then(() => sim.scheduleCapacity([soldOut()]))
+          void waitFor(() => deploys().length > 0).then(() => sim.scheduleCapacity([soldOut()]))
           signalWhen(() => deploys().length > 0 && inventoryReads().at(-1)!.at > deploys()[0]!.at)(child)
         },
       })

@@ -68,6 +68,9 @@ const running = (pattern: string) => {
   }
 }
 
+/** A capacity refusal as the official SDK's tests show it (for sandboxes; the VM reason is inferred). */
+const NO_CAPACITY_503 = {body: JSON.stringify({error: 'full', reason: 'WORKLOAD_VM_NO_CAPACITY'}), status: 503}
+
 const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
 const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid: string; action: string; billing: boolean | null}[]
 
@@ -97,15 +100,76 @@ const scenarios: Scenario[] = [
   {
     code: 'NO_CAPACITY',
     exit: 10,
-    name: 'API: deploy refused for capacity (409) on every offer',
+    name: 'API: deploy refused for capacity (503 WORKLOAD_VM_NO_CAPACITY) on every offer',
     run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']),
-    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409}),
+    setup: (ctx) => ctx.sim.inject({...NO_CAPACITY_503, method: 'POST', path: '/deploy'}),
+  },
+  {
+    code: 'NO_CAPACITY',
+    exit: 10,
+    name: 'API: create refused for capacity (503) on every offer: nothing is created, never taken for a lost answer',
+    async run(ctx) {
+      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap'])
+      // One create per offer under the cap, none repeated, and no listing to reconcile a lost answer.
+      expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(2)
+      expect(ctx.sim.requests('GET', /\/workloads$/).filter((request) => request.query.name)).toEqual([])
+      expect(ctx.sim.workloads.size).toBe(0)
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({...NO_CAPACITY_503, method: 'POST', path: /\/workloads$/}),
   },
   {
     code: null,
     exit: 0,
-    name: 'API: deploy 500 on the first offer, success on the next',
-    run: (ctx) => ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']),
+    name: 'API: deploy answered 503 TEMPORARY twice is sent again to the same workload and succeeds',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(ctx.sim.workloads.size).toBe(1)
+      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([503, 503, 200])
+      return up
+    },
+    sim: {temporaryDeploys: 2},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: deploy answered 409 (a state conflict, not capacity): the state is read and the deploy sent again',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(ctx.sim.workloads.size).toBe(1)
+      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([409, 200])
+      return up
+    },
+    setup: (ctx) =>
+      ctx.sim.inject({
+        body: JSON.stringify({error: 'not deployable now', reason: 'WORKLOAD_VM_INVALID_STATE'}),
+        method: 'POST',
+        path: '/deploy',
+        status: 409,
+        times: 1,
+      }),
+  },
+  {
+    code: 'QUOTA_EXCEEDED',
+    exit: 13,
+    name: 'API: a 429 quota (WORKLOAD_VM_SESSION_LIMIT) on create is final: exit 13, no retry, no other offer',
+    async run(ctx) {
+      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap'])
+      expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+      return up
+    },
+    sim: {workloadLimit: 0},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: deploy 500 (still registered) is sent again to the same workload and succeeds',
+    async run(ctx) {
+      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap'])
+      expect(ctx.sim.workloads.size).toBe(1)
+      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([500, 200])
+      return up
+    },
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1}),
   },
   {
@@ -539,6 +603,20 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    code: null,
+    exit: 0,
+    name: 'delete: a 503 on the wake-up deploy of a crashed VM: the deploy is sent again, and the VM is deleted',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.crash(uid)
+      ctx.sim.inject({method: 'POST', path: `/workloads/${uid}/deploy`, status: 503, times: 1})
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
+      expect(ctx.sim.requests('POST', `/workloads/${uid}/deploy`).map((request) => request.status)).toEqual([200, 503, 200])
+      return down
+    },
+  },
+  {
     code: 'API_ERROR',
     exit: 5,
     name: 'delete: a real crash while provisioning is rolled back by wake-then-delete',
@@ -564,14 +642,14 @@ const scenarios: Scenario[] = [
       expect(status.data.totals).toMatchObject({billing_count: 1, count: 2, price_per_hour: 1.79})
       return up
     },
-    setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 409, times: 1}),
+    setup: (ctx) => ctx.sim.inject({...NO_CAPACITY_503, method: 'POST', path: '/deploy', times: 1}),
   },
   {
     code: null,
     exit: 0,
     name: 'delete: down --wake-registered deploys a registered leftover briefly to delete it',
     async run(ctx) {
-      ctx.sim.inject({method: 'POST', path: '/deploy', status: 409, times: 1})
+      ctx.sim.inject({...NO_CAPACITY_503, method: 'POST', path: '/deploy', times: 1})
       const up = parseJson(await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap']))
       const leftover = up.data.leftovers[0].uid as string
       const plain = await ctx.targon(['down', '--all', '--json'])

@@ -121,8 +121,8 @@ describe('up, status, down', () => {
     sim.inject({
       method: 'POST',
       path: '/deploy',
-      status: 409,
-      body: JSON.stringify({error: 'no capacity', reason: 'NO_CAPACITY'}),
+      status: 503,
+      body: JSON.stringify({error: 'no capacity', reason: 'WORKLOAD_VM_NO_CAPACITY'}),
       times: 1,
     })
     const result = await targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-bootstrap', '--json'])

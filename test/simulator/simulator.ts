@@ -85,6 +85,15 @@ export interface SimulatorOptions {
   consoleFormat?: 'json' | 'text'
   /** Capacity that appears and disappears, counted from start(); see scheduleCapacity. */
   capacitySchedule?: CapacityChange[]
+  /**
+   * How create and deploy refuse when the offer has nothing available: 503 with reason WORKLOAD_VM_NO_CAPACITY (the
+   * default, as the official SDK's tests show for sandboxes), or the older 409 NO_CAPACITY.
+   */
+  capacityRefusal?: '409' | '503'
+  /** The first N deploys answer 503 TEMPORARY without deploying (the official SDK re-sends them). */
+  temporaryDeploys?: number
+  /** An org quota: a create beyond this many live workloads in the org answers 429 WORKLOAD_VM_SESSION_LIMIT. */
+  workloadLimit?: number
 }
 
 /** At `atMs`, the offer named `offer` lists `available` units (deploys and deletes count from there as usual). */
@@ -194,6 +203,7 @@ export class TargonSimulator {
   private readonly faults: (Fault & {remaining: number})[] = []
   private server?: Server
   private deployCount = 0
+  private temporaryDeploysLeft = 0
   private readonly inFlight: Record<string, number> = {}
   /** The most requests of each method that were in flight at once. */
   readonly maxInFlight: Record<string, number> = {}
@@ -221,6 +231,9 @@ export class TargonSimulator {
       priceDrift: 0,
       provisioning: 'normal',
       capacitySchedule: [],
+      capacityRefusal: '503',
+      temporaryDeploys: 0,
+      workloadLimit: Number.POSITIVE_INFINITY,
       resourceDetail: true,
       secondDelete: '409',
       sparse: false,
@@ -231,6 +244,7 @@ export class TargonSimulator {
       ...options,
     }
     this.offers = this.options.offers.map((offer) => ({...offer}))
+    this.temporaryDeploysLeft = this.options.temporaryDeploys
     this.orgs = this.options.orgs.map((org) => ({...org}))
   }
 
@@ -686,6 +700,10 @@ export class TargonSimulator {
     if (fields.type !== 'VM') throw new HttpFailure(400, 'INVALID_TYPE', 'only VM workloads are simulated')
     const offer = this.offers.find((candidate) => candidate.name === fields.resource_name)
     if (!offer) throw new HttpFailure(400, 'INVALID_RESOURCE', `unknown resource_name ${String(fields.resource_name)}`)
+    if (offer.available <= 0) throw this.noCapacity(offer.name)
+    const live = [...this.workloads.values()].filter((workload) => workload.org === org.slug && this.billsOrWaits(workload))
+    if (live.length >= this.options.workloadLimit)
+      throw new HttpFailure(429, 'WORKLOAD_VM_SESSION_LIMIT', `the org may have at most ${this.options.workloadLimit} workloads`)
     if (!SEED_IMAGES.some((image) => image.name === fields.image))
       throw new HttpFailure(404, 'IMAGE_NOT_FOUND', `unknown image ${String(fields.image)}`)
     const vmConfig = fields.vm_config as Record<string, unknown> | null
@@ -724,8 +742,13 @@ export class TargonSimulator {
   private deploy(org: OrgSeed, workload: SimWorkload): [number, unknown] {
     if (workload.status === 'suspended' || (workload.status === 'error' && !workload.tombstone)) return this.wake(workload)
     if (workload.status !== 'registered') return [200, this.options.sparse ? {} : this.summaryView(workload)]
+    if (this.temporaryDeploysLeft > 0) {
+      this.temporaryDeploysLeft--
+      throw new HttpFailure(503, 'TEMPORARY', 'temporarily unavailable, try again')
+    }
+
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
-    if (!offer || offer.available <= 0) throw new HttpFailure(409, 'NO_CAPACITY', `no capacity for ${workload.resource_name}`)
+    if (!offer || offer.available <= 0) throw this.noCapacity(workload.resource_name)
     if (org.credits < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
     offer.available--
     workload.status = 'provisioning'
@@ -734,6 +757,17 @@ export class TargonSimulator {
     if (this.provisioningOf(workload) === 'normal') this.startBoot(workload)
     touch(workload)
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
+  }
+
+  private noCapacity(resource: string): HttpFailure {
+    return this.options.capacityRefusal === '409'
+      ? new HttpFailure(409, 'NO_CAPACITY', `no capacity for ${resource}`)
+      : new HttpFailure(503, 'WORKLOAD_VM_NO_CAPACITY', `no capacity for ${resource}`)
+  }
+
+  /** Counts toward the org's workload quota: anything not deleted. */
+  private billsOrWaits(workload: SimWorkload): boolean {
+    return workload.status !== 'deleted' && !workload.tombstone
   }
 
   /** Redeploying a suspended or crashed workload brings it back to running (a wake boots normally). */

@@ -39,6 +39,8 @@ const CONFIRM_MS = 5 * 60_000
 const RESEND_AFTER_MS = 2 * 60_000
 /** How long a woken VM may take to run again. */
 const WAKE_MS = 10 * 60_000
+/** How many times one wake-up deploy is sent while its answers stay unclear and the VM stays as it was. */
+const WAKE_SENDS = 4
 const RUNNING: ReadonlySet<ObservedStatus> = new Set(['running', 'provisioning'])
 
 export interface DeleteOptions {
@@ -207,31 +209,51 @@ class Deletion {
     return this.result('still-present', true, `not confirmed gone within ${Math.round(CONFIRM_MS / 1000)} s`)
   }
 
-  /** Suspended or crashed (or registered, when asked): deploy it, wait until it runs, then delete it. */
+  /**
+   * Suspended or crashed (or registered, when asked): deploy it, wait until it runs, then delete it. A deploy whose
+   * answer is unclear (a 5xx, a reset) is sent again while the state still shows the VM as it was, at most
+   * WAKE_SENDS times in all: waiting the whole budget for a VM whose deploy never arrived would leave it billing.
+   */
   private async wake(status: ObservedStatus): Promise<DeleteResult> {
     if (this.woken) return this.result('failed', true, `still ${status} after waking it`)
     this.woken = true
     this.options.onProgress?.(`${this.label()}: ${status}, and Targon deletes only a running VM; deploying it to delete it`)
-    try {
-      await this.client.deployWorkload(this.org, this.target.uid)
-    } catch (error) {
-      if (!(error instanceof TargonError)) throw error
-      if (error.code === 'NOT_FOUND') return this.result('deleted', false)
-      // A lost answer may still have deployed it: the state below tells.
-      if (!isOutcomeUnknown(error)) return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
-    }
-
+    let sends = 1
+    let sent = await this.sendWake()
+    if (typeof sent !== 'string') return sent
     const running = await pollUntil(
       async () => {
         const now = await this.readOnce()
-        return now === 'running' || now === 'not-found' || now === 'deleted' ? now : undefined
+        if (now === 'running' || now === 'not-found' || now === 'deleted') return now
+        if (sent === 'unclear' && now === status && sends < WAKE_SENDS) {
+          sends++
+          sent = await this.sendWake()
+          if (typeof sent !== 'string') return sent
+        }
+
+        return undefined
       },
       {deadline: Math.min(this.deadline, Date.now() + WAKE_MS), delayMs: (poll) => Math.min(5000, 1000 + 500 * poll)},
     )
     if (running === undefined)
       return this.result('failed', true, `not running within ${Math.round(WAKE_MS / 60_000)} min of deploying it to delete it`)
+    if (typeof running !== 'string') return running
     if (running !== 'running') return this.result('deleted', false)
     return this.deleteOnce('running')
+  }
+
+  /** One wake-up deploy: sent, unclear (the state tells), or the final result when it was refused or the VM is gone. */
+  private async sendWake(): Promise<'sent' | 'unclear' | DeleteResult> {
+    try {
+      await this.client.deployWorkload(this.org, this.target.uid)
+      return 'sent'
+    } catch (error) {
+      if (!(error instanceof TargonError)) throw error
+      if (error.code === 'NOT_FOUND') return this.result('deleted', false)
+      if (!isOutcomeUnknown(error)) return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
+      this.options.onProgress?.(`${this.label()}: the deploy to wake it got no clear answer (${error.message}); watching its state`)
+      return 'unclear'
+    }
   }
 
   /** Polls the state while it is one of `pending`; the status it settled on, or the last one seen at the deadline. */

@@ -26,6 +26,8 @@ export const EXIT_CODES = {
   REMOTE_COMMAND_FAILED: 12,
   /** targon cp: some file was not copied on at least one VM. */
   COPY_FAILED: 12,
+  /** Targon refused for a quota of the org (a 429 whose reason names a limit): final, no other offer is tried. */
+  QUOTA_EXCEEDED: 13,
   /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
   INTERRUPTED: 130,
 } as const

@@ -6,6 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
+import {refusalCode, refusalKind} from './refusals.js'
 import {TargonError, abortError, isAbortError} from '../shell/errors.js'
 import {VERSION} from '../shell/version.js'
 
@@ -224,8 +225,11 @@ export class HttpTransport {
   private retryDelay(policy: RetryPolicy, error: unknown, attempt: number): number | undefined {
     if (attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
     const status = error.httpStatus
+    // A classified refusal (capacity, credits, quota) is an answer, not trouble: it is never repeated here.
+    const unclassified = error.code === 'API_ERROR' || error.code === 'NETWORK_ERROR'
     const retryable =
-      policy === 'safe' ? (status !== undefined && RETRYABLE_STATUS.has(status)) || error.code === 'NETWORK_ERROR' : status === 429
+      unclassified &&
+      (policy === 'safe' ? (status !== undefined && RETRYABLE_STATUS.has(status)) || error.code === 'NETWORK_ERROR' : status === 429)
     if (!retryable) return undefined
     const retryAfter = error.details?.retry_after_ms
     if (typeof retryAfter === 'number') return Math.min(retryAfter, MAX_RETRY_AFTER_MS)
@@ -269,9 +273,13 @@ export function httpError(
     apiMessage = excerpt(text)
   }
 
-  const code = status === 401 || status === 403 ? 'AUTH' : status === 404 ? 'NOT_FOUND' : 'API_ERROR'
+  const refusal = refusalCode(refusalKind(status, reason, apiMessage))
+  const code = refusal ?? (status === 401 || status === 403 ? 'AUTH' : status === 404 ? 'NOT_FOUND' : 'API_ERROR')
   const what = apiMessage ? `: ${apiMessage}` : ''
   const hints: Record<string, string> = {
+    INSUFFICIENT_CREDITS: 'add credits to the org, or pick a cheaper offer',
+    NO_CAPACITY: 'try again later or with --wait 1h, or widen --gpu / raise --max-price',
+    QUOTA_EXCEEDED: 'a limit of the org was reached: delete VMs you no longer need (targon status), or ask Targon to raise it',
     API_ERROR:
       status === 410
         ? 'the API retired this endpoint or workload type; update targon-fleet'

@@ -12,6 +12,8 @@ import {TargonError, abortError} from '../shell/errors.js'
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof TargonError)) return false
   if (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT' || error.code === 'BAD_RESPONSE') return true
+  // A capacity, credit or quota refusal can come as a 503 or 429; it is an answer (see refusals.ts).
+  if (error.code !== 'API_ERROR') return false
   return error.httpStatus === 429 || (error.httpStatus !== undefined && error.httpStatus >= 500)
 }
 

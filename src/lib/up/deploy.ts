@@ -9,8 +9,8 @@ import type {Report} from '../capacity/watch.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../shell/errors.js'
 import {type SparseWorkload, workloadStatus} from '../targon/schemas.js'
-import {isOutcomeUnknown} from '../targon/wait.js'
-import {create} from './register.js'
+import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {allRefused, createOnCandidates} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
 
@@ -41,66 +41,63 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
     }
 
     track.claim = undefined
-    current = await create(ctx, track, next, ctx.request.label === undefined ? workloadName(ctx.request.fleet) : current.claim.name)
+    current = await createOnCandidates(
+      ctx,
+      track,
+      next,
+      ctx.request.label === undefined ? workloadName(ctx.request.fleet) : current.claim.name,
+      report,
+    )
   }
 }
 
-/** One deploy attempt: the deployed stage, or the refusal. */
+/** How many times one deploy is sent while its answers stay unclear and the workload stays registered. */
+const DEPLOY_SENDS = 4
+
+/**
+ * One deploy: the deployed stage, or the refusal. An unclear answer (a 5xx without a refusal reason, 503 TEMPORARY, a
+ * reset, a 409 state conflict) is reconciled: the state says whether the deploy happened, and while the workload is
+ * still registered it is sent again, with a back-off, at most DEPLOY_SENDS times in all.
+ */
 async function deployOnce(ctx: RunContext, registered: Registered): Promise<Deployed | TargonError> {
   const {claim} = registered
-  let answer: SparseWorkload
-  try {
-    answer = await ctx.client.deployWorkload(ctx.request.org, claim.uid)
-  } catch (error) {
-    // A 429 that outlasted its retries says "not processed, slow down": never a refusal of this offer.
-    if (!(error instanceof TargonError) || ctx.signal.aborted || error.code === 'AUTH' || error.httpStatus === 429) throw error
-    if (!isOutcomeUnknown(error)) return classifyRefusal(error)
-    // The answer was lost or a 5xx: the state tells whether the deploy happened.
-    const status = workloadStatus({state: await ctx.client.getWorkloadState(ctx.request.org, claim.uid)})
-    if (status === 'registered' || status === 'error') return classifyRefusal(error)
-    answer = {}
-  }
+  const {org} = ctx.request
+  let sent = 0
+  let unclear: TargonError | undefined
+  // Errors that end the run are returned, not thrown: the poll would take a 429 for trouble to wait out.
+  const outcome = await pollUntil<{answer: SparseWorkload} | {fatal: unknown} | {refusal: TargonError}>(
+    async () => {
+      if (unclear) {
+        const status = workloadStatus({state: await ctx.client.getWorkloadState(org, claim.uid)})
+        if (status === 'error') return {refusal: unclear}
+        if (status !== 'registered') return {answer: {}}
+        if (sent >= DEPLOY_SENDS) return {refusal: unclear}
+        ctx.warn(`the deploy of ${claim.name} got no clear answer (${unclear.message}); it is still registered, so it is sent again`)
+      }
+
+      sent++
+      try {
+        return {answer: await ctx.client.deployWorkload(org, claim.uid)}
+      } catch (error) {
+        // A 429 that outlasted its retries says "not processed, slow down": never a refusal of this offer.
+        if (!(error instanceof TargonError) || ctx.signal.aborted || error.code === 'AUTH' || error.code === 'QUOTA_EXCEEDED')
+          return {fatal: error}
+        if (error.httpStatus === 429) return {fatal: error}
+        if (!isOutcomeUnknown(error) && error.httpStatus !== 409) return {refusal: error}
+        unclear = error
+        return undefined
+      }
+    },
+    {deadline: ctx.deadline.at, delayMs: (poll) => Math.min(8000, 1000 * 2 ** poll), signal: ctx.signal},
+  )
+  if (!outcome) return unclear ?? new TargonError('TIMEOUT', `the deploy of ${claim.name} did not settle in time`)
+  if ('fatal' in outcome) throw outcome.fatal
+  if ('refusal' in outcome) return outcome.refusal
 
   claim.status = 'provisioning'
   return {
     ...registered,
     kind: 'deployed',
-    price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, answer), {previous: registered.price}),
+    price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, outcome.answer), {previous: registered.price}),
   }
-}
-
-/** Deploy refusals: credits (402, CREDIT), capacity (409, CAPACITY/AVAILAB/INVENTORY), or a plain API error. */
-export function classifyRefusal(error: TargonError): TargonError {
-  if (error.httpStatus === 429) return error
-  const text = `${error.reason ?? ''} ${error.message}`.toUpperCase()
-  const code =
-    error.httpStatus === 402 || text.includes('CREDIT')
-      ? 'INSUFFICIENT_CREDITS'
-      : error.httpStatus === 409 || /CAPACITY|AVAILAB|INVENTORY/.test(text)
-        ? 'NO_CAPACITY'
-        : undefined
-  if (!code) return error
-  return new TargonError(code, error.message, {
-    hint:
-      code === 'INSUFFICIENT_CREDITS'
-        ? 'add credits to the org, or pick a cheaper offer'
-        : 'try again later, or widen --gpu / raise --max-price',
-    httpStatus: error.httpStatus,
-    reason: error.reason,
-    requestId: error.requestId,
-  })
-}
-
-function allRefused(refusals: TargonError[]): TargonError {
-  const last = refusals.at(-1) as TargonError
-  if (refusals.every((refusal) => refusal.code === 'NO_CAPACITY' || refusal.code === 'INSUFFICIENT_CREDITS')) {
-    return new TargonError(last.code, `every matching offer was refused (${refusals.map((refusal) => refusal.message).join('; ')})`, {
-      hint: last.hint,
-      httpStatus: last.httpStatus,
-      reason: last.reason,
-      requestId: last.requestId,
-    })
-  }
-
-  return last
 }

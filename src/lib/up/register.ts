@@ -21,7 +21,7 @@ const RECONCILE_MS = 30_000
 
 export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
-  if (label === undefined) return create(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet))
+  if (label === undefined) return createOnCandidates(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet), report)
 
   const name = workloadName(fleet, label)
   // A deployed VM of that name wins over a never-deployed leftover of an earlier race for it.
@@ -43,7 +43,7 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
     })
   }
 
-  const created = await create(ctx, track, await offerToRent(ctx, track, report), name)
+  const created = await createOnCandidates(ctx, track, await offerToRent(ctx, track, report), name, report)
   return (await yieldToOlderTwin(ctx, track, created)) ?? created
 }
 
@@ -61,6 +61,33 @@ async function offerToRent(ctx: RunContext, track: VmTrack, report: Report): Pro
   }
 
   return offer
+}
+
+/**
+ * Creates the workload on `offer`. When Targon refuses the create itself for capacity or credits (nothing was
+ * created), the next candidate with a unit left is tried; with --wait, the same offer once a newer inventory read
+ * lists capacity for it. The refusals, when no offer is left.
+ */
+export async function createOnCandidates(ctx: RunContext, track: VmTrack, first: Offer, name: string, report: Report): Promise<Registered> {
+  const refusals: TargonError[] = []
+  let offer: Offer | undefined = first
+  while (offer) {
+    try {
+      return await create(ctx, track, offer, name)
+    } catch (error) {
+      if (!(error instanceof TargonError) || ctx.signal.aborted || !(error.code === 'NO_CAPACITY' || error.code === 'INSUFFICIENT_CREDITS'))
+        throw error
+      refusals.push(error)
+      ctx.warn(`${offer.resource} refused to create ${name} (${error.message})`)
+      if (ctx.capacity && error.code === 'NO_CAPACITY') {
+        if (!(await ctx.capacity.resource(track, offer.resource, name, report))) throw ctx.capacity.ranOut(allRefused(refusals))
+      } else {
+        offer = ctx.units.take(offer.resource)
+      }
+    }
+  }
+
+  throw allRefused(refusals)
 }
 
 /** Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. */
@@ -235,4 +262,19 @@ function randomPassword(): string {
 function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 'password' | 'resource' | 'ttl_expires_at' | 'uid'>): void {
   const {fleet, maxCostUsd, maxPrice, org} = ctx.request
   ctx.state.saveVm({bootstrapped: false, fleet, host_key: null, max_cost_usd: maxCostUsd ?? null, max_price: maxPrice, org, ...vm})
+}
+
+/** Every offer tried was refused: for capacity or credits alone, that code (exit 10), naming each refusal. */
+export function allRefused(refusals: TargonError[]): TargonError {
+  const last = refusals.at(-1) as TargonError
+  if (refusals.every((refusal) => refusal.code === 'NO_CAPACITY' || refusal.code === 'INSUFFICIENT_CREDITS')) {
+    return new TargonError(last.code, `every matching offer was refused (${refusals.map((refusal) => refusal.message).join('; ')})`, {
+      hint: last.hint,
+      httpStatus: last.httpStatus,
+      reason: last.reason,
+      requestId: last.requestId,
+    })
+  }
+
+  return last
 }
