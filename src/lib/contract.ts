@@ -197,7 +197,11 @@ export const StatusVmSchema = z.object({
   resource: z.string().nullable(),
   gpu_model: z.string().nullable(),
   gpu_count: z.number().nullable(),
-  price_per_hour: z.number().nullable(),
+  price_per_hour: z.number().nullable().describe("USD per hour while it runs (the workload's cost_per_hour): the estimates rest on it"),
+  frozen_price_per_hour: z
+    .number()
+    .nullable()
+    .describe("the workload's frozen_cost_per_hour: the rate while frozen, never used for the cap or the estimates"),
   created_at: z.string().nullable(),
   age_seconds: z.number().nullable(),
   estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),

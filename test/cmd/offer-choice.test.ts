@@ -76,3 +76,23 @@ describe('--count against the units an offer lists', () => {
     expect(partial.sim.billing()).toHaveLength(1)
   })
 })
+
+describe('the price of a workload', () => {
+  it('is cost_per_hour for the cap and every estimate; frozen_cost_per_hour (0.01 on a running VM) is shown apart', async () => {
+    // The workload bills 9.98 USD/h while it reports 0.01 as its frozen rate: the cap of 1.80 must refuse it.
+    sim = await startSimulator({frozenCostPerHour: 0.01, priceDrift: 8.29})
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-config-')})
+    const refused = await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {env})
+    expect(refused.code, refused.stdout).toBe(9)
+    expect(parseJson(refused).error.message).toContain('costs 9.98 USD/h, above the cap 1.80 USD/h')
+    expect(sim.billing()).toEqual([])
+    await sim.stop()
+
+    sim = await startSimulator({frozenCostPerHour: 0.01})
+    const fair = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-config-')})
+    expect((await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {env: fair})).code).toBe(0)
+    const status = parseJson(await runInProcess(['status', '--json'], {env: fair}))
+    expect(status.data.vms).toMatchObject([{frozen_price_per_hour: 0.01, price_per_hour: 1.69}])
+    expect(status.data.totals.price_per_hour).toBe(1.69)
+  })
+})

@@ -173,6 +173,13 @@ const scenarios: Scenario[] = [
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1}),
   },
   {
+    code: 'PRICE_CAP_EXCEEDED',
+    exit: 9,
+    name: 'API: a workload billing 9.98 USD/h reports frozen_cost_per_hour 0.01: the cap refuses it, and it is deleted',
+    run: (ctx) => upNoBoot(ctx),
+    sim: {frozenCostPerHour: 0.01, priceDrift: 8.29},
+  },
+  {
     code: null,
     exit: 0,
     name: 'API: create committed but its answer lost',

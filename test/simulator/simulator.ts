@@ -90,6 +90,8 @@ export interface SimulatorOptions {
    * default, as the official SDK's tests show for sandboxes), or the older 409 NO_CAPACITY.
    */
   capacityRefusal?: '409' | '503'
+  /** What every workload reports as `frozen_cost_per_hour` (null by default; the official fixtures show 0.01). */
+  frozenCostPerHour?: number | null
   /** The first N deploys answer 503 TEMPORARY without deploying (the official SDK re-sends them). */
   temporaryDeploys?: number
   /** An org quota: a create beyond this many live workloads in the org answers 429 WORKLOAD_VM_SESSION_LIMIT. */
@@ -232,6 +234,7 @@ export class TargonSimulator {
       provisioning: 'normal',
       capacitySchedule: [],
       capacityRefusal: '503',
+      frozenCostPerHour: null,
       temporaryDeploys: 0,
       workloadLimit: Number.POSITIVE_INFINITY,
       resourceDetail: true,
@@ -945,7 +948,8 @@ export class TargonSimulator {
     return {
       cost_per_hour: workload.cost_per_hour,
       created_at: workload.created_at,
-      frozen_cost_per_hour: null,
+      // The rate while frozen, not the running price: the official fixtures give a running workload 0.01.
+      frozen_cost_per_hour: this.options.frozenCostPerHour,
       image: workload.image,
       name: workload.name,
       project_id: workload.project_id,

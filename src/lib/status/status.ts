@@ -144,6 +144,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
     price_per_hour: price,
+    frozen_price_per_hour: workload.frozen_cost_per_hour ?? null,
     public_ip: workload.state?.public_ip ?? null,
     resource,
     ssh_port: workload.state?.ssh_port ?? null,

@@ -147,7 +147,10 @@ export function workloadResourceName(workload: Pick<Workload, 'resource' | 'reso
   return workload.resource_name ?? workload.resource?.name ?? undefined
 }
 
-/** The price the server bills: the frozen price when set, else the hourly cost. */
-export function workloadPrice(workload: Pick<Workload, 'cost_per_hour' | 'frozen_cost_per_hour'>): number | undefined {
-  return workload.frozen_cost_per_hour ?? workload.cost_per_hour ?? undefined
+/**
+ * The hourly price the server bills a VM: `cost_per_hour`, for the price cap and every estimate. Never
+ * `frozen_cost_per_hour`, which is the rate while frozen (a running workload can report 0.01 there).
+ */
+export function workloadPrice(workload: Pick<Workload, 'cost_per_hour'>): number | undefined {
+  return workload.cost_per_hour ?? undefined
 }
