@@ -65,7 +65,6 @@ describe('org', () => {
     const cases: [string[], Record<string, string>][] = [
       [['status', '--json'], {TARGON_ORG: 'Bad_Org'}],
       [['status', '--json'], {TARGON_ORG: 'nosuchorg'}],
-      [['status', '--json', '--org', 'acme-research'], {}],
       [[...UP, '--json'], {TARGON_ORG: 'nosuchorg'}],
     ]
     for (const [args, extra] of cases) {
@@ -74,11 +73,25 @@ describe('org', () => {
       expect(parseJson(result).error.code).toBe('CONFIG')
     }
 
+    // An org that exists but is not this key's: GET /orgs/{slug} answers 403, an AUTH error (exit 3).
+    const foreign = parseJson(await targon(['status', '--json', '--org', 'acme-research']))
+    expect(foreign.error).toMatchObject({code: 'AUTH', exit_code: 3, message: 'this API key may not use org "acme-research"'})
+    expect(ctx.sim.requests('GET', /\/tha\/v3\/orgs\/acme-research$/).length).toBeGreaterThan(0)
+
     expect(parseJson(await targon(['status', '--json'], {env: {TARGON_ORG: 'nosuchorg'}})).error.hint).toContain('acme')
     // A malformed --org is a bad flag value: a usage error.
     expect(parseJson(await targon(['status', '--json', '--org', 'Bad_Org'])).error).toMatchObject({code: 'USAGE', exit_code: 2})
     expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
     expect((await targon(['status', '--json'], {env: {TARGON_ORG: 'acme'}})).code).toBe(0)
+  })
+
+  it('an org-scoped service token that belongs to no org works with an explicit org, which is checked by asking for it', async () => {
+    await setup()
+    const service = {TARGON_API_KEY: 'tgn_sim_service_key'}
+    expect((await targon(['status', '--json'], {env: {...service, TARGON_ORG: 'acme'}})).code).toBe(0)
+    expect(ctx.sim.requests('GET', /\/tha\/v3\/orgs\/acme$/).length).toBeGreaterThan(0)
+    // Without an org it cannot discover one: the listing is empty.
+    expect(parseJson(await targon(['status', '--json'], {env: service})).error.code).toBe('AUTH')
   })
 })
 

@@ -173,6 +173,12 @@ const scenarios: Scenario[] = [
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1}),
   },
   {
+    code: null,
+    exit: 0,
+    name: 'API: an org-scoped service token that /orgs shows in no org rents with an explicit org',
+    run: (ctx) => ctx.targon(NO_BOOT, {env: {TARGON_API_KEY: 'tgn_sim_service_key', TARGON_ORG: 'acme'}}),
+  },
+  {
     code: 'PRICE_CAP_EXCEEDED',
     exit: 9,
     name: 'API: a workload billing 9.98 USD/h reports frozen_cost_per_hour 0.01: the cap refuses it, and it is deleted',

@@ -116,7 +116,12 @@ export const SEED_ORGS: OrgSeed[] = [
 /** The default API key sees one org; the multi-org key sees both. */
 export const SEED_TOKENS: Record<string, string[]> = {
   tgn_sim_multi_org_key: ['acme', 'acme-research'],
+  // An org-scoped service token: it may use acme, but /orgs lists no org for it (it belongs to none).
+  tgn_sim_service_key: ['acme'],
   tgn_sim_test_key: ['acme'],
 }
 
 export const DEFAULT_TOKEN = 'tgn_sim_test_key'
+
+/** Tokens whose GET /orgs lists nothing (see tgn_sim_service_key). */
+export const SERVICE_TOKENS = ['tgn_sim_service_key']

@@ -7,7 +7,7 @@ import {randomBytes} from 'node:crypto'
 import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'
 import type {AddressInfo, Socket} from 'node:net'
 
-import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, SEED_ORGS, SEED_TOKENS} from './seed.js'
+import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, SEED_ORGS, SEED_TOKENS, SERVICE_TOKENS} from './seed.js'
 
 export type InventoryVariant = 'a' | 'b' | 'both'
 export type Provisioning = 'error' | 'normal' | 'stuck'
@@ -543,10 +543,11 @@ export class TargonSimulator {
 
     const orgs = this.authenticate(authorization)
     if (method === 'GET' && path === '/tha/v3/orgs') {
+      const member = !SERVICE_TOKENS.includes(/^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '')
       return [
         200,
         this.page(
-          this.orgs.filter((org) => orgs.includes(org.slug)).map((org) => orgView(org)),
+          this.orgs.filter((org) => member && orgs.includes(org.slug)).map((org) => orgView(org)),
           url.searchParams,
         ),
       ]

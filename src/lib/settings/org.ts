@@ -23,26 +23,30 @@ export async function resolveOrg(client: TargonClient, fromFlag: string | undefi
 }
 
 /**
- * An org the key does not list is a configuration error (exit 3), found here rather than as a 404 or 403 on
- * the first org-scoped call. It costs the same one listing as discovery; a key that may not list orgs is
- * given the benefit of the doubt.
+ * An explicit org is checked by asking for it (GET /orgs/{slug}), as Targon's own CLI does: the listing of /orgs
+ * holds only the orgs the key belongs to, and an org-scoped service token may belong to none. 404: the org does not
+ * exist (CONFIG); 403: this key may not use it (AUTH). Found here rather than on the first org-scoped call.
  */
 async function assertVisible(client: TargonClient, slug: string): Promise<void> {
-  let orgs
   try {
-    orgs = await client.listOrgs()
+    await client.getOrg(slug)
   } catch (error) {
-    if (error instanceof TargonError && (error.httpStatus === 403 || error.httpStatus === 404)) return
-    throw error
+    if (!(error instanceof TargonError)) throw error
+    if (error.httpStatus === 403)
+      throw new TargonError('AUTH', `this API key may not use org "${slug}"`, {
+        hint: 'use a key of that org, or another org (--org, TARGON_ORG or targon config set org)',
+        httpStatus: 403,
+        requestId: error.requestId,
+      })
+    if (error.httpStatus !== 404) throw error
+    // The orgs the key belongs to, for the hint only: a key may list none.
+    const slugs = (await client.listOrgs().catch(() => [])).map((org) => org.slug)
+    throw new TargonError('CONFIG', `org "${slug}" does not exist`, {
+      details: {orgs: slugs},
+      hint:
+        slugs.length > 0
+          ? `use one of: ${slugs.join(', ')} (--org, TARGON_ORG or targon config set org)`
+          : 'check the org slug and the API key',
+    })
   }
-
-  if (orgs.some((org) => org.slug === slug)) return
-  const slugs = orgs.map((org) => org.slug)
-  throw new TargonError('CONFIG', `org "${slug}" is unknown to this API key`, {
-    details: {orgs: slugs},
-    hint:
-      slugs.length > 0
-        ? `use one of: ${slugs.join(', ')} (--org, TARGON_ORG or targon config set org)`
-        : 'check the org slug and the API key',
-  })
 }

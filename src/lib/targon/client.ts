@@ -94,6 +94,11 @@ export class TargonClient {
     return this.listAll('/tha/v3/orgs', OrgSchema)
   }
 
+  /** One org by its slug: 404 when there is none, 403 when this key may not use it. */
+  async getOrg(slug: string) {
+    return this.http.call({method: 'GET', path: `/tha/v3/orgs/${encodeURIComponent(slug)}`, retry: 'safe', schema: OrgSchema})
+  }
+
   async listProjects(org: string) {
     return this.listAll(orgPath(org, 'projects'), ProjectSchema)
   }
