@@ -630,6 +630,45 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    code: null,
+    exit: 0,
+    name: 'status: a VM passes through pending and powering_on on its way to running; up waits through them',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(ctx.sim.servedStatuses).toEqual(expect.arrayContaining(['pending', 'powering_on', 'running']))
+      return up
+    },
+    sim: {bootDelayMs: 6000, transitional: true},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'status: a stopped VM bills; down wakes it (DELETE answers 500) and deletes it',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.powerOff(uid, 'stopped')
+      const status = parseJson(await ctx.targon(['status', '--json']))
+      expect(status.data.vms).toMatchObject([{billing: true, status: 'stopped', uid}])
+      const down = await ctx.targon(['down', '--all', '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid}])
+      return down
+    },
+  },
+  {
+    code: 'API_ERROR',
+    exit: 5,
+    name: 'status: a VM that powers off while up waits for it to run ends the wait, and is deleted',
+    async run(ctx) {
+      return ctx.targon(NO_BOOT, {
+        onSpawn: () =>
+          void waitFor(() => ctx.sim.live().some((w) => w.status === 'provisioning')).then(() =>
+            ctx.sim.powerOff(ctx.sim.live()[0]!.uid, 'frozen'),
+          ),
+      })
+    },
+    sim: {provisioning: 'stuck'},
+  },
+  {
     code: 'API_ERROR',
     exit: 5,
     name: 'delete: a real crash while provisioning is rolled back by wake-then-delete',

@@ -90,6 +90,8 @@ export interface SimulatorOptions {
    * default, as the official SDK's tests show for sandboxes), or the older 409 NO_CAPACITY.
    */
   capacityRefusal?: '409' | '503'
+  /** A provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot delay. */
+  transitional?: boolean
   /** What every workload reports as `frozen_cost_per_hour` (null by default; the official fixtures show 0.01). */
   frozenCostPerHour?: number | null
   /** The first N deploys answer 503 TEMPORARY without deploying (the official SDK re-sends them). */
@@ -97,6 +99,9 @@ export interface SimulatorOptions {
   /** An org quota: a create beyond this many live workloads in the org answers 429 WORKLOAD_VM_SESSION_LIMIT. */
   workloadLimit?: number
 }
+
+/** The halted statuses of Targon's SDK: a VM in one still bills here, as a suspended one does. */
+const HALTED_STATUSES = ['powering_off', 'stopped', 'frozen']
 
 /** At `atMs`, the offer named `offer` lists `available` units (deploys and deletes count from there as usual). */
 export interface CapacityChange {
@@ -191,7 +196,7 @@ class TextBody {
   constructor(readonly text: string) {}
 }
 
-const BILLING = new Set(['provisioning', 'running', 'suspended', 'error'])
+const BILLING = new Set(['provisioning', 'running', 'suspended', 'error', 'powering_off', 'stopped', 'frozen'])
 
 export class TargonSimulator {
   readonly options: Required<Omit<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
@@ -212,6 +217,8 @@ export class TargonSimulator {
   private readonly deletesInFlight = new Map<string, number>()
   /** uids that ever had two DELETEs in flight at once (a client must never do that). */
   readonly doubleDeletes = new Set<string>()
+  /** Every status a state or listing answer showed, in order. */
+  readonly servedStatuses: string[] = []
   private readonly sockets = new Set<Socket>()
   /** Scheduled capacity changes, by epoch ms, soonest first. */
   private readonly capacityChanges: (Omit<CapacityChange, 'atMs'> & {at: number})[] = []
@@ -235,6 +242,7 @@ export class TargonSimulator {
       capacitySchedule: [],
       capacityRefusal: '503',
       frozenCostPerHour: null,
+      transitional: false,
       temporaryDeploys: 0,
       workloadLimit: Number.POSITIVE_INFINITY,
       resourceDetail: true,
@@ -336,6 +344,14 @@ export class TargonSimulator {
   /** Suspends a workload: its VM stops, the record keeps billing, and DELETE answers 500 until it is redeployed. */
   suspend(uid: string): void {
     this.halt(uid, 'suspended', '')
+  }
+
+  /**
+   * Halts a workload as Targon's SDK statuses allow (`stopped`, `powering_off` or `frozen`): its VM stops, the record
+   * keeps billing, DELETE answers 500 and a deploy brings it back, as for a suspended one.
+   */
+  powerOff(uid: string, status: 'frozen' | 'powering_off' | 'stopped' = 'stopped'): void {
+    this.halt(uid, status, '')
   }
 
   /** Crashes a workload: its VM stops, the record shows `error` and keeps billing, and DELETE answers 500. */
@@ -744,7 +760,12 @@ export class TargonSimulator {
   }
 
   private deploy(org: OrgSeed, workload: SimWorkload): [number, unknown] {
-    if (workload.status === 'suspended' || (workload.status === 'error' && !workload.tombstone)) return this.wake(workload)
+    if (
+      workload.status === 'suspended' ||
+      HALTED_STATUSES.includes(workload.status) ||
+      (workload.status === 'error' && !workload.tombstone)
+    )
+      return this.wake(workload)
     if (workload.status !== 'registered') return [200, this.options.sparse ? {} : this.summaryView(workload)]
     if (this.temporaryDeploysLeft > 0) {
       this.temporaryDeploysLeft--
@@ -787,7 +808,12 @@ export class TargonSimulator {
 
   private async deleteAsTargon(workload: SimWorkload): Promise<[number, unknown]> {
     if (workload.status === 'deleted' || workload.tombstone) return [204, undefined]
-    if (workload.status === 'registered' || workload.status === 'suspended' || workload.status === 'error') {
+    if (
+      workload.status === 'registered' ||
+      workload.status === 'suspended' ||
+      workload.status === 'error' ||
+      HALTED_STATUSES.includes(workload.status)
+    ) {
       throw new HttpFailure(500, 'INTERNAL', 'internal server error')
     }
 
@@ -935,13 +961,29 @@ export class TargonSimulator {
       public_ip: address?.public_ip ?? null,
       ready_replicas: running ? 1 : 0,
       ssh_port: address?.ssh_port ?? null,
-      status: workload.status,
+      status: this.shownStatus(workload),
       total_replicas: 1,
       uid: workload.uid,
       updated_at: workload.updated_at,
       urls: [],
       workload_type: 'VM',
     }
+  }
+
+  /** With `transitional`, a provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot. */
+  private shownStatus(workload: SimWorkload): string {
+    const third = this.options.bootDelayMs / 3
+    const elapsed = Date.now() - (workload.deployedAt ?? 0)
+    const shown =
+      !this.options.transitional || workload.status !== 'provisioning'
+        ? workload.status
+        : elapsed < third
+          ? 'pending'
+          : elapsed < 2 * third
+            ? 'powering_on'
+            : 'provisioning'
+    this.servedStatuses.push(shown)
+    return shown
   }
 
   private summaryView(workload: SimWorkload) {

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/shell/errors.js'
-import {judge} from '../../src/lib/deletion/lifecycle.js'
+import {HALTED, TRANSITIONAL, judge, meantByName, needsWake} from '../../src/lib/deletion/lifecycle.js'
 import {deleteLockPath, withFileLock} from '../../src/lib/state/lock.js'
 import type {DeleteNote} from '../../src/lib/state/local-state.js'
 import {pollUntil} from '../../src/lib/targon/wait.js'
@@ -119,5 +119,30 @@ describe('the lock, when its holder crashed or its directory is not private', ()
     expect(deleteLockPath('acme', 'wrk-1', {XDG_RUNTIME_DIR: runtime})).toBe(
       join(runtime, 'targon-fleet', 'delete-locks', 'acme', 'wrk-1.lock'),
     )
+  })
+})
+
+describe('the status set', () => {
+  it('counts halted and transitional statuses as billing, and wakes a halted VM before deleting it', () => {
+    for (const status of [...HALTED, ...TRANSITIONAL, 'some-new-status'])
+      expect(judge(status, undefined), status).toEqual({billing: true, gone: false})
+    for (const status of HALTED) expect(needsWake(status), status).toBe(true)
+    for (const status of [...TRANSITIONAL, 'running', 'registered']) expect(needsWake(status), status).toBe(false)
+  })
+})
+
+describe('meantByName', () => {
+  it('prefers a deployed VM over a registered leftover, and either over a tombstone', () => {
+    const vm = (uid: string, status: string, gone = false) => ({gone, status, uid})
+    const pick = (...vms: ReturnType<typeof vm>[]) =>
+      meantByName(
+        vms,
+        (each) => each.status,
+        (each) => each.gone,
+      ).map((each) => each.uid)
+    expect(pick(vm('a', 'registered'), vm('b', 'running'))).toEqual(['b'])
+    expect(pick(vm('a', 'registered'), vm('b', 'deleted', true))).toEqual(['a'])
+    expect(pick(vm('a', 'running'), vm('b', 'provisioning'))).toEqual(['a', 'b'])
+    expect(pick()).toEqual([])
   })
 })

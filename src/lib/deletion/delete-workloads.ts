@@ -18,7 +18,7 @@ import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError} from '../shell/errors.js'
-import {type ObservedStatus, judge, needsWake} from './lifecycle.js'
+import {HALTED, type ObservedStatus, TRANSITIONAL, judge, needsWake} from './lifecycle.js'
 import {deleteLockPath, withFileLock} from '../state/lock.js'
 import type {LocalState} from '../state/local-state.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
@@ -41,7 +41,8 @@ const RESEND_AFTER_MS = 2 * 60_000
 const WAKE_MS = 10 * 60_000
 /** How many times one wake-up deploy is sent while its answers stay unclear and the VM stays as it was. */
 const WAKE_SENDS = 4
-const RUNNING: ReadonlySet<ObservedStatus> = new Set(['running', 'provisioning'])
+/** Still up, or on the way: a DELETE may yet take effect, so these are watched rather than answered. */
+const RUNNING: ReadonlySet<ObservedStatus> = new Set(['running', 'provisioning', ...TRANSITIONAL])
 
 export interface DeleteOptions {
   concurrency?: number
@@ -202,7 +203,7 @@ class Deletion {
   /** After an accepted DELETE: watch until the record is gone (404, `deleted`, or an `error` tombstone). */
   private async confirm(action: 'already-gone' | 'deleted'): Promise<DeleteResult> {
     // Targon accepted the DELETE: whatever still looks alive is being torn down.
-    const status = await this.watch(Math.min(this.deadline, Date.now() + CONFIRM_MS), new Set([...RUNNING, 'registered']))
+    const status = await this.watch(Math.min(this.deadline, Date.now() + CONFIRM_MS), new Set([...RUNNING, ...HALTED, 'registered']))
     if (status === 'not-found' || status === 'deleted' || status === 'error') return this.result(action, false)
     // A second DELETE during a teardown can leave the workload suspended (and billing).
     if (status === 'suspended') return this.wake(status)

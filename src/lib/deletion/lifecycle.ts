@@ -45,7 +45,17 @@ export function meantByName<T>(matches: T[], statusOf: (match: T) => ObservedSta
   return matches.filter((match) => rank(match) === best)
 }
 
+/** On the way somewhere (Targon's SDK lists them): a wait goes on through them. */
+export const TRANSITIONAL: ReadonlySet<ObservedStatus> = new Set(['pending', 'powering_on', 'rebooting'])
+
+/**
+ * Halted or frozen (Targon's SDK lists them). They end a wait for running, except a wake-up's, and count as billing
+ * until proven otherwise: a halted VM is not known to stop billing. down can still delete them, waking them first when
+ * Targon refuses.
+ */
+export const HALTED: ReadonlySet<ObservedStatus> = new Set(['powering_off', 'stopped', 'frozen'])
+
 /** Statuses whose DELETE Targon refuses with HTTP 500 until the workload runs again. */
 export function needsWake(status: ObservedStatus): boolean {
-  return status === 'suspended' || status === 'error'
+  return status === 'suspended' || status === 'error' || HALTED.has(status)
 }

@@ -6,6 +6,7 @@
  * that turns to error still fails the run. Only a terminal state, the wait-running bound or the end of the run stops
  * it: rate limits and other transient API errors just delay the next poll.
  */
+import {HALTED} from '../deletion/lifecycle.js'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import {withConsoleTail} from '../logs/logs.js'
@@ -166,7 +167,7 @@ export class StateWatch {
     this.last = workloadStatus({state})
     claim.status = this.last
     if (this.last === 'deleted') return this.fail(goneError(claim))
-    if (this.last === 'error' || this.last === 'suspended') {
+    if (this.last === 'error' || this.last === 'suspended' || HALTED.has(this.last)) {
       return this.fail(
         new TargonError('API_ERROR', `${claim.name} went to state ${this.last}${state.message ? `: ${state.message}` : ''}`, {
           hint: 'try another offer or run again later',
