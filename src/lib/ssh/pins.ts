@@ -7,13 +7,14 @@ import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {assertPrivateDir} from '../settings/settings.js'
+import {childPath} from '../state/paths.js'
 
 export function hostKeyAlias(uid: string): string {
   return `targon-${uid}`
 }
 
 export function pinFile(configDir: string, uid: string): string {
-  return join(configDir, 'known_hosts.d', uid)
+  return childPath(join(configDir, 'known_hosts.d'), uid)
 }
 
 /** Pins in a directory that others can write could be forged: refused (exit 3), never trusted or changed. */

@@ -10,6 +10,7 @@ import * as z from 'zod'
 
 import {TargonError} from '../shell/errors.js'
 import {assertPrivateDir, ensureConfigDir} from '../settings/settings.js'
+import {childPath, idOfChild} from './paths.js'
 
 export const HostKeyPinSchema = z.object({
   alias: z.string(),
@@ -66,11 +67,11 @@ export class LocalState {
   }
 
   private vmDir(org: string): string {
-    return join(this.dir, 'vms', org)
+    return childPath(join(this.dir, 'vms'), org)
   }
 
   private vmFile(org: string, name: string): string {
-    return join(this.vmDir(org), `${name}.json`)
+    return childPath(this.vmDir(org), name, '.json')
   }
 
   /** Writes (or replaces) a VM record atomically with mode 0600. */
@@ -116,7 +117,11 @@ export class LocalState {
   }
 
   private noteFile(org: string, uid: string): string {
-    return join(this.dir, 'deletes', org, `${encodeURIComponent(uid)}.json`)
+    return childPath(this.noteDir(org), uid, '.json')
+  }
+
+  private noteDir(org: string): string {
+    return childPath(join(this.dir, 'deletes'), org)
   }
 
   writeDeleteNote(org: string, note: DeleteNote): void {
@@ -137,8 +142,8 @@ export class LocalState {
   /** Every readable delete note of an org, by uid. */
   deleteNotes(org: string): Map<string, DeleteNote> {
     const notes = new Map<string, DeleteNote>()
-    for (const file of jsonFiles(join(this.dir, 'deletes', org))) {
-      const note = this.readDeleteNote(org, decodeURIComponent(file.slice(0, -'.json'.length)))
+    for (const file of jsonFiles(this.noteDir(org))) {
+      const note = this.readDeleteNote(org, idOfChild(file, '.json'))
       if (note) notes.set(note.uid, note)
     }
 
@@ -153,7 +158,7 @@ export class LocalState {
   }
 
   orgFile(org: string): string {
-    return join(this.dir, 'orgs', `${org}.json`)
+    return childPath(join(this.dir, 'orgs'), org, '.json')
   }
 
   readOrgCache(org: string): {ssh_key_uid?: string} {

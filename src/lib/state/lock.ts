@@ -11,6 +11,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import {TargonError} from '../shell/errors.js'
 
+import {childPath} from './paths.js'
+
 export interface LockOptions {
   /** How long to wait for a live holder. */
   timeoutMs: number
@@ -79,7 +81,7 @@ export function deleteLockPath(org: string, uid: string, env: NodeJS.ProcessEnv 
     })
   }
 
-  return join(base, 'delete-locks', encodeURIComponent(org), `${encodeURIComponent(uid)}.lock`)
+  return childPath(childPath(join(base, 'delete-locks'), org), uid, '.lock')
 }
 
 /** The lock file's text, or undefined when it is gone. */

@@ -3,10 +3,24 @@
  * nearly everything is optional, enums are open strings. Requests are built strictly
  * (see requests below), because the server rejects unknown body fields.
  */
+import {isIP} from 'node:net'
 import * as z from 'zod'
 
 const optionalString = z.string().nullish()
 const optionalNumber = z.number().nullish()
+
+/**
+ * Identifiers that name local files, SSH options and config lines are checked here, at the boundary, so that no code
+ * past it sees them raw (an answer that fails is BAD_RESPONSE). Uids are opaque and their prefixes vary (`wrk-`, and
+ * `wrk_1` in the SDK's tests): letters, digits, `-`, `_` and `.`, starting with a letter or digit.
+ */
+export const UID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
+const uid = z.string().regex(UID_PATTERN, 'is not a safe identifier')
+/** Org slugs: lowercase letters, digits and hyphens. */
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/
+/** An SSH address: an IP address or a host name, nothing else (no spaces, options or shell text). */
+const host = z.string().refine((value) => isIP(value) !== 0 || HOST_NAME.test(value), 'is not an IP address or host name')
 
 /** Both generations of inventory `spec` names; normalized in offers.ts. */
 export const OfferSpecSchema = z.object({
@@ -38,7 +52,7 @@ export const OrgSchema = z.object({
   name: optionalString,
   org_type: optionalString,
   role: optionalString,
-  slug: z.string().min(1),
+  slug: z.string().regex(SLUG_PATTERN, 'is not an org slug'),
   uid: optionalString,
 })
 export type Org = z.infer<typeof OrgSchema>
@@ -52,7 +66,7 @@ export type Project = z.infer<typeof ProjectSchema>
 export const SshKeySchema = z.object({
   name: optionalString,
   public_key_raw: optionalString,
-  uid: z.string().min(1),
+  uid,
 })
 export type SshKey = z.infer<typeof SshKeySchema>
 
@@ -65,9 +79,9 @@ export type VmImage = z.infer<typeof VmImageSchema>
 
 export const WorkloadStateSchema = z.object({
   message: optionalString,
-  public_ip: optionalString,
+  public_ip: host.nullish(),
   ready_replicas: optionalNumber,
-  ssh_port: z.number().int().nullish(),
+  ssh_port: z.number().int().min(1).max(65_535).nullish(),
   status: optionalString,
   total_replicas: optionalNumber,
   updated_at: optionalString,
@@ -95,7 +109,7 @@ export const WorkloadSchema = z.object({
   /** Some servers put the status at the top level instead of under `state`. */
   status: optionalString,
   type: optionalString,
-  uid: z.string().min(1),
+  uid,
   updated_at: optionalString,
 })
 export type Workload = z.infer<typeof WorkloadSchema>

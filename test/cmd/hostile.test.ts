@@ -1,0 +1,82 @@
+/**
+ * Answers that a compromised proxy or a server bug could give: identifiers that would name paths outside the config
+ * directory or add lines to an SSH config, and addresses that are not addresses. They stop at the API boundary
+ * (BAD_RESPONSE, exit 5): nothing outside the config directory is touched, and no foreign directive is printed.
+ */
+import {existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterEach, describe, expect, it} from 'vitest'
+
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
+import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {SEED_ORGS} from '../simulator/seed.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+let sim: TargonSimulator | undefined
+
+afterEach(async () => {
+  await sim?.stop()
+  sim = undefined
+})
+
+/** A home with a sentinel directory beside the config directory, which the hostile names point at. */
+function sandbox() {
+  const home = tempDir('targon-hostile-')
+  const sentinel = join(home, 'sentinel')
+  mkdirSync(sentinel)
+  writeFileSync(join(sentinel, 'authorized_keys'), 'keep me\n')
+  return {configDir: join(home, 'config'), sentinel}
+}
+
+const COMMANDS = [
+  ['status', '--json'],
+  ['ssh', '--config', '--json'],
+  ['exec', '--json', '--', 'true'],
+  ['down', '--all', '--json'],
+  // Adopting by name reads the listing, as status and down do.
+  ['up', '--name', 'evil', '--no-bootstrap', '--json'],
+]
+
+describe('hostile answers', () => {
+  for (const [what, hostile] of [
+    ['a uid that climbs out of the config directory', {uid: '../../sentinel/authorized_keys'}],
+    ['a uid with a newline and an SSH directive', {uid: 'wrk-1\nHost *\n  ProxyCommand touch /tmp/pwned'}],
+  ] as const) {
+    it(`${what} is a bad response: nothing outside the config directory changes`, async () => {
+      sim = await startSimulator()
+      const {configDir, sentinel} = sandbox()
+      sim.addWorkload({name: 'tcli-default-evil', status: 'running', ...hostile})
+      for (const args of COMMANDS) {
+        const result = await runInProcess(args, {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})})
+        const doc = parseJson(result)
+        expect(doc.ok, `${args.join(' ')}: ${result.stdout}`).toBe(false)
+        expect(doc.error.code, args.join(' ')).toBe('BAD_RESPONSE')
+        expect(result.stdout).not.toContain('ProxyCommand')
+      }
+
+      expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
+      expect(sim.requests('DELETE', /\/workloads\//)).toEqual([])
+    })
+  }
+
+  it('an address that is not an address (SSH options in public_ip) is a bad response', async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const vm = sim.addWorkload({name: 'tcli-default-evil', status: 'running'})
+    vm.endpoint = {public_ip: '127.0.0.1 -oProxyCommand=touch${IFS}/tmp/pwned', ssh_port: 22}
+    const result = await runInProcess(['ssh', 'evil', '--print', '--json'], {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})})
+    expect(parseJson(result).error.code).toBe('BAD_RESPONSE')
+  })
+
+  it('an org slug that climbs out of the config directory is a bad response, and no record is written', async () => {
+    sim = await startSimulator({orgs: [{...SEED_ORGS[0]!, slug: '../../sentinel'}], tokens: {tgn_sim_test_key: ['../../sentinel']}})
+    const {configDir, sentinel} = sandbox()
+    const result = await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {
+      env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}),
+    })
+    expect(parseJson(result).error.code).toBe('BAD_RESPONSE')
+    expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
+    expect(existsSync(join(configDir, 'vms'))).toBe(false)
+  })
+})
