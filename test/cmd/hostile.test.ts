@@ -80,3 +80,28 @@ describe('hostile answers', () => {
     expect(existsSync(join(configDir, 'vms'))).toBe(false)
   })
 })
+
+describe('oversized answers', () => {
+  it('a listing over 16 MiB is a bad response; a console log over it keeps its end, with a warning', async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+    const huge = 17 * 1024 * 1024
+    sim.inject({body: `{"items": [], "pad": "${'x'.repeat(huge)}"}`, method: 'GET', path: /\/workloads$/, status: 200, times: 1})
+    const status = parseJson(await runInProcess(['status', '--json'], {env}))
+    expect(status.error).toMatchObject({code: 'BAD_RESPONSE', message: expect.stringContaining('more than 16 MiB')})
+
+    const vm = sim.addWorkload({name: 'tcli-default-chatty', status: 'running'})
+    sim.inject({
+      body: `${'boot noise\n'.repeat(huge / 11)}the last line\n`,
+      contentType: 'text/plain',
+      method: 'GET',
+      path: '/logs',
+      status: 200,
+    })
+    const logs = parseJson(await runInProcess(['logs', vm.uid, '--tail', '1', '--json'], {env}))
+    expect(logs.ok).toBe(true)
+    expect(logs.data.lines).toEqual(['the last line'])
+    expect(logs.warnings.join()).toContain('is over 16 MiB: only its end is shown')
+  })
+})

@@ -9,9 +9,12 @@ import {findOneVm, snapshot} from '../fleet/workloads.js'
 import {TargonError, abortError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+import {MAX_BODY_BYTES} from '../targon/http.js'
 
 /** How often --follow asks for the console again. */
 export const FOLLOW_INTERVAL_MS = 2000
+/** With --follow, how many of the latest lines the result keeps (they are printed as they come). */
+const FOLLOW_KEPT_LINES = 1000
 /** --follow gives up after this many failed reads in a row (a VM deleted meanwhile ends it quietly). */
 const FOLLOW_MAX_FAILURES = 5
 /** Lines of console that an error of `up` carries. */
@@ -37,7 +40,15 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
     options.target,
     options.fleet,
   )
-  let all = await client.consoleLog(options.org, vm.uid)
+  let warnedLarge = false
+  // Over the body cap Targon's log keeps only its tail; said once.
+  const onTruncated = () => {
+    if (!warnedLarge)
+      options.warn?.(`the console log of ${vm.name ?? vm.uid} is over ${MAX_BODY_BYTES / 1024 / 1024} MiB: only its end is shown`)
+    warnedLarge = true
+  }
+
+  let all = await client.consoleLog(options.org, vm.uid, {onTruncated})
   const lines = options.tail === undefined ? all : options.tail === 0 ? [] : all.slice(-options.tail)
   options.onLines?.(lines)
   const result: LogsResult = {
@@ -58,7 +69,7 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
     })
     let next: string[]
     try {
-      next = await client.consoleLog(options.org, vm.uid)
+      next = await client.consoleLog(options.org, vm.uid, {onTruncated})
       failures = 0
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal)
@@ -75,7 +86,9 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
     const fresh = newLines(all, next)
     all = next
     if (fresh.length > 0) {
+      // The lines went out as they came; the result keeps only the latest, so that following never grows without bound.
       result.lines.push(...fresh)
+      result.lines.splice(0, Math.max(0, result.lines.length - FOLLOW_KEPT_LINES))
       options.onLines?.(fresh)
     }
   }

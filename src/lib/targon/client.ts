@@ -159,9 +159,14 @@ export class TargonClient {
    * The VM's console log (`type=serial`), as lines. The API documents text/plain; a JSON answer (a string, an
    * array of lines, or an object holding either) is read too.
    */
-  async consoleLog(org: string, uid: string, options: {tail?: number; timeoutMs?: number} = {}): Promise<string[]> {
+  async consoleLog(
+    org: string,
+    uid: string,
+    options: {tail?: number; timeoutMs?: number; onTruncated?: () => void} = {},
+  ): Promise<string[]> {
     const text = await this.http.call({
       method: 'GET',
+      onTruncated: options.onTruncated ?? (() => {}),
       path: `${workloadPath(org, uid)}/logs`,
       query: {tail: options.tail, type: 'serial'},
       raw: true,

@@ -44,7 +44,15 @@ export interface CallOptions<T extends z.ZodType> {
   timeoutMs?: number
   /** The body as text, not parsed as JSON: `schema` gets the string (for endpoints that may answer text/plain). */
   raw?: boolean
+  /**
+   * A body over MAX_BODY_BYTES keeps its last MAX_BODY_BYTES (for a console log) instead of failing as BAD_RESPONSE;
+   * called when that happened.
+   */
+  onTruncated?: () => void
 }
+
+/** The most of a response body that is read (a larger one is BAD_RESPONSE, or its tail; see onTruncated): 16 MiB. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024
 
 /** Targon asks clients to keep mutations few: at most this many POSTs and DELETEs are in flight per run. */
 export const MAX_MUTATIONS_IN_FLIGHT = 8
@@ -172,9 +180,10 @@ export class HttpTransport {
     const requestId = headerValue(response.headers['x-request-id'])
     let text: string
     try {
-      text = await response.body.text()
+      text = await readCapped(response.body, endpoint, call.onTruncated)
     } catch (error) {
       this.throwIfAborted()
+      if (error instanceof TargonError) throw error
       throw this.transportError(error, endpoint, timeoutMs)
     }
 
@@ -236,6 +245,38 @@ export class HttpTransport {
     const base = this.options.retryBaseMs * 2 ** (attempt - 1)
     return Math.round(base / 2 + Math.random() * base)
   }
+}
+
+/**
+ * A body as text, reading at most MAX_BODY_BYTES: over it, the rest is not read and the answer is BAD_RESPONSE, or,
+ * with onTruncated, only its last MAX_BODY_BYTES are kept. Memory stays bounded whatever the server sends.
+ */
+async function readCapped(
+  body: AsyncIterable<Buffer> & {destroy: () => void},
+  endpoint: string,
+  onTruncated?: () => void,
+): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  let truncated = false
+  for await (const chunk of body) {
+    chunks.push(chunk)
+    size += chunk.length
+    if (size <= MAX_BODY_BYTES) continue
+    if (!onTruncated) {
+      body.destroy()
+      throw new TargonError('BAD_RESPONSE', `Targon API answered ${endpoint} with more than ${MAX_BODY_BYTES / 1024 / 1024} MiB`, {
+        hint: 'retry later; if it persists, report it to Targon support',
+      })
+    }
+
+    truncated = true
+    while (size - (chunks[0]?.length ?? 0) >= MAX_BODY_BYTES) size -= (chunks.shift() as Buffer).length
+  }
+
+  if (truncated) onTruncated?.()
+  const text = Buffer.concat(chunks)
+  return (truncated ? text.subarray(text.length - Math.min(text.length, MAX_BODY_BYTES)) : text).toString('utf8')
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
