@@ -11,7 +11,7 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
-import {prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/shell/output.js'
 
 export default class Cp extends BaseCommand<typeof Cp> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
@@ -96,6 +96,6 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     const done = result.direction === 'upload' ? 'uploaded' : 'downloaded'
     const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
     this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
-    for (const failed of result.failed) process.stderr.write(`${result.vm} | not copied: ${failed.path}: ${failed.error}\n`)
+    for (const failed of result.failed) process.stderr.write(`${printable(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
   }
 }

@@ -10,7 +10,7 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {ExecResult} from '../lib/contract.js'
-import {prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/shell/output.js'
 
 export default class Exec extends BaseCommand<typeof Exec> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
@@ -42,6 +42,10 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     fleet: Flags.string({
       summary: 'The fleet whose running VMs run the command, and of VMs named by label (default: config, else "default").',
     }),
+    raw: Flags.boolean({
+      default: false,
+      summary: "Pass the VMs' output through as it is, control characters included (by default they are shown escaped, e.g. \\x1b).",
+    }),
     parallel: Flags.integer({default: DEFAULT_EXEC_PARALLEL, max: 64, min: 1, summary: 'VMs running the command at once.'}),
     vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels, instead of the whole fleet.'}),
   }
@@ -54,6 +58,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     const guard = guardInterrupts(() => ['Exiting; remote commands may still be running.'])
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     const text = !this.jsonEnabled()
+    const raw = this.flags.raw
     try {
       return await runExec(client, new LocalState(configDir()), {
         command,
@@ -61,7 +66,8 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
         fleet,
         info: (message) => this.info(message),
         onLine: (vm, stream, line) => {
-          if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${vm} | ${line}\n`)
+          // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
+          if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
         },
         org: await resolveOrg(client, this.flags.org),
         parallel: this.flags.parallel,
@@ -82,7 +88,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     for (const vm of result.results) {
       if (vm.exit_code === 0) continue
       const why = vm.exit_code === null ? (vm.error ?? 'did not run') : `exit code ${vm.exit_code}${vm.error ? ` (${vm.error})` : ''}`
-      process.stderr.write(`${vm.name}: ${why}\n`)
+      process.stderr.write(`${printable(`${vm.name}: ${why}`)}\n`)
     }
   }
 }

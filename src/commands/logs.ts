@@ -9,7 +9,7 @@ import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {LogsResult} from '../lib/contract.js'
-import {prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/shell/output.js'
 
 export default class Logs extends BaseCommand<typeof Logs> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
@@ -51,7 +51,7 @@ also one that is crashed or still provisioning.`)
         fleet,
         follow: this.flags.follow,
         onLines: (lines) => {
-          if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${line}\n`).join(''))
+          if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
         },
         org: await resolveOrg(client, this.flags.org),
         signal: guard.signal,

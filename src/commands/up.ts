@@ -6,7 +6,7 @@ import {BaseCommand} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
-import {dash, deletionLines, renderTable, usd, prose} from '../lib/shell/output.js'
+import {dash, deletionLines, printable, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -201,9 +201,11 @@ existing VM instead of creating a second one.`)
       const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
       if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
         process.stderr.write(
-          `Clean-up:\n${deletionLines(cleanup.results)
-            .map((line) => `  ${line}\n`)
-            .join('')}`,
+          printable(
+            `Clean-up:\n${deletionLines(cleanup.results)
+              .map((line) => `  ${line}\n`)
+              .join('')}`,
+          ),
         )
       throw error
     } finally {

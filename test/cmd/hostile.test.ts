@@ -105,3 +105,20 @@ describe('oversized answers', () => {
     expect(logs.warnings.join()).toContain('is over 16 MiB: only its end is shown')
   })
 })
+
+describe('control characters from the API', () => {
+  it('never reach the terminal raw: tables, warnings and errors show them escaped; --json keeps them exact', async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+    // A window title, a cleared screen and a clipboard write (OSC 52), in a name and a state message.
+    const evil = 'tcli-default-x\u001b]0;pwned\u0007\u001b[2J\u001b]52;c;ZWNobyBoaQ==\u0007\u009b31m'
+    const vm = sim.addWorkload({message: 'boom\r\n\u001b[1Anothing bills', name: evil, status: 'error'})
+    const human = await runInProcess(['status', '--all-fleets', '--any-origin'], {env})
+    expect(human.code, human.stderr).toBe(0)
+    for (const output of [human.stdout, human.stderr]) expect(output).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+    expect(human.stdout).toContain('tcli-default-x\\x1b]0;pwned\\x07\\x1b[2J')
+    const json = parseJson(await runInProcess(['status', '--all-fleets', '--any-origin', '--json'], {env}))
+    expect(json.data.vms.find((each: {uid: string}) => each.uid === vm.uid).name).toBe(evil)
+  })
+})

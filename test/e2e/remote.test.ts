@@ -91,6 +91,16 @@ describe('exec', () => {
       await waitFor(() => processesMatching('^sleep 47$').length === 0, 5000)
     })
 
+  it("shows a VM's control characters escaped, unless --raw; --json keeps them exact", async () => {
+    const script = "printf '\\033]0;title\\007ok\\n'"
+    const shown = await targon(['exec', '--vms', vm.name, '--', script])
+    expect(shown.stdout).toBe(`${vm.name} | \\x1b]0;title\\x07ok\n`)
+    const raw = await targon(['exec', '--vms', vm.name, '--raw', '--', script])
+    expect(raw.stdout).toBe(`${vm.name} | \u001b]0;title\u0007ok\n`)
+    const json = parseJson(await targon(['exec', '--vms', vm.name, '--json', '--', script]))
+    expect(json.data.results[0].tail).toEqual(['\u001b]0;title\u0007ok'])
+  })
+
   it('says in text mode why each VM failed: its exit code, or why the command could not run', async () => {
     const failed = await targon(['exec', '--vms', vm.name, '--', 'exit 3'])
     expect(failed.code).toBe(12)

@@ -6,6 +6,7 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import type {ErrorEnvelope} from '../contract.js'
 import {TargonError, asTargonError, isTargonError} from './errors.js'
+import {printable} from './output.js'
 
 export const SCHEMA_VERSION = 1
 
@@ -51,9 +52,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.positionals = argv as string[]
   }
 
-  /** Progress and diagnostics: stderr, and silent under --json unless --verbose. */
+  /** Progress and diagnostics: stderr, and silent under --json unless --verbose. Never a control character. */
   protected info(message: string): void {
-    if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${message}\n`)
+    if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${printable(message)}\n`)
+  }
+
+  /** The human result on stdout, without control characters from the API or a VM (--json goes out exactly, elsewhere). */
+  public log(message = '', ...args: unknown[]): void {
+    super.log(printable(message), ...args)
   }
 
   protected addWarning(message: string): void {
@@ -67,7 +73,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** A line sink for HTTP traces when --verbose is on. */
   protected traceSink(): ((line: string) => void) | undefined {
-    return this.verbose() ? (line) => process.stderr.write(`[http] ${line}\n`) : undefined
+    return this.verbose() ? (line) => process.stderr.write(`[http] ${printable(line)}\n`) : undefined
   }
 
   /** "config set", not oclif's internal "config:set". */
@@ -113,7 +119,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
     const hint = err.hint ? `. Hint: ${err.hint}` : ''
     const requestId = err.requestId ? ` (request id ${err.requestId})` : ''
-    process.stderr.write(`Error: ${err.message}${requestId}${hint}\n`)
+    process.stderr.write(`${printable(`Error: ${err.message}${requestId}${hint}`)}\n`)
     if (this.verbose() && !isTargonError(error) && error.stack) process.stderr.write(`${error.stack}\n`)
   }
 }

@@ -58,3 +58,16 @@ export function deletionLines(results: readonly {uid: string; name: string | nul
     return `${result.action}: ${result.name ? `${result.name} (${result.uid})` : result.uid}, ${bills}`
   })
 }
+
+/**
+ * Text from an API answer or a VM, made safe for a person's terminal (and the logs it lands in): control characters
+ * other than tab and newline (U+0000-U+001F, U+007F, U+0080-U+009F, on decoded code points) become a visible
+ * escape such as \x1b, so that no escape sequence (a window title, a cleared screen, a clipboard write, a forged
+ * line) gets through; a CR before an LF is dropped. --json output is never passed through it: it stays exact.
+ */
+export function printable(text: string): string {
+  return text.replaceAll('\r\n', '\n').replace(CONTROL, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g

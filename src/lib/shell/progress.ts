@@ -9,6 +9,7 @@
 import type {ListrTask} from 'listr2'
 
 import type {StepEvent, Substep} from '../bootstrap/runner.js'
+import {printable} from './output.js'
 
 export interface PhaseStep<Vm> {
   title: string
@@ -120,7 +121,7 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
 function vmTask<Vm>(vm: Vm, steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): ListrTask {
   return {
     task: (_context, vmWrapper) => vmWrapper.newListr(phaseTasks(vm, steps, vmWrapper, options), {concurrent: false, exitOnError: true}),
-    title: options.vmTitle(vm),
+    title: printable(options.vmTitle(vm)),
   }
 }
 
@@ -166,13 +167,13 @@ async function runStep<Vm>(
 ): Promise<unknown> {
   const run = async (onEvent: (event: StepEvent) => void) => {
     try {
-      return await step.run(vm, onEvent, (line) => (stepWrapper.output = line))
+      return await step.run(vm, onEvent, (line) => (stepWrapper.output = printable(line)))
     } catch (error) {
       options.onFailure(vm, error)
       throw error
     } finally {
       // The name is known after register.
-      vmWrapper.title = options.vmTitle(vm)
+      vmWrapper.title = printable(options.vmTitle(vm))
     }
   }
 
