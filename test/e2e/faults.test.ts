@@ -188,6 +188,30 @@ const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
+    name: 'API: key registration answered 502 before it took effect: the keys are listed again and the key sent again',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(ctx.sim.requests('POST', /\/ssh-keys$/).map((request) => request.status)).toEqual([502, 201])
+      expect(ctx.sim.sshKeys.size).toBe(1)
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/ssh-keys$/, status: 502, times: 1}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: key registration answered 503 after it took effect: found by its blob, never registered twice',
+    async run(ctx) {
+      const up = await upNoBoot(ctx)
+      expect(ctx.sim.requests('POST', /\/ssh-keys$/)).toHaveLength(1)
+      expect(ctx.sim.sshKeys.size).toBe(1)
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/ssh-keys$/, statusAfterCommit: 503, times: 1}),
+  },
+  {
+    code: null,
+    exit: 0,
     name: 'API: create committed but its answer lost',
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1}),
@@ -666,6 +690,31 @@ const scenarios: Scenario[] = [
           ),
       })
     },
+    sim: {provisioning: 'stuck'},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'delete: a DELETE answered 503 before it took effect is sent again, and the VM is deleted',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.inject({method: 'DELETE', path: `/workloads/${uid}`, status: 503, times: 1})
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, uid}])
+      expect(ctx.sim.requests('DELETE', `/workloads/${uid}`).map((request) => request.status)).toEqual([503, 204])
+      return down
+    },
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 129,
+    interrupts: true,
+    name: 'process: SIGHUP during up --count 2 whose clean-up DELETE answers 503 once: sent again, nothing bills',
+    run: (ctx) =>
+      ctx.targon([...NO_BOOT, '--count', '2'], {
+        onSpawn: signalWhen(() => ctx.sim.live().filter((w) => w.status === 'provisioning').length === 2, 'SIGHUP'),
+      }),
+    setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, status: 503, times: 1}),
     sim: {provisioning: 'stuck'},
   },
   {

@@ -35,8 +35,15 @@ export interface DeleteTarget {
 export const CLEANUP_BUDGET_MS = 15 * 60_000
 /** How long a deletion is watched after Targon accepted it. */
 const CONFIRM_MS = 5 * 60_000
-/** After an unclear answer, how long the state is watched before the DELETE is sent once more. */
+/**
+ * After an unclear answer, how long the state is watched before the DELETE is sent again: after an answer that never
+ * came (the teardown may still be running, and Targon answers only once it is done), two minutes; after one that
+ * came back as a 5xx or a reset, ten seconds (most often nothing was deleted, and the VM bills meanwhile).
+ */
 const RESEND_AFTER_MS = 2 * 60_000
+const QUICK_RESEND_MS = 10_000
+/** How many DELETEs of one VM a deletion sends in all, one at a time, while the answers stay unclear. */
+const DELETE_SENDS = 4
 /** How long a woken VM may take to run again. */
 const WAKE_MS = 10 * 60_000
 /** How many times one wake-up deploy is sent while its answers stay unclear and the VM stays as it was. */
@@ -85,7 +92,8 @@ type DeleteAnswer = 'accepted' | 'in-progress' | 'not-found' | 'refused' | 'uncl
 class Deletion {
   private readonly deadline: number
   private woken = false
-  private resent = false
+  private sends = 0
+  private lastUnclear: TargonError | undefined
 
   constructor(
     private readonly client: TargonClient,
@@ -151,6 +159,7 @@ class Deletion {
   }
 
   private async send(): Promise<DeleteAnswer> {
+    this.sends++
     try {
       await this.client.deleteWorkload(this.org, this.target.uid)
       return 'accepted'
@@ -159,7 +168,11 @@ class Deletion {
       if (error.code === 'NOT_FOUND') return 'not-found'
       if (error.httpStatus === 409) return 'in-progress'
       if (error.httpStatus === 500) return 'refused'
-      if (isOutcomeUnknown(error)) return 'unclear'
+      if (isOutcomeUnknown(error)) {
+        this.lastUnclear = error
+        return 'unclear'
+      }
+
       return error
     }
   }
@@ -186,17 +199,18 @@ class Deletion {
 
   /** The answer was lost or unclear: the DELETE may have been applied. Watch before sending another. */
   private async unclear(): Promise<DeleteResult> {
-    const status = await this.watch(Math.min(this.deadline, Date.now() + RESEND_AFTER_MS), RUNNING)
+    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : QUICK_RESEND_MS
+    const status = await this.watch(Math.min(this.deadline, Date.now() + settle), RUNNING)
     if (status === 'not-found' || status === 'deleted') {
       this.note('accepted')
       return this.result('deleted', false)
     }
 
-    // One more DELETE at most: for an `error` record it tells a tombstone (204) from a crash (500); for a VM that
-    // still runs minutes later, the first one was lost.
-    if (this.resent || Date.now() >= this.deadline)
-      return this.result('still-present', true, `still ${status ?? 'present'} after an unclear DELETE answer`)
-    this.resent = true
+    // Sent again (no DELETE of it is in flight: the last one answered): for an `error` record the answer tells a
+    // tombstone (204) from a crash (500); for a VM that still runs, the last one did not take effect.
+    if (this.sends >= DELETE_SENDS || Date.now() >= this.deadline)
+      return this.result('still-present', true, `still ${status ?? 'present'} after ${this.sends} unclear DELETE answers`)
+    this.options.onProgress?.(`${this.label()}: still ${status ?? 'present'} after an unclear DELETE answer; sending it again`)
     return this.deleteOnce(status ?? 'running')
   }
 

@@ -7,7 +7,39 @@ import {TargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import {withFileLock} from '../state/lock.js'
 import type {TargonClient} from '../targon/client.js'
+import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {type ProjectKey, keyName, sameKey} from './project-key.js'
+
+const REGISTER_MS = 2 * 60_000
+
+/** How many times the key is sent while the answers stay unclear and the org's keys do not show it. */
+const REGISTER_SENDS = 4
+
+/**
+ * The key's uid in the org: found by its blob, else registered. An unclear answer (a 5xx, a reset: the key may well
+ * be registered) is reconciled by listing the keys again and matching the blob; only when it is not there is it sent
+ * again, at most REGISTER_SENDS times, with a back-off.
+ */
+async function registerReconciled(client: TargonClient, org: string, key: ProjectKey): Promise<string> {
+  let sends = 0
+  const uid = await pollUntil(
+    async () => {
+      const existing = (await client.listSshKeys(org)).find((remote) => sameKey(remote.public_key_raw, key.publicKey))
+      if (existing) return existing.uid
+      if (sends++ >= REGISTER_SENDS)
+        throw new TargonError('API_ERROR', `the project key could not be registered with org ${org}`, {hint: 'retry later'})
+      try {
+        return (await client.createSshKey(org, {name: keyName(key.publicKey), ssh_key: key.publicKey})).uid
+      } catch (error) {
+        if (!isOutcomeUnknown(error)) throw error
+        return undefined
+      }
+    },
+    {deadline: Date.now() + REGISTER_MS, delayMs: (poll) => Math.min(8000, 500 * 2 ** poll)},
+  )
+  if (!uid) throw new TargonError('TIMEOUT', `registering the project key with org ${org} did not settle in time`, {hint: 'retry later'})
+  return uid
+}
 
 /** Makes sure the org knows our key and returns its uid. */
 export async function ensureKeyRegistered(client: TargonClient, org: string, state: LocalState, key: ProjectKey): Promise<string> {
@@ -33,8 +65,7 @@ export async function ensureKeyRegistered(client: TargonClient, org: string, sta
       if (fromOtherProcess) return fromOtherProcess
     }
 
-    const existing = (await client.listSshKeys(org)).find((remote) => sameKey(remote.public_key_raw, key.publicKey))
-    const uid = existing?.uid ?? (await client.createSshKey(org, {name: keyName(key.publicKey), ssh_key: key.publicKey})).uid
+    const uid = await registerReconciled(client, org, key)
     state.writeOrgCache(org, {...state.readOrgCache(org), ssh_key_uid: uid})
     return uid
   })
