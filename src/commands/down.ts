@@ -131,6 +131,7 @@ otherwise, with a per-VM result.`)
         dryRun: flags['dry-run'],
         ignoreMissing: flags['ignore-missing'],
         labelFleet: await resolveSetting('fleet'),
+        reconcileMs: await resolveSetting('reconcile-window'),
         onProgress: (message) => this.info(message),
         onTargets: (uids) => (selected = uids),
         onResult: (deleted) => {

@@ -176,6 +176,7 @@ existing VM instead of creating a second one.`)
         json: this.jsonEnabled(),
         label: flags.name,
         maxPrice,
+        reconcileMs: await resolveSetting('reconcile-window'),
         min: flags.min,
         minGpus: flags['min-gpus'],
         onFailure: flags['on-failure'],

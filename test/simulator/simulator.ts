@@ -3,7 +3,7 @@
  * the workload state machine, a billing ledger, a request log and fault injection.
  * Faithful to what is known of the Targon v3 API; where its behaviour is uncertain, each variant is a switch.
  */
-import {randomBytes} from 'node:crypto'
+import {createHash, randomBytes} from 'node:crypto'
 import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'
 import type {AddressInfo, Socket} from 'node:net'
 
@@ -90,6 +90,12 @@ export interface SimulatorOptions {
    * default, as the official SDK's tests show for sandboxes), or the older 409 NO_CAPACITY.
    */
   capacityRefusal?: '409' | '503'
+  /**
+   * Random transient trouble on every call, at `rate` (0 to 1): a 503 without a reason, a 502 after the change was
+   * made, a reset before or after it, a 429. Each request's draw comes from (seed, method, path with uids masked, how
+   * many such requests came before), so that a seed replays. clearFaults() ends it.
+   */
+  chaos?: {seed: number; rate: number}
   /** A provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot delay. */
   transitional?: boolean
   /** What every workload reports as `frozen_cost_per_hour` (null by default; the official fixtures show 0.01). */
@@ -199,8 +205,8 @@ class TextBody {
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error', 'powering_off', 'stopped', 'frozen'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
-    Pick<SimulatorOptions, 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
+  readonly options: Required<Omit<SimulatorOptions, 'chaos' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
+    Pick<SimulatorOptions, 'chaos' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
   readonly projects = new Map<string, {uid: string; org: string; name: string}>()
@@ -211,6 +217,8 @@ export class TargonSimulator {
   private server?: Server
   private deployCount = 0
   private temporaryDeploysLeft = 0
+  private calm = false
+  private readonly chaosAttempts = new Map<string, number>()
   private readonly inFlight: Record<string, number> = {}
   /** The most requests of each method that were in flight at once. */
   readonly maxInFlight: Record<string, number> = {}
@@ -288,6 +296,20 @@ export class TargonSimulator {
 
   clearFaults(): void {
     this.faults.length = 0
+    this.calm = true
+  }
+
+  /** The trouble chaos draws for this request, if any. */
+  private chaosFor(method: string, path: string): ChaosTrouble | undefined {
+    const chaos = this.options.chaos
+    if (!chaos || this.calm) return undefined
+    const key = `${method} ${path.replace(/\/(wrk|shk|prj)-[0-9a-f]+/g, '/$1-*')}`
+    const attempt = (this.chaosAttempts.get(key) ?? 0) + 1
+    this.chaosAttempts.set(key, attempt)
+    const digest = createHash('sha256').update(`${chaos.seed}|${key}|${attempt}`).digest()
+    if (digest.readUInt32BE(0) / 2 ** 32 >= chaos.rate) return undefined
+    const kinds: ChaosTrouble[] = method === 'GET' ? ['503', 'reset', '429'] : ['503', '502-after', 'reset', 'reset-after', '429']
+    return kinds[(digest[4] as number) % kinds.length]
   }
 
   /** Capacity over time, counted from now: e.g. an offer sold out now that lists 2 units after 3 s. */
@@ -467,7 +489,8 @@ export class TargonSimulator {
     this.log.push(entry)
     this.applyCapacity()
 
-    const fault = this.takeFault(method, url.pathname)
+    const trouble = this.chaosFor(method, url.pathname)
+    const fault: Fault | undefined = this.takeFault(method, url.pathname) ?? (trouble && chaosFault(trouble))
     if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
     if (fault?.reset) {
       entry.status = -1
@@ -1044,6 +1067,25 @@ export {DEFAULT_TOKEN}
 
 function matchPath(path: string, pattern: RegExp | string): boolean {
   return typeof pattern === 'string' ? path.includes(pattern) : pattern.test(path)
+}
+
+type ChaosTrouble = '429' | '502-after' | '503' | 'reset' | 'reset-after'
+
+/** A chaos draw as a one-off fault. */
+function chaosFault(trouble: ChaosTrouble): Fault {
+  const body = JSON.stringify({error: 'upstream trouble'})
+  switch (trouble) {
+    case '429':
+      return {body: JSON.stringify({error: 'slow down', reason: 'RATE_LIMITED'}), path: /./, retryAfter: '0.1', status: 429}
+    case '502-after':
+      return {path: /./, statusAfterCommit: 502}
+    case '503':
+      return {body, path: /./, status: 503}
+    case 'reset':
+      return {path: /./, reset: true}
+    case 'reset-after':
+      return {dropAfterCommit: true, path: /./}
+  }
 }
 
 function newUid(prefix: string): string {

@@ -38,10 +38,11 @@ const CONFIRM_MS = 5 * 60_000
 /**
  * After an unclear answer, how long the state is watched before the DELETE is sent again: after an answer that never
  * came (the teardown may still be running, and Targon answers only once it is done), two minutes; after one that
- * came back as a 5xx or a reset, ten seconds (most often nothing was deleted, and the VM bills meanwhile).
+ * came back as a 5xx or a reset, a third of the reconcile window, 10 s by default (most often nothing was deleted,
+ * and the VM bills meanwhile).
  */
 const RESEND_AFTER_MS = 2 * 60_000
-const QUICK_RESEND_MS = 10_000
+const DEFAULT_RECONCILE_MS = 30_000
 /** How many DELETEs of one VM a deletion sends in all, one at a time, while the answers stay unclear. */
 const DELETE_SENDS = 4
 /** How long a woken VM may take to run again. */
@@ -62,6 +63,8 @@ export interface DeleteOptions {
   onResult?: (result: DeleteResult) => void
   /** Progress worth a line: waiting for another run, waking a VM. */
   onProgress?: (message: string) => void
+  /** The reconcile window (see the setting): a DELETE answered 5xx or reset is watched a third of it before it is sent again. */
+  reconcileMs?: number
 }
 
 export async function deleteWorkloads(
@@ -199,7 +202,7 @@ class Deletion {
 
   /** The answer was lost or unclear: the DELETE may have been applied. Watch before sending another. */
   private async unclear(): Promise<DeleteResult> {
-    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : QUICK_RESEND_MS
+    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : (this.options.reconcileMs ?? DEFAULT_RECONCILE_MS) / 3
     const status = await this.watch(Math.min(this.deadline, Date.now() + settle), RUNNING)
     if (status === 'not-found' || status === 'deleted') {
       this.note('accepted')

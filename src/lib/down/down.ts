@@ -35,6 +35,8 @@ export interface DownOptions {
   stop: AbortSignal
   /** The fleet whose --name labels name VMs (the configured one). */
   labelFleet: string
+  /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
+  reconcileMs: number
   /** Every uid about to be deleted, before the first DELETE. */
   onTargets?: (uids: string[]) => void
   onResult?: (result: DeleteResult) => void
@@ -176,6 +178,7 @@ export async function runDown(
     concurrency: options.parallel,
     onProgress: options.onProgress,
     onResult: options.onResult,
+    reconcileMs: options.reconcileMs,
     stop: options.stop,
     wakeRegistered: options.wakeRegistered,
   })

@@ -17,7 +17,6 @@ import {meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
-const RECONCILE_MS = 30_000
 
 export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
@@ -125,7 +124,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   } catch (error) {
     if (ctx.signal.aborted) {
       // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
-      const committed = (await findByName(ctx, name, RECONCILE_MS / 3, ctx.cleanupClient, null).catch(() => []))[0]
+      const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
       if (committed) claimAs(committed.uid)
       else ctx.state.removeVm(org, name)
       throw error
@@ -138,11 +137,11 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
 
     // The create may have been committed even though its answer was lost: look before retrying once.
     ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
-    created = (await findByName(ctx, name, RECONCILE_MS))[0]
+    created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
     created ??= await ctx.client.createWorkload(org, body)
   }
 
-  const uid = created.uid ?? (await findByName(ctx, name, RECONCILE_MS))[0]?.uid
+  const uid = created.uid ?? (await findByName(ctx, name, ctx.request.reconcileMs))[0]?.uid
   if (!uid)
     throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {
       hint: 'run targon status to check, then targon down --all',

@@ -39,6 +39,8 @@ export interface UpRequest {
   startedAt: number
   /** How often the state is read while the bootstrap runs on a VM that is still booting. */
   stateWatchIntervalMs: number
+  /** How long an unclear create or DELETE is reconciled before it is sent again (the reconcile-window setting). */
+  reconcileMs: number
   sshKeyUid: string
   identityFile: string
   configDir: string
@@ -138,7 +140,10 @@ export async function deleteClaim(
   claim: Claim,
   resource: string | null,
 ): Promise<{billing: boolean; results: DeleteResult[]}> {
-  const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {onProgress: ctx.warn})
+  const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {
+    onProgress: ctx.warn,
+    reconcileMs: ctx.request.reconcileMs,
+  })
   const billing = results.some((result) => result.billing !== false)
   for (const result of results.filter((each) => each.action === 'left-registered')) {
     ctx.leftovers.push({name: result.name, resource, uid: result.uid})

@@ -37,6 +37,8 @@ export interface UpOptions {
   resource?: string
   gpu?: string
   minGpus?: number
+  /** How long an unclear create or DELETE is reconciled before it is sent again. */
+  reconcileMs: number
   /** The price cap; null only when adopting (--name without a resource or --gpu) without one. */
   maxPrice: number | null
   count: number
@@ -177,6 +179,7 @@ async function prepare(
     stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? SETTINGS['state-watch-interval'].default,
     ttlMs: options.ttlMs,
     maxCostUsd: options.maxCostUsd,
+    reconcileMs: options.reconcileMs,
   }
   const capacity =
     options.capacity &&
