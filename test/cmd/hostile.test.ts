@@ -116,6 +116,7 @@ describe('control characters from the API', () => {
     const vm = sim.addWorkload({message: 'boom\r\n\u001b[1Anothing bills', name: evil, status: 'error'})
     const human = await runInProcess(['status', '--all-fleets', '--any-origin'], {env})
     expect(human.code, human.stderr).toBe(0)
+    // eslint-disable-next-line no-control-regex -- looking for control characters is the point
     for (const output of [human.stdout, human.stderr]) expect(output).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
     expect(human.stdout).toContain('tcli-default-x\\x1b]0;pwned\\x07\\x1b[2J')
     const json = parseJson(await runInProcess(['status', '--all-fleets', '--any-origin', '--json'], {env}))

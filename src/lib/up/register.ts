@@ -17,7 +17,6 @@ import {meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
-
 export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
   if (label === undefined) return createOnCandidates(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet), report)
