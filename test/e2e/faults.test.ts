@@ -295,6 +295,19 @@ const scenarios: Scenario[] = [
     sim: {afterDelete: 'deleted'},
   },
   {
+    code: null,
+    exit: 0,
+    name: 'delete: a VM of this machine deleted elsewhere shows an error tombstone: down counts it gone, not billing by assumption',
+    run: async (ctx) => {
+      const uid = await oneVm(ctx)
+      ctx.sim.deleteExternally(uid)
+      await waitFor(() => ctx.sim.current(uid)?.status === 'error')
+      const down = await ctx.targon(['down', uid, '--json'])
+      expect(resultsOf(down)).toMatchObject([{billing: false, uid}])
+      return down
+    },
+  },
+  {
     code: 'BAD_RESPONSE',
     exit: 5,
     name: 'API: a malformed JSON body',

@@ -193,7 +193,7 @@ export async function runDown(
     ).vms.map((vm) => [vm.uid, vm]),
   )
   const verified = results.map((result): DeleteResult =>
-    result.billing === false && after.get(result.uid)?.billing === true ? {...result, action: 'still-present', billing: true} : result,
+    result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
   tidyLocalState(state, org, verified, view.localOnly, options.selection)
 
@@ -224,6 +224,14 @@ export async function runDown(
   }
 
   return result
+}
+
+/**
+ * Whether the final listing shows a VM billing, on evidence: an `error` record taken as billing only because this
+ * machine created it (billingAssumed) may be the tombstone of a delete made elsewhere, and cannot overrule a result.
+ */
+function bills(vm: KnownVm | undefined): boolean {
+  return vm?.billing === true && !vm.billingAssumed
 }
 
 /** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */
