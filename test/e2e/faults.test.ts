@@ -301,11 +301,14 @@ const scenarios: Scenario[] = [
     run: async (ctx) => {
       const uid = await oneVm(ctx)
       ctx.sim.deleteExternally(uid)
-      await waitFor(() => ctx.sim.current(uid)?.status === 'error')
+      // down's first listing shows the `deleted` record; its final one, held back, the `error` tombstone it bounced to.
+      ctx.sim.inject({delayMs: 1, method: 'GET', path: /\/workloads$/, times: 1})
+      ctx.sim.inject({delayMs: 1500, method: 'GET', path: /\/workloads$/, times: 1})
       const down = await ctx.targon(['down', uid, '--json'])
-      expect(resultsOf(down)).toMatchObject([{billing: false, uid}])
+      expect(resultsOf(down)).toMatchObject([{action: 'already-gone', billing: false, uid}])
       return down
     },
+    sim: {tombstoneBounceMs: 700},
   },
   {
     code: 'BAD_RESPONSE',
