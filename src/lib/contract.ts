@@ -121,6 +121,7 @@ export const DELETE_ACTIONS = [
   'not-attempted',
   'failed',
   'still-present',
+  'invalid-answer',
 ] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
@@ -130,7 +131,7 @@ export const DeleteResultSchema = z.object({
   action: z
     .enum(DELETE_ACTIONS)
     .describe(
-      'woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run',
+      'woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run; invalid-answer: a listed item that failed the checks of the API answer (it may bill; name its exact uid to delete it)',
     ),
   billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
@@ -238,6 +239,9 @@ export const StatusResultSchema = z.object({
     estimated_cost_usd: z.number(),
   }),
   dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
+  invalid_answers: z
+    .array(z.object({uid: z.string().nullable().describe('as the API sent it'), problem: z.string(), billing: z.null()}))
+    .describe('listed items that failed the checks of the API answer: they may bill, and nothing is derived from them'),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 

@@ -29,44 +29,50 @@ function sandbox() {
   return {configDir: join(home, 'config'), sentinel}
 }
 
-const COMMANDS = [
-  ['status', '--json'],
-  ['ssh', '--config', '--json'],
-  ['exec', '--json', '--', 'true'],
-  ['down', '--all', '--json'],
-  // Adopting by name reads the listing, as status and down do.
-  ['up', '--name', 'evil', '--no-bootstrap', '--json'],
-]
-
 describe('hostile answers', () => {
-  for (const [what, hostile] of [
-    ['a uid that climbs out of the config directory', {uid: '../../sentinel/authorized_keys'}],
-    ['a uid with a newline and an SSH directive', {uid: 'wrk-1\nHost *\n  ProxyCommand touch /tmp/pwned'}],
+  for (const [what, uid] of [
+    ['a uid that climbs out of the config directory', '../../sentinel/authorized_keys'],
+    ['a uid with a newline and an SSH directive', 'wrk-1\nHost *\n  ProxyCommand touch /tmp/pwned'],
   ] as const) {
-    it(`${what} is a bad response: nothing outside the config directory changes`, async () => {
+    it(`${what} is reported as an invalid answer, never deleted in bulk, deleted by its exact uid, and nothing outside changes`, async () => {
       sim = await startSimulator()
       const {configDir, sentinel} = sandbox()
-      sim.addWorkload({name: 'tcli-default-evil', status: 'running', ...hostile})
-      for (const args of COMMANDS) {
-        const result = await runInProcess(args, {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})})
-        const doc = parseJson(result)
-        expect(doc.ok, `${args.join(' ')}: ${result.stdout}`).toBe(false)
-        expect(doc.error.code, args.join(' ')).toBe('BAD_RESPONSE')
-        expect(result.stdout).not.toContain('ProxyCommand')
-      }
+      const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+      sim.addWorkload({name: 'tcli-default-evil', status: 'running', uid})
 
-      expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
+      const status = parseJson(await runInProcess(['status', '--json'], {env}))
+      expect(status.data.invalid_answers).toEqual([{billing: null, problem: expect.stringContaining('uid'), uid}])
+      expect(status.data.totals.unknown_billing_count).toBe(1)
+      const config = await runInProcess(['ssh', '--config'], {env})
+      expect(config.stdout).not.toContain('ProxyCommand')
+      expect((await runInProcess(['exec', '--json', '--', 'true'], {env})).code).toBe(4)
+      // Adopting by name never takes it.
+      expect((await runInProcess(['up', '--name', 'evil', '--no-bootstrap', '--json'], {env})).code).toBe(4)
+
+      const bulk = await runInProcess(['down', '--all', '--json'], {env})
+      expect(bulk.code, bulk.stdout).toBe(11)
+      expect(parseJson(bulk).data.results).toMatchObject([{action: 'invalid-answer', billing: null, uid}])
       expect(sim.requests('DELETE', /\/workloads\//)).toEqual([])
+      expect(sim.billing()).toHaveLength(1)
+
+      const named = await runInProcess(['down', uid, '--json'], {env})
+      expect(named.code, named.stdout).toBe(0)
+      expect(sim.billing()).toEqual([])
+      expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
     })
   }
 
-  it('an address that is not an address (SSH options in public_ip) is a bad response', async () => {
+  it('an address that is not an address (SSH options in public_ip) makes the VM an invalid answer: no ssh command is built', async () => {
     sim = await startSimulator()
     const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
     const vm = sim.addWorkload({name: 'tcli-default-evil', status: 'running'})
     vm.endpoint = {public_ip: '127.0.0.1 -oProxyCommand=touch${IFS}/tmp/pwned', ssh_port: 22}
-    const result = await runInProcess(['ssh', 'evil', '--print', '--json'], {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})})
-    expect(parseJson(result).error.code).toBe('BAD_RESPONSE')
+    const status = parseJson(await runInProcess(['status', '--json'], {env}))
+    expect(status.data.invalid_answers).toEqual([{billing: null, problem: expect.stringContaining('public_ip'), uid: vm.uid}])
+    const ssh = await runInProcess(['ssh', 'evil', '--print'], {env})
+    expect(ssh.code).toBe(4)
+    expect(ssh.stdout).not.toContain('ProxyCommand')
   })
 
   it('an org slug that climbs out of the config directory is a bad response, and no record is written', async () => {

@@ -38,7 +38,7 @@ describe('TargonClient', () => {
     for (const emptyCursor of [false, true]) {
       const {client, sim} = await setup({emptyCursor, maxPageSize: 2})
       for (let index = 0; index < 5; index++) sim.addWorkload({name: `w${index}`})
-      const workloads = await client.listWorkloads('acme')
+      const {workloads} = await client.listWorkloads('acme')
       expect(workloads.map((workload) => workload.name).sort()).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'])
       expect(sim.requests('GET', '/workloads')).toHaveLength(3)
       await client.close()

@@ -8,7 +8,7 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../shell/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, resolveVm, snapshot} from '../fleet/workloads.js'
+import {type KnownVm, invalidWarning, resolveVm, snapshot} from '../fleet/workloads.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
 import {forgetVm} from '../deletion/forget.js'
@@ -154,6 +154,14 @@ export async function runDown(
     if (resolved) targets.push(resolved)
   }
 
+  // A listed item that failed the API checks may bill, but nothing can tell whose it is: a bulk selector never deletes
+  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above).
+  const invalid: DeleteResult[] = isBulk(options.selection)
+    ? view.invalid
+        .filter((item) => !targets.some((target) => target.uid === item.uid))
+        .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
+    : []
+  if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
   const base = {dry_run: options.dryRun, org, selection: options.selection}
   if (options.dryRun) {
     const plan = targets.map((target) => {
@@ -165,7 +173,7 @@ export async function runDown(
         uid: target.uid,
       }
     })
-    return {...base, results: plan, survivors: []}
+    return {...base, results: [...plan, ...invalid], survivors: []}
   }
 
   const pending = chosen.filter((vm) => !vm.gone)
@@ -196,6 +204,7 @@ export async function runDown(
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
   tidyLocalState(state, org, verified, view.localOnly, options.selection)
+  verified.push(...invalid)
 
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
   const result: DownResult = {...base, results: verified, survivors}

@@ -4,7 +4,7 @@
  */
 import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
-import {type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
+import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
@@ -36,11 +36,13 @@ export interface FleetSnapshot {
   vms: KnownVm[]
   /** Local records whose workload the API no longer lists. */
   localOnly: VmRecord[]
+  /** Listed items that failed the boundary's checks: they may bill, and nothing is known of them. */
+  invalid: InvalidWorkload[]
   problems: string[]
 }
 
 export async function snapshot(client: TargonClient, org: string, state: LocalState): Promise<FleetSnapshot> {
-  const workloads = await client.listWorkloads(org)
+  const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
   const notes = state.deleteNotes(org)
   const byUid = new Map(records.filter((record) => record.uid).map((record) => [record.uid as string, record]))
@@ -67,7 +69,7 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   })
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
-  return {localOnly, problems, vms}
+  return {invalid, localOnly, problems, vms}
 }
 
 /**
@@ -108,4 +110,10 @@ export function vmPrice(vm: KnownVm): number | null {
 
 export function vmResource(vm: KnownVm): string | null {
   return workloadResourceName(vm.workload) ?? vm.record?.resource ?? null
+}
+
+/** What to say of listed items that failed the API checks. */
+export function invalidWarning(invalid: {uid: string | null; problem: string}[]): string {
+  const which = invalid.map((item) => (item.uid === null ? `(no uid: ${item.problem})` : `${JSON.stringify(item.uid)} (${item.problem})`))
+  return `${invalid.length} listed workload(s) fail the checks of the API's answer and may bill: ${which.join(', ')}; nothing is done with them unless named by their exact uid (targon down <uid>)`
 }

@@ -6,7 +6,7 @@
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
-import {type KnownVm, findVm, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
+import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../shell/errors.js'
 import {countOf} from '../shell/output.js'
@@ -47,8 +47,13 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   }
 
   for (const vm of vms) warnAboutBilling(vm, options.warn)
+  // Whatever the selection: nothing can tell which fleet or owner such an item has, and it may bill.
+  const invalid = view.invalid.map((item) => ({billing: null, problem: item.problem, uid: item.uid}))
+  if (invalid.length > 0) options.warn(invalidWarning(invalid))
   const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, options.warn) : null
-  return {drift, dstack_fleet: dstack, fleet: options.fleet, org: options.org, totals: totalsOf(vms), vms}
+  const totals = totalsOf(vms)
+  totals.unknown_billing_count += invalid.length
+  return {drift, dstack_fleet: dstack, fleet: options.fleet, invalid_answers: invalid, org: options.org, totals, vms}
 }
 
 /** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */

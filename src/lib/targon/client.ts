@@ -16,8 +16,11 @@ import {
   SshKeySchema,
   VersionSchema,
   VmImageSchema,
+  type InvalidWorkload,
+  type Workload,
   WorkloadSchema,
   WorkloadStateSchema,
+  checkListedWorkload,
   listSchema,
   pageSchema,
 } from './schemas.js'
@@ -138,8 +141,16 @@ export class TargonClient {
     return this.http.call({body, method: 'POST', path: orgPath(org, 'workloads'), retry: 'rate-limit', schema: SparseWorkloadSchema})
   }
 
-  async listWorkloads(org: string, filter: WorkloadFilter = {}) {
-    return this.listAll(orgPath(org, 'workloads'), WorkloadSchema, {type: 'VM', ...filter})
+  /** The org's VMs; items that fail the boundary's checks come back apart, as `invalid` (see checkListedWorkload). */
+  async listWorkloads(org: string, filter: WorkloadFilter = {}): Promise<{workloads: Workload[]; invalid: InvalidWorkload[]}> {
+    const result: {workloads: Workload[]; invalid: InvalidWorkload[]} = {invalid: [], workloads: []}
+    for (const item of await this.listAll(orgPath(org, 'workloads'), z.unknown(), {type: 'VM', ...filter})) {
+      const checked = checkListedWorkload(item)
+      if ('workload' in checked) result.workloads.push(checked.workload)
+      else result.invalid.push(checked.invalid)
+    }
+
+    return result
   }
 
   async getWorkload(org: string, uid: string) {

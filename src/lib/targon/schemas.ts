@@ -114,6 +114,25 @@ export const WorkloadSchema = z.object({
 })
 export type Workload = z.infer<typeof WorkloadSchema>
 
+/**
+ * A listed workload that failed the checks above. It may bill, so it is never dropped: it is reported with what
+ * little can be said of it (its uid exactly as sent, when that is a string, and the problem), and nothing local
+ * is derived from it.
+ */
+export interface InvalidWorkload {
+  uid: string | null
+  problem: string
+}
+
+/** One listed item: the checked workload, or why it is not one. */
+export function checkListedWorkload(item: unknown): {workload: Workload} | {invalid: InvalidWorkload} {
+  const parsed = WorkloadSchema.safeParse(item)
+  if (parsed.success) return {workload: parsed.data}
+  const raw = item && typeof item === 'object' ? (item as {uid?: unknown}).uid : undefined
+  const problem = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'item'} ${issue.message}`).join('; ')
+  return {invalid: {problem, uid: typeof raw === 'string' ? raw : null}}
+}
+
 /** Deploy and create may answer with a sparse body: `{uid}` or `{}`. */
 export const SparseWorkloadSchema = WorkloadSchema.partial({uid: true})
 export type SparseWorkload = z.infer<typeof SparseWorkloadSchema>
