@@ -129,3 +129,21 @@ describe('control characters from the API', () => {
     expect(json.data.vms.find((each: {uid: string}) => each.uid === vm.uid).name).toBe(evil)
   })
 })
+
+describe('a create answered with an unusable uid', () => {
+  it('is never sent again: what it made is deleted by its exact uid (or named as a leftover), and nothing bills', async () => {
+    const {configDir, sentinel} = sandbox()
+    sim = await startSimulator({createdUid: () => '../../sentinel/authorized_keys'})
+    const up = await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {
+      env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_RECONCILE_WINDOW: '0.5'}),
+    })
+    const doc = parseJson(up)
+    expect(doc.error.code, up.stdout).toBe('BAD_RESPONSE')
+    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+    // Never deployed: Targon refuses to delete it (500); it does not run, and it is named.
+    expect(sim.requests('DELETE', /\/workloads\//)).toHaveLength(1)
+    expect(doc.warnings.join()).toContain('unusable uid')
+    expect(sim.billing()).toEqual([])
+    expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
+  })
+})

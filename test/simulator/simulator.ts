@@ -96,6 +96,8 @@ export interface SimulatorOptions {
    * many such requests came before), so that a seed replays. clearFaults() ends it.
    */
   chaos?: {seed: number; rate: number}
+  /** The uid a created workload gets, by its name (a hostile answer, say); default: wrk- and random hex. */
+  createdUid?: (name: string) => string
   /** A provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot delay. */
   transitional?: boolean
   /** What every workload reports as `frozen_cost_per_hour` (null by default; the official fixtures show 0.01). */
@@ -205,8 +207,8 @@ class TextBody {
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error', 'powering_off', 'stopped', 'frozen'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'chaos' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
-    Pick<SimulatorOptions, 'chaos' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
+  readonly options: Required<Omit<SimulatorOptions, 'chaos' | 'createdUid' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
+    Pick<SimulatorOptions, 'chaos' | 'createdUid' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
   readonly projects = new Map<string, {uid: string; org: string; name: string}>()
@@ -775,7 +777,7 @@ export class TargonSimulator {
       resource_name: offer.name,
       ssh_keys: keys,
       status: 'registered',
-      uid: newUid('wrk'),
+      uid: this.options.createdUid?.(name) ?? newUid('wrk'),
       updated_at: now,
     }
     this.workloads.set(workload.uid, workload)

@@ -88,6 +88,28 @@ export async function createOnCandidates(ctx: RunContext, track: VmTrack, first:
   throw allRefused(refusals)
 }
 
+/**
+ * The create was answered, but the answer failed the checks (a hostile uid, a malformed body): it is never sent
+ * again. A valid workload of that name in the listing is the one created; otherwise what the listing shows under the
+ * name as an invalid item is deleted by its exact uid (a never-deployed one stays registered: it does not bill, and
+ * is named as a leftover), and the VM fails with the answer's error.
+ */
+async function afterBadAnswer(ctx: RunContext, name: string, error: TargonError): Promise<Workload> {
+  const {org} = ctx.request
+  const found = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
+  if (found) return found
+  ctx.state.removeVm(org, name)
+  const {invalid} = await ctx.cleanupClient.listWorkloads(org, {name}).catch(() => ({invalid: []}))
+  for (const item of invalid) {
+    if (item.uid === null) continue
+    const {results} = await deleteClaim(ctx, {name, origin: 'created', status: 'registered', uid: item.uid}, null)
+    for (const result of results)
+      ctx.warn(`deleted the workload this create made under an unusable uid ${JSON.stringify(item.uid)}: ${result.action}`)
+  }
+
+  throw error
+}
+
 /** Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. */
 export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name: string): Promise<Registered> {
   const {org} = ctx.request
@@ -129,15 +151,17 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
       throw error
     }
 
-    if (!isOutcomeUnknown(error)) {
+    if (error instanceof TargonError && error.code === 'BAD_RESPONSE') {
+      created = await afterBadAnswer(ctx, name, error)
+    } else if (!isOutcomeUnknown(error)) {
       ctx.state.removeVm(org, name)
       throw error
+    } else {
+      // The create may have been committed even though its answer was lost: look before retrying once.
+      ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
+      created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
+      created ??= await ctx.client.createWorkload(org, body)
     }
-
-    // The create may have been committed even though its answer was lost: look before retrying once.
-    ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
-    created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
-    created ??= await ctx.client.createWorkload(org, body)
   }
 
   const uid = created.uid ?? (await findByName(ctx, name, ctx.request.reconcileMs))[0]?.uid

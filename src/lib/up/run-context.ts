@@ -121,10 +121,8 @@ export async function findByName(
   const deadline = Date.now() + waitMs
   for (;;) {
     const notes = ctx.state.deleteNotes(ctx.request.org)
-    const listed = await client.listWorkloads(ctx.request.org, {name})
-    // Not adopted or deleted by a name it may not even have; down reports it.
-    for (const invalid of listed.invalid) ctx.warn(`a listed workload fails the API checks and is left alone: ${invalid.problem}`)
-    const found = listed.workloads.filter((workload) => {
+    // An item that fails the API checks is never adopted (status and down report it).
+    const found = (await client.listWorkloads(ctx.request.org, {name})).workloads.filter((workload) => {
       const status = workloadStatus(workload)
       const note = notes.get(workload.uid)
       return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
