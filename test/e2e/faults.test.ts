@@ -68,6 +68,16 @@ const running = (pattern: string) => {
   }
 }
 
+/** Runs up once, and checks that it created one workload whose deploys were answered `statuses`, in order. */
+const deploysAnswered =
+  (...statuses: number[]) =>
+  async (ctx: Context): Promise<CliResult> => {
+    const up = await upNoBoot(ctx)
+    expect(ctx.sim.workloads.size).toBe(1)
+    expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual(statuses)
+    return up
+  }
+
 /** A capacity refusal as the official SDK's tests show it (for sandboxes; the VM reason is inferred). */
 const NO_CAPACITY_503 = {body: JSON.stringify({error: 'full', reason: 'WORKLOAD_VM_NO_CAPACITY'}), status: 503}
 
@@ -122,24 +132,14 @@ const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: deploy answered 503 TEMPORARY twice is sent again to the same workload and succeeds',
-    async run(ctx) {
-      const up = await upNoBoot(ctx)
-      expect(ctx.sim.workloads.size).toBe(1)
-      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([503, 503, 200])
-      return up
-    },
+    run: deploysAnswered(503, 503, 200),
     sim: {temporaryDeploys: 2},
   },
   {
     code: null,
     exit: 0,
     name: 'API: deploy answered 409 (a state conflict, not capacity): the state is read and the deploy sent again',
-    async run(ctx) {
-      const up = await upNoBoot(ctx)
-      expect(ctx.sim.workloads.size).toBe(1)
-      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([409, 200])
-      return up
-    },
+    run: deploysAnswered(409, 200),
     setup: (ctx) =>
       ctx.sim.inject({
         body: JSON.stringify({error: 'not deployable now', reason: 'WORKLOAD_VM_INVALID_STATE'}),
@@ -164,12 +164,7 @@ const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: deploy 500 (still registered) is sent again to the same workload and succeeds',
-    async run(ctx) {
-      const up = await ctx.targon(['up', '--gpu', 'rtx6000b', '--max-price', '1.8', '--json', '--no-bootstrap'])
-      expect(ctx.sim.workloads.size).toBe(1)
-      expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([500, 200])
-      return up
-    },
+    run: deploysAnswered(500, 200),
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: '/deploy', status: 500, times: 1}),
   },
   {
