@@ -5,7 +5,7 @@
  */
 import {execFile, execFileSync} from 'node:child_process'
 import {chmodSync, readFileSync, statSync, writeFileSync} from 'node:fs'
-import {connect} from 'node:net'
+import {type AddressInfo, connect, createServer} from 'node:net'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -51,9 +51,24 @@ const processesMatching = (pattern: string) => {
 const listening = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => resolve(true)).once('error', () => resolve(false))
-    socket.setTimeout(1000, () => resolve(false))
-    socket.on('close', () => socket.destroy())
+    const done = (open: boolean) => {
+      socket.destroy()
+      resolve(open)
+    }
+
+    socket.once('connect', () => done(true)).once('error', () => done(false))
+    socket.setTimeout(1000, () => done(false))
+  })
+
+/** A port nothing listens on now, as the system hands them out. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const {port} = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
   })
 
 describe('the words after --', () => {
@@ -169,21 +184,23 @@ describe('ssh', () => {
   for (const variant of CONFIG_FILE_VARIANTS)
     it(`SIGTERM ends the ssh child and its forwarded port with targon (${variant.label})`, async () => {
       variant.prepare(configDir)
-      const port = 20_000 + Math.floor(Math.random() * 20_000)
+      const port = await freePort()
       let forwarded = false
-      const result = await targon(['ssh', vm.name, '-N', '-L', `${port}:localhost:22`], {
+      const result = await targon(['ssh', vm.name, '-N', '-L', `127.0.0.1:${port}:localhost:22`], {
         onSpawn: (child) => {
           void (async () => {
-            while (!(await listening(port))) await new Promise((resolve) => setTimeout(resolve, 100))
-            forwarded = true
-            child.kill('SIGTERM')
+            // Bounded: should the forward never come up, the run is ended and the assertions below say so.
+            const deadline = Date.now() + 30_000
+            while (!(await listening(port)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+            forwarded = Date.now() < deadline
+            child.kill(forwarded ? 'SIGTERM' : 'SIGKILL')
           })()
         },
       })
-      expect(forwarded).toBe(true)
+      expect(forwarded, result.stderr).toBe(true)
       expect(result.code, result.stderr).toBe(143)
       expect(await listening(port)).toBe(false)
-      expect(processesMatching(`-L ${port}:localhost:22`)).toEqual([])
+      expect(processesMatching(`-L 127.0.0.1:${port}:localhost:22`)).toEqual([])
     })
 
   it('--config VM prints that VM alone; redirected into a file, the file is made 0600', async () => {
