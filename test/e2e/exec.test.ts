@@ -1,29 +1,16 @@
 /**
  * `targon exec` on simulated VMs that are real SSH hosts (needs root, like bootstrap.test.ts).
  */
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm} from '../vm/farm.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
-let sim: TargonSimulator
-let farm: VmFarm
+const simulated = useSimulatedVms()
 const configDir = tempDir('targon-config-')
 
-beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
-  farm = new VmFarm(sim)
-})
-
-afterAll(async () => {
-  await farm?.stopAll()
-  await sim?.stop()
-})
-
 function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
+  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
 }
 
 describe('targon exec', () => {
@@ -39,8 +26,8 @@ describe('targon exec', () => {
     const mark = await targon(['exec', '--vms', bad!.name, '--json', '--', 'touch', '/home/ubuntu/fail', '&&', 'echo', 'marked'])
     expect(mark.code, mark.stdout + mark.stderr).toBe(0)
     expect(parseJson(mark).data.results).toMatchObject([{exit_code: 0, name: bad!.name, tail: ['marked']}])
-    expect(farm.vm(bad!.uid).hasFile('/home/ubuntu/fail')).toBe(true)
-    expect(good.every((vm) => !farm.vm(vm.uid).hasFile('/home/ubuntu/fail'))).toBe(true)
+    expect(simulated.farm.vm(bad!.uid).hasFile('/home/ubuntu/fail')).toBe(true)
+    expect(good.every((vm) => !simulated.farm.vm(vm.uid).hasFile('/home/ubuntu/fail'))).toBe(true)
 
     const script =
       "for i in 1 2 3; do echo line$i; done; echo warn >&2; test ! -e /home/ubuntu/fail || { echo 'found the marker'; exit 3; }"

@@ -9,33 +9,20 @@ import {execFile} from 'node:child_process'
 import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {BIN, ROOT, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm} from '../vm/farm.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 /** Listeners by function name: the CLI's interrupt guard and ssh's pass-through to its child, and Node's tty and ESM exit handling. */
 const ALLOWED = new Set(['onSignal', 'forwardToSsh', 'refreshStdoutOnSigWinch', 'refreshStderrOnSigWinch', 'handleProcessExit'])
 const AUDIT = ['--require', join(ROOT, 'test/helpers/listener-audit.cjs')]
 
-let sim: TargonSimulator
-let farm: VmFarm
+const simulated = useSimulatedVms()
 const configDir = tempDir('targon-config-')
 const audit = join(tempDir('targon-audit-'), 'listeners.ndjson')
 
-beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
-  farm = new VmFarm(sim)
-})
-
-afterAll(async () => {
-  await farm?.stopAll()
-  await sim?.stop()
-})
-
-const env = () => simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_LISTENER_AUDIT: audit})
+const env = () => simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, TARGON_LISTENER_AUDIT: audit})
 const targon = (args: string[]) => runCli(args, {env: env(), nodeArgs: AUDIT, timeoutMs: 120_000})
 
 /** On a terminal (script(1) gives it one), so that listr2 renders and hides the cursor. */
@@ -61,7 +48,7 @@ describe('signal and exit listeners', () => {
     expect((await targon(['ssh', vm.name, '--', 'true'])).code).toBe(0)
     expect((await targon(['logs', vm.name, '--tail', '1'])).code).toBe(0)
     expect((await targon(['down', '--all', '--json'])).code).toBe(0)
-    expect(sim.billing()).toEqual([])
+    expect(simulated.sim.billing()).toEqual([])
 
     expect(existsSync(audit)).toBe(true)
     const listeners = readFileSync(audit, 'utf8')

@@ -2,6 +2,7 @@
 import {afterAll, afterEach, beforeAll} from 'vitest'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import {VmFarm} from '../vm/farm.js'
 import {tempDir} from './cli.js'
 
 export function simulatorEnv(sim: TargonSimulator, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
@@ -39,4 +40,18 @@ export function useFreshSimulator(): {sim: TargonSimulator; configDir: string; s
     await context.sim?.stop()
   })
   return context
+}
+
+/** A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. */
+export function useSimulatedVms(options: SimulatorOptions = {bootDelayMs: 200}): {sim: TargonSimulator; farm: VmFarm} {
+  const holder = {} as {sim: TargonSimulator; farm: VmFarm}
+  beforeAll(async () => {
+    holder.sim = await startSimulator(options)
+    holder.farm = new VmFarm(holder.sim)
+  })
+  afterAll(async () => {
+    await holder.farm?.stopAll()
+    await holder.sim?.stop()
+  })
+  return holder
 }
