@@ -38,11 +38,10 @@ const CONFIRM_MS = 5 * 60_000
 /**
  * After an unclear answer, how long the state is watched before the DELETE is sent again: after an answer that never
  * came (the teardown may still be running, and Targon answers only once it is done), two minutes; after one that
- * came back as a 5xx or a reset, a third of the reconcile window, 10 s by default (most often nothing was deleted,
- * and the VM bills meanwhile).
+ * came back as a 5xx or a reset, a third of the reconcile window (TARGON_RECONCILE_WINDOW; 10 s by default): most
+ * often nothing was deleted, and the VM bills meanwhile.
  */
 const RESEND_AFTER_MS = 2 * 60_000
-const DEFAULT_RECONCILE_MS = 30_000
 /** How many DELETEs of one VM a deletion sends in all, one at a time, while the answers stay unclear. */
 const DELETE_SENDS = 4
 /** How long a woken VM may take to run again. */
@@ -64,7 +63,7 @@ export interface DeleteOptions {
   /** Progress worth a line: waiting for another run, waking a VM. */
   onProgress?: (message: string) => void
   /** The reconcile window (see the setting): a DELETE answered 5xx or reset is watched a third of it before it is sent again. */
-  reconcileMs?: number
+  reconcileMs: number
 }
 
 export async function deleteWorkloads(
@@ -72,7 +71,7 @@ export async function deleteWorkloads(
   org: string,
   state: LocalState,
   targets: DeleteTarget[],
-  options: DeleteOptions = {},
+  options: DeleteOptions,
 ): Promise<DeleteResult[]> {
   const unique = [...new Map(targets.map((target) => [target.uid, target])).values()]
   return mapBounded(unique, options.concurrency ?? MAX_MUTATIONS_IN_FLIGHT, async (target) => {
@@ -202,7 +201,7 @@ class Deletion {
 
   /** The answer was lost or unclear: the DELETE may have been applied. Watch before sending another. */
   private async unclear(): Promise<DeleteResult> {
-    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : (this.options.reconcileMs ?? DEFAULT_RECONCILE_MS) / 3
+    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : this.options.reconcileMs / 3
     const status = await this.watch(Math.min(this.deadline, Date.now() + settle), RUNNING)
     if (status === 'not-found' || status === 'deleted') {
       this.note('accepted')
