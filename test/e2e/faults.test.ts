@@ -161,6 +161,33 @@ const scenarios: Scenario[] = [
     sim: {workloadLimit: 0},
   },
   {
+    code: 'QUOTA_EXCEEDED',
+    exit: 13,
+    name: 'API: a quota met by one VM of --count 3 ends the run: nothing more is created, the VM made is rolled back, exit 13',
+    async run(ctx) {
+      const up = await upNoBoot(ctx, '--count', '3')
+      // One create per VM at most (the first VMs' creates go out together), and no other offer is tried.
+      const creates = ctx.sim.requests('POST', /\/workloads$/)
+      expect(creates.length).toBeLessThanOrEqual(3)
+      expect(creates.filter((request) => request.status === 429).length).toBeGreaterThan(0)
+      expect(ctx.sim.workloads.size).toBe(1)
+      return up
+    },
+    sim: {workloadLimit: 1},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: a quota met by --count 3 --min 1: the VM made is kept, the others fail QUOTA_EXCEEDED',
+    async run(ctx) {
+      const up = await upNoBoot(ctx, '--count', '3', '--min', '1')
+      const failed = parseJson(up).data.failed.map((failure: {error: {code: string}}) => failure.error.code)
+      expect(failed).toEqual(['QUOTA_EXCEEDED', 'QUOTA_EXCEEDED'])
+      return up
+    },
+    sim: {workloadLimit: 1},
+  },
+  {
     code: null,
     exit: 0,
     name: 'API: deploy 500 (still registered) is sent again to the same workload and succeeds',
@@ -214,7 +241,7 @@ const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
-    name: 'API: create answered by an HTML 502 page from a proxy (retried once after reconciling)',
+    name: 'API: create answered by an HTML 502 page from a proxy (sent again after reconciling)',
     // The listing is watched for the reconcile window before the create is sent again: 2 s here, not 30.
     run: (ctx) => ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '2'}}),
     setup: (ctx) =>
@@ -226,6 +253,30 @@ const scenarios: Scenario[] = [
         status: 502,
         times: 1,
       }),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: create reset before it took effect three times in a row: reconciled and sent again each time, one workload',
+    async run(ctx) {
+      const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
+      expect(ctx.sim.requests('POST', /\/workloads$/).map((request) => request.status)).toEqual([-1, -1, -1, 201])
+      expect(ctx.sim.workloads.size).toBe(1)
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/workloads$/, reset: true, times: 3}),
+  },
+  {
+    code: 'NETWORK_ERROR',
+    exit: 5,
+    name: 'API: create reset before it took effect on every send: given up after four sends, nothing created',
+    async run(ctx) {
+      const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
+      expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(4)
+      expect(ctx.sim.workloads.size).toBe(0)
+      return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/workloads$/, reset: true}),
   },
   {
     code: null,

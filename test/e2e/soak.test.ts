@@ -11,13 +11,14 @@ import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
 const SEED = Number(process.env.TARGON_SOAK_SEED ?? 20261201)
+const RATE = Number(process.env.TARGON_SOAK_RATE ?? 0.1)
 const ROUNDS = 20
 const LANES = 2
 
 let sim: TargonSimulator
 
 beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 100, chaos: {rate: 0.1, seed: SEED}, deleteLatencyMs: 20})
+  sim = await startSimulator({bootDelayMs: 100, chaos: {rate: RATE, seed: SEED}, deleteLatencyMs: 20})
 })
 
 afterAll(async () => {
@@ -25,7 +26,7 @@ afterAll(async () => {
 })
 
 describe(`soak (seed ${SEED})`, () => {
-  it(`${ROUNDS} up/down rounds under 10 % transient trouble: every up succeeds, every down of its fleet leaves nothing billing`, async () => {
+  it(`${ROUNDS} up/down rounds under ${Math.round(RATE * 100)} % transient trouble: every up succeeds, every down of its fleet leaves nothing billing`, async () => {
     const lane = async (index: number) => {
       const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-soak-'), TARGON_RECONCILE_WINDOW: '1'})
       for (let round = index; round < ROUNDS; round += LANES) {

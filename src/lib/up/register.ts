@@ -110,8 +110,15 @@ async function afterBadAnswer(ctx: RunContext, name: string, error: TargonError)
   throw error
 }
 
-/** Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. */
+/** How many times one create is sent while its answers stay unclear and the listing shows nothing of its name. */
+const CREATE_SENDS = 4
+
+/**
+ * Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. An unclear answer is
+ * reconciled by name before the create is sent again (a blind re-send after a commit would make a duplicate).
+ */
 export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name: string): Promise<Registered> {
+  if (ctx.orgRefusal) throw ctx.orgRefusal
   const {org} = ctx.request
   const password = randomPassword()
   const now = new Date()
@@ -140,27 +147,33 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   }
 
   let created: SparseWorkload | undefined
-  try {
-    created = await ctx.client.createWorkload(org, body)
-  } catch (error) {
-    if (ctx.signal.aborted) {
-      // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
-      const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
-      if (committed) claimAs(committed.uid)
-      else ctx.state.removeVm(org, name)
-      throw error
-    }
+  for (let sent = 1; !created; sent++) {
+    try {
+      created = await ctx.client.createWorkload(org, body)
+    } catch (error) {
+      if (ctx.signal.aborted) {
+        // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
+        const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
+        if (committed) claimAs(committed.uid)
+        else ctx.state.removeVm(org, name)
+        throw error
+      }
 
-    if (error instanceof TargonError && error.code === 'BAD_RESPONSE') {
-      created = await afterBadAnswer(ctx, name, error)
-    } else if (!isOutcomeUnknown(error)) {
-      ctx.state.removeVm(org, name)
-      throw error
-    } else {
-      // The create may have been committed even though its answer was lost: look before retrying once.
-      ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
-      created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
-      created ??= await ctx.client.createWorkload(org, body)
+      if (error instanceof TargonError && error.code === 'BAD_RESPONSE') {
+        created = await afterBadAnswer(ctx, name, error)
+      } else if (isOutcomeUnknown(error)) {
+        // The create may have been committed even though its answer was lost: it is sent again only if the listing
+        // still shows no workload of that name once the reconcile window has passed.
+        ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
+        created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
+        if (!created && sent >= CREATE_SENDS) {
+          ctx.state.removeVm(org, name)
+          throw error
+        }
+      } else {
+        ctx.state.removeVm(org, name)
+        throw error
+      }
     }
   }
 

@@ -55,6 +55,8 @@ export interface RunContext {
   /** The candidates' units that this run's VMs take (without --wait, which sets units aside itself). */
   units: OfferUnits
   whyNoOffer?: TargonError
+  /** Set once Targon refused a VM of this run for the whole org (a quota, credits, the key): nothing more is created. */
+  orgRefusal?: TargonError
   client: TargonClient
   /** The same API, not tied to Ctrl-C or the deadline: clean-up must run after an interrupt or a time-out. */
   cleanupClient: TargonClient

@@ -6,7 +6,7 @@
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from '../bootstrap/runner.js'
-import {TargonError, asTargonError} from '../shell/errors.js'
+import {type ErrorCode, TargonError, asTargonError} from '../shell/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
 import {CapacityWatch, type Report} from '../capacity/watch.js'
@@ -101,12 +101,14 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
         hint: 'raise --timeout, or check the network',
       }),
   )
+  // Aborts every VM's phases once a refusal for the whole org (see ORG_REFUSALS) leaves too few VMs for the run.
+  const orgRefusal = new AbortController()
   try {
-    const signal = AbortSignal.any([options.signal, deadline.signal])
+    const signal = AbortSignal.any([options.signal, deadline.signal, orgRefusal.signal])
     const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
-    const failures = await provision(ctx, tracks, options)
+    const failures = await provision(ctx, tracks, options, (error) => orgRefusal.abort(error))
     try {
       return await settle(ctx, tracks, failures, options)
     } finally {
@@ -209,6 +211,9 @@ async function prepare(
   }
 }
 
+/** Refusals that hold for every VM of the org: after one, the run creates nothing more. */
+const ORG_REFUSALS: ReadonlySet<ErrorCode> = new Set(['AUTH', 'INSUFFICIENT_CREDITS', 'QUOTA_EXCEEDED'])
+
 /** A VM whose phases failed: the first error (the cause), and its roll-back, started as soon as it failed. */
 interface Failure {
   error: unknown
@@ -220,17 +225,30 @@ interface Failure {
  * rolled back at once rather than when the whole run ends: the others may still wait for capacity for hours, and a
  * failed VM would bill meanwhile. Once failures leave too few VMs for --count (or --min), waiting for capacity stops.
  */
-async function provision(ctx: RunContext, tracks: VmTrack[], options: UpOptions): Promise<Map<VmTrack, Failure>> {
+async function provision(
+  ctx: RunContext,
+  tracks: VmTrack[],
+  options: UpOptions,
+  stopAll: (error: TargonError) => void,
+): Promise<Map<VmTrack, Failure>> {
   const failures = new Map<VmTrack, Failure>()
   const allowed = options.count - (options.min ?? options.count)
   const fail = (track: VmTrack, error: unknown) => {
     // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
     if (failures.has(track)) return
-    track.failedWith = asTargonError(error).code
+    const cause = asTargonError(error)
+    track.failedWith = cause.code
     ctx.capacity?.release(track)
     const rollback = rollBack(ctx, track)
     rollback.catch(() => undefined)
     failures.set(track, {error, rollback})
+    if (ORG_REFUSALS.has(cause.code) && !ctx.orgRefusal) {
+      // No VM of the run creates anything more, nor waits for capacity; those created go on unless the run is lost.
+      ctx.orgRefusal = cause
+      ctx.capacity?.stop(cause)
+    }
+
+    if (failures.size > allowed && ctx.orgRefusal && !ctx.signal.aborted) stopAll(ctx.orgRefusal)
     if (failures.size > allowed && !ctx.signal.aborted) {
       const needed = options.min === undefined ? `all ${options.count}` : `--min ${options.min}`
       ctx.capacity?.stop(
@@ -421,11 +439,13 @@ async function settle(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack,
   const data = {...result, vms: tracks.map((track) => vmResult(ctx, track))} as unknown as Record<string, unknown>
   const first = asTargonError(failures.get(failed[0] as VmTrack)?.error ?? options.signal.reason)
   const sameCause = failedResults.every((failure) => failure.error.code === first.code)
+  const orgWide = failed.map((track) => asTargonError(failures.get(track)?.error)).find((cause) => ORG_REFUSALS.has(cause.code))
   const error = interrupted
     ? asTargonError(options.signal.reason)
-    : options.count === 1 || (sameCause && succeeded.length === 0)
-      ? first
-      : partialFailure(failedResults.length, options.count, succeeded.length)
+    : (orgWide ??
+      (options.count === 1 || (sameCause && succeeded.length === 0)
+        ? first
+        : partialFailure(failedResults.length, options.count, succeeded.length)))
   error.data = data
   const notes = [
     kept,
