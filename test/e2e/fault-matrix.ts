@@ -1,5 +1,5 @@
 /**
- * The fault matrix: each scenario runs the built CLI against the simulator (and simulated VMs
+ * The fault matrix (run by faults-1.test.ts and faults-2.test.ts): each scenario runs the built CLI against the simulator (and simulated VMs
  * where SSH is involved) and asserts the exit code, the JSON envelope, and the simulator's
  * ledger: nothing billing afterwards (unless the scenario kept something with --on-failure keep), registered
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
@@ -1041,86 +1041,95 @@ const scenarios: Scenario[] = [
   },
 ]
 
-describe('fault matrix', () => {
-  let ctx: Context | undefined
-  afterEach(async () => {
-    await ctx?.farm.stopAll()
-    await ctx?.sim.stop()
-    ctx = undefined
+/**
+ * Registers every `parts`-th run of the matrix, starting at `part` (1-based): the matrix is split over files so that
+ * vitest's workers share it, as a single file it would be the suite's long pole.
+ */
+export function faultMatrix(part: number, parts: number): void {
+  describe(`fault matrix (part ${part} of ${parts})`, () => {
+    let ctx: Context | undefined
+    afterEach(async () => {
+      await ctx?.farm.stopAll()
+      await ctx?.sim.stop()
+      ctx = undefined
+    })
+
+    if (part === 1)
+      it('has at least 25 scenarios', () => {
+        expect(scenarios.length).toBeGreaterThanOrEqual(25)
+      })
+
+    const runs = scenarios
+      .flatMap((scenario) =>
+        scenario.interrupts
+          ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
+          : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
+      )
+      .filter((_run, index) => index % parts === part - 1)
+    for (const {prepare, scenario, title} of runs) {
+      it(`fault: ${title}`, async () => {
+        const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
+        await sim.start()
+        const farm = new VmFarm(sim, () => scenario.vm ?? {})
+        if (!(scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)))
+          sim.options.onBoot = sim.options.onDeleted = undefined
+        const configDir = tempDir('targon-config-')
+        prepare(configDir)
+        ctx = {
+          configDir,
+          farm,
+          sim,
+          targon: (args, options = {}) =>
+            runCli(args, {
+              env: {
+                TARGON_API_KEY: DEFAULT_TOKEN,
+                TARGON_API_URL: sim.url,
+                TARGON_CONFIG_DIR: options.config ?? configDir,
+                TARGON_SHIM_HEALTH_TIMEOUT: '3',
+                TARGON_STATE_WATCH_INTERVAL: '0.5',
+                ...options.env,
+              },
+              onSpawn: options.onSpawn,
+              timeoutMs: 90_000,
+            }),
+        }
+        await scenario.setup?.(ctx)
+        const result = await (scenario.run ?? ((c: Context) => c.targon(UP)))(ctx)
+        const doc = parseJson(result)
+        expect(result.code, result.stdout + result.stderr).toBe(scenario.exit)
+        if (scenario.code === null) {
+          expect(doc.ok).toBe(true)
+        } else {
+          expect(doc).toMatchObject({error: {code: scenario.code, exit_code: scenario.exit}, ok: false})
+          expect(doc.error.message.length).toBeGreaterThan(0)
+        }
+
+        // The ledger: nothing bills, except what a successful up reported or a scenario kept.
+        const reported: string[] = doc.ok && doc.command === 'up' ? doc.data.vms.map((vm: {uid: string}) => vm.uid) : []
+        const billing = () =>
+          sim
+            .billing()
+            .map((workload) => workload.uid)
+            .sort()
+        expect(billing()).toEqual(scenario.kept ? billing() : reported.sort())
+        expect(sim.billing()).toHaveLength(scenario.kept ?? reported.length)
+        // A final cron run, from an empty config directory and without the scenario's faults, deletes the rest and names
+        // every registered leftover (Targon refuses to delete them; they do not run).
+        sim.clearFaults()
+        const cron = await ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
+        expect(cron.code, cron.stdout + cron.stderr).toBe(0)
+        const leftRegistered = parseJson(cron)
+          .data.results.filter((result: {action: string}) => result.action === 'left-registered')
+          .map((result: {uid: string}) => result.uid)
+        expect(
+          sim
+            .live()
+            .map((workload) => workload.uid)
+            .sort(),
+        ).toEqual(leftRegistered.sort())
+        expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
+        expect([...sim.doubleDeletes]).toEqual([])
+      }, 150_000)
+    }
   })
-
-  it('has at least 25 scenarios', () => {
-    expect(scenarios.length).toBeGreaterThanOrEqual(25)
-  })
-
-  const runs = scenarios.flatMap((scenario) =>
-    scenario.interrupts
-      ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
-      : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
-  )
-  for (const {prepare, scenario, title} of runs) {
-    it(`fault: ${title}`, async () => {
-      const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
-      await sim.start()
-      const farm = new VmFarm(sim, () => scenario.vm ?? {})
-      if (!(scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)))
-        sim.options.onBoot = sim.options.onDeleted = undefined
-      const configDir = tempDir('targon-config-')
-      prepare(configDir)
-      ctx = {
-        configDir,
-        farm,
-        sim,
-        targon: (args, options = {}) =>
-          runCli(args, {
-            env: {
-              TARGON_API_KEY: DEFAULT_TOKEN,
-              TARGON_API_URL: sim.url,
-              TARGON_CONFIG_DIR: options.config ?? configDir,
-              TARGON_SHIM_HEALTH_TIMEOUT: '3',
-              TARGON_STATE_WATCH_INTERVAL: '0.5',
-              ...options.env,
-            },
-            onSpawn: options.onSpawn,
-            timeoutMs: 90_000,
-          }),
-      }
-      await scenario.setup?.(ctx)
-      const result = await (scenario.run ?? ((c: Context) => c.targon(UP)))(ctx)
-      const doc = parseJson(result)
-      expect(result.code, result.stdout + result.stderr).toBe(scenario.exit)
-      if (scenario.code === null) {
-        expect(doc.ok).toBe(true)
-      } else {
-        expect(doc).toMatchObject({error: {code: scenario.code, exit_code: scenario.exit}, ok: false})
-        expect(doc.error.message.length).toBeGreaterThan(0)
-      }
-
-      // The ledger: nothing bills, except what a successful up reported or a scenario kept.
-      const reported: string[] = doc.ok && doc.command === 'up' ? doc.data.vms.map((vm: {uid: string}) => vm.uid) : []
-      const billing = () =>
-        sim
-          .billing()
-          .map((workload) => workload.uid)
-          .sort()
-      expect(billing()).toEqual(scenario.kept ? billing() : reported.sort())
-      expect(sim.billing()).toHaveLength(scenario.kept ?? reported.length)
-      // A final cron run, from an empty config directory and without the scenario's faults, deletes the rest and names
-      // every registered leftover (Targon refuses to delete them; they do not run).
-      sim.clearFaults()
-      const cron = await ctx.targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
-      expect(cron.code, cron.stdout + cron.stderr).toBe(0)
-      const leftRegistered = parseJson(cron)
-        .data.results.filter((result: {action: string}) => result.action === 'left-registered')
-        .map((result: {uid: string}) => result.uid)
-      expect(
-        sim
-          .live()
-          .map((workload) => workload.uid)
-          .sort(),
-      ).toEqual(leftRegistered.sort())
-      expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
-      expect([...sim.doubleDeletes]).toEqual([])
-    }, 150_000)
-  }
-})
+}
