@@ -16,7 +16,7 @@
 //     and named after the bundle's size and mtime and Node's version and flags. V8 rejects a cache it cannot use;
 //     the bundle is then compiled as usual and its cache written again.
 //   Both live in $XDG_CACHE_HOME/targon-fleet (else ~/.cache/targon-fleet). Deleting it is always safe, and an
-//   unwritable one only costs time.
+//   unwritable one only costs time; one that another user owns or can write is not used (trustedCacheDir).
 // - The importer. Code compiled with vm.Script cannot run import() (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING). Its
 //   importModuleDynamically option would allow it, but only on the first run: Node 20 does not restore the option
 //   for code compiled from a cache, so the second, cached run fails (and the option prints an ExperimentalWarning).
@@ -35,7 +35,20 @@
 // test/e2e/startup.test.ts runs every command's --help and `offers --json` cold and then cached;
 // test/unit/startup.test.ts covers the choices made here.
 import {createHash} from 'node:crypto'
-import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import * as nodeModule from 'node:module'
 import {homedir} from 'node:os'
 import {basename, dirname, join} from 'node:path'
@@ -85,7 +98,7 @@ export async function start() {
   ignoreWriteErrors()
   for (const flag of v8FlagsFor(process.versions.v8)) setFlagsFromString(flag)
   globalThis[IMPORTER] = (url) => import(url)
-  const cacheDir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'targon-fleet')
+  const cacheDir = trustedCacheDir(join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'targon-fleet'))
   const cli = chooseCache(nodeModule) === 'node-compile-cache' ? loadWithNodeCompileCache(cacheDir) : loadWithV8CodeCache(cacheDir)
   ignoreWriteErrors()
   await cli.exports.execute({dir: import.meta.url})
@@ -97,10 +110,30 @@ export async function start() {
 
 const bundleUrl = (name) => new URL(`../dist/${name}`, import.meta.url)
 
+/**
+ * Code from a compile cache runs as whoever starts targon: a cache directory (or file) that another user owns or can
+ * write is not used at all, silently, which only costs start-up time.
+ * @param {string} dir
+ * @returns {string | undefined}
+ */
+export function trustedCacheDir(dir) {
+  try {
+    mkdirSync(dir, {mode: 0o700, recursive: true})
+    return isOwnAndPrivate(lstatSync(dir)) && lstatSync(dir).isDirectory() ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** @param {import('node:fs').Stats} stats */
+function isOwnAndPrivate(stats) {
+  return (process.getuid === undefined || stats.uid === process.getuid()) && (stats.mode & 0o022) === 0
+}
+
 /** @returns {{exports: any, saveCache: () => void}} */
 function loadWithNodeCompileCache(cacheDir) {
   // Fails quietly (it returns a status) when the directory cannot be used.
-  nodeModule.enableCompileCache(cacheDir)
+  if (cacheDir !== undefined) nodeModule.enableCompileCache(cacheDir)
   return {
     exports: nodeModule.createRequire(import.meta.url)(fileURLToPath(bundleUrl('cli.cjs'))),
     // Node writes its cache as it exits, process.exit() included.
@@ -147,9 +180,9 @@ function loadBundle(url, cacheDir) {
     saveCodeCache() {
       if (cacheFile === undefined || (cachedData !== undefined && !script.cachedDataRejected)) return
       try {
-        mkdirSync(cacheDir, {mode: 0o700, recursive: true})
         const partial = `${cacheFile}.${process.pid}.tmp`
-        writeFileSync(partial, script.createCachedData(), {mode: 0o600})
+        rmSync(partial, {force: true})
+        writeFileSync(partial, script.createCachedData(), {flag: 'wx', mode: 0o600})
         renameSync(partial, cacheFile)
         const sameBundle = basename(cacheFile).replace(/[^-]+\.v8cache$/, '')
         for (const name of readdirSync(cacheDir)) {
@@ -164,6 +197,7 @@ function loadBundle(url, cacheDir) {
 
 /** <cache dir>/<bundle>-<hash of its path>-<hash of what the code cache depends on>.v8cache */
 function codeCachePath(filename, cacheDir) {
+  if (cacheDir === undefined) return undefined
   try {
     const {mtimeMs, size} = statSync(filename)
     const hash = (value) => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12)
@@ -174,10 +208,16 @@ function codeCachePath(filename, cacheDir) {
   }
 }
 
+/** The cache file's bytes, read without following a link, and only if this user owns it and nobody else can write it. */
 function readOptional(path) {
+  if (path === undefined) return undefined
+  let fd
   try {
-    return path === undefined ? undefined : readFileSync(path)
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW)
+    return isOwnAndPrivate(fstatSync(fd)) ? readFileSync(fd) : undefined
   } catch {
     return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }

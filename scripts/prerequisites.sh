@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system tools that lint and the tests need: shellcheck, and what the simulated VMs run (namespaces,
-# sshd, sudo, socat, ...). Silent when all are present. When some are missing and this runs as root, it
+# sshd, sudo, socat, ...), and a second local user. Silent when all are present. When some are missing and this runs as root, it
 # installs their Debian/Ubuntu packages; otherwise it stops with one line naming them.
 #   --check   never install, only report (for the test runner, which must not change the system)
 set -Eeuo pipefail
@@ -29,6 +29,17 @@ missing_packages() {
   done
   [ "${#packages[@]}" -eq 0 ] || printf '%s\n' "${packages[@]}" | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
+
+# The second local user of the shared-machine tests: created once, never removed (test/helpers/cli.ts, OTHER_USER).
+OTHER_USER=targon-other
+if ! id -u "$OTHER_USER" >/dev/null 2>&1; then
+  if [ "$check_only" = 0 ] && [ "$(id -u)" = 0 ]; then
+    useradd --create-home --shell /usr/sbin/nologin "$OTHER_USER"
+  else
+    echo "missing the local user $OTHER_USER that the tests act as; create it as root with: useradd --create-home $OTHER_USER (npm test does it when run as root)" >&2
+    exit 1
+  fi
+fi
 
 missing=$(missing_packages)
 [ -z "$missing" ] && exit 0

@@ -17,6 +17,7 @@ import {
   forwardingArgs,
   hostConfigEntry,
   sshArgv,
+  sshEnvironment,
   targetOf,
 } from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
@@ -139,7 +140,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       }
 
       await client.close()
-      const code = await runSsh(result.argv)
+      const code = await runSsh(result.argv, sshEnvironment(process.env, await resolveSetting('api-key')))
       if (code !== 0) this.exit(code)
       return result
     } finally {
@@ -153,6 +154,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     return {
       argv: sshArgv(target, command, options),
       host: target.host,
+      host_key: pinned.hostKey,
       host_key_alias: pinned.alias,
       identity_file: target.identityFile,
       known_hosts_file: pinned.file,
@@ -178,11 +180,11 @@ function privateIfFile(fd: number): void {
 
 const FORWARDED_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM'] as const
 
-async function runSsh(argv: string[]): Promise<number> {
+async function runSsh(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const {spawn} = await import('node:child_process')
   const {constants} = await import('node:os')
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), {stdio: 'inherit'})
+    const child = spawn(argv[0] as string, argv.slice(1), {env, stdio: 'inherit'})
     // The session is ssh's: a signal to targon goes on to ssh, which decides what to do with it (Ctrl-C in a shell
     // on the VM is only a keystroke), and targon exits when ssh does, so no ssh and no forwarded port outlive it.
     let received: NodeJS.Signals | undefined

@@ -254,6 +254,9 @@ export const SshResultSchema = z.object({
   identity_file: z.string(),
   known_hosts_file: z.string(),
   host_key_alias: z.string(),
+  host_key: z
+    .object({fingerprint: z.string(), new: z.boolean().describe('pinned by this run, on first contact')})
+    .describe('the pinned host key'),
   argv: z.array(z.string()).describe('the OpenSSH command line, ready to exec'),
 })
 export type SshResult = z.infer<typeof SshResultSchema>

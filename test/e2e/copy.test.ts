@@ -132,6 +132,18 @@ describe('targon cp', () => {
     expect(partials(local)).toEqual([])
   })
 
+  it('downloads under the umask, as cp and scp do: under umask 077 files and directories of the VM arrive private', async () => {
+    const [vm] = vms
+    await onVm(
+      vm!,
+      'mkdir -p /home/ubuntu/open/sub && echo x > /home/ubuntu/open/sub/f && chmod 777 /home/ubuntu/open /home/ubuntu/open/sub /home/ubuntu/open/sub/f',
+    )
+    const local = tempDir('targon-cp-umask-')
+    const get = await targon(['cp', `${vm!.name}:/home/ubuntu/open`, local], {umask: '077'})
+    expect(get.code, get.stderr).toBe(0)
+    for (const path of ['open', 'open/sub', 'open/sub/f']) expect(statSync(join(local, path)).mode & 0o777, path).toBe(0o700)
+  })
+
   it('copies to every VM of a fleet; one unwritable destination makes exit 12 with per-VM results', async () => {
     const [bad, ...good] = vms
     for (const vm of vms) await onVm(vm, 'mkdir -p /home/ubuntu/drop')

@@ -1,6 +1,8 @@
 /**
  * `targon exec` on simulated VMs that are real SSH hosts (needs root, like bootstrap.test.ts).
  */
+import {readFileSync, rmSync} from 'node:fs'
+import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
@@ -106,5 +108,41 @@ describe('targon ssh with port forwarding', () => {
     }
 
     expect((await targon(['ssh', '--config', '--fleet', 'fw', '-L', '1:a:2'])).code).toBe(2)
+  })
+})
+
+describe('targon ssh host keys and options', () => {
+  it('reports a key pinned on first contact in --json, restores a lost pin file from the record, and passes the hardening options', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'pin', '--json'], {
+      timeoutMs: 120_000,
+    })
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+
+    const first = await targon(['ssh', vm.name, '--json'])
+    expect(first.code, first.stderr).toBe(0)
+    const pinned = parseJson(first).data
+    expect(pinned.host_key).toMatchObject({fingerprint: expect.stringMatching(/^SHA256:/), new: true})
+    for (const option of ['GlobalKnownHostsFile=/dev/null', 'ForwardAgent=no', 'ControlMaster=no', 'ControlPath=none'])
+      expect(pinned.argv.join(' '), option).toContain(`-o ${option}`)
+    const record = JSON.parse(readFileSync(join(configDir, 'vms', 'acme', `${vm.name}.json`), 'utf8'))
+    expect(record.host_key.fingerprint).toBe(pinned.host_key.fingerprint)
+
+    const again = parseJson(await targon(['ssh', vm.name, '--json'])).data
+    expect(again.host_key).toEqual({fingerprint: pinned.host_key.fingerprint, new: false})
+
+    // A lost pin file comes back from the record: the same key, not a new first contact.
+    rmSync(pinned.known_hosts_file)
+    const restored = await targon(['ssh', vm.name, '--json'])
+    expect(parseJson(restored).data.host_key).toEqual({fingerprint: pinned.host_key.fingerprint, new: false})
+    rmSync(pinned.known_hosts_file)
+    expect((await targon(['ssh', vm.name, '--print'])).stderr).toContain(`Restored the host-key pin of ${vm.name} from its local record`)
+    expect(readFileSync(pinned.known_hosts_file, 'utf8')).toContain(record.host_key.key)
+    const run = await targon(['ssh', vm.name, '--', 'exit 3'])
+    expect(run.code, run.stderr).toBe(3)
+
+    const config = await targon(['ssh', '--config', vm.name])
+    for (const line of ['GlobalKnownHostsFile /dev/null', 'ForwardAgent no', 'ControlMaster no', 'ControlPath none'])
+      expect(config.stdout).toContain(`  ${line}\n`)
   })
 })

@@ -2,10 +2,10 @@
  * Runs the built CLI (bin/run.js) as a subprocess, the way a user or a cron job does,
  * with an isolated HOME and config directory.
  */
-import {type ChildProcess, spawn} from 'node:child_process'
-import {mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
+import {chmodSync, cpSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import * as z from 'zod'
 import {type CommandId, DATA_SCHEMAS, ErrorEnvelopeSchema, successEnvelope} from '../../src/lib/contract.js'
@@ -30,6 +30,43 @@ export interface CliOptions {
   nodeArgs?: string[]
   /** Called once the process has started, e.g. to send it a signal later. */
   onSpawn?: (child: ChildProcess) => void
+  /** Runs the CLI as this local user (the tests run as root), from a copy of it that any user can read. */
+  user?: string
+  /** The umask the CLI runs under, e.g. '077'. */
+  umask?: string
+}
+
+/**
+ * The second local user of the tests (scripts/prerequisites.sh creates it and never removes it): the "colleague" on
+ * a shared machine who creates files and directories before the user's own runs.
+ */
+export const OTHER_USER = 'targon-other'
+
+let readableCopy: string | undefined
+/**
+ * A copy of the built CLI (its runtime files and production dependencies) in a directory any user can read: the
+ * checkout itself may sit where only root can read.
+ */
+export function readableCli(): string {
+  if (readableCopy) return readableCopy
+  const copy = mkdtempSync(join(tmpdir(), 'targon-cli-copy-'))
+  for (const entry of ['bin', 'dist', 'package.json', 'oclif.manifest.json'])
+    cpSync(join(ROOT, entry), join(copy, entry), {recursive: true})
+  const runtime = execFileSync('npm', ['ls', '--omit=dev', '--parseable', '--all'], {cwd: ROOT, encoding: 'utf8'})
+  for (const dir of runtime.split('\n').filter((line) => line.startsWith(join(ROOT, 'node_modules'))))
+    cpSync(dir, join(copy, relative(ROOT, dir)), {recursive: true})
+  execFileSync('chmod', ['-R', 'a+rX', copy])
+  chmodSync(copy, 0o755)
+  readableCopy = copy
+  return copy
+}
+
+/** A directory for the other user: created by root, then handed over, as if that user had made it. */
+export function otherUsersDir(prefix = 'targon-theirs-', mode = 0o700): string {
+  const dir = tempDir(prefix)
+  execFileSync('chown', [`${OTHER_USER}:${OTHER_USER}`, dir])
+  chmodSync(dir, mode)
+  return dir
 }
 
 export function tempDir(prefix = 'targon-test-'): string {
@@ -52,7 +89,10 @@ export function baseEnv(overrides: Record<string, string | undefined> = {}): Rec
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, ...args], {
+    let argv = [process.execPath, ...(options.nodeArgs ?? []), options.user ? join(readableCli(), 'bin', 'run.js') : BIN, ...args]
+    if (options.umask) argv = ['sh', '-c', `umask ${options.umask} && exec "$@"`, 'sh', ...argv]
+    if (options.user) argv = ['runuser', '-u', options.user, '--', ...argv]
+    const child = spawn(argv[0] as string, argv.slice(1), {
       cwd: options.cwd,
       env: baseEnv(options.env),
       stdio: ['pipe', 'pipe', 'pipe'],

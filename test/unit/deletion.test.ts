@@ -1,5 +1,6 @@
 import {spawn} from 'node:child_process'
-import {chmodSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, readFileSync, utimesSync, writeFileSync} from 'node:fs'
+import {userInfo} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -110,15 +111,26 @@ describe('the lock, when its holder crashed or its directory is not private', ()
     expect(await withFileLock(path, async () => 2, {timeoutMs: 1000})).toBe(2)
   })
 
-  it('refuses a lock directory that others can write to', () => {
-    const runtime = tempDir()
-    mkdirSync(join(runtime, 'targon-fleet'), {mode: 0o777})
-    chmodSync(join(runtime, 'targon-fleet'), 0o777)
-    expect(() => deleteLockPath('acme', 'wrk-1', {XDG_RUNTIME_DIR: runtime})).toThrow(/not private/)
-    chmodSync(join(runtime, 'targon-fleet'), 0o700)
-    expect(deleteLockPath('acme', 'wrk-1', {XDG_RUNTIME_DIR: runtime})).toBe(
-      join(runtime, 'targon-fleet', 'delete-locks', 'acme', 'wrk-1.lock'),
-    )
+  it('keeps its locks under the home directory it is given, and refuses a lock directory others can write to', () => {
+    const home = tempDir()
+    const expected = join(home, '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock')
+    expect(deleteLockPath('acme', 'wrk-1', home)).toBe(expected)
+    chmodSync(join(home, '.local', 'state', 'targon-fleet', 'locks'), 0o777)
+    expect(() => deleteLockPath('acme', 'wrk-1', home)).toThrow(/writable by other users/)
+    chmodSync(join(home, '.local', 'state', 'targon-fleet', 'locks'), 0o700)
+    expect(deleteLockPath('acme', 'wrk-1', home)).toBe(expected)
+  })
+
+  it('takes its home directory from the password database, whatever HOME, TMPDIR and XDG_RUNTIME_DIR say', () => {
+    const saved = {...process.env}
+    try {
+      Object.assign(process.env, {HOME: tempDir(), TMPDIR: tempDir(), XDG_RUNTIME_DIR: tempDir()})
+      expect(deleteLockPath('acme', 'wrk-1')).toBe(
+        join(userInfo().homedir, '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock'),
+      )
+    } finally {
+      process.env = saved
+    }
   })
 })
 

@@ -1,7 +1,8 @@
-/** The ssh command line that targon ssh runs: forwarding specs as OpenSSH takes them, and the remote command as one line. */
+/** The ssh command line and environment that targon ssh uses: forwarding specs as OpenSSH takes them, the remote command as one line, no secrets. */
 import {describe, expect, it} from 'vitest'
 
-import {type Forwarding, checkForwarding, sshArgv} from '../../src/lib/ssh/connect-info.js'
+import {type Forwarding, checkForwarding, sshArgv, sshEnvironment} from '../../src/lib/ssh/connect-info.js'
+import {isLoopback} from '../../src/lib/settings/settings.js'
 
 const accepts = (kind: 'dynamic' | 'local' | 'remote', spec: string) => {
   const forwarding: Forwarding = {dynamic: [], local: [], noCommand: false, remote: []}
@@ -45,5 +46,33 @@ describe('the remote command', () => {
     expect(sshArgv(target, ['df -h / | tail -1']).slice(-2)).toEqual(['--', 'df -h / | tail -1'])
     expect(sshArgv(target, ['sh', '-c', 'cd /tmp && pwd']).slice(-2)).toEqual(['--', 'sh -c cd /tmp && pwd'])
     expect(sshArgv(target, [])).not.toContain('--')
+  })
+})
+
+describe('the environment of the ssh child', () => {
+  it('drops every TARGON_ variable and any variable that carries the API key, and keeps the rest', () => {
+    const env = {
+      HOME: '/home/u',
+      KEY_COPY: 'Bearer tgn_live_0123456789',
+      PATH: '/usr/bin',
+      SSH_AUTH_SOCK: '/tmp/agent',
+      TARGON_API_KEY: 'tgn_live_0123456789',
+      TARGON_ORG: 'acme',
+    }
+    expect(sshEnvironment(env, 'tgn_live_0123456789')).toEqual({HOME: '/home/u', PATH: '/usr/bin', SSH_AUTH_SOCK: '/tmp/agent'})
+    expect(sshEnvironment(env, undefined)).toEqual({
+      HOME: '/home/u',
+      KEY_COPY: 'Bearer tgn_live_0123456789',
+      PATH: '/usr/bin',
+      SSH_AUTH_SOCK: '/tmp/agent',
+    })
+  })
+})
+
+describe('plain-http API URLs', () => {
+  it('counts only this machine as loopback', () => {
+    for (const host of ['localhost', '127.0.0.1', '127.1.2.3', '[::1]']) expect(isLoopback(host), host).toBe(true)
+    for (const host of ['127.0.0.1.example.com', 'localhost.example.com', '10.0.0.1', '[::2]', 'api.targon.com'])
+      expect(isLoopback(host), host).toBe(false)
   })
 })

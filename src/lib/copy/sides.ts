@@ -103,8 +103,9 @@ export class LocalSide implements Side {
     await mkdir(path, {mode})
   }
 
+  /** As cp and scp do, the user's umask applies to the modes a download brings along. */
   async chmod(path: string, mode: number): Promise<void> {
-    await chmod(path, mode)
+    await chmod(path, mode & ~process.umask())
   }
 
   async openRead(path: string): Promise<OpenFile> {

@@ -12,6 +12,7 @@ import {join} from 'node:path'
 
 import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack-version.js'
 import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
+import {assertConfigDir, assertSecretFile} from '../state/trust.js'
 import {TargonError, usageError} from '../shell/errors.js'
 import {parsePrice} from '../shell/input.js'
 
@@ -141,15 +142,20 @@ export function parseStored<T>(
   const raw = typeof stored === 'number' && key === 'max-price' ? String(stored) : stored
   if (typeof raw !== 'string')
     throw new TargonError('CONFIG', `${where} must be a string, not ${Array.isArray(raw) ? 'an array' : typeof raw}`, {hint})
-  return asConfigError(() => spec.parse(raw, key), where, hint)
+  return asConfigError(() => spec.parse(raw, key), where, hint, raw)
 }
 
-function asConfigError<T>(parse: () => T, where?: string, hint?: string): T {
+/**
+ * A parse error as CONFIG. A value read from the config file is never quoted back (`hidden`): a key pasted into the
+ * wrong field is still the key, and these messages end up in cron logs.
+ */
+function asConfigError<T>(parse: () => T, where?: string, hint?: string, hidden?: string): T {
   try {
     return parse()
   } catch (error) {
     if (!(error instanceof TargonError)) throw error
-    throw new TargonError('CONFIG', where ? `${where}: ${error.message}` : error.message, {hint: hint ?? error.hint})
+    const message = hidden ? error.message.replaceAll(` "${hidden}"`, '').replaceAll(hidden, '…') : error.message
+    throw new TargonError('CONFIG', where ? `${where}: ${message}` : message, {hint: hint ?? error.hint})
   }
 }
 
@@ -163,7 +169,7 @@ export function configFilePath(dir = configDir()): string {
   return join(dir, 'config.json')
 }
 
-/** Creates the config directory (0700) if needed and returns it; an existing one must not be writable by others. */
+/** Creates the config directory (0700) if needed and returns it; an existing one must be trusted (see trust.ts). */
 export function ensureConfigDir(dir = configDir()): string {
   try {
     mkdirSync(dir, {mode: 0o700, recursive: true})
@@ -173,33 +179,8 @@ export function ensureConfigDir(dir = configDir()): string {
     })
   }
 
-  assertPrivateDir(dir, 'config directory')
+  assertConfigDir(dir)
   return dir
-}
-
-/**
- * Refuses a directory of the config (the config directory, keys/, known_hosts.d/) that group or others can write:
- * they could plant a key, a pin or a record. It is never changed silently; the hint says how. A missing one passes.
- */
-export function assertPrivateDir(dir: string, what: string): void {
-  refuseMode(dir, 0o022, `${what} ${dir} is writable by other users`, `run: chmod go-w ${dir}`)
-}
-
-/** Refuses a secret-bearing file that group or others can read. A missing one passes. */
-export function assertPrivateFile(path: string, what: string): void {
-  refuseMode(path, 0o077, `${what} ${path} is readable by other users`, `run: chmod 600 ${path}`)
-}
-
-/** CONFIG (exit 3) when the path exists with any of the mode bits in `mask`. */
-function refuseMode(path: string, mask: number, problem: string, hint: string): void {
-  let mode: number
-  try {
-    mode = statSync(path).mode & 0o777
-  } catch {
-    return
-  }
-
-  if ((mode & mask) !== 0) throw new TargonError('CONFIG', `${problem} (mode ${mode.toString(8)})`, {hint})
 }
 
 /** TARGON_API_URL: an http(s) origin; a trailing /tha/v3 (copied from an API path) is dropped, since the client appends it. */
@@ -213,7 +194,15 @@ function apiOrigin(raw: string, source: string): string {
 
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw usageError(`${source} "${raw}" must use http or https`, 'set it to an origin such as https://api.targon.com')
+  // The API key travels in every request: in clear text only to this machine (a local simulator).
+  if (url.protocol === 'http:' && !isLoopback(url.hostname))
+    throw usageError(`${source} "${raw}" uses plain http to another host, which would send the API key in clear text`, 'use https')
   return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
+}
+
+/** localhost, 127.0.0.0/8 or ::1 (a URL's hostname keeps the brackets of an IPv6 address). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 
 type ConfigStore = import('conf').default<Partial<Record<ConfigKey, unknown>>>
@@ -235,8 +224,8 @@ export function openConfig(dir = configDir()): Promise<ConfigStore> {
 async function loadConfig(dir: string): Promise<ConfigStore> {
   const {default: Conf} = await import('conf')
   const path = configFilePath(dir)
-  assertPrivateDir(dir, 'config directory')
-  assertPrivateFile(path, 'config file')
+  assertConfigDir(dir)
+  assertSecretFile(path, 'config file')
   try {
     return new Conf<Partial<Record<ConfigKey, unknown>>>({
       accessPropertiesByDotNotation: false,
@@ -247,7 +236,9 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
       projectSuffix: '',
     })
   } catch (error) {
-    throw new TargonError('CONFIG', `config file ${path} is not valid JSON: ${(error as Error).message.split('\n')[0]}`, {
+    // The parser's message may quote the file's bytes, and the file holds the API key: only a position is kept.
+    const position = /at position (\d+)/.exec((error as Error).message)?.[1]
+    throw new TargonError('CONFIG', `config file ${path} is not valid JSON${position ? ` (at character ${position})` : ''}`, {
       hint: `fix or delete ${path}`,
     })
   }

@@ -8,8 +8,9 @@ import {readFileSync} from 'node:fs'
 import {TargonError, usageError} from '../shell/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {checkedPrivateKeyPath} from './project-key.js'
-import {checkPinDir, hostKeyAlias, pinFile, readPin, writePin} from './pins.js'
-import {SshSession} from './session.js'
+import {LocalState} from '../state/local-state.js'
+import {checkPinDir, hostKeyAlias, pinFile, pinHostKey, readPin, writePin} from './pins.js'
+import {SshSession, fingerprintOf} from './session.js'
 
 export interface SshTarget {
   uid: string
@@ -18,6 +19,14 @@ export interface SshTarget {
   port: number
   identityFile: string
   configDir: string
+  /** The VM's local record, if this directory has one: it keeps the pinned key, so a lost pin file is restored from it. */
+  record?: {org: string; name: string; key?: string}
+}
+
+/** The VM's host key as pinned: its fingerprint, and whether this run pinned it on first contact. */
+export interface PinnedKey {
+  fingerprint: string
+  new: boolean
 }
 
 export function targetOf(vm: KnownVm, configDir: string): SshTarget {
@@ -34,7 +43,8 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
     })
   }
 
-  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, uid: vm.uid}
+  const record = vm.record?.uid === vm.uid ? {key: vm.record.host_key?.key, name: vm.record.name, org: vm.record.org} : undefined
+  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, record, uid: vm.uid}
 }
 
 /** What every SSH use of a config directory needs, checked before any VM is touched: a private key and pins only the user controls. */
@@ -44,13 +54,28 @@ export function checkSshFiles(configDir: string): void {
 }
 
 /** The VM's pin file, recording the host key on first contact (trust on first use). */
-export async function ensurePin(target: SshTarget, say: (message: string) => void): Promise<{file: string; alias: string}> {
+export async function ensurePin(
+  target: SshTarget,
+  say: (message: string) => void,
+): Promise<{file: string; alias: string; hostKey: PinnedKey}> {
   const file = pinFile(target.configDir, target.uid)
   const alias = hostKeyAlias(target.uid)
-  if (readPin(target.configDir, target.uid)) return {alias, file}
-  const session = await openPinned(target, say)
+  const pinned = knownKey(target, say)
+  if (pinned) return {alias, file, hostKey: {fingerprint: fingerprintOf(pinned), new: false}}
+  let hostKey: PinnedKey | undefined
+  const session = await openPinned(target, say, {onPinned: (pin) => (hostKey = pin)})
   session.close()
-  return {alias, file}
+  return {alias, file, hostKey: hostKey ?? {fingerprint: session.hostKey.fingerprint, new: false}}
+}
+
+/** The pinned key; a missing pin file is written again from the VM's record, which holds the key pinned at up. */
+function knownKey(target: SshTarget, say: (message: string) => void): string | undefined {
+  const pinned = readPin(target.configDir, target.uid)
+  const recorded = target.record?.key
+  if (pinned || !recorded || !/^[\w@.-]+ [A-Za-z0-9+/]+={0,2}$/.test(recorded)) return pinned
+  writePin(target.configDir, target.uid, target.host, target.port, recorded)
+  say(`Restored the host-key pin of ${target.name ?? target.uid} from its local record`)
+  return recorded
 }
 
 /**
@@ -60,7 +85,7 @@ export async function ensurePin(target: SshTarget, say: (message: string) => voi
 export async function openPinned(
   target: SshTarget,
   say: (message: string) => void,
-  options: {deadlineMs?: number; signal?: AbortSignal} = {},
+  options: {deadlineMs?: number; signal?: AbortSignal; onPinned?: (pin: PinnedKey) => void} = {},
 ): Promise<SshSession> {
   let privateKey: Buffer
   try {
@@ -71,7 +96,7 @@ export async function openPinned(
     })
   }
 
-  const pinned = readPin(target.configDir, target.uid)
+  const pinned = knownKey(target, say)
   const session = await SshSession.open({
     deadline: Date.now() + (options.deadlineMs ?? 30_000),
     host: target.host,
@@ -82,8 +107,10 @@ export async function openPinned(
     username: 'ubuntu',
   })
   if (!pinned) {
-    writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
+    if (target.record) pinHostKey(new LocalState(target.configDir), {...target.record, uid: target.uid}, target, session.hostKey)
+    else writePin(target.configDir, target.uid, target.host, target.port, session.hostKey.key)
     say(`Pinned the host key of ${target.name ?? target.uid} on first contact: ${session.hostKey.fingerprint}`)
+    options.onPinned?.({fingerprint: session.hostKey.fingerprint, new: true})
   }
 
   return session
@@ -152,6 +179,18 @@ export function forwardingArgs(forwarding: Forwarding): string[] {
   ]
 }
 
+/**
+ * Options that keep a VM at a reused address from inheriting trust meant for another host: no system-wide known
+ * hosts, no agent, no shared connection. On the command line they win over the user's ssh config, which is still
+ * read (a mandatory ProxyJump on a jump host keeps working).
+ */
+const HARDENING = [
+  ['GlobalKnownHostsFile', '/dev/null'],
+  ['ForwardAgent', 'no'],
+  ['ControlMaster', 'no'],
+  ['ControlPath', 'none'],
+] as const
+
 export function sshArgv(target: SshTarget, command: string[], options: string[] = []): string[] {
   const argv = [
     'ssh',
@@ -167,6 +206,7 @@ export function sshArgv(target: SshTarget, command: string[], options: string[] 
     'StrictHostKeyChecking=yes',
     '-o',
     `HostKeyAlias=${hostKeyAlias(target.uid)}`,
+    ...HARDENING.flatMap(([option, value]) => ['-o', `${option}=${value}`]),
     ...options,
     `ubuntu@${target.host}`,
   ]
@@ -194,6 +234,19 @@ export function hostConfigEntry(host: {
     `  UserKnownHostsFile ${host.known_hosts_file}`,
     '  StrictHostKeyChecking yes',
     `  HostKeyAlias ${host.host_key_alias}`,
+    ...HARDENING.map(([option, value]) => `  ${option} ${value}`),
     '',
   ].join('\n')
+}
+
+/**
+ * The environment of the ssh child: without targon's own variables and without any variable that carries the API
+ * key, since ssh hands its environment on to ProxyCommand, LocalCommand and whatever SendEnv matches.
+ */
+export function sshEnvironment(env: NodeJS.ProcessEnv, apiKey: string | undefined): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(env).filter(
+      ([name, value]) => !name.startsWith('TARGON_') && !(apiKey && value !== undefined && value.includes(apiKey)),
+    ),
+  )
 }

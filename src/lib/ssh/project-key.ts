@@ -3,13 +3,14 @@
  * fleets refuse encrypted keys), private half 0600. key-registrar.ts registers it with each org.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
 import {TargonError} from '../shell/errors.js'
-import {assertPrivateDir, assertPrivateFile, ensureConfigDir} from '../settings/settings.js'
+import {ensureConfigDir} from '../settings/settings.js'
+import {assertConfigDir, assertOwnDir, assertSecretFile} from '../state/trust.js'
 
 export interface ProjectKey {
   privateKeyPath: string
@@ -29,9 +30,9 @@ export function privateKeyPath(configDir: string): string {
  */
 export function checkedPrivateKeyPath(configDir: string): string {
   const keyFile = privateKeyPath(configDir)
-  assertPrivateDir(configDir, 'config directory')
-  assertPrivateDir(dirname(keyFile), 'key directory')
-  assertPrivateFile(keyFile, 'private key')
+  assertConfigDir(configDir)
+  assertOwnDir(dirname(keyFile), 'key directory')
+  assertSecretFile(keyFile, 'private key')
   return keyFile
 }
 
@@ -48,7 +49,7 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
     let pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     while (ssh2.utils.parseKey(pair.private) instanceof Error) pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     const temp = `${keyFile}.${randomBytes(4).toString('hex')}.tmp`
-    writeFileSync(temp, pair.private, {mode: 0o600})
+    writeFileSync(temp, pair.private, {flag: 'wx', mode: 0o600})
     try {
       linkSync(temp, keyFile) // atomic; fails if another process won the race
     } catch (error) {
@@ -58,8 +59,8 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
     }
   }
 
-  assertPrivateDir(dirname(keyFile), 'key directory')
-  assertPrivateFile(keyFile, 'private key')
+  assertOwnDir(dirname(keyFile), 'key directory')
+  assertSecretFile(keyFile, 'private key')
   // parseKey returns an Error instead of throwing, and may return several keys.
   const parsed = ssh2.utils.parseKey(readFileSync(keyFile)) as ParsedKey | ParsedKey[] | Error
   const key = Array.isArray(parsed) ? parsed[0] : parsed
@@ -68,8 +69,11 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
   }
 
   const publicKey = `${key.type} ${key.getPublicSSH().toString('base64')} targon-fleet`
-  if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey)
-    writeFileSync(publicKeyPath, `${publicKey}\n`, {mode: 0o644})
+  if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey) {
+    const temp = `${publicKeyPath}.${randomBytes(4).toString('hex')}.tmp`
+    writeFileSync(temp, `${publicKey}\n`, {flag: 'wx', mode: 0o644})
+    renameSync(temp, publicKeyPath)
+  }
   return {privateKeyPath: keyFile, publicKey, publicKeyPath}
 }
 

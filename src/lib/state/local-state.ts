@@ -4,13 +4,14 @@
  * API says; a missing or corrupt file never blocks `down`.
  */
 import {randomBytes} from 'node:crypto'
-import {mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
 import {TargonError} from '../shell/errors.js'
-import {assertPrivateDir, ensureConfigDir} from '../settings/settings.js'
+import {ensureConfigDir} from '../settings/settings.js'
 import {childPath, idOfChild} from './paths.js'
+import {assertConfigDir, readOwnFile} from './trust.js'
 
 export const HostKeyPinSchema = z.object({
   alias: z.string(),
@@ -61,9 +62,9 @@ export interface LoadedRecords {
 }
 
 export class LocalState {
-  /** Records in a config directory that others can write could be planted: refused before any is read. */
+  /** Records in a config directory that others own or can write could be planted: refused before any is read. */
   constructor(readonly dir: string) {
-    assertPrivateDir(dir, 'config directory')
+    assertConfigDir(dir)
   }
 
   private vmDir(org: string): string {
@@ -91,7 +92,7 @@ export class LocalState {
 
   readVm(org: string, name: string): VmRecord | undefined {
     try {
-      return VmRecordSchema.parse(JSON.parse(readFileSync(this.vmFile(org, name), 'utf8')))
+      return VmRecordSchema.parse(JSON.parse(readOwnFile(this.vmFile(org, name))))
     } catch {
       return undefined
     }
@@ -107,9 +108,9 @@ export class LocalState {
     for (const file of jsonFiles(this.vmDir(org))) {
       const path = join(this.vmDir(org), file)
       try {
-        result.records.push(VmRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8'))))
-      } catch {
-        result.problems.push(`ignoring unreadable local record ${path}`)
+        result.records.push(VmRecordSchema.parse(JSON.parse(readOwnFile(path))))
+      } catch (error) {
+        result.problems.push(`ignoring unreadable local record ${path}${error instanceof TargonError ? ` (${error.message})` : ''}`)
       }
     }
 
@@ -133,7 +134,7 @@ export class LocalState {
 
   readDeleteNote(org: string, uid: string): DeleteNote | undefined {
     try {
-      return DeleteNoteSchema.parse(JSON.parse(readFileSync(this.noteFile(org, uid), 'utf8')))
+      return DeleteNoteSchema.parse(JSON.parse(readOwnFile(this.noteFile(org, uid))))
     } catch {
       return undefined
     }
@@ -163,7 +164,7 @@ export class LocalState {
 
   readOrgCache(org: string): {ssh_key_uid?: string} {
     try {
-      return z.object({ssh_key_uid: z.string().optional()}).parse(JSON.parse(readFileSync(this.orgFile(org), 'utf8')))
+      return z.object({ssh_key_uid: z.string().optional()}).parse(JSON.parse(readOwnFile(this.orgFile(org))))
     } catch {
       return {}
     }
@@ -185,11 +186,15 @@ function jsonFiles(dir: string): string[] {
   }
 }
 
-/** Atomic write: a 0600 temp file renamed over the target. */
 export function writePrivateJson(path: string, value: unknown): void {
+  writeAtomically(path, `${JSON.stringify(value, null, 2)}\n`)
+}
+
+/** Atomic write: a 0600 temp file, created exclusively (never through a planted link), renamed over the target. */
+export function writeAtomically(path: string, text: string): void {
   const temp = `${path}.${randomBytes(4).toString('hex')}.tmp`
   try {
-    writeFileSync(temp, `${JSON.stringify(value, null, 2)}\n`, {mode: 0o600})
+    writeFileSync(temp, text, {flag: 'wx', mode: 0o600})
     renameSync(temp, path)
   } catch (error) {
     rmSync(temp, {force: true})

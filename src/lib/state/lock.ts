@@ -4,14 +4,15 @@
  * the lock over only when that holder is dead, never because the lock is old: a DELETE that
  * Targon takes minutes to answer must keep its lock for as long as it is in flight.
  */
-import {lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import {TargonError} from '../shell/errors.js'
 
 import {childPath} from './paths.js'
+import {assertOwnDir} from './trust.js'
 
 export interface LockOptions {
   /** How long to wait for a live holder. */
@@ -64,24 +65,25 @@ export async function withFileLock<T>(
 }
 
 /**
- * The lock that keeps two DELETEs of one workload from being in flight at once, across this user's runs and
- * config directories: it lives in the user's runtime directory ($XDG_RUNTIME_DIR, else a 0700 directory of
- * the user's in the temporary directory), keyed by org and uid.
+ * The lock that keeps two DELETEs of one workload from being in flight at once, across every run of this user,
+ * whatever its config directory or environment: it lives under the home directory that the password database gives
+ * (~/.local/state/targon-fleet/locks), never where HOME, TMPDIR or XDG_RUNTIME_DIR point, so that cron and an
+ * interactive shell lock in one place and no other user can create it first. Keyed by org and uid.
  */
-export function deleteLockPath(org: string, uid: string, env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_RUNTIME_DIR?.startsWith('/')
-    ? join(env.XDG_RUNTIME_DIR, 'targon-fleet')
-    : join(tmpdir(), `targon-fleet-${process.getuid?.() ?? 'user'}`)
-  mkdirSync(base, {mode: 0o700, recursive: true})
-  // A predictable name in a shared directory: refuse one that another user made (and could fill with locks).
-  const owner = lstatSync(base)
-  if (owner.isSymbolicLink() || (process.getuid && owner.uid !== process.getuid()) || (owner.mode & 0o077) !== 0) {
-    throw new TargonError('CONFIG', `the lock directory ${base} is not private to this user`, {
-      hint: `remove it (rm -rf ${base}) and run again`,
+export function deleteLockPath(org: string, uid: string, home = userInfo().homedir): string {
+  const state = join(home, '.local', 'state', 'targon-fleet')
+  const base = join(state, 'locks')
+  try {
+    mkdirSync(base, {mode: 0o700, recursive: true})
+  } catch (error) {
+    throw new TargonError('CONFIG', `cannot create the lock directory ${base}: ${(error as Error).message}`, {
+      hint: `make ${home} writable for this user`,
     })
   }
 
-  return childPath(childPath(join(base, 'delete-locks'), org), uid, '.lock')
+  assertOwnDir(state, 'lock directory')
+  assertOwnDir(base, 'lock directory')
+  return childPath(childPath(join(base, 'delete'), org), uid, '.lock')
 }
 
 /** The lock file's text, or undefined when it is gone. */

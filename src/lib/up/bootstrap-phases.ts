@@ -9,10 +9,10 @@ import {readFileSync} from 'node:fs'
 
 import {type StepEvent, runInstall, runShim} from '../bootstrap/runner.js'
 import {withConsoleTail} from '../logs/logs.js'
-import {hostKeyAlias, readPin, writePin} from '../ssh/pins.js'
-import {type HostKey, SshSession} from '../ssh/session.js'
+import {pinHostKey, readPin} from '../ssh/pins.js'
+import {SshSession} from '../ssh/session.js'
 import type {RunContext} from './run-context.js'
-import type {Booting, Bootstrapped, Claim, Endpoint, Ready, Running} from './stages.js'
+import type {Booting, Bootstrapped, Ready, Running} from './stages.js'
 import {type StateWatch, WAIT_RUNNING_MS} from './wait-running.js'
 
 /** How long sshd may take to answer once the VM runs (for a VM still booting, once it may have booted). */
@@ -78,7 +78,7 @@ async function installAt(
   })
   try {
     const {hostKey} = ssh
-    if (!pinned) pinHostKey(ctx, claim, endpoint, hostKey)
+    if (!pinned) pinHostKey(ctx.state, {name: claim.name, org: ctx.request.org, uid: claim.uid}, endpoint, hostKey)
 
     const password = ctx.state.readVm(org, claim.name)?.password
     const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
@@ -117,18 +117,4 @@ async function watched<T>(ctx: RunContext, watch: StateWatch | null, work: (sign
     watch.abandon(reported)
     throw reported
   }
-}
-
-/** Pins the VM's host key for its address, in the pin file `targon ssh` reads and in the VM's local record. */
-export function pinHostKey(ctx: RunContext, claim: Claim, endpoint: Endpoint, hostKey: HostKey): void {
-  writePin(ctx.request.configDir, claim.uid, endpoint.host, endpoint.port, hostKey.key)
-  ctx.state.updateVm(ctx.request.org, claim.name, {
-    host_key: {
-      alias: hostKeyAlias(claim.uid),
-      fingerprint: hostKey.fingerprint,
-      host: endpoint.host,
-      key: hostKey.key,
-      port: endpoint.port,
-    },
-  })
 }

@@ -15,7 +15,8 @@ import {DEFAULT_IMAGE, SETTINGS} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
 import {runPhases} from '../shell/progress.js'
-import {install, pinHostKey, startShim} from './bootstrap-phases.js'
+import {install, startShim} from './bootstrap-phases.js'
+import {pinHostKey} from '../ssh/pins.js'
 import {deploy} from './deploy.js'
 import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {register} from './register.js'
@@ -305,7 +306,7 @@ function followRunningAddress(ctx: RunContext, track: VmTrack): void {
   ctx.warn(
     `${claim.name} moved from ${used.host}:${used.port} to ${running.host}:${running.port} when it started running; using the new address`,
   )
-  pinHostKey(ctx, claim, running, hostKey)
+  pinHostKey(ctx.state, {name: claim.name, org: ctx.request.org, uid: claim.uid}, running, hostKey)
   track.stage = {...stage, endpoint: running}
 }
 
