@@ -15,13 +15,17 @@ import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
+import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Down extends BaseCommand<typeof Down> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
 (--all, --fleet, --older-than, --over-cost, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
-explicitly are always deleted, and a name or uid that matches nothing exits 4. With names, --fleet only says which fleet
+explicitly are always deleted, and a name or uid that matches nothing exits 4. In a shared org, with an owner set
+(targon config set owner NAME, or TARGON_OWNER), bulk selectors take only that owner's VMs and names resolve among them
+first, then among VMs without an owner; with no owner set, a bulk deletion that would reach VMs of more than one owner
+is refused (exit 2); --any-owner takes every owner's. With names, --fleet only says which fleet
 their labels belong to (down worker1 --fleet train deletes tcli-train-worker1 alone); names cannot be combined with the
 other selectors (exit 2). On a terminal, bulk deletion asks
 first, with --json too (skip with --yes); without a terminal (cron) it proceeds.
@@ -55,6 +59,10 @@ otherwise, with a per-VM result.`)
   static flags = {
     all: Flags.boolean({default: false, summary: 'Every VM this tool created (all fleets).'}),
     'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
+    'any-owner': Flags.boolean({
+      default: false,
+      summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
+    }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     expired: Flags.boolean({
       default: false,
@@ -95,9 +103,12 @@ otherwise, with a per-VM result.`)
     const olderThan = flags['older-than'] === undefined ? null : parseDuration(flags['older-than'], '--older-than') / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
     const overCost = flags['over-cost'] === undefined ? null : parsePrice(flags['over-cost'], '--over-cost', 'an amount in USD')
+    const owners = await ownerScope(flags['any-owner'])
     const selection = {
       all: flags.all,
       any_origin: flags['any-origin'],
+      any_owner: owners.anyOwner,
+      owner: owners.owner,
       expired: flags.expired,
       fleet,
       older_than_seconds: olderThan,

@@ -9,15 +9,18 @@ import {countOf, dash, renderTable, usd, prose} from '../lib/shell/output.js'
 import {formatDuration} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {StatusResult} from '../lib/contract.js'
+import type {StatusResult, StatusVm} from '../lib/contract.js'
 import {runStatus} from '../lib/status/status.js'
+import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Status extends BaseCommand<typeof Status> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
 
   static description = prose(`What the API says, enriched with local state. By default the VMs this tool created in one fleet
 (the configured fleet, else "${DEFAULT_FLEET}"). Drift is flagged: a local record whose VM is gone (local-only), or a VM
-of this tool with no local record (server-only, e.g. created on another machine).`)
+of this tool with no local record (server-only, e.g. created on another machine). In a shared org with an owner set
+(targon config set owner NAME, or TARGON_OWNER), only that owner's VMs, with a warning that counts the others that
+bill; --any-owner shows them all.`)
 
   static examples = [
     {command: '<%= config.bin %> status', description: 'VMs of the default fleet'},
@@ -42,6 +45,10 @@ of this tool with no local record (server-only, e.g. created on another machine)
   static flags = {
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
+    'any-owner': Flags.boolean({
+      default: false,
+      summary: "In a shared org with an owner set, show every owner's VMs, not only yours (each VM says whose it is).",
+    }),
     'show-deleted': Flags.boolean({
       default: false,
       summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).',
@@ -58,6 +65,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
     const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
+    const owners = await ownerScope(this.flags['any-owner'])
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
       const result = await runStatus(client, new LocalState(configDir()), {
@@ -66,6 +74,7 @@ of this tool with no local record (server-only, e.g. created on another machine)
         dstackFleet: this.flags['dstack-fleet'],
         fleet: this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet,
         org: await resolveOrg(client, this.flags.org),
+        owners,
         showDeleted: this.flags['show-deleted'],
         targets,
         warn: (message) => this.addWarning(message),
@@ -99,6 +108,8 @@ of this tool with no local record (server-only, e.g. created on another machine)
           {header: 'NAME', value: (vm) => dash(vm.name)},
           {header: 'UID', value: (vm) => vm.uid},
           {header: 'FLEET', value: (vm) => dash(vm.fleet)},
+          // Only in a shared org: a single user's table stays as it was.
+          ...(result.vms.some((vm) => vm.owner !== null) ? [{header: 'OWNER', value: (vm: StatusVm) => dash(vm.owner)}] : []),
           {header: 'STATUS', value: (vm) => (vm.deleted && vm.status !== 'deleted' ? `${vm.status} (deleted)` : vm.status)},
           {
             header: 'BILLING',

@@ -82,7 +82,7 @@ existing VM instead of creating a second one.`)
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
     name: Flags.string({
       summary:
-        'Name for the VM (with --count 1); re-running with it adopts the existing VM (alone, without a resource or --gpu, it only adopts).',
+        "Name for the VM (with --count 1); re-running with it adopts the existing VM (alone, without a resource or --gpu, it only adopts). With an owner set, only the owner's VM of that name is adopted.",
     }),
     bootstrap: Flags.boolean({
       allowNo: true,
@@ -181,6 +181,7 @@ existing VM instead of creating a second one.`)
         minGpus: flags['min-gpus'],
         onFailure: flags['on-failure'],
         org: flags.org,
+        owner: (await resolveSetting('owner')) ?? null,
         resource,
         signal: guard.signal,
         timeoutMs: parseDuration(flags.timeout, '--timeout'),

@@ -174,6 +174,8 @@ export const DownResultSchema = z.object({
     expired: z.boolean().describe('VMs whose --ttl ran out or whose --max-cost budget is spent (estimated cost; both local)'),
     over_cost_usd: z.number().nullable().describe('--over-cost: VMs whose estimated cost (price x age) exceeds this'),
     any_origin: z.boolean(),
+    owner: z.string().nullable().describe('the owner whose VMs bulk selectors take (config key owner, TARGON_OWNER); null: every owner'),
+    any_owner: z.boolean(),
   }),
   results: z.array(DeleteResultSchema),
   survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
@@ -222,6 +224,7 @@ export const StatusVmSchema = z.object({
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   origin: z.enum(['this-tool', 'other']),
+  owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners'),
   local_record: z.enum(['present', 'missing']),
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
@@ -242,6 +245,10 @@ export const StatusResultSchema = z.object({
   invalid_answers: z
     .array(z.object({uid: z.string().nullable().describe('as the API sent it'), problem: z.string(), billing: z.null()}))
     .describe('listed items that failed the checks of the API answer: they may bill, and nothing is derived from them'),
+  owner: z.string().nullable().describe('the owner whose VMs are shown; null: every owner'),
+  outside_owner: z
+    .array(z.object({owner: z.string().nullable().describe('null: no owner'), billing_count: z.number()}))
+    .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 

@@ -106,6 +106,11 @@ export interface SimulatorOptions {
   temporaryDeploys?: number
   /** An org quota: a create beyond this many live workloads in the org answers 429 WORKLOAD_VM_SESSION_LIMIT. */
   workloadLimit?: number
+  /**
+   * Whether listing items carry project_id (the official SDK's summary shape leaves it out; the full workload has
+   * it). Default true.
+   */
+  summaryProjectId?: boolean
 }
 
 /** The halted statuses of Targon's SDK: a VM in one still bills here, as a suspended one does. */
@@ -255,6 +260,7 @@ export class TargonSimulator {
       transitional: false,
       temporaryDeploys: 0,
       workloadLimit: Number.POSITIVE_INFINITY,
+      summaryProjectId: true,
       resourceDetail: true,
       secondDelete: '409',
       sparse: false,
@@ -764,6 +770,10 @@ export class TargonSimulator {
       if (!key || key.org !== org.slug) throw new HttpFailure(400, 'INVALID_SSH_KEY', `unknown ssh key ${uid}`)
     }
 
+    const projectId = fields.project_id
+    if (projectId !== undefined && (typeof projectId !== 'string' || this.projects.get(projectId)?.org !== org.slug))
+      throw new HttpFailure(404, 'PROJECT_NOT_FOUND', `unknown project ${JSON.stringify(projectId)}`)
+
     const now = new Date().toISOString()
     const workload: SimWorkload = {
       cost_per_hour: Math.round((offer.cost_per_hour + this.options.priceDrift) * 100) / 100,
@@ -1020,7 +1030,7 @@ export class TargonSimulator {
       frozen_cost_per_hour: this.options.frozenCostPerHour,
       image: workload.image,
       name: workload.name,
-      project_id: workload.project_id,
+      ...(this.options.summaryProjectId ? {project_id: workload.project_id} : {}),
       resource:
         offer && this.options.resourceDetail
           ? {
@@ -1056,6 +1066,7 @@ export class TargonSimulator {
   private workloadView(workload: SimWorkload) {
     return {
       ...this.summaryView(workload),
+      project_id: workload.project_id,
       resource_name: workload.resource_name,
       ssh_keys: workload.ssh_keys.map((uid) => {
         const key = this.sshKeys.get(uid)

@@ -9,6 +9,7 @@ import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../shell/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {type KnownVm, invalidWarning, resolveVm, snapshot} from '../fleet/workloads.js'
+import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
 import {forgetVm} from '../deletion/forget.js'
@@ -56,8 +57,9 @@ export function select(
 ): {chosen: KnownVm[]; unlisted: string[]} {
   const chosen = new Map<string, KnownVm>()
   const unlisted: string[] = []
+  const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
   for (const target of selection.targets) {
-    const matches = resolveVm(vms, target, selection.fleet ?? labelFleet)
+    const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, selection.fleet ?? labelFleet))
     if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {
       throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {
         hint: 'name them by uid',
@@ -69,7 +71,7 @@ export function select(
   }
 
   if (isBulk(selection)) {
-    for (const vm of vms) {
+    for (const vm of scoped(vms, scope).seen) {
       if (vm.gone) continue
       if (!selection.any_origin && !vm.owned) continue
       if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
@@ -148,6 +150,17 @@ export async function runDown(
   for (const problem of view.problems) options.warn(problem)
   state.pruneDeleteNotes(org, new Set(view.vms.map((vm) => vm.uid)))
   const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
+  if (isBulk(options.selection)) {
+    const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
+    refuseMixedOwners(chosen, scope)
+    // Whatever bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
+    const outside = scoped(
+      select(view.vms, {...options.selection, any_owner: true}, options.labelFleet).chosen.filter((vm) => vm.billing !== false),
+      scope,
+    ).outside
+    const note = outsideWarning(outside, scope)
+    if (note) options.warn(note)
+  }
   const targets: DeleteTarget[] = chosen.map((vm) => ({name: vm.name, status: vm.status, uid: vm.uid}))
   for (const target of unlisted) {
     const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)

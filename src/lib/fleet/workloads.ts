@@ -6,6 +6,7 @@ import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
+import {ownersOfListed} from './owners.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 
@@ -16,6 +17,8 @@ export interface KnownVm {
   fleet: string | null
   /** Created by this tool: a tcli- name, or a local record. */
   owned: boolean
+  /** Whose it is in a shared org (see owners.ts); null: no owner. Read for this tool's VMs that are not gone. */
+  owner: string | null
   workload: Workload
   record?: VmRecord
   /** What this machine learned from deleting it, if anything. */
@@ -61,12 +64,19 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
       name: workload.name ?? null,
       note,
       owned: fleetOf(workload.name) !== undefined || record !== undefined,
+      owner: null,
       record,
       status,
       uid: workload.uid,
       workload,
     }
   })
+  const owners = await ownersOfListed(
+    client,
+    org,
+    vms.filter((vm) => vm.owned && !vm.gone).map((vm) => vm.workload),
+  )
+  for (const vm of vms) vm.owner = owners.get(vm.uid) ?? null
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   return {invalid, localOnly, problems, vms}

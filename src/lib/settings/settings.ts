@@ -71,6 +71,12 @@ export const SETTINGS = {
     parse: text(ORG_SLUG, 'a valid slug', 'use lowercase letters, digits and hyphens, e.g. --org acme'),
     stored: true,
   },
+  // Who this config directory rents for in a shared org (see fleet/owners.ts); never derived, only set.
+  owner: {
+    env: 'TARGON_OWNER',
+    parse: text(/^[a-z0-9][a-z0-9-]{0,31}$/, 'an owner name', 'use up to 32 lowercase letters, digits and hyphens, e.g. alice'),
+    stored: true,
+  },
   fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},
   'max-price': {flag: '--max-price', parse: (raw: string, source: string) => parsePrice(raw, source), stored: true},
   image: {

@@ -7,6 +7,7 @@ import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
+import {type OwnerScope, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../shell/errors.js'
 import {countOf} from '../shell/output.js'
@@ -22,6 +23,7 @@ export interface StatusOptions {
   fleet: string | null
   configuredFleet: string
   anyOrigin: boolean
+  owners: OwnerScope
   showDeleted: boolean
   /** Also build the dstack fleet file for the fleet's bootstrapped, running VMs. */
   dstackFleet: boolean
@@ -31,7 +33,15 @@ export interface StatusOptions {
 export async function runStatus(client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
   const view = await snapshot(client, options.org, state)
   for (const problem of view.problems) options.warn(problem)
-  const selected = select(view.vms, options)
+  const picked = select(view.vms, options)
+  // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing.
+  const selected = options.targets.length > 0 ? picked : scoped(picked, options.owners).seen
+  const outsideBilling = scoped(
+    picked.filter((vm) => vm.billing !== false),
+    options.owners,
+  ).outside
+  const outsideNote = outsideWarning(outsideBilling, options.owners)
+  if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !gpuModelOf(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
   const now = Date.now()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers))
@@ -53,7 +63,17 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, options.warn) : null
   const totals = totalsOf(vms)
   totals.unknown_billing_count += invalid.length
-  return {drift, dstack_fleet: dstack, fleet: options.fleet, invalid_answers: invalid, org: options.org, totals, vms}
+  return {
+    drift,
+    dstack_fleet: dstack,
+    fleet: options.fleet,
+    invalid_answers: invalid,
+    org: options.org,
+    outside_owner: [...outsideBilling].map(([owner, count]) => ({billing_count: count, owner})),
+    owner: options.owners.anyOwner ? null : options.owners.owner,
+    totals,
+    vms,
+  }
 }
 
 /** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */
@@ -62,7 +82,7 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   if (options.targets.length === 0)
     return shown.filter((vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet))
   return options.targets.flatMap((target) => {
-    const found = findVm(shown, target, options.configuredFleet)
+    const found = findForOwner(shown, options.owners, target, (among) => findVm(among, target, options.configuredFleet))
     if (found.length === 0)
       throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
     return found
@@ -148,6 +168,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
     max_cost_usd: record?.max_cost_usd ?? null,
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
+    owner: vm.owner,
     price_per_hour: price,
     frozen_price_per_hour: workload.frozen_cost_per_hour ?? null,
     public_ip: workload.state?.public_ip ?? null,

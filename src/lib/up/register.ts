@@ -34,7 +34,7 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
     )
   }
 
-  if (existing.length === 1) return adopt(ctx, track, existing[0] as Workload)
+  if (existing.length === 1) return adopt(ctx, track, await checkOwner(ctx, existing[0] as Workload))
   if (ctx.request.adoptOnly) {
     throw new TargonError('NOT_FOUND', `no VM named ${name} to take over`, {
       hint: `check the name with targon status, or give a resource or --gpu to create ${name}`,
@@ -138,6 +138,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
     ssh_keys: [ctx.request.sshKeyUid],
     type: 'VM' as const,
     vm_config: {password},
+    ...(ctx.request.owner ? {project_id: ctx.request.owner.projectId} : {}),
   }
   const claimAs = (uid: string): Claim => {
     const claim: Claim = {name, origin: 'created', status: 'registered', uid}
@@ -193,6 +194,23 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
     price,
     resource: offer.resource,
   }
+}
+
+/**
+ * With an owner set, --name takes over only a VM of that owner's project: in a shared org the name may be a
+ * colleague's VM (or one from before owners). A listing item without project_id is read in full for it.
+ */
+async function checkOwner(ctx: RunContext, workload: Workload): Promise<Workload> {
+  const {owner} = ctx.request
+  if (!owner) return workload
+  const projectId =
+    workload.project_id === undefined ? (await ctx.client.getWorkload(ctx.request.org, workload.uid)).project_id : workload.project_id
+  if (projectId === owner.projectId) return workload
+  const name = workload.name ?? workload.uid
+  throw new TargonError('NAME_CONFLICT', `${name} exists in the org, but not as a VM of owner ${owner.name}`, {
+    hint: 'choose another --name (targon status --any-owner shows whose VMs there are)',
+    resource: {name, uid: workload.uid},
+  })
 }
 
 /** An existing VM of the fleet with the --name: checked against the request, then taken at the stage it is in. */

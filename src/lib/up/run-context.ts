@@ -42,6 +42,8 @@ export interface UpRequest {
   /** How long an unclear create or DELETE is reconciled before it is sent again (the reconcile-window setting). */
   reconcileMs: number
   sshKeyUid: string
+  /** The owner the VMs are created for, and its project; null: none. */
+  owner: {name: string; projectId: string} | null
   identityFile: string
   configDir: string
   /** null with --no-bootstrap. */

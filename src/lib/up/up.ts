@@ -28,6 +28,7 @@ import {PhaseRecorder} from './phase-recorder.js'
 import {type Booting, type Stage, VmTrack} from './stages.js'
 import {StateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
+import {ensureOwnerProject} from '../fleet/owners.js'
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
@@ -55,6 +56,8 @@ export interface UpOptions {
   maxCostUsd?: number
   onFailure: OnFailure
   org?: string
+  /** The owner whose project the VMs are created in (a shared org); null: none. */
+  owner: string | null
   configDir: string
   /** null with --no-bootstrap. */
   bootstrap: {
@@ -152,6 +155,10 @@ async function prepare(
   const state = new LocalState(options.configDir)
   const key = await ensureProjectKey(options.configDir)
   const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
+  const owner =
+    options.owner === null
+      ? null
+      : {name: options.owner, projectId: await ensureOwnerProject(client, org, options.owner, options.reconcileMs)}
   const bootstrap = options.bootstrap && {
     params: {
       benchSerialPath: benchSerialPath(),
@@ -175,6 +182,7 @@ async function prepare(
     maxPrice: options.maxPrice,
     onFailure: options.onFailure,
     org,
+    owner,
     resource: options.resource,
     sshKeyUid,
     startedAt,

@@ -1,0 +1,144 @@
+/**
+ * Owners in a shared org. Workload names stay `tcli-<fleet>-<label>` (32 characters leave no room for an owner, and
+ * old names would parse wrongly); instead each owner has a Targon project named `tcli-owner-<owner>`, `up` creates
+ * its VMs in it (`project_id`), and a VM's owner is read from the `project_id` that the listing carries, through
+ * the org's projects. A VM in no project, or in a project of another name, has no owner (VMs from before owners).
+ * The listing's own `project_id` filter is never relied on: a server that ignored it would hand over everyone's VMs.
+ */
+import {mapBounded} from '../deletion/delete-workloads.js'
+import {resolveSetting} from '../settings/settings.js'
+import {TargonError} from '../shell/errors.js'
+import type {TargonClient} from '../targon/client.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
+import type {Workload} from '../targon/schemas.js'
+import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+
+const PROJECT_PREFIX = 'tcli-owner-'
+
+/** How many times a project create is sent while its answers stay unclear and the listing shows nothing of its name. */
+const PROJECT_SENDS = 4
+
+/** Which VMs a command sees: with an owner, that owner's alone, unless --any-owner widens to every owner. */
+export interface OwnerScope {
+  /** The owner set (config key `owner` or TARGON_OWNER); null when none is. */
+  owner: string | null
+  anyOwner: boolean
+}
+
+/** The scope of a run: the owner set (config key `owner`, TARGON_OWNER), widened by --any-owner. */
+export async function ownerScope(anyOwner: boolean): Promise<OwnerScope> {
+  return {anyOwner, owner: (await resolveSetting('owner')) ?? null}
+}
+
+/** Project uid → owner, for the org's owner projects. */
+export type OwnerMap = Map<string, string>
+
+export async function ownerProjects(client: TargonClient, org: string): Promise<OwnerMap> {
+  const owners: OwnerMap = new Map()
+  for (const project of await client.listProjects(org)) {
+    if (project.name?.startsWith(PROJECT_PREFIX)) owners.set(project.uid, project.name.slice(PROJECT_PREFIX.length))
+  }
+
+  return owners
+}
+
+/** The owner of a VM in `projectId`: null for none (no project, or a project that is not an owner's). */
+function ownerOf(owners: OwnerMap, projectId: string | null | undefined): string | null {
+  return projectId ? (owners.get(projectId) ?? null) : null
+}
+
+/**
+ * The owner of each workload, by uid. An item that comes without a project_id field (the summary shape of Targon's
+ * SDK leaves it out) is read in full, as the full workload has it; one that cannot be read has no known owner and
+ * counts as none. The projects are listed only when some workload is in one.
+ */
+export async function ownersOfListed(client: TargonClient, org: string, workloads: Workload[]): Promise<Map<string, string | null>> {
+  const projectIds = new Map<string, string | null>()
+  const unread = workloads.filter((workload) => workload.project_id === undefined).map((workload) => workload.uid)
+  for (const workload of workloads) if (workload.project_id !== undefined) projectIds.set(workload.uid, workload.project_id)
+  await mapBounded(unread, MAX_MUTATIONS_IN_FLIGHT, async (uid) => {
+    projectIds.set(uid, (await client.getWorkload(org, uid).catch(() => undefined))?.project_id ?? null)
+  })
+  const owners = [...projectIds.values()].some(Boolean) ? await ownerProjects(client, org) : new Map<string, string>()
+  return new Map([...projectIds].map(([uid, projectId]) => [uid, ownerOf(owners, projectId)]))
+}
+
+/**
+ * The uid of the owner's project, created on first use. An unclear answer to the create is reconciled: the projects
+ * are listed again (for the reconcile window) before the create is sent again.
+ */
+export async function ensureOwnerProject(client: TargonClient, org: string, owner: string, reconcileMs: number): Promise<string> {
+  const name = `${PROJECT_PREFIX}${owner}`
+  const find = async () => (await client.listProjects(org)).find((project) => project.name === name)?.uid
+  const existing = await find()
+  if (existing) return existing
+  for (let sent = 1; ; sent++) {
+    try {
+      return (await client.createProject(org, name)).uid
+    } catch (error) {
+      if (!isOutcomeUnknown(error) || sent >= PROJECT_SENDS) throw error
+      const found = await pollUntil(find, {deadline: Date.now() + reconcileMs, delayMs: () => 1000})
+      if (found) return found
+    }
+  }
+}
+
+/** The VMs a scope sees, and how many of the rest (by owner; `null` for none) it leaves out. */
+export function scoped<T extends {owner: string | null}>(vms: T[], scope: OwnerScope): {seen: T[]; outside: Map<string | null, number>} {
+  const outside = new Map<string | null, number>()
+  const seen: T[] = []
+  for (const vm of vms) {
+    if (scope.anyOwner || scope.owner === null || vm.owner === scope.owner) seen.push(vm)
+    else outside.set(vm.owner, (outside.get(vm.owner) ?? 0) + 1)
+  }
+
+  return {outside, seen}
+}
+
+/**
+ * What a name a user typed means under a scope: with an owner set, the owner's VMs first, then VMs without an owner;
+ * another owner's VM only by its exact uid. Without an owner, or with --any-owner, every VM.
+ */
+export function findForOwner<T extends {owner: string | null; uid: string}>(
+  vms: T[],
+  scope: OwnerScope,
+  target: string,
+  find: (among: T[]) => T[],
+): T[] {
+  if (scope.owner === null || scope.anyOwner) return find(vms)
+  for (const among of [vms.filter((vm) => vm.owner === scope.owner), vms.filter((vm) => vm.owner === null)]) {
+    const found = find(among)
+    if (found.length > 0) return found
+  }
+
+  return vms.filter((vm) => vm.uid === target)
+}
+
+/** The warning for billing VMs a scope leaves out, if any. */
+export function outsideWarning(outside: Map<string | null, number>, scope: OwnerScope): string | undefined {
+  if (outside.size === 0) return undefined
+  const total = [...outside.values()].reduce((sum, count) => sum + count, 0)
+  return `${total} more VM(s) of this tool bill in the org outside owner ${scope.owner}: ${ownerCounts(outside)}; --any-owner shows them`
+}
+
+/** "2 of bob, 1 without an owner" */
+export function ownerCounts(counts: Map<string | null, number>): string {
+  return [...counts]
+    .sort(([a], [b]) => (a === null ? 1 : b === null ? -1 : a.localeCompare(b)))
+    .map(([owner, count]) => `${count} ${owner === null ? 'without an owner' : `of ${owner}`}`)
+    .join(', ')
+}
+
+/**
+ * With no owner set, a bulk deletion that would reach VMs of more than one owner (no owner counting as one) is
+ * refused: in a shared org it would delete a colleague's run. --any-owner deletes them all, as asked.
+ */
+export function refuseMixedOwners(vms: {owner: string | null}[], scope: OwnerScope): void {
+  if (scope.owner !== null || scope.anyOwner) return
+  const counts = new Map<string | null, number>()
+  for (const vm of vms) counts.set(vm.owner, (counts.get(vm.owner) ?? 0) + 1)
+  if (counts.size <= 1) return
+  throw new TargonError('USAGE', `the selection holds VMs of more than one owner: ${ownerCounts(counts)}`, {
+    hint: 'set your owner (targon config set owner NAME, or TARGON_OWNER) to delete your own, or pass --any-owner to delete them all',
+  })
+}

@@ -1,0 +1,52 @@
+/** Owner scoping in a shared org: what a scope sees, what it leaves out, and when a bulk deletion is refused. */
+import {describe, expect, it} from 'vitest'
+
+import {findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../src/lib/fleet/owners.js'
+
+const vm = (uid: string, owner: string | null, name = uid) => ({name, owner, uid})
+const vms = [
+  vm('a1', 'alice', 'tcli-default-worker1'),
+  vm('a2', 'alice'),
+  vm('b1', 'bob', 'tcli-default-worker2'),
+  vm('o1', null, 'tcli-default-worker2'),
+]
+const byName = (target: string) => (among: typeof vms) => among.filter((each) => each.name === target || each.uid === target)
+
+describe('owner scopes', () => {
+  it("sees the owner's VMs and counts the rest by owner; without an owner, or with --any-owner, everything", () => {
+    const {seen, outside} = scoped(vms, {anyOwner: false, owner: 'alice'})
+    expect(seen.map((each) => each.uid)).toEqual(['a1', 'a2'])
+    expect(outside).toEqual(
+      new Map([
+        ['bob', 1],
+        [null, 1],
+      ]),
+    )
+    expect(outsideWarning(outside, {anyOwner: false, owner: 'alice'})).toBe(
+      '2 more VM(s) of this tool bill in the org outside owner alice: 1 of bob, 1 without an owner; --any-owner shows them',
+    )
+    expect(scoped(vms, {anyOwner: true, owner: 'alice'}).seen).toHaveLength(4)
+    expect(scoped(vms, {anyOwner: false, owner: null}).seen).toHaveLength(4)
+    expect(outsideWarning(new Map(), {anyOwner: false, owner: 'alice'})).toBeUndefined()
+  })
+
+  it("resolves a typed name among the owner's VMs, then those without an owner; another owner's only by exact uid", () => {
+    const bob = {anyOwner: false, owner: 'bob'}
+    expect(findForOwner(vms, bob, 'tcli-default-worker2', byName('tcli-default-worker2')).map((each) => each.uid)).toEqual(['b1'])
+    expect(
+      findForOwner(vms, {anyOwner: false, owner: 'carol'}, 'tcli-default-worker2', byName('tcli-default-worker2')).map((each) => each.uid),
+    ).toEqual(['o1'])
+    expect(findForOwner(vms, bob, 'tcli-default-worker1', byName('tcli-default-worker1'))).toEqual([])
+    expect(findForOwner(vms, bob, 'a1', () => []).map((each) => each.uid)).toEqual(['a1'])
+    expect(findForOwner(vms, {anyOwner: false, owner: null}, 'tcli-default-worker2', byName('tcli-default-worker2'))).toHaveLength(2)
+  })
+
+  it('refuses a bulk deletion of several owners only when no owner is set and --any-owner is not given', () => {
+    expect(() => refuseMixedOwners(vms, {anyOwner: false, owner: null})).toThrow(
+      'the selection holds VMs of more than one owner: 2 of alice, 1 of bob, 1 without an owner',
+    )
+    expect(() => refuseMixedOwners(vms, {anyOwner: true, owner: null})).not.toThrow()
+    expect(() => refuseMixedOwners(vms, {anyOwner: false, owner: 'alice'})).not.toThrow()
+    expect(() => refuseMixedOwners([vm('o1', null), vm('o2', null)], {anyOwner: false, owner: null})).not.toThrow()
+  })
+})
