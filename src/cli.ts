@@ -5,8 +5,10 @@
  */
 import ConfigGet from './commands/config/get.js'
 import ConfigList from './commands/config/list.js'
+import ConfigRemove from './commands/config/remove.js'
 import ConfigSet from './commands/config/set.js'
 import ConfigUnset from './commands/config/unset.js'
+import ConfigUse from './commands/config/use.js'
 import Cp from './commands/cp.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
@@ -23,8 +25,10 @@ export {commandNotFound} from './lib/shell/not-found.js'
 export const COMMANDS = {
   'config:get': ConfigGet,
   'config:list': ConfigList,
+  'config:remove': ConfigRemove,
   'config:set': ConfigSet,
   'config:unset': ConfigUnset,
+  'config:use': ConfigUse,
   cp: Cp,
   down: Down,
   exec: Exec,

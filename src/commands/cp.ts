@@ -7,7 +7,6 @@ import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
-import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
@@ -76,7 +75,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
           bar?.finish(result.vm)
         },
         onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
-        org: await resolveOrg(client, this.flags.org),
+        org: await this.resolveOrg(client),
         parallel: this.flags.parallel,
         signal: guard.signal,
         spec,

@@ -8,7 +8,6 @@ import {TargonError, isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
-import {resolveOrg} from '../lib/settings/org.js'
 import {countOf, dash, renderTable, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -136,7 +135,7 @@ otherwise, with a per-VM result.`)
     })
     const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     try {
-      const org = await resolveOrg(client, flags.org)
+      const org = await this.resolveOrg(client)
       const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
         confirm: (vms) => this.confirm(vms, !isBulk(selection)),
         dryRun: flags['dry-run'],

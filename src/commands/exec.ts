@@ -6,7 +6,6 @@ import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
-import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {ExecResult} from '../lib/contract.js'
@@ -69,7 +68,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
           // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
           if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
         },
-        org: await resolveOrg(client, this.flags.org),
+        org: await this.resolveOrg(client),
         parallel: this.flags.parallel,
         signal: guard.signal,
         targets,

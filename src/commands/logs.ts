@@ -5,7 +5,6 @@ import {BaseCommand} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
-import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {LogsResult} from '../lib/contract.js'
@@ -53,7 +52,7 @@ also one that is crashed or still provisioning.`)
         onLines: (lines) => {
           if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
         },
-        org: await resolveOrg(client, this.flags.org),
+        org: await this.resolveOrg(client),
         signal: guard.signal,
         tail: this.flags.tail,
         target,

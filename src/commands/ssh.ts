@@ -6,7 +6,6 @@ import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError, usageError} from '../lib/shell/errors.js'
 import {type KnownVm, findOneVm, snapshot} from '../lib/fleet/workloads.js'
-import {resolveOrg} from '../lib/settings/org.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {
@@ -111,7 +110,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     const dir = configDir()
     const client = await connect({auth: true, trace: this.traceSink()})
     try {
-      const org = await resolveOrg(client, this.flags.org)
+      const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
       const view = await snapshot(client, org, state)
       const vms = view.vms.filter((vm) => !vm.gone)

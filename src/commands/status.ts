@@ -4,7 +4,6 @@ import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
-import {resolveOrg} from '../lib/settings/org.js'
 import {countOf, dash, renderTable, usd, prose} from '../lib/shell/output.js'
 import {formatDuration} from '../lib/shell/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -73,7 +72,7 @@ bill; --any-owner shows them all.`)
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
         fleet: this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet,
-        org: await resolveOrg(client, this.flags.org),
+        org: await this.resolveOrg(client),
         owners,
         showDeleted: this.flags['show-deleted'],
         targets,

@@ -180,7 +180,7 @@ existing VM instead of creating a second one.`)
         min: flags.min,
         minGpus: flags['min-gpus'],
         onFailure: flags['on-failure'],
-        org: flags.org,
+        resolveOrg: (client) => this.resolveOrg(client),
         owner: (await resolveSetting('owner')) ?? null,
         resource,
         signal: guard.signal,

@@ -339,11 +339,27 @@ export type CopyResult = z.infer<typeof CopyResultSchema>
 
 export const ConfigResultSchema = z.object({
   path: z.string(),
+  profile: z.string().describe('the profile shown or changed; "default" is the top-level keys of the file'),
   values: z
     .object(Object.fromEntries(CONFIG_KEYS.map((key) => [configJsonKey(key), z.string().nullable().optional()])))
     .describe('by setting, null when unset; api_key is masked'),
 })
 export type ConfigResult = z.infer<typeof ConfigResultSchema>
+
+export const ConfigListResultSchema = ConfigResultSchema.extend({
+  profiles: z.array(z.string()).describe('every profile of the file, "default" first'),
+  active: z
+    .object({name: z.string(), by: z.string().describe('--profile, TARGON_PROFILE, targon config use, or the default')})
+    .describe('the profile a run without --profile uses now'),
+})
+export type ConfigListResult = z.infer<typeof ConfigListResultSchema>
+
+export const ConfigProfileResultSchema = z.object({
+  path: z.string(),
+  profile: z.string().describe('the profile chosen or removed'),
+  profiles: z.array(z.string()).describe('every profile of the file afterwards, "default" first'),
+})
+export type ConfigProfileResult = z.infer<typeof ConfigProfileResultSchema>
 
 /** The JSON name of a setting: api-key → api_key. */
 export function configJsonKey(key: string): string {
@@ -352,9 +368,11 @@ export function configJsonKey(key: string): string {
 
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,
-  'config list': ConfigResultSchema,
+  'config list': ConfigListResultSchema,
+  'config remove': ConfigProfileResultSchema,
   'config set': ConfigResultSchema,
   'config unset': ConfigResultSchema,
+  'config use': ConfigProfileResultSchema,
   cp: CopyResultSchema,
   down: DownResultSchema,
   exec: ExecResultSchema,
@@ -367,10 +385,20 @@ export const DATA_SCHEMAS = {
 
 export type CommandId = keyof typeof DATA_SCHEMAS
 
+/** Every envelope says which account the run acted on. */
+const ACTING = {
+  org: z
+    .string()
+    .nullable()
+    .describe('the org the command acted on; null where none applies (offers, config, or a failure before it was known)'),
+  profile: z.string().nullable().describe('the profile of the config file whose settings the run used; null where none applies'),
+}
+
 export const ErrorEnvelopeSchema = z.object({
   schema_version: z.literal(1),
   ok: z.literal(false),
   command: z.string(),
+  ...ACTING,
   error: z.object({
     code: z.enum(Object.keys(EXIT_CODES) as [ErrorCode, ...ErrorCode[]]).describe(
       'machine code; each has one exit code: ' +
@@ -399,6 +427,7 @@ export function successEnvelope<T extends z.ZodType>(command: string, data: T) {
     schema_version: z.literal(1),
     ok: z.literal(true),
     command: z.literal(command),
+    ...ACTING,
     data,
     warnings: z.array(z.string()),
   })

@@ -8,7 +8,7 @@ import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSy
 import {join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {CONFIG_FILE_VARIANTS, type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -203,7 +203,7 @@ describe('targon cp', () => {
     ]) {
       const result = await targon(['cp', ...args])
       expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(2)
-      expect(result.stderr.trim().split('\n'), result.stderr).toHaveLength(1)
+      expect(errorLines(result.stderr), result.stderr).toHaveLength(1)
       expect(result.stdout).toBe('')
     }
 
@@ -213,19 +213,23 @@ describe('targon cp', () => {
 
     const missing = await targon(['cp', join(src, 'nope'), `${vm!.name}:/home/ubuntu/`])
     expect(missing.code).toBe(4)
-    expect(missing.stderr).toBe(`Error: ${join(src, 'nope')}: no such file or directory. Hint: the local source must exist\n`)
+    expect(errorLines(missing.stderr)).toEqual([
+      `Error: ${join(src, 'nope')}: no such file or directory. Hint: the local source must exist`,
+    ])
 
     const noParent = await targon(['cp', `${vm!.name}:/etc/hostname`, join(src, 'no', 'such', 'dir')])
     expect(noParent.code).toBe(4)
-    expect(noParent.stderr).toBe(
-      `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist\n`,
-    )
+    expect(errorLines(noParent.stderr)).toEqual([
+      `Error: ${join(src, 'no', 'such')}: no such file or directory. Hint: the destination directory must exist`,
+    ])
 
     // A destination ending in "/" must itself be an existing directory, also when given relative to the working directory.
     for (const dest of ['./missing/', join(src, 'missing') + '/']) {
       const noDir = await targon(['cp', `${vm!.name}:/etc/hostname`, dest], {cwd: src})
       expect(noDir.code, noDir.stderr).toBe(4)
-      expect(noDir.stderr).toBe(`Error: ${dest}: no such directory. Hint: a destination ending in "/" must be an existing directory\n`)
+      expect(errorLines(noDir.stderr)).toEqual([
+        `Error: ${dest}: no such directory. Hint: a destination ending in "/" must be an existing directory`,
+      ])
     }
 
     // A local path that cannot be reached (here a loop of links) is not "missing", and not a bug.
@@ -245,7 +249,7 @@ describe('targon cp', () => {
 
     const unknown = await targon(['cp', join(src, 'f'), 'tcli-cp-nosuchvm:/tmp/'])
     expect(unknown.code).toBe(4)
-    expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+    expect(errorLines(unknown.stderr)).toHaveLength(1)
     expect(unknown.stderr).toContain('no VM named or with uid tcli-cp-nosuchvm')
 
     const remote = await targon(['cp', `${vm!.name}:/home/ubuntu/nope`, src])

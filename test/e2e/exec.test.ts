@@ -5,7 +5,7 @@ import {readFileSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {type CliOptions, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 const simulated = useSimulatedVms()
@@ -71,7 +71,7 @@ describe('targon exec', () => {
     expect(none.code).toBe(2)
     const unknown = await targon(['exec', '--vms', 'nosuchvm', '--', 'true'])
     expect(unknown.code).toBe(4)
-    expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+    expect(errorLines(unknown.stderr)).toHaveLength(1)
     const empty = await targon(['exec', '--fleet', 'nobody', '--json', '--', 'true'])
     expect(empty.code).toBe(4)
     expect(parseJson(empty).error.code).toBe('NOT_FOUND')

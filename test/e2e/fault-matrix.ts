@@ -1043,7 +1043,7 @@ const scenarios: Scenario[] = [
 
 /**
  * Registers every `parts`-th run of the matrix, starting at `part` (1-based): the matrix is split over files so that
- * vitest's workers share it, as a single file it would be the suite's long pole.
+ * vitest's workers share it; as a single file it was the suite's long pole.
  */
 export function faultMatrix(part: number, parts: number): void {
   describe(`fault matrix (part ${part} of ${parts})`, () => {

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {CONFIG_FILE_VARIANTS, type CliOptions, parseJson, runCli, waitFor} from '../helpers/cli.js'
+import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -57,7 +57,7 @@ describe('targon logs', () => {
     const unknown = await targon(['logs', 'tcli-default-nosuchvm'])
     expect(unknown.code).toBe(4)
     expect(unknown.stdout).toBe('')
-    expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+    expect(errorLines(unknown.stderr)).toHaveLength(1)
     expect(unknown.stderr).toContain('no VM named or with uid tcli-default-nosuchvm')
 
     const json = await targon(['logs', 'nosuchvm', '--json'])

@@ -112,6 +112,17 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   })
 }
 
+/**
+ * The lines of stderr but the one that says which org and profile a command acts on: what a refusal's "one line"
+ * rule is about.
+ */
+export function errorLines(stderr: string): string[] {
+  return stderr
+    .trim()
+    .split('\n')
+    .filter((line) => !/^org: \S+ \(profile: \S+\)$/.test(line))
+}
+
 /** Parses stdout as exactly one JSON document, and validates it against the command's published schema. */
 export function parseJson<T = Record<string, any>>(result: CliResult): T {
   let doc: {ok?: boolean; command?: string}

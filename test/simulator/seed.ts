@@ -118,6 +118,8 @@ export const SEED_TOKENS: Record<string, string[]> = {
   tgn_sim_multi_org_key: ['acme', 'acme-research'],
   // An org-scoped service token: it may use acme, but /orgs lists no org for it (it belongs to none).
   tgn_sim_service_key: ['acme'],
+  // A team's key: its org alone.
+  tgn_sim_team_key: ['acme-research'],
   tgn_sim_test_key: ['acme'],
 }
 

@@ -1,16 +1,29 @@
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {readValues} from '../../lib/settings/config-command.js'
+import {existingProfile, readValues, targetProfile} from '../../lib/settings/config-command.js'
 import {renderTable} from '../../lib/shell/output.js'
-import {configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import {DEFAULT_PROFILE, activeProfile, configDir, profileNames} from '../../lib/settings/settings.js'
+import type {ConfigListResult} from '../../lib/contract.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList> {
-  static summary = 'Show every setting of the config file (the API key masked).'
-  static description = 'Precedence everywhere: flags, then environment variables, then this file.'
-  static examples = [{command: '<%= config.bin %> config list', description: 'All settings'}]
+  static summary = 'Show every setting of a profile (the API key masked), and which profile is active.'
+  static description =
+    'Precedence everywhere: flags, then environment variables, then the profile in this file. --profile (or TARGON_PROFILE) shows that profile.'
 
-  public async run(): Promise<ConfigResult> {
-    const result = await readValues(configDir())
+  static examples = [
+    {command: '<%= config.bin %> config list', description: 'The settings of the active profile'},
+    {command: '<%= config.bin %> config list --profile team', description: 'The settings of profile team'},
+  ]
+
+  public async run(): Promise<ConfigListResult> {
+    const dir = configDir()
+    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    this.acting.profile = profile
+    const active = await activeProfile()
+    const result = {
+      ...(await readValues(dir, profile)),
+      active: {by: active.by, name: active.name},
+      profiles: [DEFAULT_PROFILE, ...(await profileNames(dir))],
+    }
     if (!this.jsonEnabled()) {
       this.log(
         renderTable(
@@ -21,6 +34,7 @@ export default class ConfigList extends BaseCommand<typeof ConfigList> {
           Object.entries(result.values),
         ),
       )
+      this.info(`profile: ${profile} (of ${result.profiles.join(', ')}); a run now uses ${active.name} (${active.by})`)
       this.info(`file: ${result.path}`)
     }
 

@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {parseKey, setValue} from '../../lib/settings/config-command.js'
+import {parseKey, setValue, targetProfile} from '../../lib/settings/config-command.js'
 import {usageError} from '../../lib/shell/errors.js'
-import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
+import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 import {prose} from '../../lib/shell/output.js'
 
@@ -11,12 +11,15 @@ export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'
 
   static description = prose(`Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
-land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal.`)
+land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal. With --profile (or
+TARGON_PROFILE) the setting goes into that profile, which is created if need be; without, into the profile that
+targon config use chose, else the default one (the file's top-level keys).`)
 
   static examples = [
     {command: '<%= config.bin %> config set max-price 1.8', description: 'A default price cap for targon up'},
     {command: '<%= config.bin %> config set org acme', description: 'The org to use'},
     {command: '<%= config.bin %> config set api-key', description: 'Prompts for the key without echoing it'},
+    {command: '<%= config.bin %> config set --profile team org acme-team', description: 'Create profile team with its org'},
     {command: 'pass show targon | <%= config.bin %> config set api-key', description: 'Or pipe it in'},
   ]
 
@@ -38,8 +41,11 @@ land in shell history and ps): it is read from stdin, or from a hidden prompt on
     }
 
     if (value === undefined) throw usageError(`no value for ${key}`, `targon config set ${key} <value>`)
-    const result = await setValue(configDir(), key, value)
-    this.info(`set ${key} in ${result.path}`)
+    const dir = configDir()
+    const profile = await targetProfile(dir, this.flags.profile)
+    this.acting.profile = profile
+    const result = await setValue(dir, profile, key, value)
+    this.info(`set ${key}${profile === DEFAULT_PROFILE ? '' : ` of profile ${profile}`} in ${result.path}`)
     return result
   }
 }

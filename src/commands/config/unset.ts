@@ -1,18 +1,22 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/shell/base-command.js'
-import {parseKey, unsetValue} from '../../lib/settings/config-command.js'
-import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
+import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/settings/config-command.js'
+import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset> {
-  static summary = 'Remove a setting from the config file.'
+  static summary = 'Remove a setting of a profile from the config file.'
   static examples = [{command: '<%= config.bin %> config unset api-key', description: 'Forget the stored API key'}]
   static args = {key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true})}
 
   public async run(): Promise<ConfigResult> {
-    const result = await unsetValue(configDir(), parseKey(this.args.key))
-    this.info(`unset ${this.args.key}`)
+    const key = parseKey(this.args.key)
+    const dir = configDir()
+    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    this.acting.profile = profile
+    const result = await unsetValue(dir, profile, key)
+    this.info(`unset ${key}${profile === DEFAULT_PROFILE ? '' : ` in profile ${profile}`}`)
     return result
   }
 }

@@ -8,12 +8,16 @@ import {usageError} from '../shell/errors.js'
 import {
   CONFIG_KEYS,
   type ConfigKey,
+  DEFAULT_PROFILE,
   SETTINGS,
+  checkProfileName,
   configFilePath,
+  configuredProfile,
   ensureConfigDir,
-  openConfig,
   parseStored,
+  profileNames,
   readStoredValue,
+  writeStoredValue,
 } from './settings.js'
 
 export function parseKey(key: string): ConfigKey {
@@ -26,29 +30,46 @@ function mask(key: ConfigKey, value: string): string {
   return key === 'api-key' ? `${'*'.repeat(8)}${value.slice(-4)}` : value
 }
 
-/** The given settings of the file (all by default), checked, masked, under their JSON names. */
-export async function readValues(dir: string, keys: readonly ConfigKey[] = CONFIG_KEYS): Promise<ConfigResult> {
+/**
+ * The profile a config command works on: --profile, then TARGON_PROFILE, then the `config use` choice, then the
+ * default one. Unlike a run's (activeProfile), the environment's API key does not matter here, and a named profile
+ * need not exist yet: `config set` creates it.
+ */
+export async function targetProfile(dir: string, flag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (flag !== undefined) return checkProfileName(flag, '--profile')
+  const fromEnv = env.TARGON_PROFILE?.trim()
+  if (fromEnv) return checkProfileName(fromEnv, 'TARGON_PROFILE')
+  return (await configuredProfile(dir)) ?? DEFAULT_PROFILE
+}
+
+/** Refuses a named profile that the file does not hold. */
+export async function existingProfile(dir: string, profile: string): Promise<string> {
+  if (profile !== DEFAULT_PROFILE && !(await profileNames(dir)).includes(profile))
+    throw usageError(`there is no profile ${profile}`, `create it with targon config set --profile ${profile} <key> <value>`)
+  return profile
+}
+
+/** The given settings of a profile (all by default), checked, masked, under their JSON names. */
+export async function readValues(dir: string, profile: string, keys: readonly ConfigKey[] = CONFIG_KEYS): Promise<ConfigResult> {
   const values: Record<string, string | null> = {}
   for (const key of keys) {
-    const stored = await readStoredValue(key, dir)
+    const stored = await readStoredValue(key, dir, profile)
     values[configJsonKey(key)] =
       stored === undefined || stored === null || stored === '' ? null : mask(key, String(parseStored(key, stored, undefined, dir)))
   }
 
-  return {path: configFilePath(dir), values}
+  return {path: configFilePath(dir), profile, values}
 }
 
 /** Stores a setting; the result shows that setting only, so that a bad value elsewhere in the file cannot fail it. */
-export async function setValue(dir: string, key: ConfigKey, raw: string): Promise<ConfigResult> {
+export async function setValue(dir: string, profile: string, key: ConfigKey, raw: string): Promise<ConfigResult> {
   const value = String(SETTINGS[key].parse(raw.trim(), key))
   ensureConfigDir(dir)
-  const config = await openConfig(dir)
-  config.set(key, value)
-  return readValues(dir, [key])
+  await writeStoredValue(dir, profile, key, value)
+  return readValues(dir, profile, [key])
 }
 
-export async function unsetValue(dir: string, key: ConfigKey): Promise<ConfigResult> {
-  const config = await openConfig(dir)
-  config.delete(key)
-  return readValues(dir, [key])
+export async function unsetValue(dir: string, profile: string, key: ConfigKey): Promise<ConfigResult> {
+  await writeStoredValue(dir, profile, key, undefined)
+  return readValues(dir, profile, [key])
 }

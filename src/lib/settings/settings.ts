@@ -126,14 +126,79 @@ export async function resolveSetting<K extends SettingKey>(
 ): Promise<SettingValue<K> | undefined> {
   const spec: SettingSpec<SettingValue<K>> = SETTINGS[key] as SettingSpec<SettingValue<K>>
   if (flag !== undefined && spec.flag) return spec.parse(flag.trim(), spec.flag)
-  const fromEnv = spec.env ? env[spec.env]?.trim() : undefined
-  if (spec.env && fromEnv) return asConfigError(() => spec.parse(fromEnv, spec.env as string))
-  if (spec.stored) {
-    const stored = await readStoredValue(key as ConfigKey)
-    if (stored !== undefined && stored !== null && stored !== '') return parseStored(key as ConfigKey, stored, spec)
+  const raw = spec.env ? env[spec.env]?.trim() : undefined
+  const fromEnv = spec.env && raw ? asConfigError(() => spec.parse(raw, spec.env as string)) : undefined
+  if (!spec.stored) return fromEnv ?? spec.default
+  const profile = await activeProfile(env)
+  const storedRaw = await readStoredValue(key as ConfigKey, configDir(env), profile.name)
+  const stored =
+    storedRaw === undefined || storedRaw === null || storedRaw === '' ? undefined : parseStored(key as ConfigKey, storedRaw, spec)
+  // A profile named for this run (--profile, TARGON_PROFILE) decides the key and the org over the environment; a
+  // key of the environment that differs from the profile's is refused: one of the two is the wrong account.
+  if (profile.source !== 'default' && profile.source !== 'config' && (key === 'api-key' || key === 'org') && stored !== undefined) {
+    if (key === 'api-key' && fromEnv !== undefined && fromEnv !== stored)
+      throw new TargonError('CONFIG', `TARGON_API_KEY differs from the api-key of profile ${profile.name} (chosen by ${profile.by})`, {
+        hint: `unset TARGON_API_KEY to use the profile's key, or drop ${profile.by} to use the environment's`,
+      })
+    return stored
   }
 
-  return spec.default
+  return fromEnv ?? stored ?? spec.default
+}
+
+/** The profile a run reads its settings from, and what chose it. */
+export interface ActiveProfile {
+  name: string
+  source: 'config' | 'default' | 'env' | 'flag'
+  /** As a person reads it: --profile, TARGON_PROFILE, "targon config use", or "the default". */
+  by: string
+}
+
+/** A profile name: lowercase letters, digits and hyphens. */
+const PROFILE_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/
+export const DEFAULT_PROFILE = 'default'
+
+let profileFlag: string | undefined
+/** The run's --profile (every command takes it); set once per command, before any setting is read. */
+export function setProfileFlag(name: string | undefined): void {
+  profileFlag = name
+}
+
+export function checkProfileName(raw: string, source: string): string {
+  if (!PROFILE_NAME.test(raw))
+    throw usageError(`${source} "${raw}" is not a profile name`, 'use lowercase letters, digits and hyphens, e.g. team')
+  return raw
+}
+
+/**
+ * --profile, then TARGON_PROFILE, then the `config use` choice, then the default profile (the top-level keys). A run
+ * that takes its key from TARGON_API_KEY and names no profile keeps the default profile whatever `config use` says:
+ * a cron line acts where it did before.
+ */
+export async function activeProfile(env: NodeJS.ProcessEnv = process.env): Promise<ActiveProfile> {
+  const dir = configDir(env)
+  const named =
+    profileFlag !== undefined
+      ? {by: '--profile', name: checkProfileName(profileFlag, '--profile'), source: 'flag' as const}
+      : env.TARGON_PROFILE?.trim()
+        ? {
+            by: 'TARGON_PROFILE',
+            name: asConfigError(() => checkProfileName((env.TARGON_PROFILE as string).trim(), 'TARGON_PROFILE')),
+            source: 'env' as const,
+          }
+        : undefined
+  if (named) {
+    if (named.name !== DEFAULT_PROFILE && !(await profileNames(dir)).includes(named.name))
+      throw new TargonError('CONFIG', `there is no profile ${named.name} (named by ${named.by})`, {
+        hint: `create it with targon config set --profile ${named.name} api-key, or see targon config list`,
+      })
+    return named
+  }
+
+  const chosen = await configuredProfile(dir)
+  if (chosen && env.TARGON_API_KEY?.trim())
+    return {by: 'the default, as TARGON_API_KEY is set and names no profile', name: DEFAULT_PROFILE, source: 'default'}
+  return chosen ? {by: 'targon config use', name: chosen, source: 'config'} : {by: 'the default', name: DEFAULT_PROFILE, source: 'default'}
 }
 
 /** A value from the config file, checked as `config set` would; a number is accepted where a number is meant. */
@@ -211,7 +276,7 @@ export function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 
-type ConfigStore = import('conf').default<Partial<Record<ConfigKey, unknown>>>
+type ConfigStore = import('conf').default<Record<string, unknown>>
 /** One store per directory and process: conf re-reads the file on every get, so opening it again gains nothing. */
 const openStores = new Map<string, Promise<ConfigStore>>()
 
@@ -233,7 +298,7 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   assertConfigDir(dir)
   assertSecretFile(path, 'config file')
   try {
-    return new Conf<Partial<Record<ConfigKey, unknown>>>({
+    return new Conf<Record<string, unknown>>({
       accessPropertiesByDotNotation: false,
       configFileMode: 0o600,
       configName: 'config',
@@ -250,13 +315,80 @@ async function loadConfig(dir: string): Promise<ConfigStore> {
   }
 }
 
-/** The raw value of one key in the config file, whatever its JSON type (a hand-edited file may hold any); undefined when there is no file. */
-export async function readStoredValue(key: ConfigKey, dir = configDir()): Promise<unknown> {
-  try {
-    statSync(configFilePath(dir))
-  } catch {
-    return undefined
+/**
+ * The raw value of one key of a profile in the config file, whatever its JSON type (a hand-edited file may hold
+ * any); undefined when there is no file. The default profile is the file's top-level keys, so that a file from
+ * before profiles needs no migration; the others live under `profiles.<name>`.
+ */
+export async function readStoredValue(key: ConfigKey, dir = configDir(), profile = DEFAULT_PROFILE): Promise<unknown> {
+  if (!configFileExists(dir)) return undefined
+  const store = await openConfig(dir)
+  return profile === DEFAULT_PROFILE ? store.get(key) : profileTable(store)[profile]?.[key]
+}
+
+/** Sets (a string) or deletes (undefined) one key of a profile; a profile that does not exist yet is created. */
+export async function writeStoredValue(dir: string, profile: string, key: ConfigKey, value: string | undefined): Promise<void> {
+  const store = await openConfig(dir)
+  if (profile === DEFAULT_PROFILE) {
+    if (value === undefined) store.delete(key)
+    else store.set(key, value)
+    return
   }
 
-  return (await openConfig(dir)).get(key)
+  const profiles = profileTable(store)
+  const values = {...profiles[profile]}
+  if (value === undefined) delete values[key]
+  else values[key] = value
+  store.set(PROFILES_KEY, {...profiles, [profile]: values})
+}
+
+/** The named profiles of the file (the default one is always there). */
+export async function profileNames(dir = configDir()): Promise<string[]> {
+  return configFileExists(dir) ? Object.keys(profileTable(await openConfig(dir))) : []
+}
+
+/** The `config use` choice, if any. */
+export async function configuredProfile(dir = configDir()): Promise<string | undefined> {
+  if (!configFileExists(dir)) return undefined
+  const chosen = (await openConfig(dir)).get(CHOSEN_PROFILE_KEY)
+  return typeof chosen === 'string' && chosen !== '' ? chosen : undefined
+}
+
+/** `config use`: the profile for runs that name none (undefined: the default one). */
+export async function chooseProfile(dir: string, profile: string | undefined): Promise<void> {
+  const store = await openConfig(dir)
+  if (profile === undefined || profile === DEFAULT_PROFILE) store.delete(CHOSEN_PROFILE_KEY)
+  else store.set(CHOSEN_PROFILE_KEY, profile)
+}
+
+/** `config remove`: deletes a named profile, and the `config use` choice of it. */
+export async function removeProfile(dir: string, profile: string): Promise<void> {
+  const store = await openConfig(dir)
+  const profiles = {...profileTable(store)}
+  delete profiles[profile]
+  store.set(PROFILES_KEY, profiles)
+  if ((await configuredProfile(dir)) === profile) store.delete(CHOSEN_PROFILE_KEY)
+}
+
+/** Where the file keeps the named profiles, and the `config use` choice: beside the default profile's keys. */
+const PROFILES_KEY = 'profiles'
+const CHOSEN_PROFILE_KEY = 'profile'
+
+function profileTable(store: ConfigStore): Record<string, Record<string, unknown>> {
+  const table = store.get(PROFILES_KEY)
+  if (table === undefined) return {}
+  if (typeof table !== 'object' || table === null || Array.isArray(table))
+    throw new TargonError('CONFIG', `config file ${store.path}: profiles must be an object of profiles`, {
+      hint: `fix or delete ${store.path}`,
+    })
+  return table as Record<string, Record<string, unknown>>
+}
+
+function configFileExists(dir: string): boolean {
+  try {
+    statSync(configFilePath(dir))
+    return true
+  } catch {
+    return false
+  }
 }

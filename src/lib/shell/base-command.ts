@@ -5,6 +5,9 @@
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import type {ErrorEnvelope} from '../contract.js'
+import {resolveOrg} from '../settings/org.js'
+import {activeProfile, setProfileFlag} from '../settings/settings.js'
+import type {TargonClient} from '../targon/client.js'
 import {TargonError, asTargonError, isTargonError} from './errors.js'
 import {printable} from './output.js'
 
@@ -20,6 +23,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     org: Flags.string({
       helpGroup: 'GLOBAL',
       summary: 'Targon organization slug (default: TARGON_ORG, then config, then the only org of the API key).',
+    }),
+    // TARGON_PROFILE is read with the settings, for the same reason.
+    profile: Flags.string({
+      helpGroup: 'GLOBAL',
+      summary: 'The profile of the config file to use: its API key, org, owner and defaults (default: TARGON_PROFILE, then config use).',
     }),
     verbose: Flags.boolean({
       default: false,
@@ -37,6 +45,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected positionals: string[] = []
   /** Warnings shown on stderr in human mode and returned in the JSON envelope. */
   protected readonly warnings: string[] = []
+  /** What the envelope says the run acted on: the org and the profile of the settings; null where none applies. */
+  protected acting: {org: string | null; profile: string | null} = {org: null, profile: null}
 
   public async init(): Promise<void> {
     await super.init()
@@ -50,6 +60,20 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
+    setProfileFlag(this.flags.profile)
+  }
+
+  /**
+   * The org the command acts on (--org, TARGON_ORG, the profile's, or the key's only one), and the profile it came
+   * with: both go into the JSON envelope, and in text mode into one line on stderr, so that nobody rents in the
+   * wrong account unawares.
+   */
+  protected async resolveOrg(client: TargonClient): Promise<string> {
+    const org = await resolveOrg(client, this.flags.org)
+    const profile = (await activeProfile()).name
+    this.acting = {org, profile}
+    this.info(`org: ${org} (profile: ${profile})`)
+    return org
   }
 
   /** Progress and diagnostics: stderr, and silent under --json unless --verbose. Never a control character. */
@@ -82,7 +106,15 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 
   protected toSuccessJson(result: unknown): unknown {
-    return {command: this.commandName(), data: result, ok: true, schema_version: SCHEMA_VERSION, warnings: this.warnings}
+    return {
+      command: this.commandName(),
+      data: result,
+      ok: true,
+      org: this.acting.org,
+      profile: this.acting.profile,
+      schema_version: SCHEMA_VERSION,
+      warnings: this.warnings,
+    }
   }
 
   protected toErrorJson(error: unknown): ErrorEnvelope {
@@ -102,6 +134,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       },
       warnings: this.warnings,
       ok: false,
+      org: this.acting.org,
+      profile: this.acting.profile,
       schema_version: SCHEMA_VERSION,
     }
     if (err.data) envelope.data = err.data

@@ -10,7 +10,6 @@ import {type ErrorCode, TargonError, asTargonError} from '../shell/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
 import {CapacityWatch, type Report} from '../capacity/watch.js'
-import {resolveOrg} from '../settings/org.js'
 import {DEFAULT_IMAGE, SETTINGS} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
@@ -55,7 +54,8 @@ export interface UpOptions {
   /** up --max-cost: a per-VM budget in USD, kept locally. */
   maxCostUsd?: number
   onFailure: OnFailure
-  org?: string
+  /** Decides the org (--org, TARGON_ORG, the profile's, or the key's only one), once the offers are known. */
+  resolveOrg: (client: TargonClient) => Promise<string>
   /** The owner whose project the VMs are created in (a shared org); null: none. */
   owner: string | null
   configDir: string
@@ -150,7 +150,7 @@ async function prepare(
     whyNoOffer = error
   }
 
-  const org = await resolveOrg(client, options.org)
+  const org = await options.resolveOrg(client)
   const image = await resolveImage(client, org, options.image)
   const state = new LocalState(options.configDir)
   const key = await ensureProjectKey(options.configDir)

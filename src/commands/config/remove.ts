@@ -1,0 +1,23 @@
+import {Args} from '@oclif/core'
+
+import {BaseCommand} from '../../lib/shell/base-command.js'
+import {existingProfile} from '../../lib/settings/config-command.js'
+import {usageError} from '../../lib/shell/errors.js'
+import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
+import type {ConfigProfileResult} from '../../lib/contract.js'
+
+export default class ConfigRemove extends BaseCommand<typeof ConfigRemove> {
+  static summary = 'Delete a profile from the config file (runs that used it by config use go back to the default one).'
+  static examples = [{command: '<%= config.bin %> config remove client-x', description: 'Forget profile client-x and its key'}]
+  static args = {profile: Args.string({ignoreStdin: true, description: 'a profile of the file', required: true})}
+
+  public async run(): Promise<ConfigProfileResult> {
+    const dir = configDir()
+    const profile = checkProfileName(this.args.profile, 'the profile')
+    if (profile === DEFAULT_PROFILE)
+      throw usageError('the default profile cannot be removed', 'unset its keys with targon config unset KEY')
+    await removeProfile(dir, await existingProfile(dir, profile))
+    this.info(`removed profile ${profile}`)
+    return {path: configFilePath(dir), profile, profiles: [DEFAULT_PROFILE, ...(await profileNames(dir))]}
+  }
+}
