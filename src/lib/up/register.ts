@@ -9,10 +9,17 @@ import {randomInt} from 'node:crypto'
 import type {Report} from '../capacity/watch.js'
 import type {Offer} from '../contract.js'
 import {workloadName} from '../fleet/naming.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError, asTargonError} from '../shell/errors.js'
 import type {VmRecord} from '../state/local-state.js'
-import {type SparseWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
-import {isOutcomeUnknown} from '../targon/wait.js'
+import {
+  type CreateWorkloadRequest,
+  type SparseWorkload,
+  type Workload,
+  workloadPrice,
+  workloadResourceName,
+  workloadStatus,
+} from '../targon/schemas.js'
+import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
@@ -147,37 +154,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
     return claim
   }
 
-  let created: SparseWorkload | undefined
-  for (let sent = 1; !created; sent++) {
-    try {
-      created = await ctx.client.createWorkload(org, body)
-    } catch (error) {
-      if (ctx.signal.aborted) {
-        // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
-        const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
-        if (committed) claimAs(committed.uid)
-        else ctx.state.removeVm(org, name)
-        throw error
-      }
-
-      if (error instanceof TargonError && error.code === 'BAD_RESPONSE') {
-        created = await afterBadAnswer(ctx, name, error)
-      } else if (isOutcomeUnknown(error)) {
-        // The create may have been committed even though its answer was lost: it is sent again only if the listing
-        // still shows no workload of that name once the reconcile window has passed.
-        ctx.warn(`the answer to creating ${name} was lost (${(error as Error).message}); checking whether it exists`)
-        created = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
-        if (!created && sent >= CREATE_SENDS) {
-          ctx.state.removeVm(org, name)
-          throw error
-        }
-      } else {
-        ctx.state.removeVm(org, name)
-        throw error
-      }
-    }
-  }
-
+  const created = await sendCreate(ctx, name, body, claimAs)
   const uid = created.uid ?? (await findByName(ctx, name, ctx.request.reconcileMs))[0]?.uid
   if (!uid)
     throw new TargonError('BAD_RESPONSE', `Targon API accepted ${name} but returned no uid and does not list it`, {
@@ -212,6 +189,66 @@ async function checkOwner(ctx: RunContext, workload: Workload): Promise<Workload
     resource: {name, uid: workload.uid},
   })
 }
+
+/**
+ * Sends a create until it is answered. An unclear answer (a 5xx without a refusal reason, a reset) may hide a
+ * committed create: the listing is watched for the name for the reconcile window, and the create is sent again
+ * only if the name never shows, at most CREATE_SENDS times in all. Interrupted, it looks for a committed create
+ * once more so that clean-up can delete it; an answer that fails the checks is never sent again (afterBadAnswer).
+ */
+async function sendCreate(
+  ctx: RunContext,
+  name: string,
+  body: CreateWorkloadRequest,
+  claimAs: (uid: string) => Claim,
+): Promise<SparseWorkload> {
+  const {org} = ctx.request
+  const run = {sent: 0, unclear: undefined as {error: Error; since: number} | undefined}
+  let outcome: {created: SparseWorkload} | {fatal: Error} | undefined
+  try {
+    outcome = await pollUntil<{created: SparseWorkload} | {fatal: Error}>(
+      async () => {
+        if (run.unclear) {
+          const found = (await findByName(ctx, name))[0]
+          if (found) return {created: found}
+          if (Date.now() - run.unclear.since < ctx.request.reconcileMs) return undefined
+          if (run.sent >= CREATE_SENDS) return {fatal: run.unclear.error}
+        }
+
+        run.sent++
+        try {
+          return {created: await ctx.client.createWorkload(org, body)}
+        } catch (error) {
+          const failure = asError(error)
+          const bad = error instanceof TargonError && error.code === 'BAD_RESPONSE'
+          if (ctx.signal.aborted || bad || !isOutcomeUnknown(error)) return {fatal: failure}
+          ctx.warn(`the answer to creating ${name} was lost (${failure.message}); checking whether it exists`)
+          run.unclear = {error: failure, since: Date.now()}
+          return undefined
+        }
+      },
+      {deadline: ctx.deadline.at, delayMs: () => 2000, signal: ctx.signal},
+    )
+  } catch (error) {
+    outcome = {fatal: asError(error)}
+  }
+
+  if (outcome && 'created' in outcome) return outcome.created
+  const error = outcome?.fatal ?? run.unclear?.error
+  if (ctx.signal.aborted || !outcome) {
+    // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
+    const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
+    if (committed) claimAs(committed.uid)
+    else ctx.state.removeVm(org, name)
+    throw error ?? new TargonError('TIMEOUT', `the create of ${name} did not settle in time`)
+  }
+
+  if (error instanceof TargonError && error.code === 'BAD_RESPONSE') return afterBadAnswer(ctx, name, error)
+  ctx.state.removeVm(org, name)
+  throw error ?? new TargonError('INTERNAL', `the create of ${name} ended without an answer`)
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : asTargonError(error))
 
 /** An existing VM of the fleet with the --name: checked against the request, then taken at the stage it is in. */
 function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | Registered | Running {
