@@ -66,6 +66,17 @@ describe('targon exec', () => {
     expect(parseJson(ok).data.results.map((result: {exit_code: number}) => result.exit_code)).toEqual([0, 0])
   })
 
+  it('passes non-ASCII output through whole, though SSH hands it over in chunks that split characters', async () => {
+    // 3000 lines of 41 bytes: the channel's chunks end inside a two-byte character again and again.
+    const line = 'é'.repeat(20)
+    const text = await targon(['exec', '--fleet', 'ex', '--', `for i in $(seq 3000); do echo ${line}; done`])
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).not.toContain('\uFFFD')
+    const lines = text.stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(3 * 3000)
+    expect(lines.every((each) => each.endsWith(` | ${line}`))).toBe(true)
+  })
+
   it('refuses bad input with one line: no command (2), an unknown VM (4), an empty fleet (4)', async () => {
     const none = await targon(['exec', '--fleet', 'ex'])
     expect(none.code).toBe(2)

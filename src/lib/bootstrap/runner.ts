@@ -5,6 +5,7 @@
  * phase is short and runs in the foreground; the shim's health is checked through a forwarded
  * channel, as the dstack server does.
  */
+import {LineSplitter} from '../shell/lines.js'
 import {randomBytes} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
@@ -87,16 +88,16 @@ export type Marker = z.infer<typeof MarkerSchema>
 
 /** Splits streamed text into TARGON_STEP events; other lines are log text. */
 export class StepParser {
-  private partial = ''
-  constructor(private readonly onEvent: (event: StepEvent) => void) {}
+  private readonly lines: LineSplitter
+  constructor(onEvent: (event: StepEvent) => void) {
+    this.lines = new LineSplitter((line) => {
+      const match = /^TARGON_STEP (\S+) \S+ (start|ok|skip|fail) @(\d+)(?: (.*))?$/.exec(line.trim())
+      if (match) onEvent({at: Number(match[3]), detail: match[4] ?? '', event: match[2] as StepEvent['event'], id: match[1] as string})
+    })
+  }
 
   push(text: string): void {
-    const lines = (this.partial + text).split('\n')
-    this.partial = lines.pop() ?? ''
-    for (const line of lines) {
-      const match = /^TARGON_STEP (\S+) \S+ (start|ok|skip|fail) @(\d+)(?: (.*))?$/.exec(line.trim())
-      if (match) this.onEvent({at: Number(match[3]), detail: match[4] ?? '', event: match[2] as StepEvent['event'], id: match[1] as string})
-    }
+    this.lines.push(text)
   }
 }
 

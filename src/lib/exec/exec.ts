@@ -3,6 +3,7 @@
  * connection per VM with its pinned host key. Output comes back line by line, each whole line at once, so lines
  * of different VMs never interleave.
  */
+import {LineSplitter} from '../shell/lines.js'
 import type {ExecResult, ExecVmResult} from '../contract.js'
 import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
@@ -50,8 +51,8 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
     options.onLine?.(name, stream, line)
   }
 
-  const stdout = new LineBuffer((line) => emit('stdout', line))
-  const stderr = new LineBuffer((line) => emit('stderr', line))
+  const stdout = new LineSplitter((line) => emit('stdout', line))
+  const stderr = new LineSplitter((line) => emit('stderr', line))
   try {
     const session = await openVm(vm, options)
     try {
@@ -78,23 +79,5 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
     stderr.flush()
     const failure = asTargonError(error)
     return {duration_ms: Date.now() - started, error: `${failure.code}: ${failure.message}`, exit_code: null, name, tail, uid: vm.uid}
-  }
-}
-
-/** Splits chunks into whole lines. */
-class LineBuffer {
-  private rest = ''
-
-  constructor(private readonly onLine: (line: string) => void) {}
-
-  push(chunk: string): void {
-    const lines = (this.rest + chunk).split('\n')
-    this.rest = lines.pop() ?? ''
-    for (const line of lines) this.onLine(line.replace(/\r$/, ''))
-  }
-
-  flush(): void {
-    if (this.rest !== '') this.onLine(this.rest)
-    this.rest = ''
   }
 }

@@ -3,6 +3,7 @@
  * host key against the VM's pin (trust on first use), run commands, and reach the VM's
  * loopback through a forwarded channel. Install, shim-start and the health check share it.
  */
+import {textDecoder} from '../shell/lines.js'
 import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Client, ClientChannel, SFTPWrapper} from 'ssh2'
@@ -193,13 +194,17 @@ export class SshSession {
         // The abort may have come while the channel was opening.
         if (options.signal?.aborted) setImmediate(onAbort)
         else options.signal?.addEventListener('abort', onAbort, {once: true})
+        const decodeStdout = textDecoder()
+        const decodeStderr = textDecoder()
         stream.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString()
-          options.onStdout?.(chunk.toString())
+          const text = decodeStdout(chunk)
+          stdout += text
+          options.onStdout?.(text)
         })
         stream.stderr.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString()
-          options.onStderr?.(chunk.toString())
+          const text = decodeStderr(chunk)
+          stderr += text
+          options.onStderr?.(text)
         })
         stream.on('exit', (exitCode: number | null, exitSignal?: string) => {
           code = exitCode
@@ -260,15 +265,16 @@ export class SshSession {
   async httpGet(port: number, path: string, timeoutMs = 5000): Promise<{status: number; body: string}> {
     const channel = await this.forward(port)
     return new Promise((resolve, reject) => {
-      let raw = ''
+      const chunks: Buffer[] = []
       const timer = setTimeout(() => {
         channel.close()
         reject(new Error('timed out'))
       }, timeoutMs)
-      channel.on('data', (chunk: Buffer) => (raw += chunk.toString()))
+      channel.on('data', (chunk: Buffer) => chunks.push(chunk))
       channel.on('error', reject)
       channel.on('close', () => {
         clearTimeout(timer)
+        const raw = Buffer.concat(chunks).toString()
         const [head = '', ...rest] = raw.split('\r\n\r\n')
         const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0)
         const chunked = /transfer-encoding:\s*chunked/i.test(head)
