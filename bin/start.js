@@ -119,7 +119,11 @@ const bundleUrl = (name) => new URL(`../dist/${name}`, import.meta.url)
 export function trustedCacheDir(dir) {
   try {
     mkdirSync(dir, {mode: 0o700, recursive: true})
-    return isOwnAndPrivate(lstatSync(dir)) && lstatSync(dir).isDirectory() ? dir : undefined
+    const stats = lstatSync(dir)
+    // Its parent must not let another user swap the directory after this check (Node's own cache checks no file).
+    const parent = lstatSync(dirname(dir))
+    const parentSafe = (parent.mode & 0o022) === 0 || (parent.mode & 0o1000) !== 0
+    return stats.isDirectory() && isOwnAndPrivate(stats) && parentSafe ? dir : undefined
   } catch {
     return undefined
   }

@@ -11,6 +11,7 @@ import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/shell/output.js'
+import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Cp extends BaseCommand<typeof Cp> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
@@ -76,6 +77,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
         },
         onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
         org: await this.resolveOrg(client),
+        owners: await ownerScope(false),
         parallel: this.flags.parallel,
         signal: guard.signal,
         spec,

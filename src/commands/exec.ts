@@ -10,6 +10,7 @@ import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {ExecResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/shell/output.js'
+import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Exec extends BaseCommand<typeof Exec> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
@@ -69,6 +70,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
           if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
         },
         org: await this.resolveOrg(client),
+        owners: await ownerScope(false),
         parallel: this.flags.parallel,
         signal: guard.signal,
         targets,

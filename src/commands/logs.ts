@@ -9,6 +9,7 @@ import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {LogsResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/shell/output.js'
+import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Logs extends BaseCommand<typeof Logs> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
@@ -53,6 +54,7 @@ also one that is crashed or still provisioning.`)
           if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
         },
         org: await this.resolveOrg(client),
+        owners: await ownerScope(false),
         signal: guard.signal,
         tail: this.flags.tail,
         target,

@@ -22,6 +22,7 @@ import {
 import {shellQuote} from '../lib/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
 import {prose} from '../lib/shell/output.js'
+import {ownerScope, scoped} from '../lib/fleet/owners.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
@@ -112,14 +113,15 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     try {
       const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
-      const view = await snapshot(client, org, state)
+      const owners = await ownerScope(false)
+      const view = await snapshot(client, org, state, owners.owner !== null)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await resolveSetting('fleet', this.flags.fleet)
       if (this.flags.config) {
         if (command.length > 0) throw usageError('--config takes no command', 'drop the words after --')
         const chosen = target
-          ? [findOneVm(vms, target, fleet)]
-          : vms.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
+          ? [findOneVm(vms, target, fleet, owners)]
+          : scoped(vms, owners).seen.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
         const hosts: SshResult[] = []
         for (const vm of chosen) hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
@@ -131,7 +133,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
         return {config, fleet, hosts}
       }
 
-      const result = await this.prepare(findOneVm(vms, target as string, fleet), dir, command, forwardingArgs(forwarding))
+      const result = await this.prepare(findOneVm(vms, target as string, fleet, owners), dir, command, forwardingArgs(forwarding))
       if (this.jsonEnabled()) return result
       if (this.flags.print) {
         this.log(result.argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : shellQuote(arg))).join(' '))

@@ -224,7 +224,10 @@ export const StatusVmSchema = z.object({
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   origin: z.enum(['this-tool', 'other']),
-  owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners'),
+  owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners, or unknown'),
+  owner_known: z
+    .boolean()
+    .describe('false: its owner was not read (no owner set and no --any-owner, and the listing has no project_id) or could not be'),
   local_record: z.enum(['present', 'missing']),
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
@@ -247,7 +250,13 @@ export const StatusResultSchema = z.object({
     .describe('listed items that failed the checks of the API answer: they may bill, and nothing is derived from them'),
   owner: z.string().nullable().describe('the owner whose VMs are shown; null: every owner'),
   outside_owner: z
-    .array(z.object({owner: z.string().nullable().describe('null: no owner'), billing_count: z.number()}))
+    .array(
+      z.object({
+        owner: z.string().nullable().describe('null: no owner, or unknown'),
+        owner_known: z.boolean(),
+        billing_count: z.number(),
+      }),
+    )
     .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>

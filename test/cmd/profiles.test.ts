@@ -32,9 +32,13 @@ describe('profiles', () => {
     expect((await targon(['config', 'set', 'api-key'], {input: 'tgn_sim_test_key\n'})).code).toBe(0)
     expect((await targon(['config', 'set', '--profile', 'team', 'api-key'], {input: 'tgn_sim_team_key\n'})).code).toBe(0)
     expect((await targon(['config', 'set', '--profile', 'team', 'org', 'acme-research'])).code).toBe(0)
+    expect((await targon(['config', 'set', 'owner', 'alice'], {env: {TARGON_PROFILE: 'team'}})).code).toBe(0)
+    expect(parseJson(await targon(['config', 'get', 'owner', '--profile', 'team', '--json'])).data.values).toEqual({owner: 'alice'})
 
     expect(await rentsIn([])).toEqual({org: 'acme', profile: 'default', sim: 'acme'})
     expect(await rentsIn(['--profile', 'team'])).toEqual({org: 'acme-research', profile: 'team', sim: 'acme-research'})
+    // The profile's owner: its VMs go into the owner's project.
+    expect([...ctx.sim.projects.values()].map((project) => project.name)).toEqual(['tcli-owner-alice'])
     expect(await rentsIn([], {TARGON_PROFILE: 'team'})).toEqual({org: 'acme-research', profile: 'team', sim: 'acme-research'})
 
     // In text mode, one line on stderr says where a command acts.

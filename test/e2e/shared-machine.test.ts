@@ -27,15 +27,15 @@ describe('locks that no one else can block', () => {
     const uid = process.getuid?.() ?? 0
     const theirs = otherUsersDir('targon-theirs-runtime-', 0o777)
     asOther('mkdir', '-p', '-m', '777', join(theirs, 'targon-fleet'), `/tmp/targon-fleet-${uid}`)
-    const configDir = tempDir('targon-config-')
-    const vm = await oneVm(configDir)
     for (const extra of [{XDG_RUNTIME_DIR: theirs}, {TMPDIR: theirs, XDG_RUNTIME_DIR: undefined}]) {
+      const configDir = tempDir('targon-config-')
+      const vm = await oneVm(configDir)
       const down = await runCli(['down', '--all', '--json'], {env: env({...extra, TARGON_CONFIG_DIR: configDir})})
       expect(down.code, down.stdout + down.stderr).toBe(0)
+      expect(parseJson(down).data.results.map((result: {uid: string}) => result.uid)).toContain(vm)
+      expect(simulator.current.billing()).toEqual([])
     }
 
-    expect(simulator.current.current(vm)?.status).not.toBe('running')
-    expect(simulator.current.billing()).toEqual([])
     rmSync(`/tmp/targon-fleet-${uid}`, {force: true, recursive: true})
   })
 
@@ -43,7 +43,9 @@ describe('locks that no one else can block', () => {
     const vm = await oneVm(tempDir('targon-config-'))
     const [shell, cron] = await Promise.all([
       runCli(['down', vm, '--json'], {env: env({TARGON_CONFIG_DIR: tempDir('targon-a-'), XDG_RUNTIME_DIR: tempDir('targon-run-')})}),
-      runCli(['down', vm, '--json'], {env: env({TARGON_CONFIG_DIR: tempDir('targon-b-'), TMPDIR: tempDir('targon-tmp-')})}),
+      runCli(['down', vm, '--json'], {
+        env: env({HOME: tempDir('targon-cron-home-'), TARGON_CONFIG_DIR: tempDir('targon-b-'), TMPDIR: tempDir('targon-tmp-')}),
+      }),
     ])
     expect(shell.code, shell.stdout + shell.stderr).toBe(0)
     expect(cron.code, cron.stdout + cron.stderr).toBe(0)
@@ -99,6 +101,20 @@ describe('trust by owner and mode', () => {
     expect(parseJson(run).error.hint).toBe(
       `it is ${OTHER_USER}'s: run targon without sudo, or set TARGON_CONFIG_DIR to a directory of root's`,
     )
+  })
+
+  it("refuses a host-key pin file that the other user owns, rather than trusting the VM's key anew", async () => {
+    const configDir = tempDir('targon-config-')
+    const vm = await oneVm(configDir)
+    mkdirSync(join(configDir, 'known_hosts.d'), {mode: 0o700})
+    const pin = join(configDir, 'known_hosts.d', vm)
+    writeFileSync(pin, `targon-${vm} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n`, {mode: 0o600})
+    execFileSync('chown', [OTHER_USER, pin])
+    const ssh = await runCli(['ssh', vm, '--print', '--json'], {env: env({TARGON_CONFIG_DIR: configDir})})
+    expect(ssh.code).toBe(3)
+    expect(parseJson(ssh).error.message).toMatch(/belongs to another user/)
+    expect(statSync(pin).uid).not.toBe(0)
+    expect((await runCli(['down', vm, '--json'], {env: env({TARGON_CONFIG_DIR: configDir})})).code).toBe(0)
   })
 
   it('never changes the mode of an existing directory: a shared one is refused and stays as it was', async () => {
@@ -195,12 +211,15 @@ describe('no secret leaves', () => {
       `{"api-key": ["${key}"]}`,
       `{"api-key": "${key} ${key}"}`,
       `{"org": "${key}", "api-key": 7}`,
+      `{"api-key": "${key}", "profile": "${key}"}`,
+      `{"api-key": "${key}", "profiles": {"x": "${key}"}, "profile": "x"}`,
     ]
     const commands = [
       ['status'],
       ['status', '--json'],
       ['config', 'list'],
-      ['up', 'rtx6000b-small', '--max-price', '1.8'],
+      ['config', 'get', 'org'],
+      ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap'],
       ['down', '--all'],
     ]
     const runs = brokenFiles.flatMap((text) => {
@@ -215,6 +234,8 @@ describe('no secret leaves', () => {
     for (const {label, output} of await Promise.all(runs)) {
       for (let start = 0; start + 6 <= key.length; start++) expect(output, label).not.toContain(key.slice(start, start + 6))
     }
+
+    expect(simulator.current.billing()).toEqual([])
   })
 
   it('refuses a plain-http API URL to another host (the key would travel in clear text), and takes one to this machine', async () => {

@@ -99,8 +99,11 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    // Decoded across chunks: a chunk's own toString() would garble a character split between two.
+    child.stdout.setEncoding('utf8')
+    child.stderr.setEncoding('utf8')
+    child.stdout.on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.on('data', (chunk: string) => (stderr += chunk))
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
     child.on('error', reject)
     child.on('close', (code, signal) => {

@@ -113,19 +113,27 @@ describe('the lock, when its holder crashed or its directory is not private', ()
 
   it('keeps its locks under the home directory it is given, and refuses a lock directory others can write to', () => {
     const home = tempDir()
+    const config = tempDir()
     const expected = join(home, '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock')
-    expect(deleteLockPath('acme', 'wrk-1', home)).toBe(expected)
+    expect(deleteLockPath('acme', 'wrk-1', config, home)).toBe(expected)
     chmodSync(join(home, '.local', 'state', 'targon-fleet', 'locks'), 0o777)
-    expect(() => deleteLockPath('acme', 'wrk-1', home)).toThrow(/writable by other users/)
+    expect(() => deleteLockPath('acme', 'wrk-1', config, home)).toThrow(/writable by other users/)
     chmodSync(join(home, '.local', 'state', 'targon-fleet', 'locks'), 0o700)
-    expect(deleteLockPath('acme', 'wrk-1', home)).toBe(expected)
+    expect(deleteLockPath('acme', 'wrk-1', config, home)).toBe(expected)
+  })
+
+  it('locks in the config directory when the home directory cannot be used (no passwd entry, or unwritable)', () => {
+    const config = tempDir()
+    const expected = join(config, 'locks', 'delete', 'acme', 'wrk-1.lock')
+    expect(deleteLockPath('acme', 'wrk-1', config, null)).toBe(expected)
+    expect(deleteLockPath('acme', 'wrk-1', config, '/proc/version/nohome')).toBe(expected)
   })
 
   it('takes its home directory from the password database, whatever HOME, TMPDIR and XDG_RUNTIME_DIR say', () => {
     const saved = {...process.env}
     try {
       Object.assign(process.env, {HOME: tempDir(), TMPDIR: tempDir(), XDG_RUNTIME_DIR: tempDir()})
-      expect(deleteLockPath('acme', 'wrk-1')).toBe(
+      expect(deleteLockPath('acme', 'wrk-1', tempDir())).toBe(
         join(userInfo().homedir, '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock'),
       )
     } finally {

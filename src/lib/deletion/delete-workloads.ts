@@ -109,7 +109,7 @@ class Deletion {
 
   async run(): Promise<DeleteResult> {
     try {
-      return await withFileLock(deleteLockPath(this.org, this.target.uid), (waited) => this.start(waited), {
+      return await withFileLock(deleteLockPath(this.org, this.target.uid, this.state.dir), (waited) => this.start(waited), {
         onWait: () => this.options.onProgress?.(`${this.label()}: another targon run is deleting it; waiting for that`),
         timeoutMs: this.deadline - Date.now(),
       })

@@ -146,16 +146,17 @@ export async function runDown(
   state: LocalState,
   options: DownOptions,
 ): Promise<DownResult> {
-  const view = await snapshot(client, org, state)
+  const {selection} = options
+  const view = await snapshot(client, org, state, isBulk(selection) || selection.owner !== null)
   for (const problem of view.problems) options.warn(problem)
   state.pruneDeleteNotes(org, new Set(view.vms.map((vm) => vm.uid)))
   const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
     refuseMixedOwners(chosen, scope)
-    // Whatever bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
+    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
     const outside = scoped(
-      select(view.vms, {...options.selection, any_owner: true}, options.labelFleet).chosen.filter((vm) => vm.billing !== false),
+      view.vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false),
       scope,
     ).outside
     const note = outsideWarning(outside, scope)

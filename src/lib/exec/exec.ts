@@ -7,6 +7,7 @@ import {LineSplitter} from '../shell/lines.js'
 import type {ExecResult, ExecVmResult} from '../contract.js'
 import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
+import type {OwnerScope} from '../fleet/owners.js'
 import {asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -17,6 +18,7 @@ export const EXEC_TAIL_LINES = 20
 
 export interface ExecOptions {
   org: string
+  owners: OwnerScope
   fleet: string
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]

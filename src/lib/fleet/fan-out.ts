@@ -9,6 +9,7 @@ import {checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+import {type OwnerScope, scoped} from './owners.js'
 import {type KnownVm, findOneVm, snapshot} from './workloads.js'
 
 /** How long SSH may take to answer, per VM. */
@@ -17,6 +18,8 @@ const CONNECT_MS = 30_000
 export interface VmSelection {
   org: string
   fleet: string
+  /** With an owner set, a fleet is the owner's VMs of it, and names resolve among them first. */
+  owners: OwnerScope
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
 }
@@ -25,12 +28,13 @@ export interface VmSelection {
 export async function selectVms(client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
   // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
   checkSshFiles(state.dir)
-  const view = await snapshot(client, selection.org, state)
+  const {owners} = selection
+  const view = await snapshot(client, selection.org, state, owners.owner !== null)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0
-      ? [...new Map(selection.targets.map((target) => findOneVm(live, target, selection.fleet)).map((vm) => [vm.uid, vm])).values()]
-      : live.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
+      ? [...new Map(selection.targets.map((target) => findOneVm(live, target, selection.fleet, owners)).map((vm) => [vm.uid, vm])).values()]
+      : scoped(live, owners).seen.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
   if (vms.length === 0)
     throw new TargonError('NOT_FOUND', `no running VMs in fleet ${selection.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
   return vms

@@ -9,7 +9,6 @@ import {mapBounded} from '../deletion/delete-workloads.js'
 import {resolveSetting} from '../settings/settings.js'
 import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
-import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import type {Workload} from '../targon/schemas.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 
@@ -42,25 +41,42 @@ export async function ownerProjects(client: TargonClient, org: string): Promise<
   return owners
 }
 
-/** The owner of a VM in `projectId`: null for none (no project, or a project that is not an owner's). */
-function ownerOf(owners: OwnerMap, projectId: string | null | undefined): string | null {
-  return projectId ? (owners.get(projectId) ?? null) : null
-}
+/**
+ * A VM's owner: the name, null for none (no project, or a project that is not an owner's), undefined when it could
+ * not be read. An unknown owner is never taken for none: it is nobody's to delete in bulk.
+ */
+export type VmOwner = string | null | undefined
+
+/** Full reads of workloads in flight at once, for listing items without project_id. */
+const FULL_READS_IN_FLIGHT = 8
 
 /**
- * The owner of each workload, by uid. An item that comes without a project_id field (the summary shape of Targon's
- * SDK leaves it out) is read in full, as the full workload has it; one that cannot be read has no known owner and
- * counts as none. The projects are listed only when some workload is in one.
+ * The owner of each workload, by uid. An item without a project_id field (the summary shape of Targon's SDK leaves
+ * it out) is read in full, which has it, when `readMissing` (that costs a request per VM, so only runs that scope by
+ * owner ask); otherwise, or when the read fails, its owner is unknown. The projects are listed only when some
+ * workload is in one.
  */
-export async function ownersOfListed(client: TargonClient, org: string, workloads: Workload[]): Promise<Map<string, string | null>> {
-  const projectIds = new Map<string, string | null>()
+export async function ownersOfListed(
+  client: TargonClient,
+  org: string,
+  workloads: Workload[],
+  readMissing: boolean,
+): Promise<Map<string, VmOwner>> {
+  const projectIds = new Map<string, string | null | undefined>()
+  for (const workload of workloads) projectIds.set(workload.uid, workload.project_id)
   const unread = workloads.filter((workload) => workload.project_id === undefined).map((workload) => workload.uid)
-  for (const workload of workloads) if (workload.project_id !== undefined) projectIds.set(workload.uid, workload.project_id)
-  await mapBounded(unread, MAX_MUTATIONS_IN_FLIGHT, async (uid) => {
-    projectIds.set(uid, (await client.getWorkload(org, uid).catch(() => undefined))?.project_id ?? null)
-  })
+  if (readMissing)
+    await mapBounded(unread, FULL_READS_IN_FLIGHT, async (uid) => {
+      const full = await client.getWorkload(org, uid).catch(() => undefined)
+      projectIds.set(uid, full ? (full.project_id ?? null) : undefined)
+    })
   const owners = [...projectIds.values()].some(Boolean) ? await ownerProjects(client, org) : new Map<string, string>()
-  return new Map([...projectIds].map(([uid, projectId]) => [uid, ownerOf(owners, projectId)]))
+  return new Map(
+    [...projectIds].map(([uid, projectId]): [string, VmOwner] => [
+      uid,
+      projectId === undefined ? undefined : projectId === null ? null : (owners.get(projectId) ?? null),
+    ]),
+  )
 }
 
 /**
@@ -83,9 +99,9 @@ export async function ensureOwnerProject(client: TargonClient, org: string, owne
   }
 }
 
-/** The VMs a scope sees, and how many of the rest (by owner; `null` for none) it leaves out. */
-export function scoped<T extends {owner: string | null}>(vms: T[], scope: OwnerScope): {seen: T[]; outside: Map<string | null, number>} {
-  const outside = new Map<string | null, number>()
+/** The VMs a scope sees, and how many of the rest it leaves out, by owner (null: none; undefined: unknown). */
+export function scoped<T extends {owner: VmOwner}>(vms: T[], scope: OwnerScope): {seen: T[]; outside: Map<VmOwner, number>} {
+  const outside = new Map<VmOwner, number>()
   const seen: T[] = []
   for (const vm of vms) {
     if (scope.anyOwner || scope.owner === null || vm.owner === scope.owner) seen.push(vm)
@@ -97,9 +113,10 @@ export function scoped<T extends {owner: string | null}>(vms: T[], scope: OwnerS
 
 /**
  * What a name a user typed means under a scope: with an owner set, the owner's VMs first, then VMs without an owner;
- * another owner's VM only by its exact uid. Without an owner, or with --any-owner, every VM.
+ * another owner's VM, or one whose owner is unknown, only by its exact uid. Without an owner, or with --any-owner,
+ * every VM.
  */
-export function findForOwner<T extends {owner: string | null; uid: string}>(
+export function findForOwner<T extends {owner: VmOwner; uid: string}>(
   vms: T[],
   scope: OwnerScope,
   target: string,
@@ -114,30 +131,35 @@ export function findForOwner<T extends {owner: string | null; uid: string}>(
   return vms.filter((vm) => vm.uid === target)
 }
 
-/** The warning for billing VMs a scope leaves out, if any. */
-export function outsideWarning(outside: Map<string | null, number>, scope: OwnerScope): string | undefined {
+/** The warning for billing VMs of this tool that a scope leaves out, if any. */
+export function outsideWarning(outside: Map<VmOwner, number>, scope: OwnerScope): string | undefined {
   if (outside.size === 0) return undefined
   const total = [...outside.values()].reduce((sum, count) => sum + count, 0)
   return `${total} more VM(s) of this tool bill in the org outside owner ${scope.owner}: ${ownerCounts(outside)}; --any-owner shows them`
 }
 
-/** "2 of bob, 1 without an owner" */
-export function ownerCounts(counts: Map<string | null, number>): string {
+/** "2 of bob, 1 without an owner, 1 whose owner could not be read" */
+export function ownerCounts(counts: Map<VmOwner, number>): string {
+  const rank = (owner: VmOwner) => (typeof owner === 'string' ? 0 : owner === null ? 1 : 2)
   return [...counts]
-    .sort(([a], [b]) => (a === null ? 1 : b === null ? -1 : a.localeCompare(b)))
-    .map(([owner, count]) => `${count} ${owner === null ? 'without an owner' : `of ${owner}`}`)
+    .sort(([a], [b]) => rank(a) - rank(b) || String(a).localeCompare(String(b)))
+    .map(
+      ([owner, count]) =>
+        `${count} ${typeof owner === 'string' ? `of ${owner}` : owner === null ? 'without an owner' : 'whose owner could not be read'}`,
+    )
     .join(', ')
 }
 
 /**
- * With no owner set, a bulk deletion that would reach VMs of more than one owner (no owner counting as one) is
- * refused: in a shared org it would delete a colleague's run. --any-owner deletes them all, as asked.
+ * With no owner set, a bulk deletion that would reach VMs of more than one owner (no owner counting as one), or a
+ * VM whose owner could not be read, is refused: in a shared org it would delete a colleague's run. --any-owner
+ * deletes them all, as asked.
  */
-export function refuseMixedOwners(vms: {owner: string | null}[], scope: OwnerScope): void {
+export function refuseMixedOwners(vms: {owner: VmOwner}[], scope: OwnerScope): void {
   if (scope.owner !== null || scope.anyOwner) return
-  const counts = new Map<string | null, number>()
+  const counts = new Map<VmOwner, number>()
   for (const vm of vms) counts.set(vm.owner, (counts.get(vm.owner) ?? 0) + 1)
-  if (counts.size <= 1) return
+  if (counts.size <= 1 && !counts.has(undefined)) return
   throw new TargonError('USAGE', `the selection holds VMs of more than one owner: ${ownerCounts(counts)}`, {
     hint: 'set your owner (targon config set owner NAME, or TARGON_OWNER) to delete your own, or pass --any-owner to delete them all',
   })

@@ -6,7 +6,7 @@ import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
-import {ownersOfListed} from './owners.js'
+import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed} from './owners.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 
@@ -17,8 +17,8 @@ export interface KnownVm {
   fleet: string | null
   /** Created by this tool: a tcli- name, or a local record. */
   owned: boolean
-  /** Whose it is in a shared org (see owners.ts); null: no owner. Read for this tool's VMs that are not gone. */
-  owner: string | null
+  /** Whose it is in a shared org (see owners.ts): null for none, undefined when unknown. Read for this tool's live VMs. */
+  owner: VmOwner
   workload: Workload
   record?: VmRecord
   /** What this machine learned from deleting it, if anything. */
@@ -44,7 +44,11 @@ export interface FleetSnapshot {
   problems: string[]
 }
 
-export async function snapshot(client: TargonClient, org: string, state: LocalState): Promise<FleetSnapshot> {
+/**
+ * The org's VMs joined with local state. `readOwners`: read in full the listing items that come without project_id,
+ * to know their owner (see owners.ts); runs that do not scope by owner leave those owners unknown.
+ */
+export async function snapshot(client: TargonClient, org: string, state: LocalState, readOwners = false): Promise<FleetSnapshot> {
   const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
   const notes = state.deleteNotes(org)
@@ -64,7 +68,7 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
       name: workload.name ?? null,
       note,
       owned: fleetOf(workload.name) !== undefined || record !== undefined,
-      owner: null,
+      owner: undefined,
       record,
       status,
       uid: workload.uid,
@@ -75,8 +79,9 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     client,
     org,
     vms.filter((vm) => vm.owned && !vm.gone).map((vm) => vm.workload),
+    readOwners,
   )
-  for (const vm of vms) vm.owner = owners.get(vm.uid) ?? null
+  for (const vm of vms) vm.owner = owners.get(vm.uid)
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   return {invalid, localOnly, problems, vms}
@@ -102,9 +107,12 @@ export function resolveVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET)
   )
 }
 
-/** The one VM a user named: NOT_FOUND (exit 4) when none matches, NAME_CONFLICT when several do. */
-export function findOneVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET): KnownVm {
-  const matches = resolveVm(vms, target, fleet)
+/**
+ * The one VM a user named, under an owner scope (see findForOwner): NOT_FOUND (exit 4) when none matches,
+ * NAME_CONFLICT when several do.
+ */
+export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: OwnerScope): KnownVm {
+  const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, fleet))
   if (matches.length === 0)
     throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
   if (matches.length > 1)

@@ -6,6 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {LogsResult} from '../contract.js'
 import {findOneVm, snapshot} from '../fleet/workloads.js'
+import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -22,6 +23,7 @@ export const CONSOLE_TAIL_LINES = 20
 
 export interface LogsOptions {
   org: string
+  owners: OwnerScope
   target: string
   fleet: string
   tail?: number
@@ -34,11 +36,12 @@ export interface LogsOptions {
 }
 
 export async function runLogs(client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
-  const view = await snapshot(client, options.org, state)
+  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,
     options.fleet,
+    options.owners,
   )
   let warnedLarge = false
   // Over the body cap Targon's log keeps only its tail; said once.

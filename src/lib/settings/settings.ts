@@ -347,11 +347,20 @@ export async function profileNames(dir = configDir()): Promise<string[]> {
   return configFileExists(dir) ? Object.keys(profileTable(await openConfig(dir))) : []
 }
 
-/** The `config use` choice, if any. */
+/**
+ * The `config use` choice, if any. A hand-edited choice that names no profile of the file is refused without being
+ * quoted: a key pasted into the wrong field is still the key.
+ */
 export async function configuredProfile(dir = configDir()): Promise<string | undefined> {
   if (!configFileExists(dir)) return undefined
-  const chosen = (await openConfig(dir)).get(CHOSEN_PROFILE_KEY)
-  return typeof chosen === 'string' && chosen !== '' ? chosen : undefined
+  const store = await openConfig(dir)
+  const chosen = store.get(CHOSEN_PROFILE_KEY)
+  if (chosen === undefined || chosen === null || chosen === '' || chosen === DEFAULT_PROFILE) return undefined
+  if (typeof chosen !== 'string' || !PROFILE_NAME.test(chosen) || !Object.hasOwn(profileTable(store), chosen))
+    throw new TargonError('CONFIG', `config file ${store.path}: "${CHOSEN_PROFILE_KEY}" names no profile of the file`, {
+      hint: 'run targon config use <profile> (or targon config use default)',
+    })
+  return chosen
 }
 
 /** `config use`: the profile for runs that name none (undefined: the default one). */
@@ -367,7 +376,7 @@ export async function removeProfile(dir: string, profile: string): Promise<void>
   const profiles = {...profileTable(store)}
   delete profiles[profile]
   store.set(PROFILES_KEY, profiles)
-  if ((await configuredProfile(dir)) === profile) store.delete(CHOSEN_PROFILE_KEY)
+  if (store.get(CHOSEN_PROFILE_KEY) === profile) store.delete(CHOSEN_PROFILE_KEY)
 }
 
 /** Where the file keeps the named profiles, and the `config use` choice: beside the default profile's keys. */

@@ -9,6 +9,7 @@ import {join} from 'node:path'
 import {type LocalState, writeAtomically} from '../state/local-state.js'
 import {childPath} from '../state/paths.js'
 import {assertOwnDir, readOwnFile} from '../state/trust.js'
+import {TargonError} from '../shell/errors.js'
 
 export function hostKeyAlias(uid: string): string {
   return `targon-${uid}`
@@ -23,17 +24,25 @@ export function checkPinDir(configDir: string): void {
   assertOwnDir(join(configDir, 'known_hosts.d'), 'host-key directory')
 }
 
-/** The pinned "type base64" key of a VM, if any. */
+/**
+ * The pinned "type base64" key of a VM; undefined when it has no pin file. A pin file that another user owns or can
+ * write is refused (CONFIG), never taken for a missing one: that would trust the next key anew.
+ */
 export function readPin(configDir: string, uid: string): string | undefined {
   checkPinDir(configDir)
+  let text: string
   try {
-    const line = readOwnFile(pinFile(configDir, uid))
-      .split('\n')
-      .find((entry) => entry.trim() && !entry.startsWith('#'))
-    return line?.split(/\s+/).slice(1, 3).join(' ') || undefined
-  } catch {
-    return undefined
+    text = readOwnFile(pinFile(configDir, uid))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    if (error instanceof TargonError) throw error
+    throw new TargonError('CONFIG', `cannot read the host-key pin ${pinFile(configDir, uid)}: ${(error as Error).message}`, {
+      hint: 'move it away if it is not yours; targon then pins the key from the VM record, or on first contact',
+    })
   }
+
+  const line = text.split('\n').find((entry) => entry.trim() && !entry.startsWith('#'))
+  return line?.split(/\s+/).slice(1, 3).join(' ') || undefined
 }
 
 export function writePin(configDir: string, uid: string, host: string, port: number, key: string): string {

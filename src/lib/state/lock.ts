@@ -68,22 +68,41 @@ export async function withFileLock<T>(
  * The lock that keeps two DELETEs of one workload from being in flight at once, across every run of this user,
  * whatever its config directory or environment: it lives under the home directory that the password database gives
  * (~/.local/state/targon-fleet/locks), never where HOME, TMPDIR or XDG_RUNTIME_DIR point, so that cron and an
- * interactive shell lock in one place and no other user can create it first. Keyed by org and uid.
+ * interactive shell lock in one place and no other user can create it first. A user without a usable home of its
+ * own (no entry in the password database, as in some containers, or a home it cannot write) locks in the config
+ * directory, which is checked as private: runs with other config directories are then not kept apart. A lock
+ * directory that is there but not private is refused, never worked around. Keyed by org and uid.
  */
-export function deleteLockPath(org: string, uid: string, home = userInfo().homedir): string {
-  const state = join(home, '.local', 'state', 'targon-fleet')
-  const base = join(state, 'locks')
-  try {
-    mkdirSync(base, {mode: 0o700, recursive: true})
-  } catch (error) {
-    throw new TargonError('CONFIG', `cannot create the lock directory ${base}: ${(error as Error).message}`, {
-      hint: `make ${home} writable for this user`,
-    })
+export function deleteLockPath(org: string, uid: string, configDir: string, home: string | null = homeOfUser()): string {
+  const state = home === null ? undefined : join(home, '.local', 'state', 'targon-fleet')
+  let base = state === undefined ? undefined : join(state, 'locks')
+  if (base !== undefined) {
+    try {
+      mkdirSync(base, {mode: 0o700, recursive: true})
+    } catch {
+      base = undefined
+    }
   }
 
-  assertOwnDir(state, 'lock directory')
-  assertOwnDir(base, 'lock directory')
+  if (state !== undefined && base !== undefined) {
+    assertOwnDir(state, 'lock directory')
+    assertOwnDir(base, 'lock directory')
+  } else {
+    base = join(configDir, 'locks')
+    mkdirSync(base, {mode: 0o700, recursive: true})
+    assertOwnDir(base, 'lock directory')
+  }
+
   return childPath(childPath(join(base, 'delete'), org), uid, '.lock')
+}
+
+/** The home directory of this user in the password database; null without an entry there. */
+function homeOfUser(): string | null {
+  try {
+    return userInfo().homedir || null
+  } catch {
+    return null
+  }
 }
 
 /** The lock file's text, or undefined when it is gone. */

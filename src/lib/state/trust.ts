@@ -20,6 +20,13 @@ export function assertConfigDir(dir: string): void {
   const found = lstatOrUndefined(dir)
   if (!found) return
   if (!found.isSymbolicLink()) return checkDir(dir, found, 'config directory')
+  // The link itself must be ours, in a directory nobody else may replace it in: the path is resolved again later.
+  checkOwner(dir, found, 'config directory link')
+  const parent = lstatOrUndefined(dirname(dir))
+  if (parent && (parent.mode & 0o022) !== 0 && (parent.mode & 0o1000) === 0)
+    throw new TargonError('CONFIG', `config directory ${dir} is a link in ${dirname(dir)}, which other users can write`, {
+      hint: `point TARGON_CONFIG_DIR at the directory itself`,
+    })
   const target = resolve(dirname(dir), readlinkSync(dir))
   const targetStats = lstatOrUndefined(target)
   if (!targetStats) return

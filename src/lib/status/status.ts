@@ -7,7 +7,7 @@ import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
-import {type OwnerScope, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
+import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../shell/errors.js'
 import {countOf} from '../shell/output.js'
@@ -31,15 +31,19 @@ export interface StatusOptions {
 }
 
 export async function runStatus(client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
-  const view = await snapshot(client, options.org, state)
+  const view = await snapshot(client, options.org, state, options.owners.owner !== null || options.owners.anyOwner)
   for (const problem of view.problems) options.warn(problem)
   const picked = select(view.vms, options)
-  // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing.
+  // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
+  // out is every billing VM of this tool outside the owner's, whatever the other selectors.
   const selected = options.targets.length > 0 ? picked : scoped(picked, options.owners).seen
-  const outsideBilling = scoped(
-    picked.filter((vm) => vm.billing !== false),
-    options.owners,
-  ).outside
+  const outsideBilling =
+    options.targets.length > 0
+      ? new Map<VmOwner, number>()
+      : scoped(
+          view.vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false),
+          options.owners,
+        ).outside
   const outsideNote = outsideWarning(outsideBilling, options.owners)
   if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !gpuModelOf(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
@@ -69,7 +73,11 @@ export async function runStatus(client: TargonClient, state: LocalState, options
     fleet: options.fleet,
     invalid_answers: invalid,
     org: options.org,
-    outside_owner: [...outsideBilling].map(([owner, count]) => ({billing_count: count, owner})),
+    outside_owner: [...outsideBilling].map(([owner, count]) => ({
+      billing_count: count,
+      owner: owner ?? null,
+      owner_known: owner !== undefined,
+    })),
     owner: options.owners.anyOwner ? null : options.owners.owner,
     totals,
     vms,
@@ -168,7 +176,8 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
     max_cost_usd: record?.max_cost_usd ?? null,
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
-    owner: vm.owner,
+    owner: vm.owner ?? null,
+    owner_known: vm.owner !== undefined,
     price_per_hour: price,
     frozen_price_per_hour: workload.frozen_cost_per_hour ?? null,
     public_ip: workload.state?.public_ip ?? null,

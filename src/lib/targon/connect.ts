@@ -1,6 +1,6 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
 import {TargonError} from '../shell/errors.js'
-import {configFilePath, resolveSetting} from '../settings/settings.js'
+import {DEFAULT_PROFILE, activeProfile, configDir, configFilePath, readStoredValue, resolveSetting} from '../settings/settings.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {
@@ -16,10 +16,18 @@ export async function connect(options: ConnectOptions): Promise<TargonClient> {
     requestTimeoutMs: await resolveSetting('http-timeout'),
     signal: options.signal,
     token: options.auth ? await apiKey() : undefined,
-    // As resolveSetting decides: the environment wins over the config file.
-    tokenSource: process.env.TARGON_API_KEY?.trim() ? 'TARGON_API_KEY' : `the api-key in ${configFilePath()}`,
+    tokenSource: options.auth ? await apiKeySource() : undefined,
     trace: options.trace,
   })
+}
+
+/** Where the key came from, as resolveSetting decides: a named profile's key, else TARGON_API_KEY, else the profile's. */
+async function apiKeySource(): Promise<string> {
+  const profile = await activeProfile()
+  const inFile = `the api-key${profile.name === DEFAULT_PROFILE ? '' : ` of profile ${profile.name}`} in ${configFilePath()}`
+  const named = profile.source === 'flag' || profile.source === 'env'
+  if (named && (await readStoredValue('api-key', configDir(), profile.name)) !== undefined) return inFile
+  return process.env.TARGON_API_KEY?.trim() ? 'TARGON_API_KEY' : inFile
 }
 
 async function apiKey(): Promise<string> {
