@@ -261,6 +261,10 @@ export const StatusResultSchema = z.object({
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 
+const HostKeySchema = z
+  .object({fingerprint: z.string(), new: z.boolean().describe('pinned by this run, on first contact')})
+  .describe('the pinned host key')
+
 export const SshResultSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
@@ -270,9 +274,7 @@ export const SshResultSchema = z.object({
   identity_file: z.string(),
   known_hosts_file: z.string(),
   host_key_alias: z.string(),
-  host_key: z
-    .object({fingerprint: z.string(), new: z.boolean().describe('pinned by this run, on first contact')})
-    .describe('the pinned host key'),
+  host_key: HostKeySchema,
   argv: z.array(z.string()).describe('the OpenSSH command line, ready to exec'),
 })
 export type SshResult = z.infer<typeof SshResultSchema>
@@ -301,6 +303,7 @@ export const ExecVmResultSchema = z.object({
   duration_ms: z.number(),
   error: z.string().nullable().describe('why the command could not run or was cut short'),
   tail: z.array(z.string()).describe('the last lines of output, stdout and stderr as they came'),
+  host_key: HostKeySchema.nullable().describe('the pinned host key; null: no SSH connection was made'),
 })
 export type ExecVmResult = z.infer<typeof ExecVmResultSchema>
 
@@ -326,6 +329,7 @@ export const CopyVmResultSchema = z.object({
   duration_ms: z.number(),
   ok: z.boolean().describe('true only when every file was copied and nothing was refused'),
   error: z.string().nullable().describe('why this VM failed: SSH, a missing path, or a count of the files that failed'),
+  host_key: HostKeySchema.nullable().describe('the pinned host key; null: no SSH connection was made'),
   copied: z.array(z.string()).describe('files copied, as <name>/<path> under the copied root'),
   failed: z
     .array(z.object({path: z.string(), error: z.string()}))

@@ -28,6 +28,8 @@ describe('targon exec', () => {
     const mark = await targon(['exec', '--vms', bad!.name, '--json', '--', 'touch', '/home/ubuntu/fail', '&&', 'echo', 'marked'])
     expect(mark.code, mark.stdout + mark.stderr).toBe(0)
     expect(parseJson(mark).data.results).toMatchObject([{exit_code: 0, name: bad!.name, tail: ['marked']}])
+    // Its first contact: the key is pinned now, and --json says so.
+    expect(parseJson(mark).data.results[0].host_key).toMatchObject({fingerprint: expect.stringMatching(/^SHA256:/), new: true})
     expect(simulated.farm.vm(bad!.uid).hasFile('/home/ubuntu/fail')).toBe(true)
     expect(good.every((vm) => !simulated.farm.vm(vm.uid).hasFile('/home/ubuntu/fail'))).toBe(true)
 
@@ -59,6 +61,7 @@ describe('targon exec', () => {
     expect(failedHost.tail.filter((line) => line !== 'warn')).toEqual(['line1', 'line2', 'line3', 'found the marker'])
     expect(failedHost.tail).toContain('warn')
     for (const vm of good) expect(results.get(vm.name)).toMatchObject({exit_code: 0, error: null, uid: vm.uid})
+    expect(failedHost).toMatchObject({host_key: {new: false}})
     expect(doc.data.results.every((result: {duration_ms: number}) => result.duration_ms >= 0)).toBe(true)
 
     const ok = await targon(['exec', '--vms', good.map((vm) => vm.name).join(','), '--json', '--', 'true'])

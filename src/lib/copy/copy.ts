@@ -115,6 +115,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
     error: null,
     failed: [],
     files: 0,
+    host_key: null,
     ok: false,
     planned_files: 0,
     skipped: [],
@@ -123,7 +124,8 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
     vm: name,
   }
   try {
-    const session = await openVm(vm, options)
+    const {hostKey, session} = await openVm(vm, options)
+    result.host_key = hostKey
     try {
       const local = new LocalSide()
       const remote = new RemoteSide(await session.sftp(), (listener) => session.onLost(listener))

@@ -8,6 +8,7 @@ import type {ExecResult, ExecVmResult} from '../contract.js'
 import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
+import type {PinnedKey} from '../ssh/connect-info.js'
 import {asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -55,8 +56,11 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
 
   const stdout = new LineSplitter((line) => emit('stdout', line))
   const stderr = new LineSplitter((line) => emit('stderr', line))
+  let hostKey: PinnedKey | null = null
   try {
-    const session = await openVm(vm, options)
+    const opened = await openVm(vm, options)
+    const {session} = opened
+    hostKey = opened.hostKey
     try {
       const run = await session.exec(options.command, {
         onStderr: (chunk) => stderr.push(chunk),
@@ -69,6 +73,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
         duration_ms: Date.now() - started,
         error: run.aborted ? 'interrupted: the remote command was sent SIGTERM' : run.signal ? `killed by ${run.signal}` : null,
         exit_code: run.aborted ? null : (run.code ?? 255),
+        host_key: hostKey,
         name,
         tail,
         uid: vm.uid,
@@ -80,6 +85,14 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
     stdout.flush()
     stderr.flush()
     const failure = asTargonError(error)
-    return {duration_ms: Date.now() - started, error: `${failure.code}: ${failure.message}`, exit_code: null, name, tail, uid: vm.uid}
+    return {
+      duration_ms: Date.now() - started,
+      error: `${failure.code}: ${failure.message}`,
+      exit_code: null,
+      host_key: hostKey,
+      name,
+      tail,
+      uid: vm.uid,
+    }
   }
 }

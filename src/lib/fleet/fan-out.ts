@@ -5,7 +5,7 @@
  */
 import {mapBounded} from '../deletion/delete-workloads.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../shell/errors.js'
-import {checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
+import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -50,13 +50,19 @@ export function parseVmList(flag: string | undefined): string[] {
   return names
 }
 
-/** One SSH session to a VM of the run, with its pinned host key; none once the run is interrupted. */
+/** One SSH session to a VM of the run, with its pinned host key (and whether it was pinned now); none once the run is interrupted. */
 export async function openVm(
   vm: KnownVm,
   options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void},
-): Promise<SshSession> {
+): Promise<{session: SshSession; hostKey: PinnedKey}> {
   if (options.signal?.aborted) throw asTargonError(options.signal.reason)
-  return openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {deadlineMs: CONNECT_MS, signal: options.signal})
+  let pinnedNow = false
+  const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
+    deadlineMs: CONNECT_MS,
+    onPinned: () => (pinnedNow = true),
+    signal: options.signal,
+  })
+  return {hostKey: {fingerprint: session.hostKey.fingerprint, new: pinnedNow}, session}
 }
 
 export interface FanOutEnd {
