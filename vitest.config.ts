@@ -3,6 +3,10 @@ import {configDefaults, defineConfig} from 'vitest/config'
 // The files that must run alone: 16 simulated VMs at once (their timing would starve the others on 2 cores), and
 // a global npm install.
 const ALONE = ['test/e2e/scale.test.ts', 'test/e2e/package.test.ts']
+// Logic alone, in process: any user, no root, no network (npx vitest run --project unit).
+const UNIT = ['test/unit/**/*.test.ts']
+// The simulated VMs (test/vm) need root and the tools of scripts/prerequisites.sh: checked once, before these.
+const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
 
 export default defineConfig({
   // As in the bundle (scripts/build.mjs): a shell script is imported as its text.
@@ -11,24 +15,25 @@ export default defineConfig({
   ],
   test: {
     pool: 'forks',
-    globalSetup: ['./test/helpers/prerequisites.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
+      {extends: true, test: {name: 'unit', include: UNIT, sequence: {groupOrder: 0}}},
       {
         extends: true,
         // Three files at a time on 2 cores: most of a scenario's time is spent waiting on timers, boots and sshd, not
         // on the CPU (measured: 461 s with three, 585 s with two, for the same tests).
         test: {
+          ...NEEDS_ROOT,
           name: 'shared',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...ALONE],
+          exclude: [...configDefaults.exclude, ...ALONE, ...UNIT],
           maxWorkers: 3,
           sequence: {groupOrder: 0},
         },
       },
-      {extends: true, test: {name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}}},
+      {extends: true, test: {...NEEDS_ROOT, name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}}},
     ],
   },
 })
