@@ -4,7 +4,7 @@ import {connect} from '../lib/targon/connect.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
-import {TargonError, isTargonError, usageError} from '../lib/shell/errors.js'
+import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
@@ -15,6 +15,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
+import {confirm} from '../lib/shell/prompt.js'
 
 export default class Down extends BaseCommand<typeof Down> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -175,21 +176,8 @@ otherwise, with a per-VM result.`)
    */
   private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
     if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
-    const {createInterface} = await import('node:readline/promises')
-    const prompt = createInterface({input: process.stdin, output: process.stderr})
-    // The prompt reads the terminal raw, so Ctrl-C arrives here rather than as a signal: it is an interrupt.
-    const interrupted = new Promise<never>((_resolve, reject) =>
-      prompt.once('SIGINT', () =>
-        reject(new TargonError('INTERRUPTED', 'interrupted at the prompt; nothing was deleted', {signal: 'SIGINT'})),
-      ),
-    )
-    try {
-      const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
-      const answer = await Promise.race([prompt.question(`Delete ${countOf(vms.length, 'VM')} (${names})? [y/N] `), interrupted])
-      return /^y(es)?$/i.test(answer.trim())
-    } finally {
-      prompt.close()
-    }
+    const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
+    return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted')
   }
 
   private render(result: DownResult): void {

@@ -48,6 +48,28 @@ function registeredUids(): string[] {
     .sort()
 }
 
+/** Runs targon on a real pseudo-terminal (stdin, stdout and stderr); `answer` is typed once `prompt` shows. */
+function onTerminal(args: string[], answer: string, prompt = '[y/N]'): Promise<{code: number | null; output: string}> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      'python3',
+      ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args],
+      {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))},
+      () => {},
+    )
+    let output = ''
+    let typed = false
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      if (!typed && output.includes(prompt)) {
+        typed = true
+        child.stdin?.write(answer)
+      }
+    })
+    child.on('close', (code) => resolve({code, output}))
+  })
+}
+
 describe('up, status, down', () => {
   it('rents a VM under the cap, shows it, and deletes it again', async () => {
     await setup()
@@ -293,31 +315,30 @@ describe('up, status, down', () => {
   it('down --all --json on a terminal asks first: --json is no consent', async () => {
     await setup()
     expect((await targon([...UP, '--json'])).code).toBe(0)
-    // A real pseudo-terminal for stdin, stdout and stderr; the answer "n" is typed at the prompt.
-    const onTerminal = (args: string[]) =>
-      new Promise<{code: number | null; output: string}>((resolve) => {
-        const child = execFile(
-          'python3',
-          ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args],
-          {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))},
-          () => {},
-        )
-        let output = ''
-        child.stdout?.on('data', (chunk: Buffer) => {
-          output += chunk.toString()
-          if (output.includes('[y/N]')) child.stdin?.write('n\n')
-        })
-        child.on('close', (code) => resolve({code, output}))
-      })
-    const declined = await onTerminal(['down', '--all', '--json'])
+    const declined = await onTerminal(['down', '--all', '--json'], 'n\n')
     expect(declined.output).toContain('Delete 1 VM')
     expect(declined.code).toBe(2)
     expect(declined.output).toContain('"code": "USAGE"')
     expect(sim.billing()).toHaveLength(1)
     expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
-    const confirmed = await onTerminal(['down', '--all', '--json', '--yes'])
+    const confirmed = await onTerminal(['down', '--all', '--json', '--yes'], '')
     expect(confirmed.code).toBe(0)
     expect(sim.billing()).toEqual([])
+  })
+
+  it('Ctrl-C at a prompt is an interrupt: exit 130, the envelope, nothing deleted or stored', async () => {
+    await setup()
+    expect((await targon([...UP, '--json'])).code).toBe(0)
+    const atDelete = await onTerminal(['down', '--all', '--json'], '\u0003')
+    expect(atDelete.code).toBe(130)
+    expect(atDelete.output).toContain('"code": "INTERRUPTED"')
+    expect(atDelete.output).toContain('interrupted at the prompt; nothing was deleted')
+    expect(sim.billing()).toHaveLength(1)
+    const atKey = await onTerminal(['config', 'set', 'api-key'], 'tgn_half\u0003', 'Targon API key: ')
+    expect(atKey.code).toBe(130)
+    expect(atKey.output).toContain('Error: interrupted at the prompt; nothing was stored')
+    expect(parseJson(await targon(['config', 'get', 'api-key', '--json'])).data.values.api_key).toBeNull()
+    expect((await targon(['down', '--all', '--yes'])).code).toBe(0)
   })
 
   it('auto-detects a single org, and lists the slugs when the key has several', async () => {

@@ -6,6 +6,7 @@ import {usageError} from '../../lib/shell/errors.js'
 import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 import {prose} from '../../lib/shell/output.js'
+import {readSecret} from '../../lib/shell/prompt.js'
 
 export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'
@@ -37,7 +38,7 @@ targon config use chose, else the default one (the file's top-level keys).`)
           'the API key is never taken from the command line',
           'run targon config set api-key, then paste it at the prompt or pipe it on stdin',
         )
-      value = await readSecret('Targon API key: ')
+      value = await readSecret('Targon API key: ', 'nothing was stored')
     }
 
     if (value === undefined) throw usageError(`no value for ${key}`, `targon config set ${key} <value>`)
@@ -48,37 +49,4 @@ targon config use chose, else the default one (the file's top-level keys).`)
     this.info(`set ${key}${profile === DEFAULT_PROFILE ? '' : ` of profile ${profile}`} in ${result.path}`)
     return result
   }
-}
-
-/** Reads a secret from stdin, or from a prompt that does not echo on a terminal. */
-async function readSecret(prompt: string): Promise<string> {
-  if (!process.stdin.isTTY) {
-    const chunks: Buffer[] = []
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-    return Buffer.concat(chunks).toString('utf8').trim()
-  }
-
-  process.stderr.write(prompt)
-  process.stdin.setRawMode(true)
-  process.stdin.resume()
-  return new Promise((resolve) => {
-    let secret = ''
-    const onData = (data: Buffer) => {
-      for (const char of data.toString('utf8')) {
-        if (char === '\r' || char === '\n' || char === '\u0004') {
-          process.stdin.setRawMode(false)
-          process.stdin.pause()
-          process.stdin.off('data', onData)
-          process.stderr.write('\n')
-          resolve(secret)
-          return
-        }
-
-        if (char === '\u0003') process.exit(130)
-        secret = char === '\u007f' ? secret.slice(0, -1) : secret + char
-      }
-    }
-
-    process.stdin.on('data', onData)
-  })
 }
