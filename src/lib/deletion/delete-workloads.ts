@@ -15,6 +15,7 @@
  */
 
 import type {TargonClient} from '../targon/client.js'
+import {mapBounded} from '../shell/concurrency.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError} from '../shell/errors.js'
@@ -312,19 +313,4 @@ class Deletion {
     const done = action === 'deleted' && this.woken ? 'woken-and-deleted' : action
     return {action: done, billing, name: this.target.name, uid: this.target.uid, ...(error ? {error} : {})}
   }
-}
-
-/** Runs `work` over `items` with at most `limit` in flight, keeping the order of results. */
-export async function mapBounded<T, R>(items: T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length)
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++
-      results[index] = await work(items[index] as T, index)
-    }
-  }
-
-  await Promise.all(Array.from({length: Math.min(limit, items.length)}, () => worker()))
-  return results
 }

@@ -5,7 +5,7 @@
  * the org's projects. A VM in no project, or in a project of another name, has no owner (VMs from before owners).
  * The listing's own `project_id` filter is never relied on: a server that ignored it would hand over everyone's VMs.
  */
-import {mapBounded} from '../deletion/delete-workloads.js'
+import {mapBounded} from '../shell/concurrency.js'
 import {resolveSetting} from '../settings/settings.js'
 import {TargonError} from '../shell/errors.js'
 import type {TargonClient} from '../targon/client.js'

@@ -2,6 +2,7 @@
  * One HTTP exchange with the Targon API: deadlines, retries, error mapping and response
  * validation. Knows nothing about endpoints; client.ts does.
  */
+import {Slots} from '../shell/concurrency.js'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
@@ -56,26 +57,6 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024
 
 /** Targon asks clients to keep mutations few: at most this many POSTs and DELETEs are in flight per run. */
 export const MAX_MUTATIONS_IN_FLIGHT = 8
-
-/** A counting semaphore: at most `size` holders at once, served in arrival order. */
-class Slots {
-  private free: number
-  private readonly waiting: (() => void)[] = []
-
-  constructor(size: number) {
-    this.free = size
-  }
-
-  async take(): Promise<() => void> {
-    if (this.free > 0) this.free--
-    else await new Promise<void>((resolve) => this.waiting.push(resolve))
-    return () => {
-      const next = this.waiting.shift()
-      if (next) next()
-      else this.free++
-    }
-  }
-}
 
 const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504])
 const MAX_RETRY_AFTER_MS = 60_000
