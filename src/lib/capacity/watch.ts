@@ -125,12 +125,9 @@ export class CapacityWatch {
 
   /** A give-up of --wait: the error it would have been without waiting, saying how long the run waited. */
   ranOut(error: TargonError): TargonError {
-    return new TargonError(error.code, `${error.message}; --wait ${formatDuration(this.options.waitMs)} ran out`, {
-      details: error.details,
+    return error.with({
       hint: `raise --wait, or ${error.hint ?? 'try again later'}`,
-      httpStatus: error.httpStatus,
-      reason: error.reason,
-      requestId: error.requestId,
+      message: `${error.message}; --wait ${formatDuration(this.options.waitMs)} ran out`,
     })
   }
 

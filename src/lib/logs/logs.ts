@@ -143,15 +143,9 @@ export async function withConsoleTail(
   if (!tail) return error
   const last = tail.at(-1)?.trim() ?? ''
   const mention = `console: "${last.length > 120 ? `${last.slice(0, 120)}…` : last}" (targon logs ${vm.name} shows more)`
-  return new TargonError(error.code, error.message, {
-    cause: error.cause,
-    data: error.data,
+  return error.with({
     details: {...error.details, console_tail: tail},
     hint: error.hint ? `${error.hint}; ${mention}` : mention,
-    httpStatus: error.httpStatus,
-    reason: error.reason,
-    requestId: error.requestId,
     resource: error.resource ?? {name: vm.name, uid: vm.uid},
-    signal: error.signal,
   })
 }

@@ -80,6 +80,23 @@ export class TargonError extends Error {
     this.signal = options.signal
   }
 
+  /** A copy with some fields changed (the message among them) and every other field kept: the one way to amend an error. */
+  with(changes: ErrorOptions & {message?: string}): TargonError {
+    const {message = this.message, ...options} = changes
+    return new TargonError(this.code, message, {
+      cause: this.cause,
+      data: this.data,
+      details: this.details,
+      hint: this.hint,
+      httpStatus: this.httpStatus,
+      reason: this.reason,
+      requestId: this.requestId,
+      resource: this.resource,
+      signal: this.signal,
+      ...options,
+    })
+  }
+
   get exitCode(): number {
     return this.code === 'INTERRUPTED' && this.signal ? SIGNAL_EXIT_CODES[this.signal] : EXIT_CODES[this.code]
   }

@@ -358,12 +358,7 @@ function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 
 export function allRefused(refusals: TargonError[]): TargonError {
   const last = refusals.at(-1) as TargonError
   if (refusals.every((refusal) => refusal.code === 'NO_CAPACITY' || refusal.code === 'INSUFFICIENT_CREDITS')) {
-    return new TargonError(last.code, `every matching offer was refused (${refusals.map((refusal) => refusal.message).join('; ')})`, {
-      hint: last.hint,
-      httpStatus: last.httpStatus,
-      reason: last.reason,
-      requestId: last.requestId,
-    })
+    return last.with({message: `every matching offer was refused (${refusals.map((refusal) => refusal.message).join('; ')})`})
   }
 
   return last

@@ -462,14 +462,7 @@ async function settle(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack,
       ? `still present after clean-up: ${cleanup.survivors.join(', ')}; run targon down ${cleanup.survivors.join(' ')}`
       : undefined,
   ].filter((note) => note !== undefined)
-  if (notes.length > 0)
-    throw new TargonError(error.code, `${error.message}; ${notes.join('; ')}`, {
-      data,
-      details: error.details,
-      hint: error.hint,
-      resource: error.resource,
-      signal: error.signal,
-    })
+  if (notes.length > 0) throw error.with({data, message: `${error.message}; ${notes.join('; ')}`})
   throw error
 }
 
