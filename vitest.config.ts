@@ -19,7 +19,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
-      {extends: true, test: {name: 'unit', include: UNIT, sequence: {groupOrder: 0}}},
+      // Run alongside 'shared', so with the same number of workers (vitest requires it of one group).
+      {extends: true, test: {name: 'unit', include: UNIT, maxWorkers: 3, sequence: {groupOrder: 0}}},
       {
         extends: true,
         // Three files at a time on 2 cores: most of a scenario's time is spent waiting on timers, boots and sshd, not

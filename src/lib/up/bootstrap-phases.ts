@@ -12,8 +12,8 @@ import {withConsoleTail} from '../logs/logs.js'
 import {pinHostKey, readPin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'
 import type {RunContext} from './run-context.js'
-import type {Booting, Bootstrapped, Ready, Running} from './stages.js'
-import {type StateWatch, WAIT_RUNNING_MS} from './wait-running.js'
+import type {Booting, Bootstrapped, Ready, Running, StateWatch} from './stages.js'
+import {WAIT_RUNNING_MS} from './wait-running.js'
 
 /** How long sshd may take to answer once the VM runs (for a VM still booting, once it may have booted). */
 const SSH_WAIT_MS = 10 * 60_000

@@ -18,7 +18,6 @@
 import type {Marker, ShimRun} from '../bootstrap/runner.js'
 import type {Offer, PhaseResult} from '../contract.js'
 import type {HostKey, SshSession} from '../ssh/session.js'
-import type {StateWatch} from './wait-running.js'
 
 /**
  * The workload this run holds for a VM, and whether the run created it or adopted an existing one. The one
@@ -48,6 +47,25 @@ export interface Registered extends Priced {
 
 export interface Deployed extends Priced {
   kind: 'deployed'
+}
+
+/**
+ * What the stages need of the state watch of a booting VM (wait-running.ts implements it): the addresses the state
+ * gives, whether and why the VM failed, and the end of the bootstrap. Declared here so that the stages depend on
+ * no phase.
+ */
+export interface StateWatch {
+  /** The first address the state carries, even while it still says provisioning. */
+  readonly address: Promise<Endpoint>
+  /** The address once the state says running. */
+  readonly running: Promise<Endpoint>
+  /** The address once the state said running; undefined before. */
+  readonly runningEndpoint: Endpoint | undefined
+  /** Aborts as soon as the VM fails. */
+  readonly signal: AbortSignal
+  bootstrapDone(): void
+  abandon(error: unknown): void
+  failed(fresh?: boolean): Promise<unknown>
 }
 
 /** Deployed, not yet running, its state watched: the bootstrap may start once the state carries an address. */

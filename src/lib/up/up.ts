@@ -25,7 +25,7 @@ import {RunDeadline} from './deadline.js'
 import {benchSerialPath} from './bench-serial-path.js'
 import {PhaseRecorder} from './phase-recorder.js'
 import {type Booting, type Stage, VmTrack} from './stages.js'
-import {StateWatch, waitRunning} from './wait-running.js'
+import {PolledStateWatch, waitRunning} from './wait-running.js'
 import {LocalState} from '../state/local-state.js'
 import {ensureOwnerProject} from '../fleet/owners.js'
 import {mapBounded} from '../shell/concurrency.js'
@@ -390,7 +390,7 @@ function booting(ctx: RunContext, track: VmTrack): Booting {
   const {stage} = track
   if (stage?.kind === 'booting') return stage
   const deployed = expectStage(stage, 'deployed')
-  const next: Booting = {...deployed, kind: 'booting', watch: new StateWatch(ctx, deployed.claim, {bootstrapping: true})}
+  const next: Booting = {...deployed, kind: 'booting', watch: new PolledStateWatch(ctx, deployed.claim, {bootstrapping: true})}
   track.stage = next
   return next
 }

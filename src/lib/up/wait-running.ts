@@ -14,14 +14,14 @@ import {TargonError, abortError} from '../shell/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {isTransient, pollDelay} from '../targon/wait.js'
 import type {RunContext} from './run-context.js'
-import type {Claim, Deployed, Endpoint, Running} from './stages.js'
+import type {Claim, Deployed, Endpoint, Running, StateWatch} from './stages.js'
 
 /** How long a VM may take to run (within the run's --timeout): GPU VMs can take many minutes to boot. */
 export const WAIT_RUNNING_MS = 20 * 60_000
 
 /** --no-bootstrap: wait until the VM runs with an address. */
 export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
-  const watch = new StateWatch(ctx, deployed.claim, {bootstrapping: false})
+  const watch = new PolledStateWatch(ctx, deployed.claim, {bootstrapping: false})
   return {...deployed, endpoint: await watch.running, kind: 'running'}
 }
 
@@ -42,7 +42,7 @@ class Deferred<T> {
 }
 
 /** Watches one deployed VM's state from deploy until it runs and, with bootstrap, until the bootstrap is done. */
-export class StateWatch {
+export class PolledStateWatch implements StateWatch {
   /** Aborted as soon as the VM fails (error, suspended, deleted, not running in time): stops its bootstrap. */
   private readonly failure = new AbortController()
   /** The failure as reported, once its console's last lines are read. */
