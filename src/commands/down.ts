@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
@@ -64,6 +64,10 @@ otherwise, with a per-VM result.`)
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
+    notify: Flags.string({
+      summary:
+        'Webhook to report to (Slack-compatible JSON) when VMs still bill, or when --expired or --over-cost deleted some; prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
+    }),
     expired: Flags.boolean({
       default: false,
       description:
@@ -126,6 +130,7 @@ otherwise, with a per-VM result.`)
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD or --expired')
     }
 
+    await this.useNotifyUrl(flags.notify)
     const settled = new Set<string>()
     let selected: string[] = []
     const guard = guardInterrupts(() => {
@@ -157,11 +162,32 @@ otherwise, with a per-VM result.`)
         wakeRegistered: flags['wake-registered'],
         warn: (message) => this.addWarning(message),
       })
+      const scheduled = flags.expired || overCost !== null
+      const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
+      if (scheduled && !flags['dry-run'] && deleted.length > 0)
+        await this.notify(
+          'down-deleted',
+          `targon down ${flags.expired ? '--expired' : `--over-cost ${overCost}`} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
+          {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+        )
       if (!this.jsonEnabled()) this.render(result)
       return result
     } catch (error) {
       // Interrupted or still billing: the per-VM results are the result all the same (in data.results with --json).
       const partial = isTargonError(error) ? (error.data as DownResult | undefined) : undefined
+      if (partial?.survivors && partial.survivors.length > 0) {
+        const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
+        await this.notify(
+          interrupted ? 'interrupted-billing' : 'down-still-billing',
+          `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (targon down ${partial.survivors.join(' ')})`,
+          {
+            exitCode: toTargonError(error).exitCode,
+            stillBilling: partial.survivors,
+            vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
+          },
+        )
+      }
+
       if (!this.jsonEnabled() && partial?.results) this.render(partial)
       throw error
     } finally {

@@ -2,11 +2,11 @@ import {Args, Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {guardInterrupts} from '../lib/shell/interrupt.js'
-import {dash, deletionLines, printable, renderTable, usd, prose} from '../lib/shell/output.js'
+import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -68,6 +68,10 @@ existing VM instead of creating a second one.`)
   }
 
   static flags = {
+    notify: Flags.string({
+      summary:
+        'Webhook to report the outcome to (Slack-compatible JSON); prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
+    }),
     count: Flags.integer({default: 1, max: 64, min: 1, summary: 'How many VMs to create, in parallel.'}),
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
@@ -157,6 +161,8 @@ existing VM instead of creating a second one.`)
         ? null
         : {waitMs: parseDuration(flags.wait, '--wait'), pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
+    await this.useNotifyUrl(flags.notify)
+    let capacityFound: Promise<void> | undefined
     let tracked: VmTrack[] = []
     const guard = guardInterrupts(() => {
       const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
@@ -187,6 +193,13 @@ existing VM instead of creating a second one.`)
         timeoutMs: parseDuration(flags.timeout, '--timeout'),
         capacity,
         track: (vms) => (tracked = vms),
+        // Once per run: the first VM that waited and found capacity.
+        onCapacityFound: () => {
+          capacityFound ??= this.notify('capacity-found', `targon up: capacity found after waiting (${describe(resource, flags.gpu)})`, {
+            exitCode: 0,
+            vms: [],
+          })
+        },
         ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
         maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),
         warn: (message) => this.addWarning(message),
@@ -196,9 +209,17 @@ existing VM instead of creating a second one.`)
         this.addWarning(
           `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,
         )
+      await capacityFound
+      const names = result.vms.map((vm) => vm.name).join(', ')
+      await this.notify('up-ready', `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names}`, {
+        exitCode: 0,
+        vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
+      })
       if (!this.jsonEnabled()) this.render(result)
       return result
     } catch (error) {
+      await capacityFound
+      await this.notifyFailure(error)
       // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
       const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
       if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
@@ -216,6 +237,28 @@ existing VM instead of creating a second one.`)
     }
   }
 
+  /** A failed up: what it was, what was rolled back, and, above all, what still bills. */
+  private async notifyFailure(error: unknown): Promise<void> {
+    const failure = toTargonError(error)
+    const cleanup = failure.data?.cleanup as UpResult['cleanup'] | undefined
+    const survivors = cleanup?.survivors ?? []
+    const rolledBack = (cleanup?.results ?? []).filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid)
+    const interrupted = failure.code === 'INTERRUPTED'
+    const text = [
+      `targon up ${interrupted ? 'was interrupted' : 'failed'} (${failure.code}): ${failure.message}`,
+      rolledBack.length > 0 ? `rolled back: ${rolledBack.join(', ')}` : undefined,
+      survivors.length > 0 ? `STILL BILLING: ${survivors.join(', ')} (targon down ${survivors.join(' ')})` : undefined,
+    ]
+      .filter(Boolean)
+      .join('; ')
+    const event = interrupted && survivors.length > 0 ? 'interrupted-billing' : 'up-failed'
+    await this.notify(event, text, {
+      exitCode: failure.exitCode,
+      stillBilling: survivors,
+      vms: (cleanup?.results ?? []).map((deleted) => ({name: deleted.name, uid: deleted.uid})),
+    })
+  }
+
   private render(result: UpResult): void {
     this.log(
       renderTable(
@@ -231,4 +274,9 @@ existing VM instead of creating a second one.`)
       ),
     )
   }
+}
+
+/** What up was asked for, for a person: the resource, else the GPU model. */
+function describe(resource: string | undefined, gpu: string | undefined): string {
+  return resource ?? (gpu ? `a ${gpu}` : 'the named VM')
 }

@@ -8,11 +8,15 @@ import type {ConfigResult} from '../../lib/contract.js'
 import {prose} from '../../lib/shell/output.js'
 import {readSecret} from '../../lib/shell/prompt.js'
 
+/** Keys whose values are secrets: read from stdin or a hidden prompt, never from argv (shell history, ps). */
+const SECRETS = {'api-key': 'Targon API key', 'notify-url': 'notify URL'} as const
+
 export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
   static summary = 'Store a setting in the config file (mode 0600).'
 
   static description = prose(`Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
-land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal. With --profile (or
+land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal; so is notify-url, the
+webhook that up and down report to. With --profile (or
 TARGON_PROFILE) the setting goes into that profile, which is created if need be; without, into the profile that
 targon config use chose, else the default one (the file's top-level keys).`)
 
@@ -26,19 +30,20 @@ targon config use chose, else the default one (the file's top-level keys).`)
 
   static args = {
     key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true}),
-    value: Args.string({ignoreStdin: true, description: 'the value (not for api-key)', required: false}),
+    value: Args.string({ignoreStdin: true, description: 'the value (not for api-key or notify-url)', required: false}),
   }
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
     let value = this.args.value
-    if (key === 'api-key') {
+    const secret = SECRETS[key as keyof typeof SECRETS]
+    if (secret) {
       if (value !== undefined)
         throw usageError(
-          'the API key is never taken from the command line',
-          'run targon config set api-key, then paste it at the prompt or pipe it on stdin',
+          `the ${secret} is never taken from the command line`,
+          `run targon config set ${key}, then paste it at the prompt or pipe it on stdin`,
         )
-      value = await readSecret('Targon API key: ', 'nothing was stored')
+      value = await readSecret(`${secret[0]?.toUpperCase()}${secret.slice(1)}: `, 'nothing was stored')
     }
 
     if (value === undefined) throw usageError(`no value for ${key}`, `targon config set ${key} <value>`)

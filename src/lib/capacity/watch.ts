@@ -35,6 +35,8 @@ export interface CapacityWatchOptions {
   until: number
   signal: AbortSignal
   clock: WaitClock
+  /** Called when a VM that had to wait finds capacity (each time; the caller decides what is news). */
+  onFound?: () => void
 }
 
 /** Whoever holds a unit of capacity: one VM of the run. */
@@ -147,7 +149,10 @@ export class CapacityWatch {
         report(status())
         await this.read()
         const found = this.reads >= wanted ? find() : undefined
-        if (found !== undefined) return found
+        if (found !== undefined) {
+          this.options.onFound?.()
+          return found
+        }
       }
     } finally {
       this.options.clock.release()

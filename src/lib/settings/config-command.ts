@@ -5,6 +5,7 @@
  */
 import {type ConfigResult, configJsonKey} from '../contract.js'
 import {usageError} from '../shell/errors.js'
+import {maskedNotifyUrl} from '../notify/notify.js'
 import {
   CONFIG_KEYS,
   type ConfigKey,
@@ -27,7 +28,8 @@ export function parseKey(key: string): ConfigKey {
 }
 
 function mask(key: ConfigKey, value: string): string {
-  return key === 'api-key' ? `${'*'.repeat(8)}${value.slice(-4)}` : value
+  if (key === 'api-key') return `${'*'.repeat(8)}${value.slice(-4)}`
+  return key === 'notify-url' ? maskedNotifyUrl(value) : value
 }
 
 /**

@@ -91,6 +91,8 @@ export const SETTINGS = {
     parse: (raw: string) => validateDstackVersion(raw),
     stored: true,
   },
+  // A secret (a Slack webhook URL carries its token): never quoted back, masked by config list.
+  'notify-url': {env: 'TARGON_NOTIFY_URL', flag: '--notify', parse: notifyUrl, stored: true},
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
@@ -269,6 +271,20 @@ function apiOrigin(raw: string, source: string): string {
   if (url.protocol === 'http:' && !isLoopback(url.hostname))
     throw usageError(`${source} "${raw}" uses plain http to another host, which would send the API key in clear text`, 'use https')
   return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
+}
+
+/** A notify URL: https, or plain http to this machine; the value is never quoted, as it may carry a token. */
+function notifyUrl(raw: string, source: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw usageError(`${source} is not a URL`, 'give the webhook URL, e.g. https://hooks.slack.com/services/…')
+  }
+
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
+    throw usageError(`${source} must use https (plain http only to this machine)`, 'give the https URL of the webhook')
+  return url.href
 }
 
 /** localhost, 127.0.0.0/8 or ::1 (a URL's hostname keeps the brackets of an IPv6 address). */

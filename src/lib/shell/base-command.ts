@@ -6,7 +6,8 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import type {ErrorEnvelope} from '../contract.js'
 import {resolveOrg} from '../settings/org.js'
-import {activeProfile, setProfileFlag} from '../settings/settings.js'
+import {activeProfile, resolveSetting, setProfileFlag} from '../settings/settings.js'
+import {type NotifyEvent, deliver} from '../notify/notify.js'
 import type {TargonClient} from '../targon/client.js'
 import {TargonError, asTargonError, isTargonError} from './errors.js'
 import {printable} from './output.js'
@@ -47,6 +48,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected readonly warnings: string[] = []
   /** What the envelope says the run acted on: the org and the profile of the settings; null where none applies. */
   protected acting: {org: string | null; profile: string | null} = {org: null, profile: null}
+  private notifyUrl: string | undefined
 
   public async init(): Promise<void> {
     await super.init()
@@ -79,6 +81,40 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Progress and diagnostics: stderr, and silent under --json unless --verbose. Never a control character. */
   protected info(message: string): void {
     if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${printable(message)}\n`)
+  }
+
+  /**
+   * The run's notify URL (--notify, TARGON_NOTIFY_URL, the profile's notify-url), read before the work starts. The
+   * flag is accepted with a warning: a command line shows in ps and in crontabs, and the URL is a secret.
+   */
+  protected async useNotifyUrl(flag: string | undefined): Promise<void> {
+    if (flag !== undefined)
+      this.addWarning(
+        '--notify puts the webhook URL where ps and crontabs show it: prefer TARGON_NOTIFY_URL or targon config set notify-url',
+      )
+    this.notifyUrl = await resolveSetting('notify-url', flag)
+  }
+
+  /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
+  protected async notify(
+    event: NotifyEvent,
+    text: string,
+    facts: {exitCode: number; vms: {name: string | null; uid: string}[]; stillBilling?: string[]},
+  ): Promise<void> {
+    if (!this.notifyUrl) return
+    const warning = await deliver(this.notifyUrl, {
+      targon: {
+        command: this.commandName(),
+        event,
+        exit_code: facts.exitCode,
+        org: this.acting.org,
+        profile: this.acting.profile,
+        still_billing: facts.stillBilling ?? [],
+        vms: facts.vms,
+      },
+      text: printable(text),
+    })
+    if (warning) this.addWarning(warning)
   }
 
   /** The human result on stdout, without control characters from the API or a VM (--json goes out exactly, elsewhere). */

@@ -75,6 +75,8 @@ export interface UpOptions {
   warn: (message: string) => void
   /** Lets the signal handler name what this run has created so far. */
   track: (tracks: VmTrack[]) => void
+  /** A VM that waited for capacity (--wait) found it. */
+  onCapacityFound?: () => void
 }
 
 /** The image by exact name; for the default, a unique Ubuntu 24.04 image if the exact one is missing. */
@@ -203,6 +205,7 @@ async function prepare(
       until: deadline.waitUntil,
       waitMs: options.capacity.waitMs,
       wanted,
+      onFound: options.onCapacityFound,
     })
   return {
     candidates,
