@@ -1,6 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
-import {pollDelay} from '../../src/lib/targon/wait.js'
+import {TargonError} from '../../src/lib/shell/errors.js'
+import {type Clock, pollDelay, pollUntil} from '../../src/lib/targon/wait.js'
 
 describe('state poll delays', () => {
   it('grow from 1 s by 0.5 s to 5 s, then 10 s after five minutes, jittered only downwards by up to 10 %', () => {
@@ -33,5 +34,62 @@ describe('state poll delays', () => {
       expect(at).toBeLessThanOrEqual(7500)
       expect(polls).toBeLessThanOrEqual(6)
     }
+  })
+})
+
+/** A clock that only moves when the poll sleeps. */
+function fakeClock(start = 0): Clock & {sleeps: number[]} {
+  let now = start
+  const sleeps: number[] = []
+  return {
+    now: () => now,
+    sleep: async (ms) => {
+      sleeps.push(ms)
+      now += ms
+    },
+    sleeps,
+  }
+}
+
+describe('the poll core', () => {
+  it('checks once more exactly at the deadline, and never after it', async () => {
+    const clock = fakeClock()
+    const checks: number[] = []
+    const outcome = await pollUntil(
+      async () => {
+        checks.push(clock.now())
+        return undefined
+      },
+      {clock, deadline: 2500, delayMs: () => 1000},
+    )
+    expect(outcome).toBeUndefined()
+    expect(checks).toEqual([0, 1000, 2000, 2500])
+    expect(clock.sleeps).toEqual([1000, 1000, 500])
+  })
+
+  it('waits out transient trouble (a Retry-After lengthens the delay) unless told to throw it', async () => {
+    const busy = new TargonError('API_ERROR', 'busy', {details: {retry_after_ms: 3000}, httpStatus: 503})
+    const clock = fakeClock()
+    let calls = 0
+    const value = await pollUntil(
+      async () => {
+        calls++
+        if (calls < 3) throw busy
+        return 'ok'
+      },
+      {clock, deadline: 60_000, delayMs: () => 1000},
+    )
+    expect(value).toBe('ok')
+    expect(clock.sleeps).toEqual([3000, 3000])
+    await expect(
+      pollUntil(async () => Promise.reject(busy), {clock: fakeClock(), deadline: 60_000, delayMs: () => 1000, waitOutTrouble: false}),
+    ).rejects.toBe(busy)
+  })
+
+  it('throws a failure that is not transient at once', async () => {
+    const refused = new TargonError('QUOTA_EXCEEDED', 'limit', {httpStatus: 429})
+    await expect(pollUntil(async () => Promise.reject(refused), {clock: fakeClock(), deadline: 60_000, delayMs: () => 1000})).rejects.toBe(
+      refused,
+    )
   })
 })

@@ -22,32 +22,53 @@ export function isOutcomeUnknown(error: unknown): boolean {
   return isTransient(error) && !(error instanceof TargonError && error.httpStatus === 429)
 }
 
+/** Time as a wait sees it: the real clock, or a fake one in tests. */
+export interface Clock {
+  now(): number
+  /** Resolves after `ms`; rejects (with the signal's reason) once `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+export const REAL_CLOCK: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    sleep(ms, undefined, {signal}).catch(() => {
+      throw abortError(signal)
+    }),
+}
+
 export interface PollOptions {
-  /** Epoch ms after which the wait gives up (returns undefined). */
+  /** Epoch ms (of `clock`) at which the wait gives up (returns undefined), after a last check at that moment. */
   deadline: number
   /** Delay before the next check. */
   delayMs: (poll: number, elapsedMs: number) => number
   signal?: AbortSignal
+  clock?: Clock
+  /** Whether a transient failure of `check` is waited out (the default) or thrown at once. */
+  waitOutTrouble?: boolean
 }
 
-/** Calls `check` until it returns a value; undefined when the deadline comes first. */
+/**
+ * Calls `check` until it returns a value; undefined when the deadline comes first. The deadline is exact: the last
+ * delay is cut short so that one check falls on the deadline itself, and none after it.
+ */
 export async function pollUntil<T>(check: () => Promise<T | undefined>, options: PollOptions): Promise<T | undefined> {
-  const started = Date.now()
+  const clock = options.clock ?? REAL_CLOCK
+  const started = clock.now()
   for (let poll = 0; ; poll++) {
-    let delay = options.delayMs(poll, Date.now() - started)
+    let delay = options.delayMs(poll, clock.now() - started)
     try {
       const value = await check()
       if (value !== undefined) return value
     } catch (error) {
-      if (!isTransient(error)) throw error
+      if (!isTransient(error) || options.waitOutTrouble === false) throw error
       const retryAfter = (error as TargonError).details?.retry_after_ms
       if (typeof retryAfter === 'number') delay = Math.max(delay, retryAfter)
     }
 
-    if (Date.now() + delay > options.deadline) return undefined
-    await sleep(delay, undefined, {signal: options.signal}).catch(() => {
-      throw abortError(options.signal)
-    })
+    const left = options.deadline - clock.now()
+    if (left <= 0) return undefined
+    await clock.sleep(Math.min(delay, left), options.signal)
   }
 }
 

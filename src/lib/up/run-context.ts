@@ -3,7 +3,6 @@
  * the candidate offers, and the checks that several phases apply (the price cap, the lookup by
  * name, deleting a claim).
  */
-import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {BootstrapParams} from '../bootstrap/runner.js'
 import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
@@ -15,6 +14,7 @@ import {withinCap} from '../offers/offers.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../targon/schemas.js'
+import {pollUntil} from '../targon/wait.js'
 import type {CapacityWatch} from '../capacity/watch.js'
 import type {OfferUnits} from '../capacity/candidates.js'
 import type {RunDeadline} from './deadline.js'
@@ -122,18 +122,21 @@ export async function findByName(
   // null, not undefined, for "no signal": an explicit undefined would get the default.
   signal: AbortSignal | null = ctx.signal,
 ): Promise<Workload[]> {
-  const deadline = Date.now() + waitMs
-  for (;;) {
-    const notes = ctx.state.deleteNotes(ctx.request.org)
-    // An item that fails the API checks is never adopted (status and down report it).
-    const found = (await client.listWorkloads(ctx.request.org, {name})).workloads.filter((workload) => {
-      const status = workloadStatus(workload)
-      const note = notes.get(workload.uid)
-      return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
-    })
-    if (found.length > 0 || Date.now() + 2000 > deadline) return found
-    await sleep(2000, undefined, {signal: signal ?? undefined})
-  }
+  // A listing that fails is thrown, not waited out: "not found" must never stand in for "could not look".
+  const found = await pollUntil(
+    async () => {
+      const notes = ctx.state.deleteNotes(ctx.request.org)
+      // An item that fails the API checks is never adopted (status and down report it).
+      const named = (await client.listWorkloads(ctx.request.org, {name})).workloads.filter((workload) => {
+        const status = workloadStatus(workload)
+        const note = notes.get(workload.uid)
+        return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
+      })
+      return named.length > 0 ? named : undefined
+    },
+    {deadline: Date.now() + waitMs, delayMs: () => 2000, signal: signal ?? undefined, waitOutTrouble: false},
+  )
+  return found ?? []
 }
 
 /**
