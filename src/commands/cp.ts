@@ -1,8 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
-import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
@@ -58,36 +56,37 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     const spec = parseCopySpec(this.args.source, this.args.destination)
     const targets = parseVmList(this.flags.vms)
     const fleet = await resolveSetting('fleet', this.flags.fleet)
-    const guard = guardInterrupts(() => ['Exiting; files being copied keep only their temporary names (.<name>.targon-part-*).'])
-    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     let bar: CopyBar | undefined
-    try {
-      return await runCopy(client, new LocalState(configDir()), {
-        configDir: configDir(),
-        fleet,
-        info: (message) => {
+    return this.withApi(
+      async (client, signal) => {
+        try {
+          return await runCopy(client, new LocalState(configDir()), {
+            configDir: configDir(),
+            fleet,
+            info: (message) => {
+              bar?.clear()
+              this.info(message)
+            },
+            onProgress: (vm, progress) => bar?.update(vm, progress),
+            onResult: (result) => {
+              bar?.clear()
+              this.report(result)
+              bar?.finish(result.vm)
+            },
+            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
+            org: await this.resolveOrg(client),
+            owners: await ownerScope(false),
+            parallel: this.flags.parallel,
+            signal,
+            spec,
+            targets,
+          })
+        } finally {
           bar?.clear()
-          this.info(message)
-        },
-        onProgress: (vm, progress) => bar?.update(vm, progress),
-        onResult: (result) => {
-          bar?.clear()
-          this.report(result)
-          bar?.finish(result.vm)
-        },
-        onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
-        org: await this.resolveOrg(client),
-        owners: await ownerScope(false),
-        parallel: this.flags.parallel,
-        signal: guard.signal,
-        spec,
-        targets,
-      })
-    } finally {
-      bar?.clear()
-      guard.dispose()
-      await client.close()
-    }
+        }
+      },
+      () => ['Exiting; files being copied keep only their temporary names (.<name>.targon-part-*).'],
+    )
   }
 
   /** One line per VM on stdout; skipped entries as warnings, failed files on stderr. */

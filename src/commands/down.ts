@@ -1,12 +1,10 @@
 import {Args, Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
-import {guardInterrupts} from '../lib/shell/interrupt.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {countOf, dash, renderTable, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
@@ -133,67 +131,67 @@ otherwise, with a per-VM result.`)
     await this.useNotifyUrl(flags.notify)
     const settled = new Set<string>()
     let selected: string[] = []
-    const guard = guardInterrupts(() => {
-      const billing = selected.filter((uid) => !settled.has(uid))
-      return billing.length > 0
-        ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
-        : ['Exiting at once.']
-    })
-    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
-    try {
-      const org = await this.resolveOrg(client)
-      const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
-        confirm: (vms) => this.confirm(vms, !isBulk(selection)),
-        dryRun: flags['dry-run'],
-        ignoreMissing: flags['ignore-missing'],
-        labelFleet: await resolveSetting('fleet'),
-        reconcileMs: await resolveSetting('reconcile-window'),
-        onProgress: (message) => this.info(message),
-        onTargets: (uids) => (selected = uids),
-        onResult: (deleted) => {
-          if (deleted.billing === false) settled.add(deleted.uid)
-          this.info(
-            `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
-          )
-        },
-        parallel: flags.parallel,
-        selection,
-        stop: guard.signal,
-        wakeRegistered: flags['wake-registered'],
-        warn: (message) => this.addWarning(message),
-      })
-      const scheduled = flags.expired || overCost !== null
-      const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
-      if (scheduled && !flags['dry-run'] && deleted.length > 0)
-        await this.notify(
-          'down-deleted',
-          `targon down ${flags.expired ? '--expired' : `--over-cost ${overCost}`} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
-          {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
-        )
-      if (!this.jsonEnabled()) this.render(result)
-      return result
-    } catch (error) {
-      // Interrupted or still billing: the per-VM results are the result all the same (in data.results with --json).
-      const partial = isTargonError(error) ? (error.data as DownResult | undefined) : undefined
-      if (partial?.survivors && partial.survivors.length > 0) {
-        const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
-        await this.notify(
-          interrupted ? 'interrupted-billing' : 'down-still-billing',
-          `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (targon down ${partial.survivors.join(' ')})`,
-          {
-            exitCode: toTargonError(error).exitCode,
-            stillBilling: partial.survivors,
-            vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
-          },
-        )
-      }
+    return this.withApi(
+      async (client, signal) => {
+        try {
+          const org = await this.resolveOrg(client)
+          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
+            confirm: (vms) => this.confirm(vms, !isBulk(selection)),
+            dryRun: flags['dry-run'],
+            ignoreMissing: flags['ignore-missing'],
+            labelFleet: await resolveSetting('fleet'),
+            reconcileMs: await resolveSetting('reconcile-window'),
+            onProgress: (message) => this.info(message),
+            onTargets: (uids) => (selected = uids),
+            onResult: (deleted) => {
+              if (deleted.billing === false) settled.add(deleted.uid)
+              this.info(
+                `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
+              )
+            },
+            parallel: flags.parallel,
+            selection,
+            stop: signal,
+            wakeRegistered: flags['wake-registered'],
+            warn: (message) => this.addWarning(message),
+          })
+          const scheduled = flags.expired || overCost !== null
+          const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
+          if (scheduled && !flags['dry-run'] && deleted.length > 0)
+            await this.notify(
+              'down-deleted',
+              `targon down ${flags.expired ? '--expired' : `--over-cost ${overCost}`} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
+              {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+            )
+          if (!this.jsonEnabled()) this.render(result)
+          return result
+        } catch (error) {
+          // Interrupted or still billing: the per-VM results are the result all the same (in data.results with --json).
+          const partial = isTargonError(error) ? (error.data as DownResult | undefined) : undefined
+          if (partial?.survivors && partial.survivors.length > 0) {
+            const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
+            await this.notify(
+              interrupted ? 'interrupted-billing' : 'down-still-billing',
+              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (targon down ${partial.survivors.join(' ')})`,
+              {
+                exitCode: toTargonError(error).exitCode,
+                stillBilling: partial.survivors,
+                vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
+              },
+            )
+          }
 
-      if (!this.jsonEnabled() && partial?.results) this.render(partial)
-      throw error
-    } finally {
-      guard.dispose()
-      await client.close()
-    }
+          if (!this.jsonEnabled() && partial?.results) this.render(partial)
+          throw error
+        }
+      },
+      () => {
+        const billing = selected.filter((uid) => !settled.has(uid))
+        return billing.length > 0
+          ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
+          : ['Exiting at once.']
+      },
+    )
   }
 
   /**

@@ -1,9 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
-import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -55,33 +53,34 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     if (command === '') throw usageError('no command given', "targon exec --fleet F -- <command>, e.g. targon exec -- 'uptime'")
     const targets = parseVmList(this.flags.vms)
     const fleet = await resolveSetting('fleet', this.flags.fleet)
-    const guard = guardInterrupts(() => ['Exiting; remote commands may still be running.'])
-    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
     const text = !this.jsonEnabled()
     const raw = this.flags.raw
-    try {
-      return await runExec(client, new LocalState(configDir()), {
-        command,
-        configDir: configDir(),
-        fleet,
-        info: (message) => this.info(message),
-        onLine: (vm, stream, line) => {
-          // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
-          if (text) (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
-        },
-        org: await this.resolveOrg(client),
-        owners: await ownerScope(false),
-        parallel: this.flags.parallel,
-        signal: guard.signal,
-        targets,
-      })
-    } catch (error) {
-      if (text && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
-      throw error
-    } finally {
-      guard.dispose()
-      await client.close()
-    }
+    return this.withApi(
+      async (client, signal) => {
+        try {
+          return await runExec(client, new LocalState(configDir()), {
+            command,
+            configDir: configDir(),
+            fleet,
+            info: (message) => this.info(message),
+            onLine: (vm, stream, line) => {
+              // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
+              if (text)
+                (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
+            },
+            org: await this.resolveOrg(client),
+            owners: await ownerScope(false),
+            parallel: this.flags.parallel,
+            signal,
+            targets,
+          })
+        } catch (error) {
+          if (text && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
+          throw error
+        }
+      },
+      () => ['Exiting; remote commands may still be running.'],
+    )
   }
 
   /** On stderr, one line per VM where the command failed or could not run, with why (--json has it in the results). */

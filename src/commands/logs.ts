@@ -1,9 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
-import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -43,36 +41,36 @@ also one that is crashed or still provisioning.`)
     const target = this.args.vm
     if (target.trim() === '') throw usageError('no VM given', 'targon logs <name|uid>')
     const fleet = await resolveSetting('fleet', this.flags.fleet)
-    const guard = guardInterrupts(() => ['Exiting.'])
-    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
-    try {
-      const text = !this.jsonEnabled()
-      const result = await runLogs(client, new LocalState(configDir()), {
-        fleet,
-        follow: this.flags.follow,
-        onLines: (lines) => {
-          if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
-        },
-        org: await this.resolveOrg(client),
-        owners: await ownerScope(false),
-        signal: guard.signal,
-        tail: this.flags.tail,
-        target,
-        warn: (message) => this.addWarning(message),
-      })
-      if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
-      return result
-    } catch (error) {
-      // Ctrl-C is how one stops following: no error and nothing left to look for, only its exit code.
-      if (this.flags.follow && isTargonError(error) && error.code === 'INTERRUPTED') {
-        this.info(`Stopped following (${error.signal ?? 'SIGINT'}).`)
-        this.exit(error.exitCode)
-      }
+    return this.withApi(
+      async (client, signal) => {
+        try {
+          const text = !this.jsonEnabled()
+          const result = await runLogs(client, new LocalState(configDir()), {
+            fleet,
+            follow: this.flags.follow,
+            onLines: (lines) => {
+              if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
+            },
+            org: await this.resolveOrg(client),
+            owners: await ownerScope(false),
+            signal,
+            tail: this.flags.tail,
+            target,
+            warn: (message) => this.addWarning(message),
+          })
+          if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
+          return result
+        } catch (error) {
+          // Ctrl-C is how one stops following: no error and nothing left to look for, only its exit code.
+          if (this.flags.follow && isTargonError(error) && error.code === 'INTERRUPTED') {
+            this.info(`Stopped following (${error.signal ?? 'SIGINT'}).`)
+            this.exit(error.exitCode)
+          }
 
-      throw error
-    } finally {
-      guard.dispose()
-      await client.close()
-    }
+          throw error
+        }
+      },
+      () => ['Exiting.'],
+    )
   }
 }

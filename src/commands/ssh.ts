@@ -2,7 +2,6 @@ import {fchmodSync, fstatSync} from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import * as z from 'zod'
 
-import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {TargonError, usageError} from '../lib/shell/errors.js'
 import {type KnownVm, findOneVm, snapshot} from '../lib/fleet/workloads.js'
@@ -109,8 +108,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     if (forwarding.noCommand && command.length > 0)
       throw usageError('-N runs no remote command, but one was given', 'drop -N or the command')
     const dir = configDir()
-    const client = await connect({auth: true, trace: this.traceSink()})
-    try {
+    return this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
       const owners = await ownerScope(false)
@@ -140,13 +138,12 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
         return result
       }
 
+      // The ssh session may last hours: no API connection stays open meanwhile.
       await client.close()
       const code = await runSsh(result.argv, sshEnvironment(process.env, await resolveSetting('api-key')))
       if (code !== 0) this.exit(code)
       return result
-    } finally {
-      await client.close()
-    }
+    })
   }
 
   private async prepare(vm: KnownVm, dir: string, command: string[], options: string[] = []): Promise<SshResult> {

@@ -1,6 +1,5 @@
 import {Args, Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/shell/base-command.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
@@ -65,8 +64,7 @@ bill; --any-owner shows them all.`)
     const targets = this.positionals
     const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
     const owners = await ownerScope(this.flags['any-owner'])
-    const client = await connect({auth: true, trace: this.traceSink()})
-    try {
+    return this.withApi(async (client) => {
       const result = await runStatus(client, new LocalState(configDir()), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
@@ -80,9 +78,7 @@ bill; --any-owner shows them all.`)
       })
       if (!this.jsonEnabled()) this.render(result)
       return result
-    } finally {
-      await client.close()
-    }
+    })
   }
 
   private render(result: StatusResult): void {

@@ -1,11 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
 import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
-import {guardInterrupts} from '../lib/shell/interrupt.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/shell/output.js'
 import {parseDuration, parsePrice} from '../lib/shell/input.js'
 import type {VmTrack} from '../lib/up/stages.js'
@@ -164,77 +162,81 @@ existing VM instead of creating a second one.`)
     await this.useNotifyUrl(flags.notify)
     let capacityFound: Promise<void> | undefined
     let tracked: VmTrack[] = []
-    const guard = guardInterrupts(() => {
-      const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
-      return uids.length > 0
-        ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`]
-        : ['Exiting; nothing this run created is known to exist (run targon status to check).']
-    })
-    const client = await connect({auth: true, signal: guard.signal, trace: this.traceSink()})
-    try {
-      const result = await runUp(client, {
-        bootstrap,
-        configDir: configDir(),
-        count: flags.count,
-        fleet,
-        gpu: flags.gpu,
-        image,
-        json: this.jsonEnabled(),
-        label: flags.name,
-        maxPrice,
-        reconcileMs: await resolveSetting('reconcile-window'),
-        min: flags.min,
-        minGpus: flags['min-gpus'],
-        onFailure: flags['on-failure'],
-        resolveOrg: (client) => this.resolveOrg(client),
-        owner: (await resolveSetting('owner')) ?? null,
-        resource,
-        signal: guard.signal,
-        timeoutMs: parseDuration(flags.timeout, '--timeout'),
-        capacity,
-        track: (vms) => (tracked = vms),
-        // Once per run: the first VM that waited and found capacity.
-        onCapacityFound: () => {
-          capacityFound ??= this.notify('capacity-found', `targon up: capacity found after waiting (${describe(resource, flags.gpu)})`, {
-            exitCode: 0,
-            vms: [],
+    return this.withApi(
+      async (client, signal) => {
+        try {
+          const result = await runUp(client, {
+            bootstrap,
+            configDir: configDir(),
+            count: flags.count,
+            fleet,
+            gpu: flags.gpu,
+            image,
+            json: this.jsonEnabled(),
+            label: flags.name,
+            maxPrice,
+            reconcileMs: await resolveSetting('reconcile-window'),
+            min: flags.min,
+            minGpus: flags['min-gpus'],
+            onFailure: flags['on-failure'],
+            resolveOrg: (client) => this.resolveOrg(client),
+            owner: (await resolveSetting('owner')) ?? null,
+            resource,
+            signal,
+            timeoutMs: parseDuration(flags.timeout, '--timeout'),
+            capacity,
+            track: (vms) => (tracked = vms),
+            // Once per run: the first VM that waited and found capacity.
+            onCapacityFound: () => {
+              capacityFound ??= this.notify(
+                'capacity-found',
+                `targon up: capacity found after waiting (${describe(resource, flags.gpu)})`,
+                {
+                  exitCode: 0,
+                  vms: [],
+                },
+              )
+            },
+            ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
+            maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),
+            warn: (message) => this.addWarning(message),
           })
-        },
-        ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
-        maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),
-        warn: (message) => this.addWarning(message),
-      })
-      const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
-      for (const failure of result.failed)
-        this.addWarning(
-          `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,
-        )
-      await capacityFound
-      const names = result.vms.map((vm) => vm.name).join(', ')
-      await this.notify('up-ready', `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names}`, {
-        exitCode: 0,
-        vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
-      })
-      if (!this.jsonEnabled()) this.render(result)
-      return result
-    } catch (error) {
-      await capacityFound
-      await this.notifyFailure(error)
-      // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
-      const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
-      if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
-        process.stderr.write(
-          printable(
-            `Clean-up:\n${deletionLines(cleanup.results)
-              .map((line) => `  ${line}\n`)
-              .join('')}`,
-          ),
-        )
-      throw error
-    } finally {
-      guard.dispose()
-      await client.close()
-    }
+          const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
+          for (const failure of result.failed)
+            this.addWarning(
+              `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,
+            )
+          await capacityFound
+          const names = result.vms.map((vm) => vm.name).join(', ')
+          await this.notify('up-ready', `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names}`, {
+            exitCode: 0,
+            vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
+          })
+          if (!this.jsonEnabled()) this.render(result)
+          return result
+        } catch (error) {
+          await capacityFound
+          await this.notifyFailure(error)
+          // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
+          const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
+          if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
+            process.stderr.write(
+              printable(
+                `Clean-up:\n${deletionLines(cleanup.results)
+                  .map((line) => `  ${line}\n`)
+                  .join('')}`,
+              ),
+            )
+          throw error
+        }
+      },
+      () => {
+        const uids = tracked.flatMap((track) => (track.claim ? [track.claim.uid] : []))
+        return uids.length > 0
+          ? [`Exiting without clean-up. Still present: ${uids.join(' ')}`, `Delete with: targon down ${uids.join(' ')}`]
+          : ['Exiting; nothing this run created is known to exist (run targon status to check).']
+      },
+    )
   }
 
   /** A failed up: what it was, what was rolled back, and, above all, what still bills. */

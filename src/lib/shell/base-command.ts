@@ -9,6 +9,8 @@ import {resolveOrg} from '../settings/org.js'
 import {activeProfile, resolveSetting, setProfileFlag} from '../settings/settings.js'
 import {type NotifyEvent, deliver} from '../notify/notify.js'
 import type {TargonClient} from '../targon/client.js'
+import {connect} from '../targon/connect.js'
+import {guardInterrupts} from './interrupt.js'
 import {TargonError, asTargonError, isTargonError} from './errors.js'
 import {printable} from './output.js'
 
@@ -63,6 +65,28 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
     setProfileFlag(this.flags.profile)
+  }
+
+  /**
+   * The skeleton of every command that works on the API: guard interrupts (when the command says what a forced exit
+   * leaves behind: the first Ctrl-C then aborts `signal` and lets the work wind down, a second exits at once with
+   * those lines), connect with the key, do the work, and always close the client and the guard.
+   */
+  protected withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit: () => string[]): Promise<R>
+  protected withApi<R>(work: (client: TargonClient) => Promise<R>): Promise<R>
+  protected async withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit?: () => string[]): Promise<R> {
+    const guard = onForcedExit ? guardInterrupts(onForcedExit) : undefined
+    try {
+      const client = await connect({auth: true, signal: guard?.signal, trace: this.traceSink()})
+      try {
+        // Without a guard the work takes no signal (the overload without one).
+        return await work(client, guard?.signal as AbortSignal)
+      } finally {
+        await client.close()
+      }
+    } finally {
+      guard?.dispose()
+    }
   }
 
   /**
