@@ -28,9 +28,10 @@ export async function readSecret(question: string, onInterrupt: string): Promise
     return Buffer.concat(chunks).toString('utf8').trim()
   }
 
-  process.stderr.write(question)
+  // Raw before the question shows: a key typed at once (Ctrl-C included) must reach the prompt, not the terminal.
   process.stdin.setRawMode(true)
   process.stdin.resume()
+  process.stderr.write(question)
   return new Promise((resolve, reject) => {
     let secret = ''
     const done = (finish: () => void) => {
