@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand, EVENT_FLAGS} from '../lib/shell/base-command.js'
 import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
@@ -47,6 +47,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
   }
 
   static flags = {
+    ...EVENT_FLAGS,
     fleet: Flags.string({summary: 'The fleet of :PATH (every running VM), and of VMs named by label (default: config, else "default").'}),
     parallel: Flags.integer({default: DEFAULT_COPY_PARALLEL, max: 64, min: 1, summary: 'VMs copying at once.'}),
     vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels for :PATH, instead of the whole fleet.'}),
@@ -73,7 +74,8 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               this.report(result)
               bar?.finish(result.vm)
             },
-            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled())),
+            events: this.events,
+            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
             org: await this.resolveOrg(client),
             owners: await ownerScope(false),
             parallel: this.flags.parallel,
@@ -96,6 +98,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     const done = result.direction === 'upload' ? 'uploaded' : 'downloaded'
     const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
     this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
+    if (this.eventsOnStderr()) return
     for (const failed of result.failed) process.stderr.write(`${printable(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
   }
 }

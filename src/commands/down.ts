@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
-import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
+import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/shell/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
@@ -55,6 +55,7 @@ otherwise, with a per-VM result.`)
   static strict = false
 
   static flags = {
+    ...EVENT_FLAGS,
     all: Flags.boolean({default: false, summary: 'Every VM this tool created (all fleets).'}),
     'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
     'any-owner': Flags.boolean({
@@ -141,7 +142,10 @@ otherwise, with a per-VM result.`)
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
             reconcileMs: await resolveSetting('reconcile-window'),
-            onProgress: (message) => this.info(message),
+            onEvent: (event) => {
+              this.events.emit({...event, type: 'deletion'})
+              if (event.status === 'progress') this.info(event.detail)
+            },
             onTargets: (uids) => (selected = uids),
             onResult: (deleted) => {
               if (deleted.billing === false) settled.add(deleted.uid)
@@ -196,10 +200,15 @@ otherwise, with a per-VM result.`)
 
   /**
    * Bulk deletion on a terminal asks first, on stderr, with --json too (--json is no consent); explicit targets,
-   * --yes and non-interactive runs (cron) do not.
+   * --yes and non-interactive runs (cron) do not. With --events ndjson there is no prompt: --yes is needed.
    */
   private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
     if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
+    if (this.eventsOnStderr())
+      throw usageError(
+        '--events ndjson shows no prompt, and a bulk deletion on a terminal asks first',
+        'pass --yes to delete without asking',
+      )
     const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
     return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted')
   }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand, EVENT_FLAGS} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
@@ -37,6 +37,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
   static strict = false
 
   static flags = {
+    ...EVENT_FLAGS,
     fleet: Flags.string({
       summary: 'The fleet whose running VMs run the command, and of VMs named by label (default: config, else "default").',
     }),
@@ -63,9 +64,13 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
             configDir: configDir(),
             fleet,
             info: (message) => this.info(message),
+            events: this.events,
             onLine: (vm, stream, line) => {
+              // With --events ndjson, stderr carries events only: the VM's stderr goes there as progress events.
+              if (text && stream === 'stderr' && this.eventsOnStderr())
+                this.events.emit({detail: `${vm} | ${line}`, status: 'progress', type: 'exec'})
               // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
-              if (text)
+              else if (text)
                 (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
             },
             org: await this.resolveOrg(client),
@@ -75,7 +80,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
             targets,
           })
         } catch (error) {
-          if (text && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
+          if (text && !this.eventsOnStderr() && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
           throw error
         }
       },

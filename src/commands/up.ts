@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
-import {BaseCommand, toTargonError} from '../lib/shell/base-command.js'
+import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/shell/base-command.js'
 import {isTargonError, usageError} from '../lib/shell/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/shell/output.js'
@@ -10,6 +10,7 @@ import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
+import {phaseProgress} from '../lib/shell/progress.js'
 import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -66,6 +67,7 @@ existing VM instead of creating a second one.`)
   }
 
   static flags = {
+    ...EVENT_FLAGS,
     notify: Flags.string({
       summary:
         'Webhook to report the outcome to (Slack-compatible JSON); prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
@@ -172,7 +174,8 @@ existing VM instead of creating a second one.`)
             fleet,
             gpu: flags.gpu,
             image,
-            json: this.jsonEnabled(),
+            events: this.events,
+            progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
             label: flags.name,
             maxPrice,
             reconcileMs: await resolveSetting('reconcile-window'),
@@ -219,7 +222,7 @@ existing VM instead of creating a second one.`)
           await this.notifyFailure(error)
           // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
           const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
-          if (!this.jsonEnabled() && cleanup && cleanup.results.length > 0)
+          if (!this.jsonEnabled() && !this.eventsOnStderr() && cleanup && cleanup.results.length > 0)
             process.stderr.write(
               printable(
                 `Clean-up:\n${deletionLines(cleanup.results)

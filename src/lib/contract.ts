@@ -379,6 +379,48 @@ export function configJsonKey(key: string): string {
   return key.replaceAll('-', '_')
 }
 
+/**
+ * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
+ * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
+ */
+export const EVENT_VERSION = 1
+
+export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export const EVENT_STATUSES = ['started', 'progress', 'done', 'skipped', 'failed', 'warning'] as const
+export type EventStatus = (typeof EVENT_STATUSES)[number]
+
+export const RunEventSchema = z.object({
+  event_version: z.literal(EVENT_VERSION),
+  time: z.string().describe('RFC 3339 with milliseconds, when it happened'),
+  run: z.string().describe('the run id, the same on every event of one run'),
+  command: z.string(),
+  type: z
+    .enum(EVENT_TYPES)
+    .describe(
+      'run: the command itself; phase and step: a phase of up and a remote bootstrap step; progress: what a phase waits for; warning: what stderr would say; rollback: up deleting what it made; deletion: one VM in down (started, progress on a wake-up, probe or re-send, then done or failed); exec and transfer: one VM of exec and cp',
+    ),
+  vm: z
+    .object({
+      index: z.number().nullable().describe('1-based position of the VM in an up run; null elsewhere'),
+      uid: z.string().nullable(),
+      name: z.string().nullable(),
+    })
+    .nullable()
+    .describe('null for events of the whole run'),
+  phase: z.enum(PHASES).nullable().describe('the up phase the event belongs to'),
+  step: z.string().nullable().describe('the remote bootstrap step, e.g. B4'),
+  status: z.enum(EVENT_STATUSES),
+  duration_ms: z.number().nullable().describe('on the end of a run, phase, step or VM'),
+  detail: z.string().nullable().describe('for a person: what happened, free text'),
+  error: z
+    .object({code: z.string(), message: z.string(), hint: z.string().nullable()})
+    .nullable()
+    .describe('on status failed: the error code of the exit-code table, and the fix'),
+})
+export type RunEvent = z.infer<typeof RunEventSchema>
+
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,
   'config list': ConfigListResultSchema,
@@ -448,7 +490,7 @@ export function successEnvelope<T extends z.ZodType>(command: string, data: T) {
 
 /** JSON Schema documents, by file name under schemas/. */
 export function jsonSchemas(): Record<string, unknown> {
-  const files: Record<string, unknown> = {'error.json': z.toJSONSchema(ErrorEnvelopeSchema)}
+  const files: Record<string, unknown> = {'error.json': z.toJSONSchema(ErrorEnvelopeSchema), 'events.json': z.toJSONSchema(RunEventSchema)}
   for (const [command, schema] of Object.entries(DATA_SCHEMAS)) {
     files[`${command.replace(' ', '-')}.json`] = z.toJSONSchema(successEnvelope(command, schema))
   }

@@ -11,6 +11,7 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
@@ -312,6 +313,19 @@ describe('up with bootstrap on simulated VMs', () => {
     expect(Date.now() - started).toBeGreaterThan(3000)
   })
 
+  it('the plain progress shows each phase of the VM and each remote step, then the fast path as already done', async () => {
+    configDir = tempDir('targon-config-')
+    const first = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'shown'])
+    expect(first.code, first.stderr).toBe(0)
+    for (const line of ['register', 'deploy', 'wait-running', 'marker check', 'Docker service', 'health check'])
+      expect(first.stderr).toContain(line)
+    expect(first.stderr).toMatch(/NVIDIA Container Toolkit \(\d+\.\d s\)/)
+    const again = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'shown'])
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stderr).toContain('register: already done')
+    expect((await targon(['down', 'shown'])).code).toBe(0)
+  })
+
   it('a failing install step exits 8, shows the log tail, and deletes the VM', async () => {
     configDir = tempDir('targon-config-')
     scenario = {failPackage: 'nvidia-container-toolkit'}
@@ -345,10 +359,23 @@ describe('up with bootstrap on simulated VMs', () => {
     await targon(['down', '--all'])
   })
 
-  it('up --count 2 ends with two healthy shims and two different pinned host keys', async () => {
+  it('up --count 2 ends with two healthy shims and two different pinned host keys; --events ndjson tells each step', async () => {
     configDir = tempDir('targon-config-')
-    const {doc, result} = await up('--count', '2')
+    const {doc, result} = await up('--count', '2', '--events', 'ndjson')
     expect(result.code, result.stdout).toBe(0)
+    // stderr carries events only, in causal order per VM, and they tell what the JSON result records.
+    const events = parseEvents(result.stderr)
+    expectOneRunInOrder(events)
+    expect(events.at(-1)).toMatchObject({status: 'done', type: 'run'})
+    for (const vm of doc.data.vms as {uid: string; name: string; phases: {name: string; status: string; steps: {id: string}[]}[]}[]) {
+      const own = events.filter((event) => event.vm?.uid === vm.uid)
+      for (const phase of vm.phases) {
+        expect(own.find((event) => event.type === 'phase' && event.phase === phase.name && event.status === phase.status)).toBeDefined()
+        for (const step of phase.steps)
+          expect(own.some((event) => event.type === 'step' && event.step === step.id && event.status !== 'started')).toBe(true)
+      }
+      expect(own.find((event) => event.phase === 'shim-start' && event.type === 'phase' && event.status === 'done')?.vm?.name).toBe(vm.name)
+    }
     const vms = doc.data.vms as {uid: string; dstack: {healthy: boolean}; host_key_fingerprint: string}[]
     expect(vms.map((vm) => vm.dstack.healthy)).toEqual([true, true])
     expect(new Set(vms.map((vm) => vm.host_key_fingerprint)).size).toBe(2)

@@ -5,6 +5,7 @@
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {CONFIG_FILE_VARIANTS, type CliOptions, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {CapacityChange, LoggedRequest, SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -67,9 +68,18 @@ describe('up --wait', () => {
     await setup({vms: true})
     sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])
     const appearsAt = Date.now() + 2500
-    const result = await targon([...UP, '--wait', '1m', '--json'])
+    const result = await targon([...UP, '--wait', '1m', '--json', '--events', 'ndjson'])
     expect(result.code, result.stdout + result.stderr).toBe(0)
     const doc = parseJson(result)
+    // The events tell the wait (what register waits for, while it waits) and then the capacity found.
+    const events = parseEvents(result.stderr)
+    expectOneRunInOrder(events)
+    const waiting = events.filter((event) => event.type === 'progress' && event.phase === 'register')
+    expect(waiting.length).toBeGreaterThanOrEqual(1)
+    expect(Date.parse(waiting[0]?.time ?? '')).toBeLessThan(appearsAt)
+    const found = events.findIndex((event) => event.detail === 'capacity found under the cap')
+    expect(found).toBeGreaterThan(events.indexOf(waiting[0] as (typeof events)[number]))
+    expect(found).toBeLessThan(events.findIndex((event) => event.phase === 'register' && event.status === 'done'))
     expect(doc.data.capacity_wait_s).toBeGreaterThan(0)
     expect(doc.data.vms).toHaveLength(1)
     expect(doc.data.vms[0]).toMatchObject({dstack: {healthy: true}, resource: 'rtx6000b-small', status: 'running'})

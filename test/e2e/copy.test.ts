@@ -9,6 +9,7 @@ import {join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
@@ -182,6 +183,18 @@ describe('targon cp', () => {
       )
     expect(text.stderr).toContain(`${bad!.name} | not copied: top.txt: /home/ubuntu/drop/top.txt: permission denied on the VM`)
     expect(text.stderr.trimEnd().split('\n').at(-1)).toMatch(/^Error: the copy failed on 1 of 3 VMs/)
+
+    // --events-file: one transfer per VM, started then done or failed.
+    const eventsFile = join(tempDir('targon-cp-events-'), 'cp.ndjson')
+    const followed = await targon(['cp', join(src, 'in', 'top.txt'), ':/home/ubuntu/drop/', '--fleet', 'cp', '--events-file', eventsFile])
+    expect(followed.code).toBe(12)
+    const events = parseEvents(readFileSync(eventsFile, 'utf8'))
+    expectOneRunInOrder(events)
+    for (const vm of vms)
+      expect(events.filter((event) => event.type === 'transfer' && event.vm?.uid === vm.uid).map((event) => event.status)).toEqual([
+        'started',
+        vm === bad ? 'failed' : 'done',
+      ])
 
     // Downloads from a fleet never overwrite each other: DEST/<vm>/<name>.
     const out = tempDir('targon-cp-fleet-')

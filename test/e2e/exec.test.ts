@@ -6,6 +6,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 const simulated = useSimulatedVms()
@@ -63,6 +64,20 @@ describe('targon exec', () => {
     for (const vm of good) expect(results.get(vm.name)).toMatchObject({exit_code: 0, error: null, uid: vm.uid})
     expect(failedHost).toMatchObject({host_key: {new: false}})
     expect(doc.data.results.every((result: {duration_ms: number}) => result.duration_ms >= 0)).toBe(true)
+
+    // --events ndjson: stdout keeps the VMs' output, stderr holds events only (the VMs' stderr among them).
+    const followed = await targon(['exec', '--fleet', 'ex', '--events', 'ndjson', '--', script])
+    expect(followed.code).toBe(12)
+    expect(followed.stdout.trimEnd().split('\n')).toHaveLength(10)
+    const events = parseEvents(followed.stderr)
+    expectOneRunInOrder(events)
+    for (const vm of vms) {
+      const own = events.filter((event) => event.type === 'exec' && event.vm?.uid === vm.uid)
+      expect(own[0]?.status).toBe('started')
+      expect(own.at(-1)).toMatchObject(vm === bad ? {detail: 'exit code 3', status: 'failed'} : {detail: 'exit code 0', status: 'done'})
+    }
+    expect(events.filter((event) => event.status === 'progress').map((event) => event.detail)).toContain(`${bad!.name} | warn`)
+    expect(events.at(-1)).toMatchObject({error: {code: 'REMOTE_COMMAND_FAILED'}, status: 'failed', type: 'run'})
 
     const ok = await targon(['exec', '--vms', good.map((vm) => vm.name).join(','), '--json', '--', 'true'])
     expect(ok.code).toBe(0)

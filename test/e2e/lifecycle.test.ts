@@ -1,9 +1,10 @@
 import {execFile} from 'node:child_process'
-import {existsSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, lstatSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {BIN, CONFIG_FILE_VARIANTS, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
@@ -388,5 +389,75 @@ describe('up, status, down', () => {
     }
 
     expect(sim.requests('POST', '/workloads')).toHaveLength(0)
+  })
+})
+
+describe('the event stream', () => {
+  it('--events-file writes one run in order, 0600, replacing what was there; the terminal progress stays', async () => {
+    await setup()
+    const dir = tempDir('targon-events-')
+    const file = join(dir, 'up.ndjson')
+    // What was there is replaced, a symlink to another file included (that file is left alone).
+    writeFileSync(join(dir, 'other'), 'keep me\n', {mode: 0o644})
+    symlinkSync(join(dir, 'other'), file)
+    const result = await targon([...UP, '--count', '2', '--events-file', file])
+    expect(result.code, result.stderr).toBe(0)
+    expect(readFileSync(join(dir, 'other'), 'utf8')).toBe('keep me\n')
+    expect(lstatSync(file).isSymbolicLink()).toBe(false)
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    const events = parseEvents(readFileSync(file, 'utf8'))
+    expectOneRunInOrder(events)
+    // The progress on stderr is as without the flag.
+    expect(result.stderr).toContain('wait-running')
+    expect(result.stderr).not.toContain('"event_version"')
+    const names = new Set(events.filter((event) => event.type === 'phase' && event.status === 'done').map((event) => event.vm?.name))
+    expect(names).toEqual(new Set(liveNames()))
+    expect((await targon(['down', '--all'])).code).toBe(0)
+  })
+
+  it('a failed up: the failing phase with its code and hint, each roll-back, and the run failed; stderr holds events only', async () => {
+    await setup({provisioning: (workload) => (workload.deployIndex === 1 ? 'error' : 'normal')})
+    const result = await targon([...UP, '--count', '2', '--events', 'ndjson'])
+    expect(result.code).toBe(11)
+    expect(result.stdout).toBe('')
+    const events = parseEvents(result.stderr)
+    expectOneRunInOrder(events)
+    const failed = events.find((event) => event.type === 'phase' && event.status === 'failed')
+    // The VM went to error: the code of the exit-code table, and the console's last line in the hint.
+    expect(failed?.error?.code).toBe('API_ERROR')
+    expect(failed?.error?.hint).toContain('targon logs')
+    expect(failed?.phase).toBe('wait-running')
+    const rolledBack = events.filter((event) => event.type === 'rollback' && event.status === 'done')
+    expect(rolledBack.map((event) => event.vm?.uid).sort()).toEqual([...sim.workloads.keys()].sort())
+    expect(events.at(-1)).toMatchObject({error: {code: 'PARTIAL_FAILURE'}, status: 'failed', type: 'run'})
+    expect(events.at(-1)?.error?.hint).toContain('--min')
+    expect(sim.billing()).toEqual([])
+  })
+
+  it('down --events ndjson: each deletion started and done; on a terminal a bulk delete needs --yes (exit 2)', async () => {
+    await setup()
+    expect((await targon([...UP, '--count', '2'])).code).toBe(0)
+    const refused = await onTerminal(['down', '--all', '--events', 'ndjson'], '')
+    expect(refused.code).toBe(2)
+    expect(refused.output).not.toContain('[y/N]')
+    expect(sim.billing()).toHaveLength(2)
+    const result = await targon(['down', '--all', '--events', 'ndjson', '--json'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(parseJson(result).data.results).toHaveLength(2)
+    const events = parseEvents(result.stderr)
+    expectOneRunInOrder(events)
+    for (const uid of [...sim.workloads.keys()]) {
+      const own = events.filter((event) => event.type === 'deletion' && event.vm?.uid === uid).map((event) => event.status)
+      expect(own[0]).toBe('started')
+      expect(own.at(-1)).toBe('done')
+    }
+    expect(sim.billing()).toEqual([])
+  })
+
+  it('--events ndjson refuses --verbose and names --events-file instead', async () => {
+    await setup()
+    const result = await targon(['down', '--all', '--events', 'ndjson', '--verbose'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--events-file')
   })
 })

@@ -17,6 +17,8 @@ import {type Entry, LocalSide, RemoteSide, type Side, describeFsError} from './s
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
+import {type RunEvents, vmRef} from '../events/run-events.js'
+
 export const DEFAULT_COPY_PARALLEL = 8
 
 export interface CopyOptions extends VmSelection {
@@ -29,6 +31,8 @@ export interface CopyOptions extends VmSelection {
   onStart?: (vms: KnownVm[]) => void
   onProgress?: (vm: string, progress: TreeProgress) => void
   onResult?: (result: CopyVmResult) => void
+  /** Where each VM's copy is announced (started, then done or failed). */
+  events?: RunEvents
 }
 
 export async function runCopy(client: TargonClient, state: LocalState, options: CopyOptions): Promise<CopyResult> {
@@ -41,7 +45,17 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
   const vms = await selectVms(client, state, {fleet: options.fleet, org: options.org, owners: options.owners, targets})
   options.onStart?.(vms)
   const results = await fanOut(vms, options.parallel, async (vm) => {
+    const ref = vmRef(vm.uid, vm.name)
+    options.events?.emit({status: 'started', type: 'transfer', vm: ref})
     const result = await copyOne(vm, options, perVm)
+    options.events?.emit({
+      detail: `${result.files} files, ${result.bytes} bytes`,
+      duration_ms: result.duration_ms,
+      error: result.ok ? null : {code: 'COPY_FAILED', hint: null, message: result.error ?? 'failed'},
+      status: result.ok ? 'done' : 'failed',
+      type: 'transfer',
+      vm: ref,
+    })
     options.onResult?.(result)
     return result
   })

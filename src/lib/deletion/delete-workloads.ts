@@ -24,6 +24,7 @@ import {deleteLockPath, withFileLock} from '../state/lock.js'
 import type {LocalState} from '../state/local-state.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import type {DeleteAction, DeleteResult} from '../contract.js'
+import {type EventVm, vmRef} from '../events/run-events.js'
 
 export interface DeleteTarget {
   uid: string
@@ -61,10 +62,20 @@ export interface DeleteOptions {
   /** Once aborted, no further deletion starts; those under way finish within their budget. */
   stop?: AbortSignal
   onResult?: (result: DeleteResult) => void
-  /** Progress worth a line: waiting for another run, waking a VM. */
-  onProgress?: (message: string) => void
+  /**
+   * Each deletion's course: started, progress worth a line (waiting for another run, waking the VM, a DELETE sent
+   * again), then done (it no longer bills) or failed.
+   */
+  onEvent?: (event: DeletionEvent) => void
   /** The reconcile window (see the setting): a DELETE answered 5xx or reset is watched a third of it before it is sent again. */
   reconcileMs: number
+}
+
+export interface DeletionEvent {
+  vm: EventVm
+  status: 'done' | 'failed' | 'progress' | 'started'
+  detail: string
+  duration_ms?: number
 }
 
 export async function deleteWorkloads(
@@ -109,15 +120,31 @@ class Deletion {
   }
 
   async run(): Promise<DeleteResult> {
+    const startedAt = Date.now()
+    this.say('started', `deleting ${this.label()}`)
+    const result = await this.settle()
+    this.say(
+      result.billing ? 'failed' : 'done',
+      `${this.label()}: ${result.action}${result.error ? ` (${result.error})` : ''}`,
+      Date.now() - startedAt,
+    )
+    return result
+  }
+
+  private async settle(): Promise<DeleteResult> {
     try {
       return await withFileLock(deleteLockPath(this.org, this.target.uid, this.state.dir), (waited) => this.start(waited), {
-        onWait: () => this.options.onProgress?.(`${this.label()}: another targon run is deleting it; waiting for that`),
+        onWait: () => this.say('progress', `${this.label()}: another targon run is deleting it; waiting for that`),
         timeoutMs: this.deadline - Date.now(),
       })
     } catch (error) {
       // Whatever went wrong (the API, or the local lock directory), the other deletions go on and this one is reported.
       return this.result('failed', true, error instanceof Error ? error.message : String(error))
     }
+  }
+
+  private say(status: DeletionEvent['status'], detail: string, durationMs?: number): void {
+    this.options.onEvent?.({detail, duration_ms: durationMs, status, vm: vmRef(this.target.uid, this.target.name)})
   }
 
   private async start(waited: boolean): Promise<DeleteResult> {
@@ -213,7 +240,7 @@ class Deletion {
     // tombstone (204) from a crash (500); for a VM that still runs, the last one did not take effect.
     if (this.sends >= DELETE_SENDS || Date.now() >= this.deadline)
       return this.result('still-present', true, `still ${status ?? 'present'} after ${this.sends} unclear DELETE answers`)
-    this.options.onProgress?.(`${this.label()}: still ${status ?? 'present'} after an unclear DELETE answer; sending it again`)
+    this.say('progress', `${this.label()}: still ${status ?? 'present'} after an unclear DELETE answer; sending it again`)
     return this.deleteOnce(status ?? 'running')
   }
 
@@ -235,7 +262,7 @@ class Deletion {
   private async wake(status: ObservedStatus): Promise<DeleteResult> {
     if (this.woken) return this.result('failed', true, `still ${status} after waking it`)
     this.woken = true
-    this.options.onProgress?.(`${this.label()}: ${status}, and Targon deletes only a running VM; deploying it to delete it`)
+    this.say('progress', `${this.label()}: ${status}, and Targon deletes only a running VM; deploying it to delete it`)
     let sends = 1
     let sent = await this.sendWake()
     if (typeof sent !== 'string') return sent
@@ -269,7 +296,7 @@ class Deletion {
       if (!(error instanceof TargonError)) throw error
       if (error.code === 'NOT_FOUND') return this.result('deleted', false)
       if (!isOutcomeUnknown(error)) return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
-      this.options.onProgress?.(`${this.label()}: the deploy to wake it got no clear answer (${error.message}); watching its state`)
+      this.say('progress', `${this.label()}: the deploy to wake it got no clear answer (${error.message}); watching its state`)
       return 'unclear'
     }
   }

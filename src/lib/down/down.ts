@@ -14,7 +14,7 @@ import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../shell/output.js'
 import {forgetVm} from '../deletion/forget.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
-import {type DeleteTarget, deleteWorkloads} from '../deletion/delete-workloads.js'
+import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../deletion/delete-workloads.js'
 import type {DeleteResult, DownResult} from '../contract.js'
 
 const STALE_INTENT_MS = 60 * 60_000
@@ -41,7 +41,8 @@ export interface DownOptions {
   /** Every uid about to be deleted, before the first DELETE. */
   onTargets?: (uids: string[]) => void
   onResult?: (result: DeleteResult) => void
-  onProgress?: (message: string) => void
+  /** Each deletion's course (see deleteWorkloads). */
+  onEvent?: (event: DeletionEvent) => void
 }
 
 /**
@@ -198,7 +199,7 @@ export async function runDown(
   options.onTargets?.(targets.map((target) => target.uid))
   const results = await deleteWorkloads(cleanupClient, org, state, targets, {
     concurrency: options.parallel,
-    onProgress: options.onProgress,
+    onEvent: options.onEvent,
     onResult: options.onResult,
     reconcileMs: options.reconcileMs,
     stop: options.stop,

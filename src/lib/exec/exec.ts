@@ -13,6 +13,8 @@ import {asTargonError} from '../shell/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
+import {type RunEvents, vmRef} from '../events/run-events.js'
+
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
 export const EXEC_TAIL_LINES = 20
@@ -29,11 +31,27 @@ export interface ExecOptions {
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void
+  /** Where each VM's command is announced (started, then done or failed). */
+  events?: RunEvents
 }
 
 export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
   const vms = await selectVms(client, state, options)
-  const results = await fanOut(vms, options.parallel, (vm) => runOne(vm, options))
+  const results = await fanOut(vms, options.parallel, async (vm) => {
+    const ref = vmRef(vm.uid, vm.name)
+    options.events?.emit({status: 'started', type: 'exec', vm: ref})
+    const result = await runOne(vm, options)
+    const ok = result.exit_code === 0
+    options.events?.emit({
+      detail: result.exit_code === null ? result.error : `exit code ${result.exit_code}`,
+      duration_ms: result.duration_ms,
+      error: ok ? null : {code: 'REMOTE_COMMAND_FAILED', hint: null, message: result.error ?? `exit code ${result.exit_code}`},
+      status: ok ? 'done' : 'failed',
+      type: 'exec',
+      vm: ref,
+    })
+    return result
+  })
   const failed = results.filter((result) => result.exit_code !== 0)
   const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
   return settle(result, failed.length, {

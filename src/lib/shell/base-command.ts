@@ -11,10 +11,20 @@ import {type NotifyEvent, deliver} from '../notify/notify.js'
 import type {TargonClient} from '../targon/client.js'
 import {connect} from '../targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
-import {TargonError, asTargonError, isTargonError} from './errors.js'
+import {TargonError, asTargonError, isTargonError, usageError} from './errors.js'
+import {RunEvents, eventError} from '../events/run-events.js'
+import {fileLines, stderrLines} from '../events/ndjson.js'
 import {printable} from './output.js'
 
 export const SCHEMA_VERSION = 1
+
+/** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
+export const EVENT_FLAGS = {
+  events: Flags.option({options: ['ndjson'] as const})({
+    summary: 'Stream the events of the run as JSON lines on stderr (then stderr carries nothing else, and no prompt is shown).',
+  }),
+  'events-file': Flags.string({summary: 'Write the events of the run as JSON lines to this file (created 0600, replaced if it exists).'}),
+}
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -51,6 +61,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** What the envelope says the run acted on: the org and the profile of the settings; null where none applies. */
   protected acting: {org: string | null; profile: string | null} = {org: null, profile: null}
   private notifyUrl: string | undefined
+  /** What the run does, for whoever follows it (--events, --events-file, and the command's own display). */
+  protected events = new RunEvents('')
+  private eventLines: 'none' | 'stderr' = 'none'
+  private closeEventsFile: (() => void) | undefined
+  private runStartedAt = Date.now()
 
   public async init(): Promise<void> {
     await super.init()
@@ -65,6 +80,50 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
     setProfileFlag(this.flags.profile)
+    this.followEvents(flags as {events?: 'ndjson'; 'events-file'?: string})
+  }
+
+  /** Sets up --events and --events-file, and announces the run. */
+  private followEvents(flags: {events?: 'ndjson'; 'events-file'?: string}): void {
+    this.events = new RunEvents(this.commandName())
+    if (flags.events === 'ndjson') {
+      if (this.verbose())
+        throw usageError(
+          '--verbose writes diagnostics to stderr, where --events ndjson writes only events',
+          'use --events-file PATH with --verbose',
+        )
+      this.eventLines = 'stderr'
+      this.events.on(stderrLines())
+    }
+
+    const path = flags['events-file']
+    if (path !== undefined) {
+      const file = fileLines(path, (message) => this.addWarning(message))
+      this.closeEventsFile = file.close
+      this.events.on(file.listener)
+    }
+
+    this.events.emit({status: 'started', type: 'run'})
+  }
+
+  /** Whether stderr carries only event lines (--events ndjson): no progress, no prompt, warnings as events. */
+  protected eventsOnStderr(): boolean {
+    return this.eventLines === 'stderr'
+  }
+
+  /** The run's last event: how it ended. */
+  public async finally(error: Error | undefined): Promise<void> {
+    if (error instanceof Errors.ExitError) return super.finally(error)
+    const failure = error ? toTargonError(error) : undefined
+    this.events.emit({
+      detail: failure ? `exit code ${failure.exitCode}` : 'exit code 0',
+      duration_ms: Date.now() - this.runStartedAt,
+      error: failure ? eventError(failure) : null,
+      status: failure ? 'failed' : 'done',
+      type: 'run',
+    })
+    this.closeEventsFile?.()
+    return super.finally(error)
   }
 
   /**
@@ -75,7 +134,10 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit: () => string[]): Promise<R>
   protected withApi<R>(work: (client: TargonClient) => Promise<R>): Promise<R>
   protected async withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit?: () => string[]): Promise<R> {
-    const guard = onForcedExit ? guardInterrupts(onForcedExit) : undefined
+    const say = this.eventsOnStderr()
+      ? (line: string) => this.events.emit({detail: line.trim(), status: 'warning', type: 'warning'})
+      : undefined
+    const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
     try {
       const client = await connect({auth: true, signal: guard?.signal, trace: this.traceSink()})
       try {
@@ -104,6 +166,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Progress and diagnostics: stderr, and silent under --json unless --verbose. Never a control character. */
   protected info(message: string): void {
+    if (this.eventsOnStderr()) return
     if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${printable(message)}\n`)
   }
 
@@ -148,6 +211,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   protected addWarning(message: string): void {
     this.warnings.push(message)
+    this.events.emit({detail: message, status: 'warning', type: 'warning'})
     this.info(`Warning: ${message}`)
   }
 
@@ -211,6 +275,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       return
     }
 
+    // The run's last event carries the error.
+    if (this.eventsOnStderr()) return
     const hint = err.hint ? `. Hint: ${err.hint}` : ''
     const requestId = err.requestId ? ` (request id ${err.requestId})` : ''
     process.stderr.write(`${printable(`Error: ${err.message}${requestId}${hint}`)}\n`)

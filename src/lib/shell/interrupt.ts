@@ -14,20 +14,24 @@ export interface InterruptGuard {
 
 const SIGNALS = Object.keys(SIGNAL_EXIT_CODES) as InterruptSignal[]
 
-export function guardInterrupts(describeLeftovers: () => string[]): InterruptGuard {
+/** `say` writes a line for a person (stderr by default; an event where stderr carries events only). */
+export function guardInterrupts(
+  describeLeftovers: () => string[],
+  say: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): InterruptGuard {
   const controller = new AbortController()
   let count = 0
   const onSignal = (name: InterruptSignal) => {
     count++
     if (count === 1) {
-      process.stderr.write(`\n${name} received: stopping and cleaning up (send it again to exit at once)\n`)
+      say(`\n${name} received: stopping and cleaning up (send it again to exit at once)`)
       controller.abort(
         new TargonError('INTERRUPTED', `interrupted by ${name}`, {hint: 'run targon status to see what is left', signal: name}),
       )
       return
     }
 
-    for (const line of describeLeftovers()) process.stderr.write(`${line}\n`)
+    for (const line of describeLeftovers()) say(line)
     runExitCallbacks()
     process.exit(SIGNAL_EXIT_CODES[name])
   }

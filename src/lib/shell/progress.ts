@@ -1,88 +1,19 @@
 /**
- * Phase progress with listr2 on stderr: one line per VM, per phase and, for the bootstrap
- * phases, per remote step (skipped or done, with its duration). A live tree on a terminal,
- * plain lines without one (cron, CI, TERM=dumb, a terminal without a width), nothing under
- * --json. listr2's own SIGINT handler exits without clean-up, so it is disabled; interrupt.ts
+ * The progress of `targon up` with listr2 on stderr: one line per VM, per phase and, for the bootstrap phases, per
+ * remote step (skipped or done, with its duration). A live tree on a terminal, plain lines without one (cron, CI,
+ * TERM=dumb, a terminal without a width).
+ *
+ * It only listens: the run's events settle the tasks it shows, laid out from the run's pipeline; it decides nothing
+ * about what runs or when. listr2's own SIGINT handler exits without clean-up, so it is disabled; interrupt.ts
  * handles signals.
  */
-
 import type {ListrTask} from 'listr2'
 
-import type {StepEvent, Substep} from '../bootstrap/runner.js'
+import type {PhaseName, RunEvent} from '../contract.js'
+import type {PipelineLayout} from '../up/pipeline.js'
+import type {ProgressDisplay} from '../up/up.js'
 import {printable} from './output.js'
 
-export interface PhaseStep<Vm> {
-  title: string
-  /**
-   * Runs alongside the phases after it instead of before them: they start together, shown side by side, and the VM
-   * is done once all have ended.
-   */
-  alongside?: boolean
-  /** Remote steps reported while the phase runs, shown as sub-tasks. */
-  substeps?: Substep[]
-  /** `report` shows a line of progress under the phase (e.g. what it waits for). */
-  run: (vm: Vm, onEvent: (event: StepEvent) => void, report: (line: string) => void) => Promise<'done' | 'skipped'>
-}
-
-export interface ProgressOptions<Vm> {
-  silent: boolean
-  concurrency: number
-  /** The title of a VM's line, re-read after every phase (the name is known after register). */
-  vmTitle: (vm: Vm) => string
-  /** Records a VM's failure; the run goes on for the other VMs. */
-  onFailure: (vm: Vm, error: unknown) => void
-}
-
-interface StepOutcome {
-  event: 'ok' | 'skip'
-  detail: string
-  durationMs: number
-}
-
-/** Turns the stream of step events into one promise per announced sub-step. */
-class SubstepTracker {
-  private readonly waiting = new Map<
-    string,
-    {promise: Promise<StepOutcome>; resolve: (outcome: StepOutcome) => void; reject: (error: unknown) => void}
-  >()
-  private readonly started = new Map<string, number>()
-
-  constructor(substeps: Substep[]) {
-    for (const {id} of substeps) {
-      let resolve!: (outcome: StepOutcome) => void
-      let reject!: (error: unknown) => void
-      const promise = new Promise<StepOutcome>((res, rej) => {
-        resolve = res
-        reject = rej
-      })
-      promise.catch(() => undefined)
-      this.waiting.set(id, {promise, reject, resolve})
-    }
-  }
-
-  wait(id: string): Promise<StepOutcome> {
-    return this.waiting.get(id)?.promise ?? Promise.resolve({detail: '', durationMs: 0, event: 'skip'})
-  }
-
-  onEvent = (event: StepEvent): void => {
-    if (event.event === 'start') {
-      this.started.set(event.id, event.at)
-      return
-    }
-
-    const durationMs = event.at - (this.started.get(event.id) ?? event.at)
-    if (event.event === 'fail') this.waiting.get(event.id)?.reject(new Error(`${event.id} failed`))
-    else this.waiting.get(event.id)?.resolve({detail: event.detail, durationMs, event: event.event})
-  }
-
-  /** Steps never reported were not needed (e.g. the marker fast path); on failure they fail. */
-  close(error?: unknown): void {
-    for (const pending of this.waiting.values()) {
-      if (error) pending.reject(error)
-      else pending.resolve({detail: 'already done', durationMs: 0, event: 'skip'})
-    }
-  }
-}
 /**
  * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a
  * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
@@ -92,18 +23,132 @@ export function liveTerminal(): boolean {
   return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
 }
 
-/** The wrapper listr2 hands a running task: its title, skip, and sub-lists. */
+/** The wrapper listr2 hands a running task: its title, output, skip, and sub-lists. */
 type TaskWrapper = Parameters<Extract<ListrTask['task'], (...args: never[]) => unknown>>[1]
 
-/** Runs the phases of every VM (VMs in parallel, each VM's phases in order), with progress on stderr. */
-export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): Promise<void> {
+/** A promise settled once from outside; never an unhandled rejection. */
+class Outcome<T> {
+  readonly promise: Promise<T>
+  settled = false
+  private settle!: {resolve: (value: T) => void; reject: (error: Error) => void}
+
+  constructor() {
+    this.promise = new Promise<T>((resolve, reject) => (this.settle = {reject, resolve}))
+    this.promise.catch(() => undefined)
+  }
+
+  resolve(value: T): void {
+    if (!this.settled) this.settle.resolve(value)
+    this.settled = true
+  }
+
+  reject(error: Error): void {
+    if (!this.settled) this.settle.reject(error)
+    this.settled = true
+  }
+}
+
+interface StepShown {
+  skipped: boolean
+  detail: string
+  durationMs: number
+}
+
+/** What the display knows of one VM, from its events. */
+class VmView {
+  name: string | null = null
+  failedWith: string | null = null
+  wrapper: TaskWrapper | undefined
+  private ended = false
+  private readonly phases = new Map<PhaseName, Outcome<'done' | 'skipped'>>()
+  private readonly steps = new Map<string, Outcome<StepShown>>()
+  private readonly outputs = new Map<PhaseName, TaskWrapper>()
+  /** Phases that ended: a step asked for afterwards is settled at once. */
+  private readonly closed = new Map<PhaseName, 'ended' | 'failed'>()
+
+  constructor(private readonly index: number) {}
+
+  get title(): string {
+    const name = this.name ?? `VM ${this.index}`
+    return printable(this.failedWith ? `${name}: failed (${this.failedWith})` : name)
+  }
+
+  phase(name: PhaseName): Outcome<'done' | 'skipped'> {
+    let outcome = this.phases.get(name)
+    if (!outcome) this.phases.set(name, (outcome = new Outcome()))
+    if (this.ended) outcome.reject(new Error('not run'))
+    return outcome
+  }
+
+  step(phase: PhaseName, id: string): Outcome<StepShown> {
+    const key = `${phase}/${id}`
+    let outcome = this.steps.get(key)
+    if (!outcome) this.steps.set(key, (outcome = new Outcome()))
+    const closed = this.closed.get(phase)
+    if (closed === 'failed') outcome.reject(new Error('failed'))
+    if (closed === 'ended') outcome.resolve({detail: 'already done', durationMs: 0, skipped: true})
+    return outcome
+  }
+
+  showOutput(phase: PhaseName, wrapper: TaskWrapper): void {
+    this.outputs.set(phase, wrapper)
+  }
+
+  apply(event: RunEvent): void {
+    if (event.vm?.name) this.name = event.vm.name
+    const {phase} = event
+    if (!phase) return
+    if (event.type === 'progress' && event.detail) {
+      const wrapper = this.outputs.get(phase)
+      if (wrapper) wrapper.output = printable(event.detail)
+    }
+
+    if (event.type === 'step' && event.step && event.status !== 'started') {
+      const outcome = this.step(phase, event.step)
+      if (event.status === 'failed') outcome.reject(new Error(`${event.step} failed`))
+      else outcome.resolve({detail: event.detail ?? '', durationMs: event.duration_ms ?? 0, skipped: event.status === 'skipped'})
+    }
+
+    if (event.type !== 'phase') return
+    const outcome = this.phase(phase)
+    if (event.status === 'done' || event.status === 'skipped') outcome.resolve(event.status)
+    if (event.status === 'failed') {
+      this.failedWith = event.error?.code ?? 'failed'
+      outcome.reject(new Error(event.error?.message ?? 'failed'))
+    }
+
+    // Steps a phase never reported were not needed (e.g. the marker fast path); on failure they fail.
+    if (event.status !== 'started') this.closeSteps(phase, event.status === 'failed')
+    if (this.wrapper) this.wrapper.title = this.title
+  }
+
+  private closeSteps(phase: PhaseName, failed: boolean): void {
+    this.closed.set(phase, failed ? 'failed' : 'ended')
+    for (const [key] of this.steps) if (key.startsWith(`${phase}/`)) this.step(phase, key.slice(phase.length + 1))
+  }
+
+  /** The run is over: whatever never came (a VM that never reached a phase) ends as not run. */
+  end(): void {
+    this.ended = true
+    for (const outcome of this.phases.values()) outcome.reject(new Error('not run'))
+  }
+
+  /** A step's outcome, known in advance for the steps of a phase that already ended. */
+  stepOutcome(phase: PhaseName, id: string): Promise<StepShown> {
+    return this.step(phase, id).promise
+  }
+}
+
+/** The listr2 display of a run laid out by `layout`, fed by the run's events. */
+export async function phaseProgress(layout: PipelineLayout): Promise<ProgressDisplay> {
   // Loaded here: only `up` shows progress, and listr2 (with its terminal helpers) is not small.
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const logger = new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
+  const views = Array.from({length: layout.count}, (_, index) => new VmView(index + 1))
   const list = new Listr(
-    vms.map((vm) => vmTask(vm, steps, options)),
+    views.map((view) => vmTask(view, layout)),
     {
-      concurrent: options.concurrency,
+      concurrent: layout.concurrency,
       exitOnError: false,
       fallbackRenderer: 'simple',
       fallbackRendererCondition: !liveTerminal(),
@@ -111,35 +156,48 @@ export async function runPhases<Vm>(vms: Vm[], steps: PhaseStep<Vm>[], options: 
       registerSignalListeners: false,
       renderer: 'default',
       rendererOptions: {logger},
-      silentRendererCondition: options.silent,
     },
   )
-  await list.run().catch(() => undefined)
-}
-
-/** One VM: its phases in order, stopping at the first that fails. */
-function vmTask<Vm>(vm: Vm, steps: PhaseStep<Vm>[], options: ProgressOptions<Vm>): ListrTask {
+  const rendering = list.run().catch(() => undefined)
   return {
-    task: (_context, vmWrapper) => vmWrapper.newListr(phaseTasks(vm, steps, vmWrapper, options), {concurrent: false, exitOnError: true}),
-    title: printable(options.vmTitle(vm)),
+    finish: async () => {
+      for (const view of views) view.end()
+      await rendering
+    },
+    listener: (event) => {
+      const index = event.vm?.index
+      if (index) views[index - 1]?.apply(event)
+    },
   }
 }
 
-/** The phases as tasks; a phase that runs alongside the ones after it shares one concurrent group with them. */
-function phaseTasks<Vm>(vm: Vm, steps: PhaseStep<Vm>[], vmWrapper: TaskWrapper, options: ProgressOptions<Vm>): ListrTask[] {
-  const task = (step: PhaseStep<Vm>): ListrTask => ({
-    task: (_stepContext: unknown, stepWrapper: TaskWrapper) => runStep(vm, step, vmWrapper, stepWrapper, options),
-    title: step.title,
+/** One VM: its phases in order, stopping at the first that fails. */
+function vmTask(view: VmView, layout: PipelineLayout): ListrTask {
+  return {
+    task: (_context, wrapper) => {
+      view.wrapper = wrapper
+      wrapper.title = view.title
+      return wrapper.newListr(phaseTasks(view, layout), {concurrent: false, exitOnError: true})
+    },
+    title: view.title,
+  }
+}
+
+/** The phases as tasks; the phase that runs alongside the ones after it shares one concurrent group with them. */
+function phaseTasks(view: VmView, layout: PipelineLayout): ListrTask[] {
+  const {phases} = layout
+  const task = (phase: PipelineLayout['phases'][number]): ListrTask => ({
+    task: (_context: unknown, wrapper: TaskWrapper) => showPhase(view, phase, wrapper),
+    title: phase.name,
   })
-  const at = steps.findIndex((step) => step.alongside)
-  const side = steps[at]
-  const after = steps.slice(at + 1)
-  if (!side || after.length === 0) return steps.map(task)
-  const chain = after.map((step) => step.title).join(', then ')
+  const at = phases.findIndex((phase) => phase.name === layout.alongside)
+  const side = phases[at]
+  const after = phases.slice(at + 1)
+  if (!side || after.length === 0) return phases.map(task)
+  const chain = after.map((phase) => phase.name).join(', then ')
   return [
-    ...steps.slice(0, at).map(task),
+    ...phases.slice(0, at).map(task),
     {
-      // Both sides always run to their end (a failing side ends the other), so that the VM's outcome is settled.
       task: (_context: unknown, wrapper: TaskWrapper) =>
         wrapper.newListr(
           [
@@ -152,82 +210,41 @@ function phaseTasks<Vm>(vm: Vm, steps: PhaseStep<Vm>[], vmWrapper: TaskWrapper, 
           ],
           {concurrent: true, exitOnError: false},
         ),
-      title: `${side.title} alongside ${chain}`,
+      title: `${side.name} alongside ${chain}`,
     },
   ]
 }
 
-/** Runs one phase; a phase with remote steps shows them as its sub-tasks while it runs. */
-async function runStep<Vm>(
-  vm: Vm,
-  step: PhaseStep<Vm>,
-  vmWrapper: TaskWrapper,
-  stepWrapper: TaskWrapper,
-  options: ProgressOptions<Vm>,
-): Promise<unknown> {
-  const run = async (onEvent: (event: StepEvent) => void) => {
-    try {
-      return await step.run(vm, onEvent, (line) => (stepWrapper.output = printable(line)))
-    } catch (error) {
-      options.onFailure(vm, error)
-      throw error
-    } finally {
-      // The name is known after register.
-      vmWrapper.title = printable(options.vmTitle(vm))
-    }
-  }
-
-  if (!step.substeps) {
-    if ((await run(() => {})) === 'skipped') stepWrapper.skip(`${step.title}: already done`)
+/** Shows one phase until its events end it; a phase with remote steps shows them as its sub-tasks. */
+async function showPhase(view: VmView, phase: PipelineLayout['phases'][number], wrapper: TaskWrapper): Promise<unknown> {
+  view.showOutput(phase.name, wrapper)
+  const outcome = view.phase(phase.name).promise
+  const {substeps} = phase
+  if (!substeps) {
+    if ((await outcome) === 'skipped') wrapper.skip(`${phase.name}: already done`)
     return undefined
   }
 
-  const tracker = new SubstepTracker(step.substeps)
-  const running = run(tracker.onEvent).then(
-    (outcome) => {
-      tracker.close()
-      return outcome
-    },
-    (error: unknown) => {
-      tracker.close(error)
-      throw error
-    },
-  )
-  running.catch(() => undefined)
-  return stepWrapper.newListr(
-    step.substeps.map((substep, index) => ({
-      task: (_context: unknown, substepWrapper: TaskWrapper) =>
-        showSubstep(
-          substep,
-          tracker,
-          running,
-          substepWrapper,
-          index === (step.substeps?.length ?? 0) - 1 ? {step, stepWrapper} : undefined,
-        ),
+  return wrapper.newListr(
+    substeps.map((substep, index) => ({
+      task: async (_context: unknown, substepWrapper: TaskWrapper) => {
+        let shown: StepShown
+        try {
+          shown = await view.stepOutcome(phase.name, substep.id)
+        } catch (error) {
+          // Let the phase end first, so that its real error is shown rather than the step's.
+          await outcome
+          throw error
+        }
+
+        if (shown.skipped) substepWrapper.skip(`${substep.title}: ${shown.detail.replaceAll('-', ' ') || 'skipped'}`)
+        else
+          substepWrapper.title = `${substep.title} (${(shown.durationMs / 1000).toFixed(1)} s)${shown.detail ? `: ${printable(shown.detail)}` : ''}`
+        // After the last step, a phase that was already done is marked skipped.
+        if (index === substeps.length - 1 && (await outcome) === 'skipped') wrapper.skip(`${phase.name}: already done`)
+      },
       title: substep.title,
     })),
     {concurrent: false, exitOnError: true},
   )
-}
-
-/** Waits for one remote step and shows how it went; after the last one, a phase that was already done is marked skipped. */
-async function showSubstep<Vm>(
-  substep: Substep,
-  tracker: SubstepTracker,
-  running: Promise<'done' | 'skipped'>,
-  wrapper: TaskWrapper,
-  last: {step: PhaseStep<Vm>; stepWrapper: TaskWrapper} | undefined,
-): Promise<void> {
-  let outcome: StepOutcome
-  try {
-    outcome = await tracker.wait(substep.id)
-  } catch (error) {
-    // Let the phase finish first, so that its real error is recorded before listr moves on.
-    await running.catch(() => undefined)
-    throw error
-  }
-
-  if (outcome.event === 'skip') wrapper.skip(`${substep.title}: ${outcome.detail.replaceAll('-', ' ') || 'skipped'}`)
-  else wrapper.title = `${substep.title} (${(outcome.durationMs / 1000).toFixed(1)} s)${outcome.detail ? `: ${outcome.detail}` : ''}`
-  if (last && (await running) === 'skipped') last.stepWrapper.skip(`${last.step.title}: already done`)
 }

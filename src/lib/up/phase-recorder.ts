@@ -1,60 +1,59 @@
 /**
- * How one phase of one VM went, as `up --json` reports it: when it started (relative to the run, since phases may
- * overlap), how long it took, and the remote steps of the bootstrap phases with their durations.
+ * How each phase of each VM went, as `up --json` reports it, recorded from the run's events: when the phase started
+ * (relative to the run, since phases overlap), how long it took, and the remote steps of the bootstrap phases.
  */
-import type {StepEvent, Substep} from '../bootstrap/runner.js'
-import type {PhaseName, PhaseResult, StepResult} from '../contract.js'
+import type {Substep} from '../bootstrap/runner.js'
+import type {PhaseName, PhaseResult, RunEvent, StepResult} from '../contract.js'
+import type {EventListener} from '../events/run-events.js'
+import type {PipelineLayout} from './pipeline.js'
+import type {VmTrack} from './stages.js'
 
-const STEP_STATUS = {fail: 'failed', ok: 'done', skip: 'skipped'} as const
-
-export class PhaseRecorder {
-  private started = Date.now()
-  private readonly stepStarts = new Map<string, number>()
-  private readonly steps = new Map<string, StepResult>()
-
-  constructor(
-    private readonly name: PhaseName,
-    private readonly runStartedAt: number,
-    private readonly substeps: Substep[] = [],
-  ) {}
-
-  /** The phase really starts now: install, once it has an address to try SSH on. */
-  restart(): void {
-    this.started = Date.now()
+/** Fills each track's `phases` as its phases end. */
+export function phaseRecorder(tracks: VmTrack[], runStartedAt: number, layout: PipelineLayout): EventListener {
+  const substeps = new Map<PhaseName, Substep[]>(layout.phases.map((phase) => [phase.name, phase.substeps ?? []]))
+  const open = new Map<string, {startedAt: number | undefined; steps: Map<string, StepResult>}>()
+  const key = (event: RunEvent) => `${event.vm?.index}/${event.phase}`
+  const entry = (event: RunEvent) => {
+    let found = open.get(key(event))
+    if (!found) open.set(key(event), (found = {startedAt: undefined, steps: new Map()}))
+    return found
   }
 
-  /** Records the phase's step events on their way to `next` (the progress display). */
-  relay(next: (event: StepEvent) => void): (event: StepEvent) => void {
-    return (event) => {
-      this.onEvent(event)
-      next(event)
-    }
-  }
-
-  private onEvent(event: StepEvent): void {
-    if (event.event === 'start') {
-      this.stepStarts.set(event.id, event.at)
+  return (event) => {
+    const track = event.vm?.index ? tracks[event.vm.index - 1] : undefined
+    const {phase} = event
+    if (!track || !phase) return
+    if (event.type === 'step' && event.step && event.status !== 'started') {
+      entry(event).steps.set(event.step, {
+        detail: event.detail ?? '',
+        duration_ms: event.duration_ms ?? 0,
+        id: event.step,
+        status: event.status === 'failed' ? 'failed' : event.status === 'skipped' ? 'skipped' : 'done',
+        title: substeps.get(phase)?.find((substep) => substep.id === event.step)?.title ?? event.step,
+      })
       return
     }
 
-    this.steps.set(event.id, {
-      detail: event.detail,
-      duration_ms: event.at - (this.stepStarts.get(event.id) ?? event.at),
-      id: event.id,
-      status: STEP_STATUS[event.event],
-      title: this.substeps.find((substep) => substep.id === event.id)?.title ?? event.id,
-    })
-  }
-
-  result(status: PhaseResult['status']): PhaseResult {
-    // In the order the phase announces its steps, which is the order they run in.
-    const order = (step: StepResult) => this.substeps.findIndex((substep) => substep.id === step.id)
-    return {
-      duration_ms: Date.now() - this.started,
-      name: this.name,
-      started_ms: this.started - this.runStartedAt,
-      status,
-      steps: [...this.steps.values()].sort((a, b) => order(a) - order(b)),
+    if (event.type !== 'phase') return
+    const at = Date.parse(event.time)
+    if (event.status === 'started') {
+      entry(event).startedAt = at
+      return
     }
+
+    if (event.status !== 'done' && event.status !== 'skipped' && event.status !== 'failed') return
+    const {startedAt, steps} = entry(event)
+    open.delete(key(event))
+    const duration = event.duration_ms ?? 0
+    const start = startedAt ?? at - duration
+    // In the order the phase announces its steps, which is the order they run in.
+    const order = (step: StepResult) => substeps.get(phase)?.findIndex((substep) => substep.id === step.id) ?? 0
+    track.phases.push({
+      duration_ms: duration,
+      name: phase,
+      started_ms: start - runStartedAt,
+      status: event.status,
+      steps: [...steps.values()].sort((a, b) => order(a) - order(b)),
+    } satisfies PhaseResult)
   }
 }

@@ -18,7 +18,8 @@ import {pollUntil} from '../targon/wait.js'
 import type {CapacityWatch} from '../capacity/watch.js'
 import type {OfferUnits} from '../capacity/candidates.js'
 import type {RunDeadline} from './deadline.js'
-import type {Claim} from './stages.js'
+import type {Claim, VmTrack} from './stages.js'
+import type {RunEvents} from '../events/run-events.js'
 
 export interface UpRequest {
   org: string
@@ -70,6 +71,10 @@ export interface RunContext {
   /** With --wait: where VMs wait for capacity; null without. */
   capacity: CapacityWatch | null
   warn: (message: string) => void
+  /** The run's event stream: each phase, step and roll-back of each VM. */
+  events: RunEvents
+  /** The VMs of the run. */
+  tracks: VmTrack[]
   /** Registered workloads Targon refused to delete (see deletion/); `down` tries them again. */
   leftovers: Leftover[]
 }
@@ -148,8 +153,13 @@ export async function deleteClaim(
   claim: Claim,
   resource: string | null,
 ): Promise<{billing: boolean; results: DeleteResult[]}> {
+  const index = ctx.tracks.find((track) => track.claim?.uid === claim.uid)?.index
   const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {
-    onProgress: ctx.warn,
+    // Its progress is worth a warning; its start and end are the VM's roll-back.
+    onEvent: (event) =>
+      event.status === 'progress'
+        ? ctx.warn(event.detail)
+        : ctx.events.emit({...event, type: 'rollback', vm: {...event.vm, index: index === undefined ? null : index + 1}}),
     reconcileMs: ctx.request.reconcileMs,
   })
   const billing = results.some((result) => result.billing !== false)

@@ -18,6 +18,7 @@
 import type {Marker, ShimRun} from '../bootstrap/runner.js'
 import type {Offer, PhaseResult} from '../contract.js'
 import type {HostKey, SshSession} from '../ssh/session.js'
+import type {EventVm} from '../events/run-events.js'
 
 /**
  * The workload this run holds for a VM, and whether the run created it or adopted an existing one. The one
@@ -112,6 +113,11 @@ export class VmTrack {
   failedWith?: string
 
   constructor(readonly index: number) {}
+
+  /** How events name it: its position in the run, and its uid and name once it has them. */
+  get ref(): EventVm {
+    return {index: this.index + 1, name: this.claim?.name ?? null, uid: this.claim?.uid ?? null}
+  }
 
   get title(): string {
     const name = this.claim?.name ?? `VM ${this.index + 1}`

@@ -5,34 +5,29 @@
 
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
-import {INSTALL_STEPS, SHIM_STEPS, type StepEvent, type Substep} from '../bootstrap/runner.js'
 import {type ErrorCode, TargonError, asTargonError} from '../shell/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
-import {CapacityWatch, type Report} from '../capacity/watch.js'
+import {CapacityWatch} from '../capacity/watch.js'
 import {DEFAULT_IMAGE, SETTINGS} from '../settings/settings.js'
 import {formatDuration} from '../shell/input.js'
 import {countOf} from '../shell/output.js'
-import {runPhases} from '../shell/progress.js'
-import {install, startShim} from './bootstrap-phases.js'
-import {pinHostKey} from '../ssh/pins.js'
-import {deploy} from './deploy.js'
 import {type Rollback, keptNote, rollBack} from './failure-policy.js'
-import {register} from './register.js'
 import {vmResult} from './result.js'
-import type {RunContext, UpRequest} from './run-context.js'
+import type {RunContext} from './run-context.js'
 import {RunDeadline} from './deadline.js'
 import {benchSerialPath} from './bench-serial-path.js'
-import {PhaseRecorder} from './phase-recorder.js'
-import {type Booting, type Stage, VmTrack} from './stages.js'
-import {PolledStateWatch, waitRunning} from './wait-running.js'
+import {VmTrack} from './stages.js'
+import {phaseRecorder} from './phase-recorder.js'
+import {type PipelineLayout, pipelineLayout, provisionAll} from './pipeline.js'
+import type {EventListener, RunEvents} from '../events/run-events.js'
 import {LocalState} from '../state/local-state.js'
 import {ensureOwnerProject} from '../fleet/owners.js'
 import {mapBounded} from '../shell/concurrency.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../shell/version.js'
-import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type PhaseName, PHASES, type UpResult} from '../contract.js'
+import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type UpResult} from '../contract.js'
 
 export interface UpOptions {
   resource?: string
@@ -70,13 +65,22 @@ export interface UpOptions {
     /** How often the state is read while the bootstrap runs on a VM that is still booting. */
     stateWatchIntervalMs: number
   } | null
-  json: boolean
   signal: AbortSignal
   warn: (message: string) => void
   /** Lets the signal handler name what this run has created so far. */
   track: (tracks: VmTrack[]) => void
   /** A VM that waited for capacity (--wait) found it. */
   onCapacityFound?: () => void
+  /** Where the run says what it does: each phase, step and roll-back of each VM. */
+  events: RunEvents
+  /** The progress display, laid out once the run knows its phases, then fed by the events (none under --json). */
+  progress?: (layout: PipelineLayout) => Promise<ProgressDisplay>
+}
+
+/** A display of the run's progress: an event listener, and the end of its rendering. */
+export interface ProgressDisplay {
+  listener: EventListener
+  finish: () => Promise<void>
 }
 
 /** The image by exact name; for the default, a unique Ubuntu 24.04 image if the exact one is missing. */
@@ -111,9 +115,9 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   const orgRefusal = new AbortController()
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal, orgRefusal.signal])
-    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, options)
     const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
+    const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, tracks, options)
     const failures = await provision(ctx, tracks, options, (error) => orgRefusal.abort(error))
     try {
       return await settle(ctx, tracks, failures, options)
@@ -132,6 +136,7 @@ async function prepare(
   signal: AbortSignal,
   deadline: RunDeadline,
   startedAt: number,
+  tracks: VmTrack[],
   options: UpOptions,
 ): Promise<RunContext> {
   const inventory = await client.inventory()
@@ -205,7 +210,10 @@ async function prepare(
       until: deadline.waitUntil,
       waitMs: options.capacity.waitMs,
       wanted,
-      onFound: options.onCapacityFound,
+      onFound: () => {
+        options.events.emit({detail: 'capacity found under the cap', status: 'progress', type: 'progress'})
+        options.onCapacityFound?.()
+      },
     })
   return {
     candidates,
@@ -214,10 +222,12 @@ async function prepare(
     cleanupClient,
     client,
     deadline,
+    events: options.events,
     leftovers: [],
     request,
     signal,
     state,
+    tracks,
     warn: options.warn,
     whyNoOffer,
   }
@@ -233,7 +243,7 @@ interface Failure {
 }
 
 /**
- * Runs the phases of every VM in parallel, with progress; returns how each VM that failed failed. A failed VM is
+ * Runs the phases of every VM (pipeline.ts); returns how each VM that failed failed. A failed VM is
  * rolled back at once rather than when the whole run ends: the others may still wait for capacity for hours, and a
  * failed VM would bill meanwhile. Once failures leave too few VMs for --count (or --min), waiting for capacity stops.
  */
@@ -275,142 +285,17 @@ async function provision(
     }
   }
 
-  const substeps: Partial<Record<PhaseName, Substep[]>> = {install: INSTALL_STEPS, 'shim-start': SHIM_STEPS}
-  const phases = PHASES.filter((phase) =>
-    phase === 'install' ? ctx.request.bootstrap !== null : phase === 'shim-start' ? ctx.request.bootstrap?.shim === true : true,
-  )
-  await runPhases(
-    tracks,
-    phases.map((phase) => ({
-      // With bootstrap, wait-running goes on alongside install and shim-start (see wait-running.ts).
-      alongside: phase === 'wait-running' && ctx.request.bootstrap !== null,
-      run: (track: VmTrack, onEvent: (event: StepEvent) => void, report: Report) => {
-        const recorder = new PhaseRecorder(phase, ctx.request.startedAt, substeps[phase])
-        return timed(track, recorder, () => runPhase(ctx, track, phase, recorder.relay(onEvent), recorder, report))
-      },
-      substeps: substeps[phase],
-      title: phase,
-    })),
-    {
-      concurrency: Math.min(options.count, 16),
-      onFailure: fail,
-      silent: options.json,
-      vmTitle: (track) => track.title,
-    },
-  )
-  for (const track of tracks) if (!failures.has(track)) followRunningAddress(ctx, track)
-  return failures
-}
-
-/**
- * The bootstrap may have used the address the state gave while the VM still said provisioning. Should the state give
- * another once it says running, what is recorded (the result, the host-key pin, local state) follows the running one:
- * the host key stays the same, as it is the same VM.
- */
-function followRunningAddress(ctx: RunContext, track: VmTrack): void {
-  const {stage} = track
-  if (stage?.kind !== 'bootstrapped' && stage?.kind !== 'ready') return
-  const running = stage.watch?.runningEndpoint
-  const used = stage.endpoint
-  if (!running || (running.host === used.host && running.port === used.port)) return
-  const {claim, hostKey} = stage
-  ctx.warn(
-    `${claim.name} moved from ${used.host}:${used.port} to ${running.host}:${running.port} when it started running; using the new address`,
-  )
-  pinHostKey(ctx.state, {name: claim.name, org: ctx.request.org, uid: claim.uid}, running, hostKey)
-  track.stage = {...stage, endpoint: running}
-}
-
-/** Times a phase and records how it went. */
-async function timed(track: VmTrack, recorder: PhaseRecorder, work: () => Promise<'done' | 'skipped'>): Promise<'done' | 'skipped'> {
+  const layout = pipelineLayout(ctx.request, options.count)
+  ctx.events.on(phaseRecorder(tracks, ctx.request.startedAt, layout))
+  const display = await options.progress?.(layout)
+  if (display) ctx.events.on(display.listener)
   try {
-    const status = await work()
-    track.phases.push(recorder.result(status))
-    return status
-  } catch (error) {
-    track.phases.push(recorder.result('failed'))
-    throw error
+    await provisionAll(ctx, tracks, fail)
+  } finally {
+    await display?.finish()
   }
-}
 
-/** One phase of one VM: takes the stage the VM is in and records the next; a VM already past it skips it. */
-async function runPhase(
-  ctx: RunContext,
-  track: VmTrack,
-  phase: PhaseName,
-  onEvent: (event: StepEvent) => void,
-  recorder: PhaseRecorder,
-  report: Report,
-): Promise<'done' | 'skipped'> {
-  const {stage} = track
-  const {bootstrap} = ctx.request
-  switch (phase) {
-    case 'register': {
-      track.stage = await register(ctx, track, report)
-      return track.claim?.origin === 'adopted' ? 'skipped' : 'done'
-    }
-
-    case 'deploy': {
-      if (stage?.kind !== 'registered') return 'skipped'
-      track.stage = await deploy(ctx, track, stage, report)
-      return 'done'
-    }
-
-    case 'wait-running': {
-      if (stage?.kind === 'running') return 'skipped'
-      if (!bootstrap) {
-        track.stage = await waitRunning(ctx, expectStage(stage, 'deployed'))
-        return 'done'
-      }
-
-      // Alongside the bootstrap, which moves the stage on: this phase only ends when the state says running.
-      const watch = stage?.kind === 'bootstrapped' || stage?.kind === 'ready' ? stage.watch : booting(ctx, track).watch
-      if (!watch) return 'skipped'
-      await watch.running
-      return 'done'
-    }
-
-    case 'install': {
-      const from = stage?.kind === 'running' ? stage : booting(ctx, track)
-      track.stage = await install(ctx, from, expectBootstrap(bootstrap), onEvent, () => recorder.restart())
-      if (!bootstrap?.shim) track.stage.watch?.bootstrapDone()
-      return 'done'
-    }
-
-    case 'shim-start': {
-      track.stage = await startShim(ctx, expectStage(stage, 'bootstrapped'), expectBootstrap(bootstrap), onEvent)
-      track.stage.watch?.bootstrapDone()
-      return 'done'
-    }
-  }
-}
-
-/**
- * A deployed VM's booting stage, its state watched: made by whichever of wait-running and install, which start
- * together, comes first.
- */
-function booting(ctx: RunContext, track: VmTrack): Booting {
-  const {stage} = track
-  if (stage?.kind === 'booting') return stage
-  const deployed = expectStage(stage, 'deployed')
-  const next: Booting = {...deployed, kind: 'booting', watch: new PolledStateWatch(ctx, deployed.claim, {bootstrapping: true})}
-  track.stage = next
-  return next
-}
-
-function isKind<K extends Stage['kind']>(stage: Stage | undefined, kind: K): stage is Extract<Stage, {kind: K}> {
-  return stage?.kind === kind
-}
-
-/** The phases run in order and stop at a VM's first failure, so a phase always finds the stage before it. */
-function expectStage<K extends Stage['kind']>(stage: Stage | undefined, kind: K): Extract<Stage, {kind: K}> {
-  if (!isKind(stage, kind)) throw new TargonError('INTERNAL', `a phase found the VM ${stage?.kind ?? 'not registered'}, not ${kind}`)
-  return stage
-}
-
-function expectBootstrap(bootstrap: UpRequest['bootstrap']): NonNullable<UpRequest['bootstrap']> {
-  if (!bootstrap) throw new TargonError('INTERNAL', 'a bootstrap phase ran with --no-bootstrap')
-  return bootstrap
+  return failures
 }
 
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
