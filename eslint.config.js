@@ -2,6 +2,19 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 const UNDICI = {message: 'import undici-subset.ts: the bundle ships only that part of undici', name: 'undici'}
+const NOT_COMMANDS = {
+  group: ['**/commands/*', '**/commands/**'],
+  message: 'src/lib must not import src/commands: move the shared piece into src/lib',
+}
+const NOT_CLI = {
+  group: ['**/cli/*', '**/cli/**'],
+  message: 'only commands and src/lib/cli use the CLI adapters: pass what a workflow needs as a value or a listener',
+}
+const ONLY_CORE = {
+  // Anything outside the folder but the package's own version.
+  regex: String.raw`^\.\./(?!\.\./\.\./package\.json$)`,
+  message: 'src/lib/core is the foundation: it imports nothing else of the project',
+}
 
 export default tseslint.config(
   {ignores: ['dist/**', 'node_modules/**', 'coverage/**']},
@@ -43,23 +56,20 @@ export default tseslint.config(
     files: ['src/cli.ts', 'src/commands/**/*.ts'],
     rules: {'no-restricted-imports': ['error', {paths: [UNDICI]}]},
   },
+  // Dependencies point one way: commands -> lib/cli (the oclif base, the listr2 display, prompts, signals) -> the
+  // workflows and what they use -> lib/core (errors, input parsing, output, clocks, lines, concurrency), which
+  // depends on nothing of the project. Type-only imports count too.
   {
-    // Dependencies point one way: commands use lib, never the other way round.
     files: ['src/lib/**/*.ts'],
     ignores: ['**/undici-subset.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [UNDICI],
-          patterns: [
-            {
-              group: ['**/commands/*', '**/commands/**'],
-              message: 'src/lib must not import src/commands: move the shared piece into src/lib',
-            },
-          ],
-        },
-      ],
-    },
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS, NOT_CLI]}]},
+  },
+  {
+    files: ['src/lib/cli/**/*.ts'],
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS]}]},
+  },
+  {
+    files: ['src/lib/core/**/*.ts'],
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS, NOT_CLI, ONLY_CORE]}]},
   },
 )

@@ -27,7 +27,7 @@ const shared = {
 
 /**
  * Bare imports resolved elsewhere: @oclif/core to the sibling file, undici to the subset the CLI uses, and the
- * packages that would hook the process's signals behind the CLI's back to its stand-in (src/lib/shell/exit-hooks.ts).
+ * packages that would hook the process's signals behind the CLI's back to its stand-in (src/lib/cli/exit-hooks.ts).
  */
 const redirects = {
   name: 'redirects',
@@ -35,7 +35,7 @@ const redirects = {
     esbuild.onResolve({filter: /^@oclif\/core$/}, () => ({external: true, path: './oclif-core.cjs'}))
     esbuild.onResolve({filter: /^undici$/}, () => ({path: fileURLToPath(new URL('undici-core.cjs', import.meta.url))}))
     esbuild.onResolve({filter: /^(when-exit|signal-exit)$/}, () => ({
-      path: fileURLToPath(new URL('../src/lib/shell/exit-hooks.ts', import.meta.url)),
+      path: fileURLToPath(new URL('../src/lib/cli/exit-hooks.ts', import.meta.url)),
     }))
   },
 }

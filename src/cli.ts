@@ -20,7 +20,7 @@ import Up from './commands/up.js'
 
 export {execute} from '@oclif/core'
 export {jsonSchemas} from './lib/contract.js'
-export {commandNotFound} from './lib/shell/not-found.js'
+export {commandNotFound} from './lib/cli/not-found.js'
 
 export const COMMANDS = {
   'config:get': ConfigGet,
@@ -38,4 +38,4 @@ export const COMMANDS = {
   status: Status,
   up: Up,
 }
-export {completionPostrun} from './lib/shell/completion.js'
+export {completionPostrun} from './lib/cli/completion.js'

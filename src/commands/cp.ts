@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, EVENT_FLAGS} from '../lib/shell/base-command.js'
+import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
@@ -8,7 +8,7 @@ import {parseVmList} from '../lib/fleet/fan-out.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/contract.js'
-import {printable, prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Cp extends BaseCommand<typeof Cp> {

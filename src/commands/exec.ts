@@ -1,13 +1,13 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, EVENT_FLAGS} from '../lib/shell/base-command.js'
-import {isTargonError, usageError} from '../lib/shell/errors.js'
+import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
+import {isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {ExecResult} from '../lib/contract.js'
-import {printable, prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Exec extends BaseCommand<typeof Exec> {

@@ -1,12 +1,12 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/shell/base-command.js'
-import {isTargonError, usageError} from '../lib/shell/errors.js'
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {isTargonError, usageError} from '../lib/core/errors.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {LogsResult} from '../lib/contract.js'
-import {printable, prose} from '../lib/shell/output.js'
+import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Logs extends BaseCommand<typeof Logs> {

@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core'
 
 import {connect} from '../lib/targon/connect.js'
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand} from '../lib/cli/base-command.js'
 import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
-import {dash, gib, renderTable, usd, prose} from '../lib/shell/output.js'
-import {parsePrice} from '../lib/shell/input.js'
+import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
+import {parsePrice} from '../lib/core/input.js'
 import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
 
 export default class Offers extends BaseCommand<typeof Offers> {

@@ -2,8 +2,8 @@ import {fchmodSync, fstatSync} from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import * as z from 'zod'
 
-import {BaseCommand} from '../lib/shell/base-command.js'
-import {TargonError, usageError} from '../lib/shell/errors.js'
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {TargonError, usageError} from '../lib/core/errors.js'
 import {type KnownVm, findOneVm, snapshot} from '../lib/fleet/workloads.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -20,7 +20,7 @@ import {
 } from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
-import {prose} from '../lib/shell/output.js'
+import {prose} from '../lib/core/output.js'
 import {ownerScope, scoped} from '../lib/fleet/owners.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh> {

@@ -1,10 +1,10 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/shell/base-command.js'
+import {BaseCommand} from '../lib/cli/base-command.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
-import {countOf, dash, renderTable, usd, prose} from '../lib/shell/output.js'
-import {formatDuration} from '../lib/shell/input.js'
+import {countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
+import {formatDuration} from '../lib/core/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {StatusResult, StatusVm} from '../lib/contract.js'

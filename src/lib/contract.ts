@@ -6,7 +6,7 @@
  */
 import * as z from 'zod'
 
-import {EXIT_CODES, type ErrorCode} from './shell/errors.js'
+import {EXIT_CODES, type ErrorCode} from './core/errors.js'
 
 import {CONFIG_KEYS} from './settings/settings.js'
 

@@ -1,5 +1,5 @@
 /**
- * The CLI alone handles signals (src/lib/shell/interrupt.ts): a dependency that hooks SIGINT, SIGTERM or SIGHUP
+ * The CLI alone handles signals (src/lib/cli/interrupt.ts): a dependency that hooks SIGINT, SIGTERM or SIGHUP
  * for itself can turn the first Ctrl-C into an exit without clean-up (conf's file writer once did, whenever a
  * config.json existed). Every command here runs with a preload that records each listener added to the process
  * for a signal or for exit; only the CLI's own and Node's own may appear. A new dependency, or a new code path of

@@ -2,7 +2,7 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import {describe, expect, it} from 'vitest'
 
-import {Slots, mapBounded} from '../../src/lib/shell/concurrency.js'
+import {Slots, mapBounded} from '../../src/lib/core/concurrency.js'
 
 describe('mapBounded', () => {
   it('keeps at most `limit` in flight and the results in the order of the items', async () => {

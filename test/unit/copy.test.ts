@@ -12,7 +12,7 @@ import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../..
 import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
 import {CopyBar, size} from '../../src/lib/copy/progress.js'
 import {copyTree} from '../../src/lib/copy/tree.js'
-import {TargonError} from '../../src/lib/shell/errors.js'
+import {TargonError} from '../../src/lib/core/errors.js'
 import {tempDir} from '../helpers/cli.js'
 
 describe('path specs', () => {

@@ -4,7 +4,7 @@ import {userInfo} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {TargonError} from '../../src/lib/shell/errors.js'
+import {TargonError} from '../../src/lib/core/errors.js'
 import {HALTED, TRANSITIONAL, judge, meantByName, needsWake} from '../../src/lib/deletion/lifecycle.js'
 import {deleteLockPath, withFileLock} from '../../src/lib/state/lock.js'
 import type {DeleteNote} from '../../src/lib/state/local-state.js'

@@ -1,7 +1,7 @@
 /** Amending an error keeps every field that is not changed. */
 import {describe, expect, it} from 'vitest'
 
-import {TargonError} from '../../src/lib/shell/errors.js'
+import {TargonError} from '../../src/lib/core/errors.js'
 
 describe('TargonError.with', () => {
   it('changes what it is given and keeps the code, request id, reason, resource, details, data and signal', () => {

@@ -1,7 +1,7 @@
 /** Streamed output cut into lines: UTF-8 characters and CRLF split across chunks come out whole. */
 import {describe, expect, it} from 'vitest'
 
-import {LineSplitter, textDecoder} from '../../src/lib/shell/lines.js'
+import {LineSplitter, textDecoder} from '../../src/lib/core/lines.js'
 
 function linesOf(chunks: (Buffer | string)[]): string[] {
   const lines: string[] = []

@@ -1,7 +1,8 @@
 import {describe, expect, it} from 'vitest'
 
-import {TargonError} from '../../src/lib/shell/errors.js'
-import {type Clock, pollDelay, pollUntil} from '../../src/lib/targon/wait.js'
+import {TargonError} from '../../src/lib/core/errors.js'
+import type {Clock} from '../../src/lib/core/clock.js'
+import {pollDelay, pollUntil} from '../../src/lib/targon/wait.js'
 
 describe('state poll delays', () => {
   it('grow from 1 s by 0.5 s to 5 s, then 10 s after five minutes, jittered only downwards by up to 10 %', () => {

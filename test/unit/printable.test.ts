@@ -1,7 +1,7 @@
 /** What a person's terminal gets of text from an API answer or a VM. */
 import {describe, expect, it} from 'vitest'
 
-import {printable} from '../../src/lib/shell/output.js'
+import {printable} from '../../src/lib/core/output.js'
 
 describe('printable', () => {
   it('escapes C0 (but tab and newline), DEL and C1 controls, and drops a CR before an LF', () => {

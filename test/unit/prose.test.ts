@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {prose} from '../../src/lib/shell/output.js'
+import {prose} from '../../src/lib/core/output.js'
 import Up from '../../src/commands/up.js'
 
 describe('prose', () => {

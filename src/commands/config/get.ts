@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/shell/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/settings/config-command.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'

@@ -1,6 +1,6 @@
-import {BaseCommand} from '../../lib/shell/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, readValues, targetProfile} from '../../lib/settings/config-command.js'
-import {renderTable} from '../../lib/shell/output.js'
+import {renderTable} from '../../lib/core/output.js'
 import {DEFAULT_PROFILE, activeProfile, configDir, profileNames} from '../../lib/settings/settings.js'
 import type {ConfigListResult} from '../../lib/contract.js'
 

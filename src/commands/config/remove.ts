@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/shell/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile} from '../../lib/settings/config-command.js'
-import {usageError} from '../../lib/shell/errors.js'
+import {usageError} from '../../lib/core/errors.js'
 import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
 import type {ConfigProfileResult} from '../../lib/contract.js'
 

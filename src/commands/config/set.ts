@@ -1,12 +1,12 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/shell/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
 import {parseKey, setValue, targetProfile} from '../../lib/settings/config-command.js'
-import {usageError} from '../../lib/shell/errors.js'
+import {usageError} from '../../lib/core/errors.js'
 import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
-import {prose} from '../../lib/shell/output.js'
-import {readSecret} from '../../lib/shell/prompt.js'
+import {prose} from '../../lib/core/output.js'
+import {readSecret} from '../../lib/cli/prompt.js'
 
 /** Keys whose values are secrets: read from stdin or a hidden prompt, never from argv (shell history, ps). */
 const SECRETS = {'api-key': 'Targon API key', 'notify-url': 'notify URL'} as const

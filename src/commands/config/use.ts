@@ -1,10 +1,10 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/shell/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile} from '../../lib/settings/config-command.js'
 import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configDir, configFilePath, profileNames} from '../../lib/settings/settings.js'
 import type {ConfigProfileResult} from '../../lib/contract.js'
-import {prose} from '../../lib/shell/output.js'
+import {prose} from '../../lib/core/output.js'
 
 export default class ConfigUse extends BaseCommand<typeof ConfigUse> {
   static summary = 'Choose the profile for runs that name none.'

@@ -1,5 +1,5 @@
 /** The dstack-shim version the bootstrap installs: the default, and the rule for a version given by the user. */
-import {usageError} from '../shell/errors.js'
+import {usageError} from '../core/errors.js'
 
 export const DEFAULT_DSTACK_VERSION = '0.21.2'
 

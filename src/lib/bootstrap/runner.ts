@@ -5,12 +5,12 @@
  * phase is short and runs in the foreground; the shim's health is checked through a forwarded
  * channel, as the dstack server does.
  */
-import {LineSplitter} from '../shell/lines.js'
+import {LineSplitter} from '../core/lines.js'
 import {randomBytes} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'

@@ -4,7 +4,7 @@
  */
 import type {Offer} from '../contract.js'
 import {filterOffers, matchesGpu, sortOffers, withinCap} from '../offers/offers.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 /** What a run asks for: one resource, or any offer of a GPU model (with at least minGpus GPUs), under a cap. */
 export interface OfferWanted {

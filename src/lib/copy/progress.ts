@@ -2,7 +2,7 @@
  * The progress bar of `targon cp`: one line on stderr, redrawn in place, summing every VM's files and bytes.
  * Only on a live terminal (see liveTerminal); elsewhere the per-VM result lines say it all.
  */
-import {liveTerminal} from '../shell/progress.js'
+import {liveTerminal} from '../core/output.js'
 import type {TreeProgress} from './tree.js'
 
 const REDRAW_MS = 100

@@ -3,7 +3,7 @@
  * counts only before the first slash, so `./a:b` and `/tmp/a:b` stay local. `:PATH`, with no VM, means every
  * VM of the selection (--fleet, or --vms).
  */
-import {usageError} from '../shell/errors.js'
+import {usageError} from '../core/errors.js'
 
 export type Direction = 'download' | 'upload'
 

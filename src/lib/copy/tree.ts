@@ -8,7 +8,7 @@
 import {randomBytes} from 'node:crypto'
 import {posix} from 'node:path'
 
-import {abortError, isAbortError} from '../shell/errors.js'
+import {abortError, isAbortError} from '../core/errors.js'
 import {safeJoin, unsafeName} from './paths.js'
 import {type Entry, type OpenFile, type Side, describeFsError} from './sides.js'
 

@@ -15,10 +15,10 @@
  */
 
 import type {TargonClient} from '../targon/client.js'
-import {mapBounded} from '../shell/concurrency.js'
+import {mapBounded} from '../core/concurrency.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {workloadStatus} from '../targon/schemas.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {HALTED, type ObservedStatus, TRANSITIONAL, judge, needsWake} from './lifecycle.js'
 import {deleteLockPath, withFileLock} from '../state/lock.js'
 import type {LocalState} from '../state/local-state.js'

@@ -5,7 +5,7 @@
 import {closeSync, openSync, rmSync, writeSync} from 'node:fs'
 
 import type {RunEvent} from '../contract.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import type {EventListener} from './run-events.js'
 
 /** Lines on stderr. */

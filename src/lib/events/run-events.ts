@@ -5,8 +5,8 @@
 import {randomBytes} from 'node:crypto'
 
 import {EVENT_VERSION, type RunEvent} from '../contract.js'
-import {asTargonError} from '../shell/errors.js'
-import {printable} from '../shell/output.js'
+import {asTargonError} from '../core/errors.js'
+import {printable} from '../core/output.js'
 
 /** What a workflow says; the stream adds the version, time, run id and command. */
 export type EventInput = Pick<RunEvent, 'status' | 'type'> &

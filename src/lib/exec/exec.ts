@@ -3,13 +3,13 @@
  * connection per VM with its pinned host key. Output comes back line by line, each whole line at once, so lines
  * of different VMs never interleave.
  */
-import {LineSplitter} from '../shell/lines.js'
+import {LineSplitter} from '../core/lines.js'
 import type {ExecResult, ExecVmResult} from '../contract.js'
 import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {PinnedKey} from '../ssh/connect-info.js'
-import {asTargonError} from '../shell/errors.js'
+import {asTargonError} from '../core/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 

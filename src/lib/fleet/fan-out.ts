@@ -3,8 +3,8 @@
  * of the fleet; at most `parallel` at a time; and one rule for the end: an interrupt wins (with the results so
  * far), any failed VM makes the whole run fail with per-VM results.
  */
-import {mapBounded} from '../shell/concurrency.js'
-import {type ErrorCode, TargonError, asTargonError, usageError} from '../shell/errors.js'
+import {mapBounded} from '../core/concurrency.js'
+import {type ErrorCode, TargonError, asTargonError, usageError} from '../core/errors.js'
 import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import type {LocalState} from '../state/local-state.js'

@@ -4,7 +4,7 @@
  */
 import {randomBytes} from 'node:crypto'
 
-import {usageError} from '../shell/errors.js'
+import {usageError} from '../core/errors.js'
 
 export const NAME_PREFIX = 'tcli-'
 export const DEFAULT_FLEET = 'default'

@@ -5,9 +5,9 @@
  * the org's projects. A VM in no project, or in a project of another name, has no owner (VMs from before owners).
  * The listing's own `project_id` filter is never relied on: a server that ignored it would hand over everyone's VMs.
  */
-import {mapBounded} from '../shell/concurrency.js'
+import {mapBounded} from '../core/concurrency.js'
 import {resolveSetting} from '../settings/settings.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import type {Workload} from '../targon/schemas.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'

@@ -2,7 +2,7 @@
  * What exists: the API's workload listing (the truth), joined with local records (which
  * only add passwords, TTLs and host-key pins). Shared by `status`, `down` and `ssh`.
  */
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'

@@ -4,7 +4,7 @@
  * prompt, never from argv, and never printed unmasked.
  */
 import {type ConfigResult, configJsonKey} from '../contract.js'
-import {usageError} from '../shell/errors.js'
+import {usageError} from '../core/errors.js'
 import {maskedNotifyUrl} from '../notify/notify.js'
 import {
   CONFIG_KEYS,

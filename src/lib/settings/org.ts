@@ -1,5 +1,5 @@
 /** Which organization a command acts on: --org, then TARGON_ORG, then config, then discovery. */
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {resolveSetting} from './settings.js'
 

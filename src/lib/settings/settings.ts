@@ -13,8 +13,8 @@ import {join} from 'node:path'
 import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack-version.js'
 import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
 import {assertConfigDir, assertSecretFile} from '../state/trust.js'
-import {TargonError, usageError} from '../shell/errors.js'
-import {parsePrice} from '../shell/input.js'
+import {TargonError, usageError} from '../core/errors.js'
+import {parsePrice} from '../core/input.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 

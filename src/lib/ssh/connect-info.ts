@@ -5,7 +5,7 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {TargonError, usageError} from '../shell/errors.js'
+import {TargonError, usageError} from '../core/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {checkedPrivateKeyPath} from './project-key.js'
 import {LocalState} from '../state/local-state.js'

@@ -3,7 +3,7 @@
  * GET; otherwise the org's keys are searched by key blob before anything is created, under a lock
  * so that concurrent first runs register one key.
  */
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import {withFileLock} from '../state/lock.js'
 import type {TargonClient} from '../targon/client.js'

@@ -9,7 +9,7 @@ import {join} from 'node:path'
 import {type LocalState, writeAtomically} from '../state/local-state.js'
 import {childPath} from '../state/paths.js'
 import {assertOwnDir, readOwnFile} from '../state/trust.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 export function hostKeyAlias(uid: string): string {
   return `targon-${uid}`

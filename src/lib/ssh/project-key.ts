@@ -8,7 +8,7 @@ import {dirname, join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {ensureConfigDir} from '../settings/settings.js'
 import {assertConfigDir, assertOwnDir, assertSecretFile} from '../state/trust.js'
 

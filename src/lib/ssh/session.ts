@@ -3,12 +3,12 @@
  * host key against the VM's pin (trust on first use), run commands, and reach the VM's
  * loopback through a forwarded channel. Install, shim-start and the health check share it.
  */
-import {textDecoder} from '../shell/lines.js'
+import {textDecoder} from '../core/lines.js'
 import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
 import type {Client, ClientChannel, SFTPWrapper} from 'ssh2'
 
-import {TargonError, abortError} from '../shell/errors.js'
+import {TargonError, abortError} from '../core/errors.js'
 
 export interface HostKey {
   /** "ssh-ed25519 AAAA…", as in known_hosts. */

@@ -8,7 +8,7 @@ import {mkdirSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs
 import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {ensureConfigDir} from '../settings/settings.js'
 import {childPath, idOfChild} from './paths.js'
 import {assertConfigDir, readOwnFile} from './trust.js'

@@ -9,7 +9,7 @@ import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 import {childPath} from './paths.js'
 import {assertOwnDir} from './trust.js'

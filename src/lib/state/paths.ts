@@ -6,7 +6,7 @@
  */
 import {join, relative} from 'node:path'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 /** `dir/<encoded id><suffix>`; BAD_RESPONSE for an empty id. */
 export function childPath(dir: string, id: string, suffix = ''): string {

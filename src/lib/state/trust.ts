@@ -8,7 +8,7 @@
 import {closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, type Stats} from 'node:fs'
 import {dirname, resolve} from 'node:path'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 const currentUid = (): number | undefined => process.getuid?.()
 

@@ -4,7 +4,7 @@
  */
 import * as z from 'zod'
 
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {HttpTransport, type HttpOptions} from './http.js'
 import {
   type CreateWorkloadRequest,

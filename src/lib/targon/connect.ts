@@ -1,5 +1,5 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {DEFAULT_PROFILE, activeProfile, configDir, configFilePath, readStoredValue, resolveSetting} from '../settings/settings.js'
 import {TargonClient} from './client.js'
 

@@ -2,14 +2,14 @@
  * One HTTP exchange with the Targon API: deadlines, retries, error mapping and response
  * validation. Knows nothing about endpoints; client.ts does.
  */
-import {Slots} from '../shell/concurrency.js'
+import {Slots} from '../core/concurrency.js'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
 import {refusalCode, refusalKind} from './refusals.js'
-import {TargonError, abortError, isAbortError} from '../shell/errors.js'
-import {VERSION} from '../shell/version.js'
+import {TargonError, abortError, isAbortError} from '../core/errors.js'
+import {VERSION} from '../core/version.js'
 
 /**
  * Which failures may be retried automatically. A 429 means "not processed", so every call retries it (after

@@ -10,7 +10,7 @@
  * - conflict: a 409 (`…_INVALID_STATE`, `…_NOT_DEPLOYED`, `…_CREATE_CONFLICT`): read the state and act on it;
  * - transient: `TEMPORARY`, a 5xx without a refusal reason (a gateway's bare 503 or HTML page), a plain 429.
  */
-import type {ErrorCode} from '../shell/errors.js'
+import type {ErrorCode} from '../core/errors.js'
 
 export type RefusalKind = 'capacity' | 'conflict' | 'credits' | 'other' | 'quota' | 'rate-limit' | 'transient'
 

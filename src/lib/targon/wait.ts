@@ -4,9 +4,9 @@
  * API answers in between (429 with or without Retry-After, 5xx, resets, lost answers) only makes
  * it back off.
  */
-import {setTimeout as sleep} from 'node:timers/promises'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 
-import {TargonError, abortError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 
 /** A failure that says nothing about the workload: the same request may well succeed later. */
 export function isTransient(error: unknown): boolean {
@@ -20,21 +20,6 @@ export function isTransient(error: unknown): boolean {
 /** After a mutation failed this way, whether the server applied it is unknown: read the state before repeating it. */
 export function isOutcomeUnknown(error: unknown): boolean {
   return isTransient(error) && !(error instanceof TargonError && error.httpStatus === 429)
-}
-
-/** Time as a wait sees it: the real clock, or a fake one in tests. */
-export interface Clock {
-  now(): number
-  /** Resolves after `ms`; rejects (with the signal's reason) once `signal` aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>
-}
-
-export const REAL_CLOCK: Clock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    sleep(ms, undefined, {signal}).catch(() => {
-      throw abortError(signal)
-    }),
 }
 
 export interface PollOptions {

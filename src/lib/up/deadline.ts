@@ -4,7 +4,7 @@
  * bounds the rest of the run from the moment capacity was found. The run thus ends at the latest
  * --wait plus --timeout after it started.
  */
-import {MAX_TIMER_MS} from '../shell/interrupt.js'
+import {MAX_TIMER_MS} from '../core/clock.js'
 import type {WaitClock} from '../capacity/watch.js'
 
 export class RunDeadline implements WaitClock {

@@ -7,7 +7,7 @@
  */
 import type {Report} from '../capacity/watch.js'
 import {workloadName} from '../fleet/naming.js'
-import {TargonError} from '../shell/errors.js'
+import {TargonError} from '../core/errors.js'
 import {type SparseWorkload, workloadStatus} from '../targon/schemas.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {allRefused, createOnCandidates} from './register.js'

@@ -9,7 +9,7 @@ import {randomInt} from 'node:crypto'
 import type {Report} from '../capacity/watch.js'
 import type {Offer} from '../contract.js'
 import {workloadName} from '../fleet/naming.js'
-import {TargonError, asTargonError} from '../shell/errors.js'
+import {TargonError, asTargonError} from '../core/errors.js'
 import type {VmRecord} from '../state/local-state.js'
 import {
   type CreateWorkloadRequest,

@@ -10,7 +10,7 @@ import {HALTED} from '../deletion/lifecycle.js'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import {withConsoleTail} from '../logs/logs.js'
-import {TargonError, abortError} from '../shell/errors.js'
+import {TargonError, abortError} from '../core/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {isTransient, pollDelay} from '../targon/wait.js'
 import type {RunContext} from './run-context.js'

@@ -4,7 +4,7 @@
  * run; the command then exits 128 + the signal's number. A second signal exits at once, after saying what may
  * be left behind.
  */
-import {type InterruptSignal, SIGNAL_EXIT_CODES, TargonError} from './errors.js'
+import {type InterruptSignal, SIGNAL_EXIT_CODES, TargonError} from '../core/errors.js'
 import {runExitCallbacks} from './exit-hooks.js'
 
 export interface InterruptGuard {
@@ -44,6 +44,3 @@ export function guardInterrupts(
     signal: controller.signal,
   }
 }
-
-/** setTimeout's limit (about 24.8 days); a longer delay would fire at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1

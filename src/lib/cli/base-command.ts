@@ -11,10 +11,10 @@ import {type NotifyEvent, deliver} from '../notify/notify.js'
 import type {TargonClient} from '../targon/client.js'
 import {connect} from '../targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
-import {TargonError, asTargonError, isTargonError, usageError} from './errors.js'
+import {TargonError, asTargonError, isTargonError, usageError} from '../core/errors.js'
 import {RunEvents, eventError} from '../events/run-events.js'
 import {fileLines, stderrLines} from '../events/ndjson.js'
-import {printable} from './output.js'
+import {printable} from '../core/output.js'
 
 export const SCHEMA_VERSION = 1
 

@@ -71,3 +71,12 @@ export function printable(text: string): string {
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g
+
+/**
+ * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a
+ * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
+ * in CI, plain lines.
+ */
+export function liveTerminal(): boolean {
+  return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
+}

@@ -12,16 +12,7 @@ import type {ListrTask} from 'listr2'
 import type {PhaseName, RunEvent} from '../contract.js'
 import type {PipelineLayout} from '../up/pipeline.js'
 import type {ProgressDisplay} from '../up/up.js'
-import {printable} from './output.js'
-
-/**
- * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a
- * pseudo-terminal without a size has 0 columns, where each character would get its own line). Otherwise, and
- * in CI, plain lines.
- */
-export function liveTerminal(): boolean {
-  return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
-}
+import {liveTerminal, printable} from '../core/output.js'
 
 /** The wrapper listr2 hands a running task: its title, output, skip, and sub-lists. */
 type TaskWrapper = Parameters<Extract<ListrTask['task'], (...args: never[]) => unknown>>[1]

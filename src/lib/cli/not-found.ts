@@ -7,7 +7,7 @@
  */
 import {type Hook, toConfiguredId} from '@oclif/core'
 
-import {UNKNOWN_COMMAND_EXIT} from './errors.js'
+import {UNKNOWN_COMMAND_EXIT} from '../core/errors.js'
 
 export const commandNotFound: Hook<'command_not_found'> = async function ({argv, config, id}) {
   const words = id.split(':')

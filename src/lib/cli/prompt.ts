@@ -3,7 +3,7 @@
  * rather than a signal, and it ends the prompt as an interrupt (INTERRUPTED, exit 130, through the usual envelope),
  * never with a process exit of its own.
  */
-import {TargonError} from './errors.js'
+import {TargonError} from '../core/errors.js'
 
 const interrupted = (what: string) => new TargonError('INTERRUPTED', `interrupted at the prompt; ${what}`, {signal: 'SIGINT'})
 
