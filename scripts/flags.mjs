@@ -11,6 +11,7 @@ const FLAG_FIELDS = [
   'multiple',
   'default',
   'options',
+  'helpValue',
   'required',
   'allowNo',
   'exclusive',

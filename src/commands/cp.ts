@@ -11,7 +11,7 @@ import type {CopyResult, CopyVmResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
-export default class Cp extends BaseCommand<typeof Cp> {
+export default class Cp extends BaseCommand<typeof Cp, 'cp'> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
 
   static description = prose(`One side is VM:PATH (a name, uid or --name label, then a colon), the other a local path; a colon

@@ -7,7 +7,7 @@ import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
-import {parseDuration, parsePrice} from '../lib/core/input.js'
+import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
@@ -15,7 +15,7 @@ import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
 
-export default class Down extends BaseCommand<typeof Down> {
+export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
@@ -83,11 +83,11 @@ otherwise, with a per-VM result.`)
       min: 1,
       summary: 'Deletions in flight at once (lower it if the API rate-limits you).',
     }),
-    'older-than': Flags.string({
+    'older-than': durationFlag('--older-than', {
       summary:
         "Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool's VMs older than that). Uses the API's creation time, so it works from any machine.",
     }),
-    'over-cost': Flags.string({
+    'over-cost': usdFlag('--over-cost', 'an amount in USD', {
       summary:
         "Only VMs whose estimated cost in USD (hourly price x age, an estimate) exceeds this, e.g. 50 (alone: all of this tool's VMs over it). Uses the API's price and creation time, so it works from any machine.",
     }),
@@ -103,9 +103,9 @@ otherwise, with a per-VM result.`)
   public async run(): Promise<DownResult> {
     const {flags} = this
     const targets = this.positionals
-    const olderThan = flags['older-than'] === undefined ? null : parseDuration(flags['older-than'], '--older-than') / 1000
+    const olderThan = flags['older-than'] === undefined ? null : flags['older-than'] / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    const overCost = flags['over-cost'] === undefined ? null : parsePrice(flags['over-cost'], '--over-cost', 'an amount in USD')
+    const overCost = flags['over-cost'] ?? null
     const owners = await ownerScope(flags['any-owner'])
     const selection = {
       all: flags.all,

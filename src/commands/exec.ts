@@ -10,7 +10,7 @@ import type {ExecResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
-export default class Exec extends BaseCommand<typeof Exec> {
+export default class Exec extends BaseCommand<typeof Exec, 'exec'> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
 
   static description = prose(`Opens one SSH connection per VM (user ubuntu, the project key, the VM's pinned host key; a changed key

@@ -9,7 +9,7 @@ import type {LogsResult} from '../lib/contract.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
-export default class Logs extends BaseCommand<typeof Logs> {
+export default class Logs extends BaseCommand<typeof Logs, 'logs'> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
 
   static description = prose(`Reads the console log that Targon keeps for the VM (type serial) and prints it to stdout, one line

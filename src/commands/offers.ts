@@ -4,10 +4,10 @@ import {connect} from '../lib/targon/connect.js'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
 import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
-import {parsePrice} from '../lib/core/input.js'
+import {usdFlag} from '../lib/cli/flags.js'
 import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
 
-export default class Offers extends BaseCommand<typeof Offers> {
+export default class Offers extends BaseCommand<typeof Offers, 'offers'> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'
 
   static description = prose(`Reads the public inventory (no API key needed). Prices are USD per hour for the whole VM.
@@ -23,9 +23,7 @@ By default only offers with capacity available now are shown, cheapest first.`)
   static flags = {
     all: Flags.boolean({default: false, summary: 'Include sold-out offers.'}),
     gpu: Flags.string({summary: 'GPU model, any common spelling (rtx6000b, RTX-PRO-6000B, h200...).'}),
-    'max-price': Flags.custom<number>({parse: async (input) => parsePrice(input)})({
-      summary: 'Only offers at or under this price (USD/h per VM).',
-    }),
+    'max-price': usdFlag('--max-price', 'USD per hour for the whole VM', {summary: 'Only offers at or under this price (USD/h per VM).'}),
     'min-gpus': Flags.integer({min: 0, summary: 'Only offers with at least this many GPUs.'}),
     sort: Flags.option({default: 'price' as OfferSort, options: OFFER_SORTS})({summary: 'Sort order.'}),
   }

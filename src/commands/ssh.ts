@@ -23,7 +23,7 @@ import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
 import {prose} from '../lib/core/output.js'
 import {ownerScope, scoped} from '../lib/fleet/owners.js'
 
-export default class Ssh extends BaseCommand<typeof Ssh> {
+export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
 
   static description = prose(`Runs the system OpenSSH client as ubuntu@<ip> -p <port> with the project key and this VM's

@@ -11,7 +11,7 @@ import type {StatusResult, StatusVm} from '../lib/contract.js'
 import {runStatus} from '../lib/status/status.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
-export default class Status extends BaseCommand<typeof Status> {
+export default class Status extends BaseCommand<typeof Status, 'status'> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
 
   static description = prose(`What the API says, enriched with local state. By default the VMs this tool created in one fleet

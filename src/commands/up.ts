@@ -5,7 +5,8 @@ import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.j
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
-import {parseDuration, parsePrice} from '../lib/core/input.js'
+import {parseDuration} from '../lib/core/input.js'
+import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
@@ -15,7 +16,7 @@ import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
-export default class Up extends BaseCommand<typeof Up> {
+export default class Up extends BaseCommand<typeof Up, 'up'> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'
 
   static description = prose(`Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
@@ -76,12 +77,15 @@ existing VM instead of creating a second one.`)
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
-    'max-cost': Flags.string({
+    'max-cost': usdFlag('--max-cost', 'a budget in USD per VM', {
       description:
         'The API has no place for a budget, so it is kept in this config directory only, like --ttl: targon down --expired deletes the VM once its estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches the budget. From any machine, targon down --over-cost USD does the same without local state.',
       summary: 'Budget per VM in USD, e.g. 20; kept locally and enforced by targon down --expired (estimated cost = price x age).',
     }),
-    'max-price': Flags.string({summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).'}),
+    'max-price': Flags.string({
+      helpValue: '<USD>',
+      summary: 'Price cap in USD/h for the whole VM (required, or set it with targon config set max-price).',
+    }),
     min: Flags.integer({min: 1, summary: 'With --count: keep a partial fleet if at least this many VMs come up.'}),
     'min-gpus': Flags.integer({min: 1, summary: 'With --gpu: at least this many GPUs per VM.'}),
     name: Flags.string({
@@ -108,17 +112,15 @@ existing VM instead of creating a second one.`)
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
     }),
-    timeout: Flags.string({
-      default: DEFAULT_TIMEOUT,
-      summary:
-        'Overall time limit with a unit s, m, h or d, from 1s to 365d, e.g. 30m (wait-running alone is capped at 20m); with --wait, counted from when capacity is found.',
+    timeout: durationFlag('--timeout', {
+      summary: `Overall time limit with a unit s, m, h or d, from 1s to 365d (default ${DEFAULT_TIMEOUT}), e.g. 30m (wait-running alone is capped at 20m); with --wait, counted from when capacity is found.`,
     }),
-    wait: Flags.string({
+    wait: durationFlag('--wait', {
       description:
         'Without --wait, no capacity under the cap exits 9 or 10 at once. With it, the public inventory is read (without the API key) at most every 15 s (TARGON_CAPACITY_POLL_INTERVAL), backing off, and nothing is created meanwhile; a workload whose deploy was refused for capacity is kept and deployed again when its offer lists capacity. With --count, VMs are created as capacity appears. When the wait runs out, the exit codes and the --min rule are as without it.',
       summary: 'Wait up to this long for capacity under the cap, with a unit s, m, h or d, from 1s to 365d, e.g. 2h.',
     }),
-    ttl: Flags.string({
+    ttl: durationFlag('--ttl', {
       description:
         'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
       summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by targon down --expired.',
@@ -156,10 +158,7 @@ existing VM instead of creating a second one.`)
           stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
         }
       : null
-    const capacity =
-      flags.wait === undefined
-        ? null
-        : {waitMs: parseDuration(flags.wait, '--wait'), pollFloorMs: await resolveSetting('capacity-poll-interval')}
+    const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
     await this.useNotifyUrl(flags.notify)
     let capacityFound: Promise<void> | undefined
@@ -186,7 +185,7 @@ existing VM instead of creating a second one.`)
             owner: (await resolveSetting('owner')) ?? null,
             resource,
             signal,
-            timeoutMs: parseDuration(flags.timeout, '--timeout'),
+            timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
             capacity,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
@@ -200,8 +199,8 @@ existing VM instead of creating a second one.`)
                 },
               )
             },
-            ttlMs: flags.ttl === undefined ? undefined : parseDuration(flags.ttl, '--ttl'),
-            maxCostUsd: flags['max-cost'] === undefined ? undefined : parsePrice(flags['max-cost'], '--max-cost', 'a budget in USD per VM'),
+            ttlMs: flags.ttl,
+            maxCostUsd: flags['max-cost'],
             warn: (message) => this.addWarning(message),
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))

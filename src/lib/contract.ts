@@ -440,6 +440,9 @@ export const DATA_SCHEMAS = {
 
 export type CommandId = keyof typeof DATA_SCHEMAS
 
+/** What a command's run returns: its `data`, as its schema says. */
+export type CommandResult<Id extends CommandId> = z.infer<(typeof DATA_SCHEMAS)[Id]>
+
 /** Every envelope says which account the run acted on. */
 const ACTING = {
   org: z

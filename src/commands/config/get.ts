@@ -5,7 +5,7 @@ import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/se
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 
-export default class ConfigGet extends BaseCommand<typeof ConfigGet> {
+export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
   static summary = 'Print one setting of a profile (the API key masked).'
   static examples = [
     {command: '<%= config.bin %> config get max-price', description: 'The default price cap'},

@@ -4,7 +4,7 @@ import {renderTable} from '../../lib/core/output.js'
 import {DEFAULT_PROFILE, activeProfile, configDir, profileNames} from '../../lib/settings/settings.js'
 import type {ConfigListResult} from '../../lib/contract.js'
 
-export default class ConfigList extends BaseCommand<typeof ConfigList> {
+export default class ConfigList extends BaseCommand<typeof ConfigList, 'config list'> {
   static summary = 'Show every setting of a profile (the API key masked), and which profile is active.'
   static description =
     'Precedence everywhere: flags, then environment variables, then the profile in this file. --profile (or TARGON_PROFILE) shows that profile.'

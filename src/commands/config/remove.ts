@@ -6,7 +6,7 @@ import {usageError} from '../../lib/core/errors.js'
 import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
 import type {ConfigProfileResult} from '../../lib/contract.js'
 
-export default class ConfigRemove extends BaseCommand<typeof ConfigRemove> {
+export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'config remove'> {
   static summary = 'Delete a profile from the config file (runs that used it by config use go back to the default one).'
   static examples = [{command: '<%= config.bin %> config remove client-x', description: 'Forget profile client-x and its key'}]
   static args = {profile: Args.string({ignoreStdin: true, description: 'a profile of the file', required: true})}

@@ -11,7 +11,7 @@ import {readSecret} from '../../lib/cli/prompt.js'
 /** Keys whose values are secrets: read from stdin or a hidden prompt, never from argv (shell history, ps). */
 const SECRETS = {'api-key': 'Targon API key', 'notify-url': 'notify URL'} as const
 
-export default class ConfigSet extends BaseCommand<typeof ConfigSet> {
+export default class ConfigSet extends BaseCommand<typeof ConfigSet, 'config set'> {
   static summary = 'Store a setting in the config file (mode 0600).'
 
   static description = prose(`Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would

@@ -5,7 +5,7 @@ import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/se
 import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
 import type {ConfigResult} from '../../lib/contract.js'
 
-export default class ConfigUnset extends BaseCommand<typeof ConfigUnset> {
+export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'
   static examples = [{command: '<%= config.bin %> config unset api-key', description: 'Forget the stored API key'}]
   static args = {key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true})}

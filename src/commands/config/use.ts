@@ -6,7 +6,7 @@ import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configDir, configFileP
 import type {ConfigProfileResult} from '../../lib/contract.js'
 import {prose} from '../../lib/core/output.js'
 
-export default class ConfigUse extends BaseCommand<typeof ConfigUse> {
+export default class ConfigUse extends BaseCommand<typeof ConfigUse, 'config use'> {
   static summary = 'Choose the profile for runs that name none.'
 
   static description = prose(`A run with --profile or TARGON_PROFILE uses that one instead. A run that takes its API key

@@ -4,7 +4,7 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
-import type {ErrorEnvelope} from '../contract.js'
+import type {CommandId, CommandResult, ErrorEnvelope} from '../contract.js'
 import {resolveOrg} from '../settings/org.js'
 import {activeProfile, resolveSetting, setProfileFlag} from '../settings/settings.js'
 import {type NotifyEvent, deliver} from '../notify/notify.js'
@@ -29,7 +29,10 @@ export const EVENT_FLAGS = {
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
 
-export abstract class BaseCommand<T extends typeof Command> extends Command {
+/**
+ * `Id` names the command in the JSON contract: the compiler then holds its run to the result its schema describes.
+ */
+export abstract class BaseCommand<T extends typeof Command, Id extends CommandId> extends Command {
   static baseFlags = {
     help: Flags.help({char: 'h', helpGroup: 'GLOBAL', summary: 'Show this help.'}),
     // TARGON_ORG is read by resolveOrg, not by oclif: a bad value there is a configuration error, not a usage one.
@@ -66,6 +69,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   private eventLines: 'none' | 'stderr' = 'none'
   private closeEventsFile: (() => void) | undefined
   private runStartedAt = Date.now()
+
+  public abstract run(): Promise<CommandResult<Id>>
 
   public async init(): Promise<void> {
     await super.init()
