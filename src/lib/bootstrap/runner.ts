@@ -7,10 +7,10 @@
  */
 import {LineSplitter} from '../core/lines.js'
 import {randomBytes} from 'node:crypto'
-import {setTimeout as sleep} from 'node:timers/promises'
 import * as z from 'zod'
 
 import {TargonError} from '../core/errors.js'
+import {poll} from '../core/poll.js'
 import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_SCRIPT from './bootstrap.sh'
@@ -227,9 +227,8 @@ class SplitOutput {
 
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
-/** Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. */
 /**
- * Install phase. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call
+ * Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call
  * (returned as `shim`, for runShim to report).
  */
 export async function runInstall(
@@ -269,27 +268,32 @@ export async function runInstall(
   const parser = new StepParser(onEvent)
   const separator = '@@targon@@'
   let inactivePolls = 0
-  let polls = 0
-  for (;;) {
-    const poll = `tail -c +${offset + 1} ${LOG} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
-    const [encoded = '', lastRun = '', state = ''] = (
-      await must(session, `sudo -n sh -c ${shellQuote(poll)}`, 'following the bootstrap')
-    ).split(`${separator}\n`)
-    const chunk = Buffer.from(encoded.trim(), 'base64')
-    offset += chunk.length
-    parser.push(chunk.toString('utf8'))
-    const result = parseLastRun(lastRun)
-    const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
-    if (finished && result) {
-      if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${result.failed_step ?? '?'} failed`)
-      return {marker: await readMarker(session)}
-    }
+  const done = await poll(
+    async () => {
+      const command = `tail -c +${offset + 1} ${LOG} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
+      const [encoded = '', lastRun = '', state = ''] = (
+        await must(session, `sudo -n sh -c ${shellQuote(command)}`, 'following the bootstrap')
+      ).split(`${separator}\n`)
+      const chunk = Buffer.from(encoded.trim(), 'base64')
+      offset += chunk.length
+      parser.push(chunk.toString('utf8'))
+      const result = parseLastRun(lastRun)
+      const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
+      if (finished && result) {
+        if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${result.failed_step ?? '?'} failed`)
+        return {marker: await readMarker(session)}
+      }
 
-    if (state.trim() !== 'active' && ++inactivePolls > 3)
-      throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
-    // Fast at first (a run that finds every step in place, e.g. --reinstall, ends within seconds), then once a second.
-    await sleep(Math.min(1000, 200 * 2 ** polls++), undefined, {signal})
-  }
+      if (state.trim() !== 'active' && ++inactivePolls > 3)
+        throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
+      return undefined
+    },
+    // Fast at first (a run that finds every step in place, e.g. --reinstall, ends within seconds), then once a second;
+    // the run's signal and deadline bound it.
+    {deadline: Number.POSITIVE_INFINITY, delayMs: (attempt) => Math.min(1000, 200 * 2 ** attempt), signal},
+  )
+  // Without a deadline, only a value (or an error) ends the wait.
+  return done as {marker: Marker}
 }
 
 function parseLastRun(text: string) {
@@ -361,36 +365,36 @@ function execShim(
 const HealthSchema = z.object({service: z.string(), version: z.string()})
 
 async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    let last: string
-    try {
-      const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
-      const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
-      if (
-        status === 200 &&
-        health.success &&
-        health.data.service === 'dstack-shim' &&
-        (wanted === 'latest' || health.data.version === wanted)
-      )
-        return health.data.version
-      last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
-    } catch (error) {
-      last = (error as Error).message
-    }
+  let last = ''
+  const version = await poll(
+    async () => {
+      try {
+        const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
+        const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
+        if (
+          status === 200 &&
+          health.success &&
+          health.data.service === 'dstack-shim' &&
+          (wanted === 'latest' || health.data.version === wanted)
+        )
+          return health.data.version
+        last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
+      } catch (error) {
+        last = (error as Error).message
+      }
 
-    if (Date.now() + 1000 > deadline) {
-      const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log')).stdout.split('\n').filter(Boolean)
-      throw new TargonError(
-        'BOOTSTRAP_FAILED',
-        `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`,
-        {
-          details: {log_tail: log},
-          hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
-        },
-      )
-    }
-
-    await sleep(1000, undefined, {signal})
-  }
+      return undefined
+    },
+    {deadline: Date.now() + timeoutMs, delayMs: () => 1000, signal},
+  )
+  if (version !== undefined) return version
+  const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log')).stdout.split('\n').filter(Boolean)
+  throw new TargonError(
+    'BOOTSTRAP_FAILED',
+    `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`,
+    {
+      details: {log_tail: log},
+      hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
+    },
+  )
 }

@@ -14,6 +14,7 @@ import {TargonError, abortError} from '../core/errors.js'
 import {formatDuration} from '../core/input.js'
 import type {TargonClient} from '../targon/client.js'
 import {isTransient} from '../targon/wait.js'
+import {poll} from '../core/poll.js'
 import {type OfferWanted, describeWanted, offersUnderCap, rentableOffers, whyNoOffer} from './candidates.js'
 import {capacityPollDelay} from './poll-delay.js'
 
@@ -143,17 +144,19 @@ export class CapacityWatch {
     if (now !== undefined) return now
     this.options.clock.hold()
     try {
-      for (;;) {
-        this.stopping.signal.throwIfAborted()
-        if (Date.now() >= this.options.until) return undefined
-        report(status())
-        await this.read()
-        const found = this.reads >= wanted ? find() : undefined
-        if (found !== undefined) {
-          this.options.onFound?.()
-          return found
-        }
-      }
+      const found = await poll(
+        async () => {
+          // No read after --wait ran out: capacity then is not for this run.
+          if (Date.now() >= this.options.until) return undefined
+          report(status())
+          await this.read()
+          return this.reads >= wanted ? find() : undefined
+        },
+        // The shared read paces the wait (read() waits until the next read is due), so no delay of its own.
+        {deadline: this.options.until, delayMs: () => 0, signal: this.stopping.signal},
+      )
+      if (found !== undefined) this.options.onFound?.()
+      return found
     } finally {
       this.options.clock.release()
     }

@@ -2,12 +2,12 @@
  * The logs workflow: a VM's serial console as the API serves it, its last lines, and following it by
  * polling. Also the console tail that `up` attaches to an error when a VM never came up.
  */
-import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {LogsResult} from '../contract.js'
 import {findOneVm, snapshot} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../core/errors.js'
+import {poll} from '../core/poll.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {MAX_BODY_BYTES} from '../targon/http.js'
@@ -66,35 +66,39 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
   if (!options.follow) return result
 
   let failures = 0
-  for (;;) {
-    await sleep(options.intervalMs ?? FOLLOW_INTERVAL_MS, undefined, {signal: options.signal}).catch(() => {
-      throw abortError(options.signal)
-    })
-    let next: string[]
-    try {
-      next = await client.consoleLog(options.org, vm.uid, {onTruncated})
-      failures = 0
-    } catch (error) {
-      if (options.signal?.aborted) throw abortError(options.signal)
-      if (error instanceof TargonError && error.code === 'NOT_FOUND') {
-        options.warn?.(`${vm.name ?? vm.uid} is gone: no more console output`)
-        return result
+  const followed = await poll(
+    async () => {
+      let next: string[]
+      try {
+        next = await client.consoleLog(options.org, vm.uid, {onTruncated})
+        failures = 0
+      } catch (error) {
+        if (options.signal?.aborted) throw abortError(options.signal)
+        if (error instanceof TargonError && error.code === 'NOT_FOUND') {
+          options.warn?.(`${vm.name ?? vm.uid} is gone: no more console output`)
+          return result
+        }
+
+        if (++failures >= FOLLOW_MAX_FAILURES) throw error
+        options.warn?.(`reading the console failed (${(error as Error).message}); trying again`)
+        return undefined
       }
 
-      if (++failures >= FOLLOW_MAX_FAILURES) throw error
-      options.warn?.(`reading the console failed (${(error as Error).message}); trying again`)
-      continue
-    }
+      const fresh = newLines(all, next)
+      all = next
+      if (fresh.length > 0) {
+        // The lines went out as they came; the result keeps only the latest, so that following never grows without bound.
+        result.lines.push(...fresh)
+        result.lines.splice(0, Math.max(0, result.lines.length - FOLLOW_KEPT_LINES))
+        options.onLines?.(fresh)
+      }
 
-    const fresh = newLines(all, next)
-    all = next
-    if (fresh.length > 0) {
-      // The lines went out as they came; the result keeps only the latest, so that following never grows without bound.
-      result.lines.push(...fresh)
-      result.lines.splice(0, Math.max(0, result.lines.length - FOLLOW_KEPT_LINES))
-      options.onLines?.(fresh)
-    }
-  }
+      return undefined
+    },
+    // Until the VM is gone or the user stops it (Ctrl-C).
+    {deadline: Number.POSITIVE_INFINITY, delayMs: () => options.intervalMs ?? FOLLOW_INTERVAL_MS, signal: options.signal},
+  )
+  return followed ?? result
 }
 
 /**

@@ -5,8 +5,8 @@
  * never printed, and a failed delivery says why without it. Delivery takes at most DELIVERY_BUDGET_MS in all,
  * retries included, and never changes a run's outcome.
  */
-import {setTimeout as sleep} from 'node:timers/promises'
 
+import {poll} from '../core/poll.js'
 import {Agent, request} from '../targon/undici-subset.js'
 
 export type NotifyEvent = 'capacity-found' | 'down-deleted' | 'down-still-billing' | 'interrupted-billing' | 'up-failed' | 'up-ready'
@@ -36,30 +36,35 @@ export async function deliver(url: string, notification: Notification): Promise<
   const agent = new Agent({connect: {timeout: DELIVERY_BUDGET_MS}})
   let problem = 'no answer in time'
   try {
-    for (let attempt = 0; Date.now() < deadline; attempt++) {
-      const left = deadline - Date.now()
-      try {
-        const answer = await request(url, {
-          body: JSON.stringify(notification),
-          bodyTimeout: left,
-          dispatcher: agent,
-          headers: {'content-type': 'application/json'},
-          headersTimeout: left,
-          method: 'POST',
-          signal: AbortSignal.timeout(left),
-        })
-        await answer.body.text().catch(() => '')
-        if (answer.statusCode < 300) return undefined
-        problem = `HTTP ${answer.statusCode}`
-        // A refusal that a repeat will not change.
-        if (answer.statusCode < 500 && answer.statusCode !== 429) break
-      } catch (error) {
-        // The code only: an error's message may carry the address.
-        problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name
-      }
+    const delivered = await poll(
+      async () => {
+        const left = deadline - Date.now()
+        if (left <= 0) return false
+        try {
+          const answer = await request(url, {
+            body: JSON.stringify(notification),
+            bodyTimeout: left,
+            dispatcher: agent,
+            headers: {'content-type': 'application/json'},
+            headersTimeout: left,
+            method: 'POST',
+            signal: AbortSignal.timeout(left),
+          })
+          await answer.body.text().catch(() => '')
+          if (answer.statusCode < 300) return true
+          problem = `HTTP ${answer.statusCode}`
+          // A refusal that a repeat will not change.
+          if (answer.statusCode < 500 && answer.statusCode !== 429) return false
+        } catch (error) {
+          // The code only: an error's message may carry the address.
+          problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name
+        }
 
-      await sleep(Math.min(250 * 2 ** attempt, Math.max(0, deadline - Date.now())))
-    }
+        return undefined
+      },
+      {deadline, delayMs: (attempt) => 250 * 2 ** attempt},
+    )
+    if (delivered) return undefined
   } finally {
     await agent.close().catch(() => undefined)
   }

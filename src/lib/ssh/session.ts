@@ -5,10 +5,10 @@
  */
 import {textDecoder} from '../core/lines.js'
 import {createHash} from 'node:crypto'
-import {setTimeout as sleep} from 'node:timers/promises'
 import type {Client, ClientChannel, SFTPWrapper} from 'ssh2'
 
-import {TargonError, abortError} from '../core/errors.js'
+import {TargonError} from '../core/errors.js'
+import {poll} from '../core/poll.js'
 
 export interface HostKey {
   /** "ssh-ed25519 AAAA…", as in known_hosts. */
@@ -66,6 +66,12 @@ function isNotYet(error: Error & {code?: string; level?: string}): boolean {
   )
 }
 
+function cannotOpen(options: ConnectOptions, why: string): TargonError {
+  return new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${why}`, {
+    hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again',
+  })
+}
+
 export class SshSession {
   /** Set when the connection drops; every later use fails with SSH_FAILED. */
   private lost = false
@@ -83,64 +89,78 @@ export class SshSession {
     })
   }
 
+  /** Connects, retrying with back-off while sshd is not up yet, until the deadline (read before each wait). */
   static async open(options: ConnectOptions): Promise<SshSession> {
     const {default: ssh2} = await import('ssh2')
-    for (let delay = 1000; ; delay = Math.min(delay * 1.5, options.maxRetryDelayMs ?? 15_000)) {
-      if (options.signal?.aborted) throw abortError(options.signal)
-      let seen: HostKey | undefined
-      const client = new ssh2.Client()
-      try {
-        await new Promise<void>((resolve, reject) => {
-          client.on('ready', () => resolve())
-          client.on('error', reject)
-          client.on('close', () => reject(new Error('connection closed before handshake')))
-          client.connect({
-            host: options.host,
-            hostVerifier: (wire: Buffer) => {
-              seen = hostKeyFromWire(wire)
-              return options.pinned === undefined || options.pinned === seen.key
-            },
-            keepaliveCountMax: 3,
-            keepaliveInterval: 15_000,
-            port: options.port,
-            privateKey: options.privateKey,
-            readyTimeout: Math.max(5000, Math.min(20_000, options.deadline - Date.now())),
-            username: options.username,
-          })
+    let notYet = ''
+    const session = await poll(
+      async () => {
+        const attempt = await SshSession.attempt(new ssh2.Client(), options)
+        if (attempt instanceof SshSession) return attempt
+        notYet = attempt.notYet
+        options.onRetry?.(notYet)
+        return undefined
+      },
+      {
+        get deadline() {
+          return options.deadline
+        },
+        delayMs: (attempt) => Math.min(1000 * 1.5 ** attempt, options.maxRetryDelayMs ?? 15_000),
+        signal: options.signal,
+      },
+    )
+    if (session) return session
+    throw cannotOpen(options, notYet)
+  }
+
+  /** One connection attempt: the session, sshd not answering yet (why), or a failure that no retry mends (thrown). */
+  private static async attempt(client: Client, options: ConnectOptions): Promise<SshSession | {notYet: string}> {
+    let seen: HostKey | undefined
+    try {
+      await new Promise<void>((resolve, reject) => {
+        client.on('ready', () => resolve())
+        client.on('error', reject)
+        client.on('close', () => reject(new Error('connection closed before handshake')))
+        client.connect({
+          host: options.host,
+          hostVerifier: (wire: Buffer) => {
+            seen = hostKeyFromWire(wire)
+            return options.pinned === undefined || options.pinned === seen.key
+          },
+          keepaliveCountMax: 3,
+          keepaliveInterval: 15_000,
+          port: options.port,
+          privateKey: options.privateKey,
+          readyTimeout: Math.max(5000, Math.min(20_000, options.deadline - Date.now())),
+          username: options.username,
         })
-        client.removeAllListeners('close')
-        client.on('error', () => {})
-        return new SshSession(client, seen as HostKey)
-      } catch (error) {
-        client.removeAllListeners()
-        client.on('error', () => {})
-        client.end()
-        const err = error as Error & {level?: string}
-        if (seen && options.pinned !== undefined && seen.key !== options.pinned) {
-          throw new TargonError(
-            'HOST_KEY_MISMATCH',
-            `the host key of ${options.host}:${options.port} changed: pinned ${fingerprintOf(options.pinned)}, offered ${seen.fingerprint}; refusing to connect`,
-            {
-              hint: 'if the VM was rebuilt on purpose, delete it and create a new one; otherwise someone may be intercepting the connection',
-            },
-          )
-        }
-
-        if (err.level === 'client-authentication') {
-          throw new TargonError('SSH_FAILED', `${options.host}:${options.port} refused the project key for user ${options.username}`, {
-            hint: 'the VM was created with another key; delete it with targon down and run targon up again',
-          })
-        }
-
-        if (!isNotYet(err) || Date.now() + delay > options.deadline) {
-          throw new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${err.message}`, {
-            hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again',
-          })
-        }
-
-        options.onRetry?.(err.message)
-        await sleep(delay, undefined, {signal: options.signal}).catch(() => undefined)
+      })
+      client.removeAllListeners('close')
+      client.on('error', () => {})
+      return new SshSession(client, seen as HostKey)
+    } catch (error) {
+      client.removeAllListeners()
+      client.on('error', () => {})
+      client.end()
+      const err = error as Error & {level?: string}
+      if (seen && options.pinned !== undefined && seen.key !== options.pinned) {
+        throw new TargonError(
+          'HOST_KEY_MISMATCH',
+          `the host key of ${options.host}:${options.port} changed: pinned ${fingerprintOf(options.pinned)}, offered ${seen.fingerprint}; refusing to connect`,
+          {
+            hint: 'if the VM was rebuilt on purpose, delete it and create a new one; otherwise someone may be intercepting the connection',
+          },
+        )
       }
+
+      if (err.level === 'client-authentication') {
+        throw new TargonError('SSH_FAILED', `${options.host}:${options.port} refused the project key for user ${options.username}`, {
+          hint: 'the VM was created with another key; delete it with targon down and run targon up again',
+        })
+      }
+
+      if (!isNotYet(err)) throw cannotOpen(options, err.message)
+      return {notYet: err.message}
     }
   }
 

@@ -7,8 +7,8 @@
 import {mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
-import {setTimeout as sleep} from 'node:timers/promises'
 
+import {poll} from '../core/poll.js'
 import {TargonError} from '../core/errors.js'
 
 import {childPath} from './paths.js'
@@ -32,30 +32,35 @@ export async function withFileLock<T>(
   options: LockOptions = {timeoutMs: 90_000},
 ): Promise<T> {
   mkdirSync(dirname(path), {mode: 0o700, recursive: true})
-  const deadline = Date.now() + options.timeoutMs
   const me = JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
   let waited = false
-  for (;;) {
+  // Taken when the lock file can be created, or once its holder is found dead.
+  const take = (): boolean => {
     try {
       writeFileSync(path, me, {flag: 'wx', mode: 0o600})
-      break
+      return true
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
       const holder = readHolder(path)
-      if (holder !== undefined && !holderAlive(path, holder)) {
-        takeOver(path, holder)
-        continue
-      }
-
-      if (!waited) options.onWait?.()
-      waited = true
-      if (Date.now() > deadline)
-        throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {
-          hint: `if no other targon process is running, delete ${path}`,
-        })
-      await sleep(50 + Math.random() * 100)
+      if (holder === undefined || holderAlive(path, holder)) return false
+      takeOver(path, holder)
+      return take()
     }
   }
+
+  const taken = await poll(
+    async () => {
+      if (take()) return true
+      if (!waited) options.onWait?.()
+      waited = true
+      return undefined
+    },
+    {deadline: Date.now() + options.timeoutMs, delayMs: () => 50 + Math.random() * 100},
+  )
+  if (!taken)
+    throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {
+      hint: `if no other targon process is running, delete ${path}`,
+    })
 
   try {
     return await critical(waited)

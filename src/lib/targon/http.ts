@@ -3,7 +3,7 @@
  * validation. Knows nothing about endpoints; client.ts does.
  */
 import {Slots} from '../core/concurrency.js'
-import {setTimeout as sleep} from 'node:timers/promises'
+import {poll} from '../core/poll.js'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
@@ -97,17 +97,26 @@ export class HttpTransport {
 
   async call<T extends z.ZodType>(call: CallOptions<T>): Promise<z.output<T>> {
     const endpoint = `${call.method} ${call.path}`
-    for (let attempt = 1; ; attempt++) {
-      this.throwIfAborted()
-      try {
-        return await this.attempt(call, endpoint)
-      } catch (error) {
-        const delay = this.retryDelay(call.retry, error, attempt)
-        if (delay === undefined) throw error
-        this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
-        await sleep(delay, undefined, {signal: this.options.signal}).catch(() => this.throwIfAborted())
-      }
-    }
+    let attempts = 0
+    // Boxed: an answer may be empty (a 204), which the wait would take for "not yet".
+    const answer = await poll(
+      async () => {
+        attempts++
+        return {value: await this.attempt(call, endpoint)}
+      },
+      {
+        // retryDelay bounds the attempts.
+        deadline: Number.POSITIVE_INFINITY,
+        delayMs: () => 0,
+        onTrouble: (error) => {
+          const delay = this.retryDelay(call.retry, error, attempts)
+          if (delay !== undefined) this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
+          return delay
+        },
+        signal: this.options.signal,
+      },
+    )
+    return (answer as {value: z.output<T>}).value
   }
 
   /** One exchange; a mutation first waits for a free slot (the retry back-off holds none). */

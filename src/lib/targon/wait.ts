@@ -4,7 +4,7 @@
  * API answers in between (429 with or without Retry-After, 5xx, resets, lost answers) only makes
  * it back off.
  */
-import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import {type PollOptions, poll} from '../core/poll.js'
 
 import {TargonError} from '../core/errors.js'
 
@@ -22,39 +22,22 @@ export function isOutcomeUnknown(error: unknown): boolean {
   return isTransient(error) && !(error instanceof TargonError && error.httpStatus === 429)
 }
 
-export interface PollOptions {
-  /** Epoch ms (of `clock`) at which the wait gives up (returns undefined), after a last check at that moment. */
-  deadline: number
-  /** Delay before the next check. */
-  delayMs: (poll: number, elapsedMs: number) => number
-  signal?: AbortSignal
-  clock?: Clock
-  /** Whether a transient failure of `check` is waited out (the default) or thrown at once. */
+export interface ApiPollOptions extends Omit<PollOptions, 'onTrouble'> {
+  /** Whether a transient failure of the check is waited out (the default) or thrown at once. */
   waitOutTrouble?: boolean
 }
 
-/**
- * Calls `check` until it returns a value; undefined when the deadline comes first. The deadline is exact: the last
- * delay is cut short so that one check falls on the deadline itself, and none after it.
- */
-export async function pollUntil<T>(check: () => Promise<T | undefined>, options: PollOptions): Promise<T | undefined> {
-  const clock = options.clock ?? REAL_CLOCK
-  const started = clock.now()
-  for (let poll = 0; ; poll++) {
-    let delay = options.delayMs(poll, clock.now() - started)
-    try {
-      const value = await check()
-      if (value !== undefined) return value
-    } catch (error) {
-      if (!isTransient(error) || options.waitOutTrouble === false) throw error
-      const retryAfter = (error as TargonError).details?.retry_after_ms
-      if (typeof retryAfter === 'number') delay = Math.max(delay, retryAfter)
-    }
+/** Transient API trouble is waited out, at least as long as a Retry-After said; anything else is thrown. */
+export function apiTrouble(error: unknown): number | undefined {
+  if (!isTransient(error)) return undefined
+  const retryAfter = (error as TargonError).details?.retry_after_ms
+  return typeof retryAfter === 'number' ? retryAfter : 0
+}
 
-    const left = options.deadline - clock.now()
-    if (left <= 0) return undefined
-    await clock.sleep(Math.min(delay, left), options.signal)
-  }
+/** The wait loop over API reads: what a busy API answers in between only makes it back off. */
+export function pollUntil<T>(check: () => Promise<T | undefined>, options: ApiPollOptions): Promise<T | undefined> {
+  const {waitOutTrouble, ...rest} = options
+  return poll(check, {...rest, onTrouble: waitOutTrouble === false ? undefined : apiTrouble})
 }
 
 /**

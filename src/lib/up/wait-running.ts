@@ -7,12 +7,12 @@
  * it: rate limits and other transient API errors just delay the next poll.
  */
 import {HALTED} from '../deletion/lifecycle.js'
-import {setTimeout as sleep} from 'node:timers/promises'
 
 import {withConsoleTail} from '../logs/logs.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
-import {isTransient, pollDelay} from '../targon/wait.js'
+import {apiTrouble, pollDelay} from '../targon/wait.js'
+import {poll} from '../core/poll.js'
 import type {RunContext} from './run-context.js'
 import type {Claim, Deployed, Endpoint, Running, StateWatch} from './stages.js'
 
@@ -119,37 +119,41 @@ export class PolledStateWatch implements StateWatch {
   }
 
   private async poll(): Promise<void> {
-    const sleeping = AbortSignal.any([this.ctx.signal, this.halt.signal])
-    for (let poll = 0; !this.halt.signal.aborted && !this.ctx.signal.aborted; poll++) {
-      // While the bootstrap runs on a VM with an address, the state only has to say that it did not fail.
-      let delay = this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : pollDelay(poll, Date.now() - this.started)
-      try {
-        await this.observe()
-      } catch (error) {
-        if (this.ctx.signal.aborted) break
-        if (!isTransient(error)) return this.fail(error)
-        const retryAfter = (error as TargonError).details?.retry_after_ms
-        if (typeof retryAfter === 'number') delay = Math.max(delay, retryAfter)
-      }
-
+    const bound = () => Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)
+    const running = () => this.isRunning
+    let ended: 'halted' | undefined
+    try {
+      ended = await poll(
+        async () => {
+          await this.observe()
+          return this.halt.signal.aborted ? 'halted' : undefined
+        },
+        {
+          // Not running yet: the last read comes at the bound, however long the interval; once running, until halted.
+          get deadline() {
+            return running() ? Number.POSITIVE_INFINITY : bound()
+          },
+          // While the bootstrap runs on a VM with an address, the state only has to say that it did not fail.
+          delayMs: (attempt, elapsed) =>
+            this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : pollDelay(attempt, elapsed),
+          onTrouble: apiTrouble,
+          signal: AbortSignal.any([this.ctx.signal, this.halt.signal]),
+        },
+      )
+    } catch (error) {
       if (this.halt.signal.aborted) return
-      const bound = Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)
-      // Not running yet: the last read comes at the bound, however long the interval; the wait fails only after it.
-      if (!this.isRunning) delay = Math.min(delay, Math.max(0, bound - Date.now()))
-      if (!this.isRunning && Date.now() >= bound) {
-        const waited = Math.round((Date.now() - this.started) / 1000)
-        return this.fail(
-          new TargonError('TIMEOUT', `${this.claim.name} was not running after ${waited} s in wait-running (last status: ${this.last})`, {
-            hint: 'raise --timeout, or try another offer',
-            resource: {name: this.claim.name, uid: this.claim.uid},
-          }),
-        )
-      }
-
-      await sleep(delay, undefined, {signal: sleeping}).catch(() => undefined)
+      if (this.ctx.signal.aborted) return this.abandon(abortError(this.ctx.signal))
+      return this.fail(error)
     }
 
-    if (this.ctx.signal.aborted) this.abandon(abortError(this.ctx.signal))
+    if (ended) return
+    const waited = Math.round((Date.now() - this.started) / 1000)
+    this.fail(
+      new TargonError('TIMEOUT', `${this.claim.name} was not running after ${waited} s in wait-running (last status: ${this.last})`, {
+        hint: 'raise --timeout, or try another offer',
+        resource: {name: this.claim.name, uid: this.claim.uid},
+      }),
+    )
   }
 
   /** One read of the state: settles the address and running, or fails on a terminal state. */
