@@ -52,4 +52,36 @@ describe('usability', () => {
     expect(result.stdout, result.stderr).toMatch(/\tdeleted\tno\t/)
     expect(result.stdout).not.toContain('deleted (deleted)')
   })
+
+  it('refuses bad input with exit 2 and the usage envelope, before anything is created', async () => {
+    sim = await startSimulator()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-usage-')})
+    for (const args of [
+      ['up', 'rtx6000b-small'],
+      ['up', '--max-price', '2'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--count', '2', '--name', 'x'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--fleet', 'Bad_Fleet'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--timeout', '5'],
+      ['down'],
+      ['down', '--older-than', 'soon'],
+      ['down', '--over-cost', 'lots'],
+      ['down', '--all', '--events', 'xml'],
+    ]) {
+      const result = await runInProcess([...args, '--json'], {env})
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(parseJson(result).error.code).toBe('USAGE')
+    }
+
+    expect(sim.requests('POST', '/workloads')).toHaveLength(0)
+  })
+
+  it('--events ndjson refuses --verbose (stderr would carry more than events) and names --events-file', async () => {
+    sim = await startSimulator()
+    const result = await runInProcess(['down', '--all', '--events', 'ndjson', '--verbose'], {
+      env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-usage-')}),
+    })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain('--events-file')
+    expect(sim.requests('GET', '/workloads')).toHaveLength(0)
+  })
 })

@@ -3,6 +3,7 @@ import {afterAll, afterEach, beforeAll} from 'vitest'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
+import {TargonClient} from '../../src/lib/targon/client.js'
 import {tempDir} from './cli.js'
 
 export function simulatorEnv(sim: TargonSimulator, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
@@ -40,6 +41,30 @@ export function useFreshSimulator(): {sim: TargonSimulator; configDir: string; s
     await context.sim?.stop()
   })
   return context
+}
+
+/**
+ * In process: a fresh simulator and an API client for it per test; `start()` makes them, and both end after the
+ * test.
+ */
+export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Promise<{sim: TargonSimulator; client: TargonClient}>} {
+  let current: {sim: TargonSimulator; client: TargonClient} | undefined
+  const stop = async () => {
+    await current?.client.close()
+    await current?.sim.stop()
+    current = undefined
+  }
+
+  afterEach(stop)
+  return {
+    // A second start in one test ends the first.
+    async start(options: SimulatorOptions = {}) {
+      await stop()
+      const sim = await startSimulator(options)
+      current = {client: new TargonClient({baseUrl: sim.url, retryBaseMs: 5, token: DEFAULT_TOKEN}), sim}
+      return current
+    },
+  }
 }
 
 /** A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. */

@@ -9,7 +9,11 @@ import {HALTED, TRANSITIONAL, judge, meantByName, needsWake} from '../../src/lib
 import {deleteLockPath, withFileLock} from '../../src/lib/state/lock.js'
 import type {DeleteNote} from '../../src/lib/state/local-state.js'
 import {pollUntil} from '../../src/lib/targon/wait.js'
+import {type DeleteOptions, type DeletionEvent, deleteWorkloads} from '../../src/lib/deletion/delete-workloads.js'
+import {LocalState} from '../../src/lib/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
+import {useSimulatorClient} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
 
 const note = (outcome: DeleteNote['outcome']): DeleteNote => ({at: new Date().toISOString(), name: null, outcome, uid: 'wrk-1'})
 
@@ -164,5 +168,81 @@ describe('meantByName', () => {
     expect(pick(vm('a', 'registered'), vm('b', 'deleted', true))).toEqual(['a'])
     expect(pick(vm('a', 'running'), vm('b', 'provisioning'))).toEqual(['a', 'b'])
     expect(pick()).toEqual([])
+  })
+})
+
+describe('the deletion state machine, against the simulator', () => {
+  const simulated = useSimulatorClient()
+
+  /** Deletes the workloads `seed` adds, with what each deletion announced. */
+  async function deleteSeeded(seed: (sim: TargonSimulator) => void, options: Partial<DeleteOptions> = {}) {
+    const {client, sim} = await simulated.start()
+    seed(sim)
+    const events: DeletionEvent[] = []
+    const targets = [...sim.workloads.values()].map((workload) => ({name: workload.name, uid: workload.uid}))
+    const results = await deleteWorkloads(client, 'acme', new LocalState(tempDir('targon-unit-del-')), targets, {
+      onEvent: (event) => events.push(event),
+      reconcileMs: 600,
+      ...options,
+    })
+    return {events, results, sim}
+  }
+
+  const running = (sim: TargonSimulator, name = 'w-run') => sim.addWorkload({deployedAt: Date.now(), name, status: 'running'})
+
+  it('deletes a running VM with one DELETE and follows it until it is gone, announcing start and end', async () => {
+    const {events, results, sim} = await deleteSeeded((sim) => running(sim))
+    expect(results).toMatchObject([{action: 'deleted', billing: false}])
+    expect(sim.requests('DELETE', '/workloads')).toHaveLength(1)
+    expect(sim.billing()).toEqual([])
+    expect(events.map((event) => event.status)).toEqual(['started', 'done'])
+  })
+
+  it('wakes a suspended VM to delete it, as Targon deletes only a running one', async () => {
+    const {events, results, sim} = await deleteSeeded((sim) =>
+      sim.addWorkload({deployedAt: Date.now(), name: 'w-sus', status: 'suspended'}),
+    )
+    expect(results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
+    expect(sim.requests('POST', '/deploy').length).toBeGreaterThanOrEqual(1)
+    expect(sim.billing()).toEqual([])
+    expect(events.some((event) => event.status === 'progress' && event.detail.includes('deploying it to delete it'))).toBe(true)
+  })
+
+  it('leaves a never-deployed workload (Targon refuses its DELETE) unless asked to wake it', async () => {
+    const left = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}))
+    expect(left.results).toMatchObject([{action: 'left-registered', billing: false}])
+    expect(left.sim.live()).toHaveLength(1)
+    const woken = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}), {wakeRegistered: true})
+    expect(woken.results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
+    expect(woken.sim.live()).toEqual([])
+  })
+
+  it('a DELETE whose answer is lost is settled by watching the state, never by a second DELETE in flight', async () => {
+    const {results, sim} = await deleteSeeded((sim) => {
+      running(sim)
+      sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
+    })
+    expect(results).toMatchObject([{action: 'deleted', billing: false}])
+    expect(sim.doubleDeletes.size).toBe(0)
+    expect(sim.billing()).toEqual([])
+  })
+
+  it('a DELETE that never takes effect is sent at most four times, then reported as still billing', async () => {
+    const {results, sim} = await deleteSeeded((sim) => {
+      running(sim)
+      sim.inject({method: 'DELETE', path: '/workloads/', reset: true})
+    })
+    expect(results).toMatchObject([{action: 'still-present', billing: true}])
+    expect(sim.requests('DELETE', '/workloads')).toHaveLength(4)
+    expect(sim.billing()).toHaveLength(1)
+  })
+
+  it('once stopped, no deletion starts: what was not attempted is reported as billing', async () => {
+    const stop = new AbortController()
+    stop.abort()
+    const {events, results, sim} = await deleteSeeded((sim) => running(sim), {stop: stop.signal})
+    expect(results).toMatchObject([{action: 'not-attempted', billing: true}])
+    expect(sim.requests('DELETE', '/workloads')).toEqual([])
+    expect(events).toEqual([])
   })
 })

@@ -2,6 +2,7 @@ import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {Clock} from '../../src/lib/core/clock.js'
+import {poll} from '../../src/lib/core/poll.js'
 import {pollDelay, pollUntil} from '../../src/lib/targon/wait.js'
 
 describe('state poll delays', () => {
@@ -91,6 +92,45 @@ describe('the poll core', () => {
     const refused = new TargonError('QUOTA_EXCEEDED', 'limit', {httpStatus: 429})
     await expect(pollUntil(async () => Promise.reject(refused), {clock: fakeClock(), deadline: 60_000, delayMs: () => 1000})).rejects.toBe(
       refused,
+    )
+  })
+
+  it('reads a moving deadline before every wait (SSH waits longer while the VM boots, less once it runs)', async () => {
+    const clock = fakeClock()
+    let deadline = 10_000
+    const checks: number[] = []
+    await poll(
+      async () => {
+        checks.push(clock.now())
+        // The VM says running at 2 s: from then on, 1.5 s more at most.
+        if (clock.now() === 2000) deadline = 3500
+        return undefined
+      },
+      {
+        clock,
+        get deadline() {
+          return deadline
+        },
+        delayMs: () => 1000,
+      },
+    )
+    expect(checks).toEqual([0, 1000, 2000, 3000, 3500])
+  })
+
+  it('ends at once on an aborted signal, with its reason, and throws every failure without a trouble rule', async () => {
+    const controller = new AbortController()
+    const reason = new TargonError('INTERRUPTED', 'interrupted by SIGINT')
+    controller.abort(reason)
+    let calls = 0
+    const check = async () => {
+      calls++
+      return undefined
+    }
+    await expect(poll(check, {clock: fakeClock(), deadline: 60_000, delayMs: () => 1000, signal: controller.signal})).rejects.toBe(reason)
+    expect(calls).toBe(0)
+    const failure = new Error('sshd said no')
+    await expect(poll(async () => Promise.reject(failure), {clock: fakeClock(), deadline: 60_000, delayMs: () => 1000})).rejects.toBe(
+      failure,
     )
   })
 })

@@ -5,7 +5,7 @@
  * phase is short and runs in the foreground; the shim's health is checked through a forwarded
  * channel, as the dstack server does.
  */
-import {LineSplitter} from '../core/lines.js'
+import {LineSplitter, textDecoder} from '../core/lines.js'
 import {randomBytes} from 'node:crypto'
 import * as z from 'zod'
 
@@ -149,10 +149,6 @@ const SUDO_ASKS_PASSWORD = 100
 
 type CheckOutcome = {state: 'bootstrapped'; marker: Marker; shim?: ShimRun} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
 
-/**
- * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
- * confirmed by it, without starting and following a detached run; the check prints the marker then.
- */
 /** Printed between the check phase and the shim phase when one remote call runs both. */
 const SHIM_FOLLOWS = 'TARGON_SHIM_FOLLOWS'
 
@@ -162,6 +158,10 @@ export interface ShimRun {
   events: StepEvent[]
 }
 
+/**
+ * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
+ * confirmed by it, without starting and following a detached run; the check prints the marker then.
+ */
 async function uploadAndCheck(
   session: SshSession,
   params: BootstrapParams,
@@ -189,7 +189,7 @@ async function uploadAndCheck(
 }
 
 /** Routes a command's output to one parser until a separator line, and to another after it. */
-class SplitOutput {
+export class SplitOutput {
   before = ''
   after = ''
   split = false
@@ -228,8 +228,9 @@ class SplitOutput {
 const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
 /**
- * Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it ends. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call
- * (returned as `shim`, for runShim to report).
+ * Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it
+ * ends. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call (returned
+ * as `shim`, for runShim to report).
  */
 export async function runInstall(
   session: SshSession,
@@ -266,6 +267,7 @@ export async function runInstall(
   }
 
   const parser = new StepParser(onEvent)
+  const decode = textDecoder()
   const separator = '@@targon@@'
   let inactivePolls = 0
   const done = await poll(
@@ -276,7 +278,8 @@ export async function runInstall(
       ).split(`${separator}\n`)
       const chunk = Buffer.from(encoded.trim(), 'base64')
       offset += chunk.length
-      parser.push(chunk.toString('utf8'))
+      // The log is read by byte offset: a character may be split between two reads.
+      parser.push(decode(chunk))
       const result = parseLastRun(lastRun)
       const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
       if (finished && result) {
@@ -319,7 +322,8 @@ async function readMarker(session: SshSession): Promise<Marker> {
   return parseMarker((await session.exec(`cat ${MARKER}`)).stdout)
 }
 
-function parseMarker(text: string): Marker {
+/** The marker a VM printed; anything that is not one (the VM's bytes are untrusted) is an empty marker. */
+export function parseMarker(text: string): Marker {
   try {
     return MarkerSchema.parse(JSON.parse(text))
   } catch {

@@ -1,0 +1,56 @@
+/**
+ * The progress display only listens: whatever the events say (a phase ended before its steps were shown, a VM
+ * that never started, a failure), it ends when the run ends, and it never decides what runs.
+ */
+import {describe, expect, it} from 'vitest'
+
+import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/bootstrap/runner.js'
+import type {PhaseName} from '../../src/lib/contract.js'
+import {RunEvents} from '../../src/lib/events/run-events.js'
+import {phaseProgress} from '../../src/lib/cli/progress.js'
+import type {PipelineLayout} from '../../src/lib/up/pipeline.js'
+
+const LAYOUT: PipelineLayout = {
+  alongside: 'wait-running',
+  concurrency: 3,
+  count: 3,
+  phases: [
+    {name: 'register', substeps: undefined},
+    {name: 'deploy', substeps: undefined},
+    {name: 'wait-running', substeps: undefined},
+    {name: 'install', substeps: INSTALL_STEPS},
+    {name: 'shim-start', substeps: SHIM_STEPS},
+  ],
+}
+
+describe('the progress display', () => {
+  it('ends with the run: a fast path without step events, a failed VM, and a VM that never started', async () => {
+    const display = await phaseProgress(LAYOUT)
+    const events = new RunEvents('up')
+    events.on(display.listener)
+    const vm = (index: number) => ({index, name: `vm-${index}`, uid: `wrk-${index}`})
+    const phase = (index: number, name: PhaseName, status: 'done' | 'failed' | 'skipped' | 'started') =>
+      events.emit({
+        error: status === 'failed' ? {code: 'VM_FAILED', hint: null, message: 'boom'} : null,
+        phase: name,
+        status,
+        type: 'phase',
+        vm: vm(index),
+      })
+
+    // VM 1: adopted, bootstrapped already: phases skipped, install ends before any of its steps is reported.
+    for (const name of ['register', 'deploy', 'wait-running'] as const) phase(1, name, 'skipped')
+    events.emit({detail: 'fast-path', duration_ms: 3, phase: 'install', status: 'done', step: 'B0', type: 'step', vm: vm(1)})
+    phase(1, 'install', 'done')
+    phase(1, 'shim-start', 'done')
+    // VM 2: fails in deploy.
+    phase(2, 'register', 'done')
+    phase(2, 'deploy', 'failed')
+    // VM 3: never heard of.
+    const ended = await Promise.race([
+      display.finish().then(() => 'ended'),
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 5000)),
+    ])
+    expect(ended).toBe('ended')
+  })
+})
