@@ -1,5 +1,5 @@
 // Writes the snapshot of every command's flags and arguments to flags/ (from the oclif manifest of the build),
-// so that a renamed flag, a changed default or a lost alias shows up in review and in test/unit/flags.test.ts.
+// so that a renamed flag, a changed default or a lost alias shows up in review and in test/cmd/flags.test.ts.
 import {mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
 

@@ -1,3 +1,4 @@
+/** The command line as the build's oclif manifest has it (npm run build writes it), against the snapshots under flags/. */
 import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 
