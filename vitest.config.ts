@@ -9,9 +9,12 @@ const UNIT = ['test/unit/**/*.test.ts']
 const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
 
 export default defineConfig({
-  // As in the bundle (scripts/build.mjs): a shell script is imported as its text.
+  // As in the bundle (scripts/build.mjs): a shell or Python script is imported as its text.
   plugins: [
-    {name: 'shell-script-text', transform: (code, id) => (id.endsWith('.sh') ? `export default ${JSON.stringify(code)}` : undefined)},
+    {
+      name: 'script-text',
+      transform: (code, id) => (id.endsWith('.sh') || id.endsWith('.py') ? `export default ${JSON.stringify(code)}` : undefined),
+    },
   ],
   test: {
     pool: 'forks',

@@ -55,7 +55,7 @@ await build({
   ...shared,
   entryPoints: ['src/cli.ts'],
   external: ['ssh2'],
-  loader: {'.sh': 'text'},
+  loader: {'.py': 'text', '.sh': 'text'},
   outfile: 'dist/cli.cjs',
   plugins: [redirects],
   supported: {'dynamic-import': false},

@@ -19,7 +19,7 @@ export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
-(--all, --fleet, --older-than, --over-cost, --expired) only take VMs this tool created, unless --any-origin is given; VMs named
+(--all, --fleet, --older-than, --over-cost, --expired, --idle) only take VMs this tool created, unless --any-origin is given; VMs named
 explicitly are always deleted, and a name or uid that matches nothing exits 4. In a shared org, with an owner set
 (targon config set owner NAME, or TARGON_OWNER), bulk selectors take only that owner's VMs and names resolve among them
 first, then among VMs without an owner; with no owner set, a bulk deletion that would reach VMs of more than one owner
@@ -87,6 +87,15 @@ otherwise, with a per-VM result.`)
       summary:
         "Only VMs older than this, from 1m to 365d, e.g. 6h (alone: all of this tool's VMs older than that). Uses the API's creation time, so it works from any machine.",
     }),
+    idle: Flags.boolean({
+      default: false,
+      description:
+        "Reads each VM's idle clock over SSH (the sampler the bootstrap installs keeps it on the VM) and deletes only VMs idle longer than their limit: the VM's own (up --idle), else --idle-limit. A VM that is busy (a GPU above the threshold, an SSH session or tunnel, a dstack task, or what up --idle-check says) or whose clock cannot be read (SSH fails, no sampler, a stale clock) is never deleted for idleness: it is listed in data.kept with the reason, its --ttl and --max-cost still apply, and an unreadable clock adds a warning. Needs the config directory that holds the project key, like --expired.",
+      summary: 'Only VMs idle longer than their idle limit (read from each VM; busy or unreadable VMs are kept).',
+    }),
+    'idle-limit': durationFlag('--idle-limit', {
+      summary: "With --idle: the limit for VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins).",
+    }),
     'over-cost': usdFlag('--over-cost', 'an amount in USD', {
       summary:
         "Only VMs whose estimated cost in USD (hourly price x age, an estimate) exceeds this, e.g. 50 (alone: all of this tool's VMs over it). Uses the API's price and creation time, so it works from any machine.",
@@ -116,17 +125,20 @@ otherwise, with a per-VM result.`)
       fleet,
       older_than_seconds: olderThan,
       over_cost_usd: overCost,
+      idle: flags.idle,
+      idle_limit_seconds: flags['idle-limit'] === undefined ? null : flags['idle-limit'] / 1000,
       targets,
     }
-    if (targets.length > 0 && (flags.all || flags.expired || olderThan !== null || overCost !== null)) {
+    if (flags['idle-limit'] !== undefined && !flags.idle) throw usageError('--idle-limit needs --idle', 'add --idle')
+    if (targets.length > 0 && (flags.all || flags.expired || flags.idle || olderThan !== null || overCost !== null)) {
       throw usageError(
-        'VM names cannot be combined with --all, --expired, --older-than or --over-cost',
+        'VM names cannot be combined with --all, --expired, --idle, --older-than or --over-cost',
         'name the VMs alone, or drop the names to select by those flags',
       )
     }
 
     if (targets.length === 0 && !isBulk(selection)) {
-      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD or --expired')
+      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD, --expired or --idle')
     }
 
     await this.useNotifyUrl(flags.notify)
@@ -137,6 +149,7 @@ otherwise, with a per-VM result.`)
         try {
           const org = await this.resolveOrg(client)
           const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
+            configDir: configDir(),
             confirm: (vms) => this.confirm(vms, !isBulk(selection)),
             dryRun: flags['dry-run'],
             ignoreMissing: flags['ignore-missing'],
@@ -159,12 +172,14 @@ otherwise, with a per-VM result.`)
             wakeRegistered: flags['wake-registered'],
             warn: (message) => this.addWarning(message),
           })
-          const scheduled = flags.expired || overCost !== null
+          const scheduled = [flags.expired && '--expired', overCost !== null && `--over-cost ${overCost}`, flags.idle && '--idle'].filter(
+            Boolean,
+          )
           const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
-          if (scheduled && !flags['dry-run'] && deleted.length > 0)
+          if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${flags.expired ? '--expired' : `--over-cost ${overCost}`} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
               {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
             )
           if (!this.jsonEnabled()) this.render(result)

@@ -3,7 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
-import {countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
+import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
@@ -41,6 +41,12 @@ bill; --any-owner shows them all.`)
   static strict = false
 
   static flags = {
+    usage: Flags.boolean({
+      default: false,
+      description:
+        "Reads each running VM over its pinned SSH connection (at most 8 at once): GPU utilisation and memory, SSH sessions and tunnels, dstack tasks, and how long it has been idle by the VM's own idle clock (with --json: usage, idle_seconds, idle_reason). A VM that cannot be read says why, never a guess.",
+      summary: 'Also show what each running VM is doing: GPUs, SSH sessions and tunnels, dstack tasks, and how long it has been idle.',
+    }),
     'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
     'any-owner': Flags.boolean({
@@ -74,6 +80,8 @@ bill; --any-owner shows them all.`)
         owners,
         showDeleted: this.flags['show-deleted'],
         targets,
+        usage: this.flags.usage,
+        configDir: configDir(),
         warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
@@ -128,6 +136,7 @@ bill; --any-owner shows them all.`)
             value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
           },
           {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
+          ...(this.flags.usage ? USAGE_COLUMNS : []),
         ],
         result.vms,
       ),
@@ -139,3 +148,26 @@ bill; --any-owner shows them all.`)
     )
   }
 }
+
+/** status --usage: what each running VM is doing; an unreadable one says why instead. */
+const USAGE_COLUMNS: Column<StatusVm>[] = [
+  {
+    header: 'GPU_UTIL',
+    value: (vm) => (vm.usage?.gpus ? vm.usage.gpus.map((gpu) => `${Math.round(gpu.util_pct)}%`).join(',') || '-' : '-'),
+  },
+  {
+    header: 'GPU_MEM',
+    value: (vm) =>
+      vm.usage?.gpus
+        ? vm.usage.gpus.map((gpu) => `${(gpu.mem_used_mib / 1024).toFixed(0)}/${(gpu.mem_total_mib / 1024).toFixed(0)}G`).join(',') || '-'
+        : '-',
+  },
+  {header: 'SSH', value: (vm) => dash(vm.usage?.ssh_sessions ?? null)},
+  {header: 'TUNNELS', value: (vm) => dash(vm.usage?.tunnels ?? null)},
+  {
+    header: 'TASKS',
+    value: (vm) => (vm.usage?.dstack_tasks ? String(vm.usage.dstack_tasks.filter((task) => task.status !== 'terminated').length) : '-'),
+  },
+  {header: 'IDLE', value: (vm) => (vm.usage ? (vm.idle_seconds === null ? 'unknown' : formatDuration(vm.idle_seconds * 1000)) : '-')},
+  {header: 'IDLE_REASON', value: (vm) => dash(vm.idle_reason)},
+]

@@ -107,6 +107,16 @@ existing VM instead of creating a second one.`)
       summary:
         'Check that containers see the GPUs (--no-gpu-test skips it); if the test image cannot be pulled, a runtime-level check runs instead.',
     }),
+    idle: durationFlag('--idle', {
+      description:
+        "The bootstrap installs an idle sampler on every VM (targon-fleet-idle, an unprivileged service) that keeps the VM's idle clock: activity is a GPU at or above 10 % utilisation, an SSH session or port-forward (not targon's own probes, nor the dstack server's tunnel to the shim), a dstack task that is not terminated, and optionally a running container (--idle-containers) or what --idle-check says. --idle stores the limit on the VM and locally; targon down --idle (e.g. from cron) deletes VMs idle longer than it.",
+      summary: 'Idle limit, e.g. 30m (seconds allowed, e.g. 30s): targon down --idle deletes the VM once it has been idle this long.',
+    }),
+    'idle-check': Flags.string({
+      summary:
+        'A command run on the VM as ubuntu every sample; exit 0 means idle (e.g. an empty ComfyUI queue), anything else counts as activity.',
+    }),
+    'idle-containers': Flags.boolean({default: false, summary: 'Count a running container as activity for the idle clock.'}),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
@@ -136,6 +146,11 @@ existing VM instead of creating a second one.`)
     if (flags['min-gpus'] !== undefined && !flags.gpu) throw usageError('--min-gpus needs --gpu', 'add --gpu <model>')
     if (flags.name !== undefined && flags.count > 1)
       throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
+    if (!flags.bootstrap && (flags.idle !== undefined || flags['idle-check'] !== undefined || flags['idle-containers']))
+      throw usageError(
+        '--idle, --idle-check and --idle-containers need the bootstrap, which installs the idle sampler',
+        'drop --no-bootstrap',
+      )
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
@@ -156,6 +171,12 @@ existing VM instead of creating a second one.`)
           shim: flags.shim,
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
           stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
+          idle: {
+            check: flags['idle-check'] ?? null,
+            containers: flags['idle-containers'],
+            intervalMs: await resolveSetting('idle-sample-interval'),
+            limitMs: flags.idle ?? null,
+          },
         }
       : null
     const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}

@@ -163,6 +163,24 @@ export const UpResultSchema = z.object({
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 
+export const USAGE_STATES = ['idle', 'busy', 'unreadable'] as const
+
+export const UsageSchema = z.object({
+  state: z.enum(USAGE_STATES).describe('unreadable: the idle clock could not be read; such a VM is never deleted for idleness'),
+  idle_seconds: z.number().nullable().describe("idle up to the last sample, by the VM's own clock; null when unreadable"),
+  idle_limit_seconds: z.number().nullable().describe("the VM's own limit (up --idle), else down --idle-limit; null: none"),
+  idle_reason: z.string().describe('why it is idle, busy or unreadable'),
+  gpus: z.array(z.object({index: z.number(), util_pct: z.number(), mem_used_mib: z.number(), mem_total_mib: z.number()})).nullable(),
+  ssh_sessions: z.number().nullable().describe('SSH sessions with a terminal or a command, targon probes not counted'),
+  tunnels: z
+    .number()
+    .nullable()
+    .describe("SSH sessions without a terminal (port-forwards), the dstack server's tunnel to the shim not counted"),
+  dstack_tasks: z.array(z.object({id: z.string(), status: z.string()})).nullable(),
+  containers: z.array(z.string()).nullable().describe('running containers, when up --idle-containers counts them'),
+})
+export type Usage = z.infer<typeof UsageSchema>
+
 export const DownResultSchema = z.object({
   org: z.string(),
   dry_run: z.boolean(),
@@ -176,9 +194,22 @@ export const DownResultSchema = z.object({
     any_origin: z.boolean(),
     owner: z.string().nullable().describe('the owner whose VMs bulk selectors take (config key owner, TARGON_OWNER); null: every owner'),
     any_owner: z.boolean(),
+    idle: z.boolean().describe('--idle: VMs whose idle clock says idle past their limit'),
+    idle_limit_seconds: z.number().nullable().describe("--idle-limit: the limit of VMs without one of their own (a VM's own wins)"),
   }),
   results: z.array(DeleteResultSchema),
   survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
+  kept: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        state: z.enum(USAGE_STATES),
+        idle_seconds: z.number().nullable(),
+        reason: z.string(),
+      }),
+    )
+    .describe('with --idle: VMs selected otherwise but kept, being busy, not idle long enough, or unreadable'),
 })
 export type DownResult = z.infer<typeof DownResultSchema>
 
@@ -229,6 +260,9 @@ export const StatusVmSchema = z.object({
     .boolean()
     .describe('false: its owner was not read (no owner set and no --any-owner, and the listing has no project_id) or could not be'),
   local_record: z.enum(['present', 'missing']),
+  idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
+  idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
+  usage: UsageSchema.nullable().describe('with --usage, for running VMs: what its idle clock and a live sample say; null otherwise'),
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
 
@@ -386,10 +420,8 @@ export function configJsonKey(key: string): string {
 export const EVENT_VERSION = 1
 
 export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const
-export type EventType = (typeof EVENT_TYPES)[number]
 
 export const EVENT_STATUSES = ['started', 'progress', 'done', 'skipped', 'failed', 'warning'] as const
-export type EventStatus = (typeof EVENT_STATUSES)[number]
 
 export const RunEventSchema = z.object({
   event_version: z.literal(EVENT_VERSION),

@@ -3,3 +3,9 @@ declare module '*.sh' {
   const text: string
   export default text
 }
+
+/** The idle sampler's source, put into the bootstrap script. */
+declare module '*.py' {
+  const text: string
+  export default text
+}

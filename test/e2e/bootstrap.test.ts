@@ -73,7 +73,7 @@ describe('up with bootstrap on simulated VMs', () => {
       gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'},
       gpu_check: 'container',
       nvidia_ctk_version: '1.17.8',
-      script_version: '2026.12.1',
+      script_version: '2026.12.2',
     })
     expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
 
@@ -99,7 +99,7 @@ describe('up with bootstrap on simulated VMs', () => {
       gpu_check: 'container',
       gpu_test: 'passed',
       schema: 1,
-      script_version: '2026.12.1',
+      script_version: '2026.12.2',
       shim: {version: '0.21.2'},
     })
     expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({

@@ -1059,13 +1059,15 @@ export function faultMatrix(part: number, parts: number): void {
         expect(scenarios.length).toBeGreaterThanOrEqual(25)
       })
 
+    // Split by scenario, so that both variants of one run in the same file, one after the other: run side by side,
+    // one variant's remote process (e.g. "sleep 53", found with pgrep on this machine) would signal the other early.
     const runs = scenarios
+      .filter((_scenario, index) => index % parts === part - 1)
       .flatMap((scenario) =>
         scenario.interrupts
           ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
           : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
       )
-      .filter((_run, index) => index % parts === part - 1)
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
         const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})

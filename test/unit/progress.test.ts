@@ -31,7 +31,7 @@ describe('the progress display', () => {
     const vm = (index: number) => ({index, name: `vm-${index}`, uid: `wrk-${index}`})
     const phase = (index: number, name: PhaseName, status: 'done' | 'failed' | 'skipped' | 'started') =>
       events.emit({
-        error: status === 'failed' ? {code: 'VM_FAILED', hint: null, message: 'boom'} : null,
+        error: status === 'failed' ? {code: 'API_ERROR', hint: null, message: 'boom'} : null,
         phase: name,
         status,
         type: 'phase',
@@ -46,11 +46,17 @@ describe('the progress display', () => {
     // VM 2: fails in deploy.
     phase(2, 'register', 'done')
     phase(2, 'deploy', 'failed')
-    // VM 3: never heard of.
+    // VM 3: its install started, then nothing more (an internal error before its end): its steps must not wait on.
+    phase(3, 'register', 'done')
+    phase(3, 'deploy', 'done')
+    phase(3, 'wait-running', 'done')
+    phase(3, 'install', 'started')
+    let timer: NodeJS.Timeout | undefined
     const ended = await Promise.race([
       display.finish().then(() => 'ended'),
-      new Promise((resolve) => setTimeout(() => resolve('hung'), 5000)),
+      new Promise((resolve) => (timer = setTimeout(() => resolve('hung'), 5000))),
     ])
+    clearTimeout(timer)
     expect(ended).toBe('ended')
   })
 })

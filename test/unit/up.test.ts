@@ -102,9 +102,12 @@ describe('up: the failure policies', () => {
     }
 
     await simulator({bootDelayMs: 2000})
-    const {error, sim} = await up({count: 2, signal: controller.signal}, interrupt)
+    const {error, events, sim} = await up({count: 2, signal: controller.signal}, interrupt)
     expect(error?.code).toBe('INTERRUPTED')
     expect(sim.workloads.size).toBeGreaterThan(0)
+    // Every workload the run made was rolled back, and the stream says so.
+    const rolledBack = events.filter((event) => event.type === 'rollback' && event.status === 'done').map((event) => event.vm?.uid)
+    expect(rolledBack.sort()).toEqual([...sim.workloads.keys()].sort())
     expect(sim.billing()).toEqual([])
     expect(sim.live().filter((workload) => workload.status !== 'registered')).toEqual([])
   })

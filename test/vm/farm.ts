@@ -7,7 +7,7 @@
  * once, before they start (test/helpers/prerequisites.ts).
  */
 import {type ChildProcess, execFile, spawn} from 'node:child_process'
-import {existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {writeFile} from 'node:fs/promises'
 import {type Server, type Socket, connect, createServer} from 'node:net'
 import type {AddressInfo} from 'node:net'
@@ -121,6 +121,28 @@ export class SimVm {
     await sleep(300)
   }
 
+  /** The GPUs' utilisation from now on, in percent (what the nvidia-smi double reports). */
+  setGpuUtil(percent: number): void {
+    writeFileSync(join(this.dir, 'gpu-util'), `${percent}\n`)
+  }
+
+  /** The dstack tasks the shim double lists from now on. */
+  setTasks(tasks: {id: string; status: string}[]): void {
+    writeFileSync(join(this.dir, 'tasks.json'), JSON.stringify(tasks))
+  }
+
+  /** Skews the VM's clock, as the idle sampler reads it, by this many seconds (the VM shares the host's clock). */
+  setClockOffset(seconds: number): void {
+    writeFileSync(join(this.dir, 'clock-offset'), `${seconds}\n`)
+  }
+
+  /** A reboot: services stop and the enabled ones start again, and SSH sessions end. */
+  async reboot(): Promise<void> {
+    this.dropConnections()
+    await writeFile(join(this.dir, 'control'), 'reboot\n')
+    await sleep(500)
+  }
+
   /** Cuts every open SSH connection, as a network drop would. */
   dropConnections(): void {
     for (const socket of this.sockets) socket.destroy()
@@ -170,6 +192,9 @@ export class VmFarm {
 
   async start(workload: SimWorkload): Promise<VmEndpoint> {
     const dir = mkdtempSync(join(tmpdir(), `targon-vm-${workload.uid}-`))
+    // Inside the VM this is /run/vm: its services (the idle sampler as targon-idle, probes as ubuntu) read the files
+    // a test sets there (gpu-util, tasks.json, clock-offset) by name; the rest stays private by its own mode.
+    chmodSync(dir, 0o711)
     await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'ssh_host_ed25519_key')])
     const scenario = this.scenarioFor(workload)
     const sshAnswersMs = deployTiming(scenario.latency, scenario.latencyScale)?.sshAnswersMs

@@ -73,8 +73,10 @@ for tool in apt-get dpkg systemctl systemd-run curl nvidia-smi; do
   install -m 0755 "$DOUBLES_DIR/double.sh" "/usr/bin/$tool"
 done
 rm -f /usr/bin/docker /usr/local/bin/docker /usr/bin/nvidia-ctk /usr/local/bin/dstack-shim
-mkdir -p /etc/sim-vm
+mkdir -p /etc/sim-vm /etc/targon-fleet
 cp "$VM_DIR/scenario.env" /etc/sim-vm/scenario.env
+# The VM's clock is the host's; a test skews it for the idle sampler by writing seconds into clock-offset.
+ln -sf /run/vm/clock-offset /etc/targon-fleet/clock-offset
 if [ "${SIM_DOCKER_PREINSTALLED:-0}" = 1 ]; then /usr/local/lib/sim-doubles/double.sh --preinstall docker-ce; fi
 if [ "${SIM_TOOLKIT_PREINSTALLED:-0}" = 1 ]; then /usr/local/lib/sim-doubles/double.sh --preinstall nvidia-container-toolkit; fi
 : >/var/log/sim-doubles/calls.log
@@ -117,5 +119,10 @@ while :; do
   read -r request </run/vm/control || continue
   case $request in
     rotate-host-key) kill -HUP "$(cat /run/sshd.pid)" ;;
+    # Services stop and the enabled ones start again; SSH sessions end (sshd itself stays, as the port must).
+    reboot)
+      pkill -f '^sshd: [^ ]+@' || true
+      /usr/local/lib/sim-doubles/double.sh --reboot
+      ;;
   esac
 done

@@ -16,7 +16,7 @@
 # and everything else is log text.
 set -Eeuo pipefail
 
-SCRIPT_VERSION=2026.12.1
+SCRIPT_VERSION=2026.12.2
 MARKER_SCHEMA=1
 STATE_DIR=/var/lib/targon-dstack
 MARKER=$STATE_DIR/bootstrap.json
@@ -171,6 +171,57 @@ pull_test_image() {
   return 1
 }
 
+# ---------------------------------------------------------------- idle sampler
+
+IDLE_LIB=/usr/local/lib/targon-fleet
+IDLE_SAMPLER=$IDLE_LIB/idle-sampler.py
+# The sampler's source, put in here by the CLI when it uploads this script (versioned with it).
+idle_sampler_source() {
+  cat <<'TARGON_IDLE_SAMPLER'
+@IDLE_SAMPLER_SOURCE@
+TARGON_IDLE_SAMPLER
+}
+
+# Whether the installed sampler is this script's and runs.
+idle_sampler_current() {
+  [ -f "$IDLE_SAMPLER" ] && [ "$(sha256sum <"$IDLE_SAMPLER")" = "$(idle_sampler_source | sha256sum)" ] &&
+    systemctl is-enabled targon-fleet-idle >/dev/null 2>&1 && systemctl is-active --quiet targon-fleet-idle
+}
+
+# B11: the idle sampler (targon-fleet-idle, as the unprivileged system user targon-idle) and the unit that runs the
+# user's idle check as ubuntu (started by the CLI only when there is a check).
+idle_sampler() {
+  begin B11 idle-sampler
+  if idle_sampler_current; then
+    step B11 idle-sampler skip up-to-date
+    return 0
+  fi
+  id targon-idle >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin targon-idle
+  install -d -m 0755 "$IDLE_LIB" /etc/targon-fleet
+  install -d -m 0755 -o targon-idle -g targon-idle /var/lib/targon-fleet
+  install -d -m 0755 -o ubuntu -g ubuntu /var/lib/targon-fleet/check
+  idle_sampler_source >"$IDLE_SAMPLER.tmp"
+  chmod 0755 "$IDLE_SAMPLER.tmp"
+  mv -f "$IDLE_SAMPLER.tmp" "$IDLE_SAMPLER"
+  [ -f /etc/targon-fleet/idle.conf ] || echo '{}' >/etc/targon-fleet/idle.conf
+  # The one command the sampler may run as root: a read-only list of connections with their processes, to tell the
+  # dstack server's tunnel to the shim from a user's.
+  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established\n' >/etc/sudoers.d/.91-targon-idle
+  chmod 0440 /etc/sudoers.d/.91-targon-idle
+  visudo -cf /etc/sudoers.d/.91-targon-idle >/dev/null
+  mv -f /etc/sudoers.d/.91-targon-idle /etc/sudoers.d/91-targon-idle
+  local user unit mode
+  for unit in targon-fleet-idle targon-fleet-idle-check; do
+    if [ "$unit" = targon-fleet-idle ]; then user=targon-idle mode=''; else user=ubuntu mode=' --check-loop'; fi
+    printf '[Unit]\nDescription=targon-fleet %s\nAfter=network-online.target\n\n[Service]\nType=simple\nUser=%s\nRestart=always\nRestartSec=5\nExecStart=%s%s\n\n[Install]\nWantedBy=multi-user.target\n' \
+      "$unit" "$user" "$IDLE_SAMPLER" "$mode" >"/etc/systemd/system/$unit.service"
+  done
+  systemctl daemon-reload
+  systemctl enable targon-fleet-idle
+  systemctl restart targon-fleet-idle
+  step B11 idle-sampler ok "version $(sed -n 's/^VERSION = "\(.*\)"$/\1/p' "$IDLE_SAMPLER")"
+}
+
 # ---------------------------------------------------------------- install phase
 
 # B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
@@ -178,7 +229,7 @@ marker_fast_path() {
   begin B0 marker
   [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
     python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
-    docker_ready && nvidia-smi -L >/dev/null 2>&1 || return 1
+    docker_ready && nvidia-smi -L >/dev/null 2>&1 && idle_sampler_current || return 1
   step B0 marker ok fast-path
 }
 
@@ -378,6 +429,7 @@ PY
   step B9 firewall skip untouched
 
   shim_prefetch_wait
+  idle_sampler
 
   begin B10 marker
   local gpus

@@ -13,7 +13,11 @@ import {TargonError} from '../core/errors.js'
 import {poll} from '../core/poll.js'
 import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
-import BOOTSTRAP_SCRIPT from './bootstrap.sh'
+import BOOTSTRAP_TEMPLATE from './bootstrap.sh'
+import IDLE_SAMPLER from './idle-sampler.py'
+
+/** The script uploaded to the VM: the bootstrap, with the idle sampler it installs (B11) inside. */
+const BOOTSTRAP_SCRIPT = BOOTSTRAP_TEMPLATE.replace('@IDLE_SAMPLER_SOURCE@', () => IDLE_SAMPLER.trimEnd())
 
 export const SCRIPT_PATH = '/usr/local/lib/targon-dstack/bootstrap.sh'
 const LOG = '/var/log/targon-dstack-bootstrap.log'
@@ -37,6 +41,7 @@ export const INSTALL_STEPS: Substep[] = [
   {id: 'B7', title: 'daemon.json (nvidia runtime, cgroupfs)'},
   {id: 'B8', title: 'GPU smoke test'},
   {id: 'B9', title: 'firewall (left untouched)'},
+  {id: 'B11', title: 'idle sampler'},
   {id: 'B10', title: 'marker'},
 ]
 
@@ -73,6 +78,42 @@ export interface BootstrapParams {
   shimHealthTimeoutMs: number
   /** The former serial install, for the benchmark harness only (up/bench-serial-path.ts). */
   benchSerialPath: boolean
+}
+
+/** What the idle sampler on the VM is told (/etc/targon-fleet/idle.conf): see idle-sampler.py. */
+export interface IdleConfig {
+  interval_s: number
+  /** A GPU at or above this utilisation (percent) is activity. */
+  threshold_pct: number
+  /** up --idle: the VM's own idle limit; null: none. */
+  limit_s: number | null
+  /** up --idle-check: a command run as ubuntu every interval, exit 0 meaning idle; null: none. */
+  check: string | null
+  /** up --idle-containers: a running container is activity. */
+  containers: boolean
+}
+
+/** The GPU utilisation at or above which a GPU counts as busy. */
+export const IDLE_GPU_THRESHOLD_PCT = 10
+
+/**
+ * Tells the VM's idle sampler its settings (written only when they changed, then the sampler restarts), and starts
+ * or stops the unit that runs the user's idle check as ubuntu.
+ */
+export async function configureIdle(session: SshSession, idle: IdleConfig): Promise<void> {
+  const conf = '/etc/targon-fleet/idle.conf'
+  const script = [
+    'umask 022',
+    `cat > ${conf}.new`,
+    `if cmp -s ${conf}.new ${conf}; then rm -f ${conf}.new; else mv -f ${conf}.new ${conf} && systemctl restart targon-fleet-idle; fi`,
+    `if [ "$1" = 1 ]; then systemctl enable targon-fleet-idle-check && systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
+  ].join('\n')
+  await must(
+    session,
+    `sudo -n sh -c ${shellQuote(script)} - ${idle.check ? 1 : 0}`,
+    'configuring the idle sampler',
+    `${JSON.stringify(idle)}\n`,
+  )
 }
 
 export const MarkerSchema = z.object({

@@ -165,6 +165,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     const org = await resolveOrg(client, this.flags.org)
     const profile = (await activeProfile()).name
     this.acting = {org, profile}
+    this.events.emit({detail: `org: ${org} (profile: ${profile})`, status: 'progress', type: 'run'})
     this.info(`org: ${org} (profile: ${profile})`)
     return org
   }

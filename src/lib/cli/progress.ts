@@ -76,7 +76,7 @@ class VmView {
     let outcome = this.steps.get(key)
     if (!outcome) this.steps.set(key, (outcome = new Outcome()))
     const closed = this.closed.get(phase)
-    if (closed === 'failed') outcome.reject(new Error('failed'))
+    if (closed === 'failed' || this.ended) outcome.reject(new Error('failed'))
     if (closed === 'ended') outcome.resolve({detail: 'already done', durationMs: 0, skipped: true})
     return outcome
   }
@@ -121,7 +121,7 @@ class VmView {
   /** The run is over: whatever never came (a VM that never reached a phase) ends as not run. */
   end(): void {
     this.ended = true
-    for (const outcome of this.phases.values()) outcome.reject(new Error('not run'))
+    for (const outcome of [...this.phases.values(), ...this.steps.values()]) outcome.reject(new Error('not run'))
   }
 
   /** A step's outcome, known in advance for the steps of a phase that already ended. */

@@ -20,6 +20,8 @@ const MAX_DURATION_MS = 365 * 86_400_000
 
 /** Each duration flag's range, stated in its error message. */
 export const DURATION_LIMITS = {
+  '--idle': {max: MAX_DURATION_MS, min: 1000},
+  '--idle-limit': {max: MAX_DURATION_MS, min: 1000},
   '--older-than': {max: MAX_DURATION_MS, min: MINUTE},
   '--timeout': {max: MAX_DURATION_MS, min: 1000},
   '--ttl': {max: MAX_DURATION_MS, min: MINUTE},

@@ -66,11 +66,15 @@ export function deletionLines(results: readonly {uid: string; name: string | nul
  * line) gets through; a CR before an LF is dropped. --json output is never passed through it: it stays exact.
  */
 export function printable(text: string): string {
-  return text.replaceAll('\r\n', '\n').replace(CONTROL, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  return text.replaceAll('\r\n', '\n').replace(CONTROL, (char) => {
+    const code = char.charCodeAt(0)
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
+  })
 }
 
+// Bidirectional overrides and isolates too: they reorder what a terminal shows (a name that reads as another).
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
 
 /**
  * Whether stderr can show a live tree: a terminal that moves the cursor (not TERM=dumb) and has a width (a

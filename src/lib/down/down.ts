@@ -15,7 +15,9 @@ import {countOf} from '../core/output.js'
 import {forgetVm} from '../deletion/forget.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../deletion/delete-workloads.js'
-import type {DeleteResult, DownResult} from '../contract.js'
+import {idlePastLimit, probeUsage} from '../idle/idle.js'
+import {mapBounded} from '../core/concurrency.js'
+import type {DeleteResult, DownResult, Usage} from '../contract.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -43,6 +45,8 @@ export interface DownOptions {
   onResult?: (result: DeleteResult) => void
   /** Each deletion's course (see deleteWorkloads). */
   onEvent?: (event: DeletionEvent) => void
+  /** Where the project key and the pins are, for --idle's probes. */
+  configDir: string
 }
 
 /**
@@ -86,7 +90,7 @@ export function select(
   return {chosen: [...chosen.values()], unlisted}
 }
 
-/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost or --expired rather than named. */
+/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost, --expired or --idle rather than named. */
 export function isBulk(selection: DownSelection): boolean {
   return (
     selection.targets.length === 0 &&
@@ -94,7 +98,8 @@ export function isBulk(selection: DownSelection): boolean {
       selection.fleet !== null ||
       selection.expired ||
       selection.older_than_seconds !== null ||
-      selection.over_cost_usd !== null)
+      selection.over_cost_usd !== null ||
+      selection.idle)
   )
 }
 
@@ -108,6 +113,34 @@ function expired(vm: KnownVm, now: number): boolean {
   const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
   const left = budgetLeft(vm, now)
   return (!Number.isNaN(expires) && expires <= now) || (left !== null && left <= 0)
+}
+
+/**
+ * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
+ * --idle-limit) are to be deleted, the others kept with why. An unreadable clock is never a reason to delete.
+ */
+async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<{idle: KnownVm[]; kept: DownResult['kept']}> {
+  const live = chosen.filter((vm) => !vm.gone)
+  const usages = await mapBounded(live, options.parallel, (vm) =>
+    probeUsage(vm, {
+      configDir: options.configDir,
+      limitS: vm.record?.idle_limit_s ?? options.selection.idle_limit_seconds,
+      signal: options.stop,
+    }),
+  )
+  const idle = live.filter((_, index) => idlePastLimit(usages[index] as Usage))
+  const kept = live.flatMap((vm, index) => {
+    const usage = usages[index] as Usage
+    return idlePastLimit(usage)
+      ? []
+      : [{idle_seconds: usage.idle_seconds, name: vm.name, reason: usage.idle_reason, state: usage.state, uid: vm.uid}]
+  })
+  const unreadable = kept.filter((vm) => vm.state === 'unreadable')
+  if (unreadable.length > 0)
+    options.warn(
+      `kept ${countOf(unreadable.length, 'VM')} whose idle clock could not be read (${unreadable.map((vm) => `${vm.name ?? vm.uid}: ${vm.reason}`).join('; ')}); their --ttl and --max-cost still apply`,
+    )
+  return {idle, kept}
 }
 
 /**
@@ -163,7 +196,9 @@ export async function runDown(
     const note = outsideWarning(outside, scope)
     if (note) options.warn(note)
   }
-  const targets: DeleteTarget[] = chosen.map((vm) => ({name: vm.name, status: vm.status, uid: vm.uid}))
+  // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
+  const {idle, kept} = selection.idle ? await keepUnlessIdle(chosen, options) : {idle: chosen, kept: []}
+  const targets: DeleteTarget[] = idle.map((vm) => ({name: vm.name, status: vm.status, uid: vm.uid}))
   for (const target of unlisted) {
     const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)
     if (resolved) targets.push(resolved)
@@ -177,7 +212,7 @@ export async function runDown(
         .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
     : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const base = {dry_run: options.dryRun, org, selection: options.selection}
+  const base = {dry_run: options.dryRun, kept, org, selection: options.selection}
   if (options.dryRun) {
     const plan = targets.map((target) => {
       const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))
@@ -191,7 +226,7 @@ export async function runDown(
     return {...base, results: [...plan, ...invalid], survivors: []}
   }
 
-  const pending = chosen.filter((vm) => !vm.gone)
+  const pending = idle.filter((vm) => !vm.gone)
   if (pending.length > 0 && !(await options.confirm(pending))) {
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }

@@ -40,8 +40,13 @@ export function fileLines(path: string, onFailure: (message: string) => void): {
   }
 
   const close = () => {
-    if (fd !== undefined) closeSync(fd)
+    const open = fd
     fd = undefined
+    try {
+      if (open !== undefined) closeSync(open)
+    } catch {
+      // Closing a file that could not be written: nothing more to lose.
+    }
   }
 
   return {close, listener}

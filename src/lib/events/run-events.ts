@@ -19,6 +19,9 @@ export type EventVm = NonNullable<RunEvent['vm']>
 export class RunEvents {
   readonly run = randomBytes(6).toString('hex')
   private readonly listeners: EventListener[] = []
+  /** Events emitted by a listener while an event is dispatched: they follow it, so every listener sees one order. */
+  private readonly queued: RunEvent[] = []
+  private dispatching = false
 
   constructor(readonly command: string) {}
 
@@ -26,34 +29,38 @@ export class RunEvents {
     this.listeners.push(listener)
   }
 
-  /** Whether anyone but the workflow itself listens (then the stream is worth building events for). */
-  get followed(): boolean {
-    return this.listeners.length > 0
-  }
-
   emit(input: EventInput): void {
-    const event: RunEvent = {
+    // Names, steps and messages come from the API or a VM: never a control character.
+    const text = (value: null | string | undefined) => (value === undefined || value === null ? null : printable(value))
+    const {error, vm} = input
+    this.queued.push({
       command: this.command,
-      detail: input.detail === undefined || input.detail === null ? null : printable(input.detail),
+      detail: text(input.detail),
       duration_ms: input.duration_ms ?? null,
-      error: input.error ?? null,
+      error: error ? {code: error.code, hint: text(error.hint), message: printable(error.message)} : null,
       event_version: EVENT_VERSION,
       phase: input.phase ?? null,
       run: this.run,
       status: input.status,
-      step: input.step ?? null,
+      step: text(input.step),
       time: new Date().toISOString(),
       type: input.type,
-      vm: input.vm ?? null,
+      vm: vm ? {index: vm.index, name: text(vm.name), uid: text(vm.uid)} : null,
+    })
+    if (this.dispatching) return
+    this.dispatching = true
+    try {
+      for (let event = this.queued.shift(); event; event = this.queued.shift()) for (const listener of this.listeners) listener(event)
+    } finally {
+      this.dispatching = false
     }
-    for (const listener of this.listeners) listener(event)
   }
 }
 
 /** The error fields of a failed event: its code, message and hint, never its data. */
 export function eventError(error: unknown): NonNullable<RunEvent['error']> {
   const failure = asTargonError(error)
-  return {code: failure.code, hint: failure.hint ?? null, message: printable(failure.message)}
+  return {code: failure.code, hint: failure.hint ?? null, message: failure.message}
 }
 
 /** A VM outside an up run, by uid and name. */

@@ -7,6 +7,7 @@ import type {LogsResult} from '../contract.js'
 import {findOneVm, snapshot} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../core/errors.js'
+import {REAL_CLOCK} from '../core/clock.js'
 import {poll} from '../core/poll.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -66,6 +67,8 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
   if (!options.follow) return result
 
   let failures = 0
+  // The first read was just made: the next comes an interval later.
+  await REAL_CLOCK.sleep(options.intervalMs ?? FOLLOW_INTERVAL_MS, options.signal)
   const followed = await poll(
     async () => {
       let next: string[]

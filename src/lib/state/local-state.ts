@@ -34,6 +34,8 @@ export const VmRecordSchema = z.object({
   ttl_expires_at: z.string().nullable(),
   /** up --max-cost: the VM's budget in USD, enforced by down --expired against price × age. */
   max_cost_usd: z.number().nullable().default(null),
+  /** up --idle: seconds idle after which down --idle deletes it (also kept on the VM, next to its idle clock). */
+  idle_limit_s: z.number().nullable().default(null),
   host_key: HostKeyPinSchema.nullable().default(null),
   bootstrapped: z.boolean().default(false),
 })

@@ -34,18 +34,23 @@ export async function withFileLock<T>(
   mkdirSync(dirname(path), {mode: 0o700, recursive: true})
   const me = JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
   let waited = false
-  // Taken when the lock file can be created, or once its holder is found dead.
-  const take = (): boolean => {
+  // Taken when the lock file can be created; a dead holder's file is taken over and tried once more at once.
+  const create = (): boolean => {
     try {
       writeFileSync(path, me, {flag: 'wx', mode: 0o600})
       return true
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const holder = readHolder(path)
-      if (holder === undefined || holderAlive(path, holder)) return false
-      takeOver(path, holder)
-      return take()
+      return false
     }
+  }
+
+  const take = (): boolean => {
+    if (create()) return true
+    const holder = readHolder(path)
+    if (holder === undefined || holderAlive(path, holder)) return false
+    takeOver(path, holder)
+    return create()
   }
 
   const taken = await poll(

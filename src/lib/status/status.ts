@@ -4,7 +4,10 @@
  * drift, plus the dstack fleet file when asked. Read-only: it never deletes anything.
  */
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
-import type {DstackFleet, Offer, StatusResult, StatusVm} from '../contract.js'
+import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contract.js'
+import {mapBounded} from '../core/concurrency.js'
+import {probeUsage} from '../idle/idle.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
@@ -27,6 +30,9 @@ export interface StatusOptions {
   showDeleted: boolean
   /** Also build the dstack fleet file for the fleet's bootstrapped, running VMs. */
   dstackFleet: boolean
+  /** --usage: read each running VM's idle clock and a live sample over SSH. */
+  usage: boolean
+  configDir: string
   warn: (message: string) => void
 }
 
@@ -48,7 +54,8 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !gpuModelOf(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
   const now = Date.now()
-  const vms = selected.map((vm) => toStatusVm(vm, now, offers))
+  const usages = options.usage ? await usageOf(selected, options) : new Map<string, Usage>()
+  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
     ...view.localOnly
@@ -153,7 +160,19 @@ function gpuModelOf(vm: KnownVm): string | undefined {
   return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
 }
 
-function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): StatusVm {
+/**
+ * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
+ * cannot be read says why.
+ */
+async function usageOf(vms: KnownVm[], options: StatusOptions): Promise<Map<string, Usage>> {
+  const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
+  const usages = await mapBounded(running, MAX_MUTATIONS_IN_FLIGHT, (vm) =>
+    probeUsage(vm, {configDir: options.configDir, limitS: vm.record?.idle_limit_s ?? null}),
+  )
+  return new Map(running.map((vm, index) => [vm.uid, usages[index] as Usage]))
+}
+
+function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage: Usage | null): StatusVm {
   const {workload, record} = vm
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)
@@ -168,6 +187,9 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>): Statu
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
     budget_left_usd: budgetLeft(vm, now),
+    idle_reason: usage?.idle_reason ?? null,
+    idle_seconds: usage?.idle_seconds ?? null,
+    usage,
     estimated_cost_usd: estimatedCost(vm, now),
     fleet: vm.fleet,
     gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,

@@ -7,7 +7,7 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {type StepEvent, runInstall, runShim} from '../bootstrap/runner.js'
+import {type StepEvent, configureIdle, runInstall, runShim} from '../bootstrap/runner.js'
 import {withConsoleTail} from '../logs/logs.js'
 import {pinHostKey, readPin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'
@@ -17,6 +17,8 @@ import {WAIT_RUNNING_MS} from './wait-running.js'
 
 /** How long sshd may take to answer once the VM runs (for a VM still booting, once it may have booted). */
 const SSH_WAIT_MS = 10 * 60_000
+/** How long before the run's deadline the last SSH attempt starts. */
+const LAST_ATTEMPT_MARGIN_MS = 3000
 /** An attempt costs one TCP connection: a VM that answers SSH soon after its address shows is not kept waiting long. */
 const SSH_RETRY_MAX_MS = 3000
 
@@ -53,7 +55,9 @@ async function installAt(
   const pinned = readPin(configDir, claim.uid)
   let retries = 0
   // While the VM boots, SSH may take as long as booting may; once the state says running, SSH_WAIT_MS more at most.
-  let deadline = Math.min(ctx.deadline.at, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0))
+  // The last attempt comes a moment before the run's own deadline, so that an sshd that never answers is the error
+  // reported (SSH_FAILED), not the time-out that would otherwise end the run while that attempt fails.
+  let deadline = Math.min(ctx.deadline.at - LAST_ATTEMPT_MARGIN_MS, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0))
   void watch?.running.then(
     () => (deadline = Math.min(deadline, Date.now() + SSH_WAIT_MS)),
     () => undefined,
@@ -82,6 +86,7 @@ async function installAt(
 
     const password = ctx.state.readVm(org, claim.name)?.password
     const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
+    await configureIdle(ssh, bootstrap.idle)
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
     return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {

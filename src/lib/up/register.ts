@@ -275,6 +275,8 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
   const price = checkPrice(ctx, claim, workloadPrice(workload), {offer: offer?.price_per_hour})
   if (ctx.request.ttlMs !== undefined) applyTtl(ctx, workload, name, ctx.request.ttlMs)
   if (ctx.request.maxCostUsd !== undefined) ctx.state.updateVm(ctx.request.org, name, {max_cost_usd: ctx.request.maxCostUsd})
+  const idleLimit = ctx.request.bootstrap?.idle.limit_s
+  if (idleLimit !== undefined && idleLimit !== null) ctx.state.updateVm(ctx.request.org, name, {idle_limit_s: idleLimit})
   const priced = {
     claim,
     createdAt: workload.created_at ?? null,
@@ -348,10 +350,20 @@ function randomPassword(): string {
   return Array.from({length: 24}, () => alphabet[randomInt(alphabet.length)]).join('')
 }
 
-/** A new local record of a VM of this run: what is known of the VM, with the run's fleet, org, price cap and budget. */
+/** A new local record of a VM of this run: what is known of the VM, with the run's fleet, org, price cap, budget and idle limit. */
 function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 'password' | 'resource' | 'ttl_expires_at' | 'uid'>): void {
-  const {fleet, maxCostUsd, maxPrice, org} = ctx.request
-  ctx.state.saveVm({bootstrapped: false, fleet, host_key: null, max_cost_usd: maxCostUsd ?? null, max_price: maxPrice, org, ...vm})
+  const {bootstrap, fleet, maxCostUsd, maxPrice, org} = ctx.request
+  const idleLimit = bootstrap?.idle.limit_s ?? null
+  ctx.state.saveVm({
+    bootstrapped: false,
+    fleet,
+    host_key: null,
+    idle_limit_s: idleLimit,
+    max_cost_usd: maxCostUsd ?? null,
+    max_price: maxPrice,
+    org,
+    ...vm,
+  })
 }
 
 /** Every offer tried was refused: for capacity or credits alone, that code (exit 10), naming each refusal. */

@@ -24,6 +24,7 @@ import type {EventListener, RunEvents} from '../events/run-events.js'
 import {LocalState} from '../state/local-state.js'
 import {ensureOwnerProject} from '../fleet/owners.js'
 import {mapBounded} from '../core/concurrency.js'
+import {IDLE_GPU_THRESHOLD_PCT} from '../bootstrap/runner.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../core/version.js'
@@ -64,6 +65,8 @@ export interface UpOptions {
     shimHealthTimeoutMs: number
     /** How often the state is read while the bootstrap runs on a VM that is still booting. */
     stateWatchIntervalMs: number
+    /** The VM's idle sampler: its interval, the idle limit (up --idle), the user's idle check, and containers. */
+    idle: {intervalMs: number; limitMs: number | null; check: string | null; containers: boolean}
   } | null
   signal: AbortSignal
   warn: (message: string) => void
@@ -177,6 +180,13 @@ async function prepare(
       toolVersion: VERSION,
     },
     shim: options.bootstrap.shim,
+    idle: {
+      check: options.bootstrap.idle.check,
+      containers: options.bootstrap.idle.containers,
+      interval_s: options.bootstrap.idle.intervalMs / 1000,
+      limit_s: options.bootstrap.idle.limitMs === null ? null : options.bootstrap.idle.limitMs / 1000,
+      threshold_pct: IDLE_GPU_THRESHOLD_PCT,
+    },
   }
   const request = {
     bootstrap,

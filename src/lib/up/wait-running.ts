@@ -66,7 +66,7 @@ export class PolledStateWatch implements StateWatch {
   ) {
     this.bootstrapping = options.bootstrapping
     this.last = claim.status
-    void this.poll()
+    void this.watchState()
   }
 
   /** The first address the state carries, even while it still says provisioning. */
@@ -118,7 +118,7 @@ export class PolledStateWatch implements StateWatch {
     return this.reported
   }
 
-  private async poll(): Promise<void> {
+  private async watchState(): Promise<void> {
     const bound = () => Math.min(this.ctx.deadline.at, this.started + WAIT_RUNNING_MS)
     const running = () => this.isRunning
     let ended: 'halted' | undefined

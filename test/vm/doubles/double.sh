@@ -19,6 +19,9 @@ tool=${0##*/}
 if [ "${1:-}" = --preinstall ]; then
   tool=preinstall
   shift
+elif [ "${1:-}" = --reboot ]; then
+  tool=reboot
+  shift
 fi
 printf '%s %s\n' "$tool" "$*" >>"$CALLS"
 # The same calls with when each started and ended (epoch ms), to show what overlapped.
@@ -96,16 +99,22 @@ unit_active() {
 start_service() {
   local unit=$1 file=/etc/systemd/system/$1.service
   [ -f "$file" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; return 5; }
-  local env_file exec_start
+  local env_file exec_start user log=/var/log/sim-doubles/$unit.log
   env_file=$(sed -n 's/^EnvironmentFile=//p' "$file")
   exec_start=$(sed -n 's/^ExecStart=//p' "$file")
+  user=$(sed -n 's/^User=//p' "$file")
+  [ "$unit" = dstack-shim ] && log=/root/.dstack/shim.log
+  local as=()
+  # As systemd does with User=: the service's own uid, gid and groups.
+  [ -n "$user" ] && [ "$user" != root ] && as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups)
   (
     cd "$(sed -n 's/^WorkingDirectory=//p' "$file")" 2>/dev/null || cd /
     set -a
     # shellcheck source=/dev/null
     [ -n "$env_file" ] && . "$env_file"
     set +a
-    setsid "$exec_start" >>/root/.dstack/shim.log 2>&1 </dev/null &
+    # shellcheck disable=SC2086 # ExecStart is a command line: the binary and its arguments
+    setsid "${as[@]}" $exec_start >>"$log" 2>&1 </dev/null &
     echo $! >"$STATE/units/$unit.pid"
   )
 }
@@ -118,9 +127,28 @@ stop_service() {
   rm -f "$STATE/units/$1.pid"
 }
 
+# A reboot: every unit stops, then the enabled ones start again (Docker included).
+reboot_units() {
+  local pidfile unit
+  for pidfile in "$STATE"/units/*.pid; do
+    [ -e "$pidfile" ] || continue
+    stop_service "$(basename "$pidfile" .pid)"
+  done
+  rm -f "$STATE/units/docker.active"
+  for unit in "$STATE"/units/*.enabled; do
+    [ -e "$unit" ] || continue
+    unit=$(basename "$unit" .enabled)
+    if [ "$unit" = docker ]; then docker_start; else start_service "$unit"; fi
+  done
+}
+
 case $tool in
   preinstall)
     install_package "$1"
+    ;;
+
+  reboot)
+    reboot_units
     ;;
 
   apt-get)
@@ -205,6 +233,10 @@ case $tool in
         ;;
       is-enabled)
         if [ -f "$STATE/units/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi
+        ;;
+      disable)
+        rm -f "$STATE/units/$unit.enabled"
+        if [ "$now" = 1 ]; then stop_service "$unit"; fi
         ;;
       enable)
         touch "$STATE/units/$unit.enabled"
@@ -298,6 +330,11 @@ case $tool in
       case "${1:-}" in
         -L) echo "GPU $index: $GPU_NAME (UUID: GPU-sim-$index)" ;;
         --query-gpu=driver_version) echo "$DRIVER_VERSION" ;;
+        # Utilisation as the test sets it (the file /run/vm/gpu-util on the host side; 0 without it).
+        --query-gpu=index,utilization.gpu,memory.used,memory.total)
+          util=$(cat /run/vm/gpu-util 2>/dev/null || echo 0)
+          echo "$index, ${util:-0}, $((util > 0 ? 40960 : 0)), 97887"
+          ;;
         --query-gpu=*) echo "$GPU_NAME, $DRIVER_VERSION" ;;
         *) echo "| $index  $GPU_NAME  Driver Version: $DRIVER_VERSION |" ;;
       esac

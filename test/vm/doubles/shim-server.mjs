@@ -1,5 +1,6 @@
 // The dstack-shim double: answers GET /api/healthcheck on 127.0.0.1:$DSTACK_SHIM_HTTP_PORT inside the
-// simulated VM as dstack-shim does, and writes host_info.json in service mode.
+// simulated VM as dstack-shim does, lists the tasks a test gives it (GET /api/tasks, /api/tasks/{id}), and
+// writes host_info.json in service mode.
 import {readFileSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 
@@ -27,10 +28,33 @@ if (process.env.DSTACK_SERVICE_MODE === '1') {
   )
 }
 
+function readTasks() {
+  try {
+    return JSON.parse(readFileSync('/run/vm/tasks.json', 'utf8'))
+  } catch {
+    return []
+  }
+}
+
 createServer((request, response) => {
   if (unhealthy || Date.now() - started < healthyAfterMs) {
     response.statusCode = 503
     response.end('starting')
+    return
+  }
+
+  // The shim's tasks, as the test sets them in /run/vm/tasks.json ([{"id": "t1", "status": "running"}]).
+  const tasks = readTasks()
+  if (request.url === '/api/tasks') {
+    response.setHeader('content-type', 'application/json')
+    response.end(JSON.stringify({ids: tasks.map((task) => task.id)}))
+    return
+  }
+
+  const task = tasks.find((each) => request.url === `/api/tasks/${each.id}`)
+  if (task) {
+    response.setHeader('content-type', 'application/json')
+    response.end(JSON.stringify({container_name: `dstack-${task.id}`, id: task.id, status: task.status, termination_reason: null}))
     return
   }
 

@@ -1,0 +1,298 @@
+#!/usr/bin/python3
+# targon-fleet idle sampler: keeps the VM's idle clock in /var/lib/targon-fleet/idle.json.
+#
+# Installed by the bootstrap (step B11) as the systemd service targon-fleet-idle, run as the unprivileged system user
+# targon-idle. Every interval it samples what counts as activity and records when activity was last seen, on the
+# VM's own clock, so that every run of `targon status --usage` and `targon down --idle` reads the same clock:
+#   - a GPU at or above the utilisation threshold (nvidia-smi);
+#   - an SSH session or port-forward, except a session that forwards to the dstack shim's port (the dstack server's
+#     own tunnel) and targon's own probes (their remote command is this script with --probe);
+#   - a dstack task that is not terminated (the shim's API on 127.0.0.1:10998);
+#   - with "containers", a running container; with "check", the verdict of the user's idle check (run as ubuntu by
+#     targon-fleet-idle-check.service: exit 0 means idle).
+# Modes: (none) the sampler loop; --probe prints one live sample with the clock, as JSON, for targon's probe;
+# --check-loop runs the user's check every interval (as ubuntu) and records its verdict.
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+VERSION = "1"
+CONFIG = "/etc/targon-fleet/idle.conf"
+# A test aid: seconds added to this VM's clock (a skewed clock), read on every sample.
+CLOCK_OFFSET = "/etc/targon-fleet/clock-offset"
+STATE_DIR = "/var/lib/targon-fleet"
+CLOCK = STATE_DIR + "/idle.json"
+# Written by the check loop (as ubuntu), in a directory of its own.
+CHECK = STATE_DIR + "/check/verdict.json"
+SHIM = "http://127.0.0.1:10998"
+SHIM_PORT = 10998
+PROBE_MARK = "idle-sampler.py --probe"
+# A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
+SESSION = re.compile(r"^sshd(-session)?: [a-z_][a-z0-9_.-]*(@(pts/\d+|notty))?$")
+
+
+def now():
+    try:
+        with open(CLOCK_OFFSET) as f:
+            offset = float(f.read().strip() or 0)
+    except (OSError, ValueError):
+        offset = 0
+    return time.time() + offset
+
+
+def config():
+    try:
+        with open(CONFIG) as f:
+            loaded = json.load(f)
+    except (OSError, ValueError):
+        loaded = {}
+    return {
+        "interval_s": max(1, int(loaded.get("interval_s", 60))),
+        "threshold_pct": int(loaded.get("threshold_pct", 10)),
+        "limit_s": loaded.get("limit_s"),
+        "containers": bool(loaded.get("containers", False)),
+        "check": loaded.get("check"),
+    }
+
+
+def run(argv, timeout=10):
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return done.stdout if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def gpus():
+    out = run(["nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used,memory.total", "--format=csv,noheader,nounits"])
+    if out is None:
+        return None
+    found = []
+    for line in out.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) == 4 and all(re.fullmatch(r"\d+(\.\d+)?", part) for part in parts):
+            found.append({"index": int(float(parts[0])), "util_pct": float(parts[1]), "mem_used_mib": float(parts[2]), "mem_total_mib": float(parts[3])})
+    return found
+
+
+def processes():
+    out = run(["ps", "-eo", "pid=,ppid=,args="]) or ""
+    table = {}
+    for line in out.splitlines():
+        match = re.match(r"\s*(\d+)\s+(\d+)\s+(.*)$", line)
+        if match:
+            table[int(match.group(1))] = (int(match.group(2)), match.group(3))
+    return table
+
+
+def forwards_by_pid():
+    """The forwarded connections each process holds (a read-only ss, allowed to this user by sudoers)."""
+    out = run(["sudo", "-n", "/usr/bin/ss", "-Htnp", "state", "established"]) or ""
+    held = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        local, peer = fields[-3], fields[-2]
+        for pid in re.findall(r"pid=(\d+)", fields[-1]):
+            held.setdefault(int(pid), []).append((local.rsplit(":", 1)[-1], peer.rsplit(":", 1)[-1]))
+    return held
+
+
+def sessions(table, shim_tunnels, seen_bare):
+    """
+    SSH sessions that count as activity, the sessions found forwarding to the shim (remembered by pid), and the bare
+    sessions seen now (no terminal, no command). A bare session is a tunnel, counted only once it was also bare when
+    looked at before (seen_bare): a probe that has just logged in looks bare for a moment.
+    """
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+
+    def descendants(pid):
+        stack, seen = list(children.get(pid, [])), []
+        while stack:
+            child = stack.pop()
+            seen.append(child)
+            stack.extend(children.get(child, []))
+        return seen
+
+    forwards = forwards_by_pid()
+    counted, tunnels, bare = [], set(pid for pid in shim_tunnels if pid in table), []
+    for pid, (_, args) in table.items():
+        if not SESSION.match(args):
+            continue
+        if any(PROBE_MARK in table[child][1] for child in descendants(pid) if child in table):
+            continue
+        # A connection forwarded by the session to the shim's port: the dstack server's own tunnel.
+        if any(peer == str(SHIM_PORT) for local, peer in forwards.get(pid, []) if local != "22"):
+            tunnels.add(pid)
+        if pid in tunnels:
+            continue
+        # Without a terminal or a command of its own, a session is there for its forwards: a tunnel.
+        if "@pts/" in args or children.get(pid):
+            counted.append({"pid": pid, "kind": "session"})
+            continue
+        bare.append(pid)
+        if pid in seen_bare:
+            counted.append({"pid": pid, "kind": "tunnel"})
+    return counted, sorted(tunnels), bare
+
+
+def tasks():
+    try:
+        with urllib.request.urlopen(SHIM + "/api/tasks", timeout=3) as answer:
+            ids = json.loads(answer.read(65536)).get("ids") or []
+        found = []
+        for task in ids[:64]:
+            if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", str(task)):
+                continue
+            with urllib.request.urlopen(SHIM + "/api/tasks/" + str(task), timeout=3) as answer:
+                status = str(json.loads(answer.read(65536)).get("status", "unknown"))
+            found.append({"id": str(task), "status": status})
+        return found
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def containers():
+    out = run(["docker", "ps", "--format", "{{.Names}}"])
+    return None if out is None else [name for name in out.splitlines() if name][:64]
+
+
+def check_verdict(settings, at):
+    if not settings["check"]:
+        return None
+    try:
+        with open(CHECK) as f:
+            verdict = json.load(f)
+        # A verdict older than three intervals says nothing.
+        if at - float(verdict["at"]) > 3 * settings["interval_s"] + 30:
+            return "stale"
+        return "idle" if verdict["exit_code"] == 0 else "busy"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def sample(settings, shim_tunnels, seen_bare):
+    at = now()
+    table = processes()
+    active_sessions, tunnels, bare = sessions(table, shim_tunnels, seen_bare)
+    seen = {"gpus": gpus(), "sessions": active_sessions, "tasks": tasks(), "containers": containers() if settings["containers"] else None}
+    busy = []
+    for gpu in seen["gpus"] or []:
+        if gpu["util_pct"] >= settings["threshold_pct"]:
+            busy.append("gpu %d at %d %%" % (gpu["index"], gpu["util_pct"]))
+    for session in active_sessions:
+        busy.append("ssh %s" % session["kind"])
+    for task in seen["tasks"] or []:
+        if task["status"] != "terminated":
+            busy.append("dstack task %s %s" % (task["id"], task["status"]))
+    for name in seen["containers"] or []:
+        busy.append("container %s" % name)
+    verdict = check_verdict(settings, at)
+    if verdict in ("busy", "unknown", "stale"):
+        busy.append("idle check: %s" % verdict)
+    # A GPU that cannot be read might be busy.
+    if seen["gpus"] is None:
+        busy.append("gpu unreadable")
+    return at, seen, busy, tunnels, bare
+
+
+def write_clock(clock):
+    tmp = CLOCK + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(clock, f)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, CLOCK)
+
+
+def read_clock():
+    try:
+        with open(CLOCK) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def sampler():
+    previous = read_clock() or {}
+    last_active = previous.get("last_active_at")
+    sampled_at = previous.get("sampled_at")
+    shim_tunnels = previous.get("shim_tunnels") or []
+    bare = []
+    started = now()
+    while True:
+        settings = config()
+        at, seen, busy, shim_tunnels, bare = sample(settings, shim_tunnels, bare)
+        # What was not watched counts as activity: a first sample, a clock that went back, and a gap in the samples
+        # (the sampler stopped, the VM was suspended or rebooted, the clock jumped ahead). Never idle by arithmetic.
+        gap = not isinstance(sampled_at, (int, float)) or at - sampled_at > 3 * settings["interval_s"] + 30
+        if busy or gap or not isinstance(last_active, (int, float)) or last_active > at:
+            last_active = at
+        sampled_at = at
+        write_clock(
+            {
+                "version": VERSION,
+                "interval_s": settings["interval_s"],
+                "threshold_pct": settings["threshold_pct"],
+                "limit_s": settings["limit_s"],
+                "sampler_started_at": started,
+                "sampled_at": at,
+                "last_active_at": last_active,
+                "busy": busy,
+                "gpus": seen["gpus"],
+                "sessions": len(seen["sessions"]),
+                "tunnels": len([s for s in seen["sessions"] if s["kind"] == "tunnel"]),
+                "tasks": seen["tasks"],
+                "containers": seen["containers"],
+                "shim_tunnels": shim_tunnels,
+                "boot_id": boot_id(),
+            }
+        )
+        time.sleep(settings["interval_s"])
+
+
+def probe():
+    settings = config()
+    # This probe's own session is recognised by its command line, as the sampler recognises it. A bare session is
+    # looked at again a moment later: still bare, it is a tunnel; another probe by then runs its command or is gone.
+    shim_tunnels = (read_clock() or {}).get("shim_tunnels") or []
+    at, seen, busy, _, bare = sample(settings, shim_tunnels, [])
+    if bare:
+        time.sleep(1.5)
+        at, seen, busy, _, _ = sample(settings, shim_tunnels, bare)
+    active = subprocess.run(["systemctl", "is-active", "--quiet", "targon-fleet-idle"]).returncode == 0
+    print(json.dumps({"version": VERSION, "now": at, "sampler_active": active, "clock": read_clock(), "live": {"busy": busy, **seen}}))
+
+
+def check_loop():
+    while True:
+        settings = config()
+        if settings["check"]:
+            try:
+                code = subprocess.run(["/bin/sh", "-c", settings["check"]], capture_output=True, timeout=max(10, settings["interval_s"])).returncode
+            except subprocess.SubprocessError:
+                code = -1
+            tmp = CHECK + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"at": now(), "exit_code": code}, f)
+            os.replace(tmp, CHECK)
+        time.sleep(settings["interval_s"])
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    {"--probe": probe, "--check-loop": check_loop, "": sampler}[mode]()

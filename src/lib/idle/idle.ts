@@ -1,0 +1,148 @@
+/**
+ * Idle VMs: the clock that each bootstrapped VM keeps (the sampler the bootstrap installs, idle-sampler.py), read
+ * over the VM's pinned SSH connection, and the judgement of whether a VM is idle past its limit.
+ *
+ * Fail safe: a VM is idle only when its clock was read, is fresh, is consistent with the VM's own clock, and says
+ * idle, and when a live sample taken by the same probe finds nothing busy either. Every figure comes from the VM's
+ * own clock, never this machine's, so that a skewed clock cannot make a VM look idle. Whatever cannot be read is
+ * `unreadable`, with the reason, and is never deleted for idleness.
+ */
+import * as z from 'zod'
+
+import type {Usage} from '../contract.js'
+import {asTargonError} from '../core/errors.js'
+import {openVm} from '../fleet/fan-out.js'
+import type {KnownVm} from '../fleet/workloads.js'
+import type {SshSession} from '../ssh/session.js'
+
+/** The probe's fixed remote command: the sampler recognises a session running it as targon's own, not as activity. */
+export const PROBE_COMMAND = 'python3 /usr/local/lib/targon-fleet/idle-sampler.py --probe'
+/** What a probe may print; more is not a probe's answer. */
+const MAX_PROBE_BYTES = 64 * 1024
+/** How much older than the sampler's interval the last sample may be before the clock counts as stopped. */
+const STALE_SLACK_S = 30
+/** The clock file may run this far ahead of the VM's clock (rounding), no more. */
+const AHEAD_SLACK_S = 5
+
+const GpuSchema = z.object({index: z.number(), util_pct: z.number(), mem_used_mib: z.number(), mem_total_mib: z.number()})
+const TaskSchema = z.object({id: z.string().max(128), status: z.string().max(32)})
+const Reasons = z.array(z.string().max(200)).max(64)
+
+const ClockSchema = z.object({
+  version: z.string().max(16),
+  interval_s: z.number().positive(),
+  threshold_pct: z.number(),
+  limit_s: z.number().positive().nullable(),
+  sampled_at: z.number(),
+  last_active_at: z.number(),
+  busy: Reasons,
+  gpus: z.array(GpuSchema).max(64).nullable(),
+  sessions: z.number().int().nonnegative(),
+  tunnels: z.number().int().nonnegative(),
+  tasks: z.array(TaskSchema).max(64).nullable(),
+  containers: z.array(z.string().max(200)).max(64).nullable(),
+})
+
+const ProbeSchema = z.object({
+  now: z.number(),
+  sampler_active: z.boolean(),
+  clock: ClockSchema.nullable(),
+  live: z.object({
+    busy: Reasons,
+    gpus: z.array(GpuSchema).max(64).nullable(),
+    sessions: z.array(z.object({kind: z.string().max(16)})).max(256),
+    tasks: z.array(TaskSchema).max(64).nullable(),
+    containers: z.array(z.string().max(200)).max(64).nullable(),
+  }),
+})
+export type Probe = z.infer<typeof ProbeSchema>
+
+export type IdleState = Usage['state']
+
+/** What a probe's answer says of a VM, under `limitS` when the VM has no limit of its own. */
+export function judgeIdle(probe: Probe, limitS: number | null): Usage {
+  const {clock, live} = probe
+  const seen = {
+    containers: live.containers,
+    dstack_tasks: live.tasks,
+    gpus: live.gpus,
+    ssh_sessions: live.sessions.filter((session) => session.kind !== 'tunnel').length,
+    tunnels: live.sessions.filter((session) => session.kind === 'tunnel').length,
+  }
+  const unreadable = (reason: string): Usage => ({
+    ...seen,
+    idle_limit_seconds: null,
+    idle_reason: reason,
+    idle_seconds: null,
+    state: 'unreadable',
+  })
+  const limit = clock?.limit_s ?? limitS
+  // Busy now is busy, whatever the clock says or could not say.
+  if (live.busy.length > 0)
+    return {...seen, idle_limit_seconds: limit, idle_reason: `busy: ${live.busy.join(', ')}`, idle_seconds: 0, state: 'busy'}
+  if (!clock) return unreadable('no idle clock on the VM (bootstrapped before it had one: targon up --name <vm> adds it)')
+  if (!probe.sampler_active) return unreadable('the idle sampler is not running')
+  const age = probe.now - clock.sampled_at
+  if (age < -AHEAD_SLACK_S || clock.last_active_at > clock.sampled_at + AHEAD_SLACK_S)
+    return unreadable("the idle clock is ahead of the VM's clock")
+  if (age > 3 * clock.interval_s + STALE_SLACK_S) return unreadable(`the idle clock is stale (last sample ${Math.round(age)} s ago)`)
+  if (clock.busy.length > 0)
+    return {
+      ...seen,
+      idle_limit_seconds: limit,
+      idle_reason: `busy at the last sample: ${clock.busy.join(', ')}`,
+      idle_seconds: 0,
+      state: 'busy',
+    }
+  // Up to the last sample only: what happened since is not known.
+  const idle = Math.max(0, Math.floor(clock.sampled_at - clock.last_active_at))
+  const over = limit !== null && idle > limit
+  return {
+    ...seen,
+    idle_limit_seconds: limit,
+    idle_reason:
+      limit === null
+        ? `idle ${idle} s; no idle limit`
+        : over
+          ? `idle ${idle} s, over its limit of ${limit} s`
+          : `idle ${idle} s, limit ${limit} s`,
+    idle_seconds: idle,
+    state: 'idle',
+  }
+}
+
+/** Whether `usage` says the VM may be deleted for idleness. */
+export function idlePastLimit(usage: Usage): boolean {
+  return usage.state === 'idle' && usage.idle_limit_seconds !== null && (usage.idle_seconds ?? 0) > usage.idle_limit_seconds
+}
+
+/** Reads a VM's clock and a live sample over its pinned SSH connection; whatever fails is `unreadable`, with why. */
+export async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: number | null; signal?: AbortSignal}): Promise<Usage> {
+  const unreadable = (reason: string): Usage => ({
+    containers: null,
+    dstack_tasks: null,
+    gpus: null,
+    idle_limit_seconds: null,
+    idle_reason: reason,
+    idle_seconds: null,
+    ssh_sessions: null,
+    state: 'unreadable',
+    tunnels: null,
+  })
+  if (vm.status !== 'running') return unreadable(`not running (${vm.status})`)
+  let session: SshSession | undefined
+  try {
+    session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session
+    const answer = await session.exec(PROBE_COMMAND, {signal: options.signal})
+    if (answer.code !== 0)
+      return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)
+    if (answer.stdout.length > MAX_PROBE_BYTES) return unreadable('the probe answered more than a probe can')
+    const parsed = ProbeSchema.safeParse(JSON.parse(answer.stdout))
+    if (!parsed.success) return unreadable('the idle clock is not one (it fails the checks)')
+    return judgeIdle(parsed.data, options.limitS)
+  } catch (error) {
+    return unreadable(error instanceof SyntaxError ? 'the probe did not answer JSON' : asTargonError(error).message)
+  } finally {
+    session?.close()
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * Idle VMs on simulated VMs (real sshd): the sampler the bootstrap installs keeps each VM's idle clock, status --usage
+ * shows it, and down --idle from cron deletes only what is really idle. Each scenario ends with nothing billing that
+ * should not, and nothing deleted that was busy. The scenarios share one set of booted VMs, with second-scale limits
+ * and a one-second sampling interval.
+ */
+import {type ChildProcess, spawn} from 'node:child_process'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+
+const simulated = useSimulatedVms()
+const configDir = tempDir('targon-config-')
+const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+/** Long enough for a few samples (each one a second apart), short enough for a test. */
+const LIMIT_S = 3
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
+}
+
+let vms: {name: string; uid: string}[] = []
+const role = (index: number) => vms[index] as {name: string; uid: string}
+const vm = (index: number) => simulated.farm.vm(role(index).uid)
+let tunnel: ChildProcess | undefined
+
+beforeAll(async () => {
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '6', '--idle', `${LIMIT_S}s`, '--json'], {
+    timeoutMs: 120_000,
+  })
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  vms = parseJson(up).data.vms
+}, 150_000)
+
+afterAll(async () => {
+  tunnel?.kill()
+  await targon(['down', '--all', '--yes'])
+})
+
+const live = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+/** Reads status --usage until `ready` holds of it (each VM's usage by uid), for at most 30 s. */
+async function waitForUsage(ready: (usage: Map<string, {idle_seconds: number | null; state: string}>) => boolean): Promise<void> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const status = await targon(['status', '--usage', '--json'])
+    const usage = new Map(parseJson(status).data.vms.map((each: {uid: string; usage: any}) => [each.uid, each.usage]))
+    if (ready(usage as Map<string, {idle_seconds: number | null; state: string}>)) return
+    if (Date.now() > deadline) throw new Error(`not ready in 30 s: ${JSON.stringify([...usage])}`)
+    await sleep(1000)
+  }
+}
+
+describe('down --idle', () => {
+  it('deletes the idle VM and keeps the busy GPU, the open tunnel, the dstack task at 0 % GPU and the VM without a sampler', async () => {
+    vm(1).setGpuUtil(85)
+    // Busy for now: kept for the scenarios below.
+    vm(5).setGpuUtil(50)
+    // A notebook tunnel: a real ssh -N -L through targon ssh, held open.
+    const port = String(20_000 + Math.floor(Math.random() * 20_000))
+    tunnel = spawn(process.execPath, [BIN, 'ssh', role(2).name, '-N', '-L', `${port}:localhost:8188`], {
+      env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir})),
+      stdio: 'ignore',
+    })
+    vm(3).setTasks([{id: 'setup-1', status: 'pulling'}])
+    const removed = await targon([
+      'exec',
+      '--vms',
+      role(4).name,
+      '--',
+      'sudo systemctl stop targon-fleet-idle && sudo rm -f /usr/local/lib/targon-fleet/idle-sampler.py',
+    ])
+    expect(removed.code, removed.stderr).toBe(0)
+    await waitForUsage((usage) => (usage.get(role(0).uid)?.idle_seconds ?? 0) > LIMIT_S && usage.get(role(1).uid)?.state === 'busy')
+
+    const down = await targon(['down', '--idle', '--json'])
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    const doc = parseJson(down)
+    const deleted = doc.data.results
+      .filter((result: {billing: boolean}) => result.billing === false)
+      .map((result: {uid: string}) => result.uid)
+    expect(deleted).toEqual([role(0).uid])
+    expect(live().has(role(0).uid)).toBe(false)
+    const kept = new Map(doc.data.kept.map((each: {uid: string; reason: string; state: string}) => [each.uid, each]))
+    expect(kept.get(role(1).uid)).toMatchObject({state: 'busy'})
+    expect((kept.get(role(1).uid) as {reason: string}).reason).toContain('gpu 0 at 85 %')
+    expect((kept.get(role(2).uid) as {reason: string}).reason).toContain('ssh tunnel')
+    expect((kept.get(role(3).uid) as {reason: string}).reason).toContain('dstack task setup-1 pulling')
+    expect(kept.get(role(4).uid)).toMatchObject({state: 'unreadable'})
+    expect(doc.warnings.join('\n')).toContain('idle clock could not be read')
+    for (const index of [1, 2, 3, 4]) expect(live().has(role(index).uid)).toBe(true)
+  })
+
+  it('status --usage shows each VM: GPU, sessions and tunnels, tasks, and how long it has been idle, or why it cannot say', async () => {
+    vm(5).setGpuUtil(0)
+    await waitForUsage((usage) => usage.get(role(5).uid)?.state === 'idle')
+    const status = await targon(['status', '--usage', '--json'])
+    expect(status.code, status.stderr).toBe(0)
+    const shown = new Map(parseJson(status).data.vms.map((each: {uid: string}) => [each.uid, each]))
+    const usage = (index: number) => (shown.get(role(index).uid) as {usage: Record<string, any>}).usage
+    expect(usage(1).gpus[0].util_pct).toBe(85)
+    expect(usage(2).tunnels).toBe(1)
+    expect(usage(3).dstack_tasks).toEqual([{id: 'setup-1', status: 'pulling'}])
+    expect(usage(4)).toMatchObject({idle_seconds: null, state: 'unreadable'})
+    expect(usage(5).state).toBe('idle')
+    expect((shown.get(role(5).uid) as {idle_seconds: number}).idle_seconds).toBeGreaterThanOrEqual(1)
+    // From a config directory without the project key, every clock is unreadable: nothing is deleted, exit 0, a warning.
+    const elsewhere = await targon(['down', '--idle', '--json'], {env: {TARGON_CONFIG_DIR: tempDir('targon-cron-')}})
+    expect(elsewhere.code, elsewhere.stderr).toBe(0)
+    const away = parseJson(elsewhere)
+    expect(away.data.results).toEqual([])
+    expect(away.data.kept.every((each: {state: string}) => each.state === 'unreadable')).toBe(true)
+    expect(away.warnings.join('\n')).toContain('idle clock could not be read')
+    const text = await targon(['status', '--usage'])
+    expect(text.stdout).toContain('IDLE_REASON')
+    expect(text.stdout).toContain('85%')
+  })
+
+  it('a clock skewed by an hour does not make a VM look idle, and a rebooted VM keeps its sampler', async () => {
+    // VM 1 goes idle and its clock jumps an hour ahead at once: the gap in its samples counts as activity.
+    vm(1).setGpuUtil(0)
+    vm(1).setClockOffset(3600)
+    await sleep(1500)
+    const skewed = await targon(['down', '--idle', '--json'])
+    expect(skewed.code, skewed.stderr).toBe(0)
+    for (const index of [1, 2, 3, 4]) expect(live().has(role(index).uid)).toBe(true)
+
+    // VM 3 reboots: its sampler comes back by itself (it is enabled), and its dstack task is still busy.
+    await vm(3).reboot()
+    await sleep(2500)
+    const after = await targon(['status', '--usage', '--json', role(3).name])
+    const usage = parseJson(after).data.vms[0].usage
+    expect(usage.state).toBe('busy')
+    expect(usage.idle_reason).toContain('dstack task')
+    const sampler = await targon(['exec', '--vms', role(3).name, '--', 'systemctl is-active targon-fleet-idle'])
+    expect(sampler.stdout.trim()).toBe(`${role(3).name} | active`)
+  })
+
+  it('two cron runs at once delete each idle VM once; a VM refusing SSH is kept', async () => {
+    vm(3).setTasks([{id: 'setup-1', status: 'terminated'}])
+    tunnel?.kill()
+    tunnel = undefined
+    // SSH refusing the pinned key on VM 2: its clock cannot be read, so it is kept.
+    await vm(2).rotateHostKey()
+    // Until their clocks say idle past the limit (a few samples; slower on a loaded machine).
+    // Every VM still up but the one without a sampler (VM 5 may have gone already, idle in the scenario before).
+    await waitForUsage((usage) =>
+      [...usage].every(([uid, each]) => uid === role(4).uid || uid === role(2).uid || (each.idle_seconds ?? 0) > LIMIT_S),
+    )
+    const [first, second] = await Promise.all([targon(['down', '--idle', '--json']), targon(['down', '--idle', '--json'])])
+    expect(first?.code, first?.stderr).toBe(0)
+    expect(second?.code, second?.stderr).toBe(0)
+    expect(simulated.sim.doubleDeletes.size).toBe(0)
+    for (const index of [1, 3, 5]) expect(live().has(role(index).uid)).toBe(false)
+    // Still kept: the VM without a sampler and the one refusing SSH, whose clocks cannot be read.
+    for (const index of [2, 4]) expect(live().has(role(index).uid)).toBe(true)
+    const reasons = new Map(parseJson(first).data.kept.map((each: {uid: string; reason: string}) => [each.uid, each.reason]))
+    expect(reasons.get(role(2).uid)).toContain('host key')
+  })
+})
