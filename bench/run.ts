@@ -2,17 +2,18 @@
  * `npm run bench`: the performance figures of targon against the local simulator, each as a
  * ratio to a baseline measured in the same run (the machine is noisy), or as a count taken
  * from the simulator's own request log. Writes BENCHMARKS.md. Figures that need simulated
- * VMs (3, 5b, 9, 10, 11) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
+ * VMs (3, 5b, 9, 10, 11, 12, 13) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
  * figures and keeps the other rows of BENCHMARKS.md as they were.
  *
  * Figure 11 compares `up` with the former serial path, which TARGON_BENCH_SERIAL_PATH=1 restores in the CLI for
  * this harness only (src/lib/up/bench-serial-path.ts); BENCH_LATENCY_SCALE scales its latency model (default 0.5).
  */
 import {execFile, execFileSync, spawn} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {cpus, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {promisify} from 'node:util'
 
 import {fleetOffers} from '../test/simulator/seed.js'
@@ -90,6 +91,31 @@ function machineBusySeconds(): number {
 function skipped(id: string, figure: string, target: string, why: string) {
   figures.push({figure, id, note: why, ok: null, target, value: 'not measured'})
   process.stderr.write(`#${id} ${figure}: not measured (${why})\n`)
+}
+
+/** How often the idle samplers of figures 12 and 13 sample (s); the default is 60. */
+const IDLE_BENCH_INTERVAL_S = 2
+
+/** CPU-seconds the idle samplers on this machine have used (what they ran included), from /proc, and how many run. */
+function samplerCpuSeconds(): {seconds: number; samplers: number} {
+  let ticks = 0
+  let samplers = 0
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean)
+      // The sampler loop alone: no mode argument (not a probe, not the check loop).
+      if (!argv.at(-1)?.endsWith('idle-sampler.py')) continue
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      // After the command name: state is field 3, utime, stime, cutime and cstime are fields 14 to 17.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0)
+      samplers++
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+
+  return {samplers, seconds: ticks / 100}
 }
 
 /** The most intervals that contain one instant: starts and ends swept in time order, a start before an end at a tie. */
@@ -302,8 +328,9 @@ if (root) {
   // 5b, 9, 10: a bootstrapped fleet of 16 simulated VMs, 3 s boot. The VMs share the cores with the CLI, so its
   // wall time says little; its own CPU time (getrusage) says what it costs per VM. The bootstraps' overlap comes
   // from the VMs' own logs: the TARGON_STEP timestamps of each install run, from its first step to its last.
-  if (wanted('5b', '9', '10')) {
-    const {env, sim} = await simulator({bootDelayMs: 3000, offers: fleetOffers(32)})
+  if (wanted('5b', '9', '10', '12', '13')) {
+    const {env: base, sim} = await simulator({bootDelayMs: 3000, offers: fleetOffers(32)})
+    const env = {...base, TARGON_IDLE_SAMPLE_INTERVAL: String(IDLE_BENCH_INTERVAL_S)}
     const farm = new VmFarm(sim)
     const busyBefore = machineBusySeconds()
     // python3 reports the peak RSS and the CPU time of the child (getrusage of children), and its exit code.
@@ -337,6 +364,43 @@ if (root) {
       return stamps.length > 0 ? [[Math.min(...stamps), Math.max(...stamps)]] : []
     })
     const concurrent = maxOverlap(installs)
+    // 12, 13: the same 16 VMs, their idle samplers every 2 s (TARGON_IDLE_SAMPLE_INTERVAL): what a sampler costs, from
+    // this machine's /proc (its own CPU and that of what it runs: ps, ss, nvidia-smi, here the doubles), over 20 s;
+    // then one `down --idle` over the 16, now idle, against `targon offers --json` as the baseline.
+    if (wanted('12', '13')) {
+      const before = samplerCpuSeconds()
+      const windowStart = Date.now()
+      await sleep(20_000)
+      const after = samplerCpuSeconds()
+      const sampled = {samplers: after.samplers, seconds: after.seconds - before.seconds}
+      const windowS = (Date.now() - windowStart) / 1000
+      const perHourAt2s = (sampled.seconds / Math.max(1, sampled.samplers)) * (3600 / windowS)
+      record(
+        '13',
+        "CPU-seconds per hour of one idle sampler at the default 60 s interval (with the simulated VMs' doubles)",
+        perHourAt2s * (IDLE_BENCH_INTERVAL_S / 60),
+        36,
+        ' s',
+        `measured every ${IDLE_BENCH_INTERVAL_S} s: ${perHourAt2s.toFixed(1)} CPU-s per hour per sampler (${sampled.samplers} samplers, ${windowS.toFixed(0)} s), scaled by the interval; 36 s per hour is 1 % of a core`,
+      )
+      const baseline: number[] = []
+      for (let index = 0; index < 3; index++) baseline.push((await targon(['offers', '--json'], env)).ms)
+      const sessionsBefore = vms.map((vm) => vm.sshSessions())
+      const down = await targon(['down', '--idle', '--idle-limit', '1s', '--json'], env)
+      const perVm = vms.map((vm, index) => vm.sshSessions() - (sessionsBefore[index] ?? 0))
+      const deleted = (JSON.parse(down.stdout || '{}').data?.results ?? []).filter(
+        (result: {billing: boolean}) => result.billing === false,
+      ).length
+      record(
+        '12',
+        '`down --idle` over 16 idle VMs / median `targon offers --json`',
+        down.ms / median(baseline),
+        15,
+        '',
+        `${(down.ms / 1000).toFixed(1)} s vs ${median(baseline).toFixed(0)} ms; ${deleted} of 16 deleted; SSH connections per VM: max ${Math.max(...perVm)}, min ${Math.min(...perVm)} (target 1)`,
+      )
+      figures.at(-1)!.ok &&= deleted === 16 && perVm.every((count) => count === 1)
+    }
     await farm.stopAll()
     await sim.stop()
 
@@ -391,6 +455,8 @@ if (root) {
     ['9', 'SSH connections per VM', 'exactly 1'],
     ['10', 'peak RSS of up --count 16', '<= 150 MB'],
     ['11', 'time to ready, current / former serial path', '<= 0.7'],
+    ['12', 'down --idle over 16 idle VMs / median targon offers --json', '<= 15'],
+    ['13', 'CPU-seconds per hour of one idle sampler', '<= 36 s'],
   ] as const) {
     if (wanted(id)) skipped(id, figure, target, 'simulated VMs need root')
   }

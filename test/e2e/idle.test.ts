@@ -160,3 +160,33 @@ describe('down --idle', () => {
     expect(reasons.get(role(2).uid)).toContain('host key')
   })
 })
+
+describe('up --name on a VM without a sampler', () => {
+  it('installs it again, and --idle-check then decides: busy while the check says so, idle once it exits 0', async () => {
+    const label = role(4).name.replace(/^tcli-default-/, '')
+    const adopted = await targon(
+      ['up', 'rtx6000b-small', '--max-price', '1.8', '--name', label, '--idle-check', 'test -e /tmp/idle-ok', '--json'],
+      {
+        timeoutMs: 90_000,
+      },
+    )
+    expect(adopted.code, adopted.stdout + adopted.stderr).toBe(0)
+    expect(parseJson(adopted).data.vms[0].uid).toBe(role(4).uid)
+    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
+    const busy = parseJson(await targon(['status', '--usage', '--json', role(4).name])).data.vms[0].usage
+    expect(busy.idle_reason).toContain('idle check: busy')
+    // The check runs as ubuntu: a file of ubuntu's makes it say idle.
+    expect((await targon(['exec', '--vms', role(4).name, '--', 'touch /tmp/idle-ok'])).code).toBe(0)
+    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'idle')
+
+    // --idle-containers: a running container is activity (the sampler joins the docker group for it).
+    vm(4).setContainers(['comfyui'])
+    const containers = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', label, '--idle-containers', '--json'], {
+      timeoutMs: 90_000,
+    })
+    expect(containers.code, containers.stdout + containers.stderr).toBe(0)
+    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
+    const running = parseJson(await targon(['status', '--usage', '--json', role(4).name])).data.vms[0].usage
+    expect(running.containers).toEqual(['comfyui'])
+  })
+})

@@ -131,6 +131,11 @@ export class SimVm {
     writeFileSync(join(this.dir, 'tasks.json'), JSON.stringify(tasks))
   }
 
+  /** The containers `docker ps` lists from now on. */
+  setContainers(names: string[]): void {
+    writeFileSync(join(this.dir, 'containers'), names.map((name) => `${name}\n`).join(''))
+  }
+
   /** Skews the VM's clock, as the idle sampler reads it, by this many seconds (the VM shares the host's clock). */
   setClockOffset(seconds: number): void {
     writeFileSync(join(this.dir, 'clock-offset'), `${seconds}\n`)

@@ -105,15 +105,13 @@ export async function configureIdle(session: SshSession, idle: IdleConfig): Prom
   const script = [
     'umask 022',
     `cat > ${conf}.new`,
+    // Container activity needs the docker group; without it the sampler stays out of it.
+    `if [ "$2" = 1 ]; then getent group docker >/dev/null || groupadd --system docker; usermod -aG docker targon-idle; else gpasswd -d targon-idle docker >/dev/null 2>&1 || true; fi`,
     `if cmp -s ${conf}.new ${conf}; then rm -f ${conf}.new; else mv -f ${conf}.new ${conf} && systemctl restart targon-fleet-idle; fi`,
     `if [ "$1" = 1 ]; then systemctl enable targon-fleet-idle-check && systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
   ].join('\n')
-  await must(
-    session,
-    `sudo -n sh -c ${shellQuote(script)} - ${idle.check ? 1 : 0}`,
-    'configuring the idle sampler',
-    `${JSON.stringify(idle)}\n`,
-  )
+  const flags = `${idle.check ? 1 : 0} ${idle.containers ? 1 : 0}`
+  await must(session, `sudo -n sh -c ${shellQuote(script)} - ${flags}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)
 }
 
 export const MarkerSchema = z.object({

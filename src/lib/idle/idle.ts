@@ -63,7 +63,8 @@ export type IdleState = Usage['state']
 export function judgeIdle(probe: Probe, limitS: number | null): Usage {
   const {clock, live} = probe
   const seen = {
-    containers: live.containers,
+    // The probe runs as ubuntu, who may not see Docker: the sampler's own view then.
+    containers: live.containers ?? clock?.containers ?? null,
     dstack_tasks: live.tasks,
     gpus: live.gpus,
     ssh_sessions: live.sessions.filter((session) => session.kind !== 'tunnel').length,
