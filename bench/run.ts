@@ -385,9 +385,10 @@ if (root) {
       )
       const baseline: number[] = []
       for (let index = 0; index < 3; index++) baseline.push((await targon(['offers', '--json'], env)).ms)
-      const sessionsBefore = vms.map((vm) => vm.sshSessions())
+      // TCP connections to each VM's SSH port, counted by the farm (its logs go with the VM once it is deleted).
+      const connectionsBefore = vms.map((vm) => vm.connections)
       const down = await targon(['down', '--idle', '--idle-limit', '1s', '--json'], env)
-      const perVm = vms.map((vm, index) => vm.sshSessions() - (sessionsBefore[index] ?? 0))
+      const perVm = vms.map((vm, index) => vm.connections - (connectionsBefore[index] ?? 0))
       const deleted = (JSON.parse(down.stdout || '{}').data?.results ?? []).filter(
         (result: {billing: boolean}) => result.billing === false,
       ).length

@@ -5,6 +5,8 @@
  * and a one-second sampling interval.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -75,8 +77,24 @@ describe('down --idle', () => {
     expect(removed.code, removed.stderr).toBe(0)
     await waitForUsage((usage) => (usage.get(role(0).uid)?.idle_seconds ?? 0) > LIMIT_S && usage.get(role(1).uid)?.state === 'busy')
 
-    const down = await targon(['down', '--idle', '--json'])
+    // A notify URL gets one message for the run, naming what was deleted for idleness.
+    const received: {text: string; targon: {event: string; vms: {uid: string}[]}}[] = []
+    const receiver = createServer((request, response) => {
+      let body = ''
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+      request.on('end', () => {
+        received.push(JSON.parse(body))
+        response.end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    const down = await targon(['down', '--idle', '--json'], {env: {TARGON_NOTIFY_URL: hook}})
+    await new Promise((resolve) => receiver.close(resolve))
     expect(down.code, down.stdout + down.stderr).toBe(0)
+    expect(received).toHaveLength(1)
+    expect(received[0]?.targon).toMatchObject({event: 'down-deleted', vms: [{uid: role(0).uid}]})
+    expect(received[0]?.text).toContain('--idle deleted 1 VM')
     const doc = parseJson(down)
     const deleted = doc.data.results
       .filter((result: {billing: boolean}) => result.billing === false)
