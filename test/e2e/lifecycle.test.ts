@@ -416,6 +416,29 @@ describe('the event stream', () => {
     expect(sim.billing()).toEqual([])
   })
 
+  it('a second Ctrl-C exits at once, and the events file still ends with how the run ended', async () => {
+    await setup({deleteLatencyMs: 3000, provisioning: 'stuck'})
+    const file = join(tempDir('targon-events-'), 'up.ndjson')
+    const result = await targon([...UP, '--events-file', file], {
+      onSpawn(child) {
+        const timer = setInterval(() => {
+          if (!sim.live().some((workload) => workload.status === 'provisioning')) return
+          clearInterval(timer)
+          child.kill('SIGINT')
+          // The clean-up's DELETE takes 3 s: the second Ctrl-C comes while it waits.
+          setTimeout(() => child.kill('SIGINT'), 500)
+        }, 50)
+      },
+    })
+    expect(result.code).toBe(130)
+    const events = parseEvents(readFileSync(file, 'utf8'))
+    expect(events[0]).toMatchObject({status: 'started', type: 'run'})
+    expect(events.at(-1)).toMatchObject({error: {code: 'INTERRUPTED'}, status: 'failed', type: 'run'})
+    // On stderr, as without the file: what may still be there.
+    expect(result.stderr).toContain('Exiting')
+    expect((await targon(['down', '--all'])).code).toBe(0)
+  })
+
   it('down --events ndjson: each deletion started and done; on a terminal a bulk delete needs --yes (exit 2)', async () => {
     await setup()
     expect((await targon([...UP, '--count', '2'])).code).toBe(0)

@@ -11,6 +11,7 @@ import {type NotifyEvent, deliver} from '../notify/notify.js'
 import type {TargonClient} from '../targon/client.js'
 import {connect} from '../targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
+import {registerExitCallback} from './exit-hooks.js'
 import {TargonError, asTargonError, isTargonError, usageError} from '../core/errors.js'
 import {RunEvents, eventError} from '../events/run-events.js'
 import {fileLines, stderrLines} from '../events/ndjson.js'
@@ -68,6 +69,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   protected events = new RunEvents('')
   private eventLines: 'none' | 'stderr' = 'none'
   private closeEventsFile: (() => void) | undefined
+  private disposeExitEvent: (() => void) | undefined
   private runStartedAt = Date.now()
 
   public abstract run(): Promise<CommandResult<Id>>
@@ -109,6 +111,16 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     }
 
     this.events.emit({status: 'started', type: 'run'})
+    // A second signal exits at once, past `finally`: the stream still ends with how the run ended.
+    this.disposeExitEvent = registerExitCallback(() => {
+      this.events.emit({
+        duration_ms: Date.now() - this.runStartedAt,
+        error: {code: 'INTERRUPTED', hint: 'run targon status to see what is left', message: 'exited at once on a second signal'},
+        status: 'failed',
+        type: 'run',
+      })
+      this.closeEventsFile?.()
+    })
   }
 
   /** Whether stderr carries only event lines (--events ndjson): no progress, no prompt, warnings as events. */
@@ -127,6 +139,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       status: failure ? 'failed' : 'done',
       type: 'run',
     })
+    this.disposeExitEvent?.()
     this.closeEventsFile?.()
     return super.finally(error)
   }
