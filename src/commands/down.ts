@@ -229,6 +229,8 @@ otherwise, with a per-VM result.`)
   }
 
   private render(result: DownResult): void {
+    // --idle: what was kept, and why, comes first (busy or unreadable VMs are part of the result).
+    for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
     if (result.results.length === 0) {
       this.info('Nothing to delete.')
       return

@@ -114,9 +114,13 @@ existing VM instead of creating a second one.`)
     }),
     'idle-check': Flags.string({
       summary:
-        'A command run on the VM as ubuntu every sample; exit 0 means idle (e.g. an empty ComfyUI queue), anything else counts as activity.',
+        "A command run on the VM as ubuntu every sample; exit 0 means idle (e.g. an empty ComfyUI queue), anything else counts as activity; '' removes it. Kept when a later up adopts the VM without it.",
     }),
-    'idle-containers': Flags.boolean({default: false, summary: 'Count a running container as activity for the idle clock.'}),
+    'idle-containers': Flags.boolean({
+      allowNo: true,
+      summary:
+        'Count a running container as activity for the idle clock (--no-idle-containers stops it); kept when a later up adopts the VM without it.',
+    }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
@@ -146,7 +150,7 @@ existing VM instead of creating a second one.`)
     if (flags['min-gpus'] !== undefined && !flags.gpu) throw usageError('--min-gpus needs --gpu', 'add --gpu <model>')
     if (flags.name !== undefined && flags.count > 1)
       throw usageError('--name works with --count 1 only', 'drop --name to get generated names')
-    if (!flags.bootstrap && (flags.idle !== undefined || flags['idle-check'] !== undefined || flags['idle-containers']))
+    if (!flags.bootstrap && (flags.idle !== undefined || flags['idle-check'] !== undefined || flags['idle-containers'] !== undefined))
       throw usageError(
         '--idle, --idle-check and --idle-containers need the bootstrap, which installs the idle sampler',
         'drop --no-bootstrap',
@@ -172,10 +176,10 @@ existing VM instead of creating a second one.`)
           shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
           stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
           idle: {
-            check: flags['idle-check'] ?? null,
+            check: flags['idle-check'],
             containers: flags['idle-containers'],
             intervalMs: await resolveSetting('idle-sample-interval'),
-            limitMs: flags.idle ?? null,
+            limitMs: flags.idle,
           },
         }
       : null

@@ -6,7 +6,7 @@
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {createServer} from 'node:http'
-import type {AddressInfo} from 'node:net'
+import {type AddressInfo, type Socket, connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -92,7 +92,7 @@ describe('down --idle', () => {
     const down = await targon(['down', '--idle', '--json'], {env: {TARGON_NOTIFY_URL: hook}})
     await new Promise((resolve) => receiver.close(resolve))
     expect(down.code, down.stdout + down.stderr).toBe(0)
-    expect(received).toHaveLength(1)
+    expect(received, down.stdout + down.stderr).toHaveLength(1)
     expect(received[0]?.targon).toMatchObject({event: 'down-deleted', vms: [{uid: role(0).uid}]})
     expect(received[0]?.text).toContain('--idle deleted 1 VM')
     const doc = parseJson(down)
@@ -113,7 +113,28 @@ describe('down --idle', () => {
 
   it('status --usage shows each VM: GPU, sessions and tunnels, tasks, and how long it has been idle, or why it cannot say', async () => {
     vm(5).setGpuUtil(0)
-    await waitForUsage((usage) => usage.get(role(5).uid)?.state === 'idle')
+    // The dstack server's own tunnel to the shim (a forward to 127.0.0.1:10998, a connection held through it) is no
+    // user's activity: told apart by the sampler's one root command, ss.
+    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const shimTunnel = spawn(process.execPath, [BIN, 'ssh', role(5).name, '-N', '-L', `${port}:127.0.0.1:10998`], {
+      env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir})),
+      stdio: 'ignore',
+    })
+    let held: Socket | undefined
+    for (let attempt = 0; attempt < 50 && !held; attempt++) {
+      held = await new Promise<Socket | undefined>((resolve) => {
+        const socket = connect(port, '127.0.0.1', () => resolve(socket))
+        socket.on('error', () => resolve(undefined))
+      })
+      if (!held) await sleep(200)
+    }
+    expect(held).toBeDefined()
+    try {
+      await waitForUsage((usage) => usage.get(role(5).uid)?.state === 'idle' && usage.get(role(5).uid)?.idle_seconds !== 0)
+    } finally {
+      held?.destroy()
+      shimTunnel.kill()
+    }
     const status = await targon(['status', '--usage', '--json'])
     expect(status.code, status.stderr).toBe(0)
     const shown = new Map(parseJson(status).data.vms.map((each: {uid: string}) => [each.uid, each]))

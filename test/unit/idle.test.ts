@@ -90,4 +90,10 @@ describe('the idle judgement', () => {
     const usage = judgeIdle(probe({live: {busy: ['ssh session', 'ssh tunnel'], sessions: [{kind: 'session'}, {kind: 'tunnel'}]}}), 60)
     expect(usage).toMatchObject({ssh_sessions: 1, state: 'busy', tunnels: 1})
   })
+
+  it('takes a limit shorter than three samples as three samples: one quiet sample never ends a VM', () => {
+    const usage = judgeIdle(probe({clock: {last_active_at: NOW - 30 - 150, limit_s: 60}}), null)
+    expect(usage).toMatchObject({idle_limit_seconds: 180, idle_seconds: 150, state: 'idle'})
+    expect(idlePastLimit(usage)).toBe(false)
+  })
 })

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 VERSION = "1"
@@ -32,7 +33,8 @@ SHIM = "http://127.0.0.1:10998"
 SHIM_PORT = 10998
 PROBE_MARK = "idle-sampler.py --probe"
 # A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
-SESSION = re.compile(r"^sshd(-session)?: [a-z_][a-z0-9_.-]*(@(pts/\d+|notty))?$")
+# Several terminals on one connection read "ubuntu@pts/0,pts/1".
+SESSION = re.compile(r"^sshd(-session)?: [a-z_][a-z0-9_.-]*(@\S+)?$")
 
 
 def now():
@@ -48,15 +50,16 @@ def config():
     try:
         with open(CONFIG) as f:
             loaded = json.load(f)
-    except (OSError, ValueError):
-        loaded = {}
-    return {
-        "interval_s": max(1, int(loaded.get("interval_s", 60))),
-        "threshold_pct": int(loaded.get("threshold_pct", 10)),
-        "limit_s": loaded.get("limit_s"),
-        "containers": bool(loaded.get("containers", False)),
-        "check": loaded.get("check"),
-    }
+        return {
+            "interval_s": max(1, int(loaded.get("interval_s", 60))),
+            "threshold_pct": int(loaded.get("threshold_pct", 10)),
+            "limit_s": loaded.get("limit_s") if isinstance(loaded.get("limit_s"), (int, float)) else None,
+            "containers": bool(loaded.get("containers", False)),
+            "check": loaded.get("check") if isinstance(loaded.get("check"), str) else None,
+        }
+    except (OSError, ValueError, TypeError, AttributeError):
+        # A config that cannot be read changes nothing for the worse: the defaults, and no limit.
+        return {"interval_s": 60, "threshold_pct": 10, "limit_s": None, "containers": False, "check": None}
 
 
 def run(argv, timeout=10):
@@ -74,13 +77,17 @@ def gpus():
     found = []
     for line in out.splitlines():
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) == 4 and all(re.fullmatch(r"\d+(\.\d+)?", part) for part in parts):
-            found.append({"index": int(float(parts[0])), "util_pct": float(parts[1]), "mem_used_mib": float(parts[2]), "mem_total_mib": float(parts[3])})
-    return found
+        # A row that does not read as numbers ("[N/A]" under MIG, "[GPU requires reset]") makes the GPUs unreadable.
+        if len(parts) != 4 or not all(re.fullmatch(r"\d+(\.\d+)?", part) for part in parts):
+            return None
+        found.append({"index": int(float(parts[0])), "util_pct": float(parts[1]), "mem_used_mib": float(parts[2]), "mem_total_mib": float(parts[3])})
+    return found or None
 
 
 def processes():
-    out = run(["ps", "-eo", "pid=,ppid=,args="]) or ""
+    out = run(["ps", "-eo", "pid=,ppid=,args="])
+    if not out:
+        return None
     table = {}
     for line in out.splitlines():
         match = re.match(r"\s*(\d+)\s+(\d+)\s+(.*)$", line)
@@ -122,40 +129,63 @@ def sessions(table, shim_tunnels, seen_bare):
         return seen
 
     forwards = forwards_by_pid()
-    counted, tunnels, bare = [], set(pid for pid in shim_tunnels if pid in table), []
+    # Remembered by pid and start time, so that a later process with the same pid is not taken for it.
+    tunnels = set(key for key in (tuple(each) for each in shim_tunnels if isinstance(each, list) and len(each) == 2) if key[0] in table and started(key[0]) == key[1])
+    counted, bare = [], []
     for pid, (_, args) in table.items():
         if not SESSION.match(args):
             continue
         if any(PROBE_MARK in table[child][1] for child in descendants(pid) if child in table):
             continue
-        # A connection forwarded by the session to the shim's port: the dstack server's own tunnel.
-        if any(peer == str(SHIM_PORT) for local, peer in forwards.get(pid, []) if local != "22"):
-            tunnels.add(pid)
-        if pid in tunnels:
+        terminal = "@pts/" in args
+        # A bare session forwarding to the shim's port: the dstack server's own tunnel (never one with a terminal).
+        if not terminal and any(peer == str(SHIM_PORT) for local, peer in forwards.get(pid, []) if local != "22"):
+            tunnels.add((pid, started(pid)))
+        if not terminal and (pid, started(pid)) in tunnels:
             continue
         # Without a terminal or a command of its own, a session is there for its forwards: a tunnel.
-        if "@pts/" in args or children.get(pid):
+        if terminal or children.get(pid):
             counted.append({"pid": pid, "kind": "session"})
             continue
         bare.append(pid)
         if pid in seen_bare:
             counted.append({"pid": pid, "kind": "tunnel"})
-    return counted, sorted(tunnels), bare
+    return counted, sorted([list(key) for key in tunnels]), bare
+
+
+def started(pid):
+    """When a process started (clock ticks since boot), to tell it from a later one with the same pid."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def tasks():
+    """The shim's tasks; [] when no shim listens (nothing can run one), None when it answers but cannot be read."""
     try:
-        with urllib.request.urlopen(SHIM + "/api/tasks", timeout=3) as answer:
+        with urllib.request.urlopen(SHIM + "/api/tasks", timeout=10) as answer:
             ids = json.loads(answer.read(65536)).get("ids") or []
+        if not isinstance(ids, list):
+            return None
         found = []
         for task in ids[:64]:
             if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", str(task)):
                 continue
-            with urllib.request.urlopen(SHIM + "/api/tasks/" + str(task), timeout=3) as answer:
-                status = str(json.loads(answer.read(65536)).get("status", "unknown"))
+            try:
+                with urllib.request.urlopen(SHIM + "/api/tasks/" + str(task), timeout=10) as answer:
+                    status = str(json.loads(answer.read(65536)).get("status", "unknown"))[:32]
+            except Exception:
+                # Gone between the list and the read, or unreadable: not known to be terminated.
+                status = "unknown"
             found.append({"id": str(task), "status": status})
         return found
-    except (OSError, ValueError, AttributeError):
+    except ConnectionRefusedError:
+        return []
+    except urllib.error.URLError as error:
+        return [] if isinstance(error.reason, ConnectionRefusedError) else None
+    except Exception:
         return None
 
 
@@ -181,7 +211,7 @@ def check_verdict(settings, at):
 def sample(settings, shim_tunnels, seen_bare):
     at = now()
     table = processes()
-    active_sessions, tunnels, bare = sessions(table, shim_tunnels, seen_bare)
+    active_sessions, tunnels, bare = sessions(table or {}, shim_tunnels, seen_bare)
     seen = {"gpus": gpus(), "sessions": active_sessions, "tasks": tasks(), "containers": containers() if settings["containers"] else None}
     busy = []
     for gpu in seen["gpus"] or []:
@@ -197,18 +227,28 @@ def sample(settings, shim_tunnels, seen_bare):
     verdict = check_verdict(settings, at)
     if verdict in ("busy", "unknown", "stale"):
         busy.append("idle check: %s" % verdict)
-    # A GPU that cannot be read might be busy.
+    # What cannot be read might be busy.
     if seen["gpus"] is None:
         busy.append("gpu unreadable")
+    if table is None:
+        busy.append("processes unreadable")
+    if seen["tasks"] is None:
+        busy.append("dstack tasks unreadable")
+    if settings["containers"] and seen["containers"] is None:
+        busy.append("containers unreadable")
     return at, seen, busy, tunnels, bare
 
 
 def write_clock(clock):
+    """Replaces the clock file; when it cannot be written (a full disk), the clock goes stale and reads as unreadable."""
     tmp = CLOCK + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(clock, f)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, CLOCK)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(clock, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, CLOCK)
+    except OSError:
+        pass
 
 
 def read_clock():
@@ -231,15 +271,23 @@ def sampler():
     previous = read_clock() or {}
     last_active = previous.get("last_active_at")
     sampled_at = previous.get("sampled_at")
-    shim_tunnels = previous.get("shim_tunnels") or []
+    # After a reboot, what was remembered of the processes means nothing, and the time in between was not watched.
+    rebooted = previous.get("boot_id") != boot_id()
+    shim_tunnels = [] if rebooted else previous.get("shim_tunnels") or []
+    if rebooted:
+        last_active = None
     bare = []
-    started = now()
+    started_at = now()
     while True:
         settings = config()
-        at, seen, busy, shim_tunnels, bare = sample(settings, shim_tunnels, bare)
-        # What was not watched counts as activity: a first sample, a clock that went back, and a gap in the samples
-        # (the sampler stopped, the VM was suspended or rebooted, the clock jumped ahead). Never idle by arithmetic.
-        gap = not isinstance(sampled_at, (int, float)) or at - sampled_at > 3 * settings["interval_s"] + 30
+        try:
+            at, seen, busy, shim_tunnels, bare = sample(settings, shim_tunnels, bare)
+        except Exception as error:
+            # A sample that fails counts as activity, and the loop goes on.
+            at, seen, busy = now(), {"gpus": None, "sessions": [], "tasks": None, "containers": None}, ["sampler error: %s" % type(error).__name__]
+        # What was not watched counts as activity: a first sample, a reboot, a clock that went back behind the last
+        # activity, and a gap in the samples (the sampler stopped, the VM was suspended, the clock jumped ahead).
+        gap = not isinstance(sampled_at, (int, float)) or at - sampled_at > 2 * settings["interval_s"] + 10
         if busy or gap or not isinstance(last_active, (int, float)) or last_active > at:
             last_active = at
         sampled_at = at
@@ -249,7 +297,7 @@ def sampler():
                 "interval_s": settings["interval_s"],
                 "threshold_pct": settings["threshold_pct"],
                 "limit_s": settings["limit_s"],
-                "sampler_started_at": started,
+                "sampler_started_at": started_at,
                 "sampled_at": at,
                 "last_active_at": last_active,
                 "busy": busy,
@@ -287,9 +335,13 @@ def check_loop():
             except subprocess.SubprocessError:
                 code = -1
             tmp = CHECK + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump({"at": now(), "exit_code": code}, f)
-            os.replace(tmp, CHECK)
+            try:
+                with open(tmp, "w") as f:
+                    json.dump({"at": now(), "exit_code": code}, f)
+                os.replace(tmp, CHECK)
+            except OSError:
+                # Not recorded: the verdict goes stale, which counts as activity.
+                pass
         time.sleep(settings["interval_s"])
 
 

@@ -80,39 +80,57 @@ export interface BootstrapParams {
   benchSerialPath: boolean
 }
 
-/** What the idle sampler on the VM is told (/etc/targon-fleet/idle.conf): see idle-sampler.py. */
-export interface IdleConfig {
+/** What the idle sampler on the VM is told (/etc/targon-fleet/idle.conf, see idle-sampler.py); absent: as it was. */
+export interface IdleSettings {
   interval_s: number
   /** A GPU at or above this utilisation (percent) is activity. */
   threshold_pct: number
-  /** up --idle: the VM's own idle limit; null: none. */
-  limit_s: number | null
-  /** up --idle-check: a command run as ubuntu every interval, exit 0 meaning idle; null: none. */
-  check: string | null
+  /** up --idle: the VM's own idle limit. */
+  limit_s?: number
+  /** up --idle-check: a command run as ubuntu every interval, exit 0 meaning idle; '' removes it. */
+  check?: string
   /** up --idle-containers: a running container is activity. */
-  containers: boolean
+  containers?: boolean
 }
 
 /** The GPU utilisation at or above which a GPU counts as busy. */
 export const IDLE_GPU_THRESHOLD_PCT = 10
 
 /**
- * Tells the VM's idle sampler its settings (written only when they changed, then the sampler restarts), and starts
- * or stops the unit that runs the user's idle check as ubuntu.
+ * Tells the VM's idle sampler its settings: the interval and threshold always, the limit, check and containers only
+ * when this run gives them (adopting a VM keeps what an earlier up set; an empty check removes it). The file is
+ * replaced and the sampler restarted only when something changed; the unit that runs the user's check as ubuntu is
+ * started or stopped to match.
  */
-export async function configureIdle(session: SshSession, idle: IdleConfig): Promise<void> {
-  const conf = '/etc/targon-fleet/idle.conf'
+export async function configureIdle(session: SshSession, idle: IdleSettings): Promise<void> {
   const script = [
+    'set -eu',
     'umask 022',
-    `cat > ${conf}.new`,
+    'conf=/etc/targon-fleet/idle.conf',
+    // The JSON on stdin, merged into what is there.
+    `python3 -c ${shellQuote(MERGE_IDLE_CONF)} "$conf"`,
+    `flag() { python3 -c 'import json,sys; print(1 if json.load(open(sys.argv[1])).get(sys.argv[2]) else 0)' "$conf.new" "$1"; }`,
     // Container activity needs the docker group; without it the sampler stays out of it.
-    `if [ "$2" = 1 ]; then getent group docker >/dev/null || groupadd --system docker; usermod -aG docker targon-idle; else gpasswd -d targon-idle docker >/dev/null 2>&1 || true; fi`,
-    `if cmp -s ${conf}.new ${conf}; then rm -f ${conf}.new; else mv -f ${conf}.new ${conf} && systemctl restart targon-fleet-idle; fi`,
-    `if [ "$1" = 1 ]; then systemctl enable targon-fleet-idle-check && systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
+    `if [ "$(flag containers)" = 1 ]; then getent group docker >/dev/null || groupadd --system docker; usermod -aG docker targon-idle; else gpasswd -d targon-idle docker >/dev/null 2>&1 || true; fi`,
+    `check=$(flag check)`,
+    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
+    `if [ "$check" = 1 ]; then systemctl enable targon-fleet-idle-check; systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
   ].join('\n')
-  const flags = `${idle.check ? 1 : 0} ${idle.containers ? 1 : 0}`
-  await must(session, `sudo -n sh -c ${shellQuote(script)} - ${flags}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)
+  await must(session, `sudo -n sh -c ${shellQuote(script)}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)
 }
+
+/** Merges the JSON object on stdin into the config file (argument 1), written next to it as .new. */
+const MERGE_IDLE_CONF = [
+  'import json, sys',
+  'path = sys.argv[1]',
+  'try:',
+  '    current = json.load(open(path))',
+  '    current = current if isinstance(current, dict) else {}',
+  'except Exception:',
+  '    current = {}',
+  'current.update(json.load(sys.stdin))',
+  'json.dump(current, open(path + ".new", "w"), sort_keys=True)',
+].join('\n')
 
 export const MarkerSchema = z.object({
   script_version: z.string().nullish(),

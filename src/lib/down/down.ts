@@ -206,11 +206,13 @@ export async function runDown(
 
   // A listed item that failed the API checks may bill, but nothing can tell whose it is: a bulk selector never deletes
   // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above).
-  const invalid: DeleteResult[] = isBulk(options.selection)
-    ? view.invalid
-        .filter((item) => !targets.some((target) => target.uid === item.uid))
-        .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
-    : []
+  // Under --idle they are not idle VMs selected: the warning names them, the exit code is the idle VMs' alone.
+  const invalid: DeleteResult[] =
+    isBulk(options.selection) && !options.selection.idle
+      ? view.invalid
+          .filter((item) => !targets.some((target) => target.uid === item.uid))
+          .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
+      : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
   const base = {dry_run: options.dryRun, kept, org, selection: options.selection}
   if (options.dryRun) {

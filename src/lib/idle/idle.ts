@@ -17,6 +17,8 @@ import type {SshSession} from '../ssh/session.js'
 
 /** The probe's fixed remote command: the sampler recognises a session running it as targon's own, not as activity. */
 export const PROBE_COMMAND = 'python3 /usr/local/lib/targon-fleet/idle-sampler.py --probe'
+/** How long a probe may take on one VM, its connection not included. */
+const PROBE_TIMEOUT_MS = 30_000
 /** What a probe may print; more is not a probe's answer. */
 const MAX_PROBE_BYTES = 64 * 1024
 /** How much older than the sampler's interval the last sample may be before the clock counts as stopped. */
@@ -97,16 +99,18 @@ export function judgeIdle(probe: Probe, limitS: number | null): Usage {
     }
   // Up to the last sample only: what happened since is not known.
   const idle = Math.max(0, Math.floor(clock.sampled_at - clock.last_active_at))
-  const over = limit !== null && idle > limit
+  // A limit shorter than three samples would end a VM on one quiet sample: three samples at least.
+  const floor = limit === null ? null : Math.max(limit, 3 * clock.interval_s)
+  const over = floor !== null && idle > floor
   return {
     ...seen,
-    idle_limit_seconds: limit,
+    idle_limit_seconds: floor,
     idle_reason:
-      limit === null
+      floor === null
         ? `idle ${idle} s; no idle limit`
         : over
-          ? `idle ${idle} s, over its limit of ${limit} s`
-          : `idle ${idle} s, limit ${limit} s`,
+          ? `idle ${idle} s, over its limit of ${floor} s`
+          : `idle ${idle} s, limit ${floor} s`,
     idle_seconds: idle,
     state: 'idle',
   }
@@ -134,7 +138,10 @@ export async function probeUsage(vm: KnownVm, options: {configDir: string; limit
   let session: SshSession | undefined
   try {
     session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session
-    const answer = await session.exec(PROBE_COMMAND, {signal: options.signal})
+    // A VM that does not answer in time is unreadable, and the run goes on with the others.
+    const within = AbortSignal.timeout(PROBE_TIMEOUT_MS)
+    const answer = await session.exec(PROBE_COMMAND, {signal: options.signal ? AbortSignal.any([options.signal, within]) : within})
+    if (answer.aborted) return unreadable(`the probe did not answer within ${PROBE_TIMEOUT_MS / 1000} s`)
     if (answer.code !== 0)
       return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)
     if (answer.stdout.length > MAX_PROBE_BYTES) return unreadable('the probe answered more than a probe can')

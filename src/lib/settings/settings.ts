@@ -100,10 +100,10 @@ export const SETTINGS = {
   // The floor between two inventory reads of up --wait; lower only against a simulator, not against Targon.
   'capacity-poll-interval': {default: 15_000, env: 'TARGON_CAPACITY_POLL_INTERVAL', parse: seconds(0.1, 3600, 15), stored: false},
   'state-watch-interval': {default: 5000, env: 'TARGON_STATE_WATCH_INTERVAL', parse: seconds(0.1, 600, 5), stored: false},
-  // How long a mutation with an unclear answer is reconciled (the listing or the state watched) before it is sent
-  // again: a create's listing is watched this long, a DELETE answered 5xx a third of it. Lower only for a simulator.
   // How often the idle sampler on a VM samples activity (set at up; seconds in the environment, for tests).
   'idle-sample-interval': {default: 60_000, env: 'TARGON_IDLE_SAMPLE_INTERVAL', parse: seconds(1, 3600, 60), stored: false},
+  // How long a mutation with an unclear answer is reconciled (the listing or the state watched) before it is sent
+  // again: a create's listing is watched this long, a DELETE answered 5xx a third of it. Lower only for a simulator.
   'reconcile-window': {default: 30_000, env: 'TARGON_RECONCILE_WINDOW', parse: seconds(0.1, 600, 30), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 

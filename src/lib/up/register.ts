@@ -276,7 +276,7 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
   if (ctx.request.ttlMs !== undefined) applyTtl(ctx, workload, name, ctx.request.ttlMs)
   if (ctx.request.maxCostUsd !== undefined) ctx.state.updateVm(ctx.request.org, name, {max_cost_usd: ctx.request.maxCostUsd})
   const idleLimit = ctx.request.bootstrap?.idle.limit_s
-  if (idleLimit !== undefined && idleLimit !== null) ctx.state.updateVm(ctx.request.org, name, {idle_limit_s: idleLimit})
+  if (idleLimit !== undefined) ctx.state.updateVm(ctx.request.org, name, {idle_limit_s: idleLimit})
   const priced = {
     claim,
     createdAt: workload.created_at ?? null,

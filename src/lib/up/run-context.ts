@@ -4,7 +4,7 @@
  * name, deleting a claim).
  */
 
-import type {BootstrapParams, IdleConfig} from '../bootstrap/runner.js'
+import type {BootstrapParams, IdleSettings} from '../bootstrap/runner.js'
 import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {forgetVm} from '../deletion/forget.js'
@@ -48,7 +48,7 @@ export interface UpRequest {
   identityFile: string
   configDir: string
   /** null with --no-bootstrap. */
-  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleConfig} | null
+  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleSettings} | null
 }
 
 export interface RunContext {

@@ -65,8 +65,8 @@ export interface UpOptions {
     shimHealthTimeoutMs: number
     /** How often the state is read while the bootstrap runs on a VM that is still booting. */
     stateWatchIntervalMs: number
-    /** The VM's idle sampler: its interval, the idle limit (up --idle), the user's idle check, and containers. */
-    idle: {intervalMs: number; limitMs: number | null; check: string | null; containers: boolean}
+    /** The VM's idle sampler: its interval, and what this run sets of the limit, the user's check and containers. */
+    idle: {intervalMs: number; limitMs?: number; check?: string; containers?: boolean}
   } | null
   signal: AbortSignal
   warn: (message: string) => void
@@ -184,7 +184,7 @@ async function prepare(
       check: options.bootstrap.idle.check,
       containers: options.bootstrap.idle.containers,
       interval_s: options.bootstrap.idle.intervalMs / 1000,
-      limit_s: options.bootstrap.idle.limitMs === null ? null : options.bootstrap.idle.limitMs / 1000,
+      limit_s: options.bootstrap.idle.limitMs === undefined ? undefined : options.bootstrap.idle.limitMs / 1000,
       threshold_pct: IDLE_GPU_THRESHOLD_PCT,
     },
   }
