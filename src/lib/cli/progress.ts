@@ -12,32 +12,11 @@ import type {ListrTask} from 'listr2'
 import type {PhaseName, RunEvent} from '../contract.js'
 import type {PipelineLayout} from '../up/pipeline.js'
 import type {ProgressDisplay} from '../up/up.js'
+import {Deferred} from '../core/deferred.js'
 import {liveTerminal, printable} from '../core/output.js'
 
 /** The wrapper listr2 hands a running task: its title, output, skip, and sub-lists. */
 type TaskWrapper = Parameters<Extract<ListrTask['task'], (...args: never[]) => unknown>>[1]
-
-/** A promise settled once from outside; never an unhandled rejection. */
-class Outcome<T> {
-  readonly promise: Promise<T>
-  settled = false
-  private settle!: {resolve: (value: T) => void; reject: (error: Error) => void}
-
-  constructor() {
-    this.promise = new Promise<T>((resolve, reject) => (this.settle = {reject, resolve}))
-    this.promise.catch(() => undefined)
-  }
-
-  resolve(value: T): void {
-    if (!this.settled) this.settle.resolve(value)
-    this.settled = true
-  }
-
-  reject(error: Error): void {
-    if (!this.settled) this.settle.reject(error)
-    this.settled = true
-  }
-}
 
 interface StepShown {
   skipped: boolean
@@ -51,8 +30,8 @@ class VmView {
   failedWith: string | null = null
   wrapper: TaskWrapper | undefined
   private ended = false
-  private readonly phases = new Map<PhaseName, Outcome<'done' | 'skipped'>>()
-  private readonly steps = new Map<string, Outcome<StepShown>>()
+  private readonly phases = new Map<PhaseName, Deferred<'done' | 'skipped'>>()
+  private readonly steps = new Map<string, Deferred<StepShown>>()
   private readonly outputs = new Map<PhaseName, TaskWrapper>()
   /** Phases that ended: a step asked for afterwards is settled at once. */
   private readonly closed = new Map<PhaseName, 'ended' | 'failed'>()
@@ -64,17 +43,17 @@ class VmView {
     return printable(this.failedWith ? `${name}: failed (${this.failedWith})` : name)
   }
 
-  phase(name: PhaseName): Outcome<'done' | 'skipped'> {
+  phase(name: PhaseName): Deferred<'done' | 'skipped'> {
     let outcome = this.phases.get(name)
-    if (!outcome) this.phases.set(name, (outcome = new Outcome()))
+    if (!outcome) this.phases.set(name, (outcome = new Deferred()))
     if (this.ended) outcome.reject(new Error('not run'))
     return outcome
   }
 
-  step(phase: PhaseName, id: string): Outcome<StepShown> {
+  step(phase: PhaseName, id: string): Deferred<StepShown> {
     const key = `${phase}/${id}`
     let outcome = this.steps.get(key)
-    if (!outcome) this.steps.set(key, (outcome = new Outcome()))
+    if (!outcome) this.steps.set(key, (outcome = new Deferred()))
     const closed = this.closed.get(phase)
     if (closed === 'failed' || this.ended) outcome.reject(new Error('failed'))
     if (closed === 'ended') outcome.resolve({detail: 'already done', durationMs: 0, skipped: true})

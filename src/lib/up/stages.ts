@@ -109,7 +109,7 @@ export class VmTrack {
   claim?: Claim
   stage?: Stage
   readonly phases: PhaseResult[] = []
-  /** The error code it failed with, once it failed: its progress line says so rather than leave its phases' ticks alone. */
+  /** The error code it failed with, once it failed. */
   failedWith?: string
 
   constructor(readonly index: number) {}
@@ -117,11 +117,6 @@ export class VmTrack {
   /** How events name it: its position in the run, and its uid and name once it has them. */
   get ref(): EventVm {
     return {index: this.index + 1, name: this.claim?.name ?? null, uid: this.claim?.uid ?? null}
-  }
-
-  get title(): string {
-    const name = this.claim?.name ?? `VM ${this.index + 1}`
-    return this.failedWith ? `${name}: failed (${this.failedWith})` : name
   }
 
   /** The SSH session a bootstrapped VM still holds open. */

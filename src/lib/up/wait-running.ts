@@ -12,6 +12,7 @@ import {withConsoleTail} from '../logs/logs.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {apiTrouble, pollDelay} from '../targon/wait.js'
+import {Deferred} from '../core/deferred.js'
 import {poll} from '../core/poll.js'
 import type {RunContext} from './run-context.js'
 import type {Claim, Deployed, Endpoint, Running, StateWatch} from './stages.js'
@@ -23,22 +24,6 @@ export const WAIT_RUNNING_MS = 20 * 60_000
 export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
   const watch = new PolledStateWatch(ctx, deployed.claim, {bootstrapping: false})
   return {...deployed, endpoint: await watch.running, kind: 'running'}
-}
-
-/** A promise with its settle functions; settled once, later calls are ignored. */
-class Deferred<T> {
-  readonly promise: Promise<T>
-  resolve!: (value: T) => void
-  reject!: (error: unknown) => void
-
-  constructor() {
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
-    })
-    // Nobody may be waiting for it when it fails (e.g. the address of a VM that errored before it had one).
-    this.promise.catch(() => undefined)
-  }
 }
 
 /** Watches one deployed VM's state from deploy until it runs and, with bootstrap, until the bootstrap is done. */
