@@ -15,8 +15,7 @@ import {countOf} from '../core/output.js'
 import {forgetVm} from '../deletion/forget.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../deletion/delete-workloads.js'
-import {idlePastLimit, probeUsage} from '../idle/idle.js'
-import {mapBounded} from '../core/concurrency.js'
+import {idlePastLimit, probeUsages} from '../idle/idle.js'
 import type {DeleteResult, DownResult, Usage} from '../contract.js'
 
 const STALE_INTENT_MS = 60 * 60_000
@@ -121,20 +120,23 @@ function expired(vm: KnownVm, now: number): boolean {
  */
 async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<{idle: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
-  const usages = await mapBounded(live, options.parallel, (vm) =>
-    probeUsage(vm, {
-      configDir: options.configDir,
-      limitS: vm.record?.idle_limit_s ?? options.selection.idle_limit_seconds,
-      signal: options.stop,
-    }),
-  )
-  const idle = live.filter((_, index) => idlePastLimit(usages[index] as Usage))
-  const kept = live.flatMap((vm, index) => {
-    const usage = usages[index] as Usage
-    return idlePastLimit(usage)
-      ? []
-      : [{idle_seconds: usage.idle_seconds, name: vm.name, reason: usage.idle_reason, state: usage.state, uid: vm.uid}]
+  const usages = await probeUsages(live, {
+    configDir: options.configDir,
+    limitS: options.selection.idle_limit_seconds,
+    parallel: options.parallel,
+    signal: options.stop,
   })
+  const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
+  const idle = live.filter((vm) => idlePastLimit(usage(vm)))
+  const kept = live
+    .filter((vm) => !idlePastLimit(usage(vm)))
+    .map((vm) => ({
+      idle_seconds: usage(vm).idle_seconds,
+      name: vm.name,
+      reason: usage(vm).idle_reason,
+      state: usage(vm).state,
+      uid: vm.uid,
+    }))
   const unreadable = kept.filter((vm) => vm.state === 'unreadable')
   if (unreadable.length > 0)
     options.warn(

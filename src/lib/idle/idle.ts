@@ -10,6 +10,7 @@
 import * as z from 'zod'
 
 import type {Usage} from '../contract.js'
+import {mapBounded} from '../core/concurrency.js'
 import {asTargonError} from '../core/errors.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
@@ -72,13 +73,7 @@ export function judgeIdle(probe: Probe, limitS: number | null): Usage {
     ssh_sessions: live.sessions.filter((session) => session.kind !== 'tunnel').length,
     tunnels: live.sessions.filter((session) => session.kind === 'tunnel').length,
   }
-  const unreadable = (reason: string): Usage => ({
-    ...seen,
-    idle_limit_seconds: null,
-    idle_reason: reason,
-    idle_seconds: null,
-    state: 'unreadable',
-  })
+  const unreadable = (reason: string) => unreadableUsage(reason, seen)
   const limit = clock?.limit_s ?? limitS
   // Busy now is busy, whatever the clock says or could not say.
   if (live.busy.length > 0)
@@ -121,19 +116,30 @@ export function idlePastLimit(usage: Usage): boolean {
   return usage.state === 'idle' && usage.idle_limit_seconds !== null && (usage.idle_seconds ?? 0) > usage.idle_limit_seconds
 }
 
+/**
+ * The usage of each VM by uid, probed `parallel` at a time; each VM's own idle limit (up --idle, in its local record)
+ * comes before `limitS`.
+ */
+export async function probeUsages(
+  vms: KnownVm[],
+  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal},
+): Promise<Map<string, Usage>> {
+  const usages = await mapBounded(vms, options.parallel, (vm) =>
+    probeUsage(vm, {configDir: options.configDir, limitS: vm.record?.idle_limit_s ?? options.limitS, signal: options.signal}),
+  )
+  return new Map(vms.map((vm, index) => [vm.uid, usages[index] as Usage]))
+}
+
+/** What nothing could be read of: a VM not running, or a probe that failed before it saw anything. */
+const NOTHING_SEEN = {containers: null, dstack_tasks: null, gpus: null, ssh_sessions: null, tunnels: null}
+
+function unreadableUsage(reason: string, seen: Pick<Usage, keyof typeof NOTHING_SEEN> = NOTHING_SEEN): Usage {
+  return {...seen, idle_limit_seconds: null, idle_reason: reason, idle_seconds: null, state: 'unreadable'}
+}
+
 /** Reads a VM's clock and a live sample over its pinned SSH connection; whatever fails is `unreadable`, with why. */
-export async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: number | null; signal?: AbortSignal}): Promise<Usage> {
-  const unreadable = (reason: string): Usage => ({
-    containers: null,
-    dstack_tasks: null,
-    gpus: null,
-    idle_limit_seconds: null,
-    idle_reason: reason,
-    idle_seconds: null,
-    ssh_sessions: null,
-    state: 'unreadable',
-    tunnels: null,
-  })
+async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: number | null; signal?: AbortSignal}): Promise<Usage> {
+  const unreadable = (reason: string) => unreadableUsage(reason)
   if (vm.status !== 'running') return unreadable(`not running (${vm.status})`)
   let session: SshSession | undefined
   try {

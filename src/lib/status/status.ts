@@ -5,8 +5,7 @@
  */
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contract.js'
-import {mapBounded} from '../core/concurrency.js'
-import {probeUsage} from '../idle/idle.js'
+import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
@@ -166,10 +165,7 @@ function gpuModelOf(vm: KnownVm): string | undefined {
  */
 async function usageOf(vms: KnownVm[], options: StatusOptions): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
-  const usages = await mapBounded(running, MAX_MUTATIONS_IN_FLIGHT, (vm) =>
-    probeUsage(vm, {configDir: options.configDir, limitS: vm.record?.idle_limit_s ?? null}),
-  )
-  return new Map(running.map((vm, index) => [vm.uid, usages[index] as Usage]))
+  return probeUsages(running, {configDir: options.configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
 function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage: Usage | null): StatusVm {
