@@ -7,7 +7,7 @@ import {mkdir} from 'node:fs/promises'
 import {posix} from 'node:path'
 
 import type {CopyResult, CopyVmResult} from '../contract.js'
-import {type VmSelection, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
+import {type VmSelection, announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {TargonError, asTargonError} from '../core/errors.js'
 import type {LocalState} from '../state/local-state.js'
@@ -17,7 +17,7 @@ import {type Entry, LocalSide, RemoteSide, type Side, describeFsError} from './s
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
-import {type RunEvents, vmRef} from '../events/run-events.js'
+import type {RunEvents} from '../events/run-events.js'
 
 export const DEFAULT_COPY_PARALLEL = 8
 
@@ -45,17 +45,18 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
   const vms = await selectVms(client, state, {fleet: options.fleet, org: options.org, owners: options.owners, targets})
   options.onStart?.(vms)
   const results = await fanOut(vms, options.parallel, async (vm) => {
-    const ref = vmRef(vm.uid, vm.name)
-    options.events?.emit({status: 'started', type: 'transfer', vm: ref})
-    const result = await copyOne(vm, options, perVm)
-    options.events?.emit({
-      detail: `${result.files} files, ${result.bytes} bytes`,
-      duration_ms: result.duration_ms,
-      error: result.ok ? null : {code: 'COPY_FAILED', hint: null, message: result.error ?? 'failed'},
-      status: result.ok ? 'done' : 'failed',
-      type: 'transfer',
-      vm: ref,
-    })
+    const result = await announced(
+      options.events,
+      'transfer',
+      vm,
+      () => copyOne(vm, options, perVm),
+      (copied) => ({
+        detail: `${copied.files} files, ${copied.bytes} bytes`,
+        durationMs: copied.duration_ms,
+        error: {code: 'COPY_FAILED', message: copied.error ?? 'failed'},
+        ok: copied.ok,
+      }),
+    )
     options.onResult?.(result)
     return result
   })

@@ -5,7 +5,7 @@
  */
 import {LineSplitter} from '../core/lines.js'
 import type {ExecResult, ExecVmResult} from '../contract.js'
-import {fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
+import {announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {PinnedKey} from '../ssh/connect-info.js'
@@ -13,7 +13,7 @@ import {asTargonError} from '../core/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
-import {type RunEvents, vmRef} from '../events/run-events.js'
+import type {RunEvents} from '../events/run-events.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
@@ -37,21 +37,20 @@ export interface ExecOptions {
 
 export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
   const vms = await selectVms(client, state, options)
-  const results = await fanOut(vms, options.parallel, async (vm) => {
-    const ref = vmRef(vm.uid, vm.name)
-    options.events?.emit({status: 'started', type: 'exec', vm: ref})
-    const result = await runOne(vm, options)
-    const ok = result.exit_code === 0
-    options.events?.emit({
-      detail: result.exit_code === null ? result.error : `exit code ${result.exit_code}`,
-      duration_ms: result.duration_ms,
-      error: ok ? null : {code: 'REMOTE_COMMAND_FAILED', hint: null, message: result.error ?? `exit code ${result.exit_code}`},
-      status: ok ? 'done' : 'failed',
-      type: 'exec',
-      vm: ref,
-    })
-    return result
-  })
+  const results = await fanOut(vms, options.parallel, (vm) =>
+    announced(
+      options.events,
+      'exec',
+      vm,
+      () => runOne(vm, options),
+      (result) => ({
+        detail: result.exit_code === null ? result.error : `exit code ${result.exit_code}`,
+        durationMs: result.duration_ms,
+        error: {code: 'REMOTE_COMMAND_FAILED', message: result.error ?? `exit code ${result.exit_code}`},
+        ok: result.exit_code === 0,
+      }),
+    ),
+  )
   const failed = results.filter((result) => result.exit_code !== 0)
   const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
   return settle(result, failed.length, {

@@ -7,6 +7,7 @@ import {mapBounded} from '../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../core/errors.js'
 import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
+import {type RunEvents, vmRef} from '../events/run-events.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type OwnerScope, scoped} from './owners.js'
@@ -76,6 +77,37 @@ export interface FanOutEnd {
 /** Runs `work` on every VM, at most `parallel` at once; results in the order of `vms`. */
 export function fanOut<R>(vms: KnownVm[], parallel: number, work: (vm: KnownVm) => Promise<R>): Promise<R[]> {
   return mapBounded(vms, parallel, work)
+}
+
+/** How one VM's work ended, for its event: whether it did, a line for a person, and, when not, the error. */
+export interface VmOutcome {
+  ok: boolean
+  detail: string | null
+  durationMs: number
+  error: {code: ErrorCode; message: string}
+}
+
+/** Runs one VM's work announced on `events` as `type`: started, then done or failed as `outcome` reads the result. */
+export async function announced<R>(
+  events: RunEvents | undefined,
+  type: 'exec' | 'transfer',
+  vm: KnownVm,
+  work: () => Promise<R>,
+  outcome: (result: R) => VmOutcome,
+): Promise<R> {
+  const ref = vmRef(vm.uid, vm.name)
+  events?.emit({status: 'started', type, vm: ref})
+  const result = await work()
+  const {detail, durationMs, error, ok} = outcome(result)
+  events?.emit({
+    detail,
+    duration_ms: durationMs,
+    error: ok ? null : {...error, hint: null},
+    status: ok ? 'done' : 'failed',
+    type,
+    vm: ref,
+  })
+  return result
 }
 
 /** The run's result, or the error that carries it: the interrupt, else `end` when any VM failed. */
