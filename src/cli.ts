@@ -9,7 +9,9 @@ import ConfigRemove from './commands/config/remove.js'
 import ConfigSet from './commands/config/set.js'
 import ConfigUnset from './commands/config/unset.js'
 import ConfigUse from './commands/config/use.js'
+import Cost from './commands/cost.js'
 import Cp from './commands/cp.js'
+import Credits from './commands/credits.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
 import Logs from './commands/logs.js'
@@ -29,7 +31,9 @@ export const COMMANDS = {
   'config:set': ConfigSet,
   'config:unset': ConfigUnset,
   'config:use': ConfigUse,
+  cost: Cost,
   cp: Cp,
+  credits: Credits,
   down: Down,
   exec: Exec,
   logs: Logs,

@@ -417,6 +417,134 @@ export function configJsonKey(key: string): string {
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
  */
+export const COST_GROUPINGS = ['day', 'fleet', 'resource', 'vm'] as const
+export type CostGrouping = (typeof COST_GROUPINGS)[number]
+
+/** Where a VM's billing start comes from: the deploy this directory saw accepted, or the API's created_at of a VM it met. */
+export const START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
+/** How a VM's billing ended: a deletion confirmed here, a tombstone's updated_at, or the last time it was seen billing. */
+export const STOP_HOWS = ['deleted', 'tombstone', 'last-seen'] as const
+
+/** What the spend ledger keeps of a VM, and what a cost report says of it. */
+export const VmFactsSchema = z.object({
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  owner: z.string().nullable(),
+  resource: z.string().nullable(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  price_per_hour: z.number().nullable(),
+})
+export type VmFacts = z.infer<typeof VmFactsSchema>
+
+export const CostVmSchema = VmFactsSchema.extend({
+  uid: z.string(),
+  price_per_hour: z.number().describe('USD per hour, as the API reported it when the ledger first recorded the VM'),
+  start: z.string().describe('when billing began (RFC 3339)'),
+  start_source: z
+    .enum(START_SOURCES)
+    .describe(
+      "deploy: the deploy this config directory saw accepted; wake-registered: down --wake-registered deployed it to delete it; api-created: the API's created_at of a VM met running (made elsewhere, or before the ledger); first-seen: the first listing that showed it, when the API gave no creation time",
+    ),
+  end: z.string().nullable().describe('when billing ended; null while it bills (the estimate then runs up to now)'),
+  end_source: z
+    .enum([...STOP_HOWS, 'open'])
+    .describe(
+      'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: the last time this directory saw it billing (see bounded); open: it still bills',
+    ),
+  bounded: z
+    .boolean()
+    .describe(
+      'true when the end is only the last sighting: billing stopped between `end` and `found_gone_at`, so the figure is a lower bound',
+    ),
+  found_gone_at: z.string().nullable().describe('for a last-seen end: when a listing found it gone'),
+  seconds: z.number().describe('billed seconds within the report range'),
+  estimated_usd: z.number().describe('price_per_hour × seconds / 3600, rounded to 1/100 of a cent'),
+})
+export type CostVm = z.infer<typeof CostVmSchema>
+
+export const CostGroupSchema = z.object({
+  key: z.string().nullable().describe('the day (YYYY-MM-DD, UTC), fleet, resource or uid; null for VMs with no fleet or resource'),
+  estimated_usd: z.number(),
+  seconds: z.number(),
+  vms: z.number().describe('VMs that billed in the group'),
+})
+export type CostGroup = z.infer<typeof CostGroupSchema>
+
+export const CostApartSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().nullable().describe('as the listing shows it now; null when it is not listed'),
+  since: z.string().nullable().describe('when it began billing, as far as known'),
+  open_seconds: z.number().nullable().describe('how long it has been open, up to now'),
+  reason: z.string().describe('why it is not in the totals'),
+})
+export type CostApart = z.infer<typeof CostApartSchema>
+
+export const ReconcileSchema = z.object({
+  verdict: z
+    .enum(['matches', 'differs', 'credits-unchanged', 'credits-rose', 'one-reading', 'unreadable'])
+    .describe(
+      'matches: the drop in credits is within 5% (or 1 cent) of the estimate; one-reading: no earlier reading of the credits in the range (targon credits records one each run); unreadable: the credits could not be read now',
+    ),
+  from: z.string().nullable().describe('the earlier credits reading compared'),
+  to: z.string().nullable().describe('the later credits reading compared (this run)'),
+  credits_from: z.number().nullable(),
+  credits_to: z.number().nullable(),
+  credits_drop_usd: z.number().nullable(),
+  estimated_usd: z.number().nullable().describe('the estimate of every VM the ledger knows over the same interval, any fleet or owner'),
+  difference_usd: z.number().nullable().describe('credits_drop_usd - estimated_usd'),
+  unseen: z.array(z.string()).describe('what this comparison cannot see'),
+})
+export type Reconcile = z.infer<typeof ReconcileSchema>
+
+export const CostResultSchema = z.object({
+  org: z.string(),
+  from: z.string(),
+  to: z.string(),
+  fleet: z.string().nullable().describe('--fleet; null for every fleet'),
+  group_by: z.enum(COST_GROUPINGS),
+  estimate: z.literal(true).describe('every figure is an estimate: Targon reports no charges per VM'),
+  basis: z.string().describe('what the figures rest on'),
+  total_usd: z.number().describe('the sum over `vms`; what is in `apart` is not in it'),
+  total_seconds: z.number(),
+  groups: z.array(CostGroupSchema).describe('by --by, largest first (by day: in date order)'),
+  days: z.array(CostGroupSchema).describe('per UTC day in the range, in date order, days without spend included'),
+  vms: z.array(CostVmSchema),
+  apart: z.array(CostApartSchema).describe('VMs whose end or price is unknown: shown with their open duration, never in the totals'),
+  complete: z.boolean().describe('false when the range reaches back before the ledger began or into pruned months'),
+  incomplete_reason: z.string().nullable(),
+  ledger_since: z.string().nullable().describe('the first line the ledger holds'),
+  reconcile: ReconcileSchema.nullable().describe('with --reconcile'),
+})
+export type CostResult = z.infer<typeof CostResultSchema>
+
+export const CreditsResultSchema = z.object({
+  org: z.string(),
+  as_of: z.string(),
+  credits: z.number(),
+  currency: z.string().nullable(),
+  burn_usd_per_hour: z
+    .number()
+    .describe('the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it'),
+  billing_vms: z.number(),
+  mine: z.object({
+    owner: z.string().nullable().describe('the owner set (config owner, TARGON_OWNER); null: the VMs of this tool'),
+    burn_usd_per_hour: z.number(),
+    billing_vms: z.number(),
+  }),
+  unpriced_vms: z.array(z.string()).describe('uids billing without a price in the listing: the burn rate leaves them out'),
+  uncertain_vms: z
+    .array(z.string())
+    .describe('uids counted as billing without certainty (an error record not classified, an item failing the checks)'),
+  runway_hours: z.number().nullable().describe('credits / burn rate; null when nothing bills'),
+  runway_ends_at: z.string().nullable(),
+  min_runway_hours: z.number().nullable().describe('--min-runway'),
+  short: z.boolean().describe('the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT)'),
+})
+export type CreditsResult = z.infer<typeof CreditsResultSchema>
+
 export const EVENT_VERSION = 1
 
 export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const
@@ -460,7 +588,9 @@ export const DATA_SCHEMAS = {
   'config set': ConfigResultSchema,
   'config unset': ConfigResultSchema,
   'config use': ConfigProfileResultSchema,
+  cost: CostResultSchema,
   cp: CopyResultSchema,
+  credits: CreditsResultSchema,
   down: DownResultSchema,
   exec: ExecResultSchema,
   logs: LogsResultSchema,

@@ -3,46 +3,26 @@
  * VMs deleted by --over-cost, a down that leaves VMs billing; nothing secret in any of them; an unreachable or
  * failing receiver leaves the exit code as it was.
  */
-import {type Server, createServer} from 'node:http'
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, type TargonSimulator} from '../simulator/simulator.js'
 
-/** The webhook's path carries a token, as Slack's do. */
-const HOOK_PATH = '/services/T000/B000/secret-hook-token'
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 
-let receiver: Server
-let received: {path: string; body: any}[] = []
-let answerStatus = 200
-let hookUrl = ''
-
-beforeAll(async () => {
-  receiver = createServer((request, response) => {
-    let body = ''
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()))
-    request.on('end', () => {
-      received.push({body: JSON.parse(body), path: request.url ?? ''})
-      response.writeHead(answerStatus).end()
-    })
-  })
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
-  const address = receiver.address() as {port: number}
-  hookUrl = `http://127.0.0.1:${address.port}${HOOK_PATH}`
-})
-
-afterAll(async () => {
-  await new Promise((resolve) => receiver.close(resolve))
-})
+const hook = useWebhook()
 
 async function withSimulator(options: SimulatorOptions, work: (sim: TargonSimulator, env: Record<string, string>) => Promise<void>) {
   const sim = await startSimulator(options)
-  received = []
-  answerStatus = 200
+  hook.received.length = 0
+  hook.answerStatus = 200
   try {
-    await work(sim, simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-notify-'), TARGON_NOTIFY_URL: hookUrl}) as Record<string, string>)
+    await work(
+      sim,
+      simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-notify-'), TARGON_NOTIFY_URL: hook.url}) as Record<string, string>,
+    )
   } finally {
     await sim.stop()
   }
@@ -50,7 +30,7 @@ async function withSimulator(options: SimulatorOptions, work: (sim: TargonSimula
 
 /** Nothing secret in what was sent or printed: not the API key, not the hook's token. */
 function expectNoSecrets(result: CliResult): void {
-  for (const text of [JSON.stringify(received.map((message) => message.body)), result.stdout, result.stderr]) {
+  for (const text of [JSON.stringify(hook.received.map((message) => message.body)), result.stdout, result.stderr]) {
     expect(text).not.toContain(DEFAULT_TOKEN)
     expect(text).not.toContain('secret-hook-token')
   }
@@ -62,24 +42,24 @@ describe('notifications', () => {
       const up = await runCli([...UP, '--count', '2'], {env})
       expect(up.code, up.stderr).toBe(0)
       const vms = parseJson(up).data.vms as {name: string; uid: string}[]
-      expect(received).toHaveLength(1)
-      expect(received[0]!.path).toBe(HOOK_PATH)
-      expect(received[0]!.body).toMatchObject({
+      expect(hook.received).toHaveLength(1)
+      expect(hook.received[0]!.path).toBe(HOOK_PATH)
+      expect(hook.received[0]!.body).toMatchObject({
         targon: {command: 'up', event: 'up-ready', exit_code: 0, org: 'acme', profile: 'default', still_billing: []},
         text: expect.stringContaining('targon up: 2 VMs ready in acme'),
       })
-      expect(received[0]!.body.targon.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual(vms.map((vm) => vm.uid).sort())
+      expect(hook.received[0]!.body.targon.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual(vms.map((vm) => vm.uid).sort())
       expectNoSecrets(up)
 
       const down = await runCli(['down', '--over-cost', '0.0001', '--json'], {env})
       expect(down.code, down.stdout).toBe(0)
-      expect(received).toHaveLength(2)
-      expect(received[1]!.body.targon).toMatchObject({command: 'down', event: 'down-deleted', exit_code: 0})
-      expect(received[1]!.body.text).toMatch(/^targon down --over-cost 0.0001 deleted 2 VMs in acme: /)
+      expect(hook.received).toHaveLength(2)
+      expect(hook.received[1]!.body.targon).toMatchObject({command: 'down', event: 'down-deleted', exit_code: 0})
+      expect(hook.received[1]!.body.text).toMatch(/^targon down --over-cost 0.0001 deleted 2 VMs in acme: /)
       expectNoSecrets(down)
       // A plain --all says nothing: nothing was scheduled, nothing bills.
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
-      expect(received).toHaveLength(2)
+      expect(hook.received).toHaveLength(2)
     })
   })
 
@@ -88,19 +68,19 @@ describe('notifications', () => {
     await withSimulator({createdUid: (name) => `../${name}`}, async (sim, env) => {
       const up = await runCli(UP, {env: {...env, TARGON_RECONCILE_WINDOW: '1'}})
       expect(up.code).toBe(5)
-      expect(received).toHaveLength(1)
-      expect(received[0]!.body.targon).toMatchObject({event: 'up-failed', exit_code: 5})
-      expect(received[0]!.body.text).toMatch(/^targon up failed \(BAD_RESPONSE\)/)
+      expect(hook.received).toHaveLength(1)
+      expect(hook.received[0]!.body.targon).toMatchObject({event: 'up-failed', exit_code: 5})
+      expect(hook.received[0]!.body.text).toMatch(/^targon up failed \(BAD_RESPONSE\)/)
 
       const down = await runCli(['down', '--all', '--json'], {env})
       expect(down.code).toBe(11)
-      expect(received).toHaveLength(2)
-      expect(received[1]!.body.targon).toMatchObject({event: 'down-still-billing', exit_code: 11})
-      expect(received[1]!.body.targon.still_billing).toHaveLength(1)
-      expect(received[1]!.body.text).toContain('STILL BILLING in acme')
+      expect(hook.received).toHaveLength(2)
+      expect(hook.received[1]!.body.targon).toMatchObject({event: 'down-still-billing', exit_code: 11})
+      expect(hook.received[1]!.body.targon.still_billing).toHaveLength(1)
+      expect(hook.received[1]!.body.text).toContain('STILL BILLING in acme')
       expectNoSecrets(down)
       // Named by its exact uid, it goes.
-      const uid = received[1]!.body.targon.still_billing[0] as string
+      const uid = hook.received[1]!.body.targon.still_billing[0] as string
       expect((await runCli(['down', uid, '--json'], {env})).code).toBe(0)
       expect(sim.billing()).toEqual([])
     })
@@ -114,14 +94,14 @@ describe('notifications', () => {
     await withSimulator({capacitySchedule: schedule}, async (_sim, env) => {
       const up = await runCli([...UP, '--wait', '1m'], {env: {...env, TARGON_CAPACITY_POLL_INTERVAL: '0.2'}})
       expect(up.code, up.stderr).toBe(0)
-      expect(received.map((message) => message.body.targon.event)).toEqual(['capacity-found', 'up-ready'])
+      expect(hook.received.map((message) => message.body.targon.event)).toEqual(['capacity-found', 'up-ready'])
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
     })
   })
 
   it('an unreachable or refusing webhook leaves the exit code as it was, with a warning, within 5 s', async () => {
     await withSimulator({}, async (_sim, env) => {
-      answerStatus = 500
+      hook.answerStatus = 500
       const started = Date.now()
       const refused = await runCli(UP, {env})
       expect(refused.code).toBe(0)
@@ -141,12 +121,12 @@ describe('notifications', () => {
       const up = await runCli([...UP, '--notify', 'http://hooks.example.com/secret-hook-token'], {env})
       expect(up.code).toBe(2)
       expect(up.stdout + up.stderr).not.toContain('secret-hook-token')
-      const set = await runCli(['config', 'set', 'notify-url'], {env, input: `${hookUrl}\n`})
+      const set = await runCli(['config', 'set', 'notify-url'], {env, input: `${hook.url}\n`})
       expect(set.code, set.stderr).toBe(0)
       const list = await runCli(['config', 'list', '--json'], {env})
-      expect(parseJson(list).data.values.notify_url).toBe(`${new URL(hookUrl).origin}/…`)
+      expect(parseJson(list).data.values.notify_url).toBe(`${new URL(hook.url).origin}/…`)
       expect(list.stdout).not.toContain('secret-hook-token')
-      const flagged = await runCli([...UP, '--notify', hookUrl], {env})
+      const flagged = await runCli([...UP, '--notify', hook.url], {env})
       expect(flagged.code).toBe(0)
       expect(parseJson(flagged).warnings[0]).toContain('--notify puts the webhook URL where ps and crontabs show it')
       expect(flagged.stdout + flagged.stderr).not.toContain('secret-hook-token')

@@ -111,6 +111,12 @@ export interface SimulatorOptions {
    * it). Default true.
    */
   summaryProjectId?: boolean
+  /**
+   * How GET credits behaves: `falling` (the default) answers the org's seed credits minus price × billed time of its
+   * workloads, as a wallet that Targon debits continuously would; `unchanged` answers the seed credits whatever
+   * bills (a wallet debited in batches, or never); `unreadable` answers 403 (a key that may not read the wallet).
+   */
+  credits?: 'falling' | 'unchanged' | 'unreadable'
 }
 
 /** The halted statuses of Targon's SDK: a VM in one still bills here, as a suspended one does. */
@@ -157,6 +163,8 @@ export interface SimWorkload {
   created_at: string
   updated_at: string
   deployedAt?: number
+  /** When billing began: the first deploy (a wake does not restart it). */
+  billedFrom?: number
   /** When the state turned running (the latest time, after a wake). */
   runningAt?: number
   /** 0 for the first workload deployed on this simulator, 1 for the next... */
@@ -256,6 +264,7 @@ export class TargonSimulator {
       provisioning: 'normal',
       capacitySchedule: [],
       capacityRefusal: '503',
+      credits: 'falling',
       frozenCostPerHour: null,
       transitional: false,
       temporaryDeploys: 0,
@@ -354,11 +363,23 @@ export class TargonSimulator {
     return this.live().filter((workload) => BILLING.has(workload.status))
   }
 
-  /** Seconds billed for a workload, from deploy to delete. */
+  /** Seconds billed for a workload, from its first deploy to its delete (suspended and crashed time included). */
   billableSeconds(uid: string): number {
     const workload = this.workloads.get(uid)
-    if (!workload?.deployedAt) return 0
-    return ((workload.deletedAt ?? Date.now()) - workload.deployedAt) / 1000
+    if (workload?.billedFrom === undefined) return 0
+    return ((workload.deletedAt ?? Date.now()) - workload.billedFrom) / 1000
+  }
+
+  /** USD billed so far to an org's workloads: price × billed time. */
+  billedUsd(slug: string): number {
+    return [...this.workloads.values()]
+      .filter((workload) => workload.org === slug)
+      .reduce((sum, workload) => sum + (this.billableSeconds(workload.uid) / 3600) * workload.cost_per_hour, 0)
+  }
+
+  /** The org's credits now (see SimulatorOptions.credits). */
+  creditsOf(org: OrgSeed): number {
+    return this.options.credits === 'unchanged' ? org.credits : org.credits - this.billedUsd(org.slug)
   }
 
   requests(method: string, pathPart: RegExp | string): LoggedRequest[] {
@@ -594,7 +615,7 @@ export class TargonSimulator {
       return [
         200,
         this.page(
-          this.orgs.filter((org) => member && orgs.includes(org.slug)).map((org) => orgView(org)),
+          this.orgs.filter((org) => member && orgs.includes(org.slug)).map((org) => orgView(org, this.creditsOf(org))),
           url.searchParams,
         ),
       ]
@@ -609,8 +630,11 @@ export class TargonSimulator {
     const rest = match[2] ?? ''
     const segments = rest.split('/').map((segment) => decodeURIComponent(segment))
 
-    if (rest === '' && method === 'GET') return [200, orgView(org)]
-    if (rest === 'credits' && method === 'GET') return [200, {credits: org.credits, currency: 'USD'}]
+    if (rest === '' && method === 'GET') return [200, orgView(org, this.creditsOf(org))]
+    if (rest === 'credits' && method === 'GET') {
+      if (this.options.credits === 'unreadable') throw new HttpFailure(403, 'FORBIDDEN', 'this token may not read the wallet')
+      return [200, {credits: this.creditsOf(org), currency: 'USD'}]
+    }
     if (segments[0] === 'projects') return this.projectsRoute(method, org, segments, body, url)
     if (segments[0] === 'ssh-keys') return this.sshKeysRoute(method, org, segments, body, url)
     if (segments[0] === 'workloads') return this.workloadsRoute(method, org, segments, body, url)
@@ -809,10 +833,11 @@ export class TargonSimulator {
 
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
     if (!offer || offer.available <= 0) throw this.noCapacity(workload.resource_name)
-    if (org.credits < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
+    if (this.creditsOf(org) < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
     offer.available--
     workload.status = 'provisioning'
     workload.deployedAt = Date.now()
+    workload.billedFrom = workload.deployedAt
     workload.deployIndex = this.deployCount++
     if (this.provisioningOf(workload) === 'normal') this.startBoot(workload)
     touch(workload)
@@ -908,7 +933,8 @@ export class TargonSimulator {
       workload.status = 'error'
       workload.message = 'stopping container: exit code 137'
       workload.tombstone = true
-      touch(workload)
+      // When it flipped, not when somebody next looked.
+      workload.updated_at = new Date((workload.deletedAt ?? now) + bounce).toISOString()
     }
 
     if (
@@ -1113,11 +1139,11 @@ function touch(workload: SimWorkload): void {
   workload.updated_at = new Date().toISOString()
 }
 
-function orgView(org: OrgSeed) {
+function orgView(org: OrgSeed, credits: number) {
   return {
     billing_email: '',
     created_at: '2026-07-27T10:00:00Z',
-    credits: org.credits,
+    credits,
     name: org.name,
     org_type: org.org_type,
     overage: 0,

@@ -1,15 +1,16 @@
 /**
- * Flags that take a duration or an amount in USD, parsed where they are declared: a command gets a number (ms, or
- * USD), its --help and flag snapshot say what the flag takes (DURATION, USD), and a bad value is one usage error
- * that names the flag, its range and an example.
+ * Flags that take a duration, an amount in USD or a point in time, parsed where they are declared: a command gets a
+ * number (ms, USD, or epoch ms), its --help and flag snapshot say what the flag takes (DURATION, USD, DATE|TIME), and
+ * a bad value is one usage error that names the flag, its range and an example.
  */
 import {Flags} from '@oclif/core'
 
-import {type DurationFlag, parseDuration, parsePrice} from '../core/input.js'
+import {type DurationFlag, parseDuration, parsePrice, parseTime} from '../core/input.js'
 
 interface Described {
   summary: string
   description?: string
+  exclusive?: string[]
 }
 
 /** A duration with a unit (90s, 20m, 6h, 1d, 1h30m) within the flag's range, as milliseconds. */
@@ -20,4 +21,9 @@ export function durationFlag(flag: DurationFlag, described: Described) {
 /** A positive amount in USD, such as 1.8 or $20; `what` says what it is in the error's hint. */
 export function usdFlag(flag: string, what: string, described: Described) {
   return Flags.custom<number>({...described, helpValue: '<USD>', parse: async (input) => parsePrice(input, flag, what)})()
+}
+
+/** A UTC date or an RFC 3339 time, as epoch ms; `end`: a date means the end of that day (see parseTime). */
+export function timeFlag(flag: string, end: boolean, described: Described) {
+  return Flags.custom<number>({...described, helpValue: '<DATE|TIME>', parse: async (input) => parseTime(input, flag, end)})()
 }

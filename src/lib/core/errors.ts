@@ -28,6 +28,8 @@ export const EXIT_CODES = {
   COPY_FAILED: 12,
   /** Targon refused for a quota of the org (a 429 whose reason names a limit): final, no other offer is tried. */
   QUOTA_EXCEEDED: 13,
+  /** targon credits --min-runway: the org's credits last less than that at the current burn rate. */
+  RUNWAY_SHORT: 14,
   /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
   INTERRUPTED: 130,
 } as const

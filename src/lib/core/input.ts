@@ -22,7 +22,9 @@ const MAX_DURATION_MS = 365 * 86_400_000
 export const DURATION_LIMITS = {
   '--idle': {max: MAX_DURATION_MS, min: 1000},
   '--idle-limit': {max: MAX_DURATION_MS, min: 1000},
+  '--min-runway': {max: MAX_DURATION_MS, min: MINUTE},
   '--older-than': {max: MAX_DURATION_MS, min: MINUTE},
+  '--since': {max: 10 * MAX_DURATION_MS, min: MINUTE},
   '--timeout': {max: MAX_DURATION_MS, min: 1000},
   '--ttl': {max: MAX_DURATION_MS, min: MINUTE},
   '--wait': {max: MAX_DURATION_MS, min: 1000},
@@ -55,4 +57,24 @@ export function formatDuration(ms: number): string {
   const hours = Math.floor(minutes / 60)
   if (hours < 48) return minutes % 60 ? `${hours}h${minutes % 60}m` : `${hours}h`
   return `${Math.floor(hours / 24)}d${hours % 24 ? `${hours % 24}h` : ''}`
+}
+
+/**
+ * A point in time for a report bound: a UTC date (2026-11-01) or an RFC 3339 time with its offset. A date given as an
+ * end (`end`) means the end of that day, so that --to 2026-11-30 includes the 30th.
+ */
+export function parseTime(input: string, flag: string, end = false): number {
+  const text = input.trim()
+  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text)
+  const ms = date
+    ? Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]) + (end ? 1 : 0))
+    : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text)
+      ? Date.parse(text)
+      : Number.NaN
+  if (Number.isNaN(ms) || (date && new Date(ms - (end ? 86_400_000 : 0)).toISOString().slice(0, 10) !== text))
+    throw usageError(
+      `${flag} "${input}" is not a date or time`,
+      `use a UTC date or an RFC 3339 time, e.g. ${flag} 2026-11-01 or ${flag} 2026-11-01T09:00:00Z`,
+    )
+  return ms
 }

@@ -25,12 +25,16 @@ import type {LocalState} from '../state/local-state.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import type {DeleteAction, DeleteResult} from '../contract.js'
 import {type EventVm, vmRef} from '../events/run-events.js'
+import {recordStart, recordStop} from '../ledger/ledger.js'
+import type {VmFacts} from '../contract.js'
 
 export interface DeleteTarget {
   uid: string
   name: string | null
   /** The status last seen (e.g. in the listing); read afresh when missing. */
   status?: ObservedStatus
+  /** What the spend ledger keeps of it, should a wake-up start its billing (the listing's; the name alone without). */
+  facts?: VmFacts
 }
 
 /** Everything one VM's deletion may take, a wake-then-delete included. Not bounded by `up --timeout`. */
@@ -123,6 +127,9 @@ class Deletion {
     const startedAt = Date.now()
     this.say('started', `deleting ${this.label()}`)
     const result = await this.settle()
+    // This run stopped its billing (what was gone already, the listing ends in the ledger).
+    if (!result.billing && (result.action === 'deleted' || result.action === 'woken-and-deleted'))
+      this.unrecorded(recordStop(this.state.dir, this.org, this.target.uid))
     this.say(
       result.billing ? 'failed' : 'done',
       `${this.label()}: ${result.action}${result.error ? ` (${result.error})` : ''}`,
@@ -266,6 +273,8 @@ class Deletion {
     let sends = 1
     let sent = await this.sendWake()
     if (typeof sent !== 'string') return sent
+    // A registered workload starts billing now; a suspended or crashed one was billing all along.
+    if (status === 'registered') this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'wake-registered'))
     const running = await pollUntil(
       async () => {
         const now = await this.readOnce()
@@ -330,6 +339,15 @@ class Deletion {
 
   private note(outcome: 'accepted' | 'refused'): void {
     this.state.writeDeleteNote(this.org, {at: new Date().toISOString(), name: this.target.name, outcome, uid: this.target.uid})
+  }
+
+  private facts(): VmFacts {
+    const none = {fleet: null, gpu_count: null, gpu_model: null, owner: null, price_per_hour: null, resource: null}
+    return this.target.facts ?? {...none, name: this.target.name}
+  }
+
+  private unrecorded(warning: string | undefined): void {
+    if (warning) this.say('progress', warning)
   }
 
   private label(): string {

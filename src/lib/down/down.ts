@@ -8,7 +8,7 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, invalidWarning, resolveVm, snapshot} from '../fleet/workloads.js'
+import {type KnownVm, invalidWarning, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
 import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../core/output.js'
@@ -200,7 +200,7 @@ export async function runDown(
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
   const {idle, kept} = selection.idle ? await keepUnlessIdle(chosen, options) : {idle: chosen, kept: []}
-  const targets: DeleteTarget[] = idle.map((vm) => ({name: vm.name, status: vm.status, uid: vm.uid}))
+  const targets: DeleteTarget[] = idle.map((vm) => ({facts: vmFacts(vm), name: vm.name, status: vm.status, uid: vm.uid}))
   for (const target of unlisted) {
     const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)
     if (resolved) targets.push(resolved)

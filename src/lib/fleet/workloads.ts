@@ -9,6 +9,8 @@ import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed} from './owners.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
+import {recordListing} from '../ledger/ledger.js'
+import type {VmFacts} from '../contract.js'
 
 export interface KnownVm {
   uid: string
@@ -46,9 +48,11 @@ export interface FleetSnapshot {
 
 /**
  * The org's VMs joined with local state. `readOwners`: read in full the listing items that come without project_id,
- * to know their owner (see owners.ts); runs that do not scope by owner leave those owners unknown.
+ * to know their owner (see owners.ts); runs that do not scope by owner leave those owners unknown. Every listing
+ * is told to the spend ledger: it is how VMs made or deleted elsewhere get their start and end.
  */
 export async function snapshot(client: TargonClient, org: string, state: LocalState, readOwners = false): Promise<FleetSnapshot> {
+  const listedAt = Date.now()
   const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
   const notes = state.deleteNotes(org)
@@ -84,7 +88,37 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   for (const vm of vms) vm.owner = owners.get(vm.uid)
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
+  // A billing only assumed (an `error` record of a VM made here) may be another machine's tombstone: not a sighting.
+  const sightings = vms.map((vm) => ({
+    ...vmFacts(vm),
+    billing: vm.billingAssumed ? null : vm.billing,
+    createdAt: vm.workload.created_at ?? null,
+    gone: vm.gone,
+    uid: vm.uid,
+    updatedAt: vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null,
+  }))
+  const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
+  const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable})
+  if (unrecorded) problems.push(unrecorded)
   return {invalid, localOnly, problems, vms}
+}
+
+/** What the spend ledger keeps of a VM. */
+export function vmFacts(vm: KnownVm): VmFacts {
+  return {
+    fleet: vm.fleet,
+    gpu_count: vm.workload.resource?.gpu_count ?? null,
+    gpu_model: vmGpuModel(vm) ?? null,
+    name: vm.name,
+    owner: vm.owner ?? null,
+    price_per_hour: vmPrice(vm),
+    resource: vmResource(vm),
+  }
+}
+
+/** The GPU model as the workload reports it, if it does. */
+export function vmGpuModel(vm: KnownVm): string | undefined {
+  return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
 }
 
 /**

@@ -50,6 +50,16 @@ const seconds =
     return Math.round(value * 1000)
   }
 
+/** A whole number of days from an environment variable, within [min, max]. */
+const days =
+  (min: number, max: number, example: number) =>
+  (raw: string, source: string): number => {
+    const value = Number(raw)
+    if (!/^\d+$/.test(raw) || value < min || value > max)
+      throw usageError(`${source} "${raw}" is not a whole number of days from ${min} to ${max}`, `set it to e.g. ${example}, or unset it`)
+    return value
+  }
+
 export const SETTINGS = {
   // In the order `targon config list` shows the stored ones.
   'api-key': {
@@ -105,6 +115,8 @@ export const SETTINGS = {
   // How long a mutation with an unclear answer is reconciled (the listing or the state watched) before it is sent
   // again: a create's listing is watched this long, a DELETE answered 5xx a third of it. Lower only for a simulator.
   'reconcile-window': {default: 30_000, env: 'TARGON_RECONCILE_WINDOW', parse: seconds(0.1, 600, 30), stored: false},
+  // How long the spend ledger keeps a month: whole months that ended longer ago are deleted by targon cost.
+  'ledger-days': {default: 400, env: 'TARGON_LEDGER_DAYS', parse: days(1, 36_500, 400), stored: false},
 } satisfies Record<string, SettingSpec<unknown>>
 
 export type SettingKey = keyof typeof SETTINGS

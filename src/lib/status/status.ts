@@ -8,7 +8,7 @@ import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contrac
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
-import {type KnownVm, findVm, invalidWarning, snapshot, vmPrice, vmResource} from '../fleet/workloads.js'
+import {type KnownVm, findVm, invalidWarning, snapshot, vmGpuModel, vmPrice, vmResource} from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
@@ -51,7 +51,7 @@ export async function runStatus(client: TargonClient, state: LocalState, options
         ).outside
   const outsideNote = outsideWarning(outsideBilling, options.owners)
   if (outsideNote) options.warn(outsideNote)
-  const offers = selected.some((vm) => !gpuModelOf(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
+  const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
   const now = Date.now()
   const usages = options.usage ? await usageOf(selected, options) : new Map<string, Usage>()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null))
@@ -155,10 +155,6 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
   return fleetFile
 }
 
-function gpuModelOf(vm: KnownVm): string | undefined {
-  return vm.workload.resource?.gpu_model ?? vm.workload.resource?.gpu_type ?? undefined
-}
-
 /**
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
@@ -173,7 +169,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)
   const price = vmPrice(vm)
-  const gpuModel = gpuModelOf(vm) ?? offer?.gpu_model
+  const gpuModel = vmGpuModel(vm) ?? offer?.gpu_model
   const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
   return {
     age_seconds: ageSeconds(vm, now),

@@ -9,6 +9,7 @@ import {HttpTransport, type HttpOptions} from './http.js'
 import {
   type CreateWorkloadRequest,
   CreateWorkloadRequestSchema,
+  CreditsSchema,
   OrgSchema,
   ProjectSchema,
   RawOfferSchema,
@@ -100,6 +101,11 @@ export class TargonClient {
   /** One org by its slug: 404 when there is none, 403 when this key may not use it. */
   async getOrg(slug: string) {
     return this.http.call({method: 'GET', path: `/tha/v3/orgs/${encodeURIComponent(slug)}`, retry: 'safe', schema: OrgSchema})
+  }
+
+  /** The org's credits (USD). */
+  async getCredits(org: string) {
+    return this.http.call({method: 'GET', path: orgPath(org, 'credits'), retry: 'safe', schema: CreditsSchema})
   }
 
   async listProjects(org: string) {

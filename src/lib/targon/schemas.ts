@@ -57,6 +57,22 @@ export const OrgSchema = z.object({
 })
 export type Org = z.infer<typeof OrgSchema>
 
+/**
+ * GET credits: `{credits, currency}`, credits in USD as a float (v3). A numeric string is read too; an answer without
+ * a number is BAD_RESPONSE, never taken for zero.
+ */
+export const CreditsSchema = z.object({
+  credits: z.union([
+    z.number(),
+    z
+      .string()
+      .regex(/^-?\d+(\.\d+)?$/)
+      .transform(Number),
+  ]),
+  currency: optionalString,
+})
+export type Credits = z.infer<typeof CreditsSchema>
+
 export const ProjectSchema = z.object({
   name: optionalString,
   uid: z.string().min(1),

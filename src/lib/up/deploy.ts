@@ -13,6 +13,8 @@ import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {allRefused, createOnCandidates} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
+import {recordStart} from '../ledger/ledger.js'
+import type {VmFacts} from '../contract.js'
 
 export async function deploy(ctx: RunContext, track: VmTrack, registered: Registered, report: Report): Promise<Deployed> {
   const refusals: TargonError[] = []
@@ -95,9 +97,24 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
   if ('refusal' in outcome) return outcome.refusal
 
   claim.status = 'provisioning'
+  // Billing starts here: the ledger hears of it before anything else can fail.
+  const unrecorded = recordStart(ctx.state.dir, org, claim.uid, deployedFacts(ctx, registered), 'deploy')
+  if (unrecorded) ctx.warn(unrecorded)
   return {
     ...registered,
     kind: 'deployed',
     price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, outcome.answer), {previous: registered.price}),
+  }
+}
+
+function deployedFacts(ctx: RunContext, registered: Registered): VmFacts {
+  return {
+    fleet: ctx.request.fleet,
+    gpu_count: registered.gpu.count,
+    gpu_model: registered.gpu.model,
+    name: registered.claim.name,
+    owner: ctx.request.owner?.name ?? null,
+    price_per_hour: registered.price,
+    resource: registered.resource,
   }
 }

@@ -1,0 +1,122 @@
+import {Flags} from '@oclif/core'
+
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {durationFlag, timeFlag} from '../lib/cli/flags.js'
+import {COST_GROUPINGS, type CostGroup, type CostResult} from '../lib/contract.js'
+import {formatDuration} from '../lib/core/input.js'
+import {dash, liveTerminal, prose, renderTable, usd} from '../lib/core/output.js'
+import {usageError} from '../lib/core/errors.js'
+import {validateFleet} from '../lib/fleet/naming.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {runCost} from '../lib/spend/cost.js'
+import {LocalState} from '../lib/state/local-state.js'
+
+const DEFAULT_SINCE_MS = 7 * 86_400_000
+const BAR_WIDTH = 30
+
+export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
+  static summary = 'Estimate what VMs cost over a range, running and deleted ones alike, from the local spend ledger.'
+
+  static description = prose(`Targon reports no charges per VM. Every figure here is an estimate: the VM's hourly price
+times its billed time, from its deploy to the confirmed end of its billing (a VM still billing counts up to now). The
+ledger (ledger/<org>/ in the config directory) records each deploy and deletion made from this directory, and every
+listing adds the VMs it meets: those made elsewhere start at the API's created_at. A VM that vanished between two
+listings ends at the last time this directory saw it billing (marked bounded: a lower bound). A VM whose end or price
+is unknown is listed apart, never in the totals. Days are UTC.
+
+With --reconcile, the drop in the org's credits since the earliest reading in the range (targon credits records one
+each run, and so does this) is put next to the estimate of every VM the ledger knows over the same interval.`)
+
+  static examples = [
+    {command: '<%= config.bin %> cost', description: 'Spend of the last 7 days, per day'},
+    {command: '<%= config.bin %> cost --since 30d --by fleet', description: 'The last 30 days, per fleet'},
+    {command: '<%= config.bin %> cost --from 2026-11-01 --to 2026-11-30 --by vm --json', description: 'November, per VM, for scripts'},
+    {command: '<%= config.bin %> cost --since 1d --reconcile', description: 'Check the estimates against the drop in credits'},
+  ]
+
+  static flags = {
+    since: durationFlag('--since', {summary: 'Report the span up to now: 7d, 24h, 90d (default 7d).'}),
+    from: timeFlag('--from', false, {exclusive: ['since'], summary: 'Start of the range: a UTC date (2026-11-01) or an RFC 3339 time.'}),
+    to: timeFlag('--to', true, {
+      exclusive: ['since'],
+      summary: 'End of the range (a date includes that whole day; default now).',
+    }),
+    fleet: Flags.string({summary: 'Only the VMs of this fleet.'}),
+    by: Flags.option({default: 'day' as const, options: COST_GROUPINGS})({summary: 'Group the table by day, fleet, resource or VM.'}),
+    reconcile: Flags.boolean({default: false, summary: 'Compare the estimate with the drop in org credits since an earlier reading.'}),
+  }
+
+  public async run(): Promise<CostResult> {
+    const now = Date.now()
+    const to = this.flags.to ?? now
+    const from = this.flags.from ?? to - (this.flags.since ?? DEFAULT_SINCE_MS)
+    if (from >= to) throw usageError('--from must come before --to', 'give an earlier --from or a later --to')
+    const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
+    const retentionDays = await resolveSetting('ledger-days')
+    return this.withApi(async (client) => {
+      const result = await runCost(client, new LocalState(configDir()), {
+        by: this.flags.by,
+        fleet,
+        from,
+        org: await this.resolveOrg(client),
+        reconcile: this.flags.reconcile,
+        retentionDays,
+        to,
+        warn: (message) => this.addWarning(message),
+      })
+      if (!this.jsonEnabled()) this.render(result)
+      return result
+    })
+  }
+
+  private render(result: CostResult): void {
+    const range = `${result.from.slice(0, 16)}Z to ${result.to.slice(0, 16)}Z`
+    if (result.groups.length === 0) this.log(`No spend recorded from ${range}${result.fleet ? ` in fleet ${result.fleet}` : ''}.`)
+    else {
+      this.log(
+        renderTable(
+          [
+            {header: result.group_by.toUpperCase(), value: (group: CostGroup) => dash(group.key)},
+            {align: 'right', header: 'VMS', value: (group) => String(group.vms)},
+            {align: 'right', header: 'BILLED', value: (group) => formatDuration(group.seconds * 1000)},
+            {align: 'right', header: 'EST_USD', value: (group) => usd(group.estimated_usd)},
+          ],
+          result.groups,
+        ),
+      )
+      if (liveTerminal() && result.group_by !== 'day') this.log(`\n${dayChart(result.days)}`)
+      this.log(`\nTotal: about ${usd(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
+    }
+
+    const bounded = result.vms.filter((vm) => vm.bounded).length
+    if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting, a lower bound.`)
+    for (const vm of result.apart)
+      this.log(
+        `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), open ${vm.open_seconds === null ? 'for an unknown time' : formatDuration(vm.open_seconds * 1000)}: ${vm.reason}.`,
+      )
+    if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
+    if (result.reconcile) this.log(reconcileLines(result.reconcile).join('\n'))
+    this.info(result.basis)
+  }
+}
+
+/** A compact bar per UTC day, scaled to the costliest day. */
+function dayChart(days: CostGroup[]): string {
+  const most = Math.max(...days.map((day) => day.estimated_usd), 0)
+  return days
+    .map((day) => {
+      const width = most > 0 ? Math.round((day.estimated_usd / most) * BAR_WIDTH) : 0
+      return `${day.key}  ${'█'.repeat(width).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`
+    })
+    .join('\n')
+}
+
+function reconcileLines(reconcile: NonNullable<CostResult['reconcile']>): string[] {
+  const head =
+    reconcile.verdict === 'one-reading'
+      ? 'Reconcile: no earlier reading of the credits in the range; this run recorded one, so the next run can compare.'
+      : reconcile.verdict === 'unreadable'
+        ? 'Reconcile: the credits could not be read.'
+        : `Reconcile ${reconcile.from?.slice(0, 19)}Z to ${reconcile.to?.slice(0, 19)}Z: credits fell ${usd(reconcile.credits_drop_usd)} USD, the estimate is ${usd(reconcile.estimated_usd)} USD (${reconcile.verdict}).`
+  return [head, ...reconcile.unseen.map((item) => `  not seen: ${item}`)]
+}

@@ -1,0 +1,78 @@
+import {Flags} from '@oclif/core'
+
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {durationFlag} from '../lib/cli/flags.js'
+import type {CreditsResult} from '../lib/contract.js'
+import {TargonError} from '../lib/core/errors.js'
+import {formatDuration} from '../lib/core/input.js'
+import {prose, usd} from '../lib/core/output.js'
+import {ownerScope} from '../lib/fleet/owners.js'
+import {configDir} from '../lib/settings/settings.js'
+import {runCredits} from '../lib/spend/credits.js'
+import {LocalState} from '../lib/state/local-state.js'
+
+export default class Credits extends BaseCommand<typeof Credits, 'credits'> {
+  static summary = "Show the org's credits, what burns them now, and how many hours they last."
+
+  static description = prose(`The burn rate is the hourly price of every VM billing in the org now, any owner and any
+origin, as the listing shows it; your share (the owner set, else this tool's VMs) is shown apart. The runway is credits
+divided by the burn rate: how long the credits last if nothing changes. It cannot see other workload types (rentals,
+sandboxes), which draw on the same credits. Each run records the reading in the spend ledger, for targon cost
+--reconcile.
+
+With --min-runway, a runway shorter than that exits 14 (RUNWAY_SHORT) and sends a notification (notify-url), for a
+cron alarm.`)
+
+  static examples = [
+    {command: '<%= config.bin %> credits', description: 'Credits, burn rate and runway'},
+    {command: '<%= config.bin %> credits --min-runway 6h --json', description: 'Exit 14 when the credits last less than 6 hours'},
+  ]
+
+  static flags = {
+    'min-runway': durationFlag('--min-runway', {
+      summary: 'Exit 14 (RUNWAY_SHORT) and notify when the runway is shorter than this: 6h, 2d.',
+    }),
+    notify: Flags.string({summary: 'Webhook URL (Slack-compatible) to notify when the runway is short (prefer TARGON_NOTIFY_URL).'}),
+  }
+
+  public async run(): Promise<CreditsResult> {
+    await this.useNotifyUrl(this.flags.notify)
+    const owners = await ownerScope(false)
+    return this.withApi(async (client) => {
+      const result = await runCredits(client, new LocalState(configDir()), {
+        minRunwayMs: this.flags['min-runway'] ?? null,
+        org: await this.resolveOrg(client),
+        owners,
+        warn: (message) => this.addWarning(message),
+      })
+      if (!this.jsonEnabled()) this.render(result)
+      if (result.short) {
+        const error = new TargonError(
+          'RUNWAY_SHORT',
+          `the credits of ${result.org} last about ${runway(result)} at ${usd(result.burn_usd_per_hour)} USD/h, less than ${formatDuration((result.min_runway_hours ?? 0) * 3_600_000)}`,
+          {data: result, hint: 'add credits, or delete what you do not need: targon down'},
+        )
+        await this.notify('runway-short', `targon credits: ${error.message}`, {exitCode: error.exitCode, vms: []})
+        throw error
+      }
+
+      return result
+    })
+  }
+
+  private render(result: CreditsResult): void {
+    const currency = result.currency ?? 'USD'
+    this.log(`Credits: ${usd(result.credits)} ${currency}`)
+    this.log(`Burn rate: ${usd(result.burn_usd_per_hour)} USD/h over ${result.billing_vms} billing VM(s) in the org`)
+    this.log(
+      `  of which ${result.mine.owner === null ? 'this tool' : `owner ${result.mine.owner}`}: ${usd(result.mine.burn_usd_per_hour)} USD/h over ${result.mine.billing_vms} VM(s)`,
+    )
+    this.log(`Runway: ${runway(result)}${result.runway_ends_at ? ` (until about ${result.runway_ends_at.slice(0, 16)}Z)` : ''}`)
+    if (result.unpriced_vms.length > 0) this.log(`Not in the burn rate (no price listed): ${result.unpriced_vms.join(', ')}`)
+    if (result.uncertain_vms.length > 0) this.log(`Counted as billing, not certain: ${result.uncertain_vms.join(', ')}`)
+  }
+}
+
+function runway(result: CreditsResult): string {
+  return result.runway_hours === null ? 'unlimited (nothing bills now)' : formatDuration(result.runway_hours * 3_600_000)
+}

@@ -1,0 +1,196 @@
+/**
+ * From ledger lines to billing intervals, and from a listing to the lines it adds. Pure: no files, no clock.
+ *
+ * A VM bills over one interval: from its deploy until its deletion (a suspended VM bills on, so waking it starts
+ * nothing new). Several directories, or concurrent runs of one, may write lines about the same VM; lines are
+ * combined per uid, so that nothing is counted twice:
+ * - the start is the deploy this directory saw accepted, else the API's created_at of a VM it met;
+ * - the end is a deletion confirmed here, else a tombstone's updated_at, else the last time it was seen billing
+ *   (`bounded`: billing stopped somewhere between that sighting and the listing that found it gone);
+ * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
+ */
+import type {START_SOURCES, STOP_HOWS, VmFacts} from '../contract.js'
+import type {LedgerLine} from './store.js'
+
+export type StartSource = (typeof START_SOURCES)[number]
+export type StopHow = (typeof STOP_HOWS)[number]
+
+/** How often a VM seen billing gets a `seen` line: the most a `bounded` end can fall short by, beyond the runs' own gaps. */
+export const SEEN_EVERY_MS = 10 * 60_000
+
+export interface Interval extends VmFacts {
+  uid: string
+  start: number
+  startSource: StartSource
+  /** null while it bills (or nothing has said that it stopped). */
+  end: number | null
+  endHow: StopHow | null
+  /** For a `last-seen` end: when the VM was found gone (billing stopped between `end` and this). */
+  foundGoneAt: number | null
+  /** The latest time this directory saw it billing. */
+  lastSeen: number
+}
+
+const START_RANK: Record<StartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
+const STOP_RANK: Record<StopHow, number> = {deleted: 0, 'last-seen': 2, tombstone: 1}
+
+type StartLine = Extract<LedgerLine, {kind: 'start'}>
+type StopLine = Extract<LedgerLine, {kind: 'stop'}>
+
+/** The billing interval of every VM the ledger has a start line for, by uid. */
+export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval> {
+  const starts = new Map<string, StartLine[]>()
+  const stops = new Map<string, StopLine[]>()
+  const seen = new Map<string, number>()
+  const sighted = (uid: string, at: number) => seen.set(uid, Math.max(seen.get(uid) ?? at, at))
+  for (const line of lines) {
+    if (line.kind === 'start') {
+      starts.set(line.uid, [...(starts.get(line.uid) ?? []), line])
+      sighted(line.uid, Date.parse(line.recorded_at))
+    } else if (line.kind === 'seen') {
+      sighted(line.uid, Date.parse(line.at))
+    } else if (line.kind === 'stop') {
+      stops.set(line.uid, [...(stops.get(line.uid) ?? []), line])
+    }
+  }
+
+  const intervals = new Map<string, Interval>()
+  for (const [uid, candidates] of starts) {
+    const [chosen, ...others] = [...candidates].sort(
+      (a, b) => START_RANK[a.source] - START_RANK[b.source] || Date.parse(a.at) - Date.parse(b.at),
+    ) as [StartLine, ...StartLine[]]
+    const start = Date.parse(chosen.at)
+    const lastSeen = Math.max(seen.get(uid) ?? start, start)
+    // A stop written before the VM was last seen billing is void (this directory's own clock on both sides).
+    const stop = [...(stops.get(uid) ?? [])]
+      .filter((line) => Date.parse(line.recorded_at) >= lastSeen)
+      .sort((a, b) => STOP_RANK[a.how] - STOP_RANK[b.how] || Date.parse(a.at) - Date.parse(b.at))[0]
+    intervals.set(uid, {
+      ...mergedFacts(chosen, others),
+      end: stop ? Math.max(start, Date.parse(stop.at)) : null,
+      endHow: stop?.how ?? null,
+      foundGoneAt: stop?.how === 'last-seen' ? Date.parse(stop.recorded_at) : null,
+      lastSeen,
+      start,
+      startSource: chosen.source,
+      uid,
+    })
+  }
+
+  return intervals
+}
+
+/** The chosen start's facts, with what it lacks taken from the other start lines. */
+function mergedFacts(chosen: StartLine, others: StartLine[]): VmFacts {
+  const facts: VmFacts = {
+    fleet: chosen.fleet,
+    gpu_count: chosen.gpu_count,
+    gpu_model: chosen.gpu_model,
+    name: chosen.name,
+    owner: chosen.owner,
+    price_per_hour: chosen.price_per_hour,
+    resource: chosen.resource,
+  }
+  for (const other of others) {
+    for (const key of Object.keys(facts) as (keyof VmFacts)[]) {
+      if (facts[key] === null) (facts as Record<string, unknown>)[key] = other[key]
+    }
+  }
+
+  return facts
+}
+
+/** A listed VM as the ledger needs it. */
+export interface Sighting extends VmFacts {
+  uid: string
+  /** It costs money now (true), it does not (false), or nobody knows yet (null: an `error` record not classified). */
+  billing: boolean | null
+  /** A tombstone or `deleted` record. */
+  gone: boolean
+  createdAt: string | null
+  updatedAt: string | null
+}
+
+export interface Listing {
+  sightings: Sighting[]
+  /** uids of listed items that failed the API checks: they may be VMs the ledger knows, so none of them is taken for gone. */
+  unreadable: ReadonlySet<string>
+  /** When the listing was asked for: an interval whose VM was seen billing since may be one it could not show yet. */
+  listedAt: number
+}
+
+/** The lines a listing adds to the ledger: starts of VMs met billing, sightings, and the ends of VMs found gone. */
+export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listing: Listing, now: number): LedgerLine[] {
+  const lines: LedgerLine[] = []
+  const at = new Date(now).toISOString()
+  // What the listing showed, it showed when it was asked for: a deletion confirmed meanwhile is not voided by it.
+  const seenAt = new Date(listing.listedAt).toISOString()
+  const listed = new Set(listing.sightings.map((sighting) => sighting.uid))
+  for (const sighting of listing.sightings) {
+    const interval = intervals.get(sighting.uid)
+    if (sighting.billing === true && !sighting.gone) {
+      if (!interval) lines.push(metStart(sighting, listing.listedAt))
+      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SEEN_EVERY_MS)
+        lines.push({at: seenAt, kind: 'seen', uid: sighting.uid})
+    } else if (sighting.gone && interval && interval.end === null) {
+      const updated = sighting.updatedAt ? Date.parse(sighting.updatedAt) : Number.NaN
+      lines.push(
+        updated >= interval.start && updated <= now
+          ? {at: new Date(updated).toISOString(), how: 'tombstone', kind: 'stop', recorded_at: at, uid: sighting.uid}
+          : lastSeenStop(interval, at),
+      )
+    }
+  }
+
+  for (const interval of intervals.values()) {
+    const missing = !listed.has(interval.uid) && !listing.unreadable.has(interval.uid)
+    if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(lastSeenStop(interval, at))
+  }
+
+  return lines
+}
+
+/** A start line for a VM met billing: from the API's created_at, or from the listing when it gives none that makes sense. */
+function metStart(sighting: Sighting, now: number): LedgerLine {
+  const created = sighting.createdAt ? Date.parse(sighting.createdAt) : Number.NaN
+  const known = created <= now
+  return {
+    fleet: sighting.fleet,
+    gpu_count: sighting.gpu_count,
+    gpu_model: sighting.gpu_model,
+    name: sighting.name,
+    owner: sighting.owner,
+    price_per_hour: sighting.price_per_hour,
+    resource: sighting.resource,
+    uid: sighting.uid,
+    at: new Date(known ? created : now).toISOString(),
+    kind: 'start',
+    recorded_at: new Date(now).toISOString(),
+    source: known ? 'api-created' : 'first-seen',
+  }
+}
+
+function lastSeenStop(interval: Interval, recordedAt: string): LedgerLine {
+  return {at: new Date(interval.lastSeen).toISOString(), how: 'last-seen', kind: 'stop', recorded_at: recordedAt, uid: interval.uid}
+}
+
+/** Milliseconds of the interval within [from, to); an open one runs up to `now`. */
+export function billedWithin(interval: Interval, from: number, to: number, now: number): number {
+  const end = Math.min(interval.end ?? now, to)
+  return Math.max(0, end - Math.max(interval.start, from))
+}
+
+/** The interval's milliseconds within [from, to) per UTC day (YYYY-MM-DD). */
+export function billedByDay(interval: Interval, from: number, to: number, now: number): Map<string, number> {
+  const days = new Map<string, number>()
+  let cursor = Math.max(interval.start, from)
+  const end = Math.min(interval.end ?? now, to)
+  while (cursor < end) {
+    const dayEnd = Math.min(end, Math.floor(cursor / 86_400_000) * 86_400_000 + 86_400_000)
+    const day = new Date(cursor).toISOString().slice(0, 10)
+    days.set(day, (days.get(day) ?? 0) + dayEnd - cursor)
+    cursor = dayEnd
+  }
+
+  return days
+}

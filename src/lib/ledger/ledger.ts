@@ -1,0 +1,46 @@
+/**
+ * What the rest of the tool tells the spend ledger, in three calls: a deploy accepted (a start), a deletion
+ * confirmed (a stop), and a listing seen (the starts of VMs met billing, sightings, and the ends of VMs found gone).
+ * Each returns a warning instead of failing: a ledger that cannot be written must never stop an `up` or a `down`.
+ */
+import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
+import type {VmFacts} from '../contract.js'
+import {LedgerStore} from './store.js'
+
+/** Billing of `uid` began now: its deploy was accepted (by `up`, or by `down --wake-registered` to delete it). */
+export function recordStart(
+  configDir: string,
+  org: string,
+  uid: string,
+  facts: VmFacts,
+  source: 'deploy' | 'wake-registered',
+  now = Date.now(),
+): string | undefined {
+  const at = new Date(now).toISOString()
+  return guarded(() => new LedgerStore(configDir, org).append([{...facts, at, kind: 'start', recorded_at: at, source, uid}], now))
+}
+
+/** Billing of `uid` is confirmed to have stopped now: this run's deletion of it was confirmed. */
+export function recordStop(configDir: string, org: string, uid: string, now = Date.now()): string | undefined {
+  const at = new Date(now).toISOString()
+  return guarded(() => new LedgerStore(configDir, org).append([{at, how: 'deleted', kind: 'stop', recorded_at: at, uid}], now))
+}
+
+/**
+ * What a listing of the org's VMs tells the ledger; a warning when it could not be written. (What could not be read
+ * is said by the reports that read it, not by every command that lists.)
+ */
+export function recordListing(configDir: string, org: string, listing: Listing, now = Date.now()): string | undefined {
+  return guarded(() => {
+    const store = new LedgerStore(configDir, org)
+    return store.append(linesFromListing(intervalsOf(store.read().lines), listing, now), now)
+  })
+}
+
+function guarded(write: () => string | undefined): string | undefined {
+  try {
+    return write()
+  } catch (error) {
+    return `could not record spend: ${(error as Error).message}`
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * `targon cost` without the rendering: the spend ledger (after this run's own listing was told to it) reduced to
+ * the VMs that billed within a range, priced, grouped and split by UTC day. Every figure is an estimate: price ×
+ * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is shown
+ * apart, never in the totals and never dropped.
+ */
+import type {CostApart, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
+import {roundUsd} from '../fleet/cost.js'
+import {type KnownVm, snapshot} from '../fleet/workloads.js'
+import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'
+import {LedgerStore, monthEnd} from '../ledger/store.js'
+import type {LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+import {reconcile} from './credits.js'
+
+export const COST_BASIS =
+  "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing; a VM still billing counts up to now; Targon reports no charges per VM"
+
+const UNKNOWN_END =
+  'listed as an error record with no deletion noted here: a crash (which bills) or a deletion made elsewhere; whether it bills is unknown'
+
+export interface CostOptions {
+  org: string
+  from: number
+  to: number
+  fleet: string | null
+  by: CostGrouping
+  reconcile: boolean
+  /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
+  retentionDays: number
+  warn: (message: string) => void
+}
+
+export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
+  const view = await snapshot(client, options.org, state)
+  for (const problem of view.problems) options.warn(problem)
+  const now = Date.now()
+  const store = new LedgerStore(state.dir, options.org)
+  const pruned = store.prune(options.retentionDays, now)
+  if (pruned.length > 0) options.warn(`deleted the ledger months ${pruned.join(', ')}: older than ${options.retentionDays} days`)
+  const read = store.read()
+  for (const problem of read.problems) options.warn(problem)
+  const intervals = intervalsOf(read.lines)
+  const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
+  const to = Math.min(options.to, now)
+  const vms: CostVm[] = []
+  const apart: CostApart[] = []
+  const counted: Interval[] = []
+  for (const interval of intervals.values()) {
+    if (options.fleet !== null && interval.fleet !== options.fleet) continue
+    const ms = billedWithin(interval, options.from, to, now)
+    const vm = listed.get(interval.uid)
+    if (interval.end === null && vm !== undefined && (vm.billing === null || vm.billingAssumed))
+      apart.push(apartOf(interval, vm, now, UNKNOWN_END))
+    else if (ms > 0 && interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'the API gave no price for it'))
+    else if (ms > 0) {
+      vms.push(costVm(interval, ms))
+      counted.push(interval)
+    }
+  }
+
+  // Listed, unknown whether it bills, and never seen billing: its open duration runs from its creation.
+  for (const vm of view.vms) {
+    const unknown = vm.billing === null || vm.billingAssumed
+    if (unknown && !intervals.has(vm.uid) && (options.fleet === null || vm.fleet === options.fleet)) apart.push(unknownListed(vm, now))
+  }
+
+  vms.sort((a, b) => a.start.localeCompare(b.start))
+  const days = daysOf(counted, options.from, to, now)
+  const ledgerSince = firstLineAt(read.lines)
+  const incomplete = incompleteness(options.from, ledgerSince, read.prunedThrough)
+  return {
+    apart,
+    basis: COST_BASIS,
+    complete: incomplete === null,
+    days,
+    estimate: true,
+    fleet: options.fleet,
+    from: new Date(options.from).toISOString(),
+    group_by: options.by,
+    groups: options.by === 'day' ? days.filter((day) => day.vms > 0) : groupsOf(vms, options.by),
+    incomplete_reason: incomplete,
+    ledger_since: ledgerSince === null ? null : new Date(ledgerSince).toISOString(),
+    org: options.org,
+    reconcile: options.reconcile ? await reconcile(client, store, read.lines, intervals, options.from, options.warn) : null,
+    to: new Date(to).toISOString(),
+    total_seconds: Math.round(vms.reduce((sum, vm) => sum + vm.seconds, 0)),
+    total_usd: roundUsd(vms.reduce((sum, vm) => sum + vm.estimated_usd, 0)),
+    vms,
+  }
+}
+
+function costVm(interval: Interval, ms: number): CostVm {
+  const price = interval.price_per_hour as number
+  return {
+    bounded: interval.endHow === 'last-seen',
+    end: interval.end === null ? null : new Date(interval.end).toISOString(),
+    end_source: interval.endHow ?? 'open',
+    estimated_usd: roundUsd((ms / 3_600_000) * price),
+    fleet: interval.fleet,
+    found_gone_at: interval.foundGoneAt === null ? null : new Date(interval.foundGoneAt).toISOString(),
+    gpu_count: interval.gpu_count,
+    gpu_model: interval.gpu_model,
+    name: interval.name,
+    owner: interval.owner,
+    price_per_hour: price,
+    resource: interval.resource,
+    seconds: Math.round(ms / 100) / 10,
+    start: new Date(interval.start).toISOString(),
+    start_source: interval.startSource,
+    uid: interval.uid,
+  }
+}
+
+function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, reason: string): CostApart {
+  return {
+    fleet: interval.fleet,
+    name: interval.name,
+    open_seconds: Math.round(((interval.end ?? now) - interval.start) / 1000),
+    reason,
+    since: new Date(interval.start).toISOString(),
+    status: vm?.status ?? null,
+    uid: interval.uid,
+  }
+}
+
+function unknownListed(vm: KnownVm, now: number): CostApart {
+  const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
+  return {
+    fleet: vm.fleet,
+    name: vm.name,
+    open_seconds: Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000)),
+    reason: `${UNKNOWN_END}; never seen billing`,
+    since: Number.isNaN(created) ? null : new Date(created).toISOString(),
+    status: vm.status,
+    uid: vm.uid,
+  }
+}
+
+/** Every UTC day of the range, in order, with what the counted intervals billed on it. */
+function daysOf(intervals: Interval[], from: number, to: number, now: number): CostGroup[] {
+  const days = new Map<string, CostGroup>()
+  for (let day = Math.floor(from / 86_400_000) * 86_400_000; day < to; day += 86_400_000) {
+    const key = new Date(day).toISOString().slice(0, 10)
+    days.set(key, {estimated_usd: 0, key, seconds: 0, vms: 0})
+  }
+
+  for (const interval of intervals) {
+    for (const [key, ms] of billedByDay(interval, from, to, now)) {
+      const day = days.get(key)
+      if (!day) continue
+      day.estimated_usd += (ms / 3_600_000) * (interval.price_per_hour as number)
+      day.seconds += ms / 1000
+      day.vms++
+    }
+  }
+
+  return [...days.values()].map((day) => ({...day, estimated_usd: roundUsd(day.estimated_usd), seconds: Math.round(day.seconds)}))
+}
+
+function groupsOf(vms: CostVm[], by: Exclude<CostGrouping, 'day'>): CostGroup[] {
+  const groups = new Map<string | null, CostGroup>()
+  for (const vm of vms) {
+    const key = by === 'fleet' ? vm.fleet : by === 'resource' ? vm.resource : vm.uid
+    const group = groups.get(key) ?? {estimated_usd: 0, key, seconds: 0, vms: 0}
+    group.estimated_usd += vm.estimated_usd
+    group.seconds += vm.seconds
+    group.vms++
+    groups.set(key, group)
+  }
+
+  return [...groups.values()]
+    .map((group) => ({...group, estimated_usd: roundUsd(group.estimated_usd), seconds: Math.round(group.seconds)}))
+    .sort((a, b) => b.estimated_usd - a.estimated_usd)
+}
+
+function firstLineAt(lines: readonly {kind: string; at: string; recorded_at?: string}[]): number | null {
+  let first: number | null = null
+  for (const line of lines) {
+    const at = Date.parse(line.recorded_at ?? line.at)
+    if (first === null || at < first) first = at
+  }
+
+  return first
+}
+
+/** Why a report from `from` cannot be complete, or null when it can. */
+function incompleteness(from: number, ledgerSince: number | null, prunedThrough: string | null): string | null {
+  if (prunedThrough !== null && from < monthEnd(prunedThrough))
+    return `the ledger months through ${prunedThrough} were deleted (older than TARGON_LEDGER_DAYS): spend before ${new Date(monthEnd(prunedThrough)).toISOString().slice(0, 10)} is missing`
+  if (ledgerSince === null) return 'the ledger is empty: VMs gone before this run are not known'
+  if (from < ledgerSince)
+    return `the ledger begins ${new Date(ledgerSince).toISOString()}: VMs gone before then are not counted (those still running then are, from their creation)`
+  return null
+}

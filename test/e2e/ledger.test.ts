@@ -1,0 +1,202 @@
+/**
+ * The spend ledger end to end: `cost` against the simulator's own ledger of billed seconds (deletions from this
+ * directory and from a fresh one), a ledger that survives down, SIGKILL and concurrent runs, `credits` with its
+ * runway alarm, and `cost --reconcile` against credits that fall, stay put or cannot be read.
+ */
+import {readFileSync, readdirSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, signalWhen, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {useWebhook} from '../helpers/webhook.js'
+
+const ctx = useFreshSimulator()
+const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
+/**
+ * The stated tolerance: a VM's billed time here runs from the deploy answer to the confirmed deletion, so it may
+ * exceed the server's by those round trips and the confirming poll; 2 s per VM on this machine.
+ */
+const TOLERANCE_S = 2
+
+function targon(args: string[], options: CliOptions & {config?: string} = {}) {
+  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: options.config ?? ctx.configDir, ...options.env})})
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Every line of every ledger file of acme, parsed: each must be whole JSON. */
+function ledgerLines(config: string): {kind: string; uid?: string; source?: string; how?: string}[] {
+  const dir = join(config, 'ledger', 'acme')
+  return readdirSync(dir).flatMap((file) =>
+    readFileSync(join(dir, file), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as {kind: string}),
+  )
+}
+
+async function upUids(args: string[], config = ctx.configDir): Promise<string[]> {
+  const result = await targon([...UP, ...args], {config})
+  expect(result.code, result.stderr).toBe(0)
+  return parseJson(result).data.vms.map((vm: {uid: string}) => vm.uid)
+}
+
+function expectSecondsMatch(vms: {uid: string; seconds: number}[], uids: string[]): void {
+  for (const uid of uids) {
+    const vm = vms.find((each) => each.uid === uid)
+    expect(vm, `${uid} is in the report`).toBeDefined()
+    expect(Math.abs(vm!.seconds - ctx.sim.billableSeconds(uid))).toBeLessThanOrEqual(TOLERANCE_S)
+  }
+}
+
+describe('targon cost', () => {
+  it('matches the billed seconds of VMs deleted here and from a fresh directory, each counted once', async () => {
+    await ctx.setup()
+    const mine = await upUids(['--count', '2', '--fleet', 'train'])
+    const theirs = await upUids(['--fleet', 'render'])
+    await sleep(1500)
+    expect((await targon(['down', mine[0]!, '--json'])).code).toBe(0)
+    // A cron job on a fresh directory deletes the rest: it meets them running and records their start from the API.
+    const fresh = tempDir('targon-fresh-')
+    expect((await targon(['down', '--all', '--yes', '--json'], {config: fresh})).code).toBe(0)
+    expect(ctx.sim.billing()).toEqual([])
+
+    const fromFresh = parseJson(await targon(['cost', '--by', 'fleet', '--json'], {config: fresh})).data
+    expect(fromFresh.estimate).toBe(true)
+    expect(fromFresh.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
+    expect(
+      fromFresh.vms.every(
+        (vm: {start_source: string; end_source: string}) => vm.start_source === 'api-created' && vm.end_source === 'deleted',
+      ),
+    ).toBe(true)
+    expectSecondsMatch(fromFresh.vms, [mine[1]!, theirs[0]!])
+
+    const here = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
+    const uids = here.vms.map((vm: {uid: string}) => vm.uid)
+    expect(new Set(uids).size).toBe(uids.length)
+    expectSecondsMatch(here.vms, [mine[0]!])
+    // Deleted elsewhere: ended at the tombstone's time, or shown apart while its record says only `error`.
+    for (const uid of [mine[1]!, theirs[0]!]) {
+      const vm = here.vms.find((each: {uid: string}) => each.uid === uid)
+      if (vm) expect(Math.abs(vm.seconds - ctx.sim.billableSeconds(uid))).toBeLessThanOrEqual(TOLERANCE_S)
+      else expect(here.apart.map((each: {uid: string}) => each.uid)).toContain(uid)
+    }
+
+    const train = here.groups.find((group: {key: string}) => group.key === 'train')
+    const trainSeconds = here.vms
+      .filter((vm: {fleet: string}) => vm.fleet === 'train')
+      .reduce((sum: number, vm: {seconds: number}) => sum + vm.seconds, 0)
+    expect(Math.abs(train.seconds - trainSeconds)).toBeLessThanOrEqual(1)
+    expect(here.total_usd).toBeCloseTo(
+      here.vms.reduce((sum: number, vm: {estimated_usd: number}) => sum + vm.estimated_usd, 0),
+      3,
+    )
+  })
+
+  it('keeps whole lines through a SIGKILL and two concurrent runs, and counts a VM the killed run left billing', async () => {
+    await ctx.setup({deployTiming: {addressMs: 4000, runningMs: 4000}})
+    const killed = await targon(UP, {onSpawn: signalWhen(() => ctx.sim.billing().length > 0, 'SIGKILL', 300)})
+    expect(killed.signal).toBe('SIGKILL')
+    const [orphan] = ctx.sim.billing()
+    const [a, b] = await Promise.all([targon([...UP, '--fleet', 'a']), targon([...UP, '--fleet', 'b'])])
+    expect(a.code, a.stderr).toBe(0)
+    expect(b.code, b.stderr).toBe(0)
+    const lines = ledgerLines(ctx.configDir)
+    const starts = lines.filter((line) => line.kind === 'start')
+    expect(starts.filter((line) => line.uid === orphan!.uid).map((line) => line.source)).toContain('deploy')
+    expect(new Set(starts.map((line) => line.uid)).size).toBe(3)
+
+    const open = parseJson(await targon(['cost', '--by', 'vm', '--json'])).data
+    expect(open.vms).toHaveLength(3)
+    expect(open.vms.every((vm: {end_source: string}) => vm.end_source === 'open')).toBe(true)
+    expectSecondsMatch(
+      open.vms,
+      ctx.sim.billing().map((workload) => workload.uid),
+    )
+
+    expect((await targon(['down', '--all', '--yes', '--json'])).code).toBe(0)
+    const after = parseJson(await targon(['cost', '--by', 'vm', '--json'])).data
+    expect(after.vms.every((vm: {end_source: string}) => vm.end_source === 'deleted')).toBe(true)
+    expectSecondsMatch(after.vms, [orphan!.uid, ...after.vms.map((vm: {uid: string}) => vm.uid)])
+  })
+
+  it('refuses a range that ends before it starts, and says when the range reaches back before the ledger', async () => {
+    await ctx.setup()
+    const reversed = await targon(['cost', '--from', '2026-11-10', '--to', '2026-11-01'])
+    expect(reversed.code).toBe(2)
+    expect(reversed.stderr).toMatch(/--from must come before --to/)
+    const early = parseJson(await targon(['cost', '--from', '2020-01-01', '--json'])).data
+    expect(early.complete).toBe(false)
+    expect(early.incomplete_reason).toMatch(/ledger is empty|ledger begins/)
+  })
+})
+
+describe('targon credits', () => {
+  const hook = useWebhook()
+
+  it('shows credits, the burn rate of every VM billing in the org and the runway; --min-runway exits 14 and notifies', async () => {
+    await ctx.setup()
+    await upUids([])
+    // Billing in the org, not made by this tool: counted in the burn rate, not in this tool's share.
+    await targon([...UP, '--fleet', 'other'], {config: tempDir('targon-colleague-')})
+    const shown = parseJson(await targon(['credits', '--json'])).data
+    expect(shown.burn_usd_per_hour).toBeCloseTo(3.38, 6)
+    expect(shown.billing_vms).toBe(2)
+    expect(shown.credits).toBeLessThan(40)
+    expect(shown.runway_hours).toBeCloseTo(shown.credits / 3.38, 1)
+    expect(shown.short).toBe(false)
+
+    expect((await targon(['credits', '--min-runway', '6h', '--json'])).code).toBe(0)
+    const short = await targon(['credits', '--min-runway', '1d', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(short.code).toBe(14)
+    const envelope = parseJson(short)
+    expect(envelope.error.code).toBe('RUNWAY_SHORT')
+    expect(envelope.data.short).toBe(true)
+    expect(hook.received).toHaveLength(1)
+    expect(hook.received[0]!.body.targon).toMatchObject({event: 'runway-short', exit_code: 14})
+    expect(hook.received[0]!.body.text).toMatch(/less than 24h/)
+
+    const text = await targon(['credits', '--min-runway', '1d'])
+    expect(text.code).toBe(14)
+    expect(text.stdout).toMatch(/^Runway: 11h\d+m/m)
+  })
+
+  it('an unreadable wallet is an error with a hint, not a runway of zero', async () => {
+    await ctx.setup({credits: 'unreadable'})
+    const result = await targon(['credits', '--min-runway', '6h'])
+    expect(result.code).not.toBe(0)
+    expect(result.code).not.toBe(14)
+    expect(result.stderr).toMatch(/wallet/)
+  })
+})
+
+describe('targon cost --reconcile', () => {
+  async function reconciled(credits: 'falling' | 'unchanged' | 'unreadable') {
+    await ctx.setup({credits})
+    await upUids(['--count', '2'])
+    if (credits !== 'unreadable') {
+      expect((await targon(['credits', '--json'])).code).toBe(0)
+      await sleep(2000)
+    }
+
+    return parseJson(await targon(['cost', '--since', '1h', '--reconcile', '--json'])).data.reconcile
+  }
+
+  it('puts the drop of falling credits next to the estimate over the same interval', async () => {
+    const reconcile = await reconciled('falling')
+    expect(reconcile.verdict).toBe('matches')
+    expect(reconcile.credits_drop_usd).toBeGreaterThan(0)
+    // Two VMs at 1.69 USD/h: within the stated tolerance of each.
+    expect(Math.abs(reconcile.difference_usd)).toBeLessThanOrEqual((2 * TOLERANCE_S * 1.69) / 3600)
+    expect(reconcile.unseen.join(' ')).toMatch(/rentals, sandboxes/)
+  })
+
+  it('says so when the credits do not move, or cannot be read', async () => {
+    const unchanged = await reconciled('unchanged')
+    expect(unchanged.verdict).toBe('credits-unchanged')
+    expect(unchanged.estimated_usd).toBeGreaterThan(0)
+    const unreadable = await reconciled('unreadable')
+    expect(unreadable.verdict).toBe('unreadable')
+  })
+})
