@@ -10,7 +10,7 @@
  * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
  */
 import type {START_SOURCES, STOP_HOWS, VmFacts} from '../contract.js'
-import type {LedgerLine} from './store.js'
+import type {LedgerLine} from './lines.js'
 
 export type StartSource = (typeof START_SOURCES)[number]
 export type StopHow = (typeof STOP_HOWS)[number]
@@ -29,6 +29,8 @@ export interface Interval extends VmFacts {
   foundGoneAt: number | null
   /** The latest time this directory saw it billing. */
   lastSeen: number
+  /** The latest updated_at of the `error` record it was listed as, unclassified (see the `unclear` line). */
+  unclearSince: number | null
 }
 
 const START_RANK: Record<StartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
@@ -42,15 +44,19 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
   const starts = new Map<string, StartLine[]>()
   const stops = new Map<string, StopLine[]>()
   const seen = new Map<string, number>()
-  const sighted = (uid: string, at: number) => seen.set(uid, Math.max(seen.get(uid) ?? at, at))
+  const unclear = new Map<string, number>()
+  const latest = (map: Map<string, number>, uid: string, at: number) => map.set(uid, Math.max(map.get(uid) ?? at, at))
+  const add = <T>(map: Map<string, T[]>, uid: string, line: T) => (map.get(uid) ?? map.set(uid, []).get(uid)!).push(line)
   for (const line of lines) {
     if (line.kind === 'start') {
-      starts.set(line.uid, [...(starts.get(line.uid) ?? []), line])
-      sighted(line.uid, Date.parse(line.recorded_at))
+      add(starts, line.uid, line)
+      latest(seen, line.uid, Date.parse(line.recorded_at))
     } else if (line.kind === 'seen') {
-      sighted(line.uid, Date.parse(line.at))
+      for (const uid of line.uids) latest(seen, uid, Date.parse(line.at))
     } else if (line.kind === 'stop') {
-      stops.set(line.uid, [...(stops.get(line.uid) ?? []), line])
+      add(stops, line.uid, line)
+    } else if (line.kind === 'unclear') {
+      latest(unclear, line.uid, Date.parse(line.updated_at))
     }
   }
 
@@ -73,6 +79,7 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
       lastSeen,
       start,
       startSource: chosen.source,
+      unclearSince: unclear.get(uid) ?? null,
       uid,
     })
   }
@@ -80,17 +87,22 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
   return intervals
 }
 
+/** The facts of a start line, a sighting or an interval, alone. */
+function factsOf(from: VmFacts): VmFacts {
+  return {
+    fleet: from.fleet,
+    gpu_count: from.gpu_count,
+    gpu_model: from.gpu_model,
+    name: from.name,
+    owner: from.owner,
+    price_per_hour: from.price_per_hour,
+    resource: from.resource,
+  }
+}
+
 /** The chosen start's facts, with what it lacks taken from the other start lines. */
 function mergedFacts(chosen: StartLine, others: StartLine[]): VmFacts {
-  const facts: VmFacts = {
-    fleet: chosen.fleet,
-    gpu_count: chosen.gpu_count,
-    gpu_model: chosen.gpu_model,
-    name: chosen.name,
-    owner: chosen.owner,
-    price_per_hour: chosen.price_per_hour,
-    resource: chosen.resource,
-  }
+  const facts = factsOf(chosen)
   for (const other of others) {
     for (const key of Object.keys(facts) as (keyof VmFacts)[]) {
       if (facts[key] === null) (facts as Record<string, unknown>)[key] = other[key]
@@ -119,35 +131,60 @@ export interface Listing {
   listedAt: number
 }
 
-/** The lines a listing adds to the ledger: starts of VMs met billing, sightings, and the ends of VMs found gone. */
+/**
+ * The lines a listing adds to the ledger: starts of VMs met billing, one line of the VMs seen billing, the `error`
+ * records nobody here has classified, and the ends of VMs found gone.
+ */
 export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listing: Listing, now: number): LedgerLine[] {
   const lines: LedgerLine[] = []
   const at = new Date(now).toISOString()
   // What the listing showed, it showed when it was asked for: a deletion confirmed meanwhile is not voided by it.
   const seenAt = new Date(listing.listedAt).toISOString()
+  const seen: string[] = []
   const listed = new Set(listing.sightings.map((sighting) => sighting.uid))
   for (const sighting of listing.sightings) {
     const interval = intervals.get(sighting.uid)
     if (sighting.billing === true && !sighting.gone) {
       if (!interval) lines.push(metStart(sighting, listing.listedAt))
-      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SEEN_EVERY_MS)
-        lines.push({at: seenAt, kind: 'seen', uid: sighting.uid})
+      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SEEN_EVERY_MS) seen.push(sighting.uid)
     } else if (sighting.gone && interval && interval.end === null) {
-      const updated = sighting.updatedAt ? Date.parse(sighting.updatedAt) : Number.NaN
+      const updated = timeOf(sighting.updatedAt)
       lines.push(
-        updated >= interval.start && updated <= now
-          ? {at: new Date(updated).toISOString(), how: 'tombstone', kind: 'stop', recorded_at: at, uid: sighting.uid}
-          : lastSeenStop(interval, at),
+        updated !== null && updated >= interval.start && updated <= now ? tombstoneStop(interval, updated, at) : lastSeenStop(interval, at),
       )
+    } else if (sighting.billing === null && interval && interval.end === null) {
+      const updated = timeOf(sighting.updatedAt)
+      if (updated !== null && updated !== interval.unclearSince)
+        lines.push({at: seenAt, kind: 'unclear', uid: sighting.uid, updated_at: new Date(updated).toISOString()})
     }
   }
 
+  if (seen.length > 0) lines.push({at: seenAt, kind: 'seen', uids: seen})
   for (const interval of intervals.values()) {
     const missing = !listed.has(interval.uid) && !listing.unreadable.has(interval.uid)
-    if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(lastSeenStop(interval, at))
+    if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(vanishedStop(interval, at))
   }
 
   return lines
+}
+
+/**
+ * A VM no longer listed: an `error` record that vanishes was a tombstone (a crash stays listed until deleted), so it
+ * ended when that record last changed; otherwise it ended after it was last seen billing.
+ */
+function vanishedStop(interval: Interval, at: string): LedgerLine {
+  return interval.unclearSince !== null && interval.unclearSince >= interval.lastSeen
+    ? tombstoneStop(interval, interval.unclearSince, at)
+    : lastSeenStop(interval, at)
+}
+
+function tombstoneStop(interval: Interval, end: number, at: string): LedgerLine {
+  return {at: new Date(end).toISOString(), how: 'tombstone', kind: 'stop', recorded_at: at, uid: interval.uid}
+}
+
+function timeOf(text: string | null): number | null {
+  const ms = text === null ? Number.NaN : Date.parse(text)
+  return Number.isNaN(ms) ? null : ms
 }
 
 /** A start line for a VM met billing: from the API's created_at, or from the listing when it gives none that makes sense. */
@@ -155,13 +192,7 @@ function metStart(sighting: Sighting, now: number): LedgerLine {
   const created = sighting.createdAt ? Date.parse(sighting.createdAt) : Number.NaN
   const known = created <= now
   return {
-    fleet: sighting.fleet,
-    gpu_count: sighting.gpu_count,
-    gpu_model: sighting.gpu_model,
-    name: sighting.name,
-    owner: sighting.owner,
-    price_per_hour: sighting.price_per_hour,
-    resource: sighting.resource,
+    ...factsOf(sighting),
     uid: sighting.uid,
     at: new Date(known ? created : now).toISOString(),
     kind: 'start',
@@ -193,4 +224,27 @@ export function billedByDay(interval: Interval, from: number, to: number, now: n
   }
 
   return days
+}
+
+/** What the first write of a month carries forward: each open interval's start, last sighting and unclear record, and the last pruning. */
+export function carriedLines(intervals: ReadonlyMap<string, Interval>, prunedThrough: string | null, now: number): LedgerLine[] {
+  const lines: LedgerLine[] = []
+  const at = new Date(now).toISOString()
+  if (prunedThrough !== null) lines.push({at, kind: 'pruned', through: prunedThrough})
+  for (const interval of intervals.values()) {
+    if (interval.end !== null) continue
+    lines.push({
+      ...factsOf(interval),
+      at: new Date(interval.start).toISOString(),
+      kind: 'start',
+      // Recorded at its last sighting: this directory knew of it then, and no earlier than its first line.
+      recorded_at: new Date(interval.lastSeen).toISOString(),
+      source: interval.startSource,
+      uid: interval.uid,
+    })
+    if (interval.unclearSince !== null)
+      lines.push({at, kind: 'unclear', uid: interval.uid, updated_at: new Date(interval.unclearSince).toISOString()})
+  }
+
+  return lines
 }

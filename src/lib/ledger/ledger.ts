@@ -33,7 +33,8 @@ export function recordStop(configDir: string, org: string, uid: string, now = Da
 export function recordListing(configDir: string, org: string, listing: Listing, now = Date.now()): string | undefined {
   return guarded(() => {
     const store = new LedgerStore(configDir, org)
-    return store.append(linesFromListing(intervalsOf(store.read().lines), listing, now), now)
+    // The latest month holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.
+    return store.append(linesFromListing(intervalsOf(store.read({from: now, to: now}).lines), listing, now), now)
   })
 }
 

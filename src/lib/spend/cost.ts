@@ -35,25 +35,27 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
   const view = await snapshot(client, options.org, state)
   for (const problem of view.problems) options.warn(problem)
   const now = Date.now()
+  const to = Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
   if (pruned.length > 0) options.warn(`deleted the ledger months ${pruned.join(', ')}: older than ${options.retentionDays} days`)
-  const read = store.read()
+  const read = store.read({from: options.from, to})
   for (const problem of read.problems) options.warn(problem)
   const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
-  const to = Math.min(options.to, now)
   const vms: CostVm[] = []
   const apart: CostApart[] = []
   const counted: Interval[] = []
   for (const interval of intervals.values()) {
     if (options.fleet !== null && interval.fleet !== options.fleet) continue
+    // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
+    if (interval.start >= to || (interval.end ?? now) < options.from) continue
     const ms = billedWithin(interval, options.from, to, now)
     const vm = listed.get(interval.uid)
     if (interval.end === null && vm !== undefined && (vm.billing === null || vm.billingAssumed))
       apart.push(apartOf(interval, vm, now, UNKNOWN_END))
-    else if (ms > 0 && interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'the API gave no price for it'))
-    else if (ms > 0) {
+    else if (interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'the API gave no price for it'))
+    else {
       vms.push(costVm(interval, ms))
       counted.push(interval)
     }

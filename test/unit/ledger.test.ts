@@ -1,0 +1,251 @@
+/**
+ * The spend ledger: how lines become one interval per VM (whoever wrote them, however often), what a listing adds,
+ * how billed time splits by day, and the files themselves (0600, whole lines, pruning by whole months).
+ */
+import {appendFileSync, chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {
+  type Interval,
+  type Sighting,
+  SEEN_EVERY_MS,
+  billedByDay,
+  billedWithin,
+  intervalsOf,
+  linesFromListing,
+} from '../../src/lib/ledger/intervals.js'
+import type {LedgerLine} from '../../src/lib/ledger/lines.js'
+import {LedgerStore} from '../../src/lib/ledger/store.js'
+import {tempDir} from '../helpers/cli.js'
+
+const T0 = Date.parse('2026-11-30T22:00:00Z')
+const MIN = 60_000
+const iso = (ms: number) => new Date(ms).toISOString()
+const FACTS = {
+  fleet: 'train',
+  gpu_count: 1,
+  gpu_model: 'RTX-PRO-6000B',
+  name: 'tcli-train-a',
+  owner: null,
+  price_per_hour: 1.69,
+  resource: 'rtx6000b-small',
+}
+
+type StartLine = Extract<LedgerLine, {kind: 'start'}>
+
+function start(uid: string, at: number, source: 'api-created' | 'deploy' = 'deploy', recordedAt = at): StartLine {
+  return {...FACTS, at: iso(at), kind: 'start', recorded_at: iso(recordedAt), source, uid}
+}
+
+function stop(uid: string, at: number, how: 'deleted' | 'last-seen' | 'tombstone' = 'deleted', recordedAt = at): LedgerLine {
+  return {at: iso(at), how, kind: 'stop', recorded_at: iso(recordedAt), uid}
+}
+
+function sighting(uid: string, changes: Partial<Sighting> = {}): Sighting {
+  return {...FACTS, billing: true, createdAt: iso(T0), gone: false, uid, updatedAt: iso(T0), ...changes}
+}
+
+function only(intervals: Map<string, Interval>, uid: string): Interval {
+  const interval = intervals.get(uid)
+  expect(interval).toBeDefined()
+  return interval as Interval
+}
+
+describe('intervals', () => {
+  it('combines the lines of several writers into one interval: the deploy start, the confirmed deletion', () => {
+    const intervals = intervalsOf([
+      start('wrk-1', T0 - 5000, 'api-created', T0 + 10 * MIN),
+      start('wrk-1', T0),
+      start('wrk-1', T0 + 1000),
+      stop('wrk-1', T0 + 30 * MIN + 5000, 'tombstone', T0 + 40 * MIN),
+      stop('wrk-1', T0 + 30 * MIN),
+    ])
+    expect(intervals.size).toBe(1)
+    const interval = only(intervals, 'wrk-1')
+    expect([interval.start, interval.startSource]).toEqual([T0, 'deploy'])
+    expect([interval.end, interval.endHow]).toEqual([T0 + 30 * MIN, 'deleted'])
+    expect(billedWithin(interval, 0, Number.MAX_SAFE_INTEGER, T0 + 99 * MIN)).toBe(30 * MIN)
+  })
+
+  it('takes what the chosen start lacks from the other starts, and ignores a stop without a start', () => {
+    const intervals = intervalsOf([
+      {...start('wrk-1', T0), price_per_hour: null},
+      start('wrk-1', T0 - 1000, 'api-created'),
+      stop('wrk-2', T0),
+    ])
+    expect(only(intervals, 'wrk-1').price_per_hour).toBe(1.69)
+    expect(intervals.has('wrk-2')).toBe(false)
+  })
+
+  it('voids an end written before a later sighting: the listing showed it billing again', () => {
+    const intervals = intervalsOf([
+      start('wrk-1', T0),
+      stop('wrk-1', T0 + 10 * MIN, 'last-seen', T0 + 20 * MIN),
+      {at: iso(T0 + 25 * MIN), kind: 'seen', uids: ['wrk-1']},
+    ])
+    const interval = only(intervals, 'wrk-1')
+    expect(interval.end).toBeNull()
+    expect(interval.lastSeen).toBe(T0 + 25 * MIN)
+  })
+
+  it('splits billed time by UTC day and clips it to the range', () => {
+    const interval = only(intervalsOf([start('wrk-1', T0), stop('wrk-1', T0 + 3 * 3_600_000)]), 'wrk-1')
+    expect([...billedByDay(interval, 0, Number.MAX_SAFE_INTEGER, T0 + 9e9)]).toEqual([
+      ['2026-11-30', 2 * 3_600_000],
+      ['2026-12-01', 3_600_000],
+    ])
+    expect(billedWithin(interval, T0 + 3_600_000, T0 + 2 * 3_600_000, T0 + 9e9)).toBe(3_600_000)
+    const open = only(intervalsOf([start('wrk-2', T0)]), 'wrk-2')
+    expect(billedWithin(open, 0, Number.MAX_SAFE_INTEGER, T0 + 90_000)).toBe(90_000)
+  })
+})
+
+describe('what a listing adds', () => {
+  it('starts a VM met billing at its created_at, or at the listing when the API gives no sensible time', () => {
+    const lines = linesFromListing(
+      new Map(),
+      {
+        listedAt: T0 + MIN,
+        sightings: [sighting('wrk-1'), sighting('wrk-2', {createdAt: null}), sighting('wrk-3', {createdAt: iso(T0 + 9 * MIN)})],
+        unreadable: new Set(),
+      },
+      T0 + MIN,
+    )
+    expect(lines.map((line) => line.kind === 'start' && [line.uid, line.source, line.at])).toEqual([
+      ['wrk-1', 'api-created', iso(T0)],
+      ['wrk-2', 'first-seen', iso(T0 + MIN)],
+      ['wrk-3', 'first-seen', iso(T0 + MIN)],
+    ])
+  })
+
+  it('writes one seen line for the VMs not seen for SEEN_EVERY_MS, and nothing for those seen recently', () => {
+    const intervals = intervalsOf([start('wrk-1', T0), start('wrk-2', T0 + SEEN_EVERY_MS)])
+    const listing = {listedAt: T0 + SEEN_EVERY_MS + 1000, sightings: [sighting('wrk-1'), sighting('wrk-2')], unreadable: new Set<string>()}
+    expect(linesFromListing(intervals, listing, listing.listedAt)).toEqual([{at: iso(listing.listedAt), kind: 'seen', uids: ['wrk-1']}])
+  })
+
+  it("ends a VM found gone at the tombstone's updated_at, and one that vanished at its last sighting", () => {
+    const intervals = intervalsOf([start('wrk-1', T0), start('wrk-2', T0), start('wrk-3', T0), start('wrk-4', T0)])
+    const now = T0 + 20 * MIN
+    const lines = linesFromListing(
+      intervals,
+      {
+        listedAt: now,
+        sightings: [sighting('wrk-1', {billing: false, gone: true, updatedAt: iso(T0 + 5 * MIN)})],
+        // Failed the API checks: it may be this VM, so it is not taken for gone.
+        unreadable: new Set(['wrk-3']),
+      },
+      now,
+    )
+    expect(lines).toEqual([
+      stop('wrk-1', T0 + 5 * MIN, 'tombstone', now),
+      stop('wrk-2', T0, 'last-seen', now),
+      stop('wrk-4', T0, 'last-seen', now),
+    ])
+    const after = intervalsOf([start('wrk-1', T0), start('wrk-2', T0), ...lines])
+    expect(only(after, 'wrk-2').foundGoneAt).toBe(now)
+  })
+
+  it('leaves alone a VM whose start was written after the listing was asked for (a deploy it could not show yet)', () => {
+    const intervals = intervalsOf([start('wrk-1', T0 + 2000)])
+    expect(linesFromListing(intervals, {listedAt: T0 + 1000, sightings: [], unreadable: new Set()}, T0 + 3000)).toEqual([])
+  })
+
+  it('notes an unclassified error record once, and ends it at that record’s time when it vanishes', () => {
+    const lines: LedgerLine[] = [start('wrk-1', T0)]
+    const error = sighting('wrk-1', {billing: null, updatedAt: iso(T0 + 7 * MIN)})
+    for (const listedAt of [T0 + 8 * MIN, T0 + 9 * MIN])
+      lines.push(...linesFromListing(intervalsOf(lines), {listedAt, sightings: [error], unreadable: new Set()}, listedAt))
+    expect(lines.filter((line) => line.kind === 'unclear')).toHaveLength(1)
+    lines.push(...linesFromListing(intervalsOf(lines), {listedAt: T0 + 20 * MIN, sightings: [], unreadable: new Set()}, T0 + 20 * MIN))
+    const interval = only(intervalsOf(lines), 'wrk-1')
+    expect([interval.end, interval.endHow]).toEqual([T0 + 7 * MIN, 'tombstone'])
+  })
+})
+
+describe('ledger files', () => {
+  it('appends whole 0600 lines to the month of the write, and skips a torn line with a warning', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    expect(store.append([start('wrk-1', T0), stop('wrk-1', T0 + MIN)], T0)).toBeUndefined()
+    expect(store.append([start('wrk-2', T0 + 3 * 3_600_000)], T0 + 3 * 3_600_000)).toBeUndefined()
+    expect(readdirSync(store.dir).sort()).toEqual(['2026-11.ndjson', '2026-12.ndjson'])
+    const file = join(store.dir, '2026-11.ndjson')
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    expect(readFileSync(file, 'utf8').split('\n')).toHaveLength(3)
+    appendFileSync(file, '{"kind":"start","uid":"wrk-3"')
+    const read = store.read()
+    expect(read.lines).toHaveLength(3)
+    expect(read.problems).toEqual([expect.stringMatching(/ignoring 1 unreadable line/)])
+  })
+
+  it('carries what is open into a new month, so that the latest month alone holds every open interval', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    const october = Date.parse('2026-10-10T00:00:00Z')
+    store.append([start('wrk-open', october), start('wrk-done', october), stop('wrk-done', october + MIN)], october)
+    store.append([{at: iso(october + 9 * MIN), kind: 'seen', uids: ['wrk-open']}], october + 9 * MIN)
+    const december = Date.parse('2026-12-02T00:00:00Z')
+    store.append([{at: iso(december), credits: 12, currency: 'USD', kind: 'credits'}], december)
+    expect(readdirSync(store.dir).sort()).toEqual(['2026-10.ndjson', '2026-12.ndjson'])
+    const carried = readFileSync(join(store.dir, '2026-12.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    expect(carried.map((line) => [line.kind, line.uid ?? null])).toEqual([
+      ['start', 'wrk-open'],
+      ['credits', null],
+    ])
+    // Read alone (as a listing reads it), the new month knows the open VM, its start and its last sighting.
+    rmSync(join(store.dir, '2026-10.ndjson'))
+    const open = only(intervalsOf(store.read({from: december, to: december}).lines), 'wrk-open')
+    expect([open.start, open.startSource, open.lastSeen, open.end]).toEqual([october, 'deploy', october + 9 * MIN, null])
+  })
+
+  it('reads only the months of a range, with the first and the latest', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    for (const month of ['2026-01', '2026-02', '2026-03', '2026-04']) {
+      const at = Date.parse(`${month}-05T00:00:00Z`)
+      store.append([start(`wrk-${month}`, at), stop(`wrk-${month}`, at + MIN)], at)
+    }
+
+    const read = store.read({from: Date.parse('2026-02-01T00:00:00Z'), to: Date.parse('2026-02-20T00:00:00Z')})
+    expect([...intervalsOf(read.lines).keys()].sort()).toEqual(['wrk-2026-01', 'wrk-2026-02', 'wrk-2026-04'])
+    expect(read.firstMonth).toBe('2026-01')
+  })
+
+  it('never writes through a link planted in place of a month file, and never fails the run', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    mkdirSync(store.dir, {mode: 0o700, recursive: true})
+    const target = join(config, 'elsewhere')
+    writeFileSync(target, '')
+    symlinkSync(target, join(store.dir, '2026-11.ndjson'))
+    expect(store.append([start('wrk-1', T0)], T0)).toMatch(/could not record spend/)
+    expect(readFileSync(target, 'utf8')).toBe('')
+  })
+
+  it('refuses a month file others can read, and prunes only whole months past the retention, saying so', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    const day = 86_400_000
+    for (const [uid, at] of [
+      ['wrk-1', Date.parse('2025-09-15T00:00:00Z')],
+      ['wrk-2', Date.parse('2025-10-20T00:00:00Z')],
+    ] as const)
+      store.append([start(uid, at), stop(uid, at + MIN)], at)
+    // 2025-10 ended 2025-11-01: 30 days of retention end it on 2025-12-01, not before.
+    const now = Date.parse('2025-11-30T00:00:00Z')
+    expect(store.prune(30, now)).toEqual(['2025-09'])
+    expect(store.prune(30, now + 2 * day)).toEqual(['2025-10'])
+    const read = store.read()
+    expect(read.prunedThrough).toBe('2025-10')
+    expect(read.lines.filter((line) => line.kind === 'start')).toEqual([])
+
+    const file = join(store.dir, '2025-12.ndjson')
+    chmodSync(file, 0o644)
+    expect(store.append([start('wrk-3', now + 2 * day)], now + 2 * day)).toMatch(/not a private file/)
+  })
+})
