@@ -4,7 +4,7 @@ import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
 import {COST_GROUPINGS, type CostGroup, type CostResult} from '../lib/contract.js'
 import {formatDuration} from '../lib/core/input.js'
-import {dash, liveTerminal, prose, renderTable, usd} from '../lib/core/output.js'
+import {dash, prose, renderTable, usd} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -73,6 +73,10 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
     const range = `${result.from.slice(0, 16)}Z to ${result.to.slice(0, 16)}Z`
     if (result.groups.length === 0) this.log(`No spend recorded from ${range}${result.fleet ? ` in fleet ${result.fleet}` : ''}.`)
     else {
+      const byDay = result.group_by === 'day'
+      // On a terminal, spend per day as bars: beside the table by day, under it otherwise.
+      const chart = Boolean(process.stdout.isTTY)
+      const most = Math.max(...result.days.map((day) => day.estimated_usd), 0)
       this.log(
         renderTable(
           [
@@ -80,11 +84,15 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
             {align: 'right', header: 'VMS', value: (group) => String(group.vms)},
             {align: 'right', header: 'BILLED', value: (group) => formatDuration(group.seconds * 1000)},
             {align: 'right', header: 'EST_USD', value: (group) => usd(group.estimated_usd)},
+            ...(chart && byDay ? [{header: '', value: (group: CostGroup) => bar(group.estimated_usd, most)}] : []),
           ],
           result.groups,
         ),
       )
-      if (liveTerminal() && result.group_by !== 'day') this.log(`\n${dayChart(result.days)}`)
+      if (chart && !byDay)
+        this.log(
+          `\n${result.days.map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`).join('\n')}`,
+        )
       this.log(`\nTotal: about ${usd(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
     }
 
@@ -100,15 +108,9 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
   }
 }
 
-/** A compact bar per UTC day, scaled to the costliest day. */
-function dayChart(days: CostGroup[]): string {
-  const most = Math.max(...days.map((day) => day.estimated_usd), 0)
-  return days
-    .map((day) => {
-      const width = most > 0 ? Math.round((day.estimated_usd / most) * BAR_WIDTH) : 0
-      return `${day.key}  ${'█'.repeat(width).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`
-    })
-    .join('\n')
+/** A day's spend as a bar, scaled to the costliest day of the range. */
+function bar(usdSpent: number, most: number): string {
+  return '█'.repeat(most > 0 ? Math.round((usdSpent / most) * BAR_WIDTH) : 0)
 }
 
 function reconcileLines(reconcile: NonNullable<CostResult['reconcile']>): string[] {

@@ -128,6 +128,12 @@ describe('targon cost', () => {
     const early = parseJson(await targon(['cost', '--from', '2020-01-01', '--json'])).data
     expect(early.complete).toBe(false)
     expect(early.incomplete_reason).toMatch(/ledger is empty|ledger begins/)
+    await upUids(['--fleet', 'train'])
+    const text = await targon(['cost', '--by', 'fleet', '--since', '1h'])
+    expect(text.code).toBe(0)
+    expect(text.stdout.split('\n').slice(0, 2)).toEqual(['FLEET\tVMS\tBILLED\tEST_USD', expect.stringMatching(/^train\t1\t\d+s\t0\.00$/)])
+    expect(text.stdout).toMatch(/^Total: about 0\.00 USD \(estimate\)/m)
+    expect(text.stderr).toMatch(/estimates: each VM's hourly price × its billed time/)
   })
 })
 
