@@ -16,6 +16,8 @@ import {fileURLToPath} from 'node:url'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {promisify} from 'node:util'
 
+import {LedgerStore} from '../src/lib/ledger/store.js'
+import type {LedgerLine} from '../src/lib/ledger/lines.js'
 import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
@@ -304,6 +306,64 @@ if (wanted('5a')) {
   figures.at(-1)!.ok &&= failures.length === 0
 }
 
+// 14: what the spend ledger adds to every listing: `status` with a year of ledger behind it, against a fresh one.
+if (wanted('14')) {
+  const {env, sim} = await simulator()
+  for (let index = 0; index < 20; index++)
+    sim.addWorkload({deployedAt: Date.now(), name: `tcli-default-l${String(index).padStart(3, '0')}`, status: 'running'})
+  const aged = mkdtempSync(join(tmpdir(), 'targon-bench-'))
+  const written = agedLedger(aged)
+  const times: Record<string, number[]> = {aged: [], fresh: []}
+  for (let index = 0; index < 10; index++) {
+    for (const [kind, dir] of [
+      ['fresh', env.TARGON_CONFIG_DIR as string],
+      ['aged', aged],
+    ] as const)
+      times[kind]!.push((await targon(['status', '--json'], {...env, TARGON_CONFIG_DIR: dir})).ms)
+  }
+
+  const [old, fresh] = [median(times.aged!), median(times.fresh!)]
+  record(
+    '14',
+    '`status --json` of 20 VMs with a year of spend ledger / with a fresh ledger',
+    old / fresh,
+    1.3,
+    '',
+    `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, seen every 10 min)`,
+  )
+  await sim.stop()
+}
+
+/** A year of history for org acme: 20 VMs deployed each day and deleted a day later, sightings every 10 minutes. */
+function agedLedger(configDir: string): number {
+  const store = new LedgerStore(configDir, 'acme')
+  const day = 86_400_000
+  const facts = {fleet: 'default', gpu_count: 1, gpu_model: 'RTX-PRO-6000B', owner: null, price_per_hour: 1.69, resource: 'rtx6000b-small'}
+  const first = Date.now() - 365 * day
+  let batch: LedgerLine[] = []
+  let written = 0
+  for (let at = first; at < Date.now() - day; at += 600_000) {
+    const dayIndex = Math.floor((at - first) / day)
+    const uids = Array.from({length: 20}, (_, vm) => `wrk-d${dayIndex}v${vm}`)
+    const iso = new Date(at).toISOString()
+    if ((at - first) % day === 0) {
+      const ended = uids.map((uid) => uid.replace(`d${dayIndex}v`, `d${dayIndex - 1}v`))
+      if (dayIndex > 0) for (const uid of ended) batch.push({at: iso, how: 'deleted', kind: 'stop', recorded_at: iso, uid})
+      for (const uid of uids)
+        batch.push({...facts, at: iso, kind: 'start', name: `tcli-default-${uid}`, recorded_at: iso, source: 'deploy', uid})
+    } else batch.push({at: iso, kind: 'seen', uids})
+    if (batch.length >= 200) {
+      written += batch.length
+      store.append(batch, at)
+      batch = []
+    }
+  }
+
+  written += batch.length
+  store.append(batch, Date.now() - day)
+  return written
+}
+
 if (root) {
   // 3: a repeat `up --name` of a bootstrapped VM (adopt, marker fast path, shim health) against offers --json.
   if (wanted('3')) {
@@ -473,7 +533,8 @@ const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {encoding: 
 const row = (figure: Figure) =>
   `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`
 // With BENCH_ONLY, the rows of the figures not measured now stay as they were.
-const previous = only ? readFileSync(new URL('../BENCHMARKS.md', import.meta.url), 'utf8') : ''
+// Only the figures' table: the latency model's table below it has rows too.
+const previous = only ? (readFileSync(new URL('../BENCHMARKS.md', import.meta.url), 'utf8').split('\n## ')[0] ?? '') : ''
 const kept = [...previous.matchAll(/^\| (\w+) \| .*\|$/gm)]
   .filter((match) => match[1] !== '#' && !figures.some((figure) => figure.id === match[1]))
   .map((match) => ({id: match[1] as string, line: match[0], missed: match[0].includes('**missed**')}))

@@ -4,7 +4,7 @@ import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
 import {COST_GROUPINGS, type CostGroup, type CostResult} from '../lib/contract.js'
 import {formatDuration} from '../lib/core/input.js'
-import {dash, prose, renderTable, usd} from '../lib/core/output.js'
+import {dash, oneLine, prose, renderTable, usd} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -13,6 +13,8 @@ import {LocalState} from '../lib/state/local-state.js'
 
 const DEFAULT_SINCE_MS = 7 * 86_400_000
 const BAR_WIDTH = 30
+/** Compact: a month of days at most (--by day lists them all). */
+const CHART_DAYS = 31
 
 export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
   static summary = 'Estimate what VMs cost over a range, running and deleted ones alike, from the local spend ledger.'
@@ -91,7 +93,9 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
       )
       if (chart && !byDay)
         this.log(
-          `\n${result.days.map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`).join('\n')}`,
+          `\n${chartDays(result.days)
+            .map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`)
+            .join('\n')}`,
         )
       this.log(`\nTotal: about ${usd(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
     }
@@ -100,12 +104,21 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
     if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting, a lower bound.`)
     for (const vm of result.apart)
       this.log(
-        `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), open ${vm.open_seconds === null ? 'for an unknown time' : formatDuration(vm.open_seconds * 1000)}: ${vm.reason}.`,
+        oneLine(
+          `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), open ${vm.open_seconds === null ? 'for an unknown time' : formatDuration(vm.open_seconds * 1000)}: ${vm.reason}.`,
+        ),
       )
     if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
     if (result.reconcile) this.log(reconcileLines(result.reconcile).join('\n'))
     this.info(result.basis)
   }
+}
+
+/** The days the chart shows: from the first day with spend to the last, at most the last CHART_DAYS of them. */
+function chartDays(days: CostGroup[]): CostGroup[] {
+  const first = days.findIndex((day) => day.vms > 0)
+  const last = days.findLastIndex((day) => day.vms > 0)
+  return first === -1 ? [] : days.slice(Math.max(first, last + 1 - CHART_DAYS), last + 1)
 }
 
 /** A day's spend as a bar, scaled to the costliest day of the range. */

@@ -70,6 +70,10 @@ cron alarm.`)
     this.log(`Runway: ${runway(result)}${result.runway_ends_at ? ` (until about ${result.runway_ends_at.slice(0, 16)}Z)` : ''}`)
     if (result.unpriced_vms.length > 0) this.log(`Not in the burn rate (no price listed): ${result.unpriced_vms.join(', ')}`)
     if (result.uncertain_vms.length > 0) this.log(`Counted as billing, not certain: ${result.uncertain_vms.join(', ')}`)
+    if (result.invalid_items > 0)
+      this.log(
+        `${result.invalid_items} listed item(s) fail the checks of the API answer and may bill, not counted: targon status names them`,
+      )
   }
 }
 

@@ -413,10 +413,6 @@ export function configJsonKey(key: string): string {
   return key.replaceAll('-', '_')
 }
 
-/**
- * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
- * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
- */
 export const COST_GROUPINGS = ['day', 'fleet', 'resource', 'vm'] as const
 export type CostGrouping = (typeof COST_GROUPINGS)[number]
 
@@ -530,14 +526,22 @@ export const CreditsResultSchema = z.object({
     .describe('the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it'),
   billing_vms: z.number(),
   mine: z.object({
-    owner: z.string().nullable().describe('the owner set (config owner, TARGON_OWNER); null: the VMs of this tool'),
+    owner: z
+      .string()
+      .nullable()
+      .describe('the owner set (config owner, TARGON_OWNER); null: none is set, and the share is every VM of this tool in the org'),
     burn_usd_per_hour: z.number(),
     billing_vms: z.number(),
   }),
   unpriced_vms: z.array(z.string()).describe('uids billing without a price in the listing: the burn rate leaves them out'),
   uncertain_vms: z
     .array(z.string())
-    .describe('uids counted as billing without certainty (an error record not classified, an item failing the checks)'),
+    .describe('uids counted as billing without certainty: error records nobody here has classified (a crash bills, a tombstone does not)'),
+  invalid_items: z
+    .number()
+    .describe(
+      'listed items that fail the checks of the API answer: they may bill, and are not in the burn rate (targon status names them)',
+    ),
   runway_hours: z.number().nullable().describe('credits / burn rate; null when nothing bills'),
   runway_ends_at: z.string().nullable(),
   min_runway_hours: z.number().nullable().describe('--min-runway'),
@@ -545,6 +549,10 @@ export const CreditsResultSchema = z.object({
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 
+/**
+ * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
+ * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
+ */
 export const EVENT_VERSION = 1
 
 export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const

@@ -116,8 +116,27 @@ describe('targon cost', () => {
 
     expect((await targon(['down', '--all', '--yes', '--json'])).code).toBe(0)
     const after = parseJson(await targon(['cost', '--by', 'vm', '--json'])).data
+    expect(after.vms).toHaveLength(3)
     expect(after.vms.every((vm: {end_source: string}) => vm.end_source === 'deleted')).toBe(true)
     expectSecondsMatch(after.vms, [orphan!.uid, ...after.vms.map((vm: {uid: string}) => vm.uid)])
+  })
+
+  it('counts what starts billing inside down: a crash it must wake to delete, a registered leftover it wakes', async () => {
+    await ctx.setup()
+    const [crashed] = await upUids([])
+    ctx.sim.crash(crashed!)
+    const leftover = ctx.sim.addWorkload({name: 'tcli-default-leftover1'})
+    // A fresh directory never saw the crash billing: the refused DELETE proves it does.
+    const fresh = tempDir('targon-fresh-')
+    const down = await targon(['down', '--all', '--wake-registered', '--yes', '--json'], {config: fresh})
+    expect(down.code, down.stderr).toBe(0)
+    expect(ctx.sim.billing()).toEqual([])
+    const report = parseJson(await targon(['cost', '--by', 'vm', '--json'], {config: fresh})).data
+    const sources = Object.fromEntries(
+      report.vms.map((vm: {uid: string; start_source: string; end_source: string}) => [vm.uid, [vm.start_source, vm.end_source]]),
+    )
+    expect(sources).toEqual({[crashed!]: ['api-created', 'deleted'], [leftover.uid]: ['wake-registered', 'deleted']})
+    expectSecondsMatch(report.vms, [crashed!, leftover.uid])
   })
 
   it('refuses a range that ends before it starts, and says when the range reaches back before the ledger', async () => {
@@ -142,14 +161,17 @@ describe('targon credits', () => {
 
   it('shows credits, the burn rate of every VM billing in the org and the runway; --min-runway exits 14 and notifies', async () => {
     await ctx.setup()
-    await upUids([])
-    // Billing in the org, not made by this tool: counted in the burn rate, not in this tool's share.
-    await targon([...UP, '--fleet', 'other'], {config: tempDir('targon-colleague-')})
-    const shown = parseJson(await targon(['credits', '--json'])).data
-    expect(shown.burn_usd_per_hour).toBeCloseTo(3.38, 6)
-    expect(shown.billing_vms).toBe(2)
+    const alice = {TARGON_OWNER: 'alice'}
+    expect((await targon(UP, {env: alice})).code).toBe(0)
+    // A colleague's VM, and one another tool made: in the org's burn rate, not in alice's share.
+    expect((await targon(UP, {config: tempDir('targon-colleague-'), env: {TARGON_OWNER: 'bob'}})).code).toBe(0)
+    ctx.sim.addWorkload({deployedAt: Date.now(), name: 'render-box', status: 'running'})
+    const shown = parseJson(await targon(['credits', '--json'], {env: alice})).data
+    expect(shown.burn_usd_per_hour).toBeCloseTo(3 * 1.69, 6)
+    expect(shown.billing_vms).toBe(3)
+    expect(shown.mine).toEqual({billing_vms: 1, burn_usd_per_hour: 1.69, owner: 'alice'})
     expect(shown.credits).toBeLessThan(40)
-    expect(shown.runway_hours).toBeCloseTo(shown.credits / 3.38, 1)
+    expect(shown.runway_hours).toBeCloseTo(shown.credits / (3 * 1.69), 1)
     expect(shown.short).toBe(false)
 
     expect((await targon(['credits', '--min-runway', '6h', '--json'])).code).toBe(0)
@@ -164,7 +186,7 @@ describe('targon credits', () => {
 
     const text = await targon(['credits', '--min-runway', '1d'])
     expect(text.code).toBe(14)
-    expect(text.stdout).toMatch(/^Runway: 11h\d+m/m)
+    expect(text.stdout).toMatch(/^Runway: 7h\d+m/m)
   })
 
   it('an unreadable wallet is an error with a hint, not a runway of zero', async () => {
@@ -191,9 +213,10 @@ describe('targon cost --reconcile', () => {
   it('puts the drop of falling credits next to the estimate over the same interval', async () => {
     const reconcile = await reconciled('falling')
     expect(reconcile.verdict).toBe('matches')
-    expect(reconcile.credits_drop_usd).toBeGreaterThan(0)
-    // Two VMs at 1.69 USD/h: within the stated tolerance of each.
-    expect(Math.abs(reconcile.difference_usd)).toBeLessThanOrEqual((2 * TOLERANCE_S * 1.69) / 3600)
+    // Both VMs billed through the whole interval between the readings, so only the readings' own timing differs:
+    // within half a second of each VM, a quarter of the drop over these 2 s.
+    expect(reconcile.credits_drop_usd).toBeGreaterThan((2 * 1.9 * 1.69) / 3600)
+    expect(Math.abs(reconcile.difference_usd)).toBeLessThanOrEqual((2 * 0.5 * 1.69) / 3600)
     expect(reconcile.unseen.join(' ')).toMatch(/rentals, sandboxes/)
   })
 

@@ -479,6 +479,8 @@ export class TargonSimulator {
       updated_at: now,
       ...fields,
     }
+    // One added as deployed has billed since then.
+    workload.billedFrom ??= workload.deployedAt
     this.workloads.set(workload.uid, workload)
     return workload
   }

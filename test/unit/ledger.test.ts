@@ -152,7 +152,7 @@ describe('what a listing adds', () => {
     expect(linesFromListing(intervals, {listedAt: T0 + 1000, sightings: [], unreadable: new Set()}, T0 + 3000)).toEqual([])
   })
 
-  it('notes an unclassified error record once, and ends it at that record’s time when it vanishes', () => {
+  it('notes an unclassified error record once, and ends it, bounded, no earlier than that record’s time when it vanishes', () => {
     const lines: LedgerLine[] = [start('wrk-1', T0)]
     const error = sighting('wrk-1', {billing: null, updatedAt: iso(T0 + 7 * MIN)})
     for (const listedAt of [T0 + 8 * MIN, T0 + 9 * MIN])
@@ -160,7 +160,7 @@ describe('what a listing adds', () => {
     expect(lines.filter((line) => line.kind === 'unclear')).toHaveLength(1)
     lines.push(...linesFromListing(intervalsOf(lines), {listedAt: T0 + 20 * MIN, sightings: [], unreadable: new Set()}, T0 + 20 * MIN))
     const interval = only(intervalsOf(lines), 'wrk-1')
-    expect([interval.end, interval.endHow]).toEqual([T0 + 7 * MIN, 'tombstone'])
+    expect([interval.end, interval.endHow, interval.foundGoneAt]).toEqual([T0 + 7 * MIN, 'last-seen', T0 + 20 * MIN])
   })
 })
 
@@ -199,21 +199,47 @@ describe('ledger files', () => {
     ])
     // Read alone (as a listing reads it), the new month knows the open VM, its start and its last sighting.
     rmSync(join(store.dir, '2026-10.ndjson'))
-    const open = only(intervalsOf(store.read({from: december, to: december}).lines), 'wrk-open')
+    const open = only(intervalsOf(store.readLatest().lines), 'wrk-open')
     expect([open.start, open.startSource, open.lastSeen, open.end]).toEqual([october, 'deploy', october + 9 * MIN, null])
   })
 
-  it('reads only the months of a range, with the first and the latest', () => {
+  it('reads for a report from the last file before its range on, and misses nothing across months without a file', () => {
     const config = tempDir('targon-ledger-')
     const store = new LedgerStore(config, 'acme')
-    for (const month of ['2026-01', '2026-02', '2026-03', '2026-04']) {
-      const at = Date.parse(`${month}-05T00:00:00Z`)
-      store.append([start(`wrk-${month}`, at), stop(`wrk-${month}`, at + MIN)], at)
-    }
+    const at = (text: string) => Date.parse(`${text}T00:00:00Z`)
+    // January: the ledger begins with a VM met running; seen until Feb 20, found gone Feb 21.
+    store.append([start('wrk-jan', at('2026-01-05'), 'api-created')], at('2026-01-05'))
+    store.append([{at: iso(at('2026-02-20')), kind: 'seen', uids: ['wrk-jan']}, start('wrk-feb', at('2026-02-20'))], at('2026-02-20'))
+    store.append([stop('wrk-jan', at('2026-02-20'), 'last-seen', at('2026-02-21'))], at('2026-02-21'))
+    // No file for March; wrk-feb is deleted in April, and May has a line of its own.
+    store.append([stop('wrk-feb', at('2026-04-10'))], at('2026-04-10'))
+    store.append([{at: iso(at('2026-05-02')), credits: 3, currency: 'USD', kind: 'credits'}], at('2026-05-02'))
+    expect(readdirSync(store.dir).sort()).toEqual(['2026-01.ndjson', '2026-02.ndjson', '2026-04.ndjson', '2026-05.ndjson'])
 
-    const read = store.read({from: Date.parse('2026-02-01T00:00:00Z'), to: Date.parse('2026-02-20T00:00:00Z')})
-    expect([...intervalsOf(read.lines).keys()].sort()).toEqual(['wrk-2026-01', 'wrk-2026-02', 'wrk-2026-04'])
-    expect(read.firstMonth).toBe('2026-01')
+    // A listing in May, with neither VM listed, adds nothing: the latest file knows both ended.
+    expect(
+      linesFromListing(
+        intervalsOf(store.readLatest().lines),
+        {listedAt: at('2026-05-03'), sightings: [], unreadable: new Set()},
+        at('2026-05-03'),
+      ),
+    ).toEqual([])
+    const march = intervalsOf(store.read(at('2026-03-01')).lines)
+    expect(billedWithin(only(march, 'wrk-feb'), at('2026-03-01'), at('2026-04-01'), at('2026-05-03'))).toBe(31 * 86_400_000)
+    const february = intervalsOf(store.read(at('2026-02-01')).lines)
+    expect([only(february, 'wrk-jan').end, only(february, 'wrk-jan').endHow]).toEqual([at('2026-02-20'), 'last-seen'])
+    expect(store.read(at('2026-03-01')).since).toBe(at('2026-01-05'))
+  })
+
+  it('starts a new line after a torn one, so that the next batch is whole', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    store.append([start('wrk-1', T0)], T0)
+    appendFileSync(join(store.dir, '2026-11.ndjson'), '{"kind":"stop","uid":"wrk-1","at":"2026-')
+    store.append([stop('wrk-1', T0 + MIN)], T0 + MIN)
+    const read = store.read()
+    expect(read.problems).toEqual([expect.stringMatching(/ignoring 1 unreadable line/)])
+    expect(only(intervalsOf(read.lines), 'wrk-1').end).toBe(T0 + MIN)
   })
 
   it('never writes through a link planted in place of a month file, and never fails the run', () => {
@@ -238,11 +264,18 @@ describe('ledger files', () => {
       store.append([start(uid, at), stop(uid, at + MIN)], at)
     // 2025-10 ended 2025-11-01: 30 days of retention end it on 2025-12-01, not before.
     const now = Date.parse('2025-11-30T00:00:00Z')
-    expect(store.prune(30, now)).toEqual(['2025-09'])
-    expect(store.prune(30, now + 2 * day)).toEqual(['2025-10'])
+    expect(store.prune(30, now)).toEqual({deleted: ['2025-09']})
+    expect(store.prune(30, now + 2 * day)).toEqual({deleted: ['2025-10']})
     const read = store.read()
     expect(read.prunedThrough).toBe('2025-10')
     expect(read.lines.filter((line) => line.kind === 'start')).toEqual([])
+
+    // A pruning that cannot say so deletes nothing: a report must never lose months without knowing.
+    const later = now + 40 * day
+    symlinkSync(join(config, 'nowhere'), join(store.dir, '2026-01.ndjson'))
+    expect(store.prune(30, later)).toEqual({deleted: [], problem: expect.stringMatching(/could not record spend/)})
+    expect(readdirSync(store.dir)).toContain('2025-11.ndjson')
+    rmSync(join(store.dir, '2026-01.ndjson'))
 
     const file = join(store.dir, '2025-12.ndjson')
     chmodSync(file, 0o644)

@@ -9,7 +9,7 @@ export interface Column<Row> {
 }
 
 export function renderTable<Row>(columns: Column<Row>[], rows: Row[], tty = Boolean(process.stdout.isTTY)): string {
-  const cells = rows.map((row) => columns.map((column) => column.value(row)))
+  const cells = rows.map((row) => columns.map((column) => oneLine(column.value(row))))
   const headers = columns.map((column) => column.header)
   if (!tty) return [headers, ...cells].map((line) => line.join('\t')).join('\n')
   const widths = headers.map((header, index) => Math.max(header.length, ...cells.map((line) => (line[index] ?? '').length)))
@@ -70,6 +70,11 @@ export function printable(text: string): string {
     const code = char.charCodeAt(0)
     return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
   })
+}
+
+/** Text from outside for one line or one table cell: printable, and a tab or line break becomes a space. */
+export function oneLine(text: string): string {
+  return printable(text).replace(/[\t\n]/g, ' ')
 }
 
 // Bidirectional overrides and isolates too: they reorder what a terminal shows (a name that reads as another).

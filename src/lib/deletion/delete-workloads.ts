@@ -35,6 +35,8 @@ export interface DeleteTarget {
   status?: ObservedStatus
   /** What the spend ledger keeps of it, should a wake-up start its billing (the listing's; the name alone without). */
   facts?: VmFacts
+  /** The API's created_at, where the listing gave it: when a crashed VM's billing began, for the ledger. */
+  createdAt?: string | null
 }
 
 /** Everything one VM's deletion may take, a wake-then-delete included. Not bounded by `up --timeout`. */
@@ -227,6 +229,8 @@ class Deletion {
 
     if (needsWake(status)) {
       this.note('refused')
+      // Refused, so not a tombstone: it bills, and has since its creation (a listing that met it could not tell).
+      this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'api-created', this.target.createdAt))
       return this.wake(status)
     }
 
@@ -273,11 +277,18 @@ class Deletion {
     let sends = 1
     let sent = await this.sendWake()
     if (typeof sent !== 'string') return sent
-    // A registered workload starts billing now; a suspended or crashed one was billing all along.
-    if (status === 'registered') this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'wake-registered'))
+    // A registered workload starts billing once its deploy is taken (a suspended or crashed one was billing all along).
+    let billing = status !== 'registered'
+    const started = () => {
+      if (!billing) this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'wake-registered'))
+      billing = true
+    }
+
+    if (sent === 'sent') started()
     const running = await pollUntil(
       async () => {
         const now = await this.readOnce()
+        if (now !== 'registered' && now !== 'not-found' && now !== 'deleted') started()
         if (now === 'running' || now === 'not-found' || now === 'deleted') return now
         if (sent === 'unclear' && now === status && sends < WAKE_SENDS) {
           sends++

@@ -200,7 +200,13 @@ export async function runDown(
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
   const {idle, kept} = selection.idle ? await keepUnlessIdle(chosen, options) : {idle: chosen, kept: []}
-  const targets: DeleteTarget[] = idle.map((vm) => ({facts: vmFacts(vm), name: vm.name, status: vm.status, uid: vm.uid}))
+  const targets: DeleteTarget[] = idle.map((vm) => ({
+    createdAt: vm.workload.created_at ?? null,
+    facts: vmFacts(vm),
+    name: vm.name,
+    status: vm.status,
+    uid: vm.uid,
+  }))
   for (const target of unlisted) {
     const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)
     if (resolved) targets.push(resolved)

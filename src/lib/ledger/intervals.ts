@@ -2,11 +2,11 @@
  * From ledger lines to billing intervals, and from a listing to the lines it adds. Pure: no files, no clock.
  *
  * A VM bills over one interval: from its deploy until its deletion (a suspended VM bills on, so waking it starts
- * nothing new). Several directories, or concurrent runs of one, may write lines about the same VM; lines are
- * combined per uid, so that nothing is counted twice:
+ * nothing new). Many runs, concurrent ones included, write lines about the same VM into one directory's ledger;
+ * lines are combined per uid, so that nothing is counted twice:
  * - the start is the deploy this directory saw accepted, else the API's created_at of a VM it met;
- * - the end is a deletion confirmed here, else a tombstone's updated_at, else the last time it was seen billing
- *   (`bounded`: billing stopped somewhere between that sighting and the listing that found it gone);
+ * - the end is a deletion confirmed here, else a tombstone's updated_at, else the last time it was seen, billing or
+ *   as an unclassified `error` record (`bounded`: billing stopped between then and the listing that found it gone);
  * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
  */
 import type {START_SOURCES, STOP_HOWS, VmFacts} from '../contract.js'
@@ -149,8 +149,11 @@ export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listi
       else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SEEN_EVERY_MS) seen.push(sighting.uid)
     } else if (sighting.gone && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
+      // Never before it was last seen billing, nor after now: the two clocks may disagree.
       lines.push(
-        updated !== null && updated >= interval.start && updated <= now ? tombstoneStop(interval, updated, at) : lastSeenStop(interval, at),
+        updated === null
+          ? lastSeenStop(interval, interval.lastSeen, at)
+          : tombstoneStop(interval, Math.min(now, Math.max(updated, interval.lastSeen)), at),
       )
     } else if (sighting.billing === null && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
@@ -162,20 +165,18 @@ export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listi
   if (seen.length > 0) lines.push({at: seenAt, kind: 'seen', uids: seen})
   for (const interval of intervals.values()) {
     const missing = !listed.has(interval.uid) && !listing.unreadable.has(interval.uid)
-    if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(vanishedStop(interval, at))
+    if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(vanishedStop(interval, now, at))
   }
 
   return lines
 }
 
 /**
- * A VM no longer listed: an `error` record that vanishes was a tombstone (a crash stays listed until deleted), so it
- * ended when that record last changed; otherwise it ended after it was last seen billing.
+ * A VM no longer listed ended after it was last seen: billing, or as an `error` record nobody here classified (a
+ * tombstone, most likely, as a crash stays listed until deleted; but the deletion of a crash may have come later).
  */
-function vanishedStop(interval: Interval, at: string): LedgerLine {
-  return interval.unclearSince !== null && interval.unclearSince >= interval.lastSeen
-    ? tombstoneStop(interval, interval.unclearSince, at)
-    : lastSeenStop(interval, at)
+function vanishedStop(interval: Interval, now: number, at: string): LedgerLine {
+  return lastSeenStop(interval, Math.min(now, Math.max(interval.lastSeen, interval.unclearSince ?? interval.lastSeen)), at)
 }
 
 function tombstoneStop(interval: Interval, end: number, at: string): LedgerLine {
@@ -201,8 +202,8 @@ function metStart(sighting: Sighting, now: number): LedgerLine {
   }
 }
 
-function lastSeenStop(interval: Interval, recordedAt: string): LedgerLine {
-  return {at: new Date(interval.lastSeen).toISOString(), how: 'last-seen', kind: 'stop', recorded_at: recordedAt, uid: interval.uid}
+function lastSeenStop(interval: Interval, end: number, recordedAt: string): LedgerLine {
+  return {at: new Date(end).toISOString(), how: 'last-seen', kind: 'stop', recorded_at: recordedAt, uid: interval.uid}
 }
 
 /** Milliseconds of the interval within [from, to); an open one runs up to `now`. */

@@ -7,17 +7,36 @@ import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
 import type {VmFacts} from '../contract.js'
 import {LedgerStore} from './store.js'
 
-/** Billing of `uid` began now: its deploy was accepted (by `up`, or by `down --wake-registered` to delete it). */
+/**
+ * Billing of `uid` began at `at` (default now): its deploy was accepted (by `up`, or by `down --wake-registered` to
+ * delete it), or, `api-created`, a DELETE refused proved a VM nobody here knew to bill (a crash) since its creation.
+ */
 export function recordStart(
   configDir: string,
   org: string,
   uid: string,
   facts: VmFacts,
-  source: 'deploy' | 'wake-registered',
+  source: 'api-created' | 'deploy' | 'wake-registered',
+  at?: string | null,
   now = Date.now(),
 ): string | undefined {
-  const at = new Date(now).toISOString()
-  return guarded(() => new LedgerStore(configDir, org).append([{...facts, at, kind: 'start', recorded_at: at, source, uid}], now))
+  const began = at && Date.parse(at) <= now ? at : null
+  const recorded = new Date(now).toISOString()
+  return guarded(() =>
+    new LedgerStore(configDir, org).append(
+      [
+        {
+          ...facts,
+          at: began ?? recorded,
+          kind: 'start',
+          recorded_at: recorded,
+          source: began || source !== 'api-created' ? source : 'first-seen',
+          uid,
+        },
+      ],
+      now,
+    ),
+  )
 }
 
 /** Billing of `uid` is confirmed to have stopped now: this run's deletion of it was confirmed. */
@@ -33,8 +52,8 @@ export function recordStop(configDir: string, org: string, uid: string, now = Da
 export function recordListing(configDir: string, org: string, listing: Listing, now = Date.now()): string | undefined {
   return guarded(() => {
     const store = new LedgerStore(configDir, org)
-    // The latest month holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.
-    return store.append(linesFromListing(intervalsOf(store.read({from: now, to: now}).lines), listing, now), now)
+    // The latest file holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.
+    return store.append(linesFromListing(intervalsOf(store.readLatest().lines), listing, now), now)
   })
 }
 

@@ -3,16 +3,18 @@
  * month a line was written), mode 0600, append only. The ledger outlives the VMs and their local records: it is what
  * `targon cost` and `cost --reconcile` read, long after `down`.
  *
- * Each append is one write(2) on a file opened with O_APPEND: the kernel places it at the end as a whole, so a
- * process killed mid-run leaves whole lines, and concurrent `targon` runs never interleave or lose each other's
- * lines. A line that still fails to parse (a full disk) is skipped and counted, never fatal.
+ * Each append is one write(2) on a file opened with O_APPEND: on a local file system the kernel places it at the end
+ * as a whole, so a process killed mid-run leaves whole lines, and concurrent `targon` runs never interleave or lose
+ * each other's lines. A line that still fails to parse (a full disk) is skipped and counted, never fatal, and the
+ * next write starts on a line of its own.
  *
  * Every command that lists VMs tells the ledger, so reading all of it each time would grow with its age (a year of a
- * 20-VM fleet is about 60,000 lines and took about 0.7 s to read here). Instead, the first write of a month carries
- * forward what is still open (the start and last sighting of each VM billing, the last pruning): the current month
- * then holds all a listing needs, and a report reads only the months of its range.
+ * 20-VM fleet is about 60,000 lines, which took about 0.7 s to read here; bench figure 14 measures what is left).
+ * Instead, the first write of a month carries forward what is still open (the start and last sighting of each VM
+ * billing, the last pruning). By induction the latest file then holds every open interval: a listing reads it
+ * alone, and a report reads from the last file before its range onwards.
  */
-import {closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, rmSync, writeSync} from 'node:fs'
+import {closeSync, constants, fstatSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {type LedgerLine, LedgerLineSchema} from './lines.js'
@@ -26,20 +28,22 @@ export interface LedgerRead {
   problems: string[]
   /** The latest month deleted by pruning, or null: a report that reaches back to it is incomplete. */
   prunedThrough: string | null
-  /** The earliest month still on disk, or null for an empty ledger. */
-  firstMonth: string | null
+  /** When the ledger's first line was written, or null for an empty ledger. */
+  since: number | null
 }
 
 const MONTH_FILE = /^(\d{4}-\d{2})\.ndjson$/
 
 export class LedgerStore {
   readonly dir: string
+  private readonly root: string
 
   constructor(
     configDir: string,
     readonly org: string,
   ) {
-    this.dir = childPath(join(configDir, 'ledger'), org)
+    this.root = join(configDir, 'ledger')
+    this.dir = childPath(this.root, org)
   }
 
   /**
@@ -53,13 +57,14 @@ export class LedgerStore {
       const carried = this.hasMonth(now) ? [] : this.carry(now)
       const text = [...carried, ...lines].map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`).join('')
       mkdirSync(this.dir, {mode: 0o700, recursive: true})
-      assertOwnDir(this.dir, 'ledger directory')
-      const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
+      this.checkDirs()
+      const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
       try {
         const stats = fstatSync(fd)
         if (!stats.isFile() || (stats.mode & 0o077) !== 0 || stats.uid !== process.getuid?.())
           return `the ledger file ${path} is not a private file of this user; nothing was recorded in it`
-        const buffer = Buffer.from(text)
+        // After a torn write (a full disk), the next line must not be glued to the remains of the last.
+        const buffer = Buffer.from(endsTorn(fd, stats.size) ? `\n${text}` : text)
         const written = writeSync(fd, buffer)
         if (written !== buffer.length) return `the ledger file ${path} took ${written} of ${buffer.length} bytes (is the disk full?)`
       } finally {
@@ -77,25 +82,54 @@ export class LedgerStore {
     return this.months().includes(monthOf(now))
   }
 
-  /** What a new month starts with: the open intervals and the last pruning, as the latest month holds them. */
+  /** What a new month starts with: the open intervals and the last pruning, as the latest file holds them. */
   private carry(now: number): LedgerLine[] {
-    const read = this.read({from: now, to: now})
-    return carriedLines(intervalsOf(read.lines), read.prunedThrough, now)
+    const latest = this.readLatest()
+    return carriedLines(intervalsOf(latest.lines), latest.prunedThrough, now)
+  }
+
+  /** The latest file: every open interval, and all a listing needs (see the header). */
+  readLatest(): LedgerRead {
+    return this.readMonths(this.months().slice(-1), false)
   }
 
   /**
-   * The lines of the months that `range` touches (all months without one), with the first month (where the ledger
-   * begins) and the latest (what was carried forward last).
+   * What a report from `from` needs: the last file of a month before it (which carried what was open when it began)
+   * and every file after, since an interval that overlaps the range may have ended, or been found gone, any time
+   * later. Without `from`, every file.
    */
-  read(range?: {from: number; to: number}): LedgerRead {
-    const result: LedgerRead = {firstMonth: null, lines: [], problems: [], prunedThrough: null}
+  read(from?: number): LedgerRead {
     const months = this.months()
-    result.firstMonth = months[0] ?? null
-    const wanted = range
-      ? months.filter(
-          (month, index) => index === 0 || index === months.length - 1 || (month >= monthOf(range.from) && month <= monthOf(range.to)),
-        )
-      : months
+    const before = from === undefined ? undefined : months.filter((month) => month < monthOf(from)).at(-1)
+    return this.readMonths(before === undefined ? months : months.filter((month) => month >= before), true)
+  }
+
+  /**
+   * Deletes whole months that ended more than `retentionDays` before `now`, once a line that says so is written (a
+   * report reaching back to them must know it is incomplete); the months deleted, or why none could be.
+   */
+  prune(retentionDays: number, now = Date.now()): {deleted: string[]; problem?: string} {
+    const cutoff = now - retentionDays * 86_400_000
+    const old = this.months().filter((month) => monthEnd(month) <= cutoff)
+    const through = old.at(-1)
+    if (through === undefined) return {deleted: []}
+    const problem = this.append([{at: new Date(now).toISOString(), kind: 'pruned', through}], now)
+    if (problem) return {deleted: [], problem}
+    for (const month of old) rmSync(join(this.dir, `${month}.ndjson`), {force: true})
+    return {deleted: old}
+  }
+
+  /** The lines of these months; `since`, when asked for, from the first month's first line. */
+  private readMonths(wanted: string[], withSince: boolean): LedgerRead {
+    const result: LedgerRead = {lines: [], problems: [], prunedThrough: null, since: null}
+    try {
+      this.checkDirs()
+    } catch (error) {
+      result.problems.push(`ignoring the ledger: ${(error as Error).message}`)
+      return result
+    }
+
+    const first = this.months()[0]
     for (const month of wanted) {
       const path = join(this.dir, `${month}.ndjson`)
       let text: string
@@ -122,24 +156,24 @@ export class LedgerStore {
         result.prunedThrough = line.through
     }
 
+    if (withSince && first !== undefined) result.since = this.firstWrite(first)
     return result
   }
 
-  /**
-   * Deletes whole months that ended more than `retentionDays` before `now`, and records what it deleted; the months
-   * deleted.
-   */
-  prune(retentionDays: number, now = Date.now()): string[] {
-    const cutoff = now - retentionDays * 86_400_000
-    const old = this.months().filter((month) => monthEnd(month) <= cutoff)
-    for (const month of old) rmSync(join(this.dir, `${month}.ndjson`), {force: true})
-    const through = old.at(-1)
-    if (through) {
-      const problem = this.append([{at: new Date(now).toISOString(), kind: 'pruned', through}], now)
-      if (problem) throw new Error(problem)
+  /** When the first line of a month's file was written (lines go into a file in the order they are written). */
+  private firstWrite(month: string): number | null {
+    try {
+      const line = parseLine(readOwnFile(join(this.dir, `${month}.ndjson`)).split('\n', 1)[0] ?? '')
+      return line ? Date.parse('recorded_at' in line ? line.recorded_at : line.at) : null
+    } catch {
+      return null
     }
+  }
 
-    return old
+  /** ledger/ and ledger/<org>/: no link, this user's, writable by nobody else. */
+  private checkDirs(): void {
+    assertOwnDir(this.root, 'ledger directory')
+    assertOwnDir(this.dir, 'ledger directory')
   }
 
   private months(): string[] {
@@ -152,6 +186,14 @@ export class LedgerStore {
       return []
     }
   }
+}
+
+/** Whether a file of `size` bytes ends without a newline: the remains of a torn write. */
+function endsTorn(fd: number, size: number): boolean {
+  if (size === 0) return false
+  const last = Buffer.alloc(1)
+  readSync(fd, last, 0, 1, size - 1)
+  return last[0] !== 0x0a
 }
 
 function parseLine(raw: string): LedgerLine | undefined {

@@ -6,7 +6,7 @@
  */
 import type {CostApart, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
 import {roundUsd} from '../fleet/cost.js'
-import {type KnownVm, snapshot} from '../fleet/workloads.js'
+import {type KnownVm, invalidWarning, snapshot} from '../fleet/workloads.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'
 import {LedgerStore, monthEnd} from '../ledger/store.js'
 import type {LocalState} from '../state/local-state.js'
@@ -34,12 +34,16 @@ export interface CostOptions {
 export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
   const view = await snapshot(client, options.org, state)
   for (const problem of view.problems) options.warn(problem)
+  // Nothing of them can enter the ledger: say so, since they may bill.
+  if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))
   const now = Date.now()
   const to = Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
-  if (pruned.length > 0) options.warn(`deleted the ledger months ${pruned.join(', ')}: older than ${options.retentionDays} days`)
-  const read = store.read({from: options.from, to})
+  if (pruned.problem) options.warn(`the ledger was not pruned: ${pruned.problem}`)
+  if (pruned.deleted.length > 0)
+    options.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
+  const read = store.read(options.from)
   for (const problem of read.problems) options.warn(problem)
   const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
@@ -69,7 +73,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
 
   vms.sort((a, b) => a.start.localeCompare(b.start))
   const days = daysOf(counted, options.from, to, now)
-  const ledgerSince = firstLineAt(read.lines)
+  const ledgerSince = read.since
   const incomplete = incompleteness(options.from, ledgerSince, read.prunedThrough)
   return {
     apart,
@@ -174,16 +178,6 @@ function groupsOf(vms: CostVm[], by: Exclude<CostGrouping, 'day'>): CostGroup[] 
   return [...groups.values()]
     .map((group) => ({...group, estimated_usd: roundUsd(group.estimated_usd), seconds: Math.round(group.seconds)}))
     .sort((a, b) => b.estimated_usd - a.estimated_usd)
-}
-
-function firstLineAt(lines: readonly {kind: string; at: string; recorded_at?: string}[]): number | null {
-  let first: number | null = null
-  for (const line of lines) {
-    const at = Date.parse(line.recorded_at ?? line.at)
-    if (first === null || at < first) first = at
-  }
-
-  return first
 }
 
 /** Why a report from `from` cannot be complete, or null when it can. */

@@ -39,6 +39,7 @@ export async function runCredits(client: TargonClient, state: LocalState, option
   const billing = view.vms.filter((vm) => !vm.gone && vm.billing !== false)
   const priced = billing.filter((vm) => vmPrice(vm) !== null)
   const burn = sumPrices(priced)
+  // Without an owner set, nothing tells people apart: the share is every VM of this tool in the org.
   const mine = priced.filter((vm) => (options.owners.owner === null ? vm.owned : vm.owner === options.owners.owner))
   const runwayHours = burn > 0 ? Math.max(0, reading.credits) / burn : null
   const short = options.minRunwayMs !== null && runwayHours !== null && runwayHours * 3_600_000 < options.minRunwayMs
@@ -54,10 +55,8 @@ export async function runCredits(client: TargonClient, state: LocalState, option
     runway_ends_at: runwayHours === null ? null : new Date(reading.at + runwayHours * 3_600_000).toISOString(),
     runway_hours: runwayHours === null ? null : Math.round(runwayHours * 100) / 100,
     short,
-    uncertain_vms: [
-      ...billing.filter((vm) => vm.billing === null || vm.billingAssumed).map((vm) => vm.uid),
-      ...view.invalid.map((item) => item.uid ?? '(no uid)'),
-    ],
+    invalid_items: view.invalid.length,
+    uncertain_vms: billing.filter((vm) => vm.billing === null || vm.billingAssumed).map((vm) => vm.uid),
     unpriced_vms: billing.filter((vm) => vmPrice(vm) === null).map((vm) => vm.uid),
   }
 }

@@ -8,7 +8,7 @@
 import type {Report} from '../capacity/watch.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../core/errors.js'
-import {type SparseWorkload, workloadStatus} from '../targon/schemas.js'
+import {type SparseWorkload, workloadPrice, workloadStatus} from '../targon/schemas.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {allRefused, createOnCandidates} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
@@ -98,7 +98,7 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
 
   claim.status = 'provisioning'
   // Billing starts here: the ledger hears of it before anything else can fail.
-  const unrecorded = recordStart(ctx.state.dir, org, claim.uid, deployedFacts(ctx, registered), 'deploy')
+  const unrecorded = recordStart(ctx.state.dir, org, claim.uid, deployedFacts(ctx, registered, outcome.answer), 'deploy')
   if (unrecorded) ctx.warn(unrecorded)
   return {
     ...registered,
@@ -107,14 +107,15 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
   }
 }
 
-function deployedFacts(ctx: RunContext, registered: Registered): VmFacts {
+/** The VM as the ledger keeps it; the price the deploy's answer gives, else the one known at registration. */
+function deployedFacts(ctx: RunContext, registered: Registered, answer: SparseWorkload): VmFacts {
   return {
     fleet: ctx.request.fleet,
     gpu_count: registered.gpu.count,
     gpu_model: registered.gpu.model,
     name: registered.claim.name,
     owner: ctx.request.owner?.name ?? null,
-    price_per_hour: registered.price,
+    price_per_hour: workloadPrice(answer) ?? registered.price,
     resource: registered.resource,
   }
 }
