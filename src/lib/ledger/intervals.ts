@@ -52,7 +52,8 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
       add(starts, line.uid, line)
       latest(seen, line.uid, Date.parse(line.recorded_at))
     } else if (line.kind === 'seen') {
-      for (const uid of line.uids) latest(seen, uid, Date.parse(line.at))
+      const at = Date.parse(line.at)
+      for (const uid of line.uids) latest(seen, uid, at)
     } else if (line.kind === 'stop') {
       add(stops, line.uid, line)
     } else if (line.kind === 'unclear') {
