@@ -18,6 +18,7 @@ import {promisify} from 'node:util'
 
 import {LedgerStore} from '../src/lib/ledger/store.js'
 import type {LedgerLine} from '../src/lib/ledger/lines.js'
+import {SEEN_EVERY_MS} from '../src/lib/ledger/intervals.js'
 import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
@@ -329,13 +330,13 @@ if (wanted('14')) {
     old / fresh,
     1.3,
     '',
-    `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, seen every 10 min)`,
+    `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, a seen line every ${SEEN_EVERY_MS / 60_000} min)`,
   )
   await sim.stop()
 }
 
 /**
- * A year of history for org acme: 20 VMs deployed each day and deleted a day later, sightings every 10 minutes. The
+ * A year of history for org acme: 20 VMs deployed each day and deleted a day later, a seen line as often as a listing writes one. The
  * last 30 days go into the current month's file, as at the end of a month: the most a listing reads.
  */
 function agedLedger(configDir: string): number {
@@ -345,7 +346,7 @@ function agedLedger(configDir: string): number {
   const first = Date.now() - 365 * day
   let batch: LedgerLine[] = []
   let written = 0
-  for (let at = first; at < Date.now() - day; at += 600_000) {
+  for (let at = first; at < Date.now() - day; at += SEEN_EVERY_MS) {
     const dayIndex = Math.floor((at - first) / day)
     const uids = Array.from({length: 20}, (_, vm) => `wrk-d${dayIndex}v${vm}`)
     const iso = new Date(at).toISOString()
@@ -538,7 +539,7 @@ const row = (figure: Figure) =>
 // With BENCH_ONLY, the rows of the figures not measured now stay as they were.
 // Only the figures' table: the latency model's table below it has rows too.
 const previous = only ? (readFileSync(new URL('../BENCHMARKS.md', import.meta.url), 'utf8').split('\n## ')[0] ?? '') : ''
-const kept = [...previous.matchAll(/^\| (\w+) \| .*\|$/gm)]
+const kept = [...previous.matchAll(/^\| (\d+[a-z]?) \| .*\|$/gm)]
   .filter((match) => match[1] !== '#' && !figures.some((figure) => figure.id === match[1]))
   .map((match) => ({id: match[1] as string, line: match[0], missed: match[0].includes('**missed**')}))
 const rows = [...figures.map((figure) => ({id: figure.id, line: row(figure), missed: figure.ok === false})), ...kept].sort((a, b) =>

@@ -3,7 +3,7 @@
  * directory and from a fresh one), a ledger that survives down, SIGKILL and concurrent runs, `credits` with its
  * runway alarm, and `cost --reconcile` against credits that fall, stay put or cannot be read.
  */
-import {readFileSync, readdirSync} from 'node:fs'
+import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -147,6 +147,25 @@ describe('targon cost', () => {
     const early = parseJson(await targon(['cost', '--from', '2020-01-01', '--json'])).data
     expect(early.complete).toBe(false)
     expect(early.incomplete_reason).toMatch(/ledger is empty|ledger begins/)
+    // A month from long ago, past a retention of 30 days: deleted whole, and a report reaching back says so.
+    const dir = join(ctx.configDir, 'ledger', 'acme')
+    mkdirSync(dir, {mode: 0o700, recursive: true})
+    const old = {...{fleet: 'train', gpu_count: 1, gpu_model: null, name: 'tcli-train-old', owner: null, price_per_hour: 1.69}}
+    writeFileSync(
+      join(dir, '2025-01.ndjson'),
+      `${JSON.stringify({...old, at: '2025-01-05T00:00:00Z', kind: 'start', recorded_at: '2025-01-05T00:00:00Z', resource: null, source: 'deploy', uid: 'wrk-old'})}\n`,
+      {mode: 0o600},
+    )
+    const pruned = await targon(['cost', '--from', '2025-01-01', '--json'], {env: {TARGON_LEDGER_DAYS: '30'}})
+    expect(parseJson(pruned).warnings).toContainEqual(expect.stringMatching(/deleted the ledger months 2025-01: older than 30 days/))
+    expect(parseJson(pruned).data).toMatchObject({
+      complete: false,
+      incomplete_reason: expect.stringMatching(/through 2025-01 were deleted/),
+    })
+    // Still open when this month began, it was carried into it before its month went, and ended at its last sighting.
+    expect(parseJson(pruned).data.vms.map((vm: {uid: string; bounded: boolean}) => [vm.uid, vm.bounded])).toEqual([['wrk-old', true]])
+    expect(readdirSync(dir)).not.toContain('2025-01.ndjson')
+
     await upUids(['--fleet', 'train'])
     const text = await targon(['cost', '--by', 'fleet', '--since', '1h'])
     expect(text.code).toBe(0)

@@ -15,8 +15,12 @@ import type {LedgerLine} from './lines.js'
 export type StartSource = (typeof START_SOURCES)[number]
 export type StopHow = (typeof STOP_HOWS)[number]
 
-/** How often a VM seen billing gets a `seen` line: the most a `bounded` end can fall short by, beyond the runs' own gaps. */
-export const SEEN_EVERY_MS = 10 * 60_000
+/**
+ * How often a VM seen billing gets a `seen` line: the most a `bounded` end can fall short by, beyond the gaps between
+ * listings. Every listing reads these lines (bench figure 14); a VM deleted elsewhere is mostly caught by its tombstone
+ * or `error` record, so they need not be frequent.
+ */
+export const SEEN_EVERY_MS = 30 * 60_000
 
 export interface Interval extends VmFacts {
   uid: string
