@@ -1,6 +1,6 @@
 /**
  * `npm run demo`: targon against the local simulator, no account needed. Runs offers, up,
- * status, ssh and down with their real output, and ends by checking that nothing is live.
+ * status, ssh, down, cost and credits with their real output, and ends by checking that nothing is live.
  * As root the VM is a simulated SSH host and gets the full bootstrap (its system tools are installed
  * first, as for the tests); otherwise up stops once the VM runs.
  */
@@ -52,6 +52,9 @@ try {
   // The words after -- are one line for the remote shell, as with OpenSSH: the whole command is quoted once.
   if (root) await step('ssh', 'tcli-default-demo', '--', 'hostname; docker --version; systemctl is-active dstack-shim')
   await step('down', '--all', '--yes')
+  // What it cost, from the spend ledger that outlives the VM, and the org's credits.
+  await step('cost', '--since', '1h', '--by', 'vm')
+  await step('credits')
 } finally {
   const live = sim.live()
   process.stdout.write(`\nLive VMs left on the simulator: ${live.length}\n`)

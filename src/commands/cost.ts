@@ -37,12 +37,9 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
   ]
 
   static flags = {
-    since: durationFlag('--since', {summary: 'Report the span up to now: 7d, 24h, 90d (default 7d).'}),
+    since: durationFlag('--since', {summary: 'Report this span, up to --to or now: 7d, 24h, 90d (default 7d).'}),
     from: timeFlag('--from', false, {exclusive: ['since'], summary: 'Start of the range: a UTC date (2026-11-01) or an RFC 3339 time.'}),
-    to: timeFlag('--to', true, {
-      exclusive: ['since'],
-      summary: 'End of the range (a date includes that whole day; default now).',
-    }),
+    to: timeFlag('--to', true, {summary: 'End of the range (a date includes that whole day; default now).'}),
     fleet: Flags.string({summary: 'Only the VMs of this fleet.'}),
     by: Flags.option({default: 'day' as const, options: COST_GROUPINGS})({summary: 'Group the table by day, fleet, resource or VM.'}),
     reconcile: Flags.boolean({default: false, summary: 'Compare the estimate with the drop in org credits since an earlier reading.'}),
@@ -76,6 +73,7 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
     if (result.groups.length === 0) this.log(`No spend recorded from ${range}${result.fleet ? ` in fleet ${result.fleet}` : ''}.`)
     else {
       const byDay = result.group_by === 'day'
+      const names = new Map(result.vms.map((vm) => [vm.uid as string | null, vm.name]))
       // On a terminal, spend per day as bars: beside the table by day, under it otherwise.
       const chart = Boolean(process.stdout.isTTY)
       const most = Math.max(...result.days.map((day) => day.estimated_usd), 0)
@@ -83,6 +81,8 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
         renderTable(
           [
             {header: result.group_by.toUpperCase(), value: (group: CostGroup) => dash(group.key)},
+            // By VM the key is the uid, and a person knows the VM by its name.
+            ...(result.group_by === 'vm' ? [{header: 'NAME', value: (group: CostGroup) => dash(names.get(group.key))}] : []),
             {align: 'right', header: 'VMS', value: (group) => String(group.vms)},
             {align: 'right', header: 'BILLED', value: (group) => formatDuration(group.seconds * 1000)},
             {align: 'right', header: 'EST_USD', value: (group) => usd(group.estimated_usd)},
