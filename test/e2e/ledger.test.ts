@@ -137,6 +137,18 @@ describe('targon cost', () => {
     )
     expect(sources).toEqual({[crashed!]: ['api-created', 'deleted'], [leftover.uid]: ['wake-registered', 'deleted']})
     expectSecondsMatch(report.vms, [crashed!, leftover.uid])
+
+    // A wake-up Targon refuses never starts billing: no start line, nothing in the report.
+    const refused = ctx.sim.addWorkload({name: 'tcli-default-leftover2'})
+    ctx.sim.inject({
+      body: JSON.stringify({reason: 'INVALID_STATE', message: 'no'}),
+      method: 'POST',
+      path: `${refused.uid}/deploy`,
+      status: 400,
+    })
+    const failed = await targon(['down', refused.uid, '--wake-registered', '--yes', '--json'], {config: fresh})
+    expect(failed.code).toBe(11)
+    expect(ledgerLines(fresh).filter((line) => line.uid === refused.uid && line.kind === 'start')).toEqual([])
   })
 
   it('refuses a range that ends before it starts, and says when the range reaches back before the ledger', async () => {
@@ -162,8 +174,8 @@ describe('targon cost', () => {
       complete: false,
       incomplete_reason: expect.stringMatching(/through 2025-01 were deleted/),
     })
-    // Still open when this month began, it was carried into it before its month went, and ended at its last sighting.
-    expect(parseJson(pruned).data.vms.map((vm: {uid: string; bounded: boolean}) => [vm.uid, vm.bounded])).toEqual([['wrk-old', true]])
+    // Found gone by the same run, it ended before this month began: it went with its month.
+    expect(parseJson(pruned).data.vms).toEqual([])
     expect(readdirSync(dir)).not.toContain('2025-01.ndjson')
 
     await upUids(['--fleet', 'train'])

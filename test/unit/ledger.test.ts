@@ -2,7 +2,18 @@
  * The spend ledger: how lines become one interval per VM (whoever wrote them, however often), what a listing adds,
  * how billed time splits by day, and the files themselves (0600, whole lines, pruning by whole months).
  */
-import {appendFileSync, chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -229,6 +240,57 @@ describe('ledger files', () => {
     const february = intervalsOf(store.read(at('2026-02-01')).lines)
     expect([only(february, 'wrk-jan').end, only(february, 'wrk-jan').endHow]).toEqual([at('2026-02-20'), 'last-seen'])
     expect(store.read(at('2026-03-01')).since).toBe(at('2026-01-05'))
+  })
+
+  it('finds, through the carry, an interval that began before the first file a report reads', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    const at = (text: string) => Date.parse(`${text}T00:00:00Z`)
+    store.append([start('wrk-long', at('2026-01-10'))], at('2026-01-10'))
+    store.append([{at: iso(at('2026-02-10')), kind: 'seen', uids: ['wrk-long']}], at('2026-02-10'))
+    store.append([stop('wrk-long', at('2026-03-20'))], at('2026-03-20'))
+    // From March 15 the report reads February on: the January start is there only as February's carry.
+    const march = only(intervalsOf(store.read(at('2026-03-15')).lines), 'wrk-long')
+    expect([march.start, march.end]).toEqual([at('2026-01-10'), at('2026-03-20')])
+  })
+
+  it("carries into a new month what that month's first lines reopen", () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    const at = (text: string) => Date.parse(`${text}T00:00:00Z`)
+    store.append([start('wrk-b', at('2026-11-10'))], at('2026-11-10'))
+    store.append([stop('wrk-b', at('2026-11-29'), 'last-seen', at('2026-11-30'))], at('2026-11-30'))
+    // December's first write is a listing that sees it billing again: the stop is void, and December must know it.
+    store.append([{at: iso(at('2026-12-02')), kind: 'seen', uids: ['wrk-b']}], at('2026-12-02'))
+    const open = only(intervalsOf(store.readLatest().lines), 'wrk-b')
+    expect([open.start, open.end, open.lastSeen]).toEqual([at('2026-11-10'), null, at('2026-12-02')])
+  })
+
+  it('writes to the latest file, never behind it: a run from before midnight, a clock that was ahead once', () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    const at = (text: string) => Date.parse(text)
+    store.append([start('wrk-1', at('2026-12-01T00:00:01Z'))], at('2026-12-01T00:00:01Z'))
+    store.append([start('wrk-2', at('2026-11-30T23:59:59Z'))], at('2026-11-30T23:59:59Z'))
+    expect(readdirSync(store.dir)).toEqual(['2026-12.ndjson'])
+    store.append([start('wrk-3', at('2027-05-01T00:00:00Z'))], at('2027-05-01T00:00:00Z'))
+    store.append([stop('wrk-1', at('2026-12-02T00:00:00Z'))], at('2026-12-02T00:00:00Z'))
+    const latest = intervalsOf(store.readLatest().lines)
+    expect([...latest.keys()].sort()).toEqual(['wrk-1', 'wrk-2', 'wrk-3'])
+    expect(only(latest, 'wrk-1').end).toBe(at('2026-12-02T00:00:00Z'))
+  })
+
+  it("ignores a new month's temporary file that a killed run left, and tidies it away once it is stale", () => {
+    const config = tempDir('targon-ledger-')
+    const store = new LedgerStore(config, 'acme')
+    store.append([start('wrk-1', T0)], T0)
+    const stale = join(store.dir, '2026-12.ndjson.0123456789ab.tmp')
+    writeFileSync(stale, '{"kind":"start"', {mode: 0o600})
+    utimesSync(stale, new Date(T0 - 2 * 3_600_000), new Date(T0 - 2 * 3_600_000))
+    store.append([stop('wrk-1', T0 + 3 * 3_600_000)], T0 + 3 * 3_600_000)
+    expect(only(intervalsOf(store.read().lines), 'wrk-1').end).toBe(T0 + 3 * 3_600_000)
+    expect(store.prune(400, T0 + 3 * 3_600_000)).toEqual({deleted: []})
+    expect(readdirSync(store.dir).sort()).toEqual(['2026-11.ndjson', '2026-12.ndjson'])
   })
 
   it('starts a new line after a torn one, so that the next batch is whole', () => {

@@ -10,11 +10,26 @@
  *
  * Every command that lists VMs tells the ledger, so reading all of it each time would grow with its age (a year of a
  * 20-VM fleet is about 60,000 lines, which took about 0.7 s to read here; bench figure 14 measures what is left).
- * Instead, the first write of a month carries forward what is still open (the start and last sighting of each VM
- * billing, the last pruning). By induction the latest file then holds every open interval: a listing reads it
- * alone, and a report reads from the last file before its range onwards.
+ * Instead, each month's file comes into being whole with what is still open carried forward (the start and last
+ * sighting of each VM billing, the last pruning), and every write goes to the latest file. By induction the latest
+ * file then holds every open interval: a listing reads it alone, and a report reads from the last file before its
+ * range onwards.
  */
-import {closeSync, constants, fstatSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync} from 'node:fs'
+import {randomBytes} from 'node:crypto'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import {join} from 'node:path'
 
 import {type LedgerLine, LedgerLineSchema} from './lines.js'
@@ -28,7 +43,7 @@ export interface LedgerRead {
   problems: string[]
   /** The latest month deleted by pruning, or null: a report that reaches back to it is incomplete. */
   prunedThrough: string | null
-  /** When the ledger's first line was written, or null for an empty ledger. */
+  /** From when on the ledger is whole: its first line's time, or the end of the pruned months; null when empty. */
   since: number | null
 }
 
@@ -47,18 +62,22 @@ export class LedgerStore {
   }
 
   /**
-   * Appends the lines in one write, after what the month carries forward when it is the month's first; a warning when
-   * that failed (the run goes on: the ledger must never stop it).
+   * Appends the lines in one write to the latest month's file: that of `now`, or a later one that exists (a run that
+   * began just before midnight, or a clock that was ahead once, never writes behind the file listings read). A new
+   * month's file is made first, whole, with what it carries forward. A warning when that failed (the run goes on: the
+   * ledger must never stop it).
    */
   append(lines: LedgerLine[], now = Date.now()): string | undefined {
     if (lines.length === 0) return undefined
-    const path = join(this.dir, `${monthOf(now)}.ndjson`)
+    const latest = this.months().at(-1)
+    const month = latest !== undefined && latest > monthOf(now) ? latest : monthOf(now)
+    const path = join(this.dir, `${month}.ndjson`)
     try {
-      const carried = this.hasMonth(now) ? [] : this.carry(now)
-      const text = [...carried, ...lines].map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`).join('')
       mkdirSync(this.dir, {mode: 0o700, recursive: true})
       this.checkDirs()
-      const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600)
+      if (month !== latest) this.begin(path, lines, now)
+      const text = lines.map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`).join('')
+      const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW)
       try {
         const stats = fstatSync(fd)
         if (!stats.isFile() || (stats.mode & 0o077) !== 0 || stats.uid !== process.getuid?.())
@@ -77,15 +96,27 @@ export class LedgerStore {
     return undefined
   }
 
-  /** Whether the month of `now` has a file yet. */
-  hasMonth(now: number): boolean {
-    return this.months().includes(monthOf(now))
-  }
-
-  /** What a new month starts with: the open intervals and the last pruning, as the latest file holds them. */
-  private carry(now: number): LedgerLine[] {
+  /**
+   * Makes a new month's file, whole or not at all: what it carries forward (every interval open once the lines about
+   * to be written apply, so that one they reopen is carried too) goes into a private temporary file, which link(2)
+   * then puts in place; link refuses when another run made the month first, and that one's carry stands.
+   */
+  private begin(path: string, lines: LedgerLine[], now: number): void {
     const latest = this.readLatest()
-    return carriedLines(intervalsOf(latest.lines), latest.prunedThrough, now)
+    const starting = new Set(lines.flatMap((line) => (line.kind === 'start' ? [line.uid] : [])))
+    const text = carriedLines(intervalsOf([...latest.lines, ...lines]), latest.prunedThrough, now)
+      .filter((line) => !(line.kind === 'start' && starting.has(line.uid)))
+      .map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`)
+      .join('')
+    const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`
+    try {
+      writeFileSync(temp, text, {flag: 'wx', mode: 0o600})
+      linkSync(temp, path)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    } finally {
+      rmSync(temp, {force: true})
+    }
   }
 
   /** The latest file: every open interval, and all a listing needs (see the header). */
@@ -109,14 +140,36 @@ export class LedgerStore {
    * report reaching back to them must know it is incomplete); the months deleted, or why none could be.
    */
   prune(retentionDays: number, now = Date.now()): {deleted: string[]; problem?: string} {
+    this.removeStaleTemps(now)
     const cutoff = now - retentionDays * 86_400_000
     const old = this.months().filter((month) => monthEnd(month) <= cutoff)
     const through = old.at(-1)
     if (through === undefined) return {deleted: []}
     const problem = this.append([{at: new Date(now).toISOString(), kind: 'pruned', through}], now)
     if (problem) return {deleted: [], problem}
-    for (const month of old) rmSync(join(this.dir, `${month}.ndjson`), {force: true})
-    return {deleted: old}
+    const deleted: string[] = []
+    for (const month of old) {
+      try {
+        rmSync(join(this.dir, `${month}.ndjson`), {force: true})
+        deleted.push(month)
+      } catch (error) {
+        return {deleted, problem: `could not delete ${join(this.dir, `${month}.ndjson`)}: ${(error as Error).message}`}
+      }
+    }
+
+    return {deleted}
+  }
+
+  /** Temporary files of new months that a killed run left behind (an hour old: none is still being linked). */
+  private removeStaleTemps(now: number): void {
+    try {
+      for (const name of readdirSync(this.dir).filter((entry) => entry.endsWith('.tmp'))) {
+        const path = join(this.dir, name)
+        if (now - statSync(path).mtimeMs > 3_600_000) rmSync(path, {force: true})
+      }
+    } catch {
+      // Nothing to tidy, or nothing that may be tidied: the ledger works without.
+    }
   }
 
   /** The lines of these months; `since`, when asked for, from the first month's first line. */
@@ -156,7 +209,9 @@ export class LedgerStore {
         result.prunedThrough = line.through
     }
 
-    if (withSince && first !== undefined) result.since = this.firstWrite(first)
+    // After pruning, the first file begins with what was carried into it: the ledger is whole from the pruned months on.
+    if (withSince && first !== undefined)
+      result.since = result.prunedThrough === null ? this.firstWrite(first) : monthEnd(result.prunedThrough)
     return result
   }
 
