@@ -77,7 +77,10 @@ async function readCredits(client: TargonClient, store: LedgerStore, warn: (mess
   try {
     answer = await client.getCredits(store.org)
   } catch (error) {
-    throw error instanceof TargonError ? error.with({hint: error.hint ?? "check that the API key may read the org's wallet"}) : error
+    // Refused (401, 403) or not there (404): the key may lack the wallet's permission, or the API moved it.
+    throw error instanceof TargonError && (error.code === 'AUTH' || error.code === 'NOT_FOUND')
+      ? error.with({hint: `the org's credits could not be read: check that the API key may read the org's wallet`})
+      : error
   }
 
   const reading = {at: Date.now(), credits: answer.credits, currency: answer.currency ?? null}
