@@ -4,7 +4,7 @@ import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
 import {COST_GROUPINGS, type CostGroup, type CostResult} from '../lib/contract.js'
 import {formatDuration} from '../lib/core/input.js'
-import {dash, oneLine, prose, renderTable, usd} from '../lib/core/output.js'
+import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -13,7 +13,7 @@ import {LocalState} from '../lib/state/local-state.js'
 
 const DEFAULT_SINCE_MS = 7 * 86_400_000
 const BAR_WIDTH = 30
-/** Compact: a month of days at most (--by day lists them all). */
+/** Compact: a month of days at most (--by day lists the days with spend, each with its bar). */
 const CHART_DAYS = 31
 
 export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
@@ -23,11 +23,12 @@ export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
 times its billed time, from its deploy to the confirmed end of its billing (a VM still billing counts up to now). The
 ledger (ledger/<org>/ in the config directory) records each deploy and deletion made from this directory, and every
 listing adds the VMs it meets: those made elsewhere start at the API's created_at. A VM that vanished between two
-listings ends at the last time this directory saw it billing (marked bounded: a lower bound). A VM whose end or price
-is unknown is listed apart, never in the totals. Days are UTC.
+listings ends at the last time this directory saw it (marked bounded: the end was not confirmed). A VM whose end or
+price is unknown is listed apart, never in the totals. Days are UTC.
 
-With --reconcile, the drop in the org's credits since the earliest reading in the range (targon credits records one
-each run, and so does this) is put next to the estimate of every VM the ledger knows over the same interval.`)
+With --reconcile, the drop in the org's credits between the earliest and the latest readings in the range (targon
+credits records one each run, and so does this) is put next to the estimate of every VM the ledger knows, any fleet,
+over the same interval.`)
 
   static examples = [
     {command: '<%= config.bin %> cost', description: 'Spend of the last 7 days, per day'},
@@ -38,17 +39,23 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
 
   static flags = {
     since: durationFlag('--since', {summary: 'Report this span, up to --to or now: 7d, 24h, 90d (default 7d).'}),
-    from: timeFlag('--from', false, {exclusive: ['since'], summary: 'Start of the range: a UTC date (2026-11-01) or an RFC 3339 time.'}),
+    from: timeFlag('--from', false, {summary: 'Start of the range: a UTC date (2026-11-01) or an RFC 3339 time.'}),
     to: timeFlag('--to', true, {summary: 'End of the range (a date includes that whole day; default now).'}),
     fleet: Flags.string({summary: 'Only the VMs of this fleet.'}),
     by: Flags.option({default: 'day' as const, options: COST_GROUPINGS})({summary: 'Group the table by day, fleet, resource or VM.'}),
-    reconcile: Flags.boolean({default: false, summary: 'Compare the estimate with the drop in org credits since an earlier reading.'}),
+    reconcile: Flags.boolean({
+      default: false,
+      summary: "Also compare the drop in the org's credits between the readings in the range with the estimate of every fleet over it.",
+    }),
   }
 
   public async run(): Promise<CostResult> {
     const now = Date.now()
+    if (this.flags.from !== undefined && this.flags.since !== undefined)
+      throw usageError('--since and --from cannot be combined', 'give a span with --since (and --to), or a range with --from and --to')
     const to = this.flags.to ?? now
     const from = this.flags.from ?? to - (this.flags.since ?? DEFAULT_SINCE_MS)
+    if (from >= now) throw usageError(`--from ${new Date(from).toISOString()} is not in the past`, 'give a start before now')
     if (from >= to) throw usageError('--from must come before --to', 'give an earlier --from or a later --to')
     const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
     const retentionDays = await resolveSetting('ledger-days')
@@ -60,7 +67,7 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
         org: await this.resolveOrg(client),
         reconcile: this.flags.reconcile,
         retentionDays,
-        to,
+        to: this.flags.to ?? null,
         warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
@@ -84,8 +91,8 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
             // By VM the key is the uid, and a person knows the VM by its name.
             ...(result.group_by === 'vm' ? [{header: 'NAME', value: (group: CostGroup) => dash(names.get(group.key))}] : []),
             {align: 'right', header: 'VMS', value: (group) => String(group.vms)},
-            {align: 'right', header: 'BILLED', value: (group) => formatDuration(group.seconds * 1000)},
-            {align: 'right', header: 'EST_USD', value: (group) => usd(group.estimated_usd)},
+            {align: 'right', header: 'BILLED_H', value: (group) => (group.seconds / 3600).toFixed(2)},
+            {align: 'right', header: 'EST_USD', value: (group) => usdPrecise(group.estimated_usd)},
             ...(chart && byDay ? [{header: '', value: (group: CostGroup) => bar(group.estimated_usd, most)}] : []),
           ],
           result.groups,
@@ -94,23 +101,24 @@ each run, and so does this) is put next to the estimate of every VM the ledger k
       if (chart && !byDay)
         this.log(
           `\n${chartDays(result.days)
-            .map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usd(day.estimated_usd)}`)
+            .map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usdPrecise(day.estimated_usd)}`)
             .join('\n')}`,
         )
-      this.log(`\nTotal: about ${usd(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
+      this.log(`\nTotal: about ${usdPrecise(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
     }
 
+    this.log('Estimates: hourly price × billed time, a VM still billing up to now (Targon reports no charges per VM).')
+
     const bounded = result.vms.filter((vm) => vm.bounded).length
-    if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting, a lower bound.`)
+    if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting (bounded).`)
     for (const vm of result.apart)
       this.log(
         oneLine(
-          `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), open ${vm.open_seconds === null ? 'for an unknown time' : formatDuration(vm.open_seconds * 1000)}: ${vm.reason}.`,
+          `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
         ),
       )
     if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
-    if (result.reconcile) this.log(reconcileLines(result.reconcile).join('\n'))
-    this.info(result.basis)
+    if (result.reconcile) this.log(reconcileLines(result.reconcile, result.fleet).join('\n'))
   }
 }
 
@@ -126,12 +134,12 @@ function bar(usdSpent: number, most: number): string {
   return '█'.repeat(most > 0 ? Math.round((usdSpent / most) * BAR_WIDTH) : 0)
 }
 
-function reconcileLines(reconcile: NonNullable<CostResult['reconcile']>): string[] {
+function reconcileLines(reconcile: NonNullable<CostResult['reconcile']>, fleet: string | null): string[] {
   const head =
     reconcile.verdict === 'one-reading'
-      ? 'Reconcile: no earlier reading of the credits in the range; this run recorded one, so the next run can compare.'
+      ? 'Reconcile: fewer than two readings of the credits in the range (this run recorded one; targon credits records one too).'
       : reconcile.verdict === 'unreadable'
         ? 'Reconcile: the credits could not be read.'
-        : `Reconcile ${reconcile.from?.slice(0, 19)}Z to ${reconcile.to?.slice(0, 19)}Z: credits fell ${usd(reconcile.credits_drop_usd)} USD, the estimate is ${usd(reconcile.estimated_usd)} USD (${reconcile.verdict}).`
+        : `Reconcile ${reconcile.from?.slice(0, 19)}Z to ${reconcile.to?.slice(0, 19)}Z: credits fell ${usdPrecise(reconcile.credits_drop_usd)} USD, the estimate is ${usdPrecise(reconcile.estimated_usd)} USD${fleet === null ? '' : ' (all fleets)'}: ${reconcile.verdict}.`
   return [head, ...reconcile.unseen.map((item) => `  not seen: ${item}`)]
 }

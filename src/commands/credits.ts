@@ -5,7 +5,7 @@ import {durationFlag} from '../lib/cli/flags.js'
 import type {CreditsResult} from '../lib/contract.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {prose, usd} from '../lib/core/output.js'
+import {oneLine, prose, usdPrecise} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {configDir} from '../lib/settings/settings.js'
 import {runCredits} from '../lib/spend/credits.js'
@@ -49,10 +49,14 @@ cron alarm.`)
       if (result.short) {
         const error = new TargonError(
           'RUNWAY_SHORT',
-          `the credits of ${result.org} last about ${runway(result)} at ${usd(result.burn_usd_per_hour)} USD/h, less than ${formatDuration((result.min_runway_hours ?? 0) * 3_600_000)}`,
+          `the credits of ${result.org} last about ${runway(result)} at ${usdPrecise(result.burn_usd_per_hour)} USD/h, less than ${formatDuration((result.min_runway_hours ?? 0) * 3_600_000)}`,
           {data: result, hint: 'add credits, or delete what you do not need: targon down'},
         )
-        await this.notify('runway-short', `targon credits: ${error.message}`, {exitCode: error.exitCode, vms: []})
+        await this.notify('runway-short', `targon credits: ${error.message}`, {
+          exitCode: error.exitCode,
+          stillBilling: result.vms.map((vm) => vm.uid),
+          vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
+        })
         throw error
       }
 
@@ -62,14 +66,20 @@ cron alarm.`)
 
   private render(result: CreditsResult): void {
     const currency = result.currency ?? 'USD'
-    this.log(`Credits: ${usd(result.credits)} ${currency}`)
-    this.log(`Burn rate: ${usd(result.burn_usd_per_hour)} USD/h over ${result.billing_vms} billing VM(s) in the org`)
+    this.log(`Credits: ${usdPrecise(result.credits)} ${currency}`)
+    this.log(`Burn rate: ${usdPrecise(result.burn_usd_per_hour)} USD/h over ${result.billing_vms} billing VM(s) in the org`)
     this.log(
-      `  of which ${result.mine.owner === null ? 'this tool' : `owner ${result.mine.owner}`}: ${usd(result.mine.burn_usd_per_hour)} USD/h over ${result.mine.billing_vms} VM(s)`,
+      `  of which ${result.mine.owner === null ? 'this tool' : `owner ${result.mine.owner}`}: ${usdPrecise(result.mine.burn_usd_per_hour)} USD/h over ${result.mine.billing_vms} VM(s)`,
     )
     this.log(`Runway: ${runway(result)}${result.runway_ends_at ? ` (until about ${result.runway_ends_at.slice(0, 16)}Z)` : ''}`)
-    if (result.unpriced_vms.length > 0) this.log(`Not in the burn rate (no price listed): ${result.unpriced_vms.join(', ')}`)
-    if (result.uncertain_vms.length > 0) this.log(`Counted as billing, not certain: ${result.uncertain_vms.join(', ')}`)
+    const named = (uids: string[]) =>
+      uids.map((uid) => {
+        const name = result.vms.find((vm) => vm.uid === uid)?.name
+        return name ? `${name} (${uid})` : uid
+      })
+    if (result.unpriced_vms.length > 0)
+      this.log(oneLine(`Not in the burn rate (no price listed): ${named(result.unpriced_vms).join(', ')}`))
+    if (result.uncertain_vms.length > 0) this.log(oneLine(`Counted as billing, not certain: ${named(result.uncertain_vms).join(', ')}`))
     if (result.invalid_items > 0)
       this.log(
         `${result.invalid_items} listed item(s) fail the checks of the API answer and may bill, not counted: targon status names them`,
@@ -78,5 +88,6 @@ cron alarm.`)
 }
 
 function runway(result: CreditsResult): string {
-  return result.runway_hours === null ? 'unlimited (nothing bills now)' : formatDuration(result.runway_hours * 3_600_000)
+  if (result.runway_hours !== null) return formatDuration(result.runway_hours * 3_600_000)
+  return result.unpriced_vms.length > 0 ? 'unknown (what bills has no price)' : 'unlimited (nothing bills now)'
 }

@@ -446,12 +446,12 @@ export const CostVmSchema = VmFactsSchema.extend({
   end_source: z
     .enum([...STOP_HOWS, 'open'])
     .describe(
-      'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: the last time this directory saw it billing (see bounded); open: it still bills',
+      'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: not confirmed, the last time this directory saw it (see bounded); open: it still bills',
     ),
   bounded: z
     .boolean()
     .describe(
-      'true when the end is only the last sighting: billing stopped between `end` and `found_gone_at`, so the figure is a lower bound',
+      'true when the end was not confirmed: it is the last sighting (billing, or the last change of its error record), and billing stopped around then, before `found_gone_at`',
     ),
   found_gone_at: z.string().nullable().describe('for a last-seen end: when a listing found it gone'),
   seconds: z.number().describe('billed seconds within the report range'),
@@ -473,7 +473,7 @@ export const CostApartSchema = z.object({
   fleet: z.string().nullable(),
   status: z.string().nullable().describe('as the listing shows it now; null when it is not listed'),
   since: z.string().nullable().describe('when it began billing, as far as known'),
-  open_seconds: z.number().nullable().describe('how long it has been open, up to now'),
+  open_seconds: z.number().nullable().describe('how long it billed: up to its end, or up to now while it has none'),
   reason: z.string().describe('why it is not in the totals'),
 })
 export type CostApart = z.infer<typeof CostApartSchema>
@@ -482,14 +482,17 @@ export const ReconcileSchema = z.object({
   verdict: z
     .enum(['matches', 'differs', 'credits-unchanged', 'credits-rose', 'one-reading', 'unreadable'])
     .describe(
-      'matches: the drop in credits is within 5% (or 1 cent) of the estimate; one-reading: no earlier reading of the credits in the range (targon credits records one each run); unreadable: the credits could not be read now',
+      'matches: the drop in credits is within 5% of the larger of drop and estimate, or within 1 cent; differs: it is not; credits-unchanged: the credits did not move while the estimate is above zero (a wallet debited in batches, or never); credits-rose: a top-up or refund in between; one-reading: fewer than two readings in the range (targon credits and cost --reconcile record one each run); unreadable: the credits could not be read now',
     ),
-  from: z.string().nullable().describe('the earlier credits reading compared'),
-  to: z.string().nullable().describe('the later credits reading compared (this run)'),
+  from: z.string().nullable().describe('the earliest reading in the range (from 10 minutes before --from), compared'),
+  to: z.string().nullable().describe("the latest reading up to --to (this run's own, when the range ends now), compared"),
   credits_from: z.number().nullable(),
   credits_to: z.number().nullable(),
   credits_drop_usd: z.number().nullable(),
-  estimated_usd: z.number().nullable().describe('the estimate of every VM the ledger knows over the same interval, any fleet or owner'),
+  estimated_usd: z
+    .number()
+    .nullable()
+    .describe('the estimate of every VM the ledger knows over the same interval, any fleet or owner; VMs listed apart are left out'),
   difference_usd: z.number().nullable().describe('credits_drop_usd - estimated_usd'),
   unseen: z.array(z.string()).describe('what this comparison cannot see'),
 })
@@ -505,13 +508,13 @@ export const CostResultSchema = z.object({
   basis: z.string().describe('what the figures rest on'),
   total_usd: z.number().describe('the sum over `vms`; what is in `apart` is not in it'),
   total_seconds: z.number(),
-  groups: z.array(CostGroupSchema).describe('by --by, largest first (by day: in date order)'),
+  groups: z.array(CostGroupSchema).describe('by --by, largest first (by day: the days with spend, in date order)'),
   days: z.array(CostGroupSchema).describe('per UTC day in the range, in date order, days without spend included'),
   vms: z.array(CostVmSchema),
   apart: z.array(CostApartSchema).describe('VMs whose end or price is unknown: shown with their open duration, never in the totals'),
   complete: z.boolean().describe('false when the range reaches back before the ledger began or into pruned months'),
   incomplete_reason: z.string().nullable(),
-  ledger_since: z.string().nullable().describe('the first line the ledger holds'),
+  ledger_since: z.string().nullable().describe('from when on the ledger is whole: its first line, or the end of the months pruned'),
   reconcile: ReconcileSchema.nullable().describe('with --reconcile'),
 })
 export type CostResult = z.infer<typeof CostResultSchema>
@@ -523,7 +526,9 @@ export const CreditsResultSchema = z.object({
   currency: z.string().nullable(),
   burn_usd_per_hour: z
     .number()
-    .describe('the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it'),
+    .describe(
+      'the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it; uncertain_vms are in it, unpriced_vms and invalid items are not',
+    ),
   billing_vms: z.number(),
   mine: z.object({
     owner: z
@@ -542,7 +547,15 @@ export const CreditsResultSchema = z.object({
     .describe(
       'listed items that fail the checks of the API answer: they may bill, and are not in the burn rate (targon status names them)',
     ),
-  runway_hours: z.number().nullable().describe('credits / burn rate; null when nothing bills'),
+  runway_hours: z
+    .number()
+    .nullable()
+    .describe(
+      'credits / burn rate; null when nothing priced bills (then --min-runway cannot fire; a warning says when prices are missing)',
+    ),
+  vms: z
+    .array(z.object({uid: z.string(), name: z.string().nullable(), owner: z.string().nullable(), price_per_hour: z.number().nullable()}))
+    .describe('the VMs counted as billing'),
   runway_ends_at: z.string().nullable(),
   min_runway_hours: z.number().nullable().describe('--min-runway'),
   short: z.boolean().describe('the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT)'),
@@ -645,7 +658,10 @@ export const ErrorEnvelopeSchema = z.object({
     resource: z.object({uid: z.string().optional(), name: z.string().optional()}).nullable(),
     details: z.record(z.string(), z.unknown()),
   }),
-  data: z.record(z.string(), z.unknown()).optional().describe('partial results or the clean-up outcome'),
+  data: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('partial results or the clean-up outcome; for RUNWAY_SHORT, the whole result of targon credits'),
   warnings: z.array(z.string()).describe('what the run noticed before it failed, as on stderr without --json'),
 })
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>

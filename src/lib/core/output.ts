@@ -29,6 +29,11 @@ export function usd(value: number | null | undefined): string {
   return value === null || value === undefined ? '-' : value.toFixed(2)
 }
 
+/** An amount that may be small (a cost estimate): cents from 1 USD up, hundredths of a cent below. */
+export function usdPrecise(value: number | null | undefined): string {
+  return value === null || value === undefined ? '-' : value.toFixed(Math.abs(value) >= 1 || value === 0 ? 2 : 4)
+}
+
 /** MiB as GiB, rounded: 131072 → "128". */
 export function gib(mib: number | null): string {
   return mib === null ? '-' : String(Math.round(mib / 1024))

@@ -230,7 +230,7 @@ class Deletion {
     if (needsWake(status)) {
       this.note('refused')
       // Refused, so not a tombstone: it bills, and has since its creation (a listing that met it could not tell).
-      this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'api-created', this.target.createdAt))
+      this.started('api-created')
       return this.wake(status)
     }
 
@@ -280,7 +280,7 @@ class Deletion {
     // A registered workload starts billing once its deploy is taken (a suspended or crashed one was billing all along).
     let billing = status !== 'registered'
     const started = () => {
-      if (!billing) this.unrecorded(recordStart(this.state.dir, this.org, this.target.uid, this.facts(), 'wake-registered'))
+      if (!billing) this.started('wake-registered')
       billing = true
     }
 
@@ -352,9 +352,11 @@ class Deletion {
     this.state.writeDeleteNote(this.org, {at: new Date().toISOString(), name: this.target.name, outcome, uid: this.target.uid})
   }
 
-  private facts(): VmFacts {
+  /** Tells the ledger that its billing began (with the listing's facts, or its name alone without them). */
+  private started(source: 'api-created' | 'wake-registered'): void {
     const none = {fleet: null, gpu_count: null, gpu_model: null, owner: null, price_per_hour: null, resource: null}
-    return this.target.facts ?? {...none, name: this.target.name}
+    const facts = this.target.facts ?? {...none, name: this.target.name}
+    this.unrecorded(recordStart(this.state.dir, this.org, {createdAt: this.target.createdAt, facts, source, uid: this.target.uid}))
   }
 
   private unrecorded(warning: string | undefined): void {

@@ -91,7 +91,7 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   // A billing only assumed (an `error` record of a VM made here) may be another machine's tombstone: not a sighting.
   const sightings = vms.map((vm) => ({
     ...vmFacts(vm),
-    billing: vm.billingAssumed ? null : vm.billing,
+    billing: billingUncertain(vm) ? null : vm.billing,
     createdAt: vm.workload.created_at ?? null,
     gone: vm.gone,
     uid: vm.uid,
@@ -101,6 +101,11 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable})
   if (unrecorded) problems.push(unrecorded)
   return {invalid, localOnly, problems, vms}
+}
+
+/** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
+export function billingUncertain(vm: KnownVm): boolean {
+  return vm.billing === null || vm.billingAssumed
 }
 
 /** What the spend ledger keeps of a VM. */

@@ -34,7 +34,7 @@ export interface Interval extends VmFacts {
   /** The latest time this directory saw it billing. */
   lastSeen: number
   /** The latest updated_at of the `error` record it was listed as, unclassified (see the `unclear` line). */
-  unclearSince: number | null
+  unclearUpdatedAt: number | null
 }
 
 const START_RANK: Record<StartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
@@ -84,7 +84,7 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
       lastSeen,
       start,
       startSource: chosen.source,
-      unclearSince: unclear.get(uid) ?? null,
+      unclearUpdatedAt: unclear.get(uid) ?? null,
       uid,
     })
   }
@@ -162,7 +162,7 @@ export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listi
       )
     } else if (sighting.billing === null && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
-      if (updated !== null && updated !== interval.unclearSince)
+      if (updated !== null && updated !== interval.unclearUpdatedAt)
         lines.push({at: seenAt, kind: 'unclear', uid: sighting.uid, updated_at: new Date(updated).toISOString()})
     }
   }
@@ -181,7 +181,7 @@ export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listi
  * tombstone, most likely, as a crash stays listed until deleted; but the deletion of a crash may have come later).
  */
 function vanishedStop(interval: Interval, now: number, at: string): LedgerLine {
-  return lastSeenStop(interval, Math.min(now, Math.max(interval.lastSeen, interval.unclearSince ?? interval.lastSeen)), at)
+  return lastSeenStop(interval, Math.min(now, Math.max(interval.lastSeen, interval.unclearUpdatedAt ?? interval.lastSeen)), at)
 }
 
 function tombstoneStop(interval: Interval, end: number, at: string): LedgerLine {
@@ -248,8 +248,8 @@ export function carriedLines(intervals: ReadonlyMap<string, Interval>, prunedThr
       source: interval.startSource,
       uid: interval.uid,
     })
-    if (interval.unclearSince !== null)
-      lines.push({at, kind: 'unclear', uid: interval.uid, updated_at: new Date(interval.unclearSince).toISOString()})
+    if (interval.unclearUpdatedAt !== null)
+      lines.push({at, kind: 'unclear', uid: interval.uid, updated_at: new Date(interval.unclearUpdatedAt).toISOString()})
   }
 
   return lines

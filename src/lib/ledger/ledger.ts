@@ -7,20 +7,22 @@ import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
 import type {VmFacts} from '../contract.js'
 import {LedgerStore} from './store.js'
 
+/** A VM whose billing began: which, what it is, and why it began (see recordStart). */
+export interface StartedVm {
+  uid: string
+  facts: VmFacts
+  source: 'api-created' | 'deploy' | 'wake-registered'
+  /** For `api-created`: the API's created_at (a missing or future one makes it `first-seen`, now). Otherwise now. */
+  createdAt?: string | null
+}
+
 /**
- * Billing of `uid` began at `at` (default now): its deploy was accepted (by `up`, or by `down --wake-registered` to
- * delete it), or, `api-created`, a DELETE refused proved a VM nobody here knew to bill (a crash) since its creation.
+ * Billing of a VM began: its deploy was accepted (by `up`, or by `down --wake-registered` to delete it), or, for
+ * `api-created`, a DELETE refused proved that a VM nobody here knew of bills (a crash), since its creation.
  */
-export function recordStart(
-  configDir: string,
-  org: string,
-  uid: string,
-  facts: VmFacts,
-  source: 'api-created' | 'deploy' | 'wake-registered',
-  at?: string | null,
-  now = Date.now(),
-): string | undefined {
-  const began = at && Date.parse(at) <= now ? at : null
+export function recordStart(configDir: string, org: string, vm: StartedVm, now = Date.now()): string | undefined {
+  const {createdAt: at, facts, source, uid} = vm
+  const began = source === 'api-created' && at && Date.parse(at) <= now ? at : null
   const recorded = new Date(now).toISOString()
   return guarded(() =>
     new LedgerStore(configDir, org).append(

@@ -1,6 +1,7 @@
 /**
- * The lines of the spend ledger, one JSON object each: a VM's billing start, sightings of it, its end, and the org's
- * credit readings. Written by store.ts, read into intervals by intervals.ts.
+ * The lines of the spend ledger, one JSON object each: a VM's billing start, sightings of it, an `error` record of it
+ * nobody here classified, its end; the org's credit readings; and the months pruned. Written by store.ts, read into
+ * intervals by intervals.ts.
  */
 import * as z from 'zod'
 

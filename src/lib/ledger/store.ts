@@ -9,9 +9,10 @@
  * next write starts on a line of its own.
  *
  * Every command that lists VMs tells the ledger, so reading all of it each time would grow with its age (a year of a
- * 20-VM fleet is about 60,000 lines, which took about 0.7 s to read here; bench figure 14 measures what is left).
- * Instead, each month's file comes into being whole with what is still open carried forward (the start and last
- * sighting of each VM billing, the last pruning), and every write goes to the latest file. By induction the latest
+ * 20-VM fleet with a seen line every 10 minutes was about 60,000 lines, which took about 0.7 s to read here; bench
+ * figure 14 measures what a listing pays now). Instead, each month's file comes into being whole with what is still
+ * open carried forward (each billing VM's start and last sighting, and its unclear record; the last pruning), and
+ * every write goes to the latest file. By induction the latest
  * file then holds every open interval: a listing reads it alone, and a report reads from the last file before its
  * range onwards.
  */
@@ -76,7 +77,7 @@ export class LedgerStore {
       mkdirSync(this.dir, {mode: 0o700, recursive: true})
       this.checkDirs()
       if (month !== latest) this.begin(path, lines, now)
-      const text = lines.map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`).join('')
+      const text = serialized(lines)
       const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW)
       try {
         const stats = fstatSync(fd)
@@ -104,10 +105,11 @@ export class LedgerStore {
   private begin(path: string, lines: LedgerLine[], now: number): void {
     const latest = this.readLatest()
     const starting = new Set(lines.flatMap((line) => (line.kind === 'start' ? [line.uid] : [])))
-    const text = carriedLines(intervalsOf([...latest.lines, ...lines]), latest.prunedThrough, now)
-      .filter((line) => !(line.kind === 'start' && starting.has(line.uid)))
-      .map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`)
-      .join('')
+    const text = serialized(
+      carriedLines(intervalsOf([...latest.lines, ...lines]), latest.prunedThrough, now).filter(
+        (line) => !(line.kind === 'start' && starting.has(line.uid)),
+      ),
+    )
     const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`
     try {
       writeFileSync(temp, text, {flag: 'wx', mode: 0o600})
@@ -172,7 +174,7 @@ export class LedgerStore {
     }
   }
 
-  /** The lines of these months; `since`, when asked for, from the first month's first line. */
+  /** The lines of these months; `since`, when asked for (see LedgerRead). */
   private readMonths(wanted: string[], withSince: boolean): LedgerRead {
     const result: LedgerRead = {lines: [], problems: [], prunedThrough: null, since: null}
     try {
@@ -249,6 +251,11 @@ function endsTorn(fd: number, size: number): boolean {
   const last = Buffer.alloc(1)
   readSync(fd, last, 0, 1, size - 1)
   return last[0] !== 0x0a
+}
+
+/** Lines as the file holds them: each checked, one JSON object a line. */
+function serialized(lines: LedgerLine[]): string {
+  return lines.map((line) => `${JSON.stringify(LedgerLineSchema.parse(line))}\n`).join('')
 }
 
 function parseLine(raw: string): LedgerLine | undefined {

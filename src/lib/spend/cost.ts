@@ -6,14 +6,14 @@
  */
 import type {CostApart, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
 import {roundUsd} from '../fleet/cost.js'
-import {type KnownVm, invalidWarning, snapshot} from '../fleet/workloads.js'
+import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'
 import {LedgerStore, monthEnd} from '../ledger/store.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
-import {reconcile} from './credits.js'
+import {reconcile} from './reconcile.js'
 
-export const COST_BASIS =
+const COST_BASIS =
   "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing; a VM still billing counts up to now; Targon reports no charges per VM"
 
 const UNKNOWN_END =
@@ -22,7 +22,8 @@ const UNKNOWN_END =
 export interface CostOptions {
   org: string
   from: number
-  to: number
+  /** The end of the range; null: now. */
+  to: number | null
   fleet: string | null
   by: CostGrouping
   reconcile: boolean
@@ -37,7 +38,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))
   const now = Date.now()
-  const to = Math.min(options.to, now)
+  const to = options.to === null ? now : Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
   if (pruned.problem) options.warn(`the ledger was not pruned: ${pruned.problem}`)
@@ -56,8 +57,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
     if (interval.start >= to || (interval.end ?? now) < options.from) continue
     const ms = billedWithin(interval, options.from, to, now)
     const vm = listed.get(interval.uid)
-    if (interval.end === null && vm !== undefined && (vm.billing === null || vm.billingAssumed))
-      apart.push(apartOf(interval, vm, now, UNKNOWN_END))
+    if (interval.end === null && vm !== undefined && billingUncertain(vm)) apart.push(apartOf(interval, vm, now, UNKNOWN_END))
     else if (interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'the API gave no price for it'))
     else {
       vms.push(costVm(interval, ms))
@@ -67,7 +67,9 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
 
   // Listed, unknown whether it bills, and never seen billing: its open duration runs from its creation.
   for (const vm of view.vms) {
-    const unknown = vm.billing === null || vm.billingAssumed
+    const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
+    // Created after the range ended: nothing to do with it.
+    const unknown = billingUncertain(vm) && !(created >= to)
     if (unknown && !intervals.has(vm.uid) && (options.fleet === null || vm.fleet === options.fleet)) apart.push(unknownListed(vm, now))
   }
 
@@ -88,7 +90,16 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
     incomplete_reason: incomplete,
     ledger_since: ledgerSince === null ? null : new Date(ledgerSince).toISOString(),
     org: options.org,
-    reconcile: options.reconcile ? await reconcile(client, store, read.lines, intervals, options.from, options.warn) : null,
+    reconcile: options.reconcile
+      ? await reconcile(
+          client,
+          store,
+          read.lines,
+          intervals,
+          {apart: new Set(apart.map((vm) => vm.uid)), endsNow: options.to === null || options.to >= now, from: options.from, to},
+          options.warn,
+        )
+      : null,
     to: new Date(to).toISOString(),
     total_seconds: Math.round(vms.reduce((sum, vm) => sum + vm.seconds, 0)),
     total_usd: roundUsd(vms.reduce((sum, vm) => sum + vm.estimated_usd, 0)),

@@ -71,7 +71,6 @@ export const CreditsSchema = z.object({
   ]),
   currency: optionalString,
 })
-export type Credits = z.infer<typeof CreditsSchema>
 
 export const ProjectSchema = z.object({
   name: optionalString,

@@ -98,7 +98,8 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
 
   claim.status = 'provisioning'
   // Billing starts here: the ledger hears of it before anything else can fail.
-  const unrecorded = recordStart(ctx.state.dir, org, claim.uid, deployedFacts(ctx, registered, outcome.answer), 'deploy')
+  const facts = deployedFacts(ctx, registered, outcome.answer)
+  const unrecorded = recordStart(ctx.state.dir, org, {facts, source: 'deploy', uid: claim.uid})
   if (unrecorded) ctx.warn(unrecorded)
   return {
     ...registered,
