@@ -278,17 +278,17 @@ class Deletion {
     let sent = await this.sendWake()
     if (typeof sent !== 'string') return sent
     // A registered workload starts billing once its deploy is taken (a suspended or crashed one was billing all along).
-    let billing = status !== 'registered'
-    const started = () => {
-      if (!billing) this.started('wake-registered')
-      billing = true
+    let billed = status !== 'registered'
+    const deployTaken = () => {
+      if (!billed) this.started('wake-registered')
+      billed = true
     }
 
-    if (sent === 'sent') started()
+    if (sent === 'sent') deployTaken()
     const running = await pollUntil(
       async () => {
         const now = await this.readOnce()
-        if (now !== 'registered' && now !== 'not-found' && now !== 'deleted') started()
+        if (now !== 'registered' && now !== 'not-found' && now !== 'deleted') deployTaken()
         if (now === 'running' || now === 'not-found' || now === 'deleted') return now
         if (sent === 'unclear' && now === status && sends < WAKE_SENDS) {
           sends++

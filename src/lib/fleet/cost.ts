@@ -4,10 +4,16 @@
  */
 import {type KnownVm, vmPrice} from './workloads.js'
 
+/** The API's creation time in epoch ms; null when it does not say (or says something that is not a time). */
+export function createdAt(vm: KnownVm): number | null {
+  const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
+  return Number.isNaN(created) ? null : created
+}
+
 /** Age in whole seconds from the API's creation time; null when it does not say. */
 export function ageSeconds(vm: KnownVm, now: number): number | null {
-  const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
-  return Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000))
+  const created = createdAt(vm)
+  return created === null ? null : Math.max(0, Math.round((now - created) / 1000))
 }
 
 /** price × age in USD, rounded to 1/100 of a cent; 0 for what does not bill; null when price or age is unknown or it is gone. */

@@ -195,8 +195,8 @@ function timeOf(text: string | null): number | null {
 
 /** A start line for a VM met billing: from the API's created_at, or from the listing when it gives none that makes sense. */
 function metStart(sighting: Sighting, now: number): LedgerLine {
-  const created = sighting.createdAt ? Date.parse(sighting.createdAt) : Number.NaN
-  const known = created <= now
+  const created = timeOf(sighting.createdAt)
+  const known = created !== null && created <= now
   return {
     ...factsOf(sighting),
     uid: sighting.uid,
@@ -232,7 +232,7 @@ export function billedByDay(interval: Interval, from: number, to: number, now: n
   return days
 }
 
-/** What the first write of a month carries forward: each open interval's start, last sighting and unclear record, and the last pruning. */
+/** What a new month's file begins with: each open interval's start, last sighting and unclear record, and the last pruning. */
 export function carriedLines(intervals: ReadonlyMap<string, Interval>, prunedThrough: string | null, now: number): LedgerLine[] {
   const lines: LedgerLine[] = []
   const at = new Date(now).toISOString()

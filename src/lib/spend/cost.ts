@@ -5,7 +5,7 @@
  * apart, never in the totals and never dropped.
  */
 import type {CostApart, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
-import {roundUsd} from '../fleet/cost.js'
+import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'
 import {LedgerStore, monthEnd} from '../ledger/store.js'
@@ -67,9 +67,9 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
 
   // Listed, unknown whether it bills, and never seen billing: its open duration runs from its creation.
   for (const vm of view.vms) {
-    const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
     // Created after the range ended: nothing to do with it.
-    const unknown = billingUncertain(vm) && !(created >= to)
+    const created = createdAt(vm)
+    const unknown = billingUncertain(vm) && (created === null || created < to)
     if (unknown && !intervals.has(vm.uid) && (options.fleet === null || vm.fleet === options.fleet)) apart.push(unknownListed(vm, now))
   }
 
@@ -142,13 +142,13 @@ function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, reaso
 }
 
 function unknownListed(vm: KnownVm, now: number): CostApart {
-  const created = vm.workload.created_at ? Date.parse(vm.workload.created_at) : Number.NaN
+  const created = createdAt(vm)
   return {
     fleet: vm.fleet,
     name: vm.name,
-    open_seconds: Number.isNaN(created) ? null : Math.max(0, Math.round((now - created) / 1000)),
+    open_seconds: ageSeconds(vm, now),
     reason: `${UNKNOWN_END}; never seen billing`,
-    since: Number.isNaN(created) ? null : new Date(created).toISOString(),
+    since: created === null ? null : new Date(created).toISOString(),
     status: vm.status,
     uid: vm.uid,
   }
