@@ -3,10 +3,36 @@ import {configDefaults, defineConfig} from 'vitest/config'
 // The files that must run alone: 16 simulated VMs at once (their timing would starve the others on 2 cores), and
 // a global npm install.
 const ALONE = ['test/e2e/scale.test.ts', 'test/e2e/package.test.ts']
-// Logic alone, in process: any user, no root, no network (npx vitest run --project unit).
+// Logic alone, in process: any user, no root, no network.
 const UNIT = ['test/unit/**/*.test.ts']
+// The commands against the simulator, without simulated VMs: any user, no root.
+const CMD = ['test/cmd/**/*.test.ts']
 // The simulated VMs (test/vm) need root and the tools of scripts/prerequisites.sh: checked once, before these.
 const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
+
+// The tiers of npm test, one vitest project each. Tiers of one group run alongside each other, so with the same
+// number of workers (vitest requires it).
+const PROJECTS = [
+  {name: 'unit', include: UNIT, maxWorkers: 3, sequence: {groupOrder: 0}},
+  {name: 'cmd', include: CMD, maxWorkers: 3, sequence: {groupOrder: 0}},
+  {
+    ...NEEDS_ROOT,
+    name: 'shared',
+    include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...ALONE, ...UNIT, ...CMD],
+    // Three files at a time on 2 cores: most of a scenario's time is spent waiting on timers, boots and sshd, not
+    // on the CPU (measured: 461 s with three, 585 s with two, for the same tests).
+    maxWorkers: 3,
+    sequence: {groupOrder: 0},
+  },
+  {...NEEDS_ROOT, name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}},
+]
+
+/**
+ * Without root npm test runs the tiers that do not need it (scripts/test.sh); the summary reporter says which tiers
+ * ran and which did not, and .ci/run fails unless all did.
+ */
+export const TIERS = PROJECTS.map((project) => ({name: project.name, needsRoot: 'globalSetup' in project}))
 
 export default defineConfig({
   // As in the bundle (scripts/build.mjs): a shell or Python script is imported as its text.
@@ -21,23 +47,6 @@ export default defineConfig({
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    projects: [
-      // Run alongside 'shared', so with the same number of workers (vitest requires it of one group).
-      {extends: true, test: {name: 'unit', include: UNIT, maxWorkers: 3, sequence: {groupOrder: 0}}},
-      {
-        extends: true,
-        // Three files at a time on 2 cores: most of a scenario's time is spent waiting on timers, boots and sshd, not
-        // on the CPU (measured: 461 s with three, 585 s with two, for the same tests).
-        test: {
-          ...NEEDS_ROOT,
-          name: 'shared',
-          include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...ALONE, ...UNIT],
-          maxWorkers: 3,
-          sequence: {groupOrder: 0},
-        },
-      },
-      {extends: true, test: {...NEEDS_ROOT, name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}}},
-    ],
+    projects: PROJECTS.map((project) => ({extends: true, test: project})),
   },
 })
