@@ -3,7 +3,7 @@
  * where SSH is involved) and asserts the exit code, the JSON envelope, and the simulator's
  * ledger: nothing billing afterwards (unless the scenario kept something with --on-failure keep), registered
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
- * RELIABILITY.md describes every scenario.
+ * RELIABILITY.md is generated from these scenarios (scripts/reliability.ts: npm run reliability).
  */
 import {type ChildProcess, execFileSync} from 'node:child_process'
 import {chmodSync, rmSync, writeFileSync} from 'node:fs'
@@ -84,7 +84,7 @@ const NO_CAPACITY_503 = {body: JSON.stringify({error: 'full', reason: 'WORKLOAD_
 const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
 const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid: string; action: string; billing: boolean | null}[]
 
-const scenarios: Scenario[] = [
+export const scenarios: Scenario[] = [
   // ---- API ----
   {
     code: 'AUTH',
