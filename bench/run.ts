@@ -1,12 +1,12 @@
 /**
  * `npm run bench`: the performance figures of targon against the local simulator, each as a
  * ratio to a baseline measured in the same run (the machine is noisy), or as a count taken
- * from the simulator's own request log. Writes BENCHMARKS.md. Figures that need simulated
+ * from the simulator's own request log. Writes docs/BENCHMARKS.md. Figures that need simulated
  * VMs (3, 5b, 9, 10, 11, 12, 13) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
- * figures and keeps the other rows of BENCHMARKS.md as they were.
+ * figures and keeps the other rows of docs/BENCHMARKS.md, marked as not rerun.
  *
- * Figure 11 compares `up` with the former serial path, which TARGON_BENCH_SERIAL_PATH=1 restores in the CLI for
- * this harness only (src/lib/up/bench-serial-path.ts); BENCH_LATENCY_SCALE scales its latency model (default 0.5).
+ * Figure 11 is time to ready against the floor of the latency model (test/vm/latency.ts, readyFloorSeconds);
+ * BENCH_LATENCY_SCALE scales the model (default 0.5).
  */
 import {execFile, execFileSync, spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
@@ -22,7 +22,7 @@ import {SEEN_EVERY_MS} from '../src/lib/ledger/intervals.js'
 import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
-import {LATENCY_MODEL} from '../test/vm/latency.js'
+import {LATENCY_MODEL, readyFloorSeconds} from '../test/vm/latency.js'
 
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url))
 const RUNS = Number(process.env.BENCH_RUNS ?? 15)
@@ -42,6 +42,12 @@ interface Figure {
 }
 
 const figures: Figure[] = []
+
+/**
+ * Figure 11's target: time to ready at most this multiple of the latency model's floor. 1.06 was measured on
+ * 2026-12-01 (43.4 s against a floor of 40.95 s at scale 0.5), before the figure took this form; kept, with room for noise.
+ */
+const READY_TARGET = 1.1
 
 function run(
   argv: string[],
@@ -148,15 +154,14 @@ interface TimeToReady {
   failure?: string
 }
 
-/** One fresh `up` and one repeat on a simulated VM under the latency model, with or without the former serial path. */
-async function timeToReady(scale: number, serial: boolean): Promise<TimeToReady> {
+/** One fresh `up` and one repeat on a simulated VM under the latency model. */
+async function timeToReady(scale: number): Promise<TimeToReady> {
   const {env: base, sim} = await simulator()
   const farm = new VmFarm(sim, () => ({latency: true, latencyScale: scale}))
   const env = {
     ...base,
     // The state watch's interval, scaled like the rest of the model.
     TARGON_STATE_WATCH_INTERVAL: String(Math.max(0.1, 5 * scale)),
-    ...(serial ? {TARGON_BENCH_SERIAL_PATH: '1'} : {}),
   }
   const args = ['up', 'rtx6000b-small', '--max-price', '1.8', '--name', 'ready', '--json']
   try {
@@ -166,7 +171,7 @@ async function timeToReady(scale: number, serial: boolean): Promise<TimeToReady>
     const deployedAt = sim.workloads.get(vm?.uid)?.deployedAt
     if (fresh.code !== 0 || !vm || deployedAt === undefined)
       return {
-        failure: `${serial ? 'serial' : 'current'} up exited ${fresh.code}`,
+        failure: `up exited ${fresh.code}`,
         freshMs: 0,
         healthyMs: 0,
         installs: 0,
@@ -180,7 +185,7 @@ async function timeToReady(scale: number, serial: boolean): Promise<TimeToReady>
     const calls = farm.vm(vm.uid).calls()
     const repeat = await targon(args, env)
     return {
-      failure: repeat.code === 0 ? undefined : `${serial ? 'serial' : 'current'} repeat exited ${repeat.code}`,
+      failure: repeat.code === 0 ? undefined : `the repeat exited ${repeat.code}`,
       freshMs: fresh.endedAt - deployedAt,
       healthyMs: end('shim-start') - end('deploy'),
       installs: calls.filter((call) => call.startsWith('apt-get install')).length,
@@ -492,26 +497,25 @@ if (root) {
     record('10', 'peak RSS of `targon up --count 16`', Number(maxRss) / 1024, 150, ' MB')
   }
 
-  // 11: time to ready under the latency model (deploy timing and doubles, scaled), the current path against the
-  // former serial one (TARGON_BENCH_SERIAL_PATH=1): from the deploy the simulator accepted to the `up` that reports
-  // ready (shim healthy and the state running), for a fresh VM; and the whole `up` of a repeat on that VM.
+  // 11: time to ready under the latency model (deploy timing and doubles, scaled): from the deploy the simulator
+  // accepted to the `up` that reports ready (shim healthy and the state running), for a fresh VM, against the model's
+  // floor (readyFloorSeconds: the rows that must happen one after the other); and the whole `up` of a repeat. Below 1
+  // the floor would be wrong: the figure then misses.
   if (wanted('11')) {
     const scale = Number(process.env.BENCH_LATENCY_SCALE ?? 0.5)
-    const paths = {current: {} as TimeToReady, serial: {} as TimeToReady}
-    for (const path of ['current', 'serial'] as const) paths[path] = await timeToReady(scale, path === 'serial')
-    const {current, serial} = paths
+    const floorMs = readyFloorSeconds() * scale * 1000
+    const ready = await timeToReady(scale)
     const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`
-    const describe = (each: TimeToReady) =>
-      `fresh ${s(each.freshMs)} (shim healthy at ${s(each.healthyMs)}; ${each.updates} apt-get update, ${each.installs} apt-get install; ${each.phases}), repeat ${s(each.repeatMs)}`
+    const ratio = ready.freshMs / floorMs
     record(
       '11',
-      `time to ready, deploy accepted to \`up\` reporting ready, fresh VM (latency model x${scale}): current / former serial path`,
-      current.freshMs / serial.freshMs,
-      0.7,
+      `time to ready, deploy accepted to \`up\` reporting ready, fresh VM (latency model x${scale}) / the model's floor`,
+      ratio,
+      READY_TARGET,
       '',
-      `current: ${describe(current)}; serial: ${describe(serial)}${[current.failure, serial.failure].filter(Boolean).join('; ')}`,
+      `fresh ${s(ready.freshMs)} against a floor of ${s(floorMs)} (shim healthy at ${s(ready.healthyMs)}; ${ready.updates} apt-get update, ${ready.installs} apt-get install; ${ready.phases}), repeat ${s(ready.repeatMs)}${ready.failure ? `; ${ready.failure}` : ''}`,
     )
-    figures.at(-1)!.ok &&= !current.failure && !serial.failure
+    figures.at(-1)!.ok &&= !ready.failure && ratio >= 1
   }
 } else {
   for (const [id, figure, target] of [
@@ -519,7 +523,7 @@ if (root) {
     ['5b', 'CPU-seconds of the CLI per VM, up --count 16 with bootstrap', '<= 0.25 s'],
     ['9', 'SSH connections per VM', 'exactly 1'],
     ['10', 'peak RSS of up --count 16', '<= 150 MB'],
-    ['11', 'time to ready, current / former serial path', '<= 0.7'],
+    ['11', "time to ready / the latency model's floor", `<= ${READY_TARGET}`],
     ['12', 'down --idle over 16 idle VMs / median targon offers --json', '<= 15'],
     ['13', 'CPU-seconds per hour of one idle sampler', '<= 36 s'],
   ] as const) {
@@ -530,6 +534,7 @@ if (root) {
 /** What limits a figure when it misses its target, as analysed with --cpu-prof, process accounting and the simulator's logs. */
 const LIMITS: Record<string, string> = {
   '2': "what remains after the code cache is evaluating @oclif/core (its config, plugins and manifest), undici's agent and zod, loading about a hundred Node built-in modules, and the HTTP round trip with its WebAssembly parser.",
+  '11': "what the model does not time is CPU work on the machine that runs the VM and the CLI (SSH handshakes, the script's upload, sudo, bash and python3 inside the VM), so it grows with the machine's load: on 2026-12-02 one run measured 1.14 at a load average of 7.8 on 2 cores, the next 1.09 at 6.",
   '3': 'each remote exec of the repeat (sudo check; upload with the check phase; the shim phase) costs an SSH round trip plus sudo, bash and python3 start-up inside the simulated VM, which shares the CPU with everything else.',
 }
 
@@ -538,10 +543,13 @@ const row = (figure: Figure) =>
   `| ${figure.id} | ${figure.figure} | ${figure.value} | ${figure.target} | ${figure.ok === null ? '-' : figure.ok ? 'met' : '**missed**'} | ${figure.note ?? ''} |`
 // With BENCH_ONLY, the rows of the figures not measured now stay as they were.
 // Only the figures' table: the latency model's table below it has rows too.
-const previous = only ? (readFileSync(new URL('../BENCHMARKS.md', import.meta.url), 'utf8').split('\n## ')[0] ?? '') : ''
+const OUTPUT = new URL('../docs/BENCHMARKS.md', import.meta.url)
+const previous = only ? (readFileSync(OUTPUT, 'utf8').split('\n## ')[0] ?? '') : ''
+// Its status column (the fifth) says so: "met, not rerun".
+const notRerun = (line: string) => line.replace(/^((?:\|[^|]*){4}\| )(met|\*\*missed\*\*|-)( \|)/, '$1$2, not rerun$3')
 const kept = [...previous.matchAll(/^\| (\d+[a-z]?) \| .*\|$/gm)]
   .filter((match) => match[1] !== '#' && !figures.some((figure) => figure.id === match[1]))
-  .map((match) => ({id: match[1] as string, line: match[0], missed: match[0].includes('**missed**')}))
+  .map((match) => ({id: match[1] as string, line: notRerun(match[0]), missed: match[0].includes('**missed**')}))
 const rows = [...figures.map((figure) => ({id: figure.id, line: row(figure), missed: figure.ok === false})), ...kept].sort((a, b) =>
   a.id.localeCompare(b.id, 'en', {numeric: true}),
 )
@@ -552,11 +560,11 @@ const model = Object.entries(LATENCY_MODEL)
   .map(([name, seconds]) => `| \`${name}\` | ${seconds} | ${Number((seconds * scale).toFixed(2))} |`)
   .join('\n')
 writeFileSync(
-  new URL('../BENCHMARKS.md', import.meta.url),
+  OUTPUT,
   `# Benchmarks
 
 Written by \`npm run bench\` (bench/run.ts) on commit \`${commit}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.version},
-${root ? 'as root (with simulated VMs)' : 'not as root (figures with simulated VMs not measured)'}${only ? `; only figure ${only.join(', ')} measured then (BENCH_ONLY), the other rows are from an earlier run` : ''}.
+${root ? 'as root (with simulated VMs)' : 'not as root (figures with simulated VMs not measured)'}${only ? `; only figure ${only.join(', ')} measured in this run (BENCH_ONLY): the rows marked "not rerun" are from earlier runs, kept until the next full \`npm run bench\`` : ''}.
 
 Method: everything runs against the local Targon simulator on 127.0.0.1. Times are wall-clock from spawn to exit
 of the built CLI. Ratios compare medians measured in the same run, interleaved with their baseline where it is a
@@ -577,10 +585,22 @@ ${
 Figure 11 runs one simulated VM under the latency model of \`test/vm/latency.ts\`, every duration scaled by
 ${scale} (\`BENCH_LATENCY_SCALE\`) to keep the bench short, the state watch's interval too (5 s there). The deploy rows
 are played by the simulator (the state's address, then running) and the VM (when sshd answers); the others by the
-doubles on the VM. The former serial path is restored for the comparison by \`TARGON_BENCH_SERIAL_PATH=1\`, which
-only this harness sets: SSH after the state says running, three \`apt-get update\`s and two installs, the shim
-downloaded in shim-start. The apt counts come from the doubles' command log; the phase breakdown is
-\`name start+duration\` in seconds after the deploy was accepted, from \`up --json\` (phases overlap on the current path).
+doubles on the VM. The apt counts come from the doubles' command log; the phase breakdown is
+\`name start+duration\` in seconds after the deploy was accepted, from \`up --json\` (the phases overlap).
+
+The floor is the longest chain of rows that must happen one after the other (\`readyFloorSeconds\`, documented beside
+the table). \`up\` overlaps two things: the bootstrap starts as soon as SSH answers, while the state still says
+provisioning, and the shim binary downloads while apt works; everything else runs in order:
+
+\`\`\`
+ssh     = max(address, sshAnswers)
+apt     = 3 keyOrListDownload + aptUpdate + 2 aptUpdatePerRepository + aptInstall + aptInstallDocker + aptInstallToolkit
+install = max(apt, shimDownload) + dockerRestart + imagePull
+floor   = max(running, ssh + install + shimHealthy)
+\`\`\`
+
+With the rows below: ${readyFloorSeconds()} s, ${Number((readyFloorSeconds() * scale).toFixed(2))} s in the bench. The ratio measures what the model does not
+time: SSH handshakes, the script's upload, sudo, the state watch's interval and the CLI itself.
 
 | row | seconds | in the bench |
 | --- | --- | --- |
@@ -594,5 +614,5 @@ and the health tunnel; a bootstrapped VM is confirmed by one remote check instea
 deletions run 8 at a time.
 `,
 )
-process.stderr.write('BENCHMARKS.md written\n')
+process.stderr.write('docs/BENCHMARKS.md written\n')
 process.exit(0)

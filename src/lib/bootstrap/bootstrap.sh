@@ -9,8 +9,6 @@
 #   TARGON_REINSTALL      1 ignores the marker fast path
 #   TARGON_GPU_TEST       0 skips the GPU smoke test
 #   TARGON_PULL_RETRY_DELAY_MS  the first wait before retrying a failed pull of the smoke test's image (then doubled)
-#   TARGON_BENCH_SERIAL_PATH    1 (the benchmark harness only) runs the former serial install, to measure against:
-#                         an apt-get update in B4, B5 and B6 each, one install each in B5 and B6, no shim download in B4
 # Every step checks first and acts only when needed; progress lines have the form
 #   TARGON_STEP <id> <name> start|ok|skip|fail @<epoch ms> [detail]
 # and everything else is log text.
@@ -292,37 +290,6 @@ apt_packages() {
   fi
 }
 
-# B4 to B6 as they were before apt_packages, for the benchmark harness (TARGON_BENCH_SERIAL_PATH): each package set
-# with its own repository, apt-get update and install, after an update of its own in B4.
-serial_apt() {
-  begin B4 apt
-  wait_for_apt_locks
-  dpkg --configure -a
-  mkdir -p /etc/needrestart/conf.d
-  echo "\$nrconf{restart} = 'l';" >/etc/needrestart/conf.d/99-targon-dstack.conf
-  install -d -m 0755 /etc/apt/keyrings
-  apt_update
-  step B4 apt ok serial
-  begin B5 docker
-  if [ "$1" = 1 ]; then
-    curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc
-    echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" >/etc/apt/sources.list.d/docker.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" docker-ce docker-ce-cli containerd.io docker-buildx-plugin docker-compose-plugin
-  fi
-  systemctl enable --now docker
-  step B5 docker ok "$(docker_version)"
-  begin B6 nvidia-toolkit
-  if [ "$2" = 1 ]; then
-    curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey -o /etc/apt/keyrings/nvidia-container-toolkit.asc
-    curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
-      sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.asc] https://#g' >/etc/apt/sources.list.d/nvidia-container-toolkit.list
-    apt_update
-    apt-get install "${APT_OPTIONS[@]}" nvidia-container-toolkit
-  fi
-  step B6 nvidia-toolkit ok "$(ctk_version)"
-}
-
 install_phase() {
   if marker_fast_path; then return 0; fi
   step B0 marker ok full-run
@@ -360,12 +327,8 @@ install_phase() {
   local need_docker=0 need_toolkit=0
   command -v docker >/dev/null 2>&1 || need_docker=1
   if ! dpkg -s nvidia-container-toolkit >/dev/null 2>&1 || ! command -v nvidia-ctk >/dev/null 2>&1; then need_toolkit=1; fi
-  if [ "${TARGON_BENCH_SERIAL_PATH:-0}" = 1 ]; then
-    serial_apt "$need_docker" "$need_toolkit"
-  else
-    shim_prefetch_start
-    apt_packages "$need_docker" "$need_toolkit"
-  fi
+  shim_prefetch_start
+  apt_packages "$need_docker" "$need_toolkit"
 
   begin B7 daemon-json
   mkdir -p /etc/docker

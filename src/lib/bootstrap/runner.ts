@@ -76,8 +76,6 @@ export interface BootstrapParams {
   password?: string
   /** How long shim-start waits for a healthy shim. */
   shimHealthTimeoutMs: number
-  /** The former serial install, for the benchmark harness only (up/bench-serial-path.ts). */
-  benchSerialPath: boolean
 }
 
 /** What the idle sampler on the VM is told (/etc/targon-fleet/idle.conf, see idle-sampler.py); absent: as it was. */
@@ -167,7 +165,6 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
     `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
     `TARGON_PULL_RETRY_DELAY_MS=${Math.round(params.pullRetryDelayMs)}`,
-    `TARGON_BENCH_SERIAL_PATH=${params.benchSerialPath ? 1 : 0}`,
   ].map((assignment) => shellQuote(assignment))
 }
 

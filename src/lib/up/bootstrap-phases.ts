@@ -23,8 +23,8 @@ const LAST_ATTEMPT_MARGIN_MS = 3000
 const SSH_RETRY_MAX_MS = 3000
 
 /**
- * Install, from a running VM or from one still booting (then as soon as its state carries an address; with the
- * bench's serial path, once it says running). `reachable` marks the phase's real start: the first SSH attempt.
+ * Install, from a running VM or from one still booting (then as soon as its state carries an address). `reachable`
+ * marks the phase's real start: the first SSH attempt.
  */
 export async function install(
   ctx: RunContext,
@@ -35,8 +35,7 @@ export async function install(
 ): Promise<Bootstrapped> {
   const watch = from.kind === 'booting' ? from.watch : null
   return watched(ctx, watch, async (signal) => {
-    const endpoint =
-      from.kind === 'running' ? from.endpoint : await (bootstrap.params.benchSerialPath ? from.watch.running : from.watch.address)
+    const endpoint = from.kind === 'running' ? from.endpoint : await from.watch.address
     reachable()
     return installAt(ctx, {...from, endpoint}, watch, signal, bootstrap, onEvent)
   })

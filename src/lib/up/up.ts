@@ -16,7 +16,6 @@ import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {vmResult} from './result.js'
 import type {RunContext} from './run-context.js'
 import {RunDeadline} from './deadline.js'
-import {benchSerialPath} from './bench-serial-path.js'
 import {VmTrack} from './stages.js'
 import {phaseRecorder} from './phase-recorder.js'
 import {type PipelineLayout, pipelineLayout, provisionAll} from './pipeline.js'
@@ -171,7 +170,6 @@ async function prepare(
       : {name: options.owner, projectId: await ensureOwnerProject(client, org, options.owner, options.reconcileMs)}
   const bootstrap = options.bootstrap && {
     params: {
-      benchSerialPath: benchSerialPath(),
       dstackVersion: options.bootstrap.dstackVersion,
       gpuTest: options.bootstrap.gpuTest,
       pullRetryDelayMs: options.bootstrap.pullRetryDelayMs,
