@@ -13,9 +13,10 @@ export default class SummaryReporter implements Reporter {
     const faults = {clean: 0, total: 0}
     const tiersRun = new Set<string>()
     for (const module of testModules) {
-      tiersRun.add(module.project.name)
       for (const test of module.children.allTests()) {
         const state = test.result().state
+        // A tier ran when at least one of its tests did, not when its files were only collected (-t, .skip).
+        if (state === 'passed' || state === 'failed') tiersRun.add(module.project.name)
         if (test.name.startsWith('fault: ') && (state === 'passed' || state === 'failed')) {
           faults.total++
           if (state === 'passed') faults.clean++
