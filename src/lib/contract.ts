@@ -527,9 +527,30 @@ export const CreditsResultSchema = z.object({
   burn_usd_per_hour: z
     .number()
     .describe(
-      'the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it; uncertain_vms are in it, unpriced_vms and invalid items are not',
+      'the hourly price of every VM known to bill in the org now, any owner and any origin, as the listing shows it; records of unknown billing (possible_vms), unpriced_vms and invalid items are not in it',
     ),
-  billing_vms: z.number(),
+  billing_vms: z.number().describe('VMs known to bill (vms)'),
+  possible_burn_usd_per_hour: z
+    .number()
+    .describe(
+      'the hourly price of the records whose billing is unknown (possible_vms): error records neither a delete note nor the server history has classified, or an error record of this tool taken as crashed; they bill if they crashed',
+    ),
+  possible_vms: z
+    .array(z.object({uid: z.string(), name: z.string().nullable(), owner: z.string().nullable(), price_per_hour: z.number().nullable()}))
+    .describe('the records of unknown billing, apart from vms'),
+  possible_runway_hours: z
+    .number()
+    .nullable()
+    .describe(
+      'credits / (burn + possible burn); null when nothing is possible, or when the measured burn shows the records of unknown billing do not bill',
+    ),
+  measured_burn_usd_per_hour: z
+    .number()
+    .nullable()
+    .describe(
+      'the drop of the credits per hour between the oldest reading of this config directory from 15 min to 6 h ago and this one; null without such a reading, or when the credits rose',
+    ),
+  measured_since: z.string().nullable().describe('when the reading that measured_burn_usd_per_hour starts from was made'),
   mine: z.object({
     owner: z
       .string()
@@ -539,9 +560,7 @@ export const CreditsResultSchema = z.object({
     billing_vms: z.number(),
   }),
   unpriced_vms: z.array(z.string()).describe('uids billing without a price in the listing: the burn rate leaves them out'),
-  uncertain_vms: z
-    .array(z.string())
-    .describe('uids counted as billing without certainty: error records nobody here has classified (a crash bills, a tombstone does not)'),
+  uncertain_vms: z.array(z.string()).describe('the uids of possible_vms (not in burn_usd_per_hour)'),
   invalid_items: z
     .number()
     .describe(
@@ -558,7 +577,11 @@ export const CreditsResultSchema = z.object({
     .describe('the VMs counted as billing'),
   runway_ends_at: z.string().nullable(),
   min_runway_hours: z.number().nullable().describe('--min-runway'),
-  short: z.boolean().describe('the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT)'),
+  short: z
+    .boolean()
+    .describe(
+      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a measured burn clears them, with the possible burn',
+    ),
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 

@@ -1,0 +1,199 @@
+/**
+ * One truth wherever targon runs: a VM deleted from one config directory is known as deleted from every other, through
+ * the server's history of it, and what bills is told from what may.
+ */
+import {appendFileSync, readdirSync} from 'node:fs'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import type {TargonSimulator} from '../simulator/simulator.js'
+
+const ctx = useFreshSimulator()
+const HOUR = 3_600_000
+const PRICE = 1.69
+
+function targon(args: string[], config: string, options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: config, ...options.env})})
+}
+
+/** A VM that ran for an hour, listed as `status` (running by default). */
+function vm(sim: TargonSimulator, name: string, fields: {project_id?: string | null} = {}) {
+  const deployedAt = Date.now() - HOUR
+  return sim.addWorkload({created_at: new Date(deployedAt).toISOString(), deployedAt, name, status: 'running', ...fields})
+}
+
+/** A VM deleted by another directory: its `error` tombstone is listed. */
+function tombstone(sim: TargonSimulator, name: string, fields: {project_id?: string | null} = {}): string {
+  const workload = vm(sim, name, fields)
+  sim.deleteExternally(workload.uid)
+  expect(sim.current(workload.uid)?.status).toBe('error')
+  return workload.uid
+}
+
+function ownerProject(sim: TargonSimulator, owner: string): string {
+  const uid = `prj-${owner}`
+  sim.projects.set(uid, {name: `tcli-owner-${owner}`, org: 'acme', uid})
+  return uid
+}
+
+const eventReads = (sim: TargonSimulator) => sim.requests('GET', '/events')
+
+describe('tombstones seen from a directory that did not delete them', () => {
+  it('credits burn only what bills, and --min-runway does not ring for tombstones', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const live = vm(ctx.sim, 'tcli-default-live')
+    for (let index = 0; index < 5; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
+    const credits = await targon(['credits', '--min-runway', '6h', '--json'], tempDir('targon-fresh-'))
+    expect(credits.code, credits.stderr).toBe(0)
+    expect(parseJson(credits).data).toMatchObject({
+      billing_vms: 1,
+      burn_usd_per_hour: PRICE,
+      possible_burn_usd_per_hour: 0,
+      possible_vms: [],
+      short: false,
+      uncertain_vms: [],
+      vms: [{uid: live.uid}],
+    })
+  })
+
+  it('without the history, tombstones are possible burn: the alarm rings until a measured burn clears them', async () => {
+    await ctx.setup({history: 'missing', tombstoneBounceMs: 0})
+    vm(ctx.sim, 'tcli-default-live')
+    const gone = Array.from({length: 5}, (_, index) => tombstone(ctx.sim, `tcli-default-gone${index}`))
+    const config = tempDir('targon-fresh-')
+    // 40 USD less 6 VM-hours billed: about 29.9 USD, 17.7 h at 1.69 USD/h, but 2.9 h if the five tombstones billed.
+    const first = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    expect(first.code, first.stdout).toBe(14)
+    const data = parseJson(first).data
+    expect(data).toMatchObject({burn_usd_per_hour: PRICE, measured_burn_usd_per_hour: null, short: true})
+    expect(data.possible_burn_usd_per_hour).toBeCloseTo(5 * PRICE, 6)
+    expect([...data.uncertain_vms].sort()).toEqual([...gone].sort())
+    expect(parseJson(first).error.message).toMatch(/if the 5 record\(s\) of unknown billing bill/)
+
+    // A reading of this directory an hour ago, 1.69 USD higher: the credits fell by what is known to bill alone.
+    const [month] = readdirSync(join(config, 'ledger', 'acme'))
+    const credits = data.credits as number
+    const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: credits + PRICE, currency: 'USD', kind: 'credits'}
+    appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
+    const second = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    expect(second.code, second.stdout).toBe(0)
+    expect(parseJson(second).data).toMatchObject({
+      measured_burn_usd_per_hour: expect.closeTo(PRICE, 1),
+      possible_runway_hours: null,
+      short: false,
+    })
+    const text = await targon(['credits'], config)
+    expect(text.stdout).toMatch(/Measured burn: 1\.\d+ USD\/h/)
+    expect(text.stdout).toMatch(/Possible burn: 8\.45 USD\/h more over 5 record\(s\) of unknown billing/)
+  })
+
+  it('warns when the credits fall faster than what is known to bill', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    vm(ctx.sim, 'tcli-default-live')
+    const config = tempDir('targon-fresh-')
+    expect((await targon(['credits', '--json'], config)).code).toBe(0)
+    const [month] = readdirSync(join(config, 'ledger', 'acme'))
+    const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: 100, currency: 'USD', kind: 'credits'}
+    appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
+    const credits = await targon(['credits', '--json'], config)
+    expect(credits.code).toBe(0)
+    expect(parseJson(credits).warnings.join('\n')).toMatch(/faster than the 1\.69 USD\/h known to bill/)
+  })
+
+  it('status of 20 VMs and 50 tombstones counts only what bills, reads each history once, and none on the next run', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    for (let index = 0; index < 20; index++) vm(ctx.sim, `tcli-default-vm${index}`)
+    const gone = Array.from({length: 50}, (_, index) => tombstone(ctx.sim, `tcli-default-old${index}`))
+    const config = tempDir('targon-fresh-')
+    const first = await targon(['status', '--json'], config)
+    expect(first.code, first.stderr).toBe(0)
+    expect(parseJson(first).data.totals).toMatchObject({billing_count: 20, count: 20, unknown_billing_count: 0})
+    const reads = eventReads(ctx.sim)
+    expect(new Set(reads.map((request) => request.path.split('/')[6])).size).toBe(50)
+    for (const uid of gone) expect(reads.filter((request) => request.path.includes(`/${uid}/`)).length).toBeLessThanOrEqual(5)
+    expect(reads).toHaveLength(50)
+
+    const second = await targon(['status', '--json', '--show-deleted'], config)
+    expect(parseJson(second).data.totals).toMatchObject({billing_count: 20, count: 70, unknown_billing_count: 0})
+    expect(eventReads(ctx.sim)).toHaveLength(50)
+  })
+
+  it('a crashed VM seen from elsewhere still bills, and down --all deletes it', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const crashed = vm(ctx.sim, 'tcli-default-crashed')
+    ctx.sim.crash(crashed.uid)
+    const config = tempDir('targon-fresh-')
+    const status = await targon(['status', '--json'], config)
+    expect(parseJson(status).data.vms).toMatchObject([{billing: true, billing_assumed: false, uid: crashed.uid}])
+    expect(parseJson(await targon(['credits', '--json'], config)).data).toMatchObject({burn_usd_per_hour: PRICE, billing_vms: 1})
+    const down = await targon(['down', '--all', '--json'], config)
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'woken-and-deleted', billing: false, uid: crashed.uid}])
+    expect(ctx.sim.billing()).toEqual([])
+  })
+
+  it('a name shared by a tombstone and a live VM means the live one', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    tombstone(ctx.sim, 'tcli-default-w1')
+    const live = vm(ctx.sim, 'tcli-default-w1')
+    const down = await targon(['down', 'tcli-default-w1', '--dry-run', '--json'], tempDir('targon-fresh-'))
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'would-delete', uid: live.uid}])
+  })
+})
+
+describe('two owners and a cron directory', () => {
+  it('counts only live VMs for owners: no warning about a colleague deleted VM, no refusal of a bulk down', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const alice = ownerProject(ctx.sim, 'alice')
+    const bob = ownerProject(ctx.sim, 'bob')
+    const alices = [tombstone(ctx.sim, 'tcli-default-a1', {project_id: alice}), tombstone(ctx.sim, 'tcli-default-a2', {project_id: alice})]
+    tombstone(ctx.sim, 'tcli-default-b1', {project_id: bob})
+    const bobs = vm(ctx.sim, 'tcli-default-b2', {project_id: bob})
+    for (let index = 0; index < 3; index++) tombstone(ctx.sim, `tcli-default-n${index}`)
+
+    const status = await targon(['status', '--json'], tempDir('targon-bob-'), {env: {TARGON_OWNER: 'bob'}})
+    expect(status.code, status.stderr).toBe(0)
+    const doc = parseJson(status)
+    expect(doc.data.outside_owner).toEqual([])
+    expect(doc.data.vms.map((each: {uid: string}) => each.uid)).toEqual([bobs.uid])
+    for (const uid of alices) expect(JSON.stringify(doc.warnings)).not.toContain(uid)
+
+    const cron = tempDir('targon-cron-')
+    for (const args of [
+      ['down', '--all', '--dry-run', '--json'],
+      ['down', '--idle', '--dry-run', '--json'],
+    ]) {
+      const down = await targon(args, cron)
+      expect(down.code, `${args.join(' ')}: ${down.stdout}`).not.toBe(2)
+    }
+    const plan = parseJson(await targon(['down', '--all', '--dry-run', '--json'], cron))
+    expect(plan.data.results).toMatchObject([{action: 'would-delete', uid: bobs.uid}])
+  })
+})
+
+describe('cost in the directory that rented, when another directory deleted', () => {
+  it('matches the billed time within 15 %', async () => {
+    await ctx.setup()
+    const renter = tempDir('targon-renter-')
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '2', '--json'], renter)
+    expect(up.code, up.stderr).toBe(0)
+    const uids: string[] = parseJson(up).data.vms.map((each: {uid: string}) => each.uid)
+    await sleep(4000)
+    const down = await targon(['down', '--all', '--json'], tempDir('targon-cron-'))
+    expect(down.code, down.stdout).toBe(0)
+    // The records have turned into `error` tombstones when the renter next looks.
+    await sleep(500)
+    for (const uid of uids) expect(ctx.sim.current(uid)?.status).toBe('error')
+
+    const cost = await targon(['cost', '--since', '1d', '--json'], renter)
+    expect(cost.code, cost.stderr).toBe(0)
+    const report = parseJson(cost).data
+    expect(report.apart).toEqual([])
+    const billed = uids.reduce((sum, uid) => sum + ctx.sim.billableSeconds(uid), 0)
+    expect(Math.abs(report.total_seconds - billed) / billed).toBeLessThan(0.15)
+  })
+})
