@@ -210,6 +210,9 @@ export const DownResultSchema = z.object({
       }),
     )
     .describe('with --idle: VMs selected otherwise but kept, being busy, not idle long enough, or unreadable'),
+  deleted_listed: z
+    .array(z.object({uid: z.string(), name: z.string().nullable()}))
+    .describe('bulk selectors: deleted VMs (tombstones) Targon still lists within the selection, left alone as they do not bill'),
 })
 export type DownResult = z.infer<typeof DownResultSchema>
 
@@ -274,9 +277,14 @@ export const StatusResultSchema = z.object({
   totals: z.object({
     count: z.number().describe('VMs listed above'),
     billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
-    unknown_billing_count: z.number().describe('error records not classified yet (targon down settles them)'),
+    unknown_billing_count: z
+      .number()
+      .describe("error records of unknown billing: no delete note, and the server's history could not tell (targon down settles them)"),
     price_per_hour: z.number(),
     estimated_cost_usd: z.number(),
+    deleted_hidden_count: z
+      .number()
+      .describe('deleted VMs (tombstones) Targon still lists that the selection leaves out of vms; 0 with --show-deleted or named VMs'),
   }),
   dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
   invalid_answers: z
@@ -474,6 +482,11 @@ export const CostApartSchema = z.object({
   status: z.string().nullable().describe('as the listing shows it now; null when it is not listed'),
   since: z.string().nullable().describe('when it began billing, as far as known'),
   open_seconds: z.number().nullable().describe('how long it billed: up to its end, or up to now while it has none'),
+  kind: z
+    .enum(['unknown-billing', 'no-price'])
+    .describe(
+      "why, in a word: an error record whose billing is unknown (no delete note, and the server's history could not tell), or no price",
+    ),
   reason: z.string().describe('why it is not in the totals'),
 })
 export type CostApart = z.infer<typeof CostApartSchema>

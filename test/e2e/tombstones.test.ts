@@ -197,3 +197,57 @@ describe('cost in the directory that rented, when another directory deleted', ()
     expect(Math.abs(report.total_seconds - billed) / billed).toBeLessThan(0.15)
   })
 })
+
+describe('summaries, not walls', () => {
+  const lines = (text: string, pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line))
+
+  it('status and down say one line per kind, and --show-deleted lists them', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const live = vm(ctx.sim, 'tcli-default-live')
+    for (let index = 0; index < 12; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
+    const config = tempDir('targon-fresh-')
+    const status = await targon(['status'], config)
+    expect(status.code, status.stderr).toBe(0)
+    expect(lines(status.stderr, /deleted VM/)).toEqual(['12 deleted VMs still listed by Targon, not billing: --show-deleted lists them'])
+    expect(lines(status.stdout, /tcli-default-/)).toHaveLength(1)
+    expect(lines((await targon(['status', '--show-deleted'], config)).stdout, /tcli-default-/)).toHaveLength(13)
+    expect(parseJson(await targon(['status', '--json'], config)).data.totals.deleted_hidden_count).toBe(12)
+
+    const down = await targon(['down', '--all', '--dry-run'], config)
+    expect(down.code, down.stderr).toBe(0)
+    expect(lines(down.stderr, /deleted VM/)).toEqual([
+      '12 deleted VMs still listed by Targon, not billing, left alone: --show-deleted lists them',
+    ])
+    expect(lines(down.stdout, /tcli-default-/)).toEqual([expect.stringContaining(live.uid)])
+    expect(lines((await targon(['down', '--all', '--dry-run', '--show-deleted'], config)).stdout, /deleted, still listed/)).toHaveLength(12)
+  })
+
+  it('without the history: one warning for the records of unknown billing on status, cost and down --idle', async () => {
+    await ctx.setup({history: 'missing', tombstoneBounceMs: 0})
+    vm(ctx.sim, 'tcli-default-live')
+    for (let index = 0; index < 12; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
+    const config = tempDir('targon-fresh-')
+    const status = await targon(['status'], config)
+    expect(lines(status.stderr, /unknown billing/)).toHaveLength(1)
+    expect(lines(status.stderr, /unknown billing/)[0]).toMatch(/^Warning: 12 records of unknown billing .*--show-deleted lists them/)
+    expect(status.stderr).not.toMatch(/settles it/)
+    expect(lines(status.stdout, /tcli-default-/)).toHaveLength(1)
+    expect(lines((await targon(['status', '--show-deleted'], config)).stdout, /tcli-default-/)).toHaveLength(13)
+
+    const cost = await targon(['cost'], config)
+    expect(cost.code, cost.stderr).toBe(0)
+    expect(lines(cost.stdout, /Not in the total/)).toEqual([
+      'Not in the total: 12 of unknown billing (an error record: a crash, or deleted elsewhere): --show-deleted lists them (--json too).',
+    ])
+    expect(lines((await targon(['cost', '--show-deleted'], config)).stdout, /Not in the total/)).toHaveLength(12)
+
+    ctx.sim.deleteExternally(ctx.sim.billing()[0]!.uid)
+    const idle = await targon(['down', '--idle', '--dry-run'], config)
+    expect(idle.code, idle.stderr).toBe(0)
+    expect(lines(idle.stdout, /^kept /)).toEqual([])
+    const warning = lines(idle.stderr, /not running/)
+    expect(warning).toHaveLength(1)
+    expect(warning[0]).toMatch(/kept 13 VMs not running \(13 error\), which have no idle clock, 13 of unknown billing/)
+    expect(warning[0]!.length).toBeLessThan(300)
+  })
+})

@@ -6,7 +6,7 @@ import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
-import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed} from './owners.js'
+import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
@@ -152,6 +152,22 @@ function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
 /** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
 export function billingUncertain(vm: KnownVm): boolean {
   return vm.billing === null || vm.billingAssumed
+}
+
+/**
+ * What of this tool a scope leaves out: VMs known to bill, by owner, and how many records of unknown billing. Deleted
+ * VMs (tombstones) are in neither.
+ */
+export function outsideOwner(vms: KnownVm[], scope: OwnerScope): {billing: Map<VmOwner, number>; unknown: number} {
+  const mine = vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false)
+  const unknown = [...scoped(mine.filter(billingUncertain), scope).outside.values()].reduce((sum, count) => sum + count, 0)
+  return {
+    billing: scoped(
+      mine.filter((vm) => !billingUncertain(vm)),
+      scope,
+    ).outside,
+    unknown,
+  }
 }
 
 /** What the spend ledger keeps of a VM. */
