@@ -143,6 +143,15 @@ describe('tombstones seen from a directory that did not delete them', () => {
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{action: 'would-delete', uid: live.uid}])
   })
+
+  it('down still sends its one DELETE to a tombstone named by uid: Targon answer outranks the history', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const uid = tombstone(ctx.sim, 'tcli-default-gone')
+    const down = await targon(['down', uid, '--json'], tempDir('targon-fresh-'))
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{billing: false, uid}])
+    expect(ctx.sim.requests('DELETE', `/workloads/${uid}`)).toHaveLength(1)
+  })
 })
 
 describe('two owners and a cron directory', () => {
@@ -230,6 +239,8 @@ describe('summaries, not walls', () => {
     const status = await targon(['status'], config)
     expect(lines(status.stderr, /unknown billing/)).toHaveLength(1)
     expect(lines(status.stderr, /unknown billing/)[0]).toMatch(/^Warning: 12 records of unknown billing .*--show-deleted lists them/)
+    expect(status.stderr).toMatch(/12 probably deleted, by Targon's teardown message/)
+    expect(parseJson(await targon(['status', '--json'], config)).data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 12})
     expect(status.stderr).not.toMatch(/settles it/)
     expect(lines(status.stdout, /tcli-default-/)).toHaveLength(1)
     expect(lines((await targon(['status', '--show-deleted'], config)).stdout, /tcli-default-/)).toHaveLength(13)

@@ -115,7 +115,7 @@ describe('classifying error records for every reader', () => {
     const gone = tombstone(sim)
     const crash = crashed(sim)
     const clock = fakeClock()
-    const classify = () => classifyByHistory(client, state, ORG, [gone, crash], new Set([gone, crash]), {budget: {left: 100}, clock})
+    const classify = () => classifyByHistory(client, state, ORG, [gone, crash], {budget: {left: 100}, clock})
     const first = await classify()
     expect(first.get(gone)?.kind).toBe('deleted')
     expect(first.get(crash)?.kind).toBe('crashed')
@@ -136,7 +136,7 @@ describe('classifying error records for every reader', () => {
     const state = new LocalState(tempDir('targon-config-'))
     const uid = tombstone(sim)
     const clock = fakeClock()
-    const classify = () => classifyByHistory(client, state, ORG, [uid], new Set([uid]), {budget: {left: 100}, clock})
+    const classify = () => classifyByHistory(client, state, ORG, [uid], {budget: {left: 100}, clock})
     expect((await classify()).get(uid)?.kind).toBe('unknown')
     clock.at += 30 * 60_000
     await classify()
@@ -150,9 +150,20 @@ describe('classifying error records for every reader', () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     const uids = [tombstone(sim), tombstone(sim), tombstone(sim)]
-    const answers = await classifyByHistory(client, state, ORG, uids, new Set(uids), {budget: {left: 2}, clock: fakeClock()})
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget: {left: 2}, clock: fakeClock()})
     expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
     expect(historyReads(sim)).toBe(2)
+  })
+
+  it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {
+    const state = new LocalState(tempDir('targon-config-'))
+    const asked = Date.now()
+    state.writeHistoryVerdict(ORG, {asked_at: new Date(asked).toISOString(), deleted_at: null, uid: 'wrk-1', verdict: 'deleted'})
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 29 * 86_400_000)
+    state.pruneHistoryVerdicts(ORG, new Set(['wrk-1']), asked + 31 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, 'wrk-1')?.verdict).toBe('deleted')
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 31 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, 'wrk-1')).toBeUndefined()
   })
 
   it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {

@@ -102,26 +102,23 @@ export interface ClassifyOptions {
 }
 
 /**
- * The history's answer for each uid asked about (`error` records without a delete note): from the kept verdicts when
- * they still stand, else from a read while the run's budget lasts, else unknown. `listed`: every uid the listing
- * showed, to let kept verdicts of workloads long gone expire.
+ * The history's answer for each uid asked about (`error` records without a delete note): from the kept verdict when
+ * it still stands, else from a read while the run's budget lasts, else unknown. Only the files of the uids asked about
+ * are read, so a listing pays for its `error` records, not for the cache (down prunes it, with the delete notes).
  */
 export async function classifyByHistory(
   client: TargonClient,
   state: LocalState,
   org: string,
   uids: readonly string[],
-  listed: ReadonlySet<string>,
   options: ClassifyOptions,
 ): Promise<Map<string, HistoryAnswer>> {
   const budget = options.budget ?? RUN_BUDGET
   const now = options.clock.now()
-  const kept = state.historyVerdicts(org)
-  state.pruneHistoryVerdicts(org, kept, new Set(listed), now)
   const answers = new Map<string, HistoryAnswer>()
   const toRead: string[] = []
   for (const uid of uids) {
-    const verdict = kept.get(uid)
+    const verdict = state.readHistoryVerdict(org, uid)
     const standing = verdict && (verdict.verdict === 'deleted' || now - Date.parse(verdict.asked_at) < HISTORY_LIMITS.reaskMs)
     if (verdict && standing) answers.set(uid, answerOf(verdict))
     else if (budget.left > 0) {

@@ -196,7 +196,9 @@ export async function runDown(
   const {selection} = options
   const view = await snapshot(client, org, state, isBulk(selection) || selection.owner !== null)
   for (const problem of view.problems) options.warn(problem)
-  state.pruneDeleteNotes(org, new Set(view.vms.map((vm) => vm.uid)))
+  const listed = new Set(view.vms.map((vm) => vm.uid))
+  state.pruneDeleteNotes(org, listed)
+  state.pruneHistoryVerdicts(org, listed)
   const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}

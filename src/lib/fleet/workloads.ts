@@ -111,7 +111,6 @@ export async function snapshot(
     state,
     org,
     unclassified.map((vm) => vm.uid),
-    new Set(vms.map((vm) => vm.uid)),
     {budget: options.historyBudget, clock},
   )
   for (const vm of unclassified) applyHistory(vm, answers.get(vm.uid))

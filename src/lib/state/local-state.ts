@@ -176,19 +176,14 @@ export class LocalState {
     return childPath(join(this.dir, 'history'), org)
   }
 
-  /** Every readable history verdict of an org, by uid; an unreadable file is as good as none (it is asked again). */
-  historyVerdicts(org: string): Map<string, HistoryVerdict> {
-    const verdicts = new Map<string, HistoryVerdict>()
-    for (const file of jsonFiles(this.historyDir(org))) {
-      try {
-        const verdict = HistoryVerdictSchema.parse(JSON.parse(readOwnFile(join(this.historyDir(org), file))))
-        if (verdict.uid === idOfChild(file, '.json')) verdicts.set(verdict.uid, verdict)
-      } catch {
-        // Asked again.
-      }
+  /** The history verdict kept for a uid, if any; an unreadable file is as good as none (it is asked again). */
+  readHistoryVerdict(org: string, uid: string): HistoryVerdict | undefined {
+    try {
+      const verdict = HistoryVerdictSchema.parse(JSON.parse(readOwnFile(childPath(this.historyDir(org), uid, '.json'))))
+      return verdict.uid === uid ? verdict : undefined
+    } catch {
+      return undefined
     }
-
-    return verdicts
   }
 
   /** One file per uid, written atomically: concurrent runs never lose each other's verdicts. */
@@ -200,9 +195,10 @@ export class LocalState {
   }
 
   /** Drops verdicts whose workload the listing no longer shows, once as old as a delete note may get. */
-  pruneHistoryVerdicts(org: string, verdicts: Map<string, HistoryVerdict>, listed: Set<string>, now: number): void {
-    for (const verdict of verdicts.values()) {
-      if (!listed.has(verdict.uid) && now - Date.parse(verdict.asked_at) > NOTE_RETENTION_MS)
+  pruneHistoryVerdicts(org: string, listed: Set<string>, now = Date.now()): void {
+    for (const file of jsonFiles(this.historyDir(org))) {
+      const verdict = this.readHistoryVerdict(org, idOfChild(file, '.json'))
+      if (verdict && !listed.has(verdict.uid) && now - Date.parse(verdict.asked_at) > NOTE_RETENTION_MS)
         rmSync(childPath(this.historyDir(org), verdict.uid, '.json'), {force: true})
     }
   }

@@ -8,7 +8,17 @@ import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contrac
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
-import {type KnownVm, findVm, invalidWarning, outsideOwner, snapshot, vmGpuModel, vmPrice, vmResource} from '../fleet/workloads.js'
+import {
+  type KnownVm,
+  billingUncertain,
+  findVm,
+  invalidWarning,
+  outsideOwner,
+  snapshot,
+  vmGpuModel,
+  vmPrice,
+  vmResource,
+} from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
@@ -16,6 +26,9 @@ import {countOf} from '../core/output.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+
+/** What Targon's teardown has been seen to leave in an `error` tombstone's message (targon-api.md §8.6). */
+const TEARDOWN_TEXT = /stopping container|exit code 137/i
 
 export interface StatusOptions {
   org: string
@@ -62,11 +75,13 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   }
 
   for (const vm of vms) warnAboutBilling(vm, options.owners, options.warn)
-  const unknown = vms.filter((vm) => vm.billing === null || vm.billing_assumed).length
-  // One line for all of them, however many: each is listed by --show-deleted (and in --json).
-  if (unknown > 0)
+  const unknown = selected.filter(billingUncertain)
+  // One line for all of them, however many: each is listed by --show-deleted (and in --json). Targon's teardown text
+  // changes the wording only: it is no contract, and exit code 137 is also an out-of-memory kill.
+  const teardown = unknown.filter((vm) => TEARDOWN_TEXT.test(vm.workload.state?.message ?? '')).length
+  if (unknown.length > 0)
     options.warn(
-      `${countOf(unknown, 'record')} of unknown billing (an error record: the remains of a deletion, or a crash that bills; the server's history could not tell): --show-deleted lists them, and targon down <uid> settles one of yours`,
+      `${countOf(unknown.length, 'record')} of unknown billing (an error record: the remains of a deletion, or a crash that bills; the server's history could not tell${teardown > 0 ? `; ${teardown} probably deleted, by Targon's teardown message` : ''}): --show-deleted lists them, and targon down <uid> settles one of yours`,
     )
   // The tombstones the selection leaves out, to say how many.
   const deletedHidden =
