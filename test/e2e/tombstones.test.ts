@@ -144,6 +144,19 @@ describe('tombstones seen from a directory that did not delete them', () => {
     expect(parseJson(down).data.results).toMatchObject([{action: 'would-delete', uid: live.uid}])
   })
 
+  it('up --name takes a name whose only workload is another directory tombstone: it rents anew', async () => {
+    await ctx.setup({tombstoneBounceMs: 0})
+    const gone = tombstone(ctx.sim, 'tcli-default-w1')
+    const up = await targon(
+      ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--name', 'w1', '--json'],
+      tempDir('targon-fresh-'),
+    )
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const made = parseJson(up).data.vms[0].uid
+    expect(made).not.toBe(gone)
+    expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([made])
+  })
+
   it('down still sends its one DELETE to a tombstone named by uid: Targon answer outranks the history', async () => {
     await ctx.setup({tombstoneBounceMs: 0})
     const uid = tombstone(ctx.sim, 'tcli-default-gone')
