@@ -121,6 +121,20 @@ describe('tombstones seen from a directory that did not delete them', () => {
     expect(eventReads(ctx.sim)).toHaveLength(50)
   })
 
+  it('reads a paged history in either order, and a delete undone by a later running is no tombstone', async () => {
+    for (const historyOrder of ['oldest-first', 'newest-first'] as const) {
+      await ctx.setup({historyOrder, historyPageSize: 1, tombstoneBounceMs: 0})
+      const gone = tombstone(ctx.sim, 'tcli-default-gone')
+      const revived = tombstone(ctx.sim, 'tcli-default-revived')
+      ctx.sim.addHistory(revived, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'running'})
+      const status = parseJson(await targon(['status', '--json', '--show-deleted'], tempDir('targon-fresh-')))
+      const byUid = new Map(status.data.vms.map((each: {uid: string}) => [each.uid, each]))
+      expect(byUid.get(gone), historyOrder).toMatchObject({billing: false, deleted: true})
+      expect(byUid.get(revived), historyOrder).toMatchObject({billing: true, deleted: false})
+      await ctx.sim.stop()
+    }
+  })
+
   it('a crashed VM seen from elsewhere still bills, and down --all deletes it', async () => {
     await ctx.setup({tombstoneBounceMs: 0})
     const crashed = vm(ctx.sim, 'tcli-default-crashed')

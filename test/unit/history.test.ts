@@ -45,12 +45,19 @@ describe('reading a workload history', () => {
     expect(await readHistory(client, ORG, uid, Date.now())).toEqual({at: deletedAt, kind: 'deleted'})
   })
 
-  it('stops reading at the deleted event, whichever order the pages come in', async () => {
-    const {sim, client} = await start({historyOrder: 'oldest-first', historyPageSize: 1})
-    const uid = tombstone(sim)
-    // running, deleted, error: the third page is never read.
-    expect((await readHistory(client, ORG, uid, Date.now())).kind).toBe('deleted')
-    expect(historyReads(sim)).toBe(2)
+  it('stops reading at the deleted event when the pages go newest first, and reads oldest-first pages to the end', async () => {
+    const newest = await start({historyOrder: 'newest-first', historyPageSize: 1, tombstoneBounceMs: 50})
+    const workload = newest.sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-gone', status: 'running'})
+    newest.sim.deleteExternally(workload.uid)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    expect(newest.sim.current(workload.uid)?.status).toBe('error')
+    // error, then deleted 50 ms before it: the running page is never read.
+    expect((await readHistory(newest.client, ORG, workload.uid, Date.now())).kind).toBe('deleted')
+    expect(historyReads(newest.sim)).toBe(2)
+    const oldest = await start({historyOrder: 'oldest-first', historyPageSize: 1})
+    // running, deleted, error: a later page could undo the delete.
+    expect((await readHistory(oldest.client, ORG, tombstone(oldest.sim), Date.now())).kind).toBe('deleted')
+    expect(historyReads(oldest.sim)).toBe(3)
   })
 
   it('takes a crash for a crash only after reading the whole history', async () => {

@@ -4,8 +4,9 @@
  * An `error` record is either the tombstone of a completed delete (it does not bill) or a crash (it bills), and a
  * directory that did not send the DELETE has no delete note to tell them apart. The history does: a workload whose
  * history has a `deleted` event, with no later event (by created_at) that moves it to a status other than `deleted`
- * or `error`, is a tombstone, and its billing ended at that event. Finding such an event decides (reading stops there);
- * "no delete" (a crash) needs the whole history, read to at most HISTORY_LIMITS.pages pages. Anything less (a 404, an
+ * or `error`, is a tombstone, and its billing ended at that event. Finding such an event decides (reading stops there)
+ * when the pages go newest first, as a later page then holds only older events; pages that go oldest first are read to
+ * the end. "No delete" (a crash) needs the whole history, read to at most HISTORY_LIMITS.pages pages. Anything less (a 404, an
  * empty or longer history, events that fail the checks, a failed read) leaves the record "billing unknown", never
  * "billing" and never "deleted". Only `new_status` and `created_at` are relied on; the order of the events and how
  * long the server keeps them are known only from Targon's SDK, so neither is assumed.
@@ -72,7 +73,9 @@ export async function readHistory(client: TargonClient, org: string, uid: string
     }
 
     const deletedAt = tombstoneSince(events)
-    if (deletedAt !== undefined) return {at: Math.min(deletedAt, now), kind: 'deleted'}
+    // A later page can undo the delete only if the pages go oldest first: stop early only when they go newest first.
+    const decided = deletedAt !== undefined && (!answer.nextCursor || newestFirst(events))
+    if (decided) return {at: Math.min(deletedAt, now), kind: 'deleted'}
     if (!answer.nextCursor) {
       if (events.length === 0) return {kind: 'unknown', why: unreadable > 0 ? 'no readable event' : 'empty history'}
       // An event that failed the checks may have been the delete.
@@ -85,6 +88,12 @@ export async function readHistory(client: TargonClient, org: string, uid: string
   }
 
   return {kind: 'unknown', why: `history longer than ${HISTORY_LIMITS.pages} pages`}
+}
+
+/** Whether the events, in the order the server sent them, go from newest to oldest (two times apart at least to tell). */
+function newestFirst(events: readonly Event[]): boolean {
+  const [first, last] = [events[0], events.at(-1)]
+  return first !== undefined && last !== undefined && last.at < first.at
 }
 
 /** When the latest `deleted` event happened, unless a later event moved the workload on (to running, say). */
