@@ -250,13 +250,24 @@ export const StatusVmSchema = z.object({
     .nullable()
     .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
   bootstrapped: z.boolean(),
-  billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
+  billing: z
+    .boolean()
+    .nullable()
+    .describe(
+      "whether it costs money now; null: an error record of unknown billing (no delete note, and the server's history could not tell)",
+    ),
   billing_assumed: z
     .boolean()
     .describe(
       'billing is true by assumption: an error record of a VM this config directory created, with no delete of it noted (another machine may have deleted it)',
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
+  history: z
+    .enum(['deleted', 'crashed', 'unknown'])
+    .nullable()
+    .describe(
+      "for an error record without a delete note: what the server's history of it said (deleted: a tombstone; crashed: it bills; unknown: it could not tell); null when it was not asked",
+    ),
   origin: z.enum(['this-tool', 'other']),
   owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners, or unknown'),
   owner_known: z

@@ -129,8 +129,8 @@ describe('tombstones seen from a directory that did not delete them', () => {
       ctx.sim.addHistory(revived, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'running'})
       const status = parseJson(await targon(['status', '--json', '--show-deleted'], tempDir('targon-fresh-')))
       const byUid = new Map(status.data.vms.map((each: {uid: string}) => [each.uid, each]))
-      expect(byUid.get(gone), historyOrder).toMatchObject({billing: false, deleted: true})
-      expect(byUid.get(revived), historyOrder).toMatchObject({billing: true, deleted: false})
+      expect(byUid.get(gone), historyOrder).toMatchObject({billing: false, deleted: true, history: 'deleted'})
+      expect(byUid.get(revived), historyOrder).toMatchObject({billing: true, deleted: false, history: 'crashed'})
       await ctx.sim.stop()
     }
   })

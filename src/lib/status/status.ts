@@ -200,6 +200,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
+    history: vm.history ?? null,
     budget_left_usd: budgetLeft(vm, now),
     idle_reason: usage?.idle_reason ?? null,
     idle_seconds: usage?.idle_seconds ?? null,
