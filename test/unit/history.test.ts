@@ -1,6 +1,13 @@
 import {describe, expect, it} from 'vitest'
 
-import {HISTORY_LIMITS, classifyByHistory, readHistory, tombstoneSince} from '../../src/lib/deletion/history.js'
+import {
+  HISTORY_LIMITS,
+  RUN_BUDGET,
+  classifyByHistory,
+  readHistory,
+  startHistoryBudget,
+  tombstoneSince,
+} from '../../src/lib/deletion/history.js'
 import {snapshot} from '../../src/lib/fleet/workloads.js'
 import {LocalState} from '../../src/lib/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
@@ -160,6 +167,11 @@ describe('classifying error records for every reader', () => {
     const answers = await classifyByHistory(client, state, ORG, uids, {budget: {left: 2}, clock: fakeClock()})
     expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
     expect(historyReads(sim)).toBe(2)
+
+    // A run's default ration, spent, comes back whole when the next run starts.
+    RUN_BUDGET.left = 0
+    startHistoryBudget()
+    expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
   })
 
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {

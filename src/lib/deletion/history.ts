@@ -42,6 +42,11 @@ export interface HistoryBudget {
 
 export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun}
 
+/** Gives a new run its full ration of history reads (a command's start). */
+export function startHistoryBudget(): void {
+  RUN_BUDGET.left = HISTORY_LIMITS.readsPerRun
+}
+
 /** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
 const STILL_DELETED = new Set(['deleted', 'error'])
 
