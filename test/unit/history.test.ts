@@ -185,6 +185,17 @@ describe('classifying error records for every reader', () => {
     expect(state.readHistoryVerdict(ORG, 'wrk-1')).toBeUndefined()
   })
 
+  it('sends no more reads once the API is in trouble', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uids = Array.from({length: 20}, () => tombstone(sim))
+    sim.inject({path: '/events', status: 503})
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget: {left: 100}, clock: fakeClock()})
+    expect([...answers.values()].every((answer) => answer.kind === 'unknown')).toBe(true)
+    // The reads in flight when the first failed, with their retries; none of the rest.
+    expect(new Set(sim.requests('GET', '/events').map((request) => request.path)).size).toBeLessThanOrEqual(HISTORY_LIMITS.inFlight)
+  })
+
   it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))

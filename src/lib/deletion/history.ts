@@ -33,7 +33,14 @@ export const HISTORY_LIMITS = {
 }
 
 /** What the history says of one `error` record. */
-export type HistoryAnswer = {kind: 'deleted'; at: number} | {kind: 'crashed'} | {kind: 'unknown'; why: string}
+export type HistoryAnswer =
+  | {kind: 'deleted'; at: number}
+  | {kind: 'crashed'}
+  /** `trouble`: the API itself did not answer (a timeout, the network, a 5xx after retries), not this workload's history. */
+  | {kind: 'unknown'; why: string; trouble?: boolean}
+
+/** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
+const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
 
 /** How many history reads are left to this run. One per process, shared by every listing the run makes. */
 export interface HistoryBudget {
@@ -67,7 +74,8 @@ export async function readHistory(client: TargonClient, org: string, uid: string
       answer = await client.workloadEventsPage(org, uid, cursor)
     } catch (error) {
       if (!(error instanceof TargonError) || error.code === 'INTERRUPTED') throw error
-      return {kind: 'unknown', why: error.code === 'NOT_FOUND' ? 'no history (404)' : `history unreadable (${error.code})`}
+      if (error.code === 'NOT_FOUND') return {kind: 'unknown', why: 'no history (404)'}
+      return {kind: 'unknown', trouble: TROUBLE.has(error.code), why: `history unreadable (${error.code})`}
     }
 
     for (const item of answer.items) {
@@ -141,8 +149,15 @@ export async function classifyByHistory(
     } else answers.set(uid, {kind: 'unknown', why: `not asked: at most ${HISTORY_LIMITS.readsPerRun} history reads per run`})
   }
 
+  // Once the API is in trouble, each read still queued would wait out the same retries: they are not sent.
+  let trouble = false
   await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
+    if (trouble) {
+      answers.set(uid, {kind: 'unknown', why: 'not asked: the history did not answer for another workload'})
+      return
+    }
     const answer = await readHistory(client, org, uid, now)
+    if (answer.kind === 'unknown' && answer.trouble) trouble = true
     answers.set(uid, answer)
     try {
       state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
