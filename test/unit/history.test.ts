@@ -107,6 +107,13 @@ describe('reading a workload history', () => {
     }
   })
 
+  it('takes no delete from a history with an event that fails the checks: it may have undone it', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    sim.workloads.get(uid)!.events!.push({created_at: 'not a time', event_type: 'X', message: '', new_status: 'running'})
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: '1 unreadable event(s)'})
+  })
+
   it('reads a sparse history (only new_status and created_at)', async () => {
     const {sim, client} = await start({history: 'sparse'})
     expect((await readHistory(client, ORG, tombstone(sim), Date.now())).kind).toBe('deleted')

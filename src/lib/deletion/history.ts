@@ -6,14 +6,14 @@
  * history has a `deleted` event, with no later event (by created_at) that moves it to a status other than `deleted`
  * or `error`, is a tombstone, and its billing ended at that event. Finding such an event decides (reading stops there)
  * when the pages go newest first, as a later page then holds only older events; pages that go oldest first are read to
- * the end. "No delete" (a crash) needs the whole history, read to at most HISTORY_LIMITS.pages pages. Anything less (a 404, an
- * empty or longer history, events that fail the checks, a failed read) leaves the record "billing unknown", never
- * "billing" and never "deleted". Only `new_status` and `created_at` are relied on; the order of the events and how
+ * the end. "No delete" (a crash) needs the whole history, read to at most HISTORY_LIMITS.pages pages. Anything less
+ * (a 404, an empty or longer history, any event that fails the checks, a failed read) leaves the record "billing unknown",
+ * never "billing" and never "deleted". Only `new_status` and `created_at` are relied on; the order of the events and how
  * long the server keeps them are known only from Targon's SDK, so neither is assumed.
  *
  * Reads are rationed: only `error` records without a delete note are asked about; a `deleted` verdict is kept (like
  * a delete note); a crashed or unknown one is asked again at most once an hour; a run reads at most `readsPerRun`
- * histories, `inFlight` at a time.
+ * histories, `inFlight` at a time, and none more once the API fails to answer one.
  */
 import type {Clock} from '../core/clock.js'
 import {mapBounded} from '../core/concurrency.js'
@@ -25,7 +25,7 @@ import {WorkloadEventSchema} from '../targon/schemas.js'
 export const HISTORY_LIMITS = {
   /** Pages of one history read at most: a longer history without a decisive event stays unknown. */
   pages: 5,
-  /** Histories read per run (process); the rest stay unknown until a later run. */
+  /** Histories read per run; the rest stay unknown until a later run. */
   readsPerRun: 100,
   inFlight: 8,
   /** A crashed or unknown verdict stands this long before the history is asked again. */
@@ -42,7 +42,7 @@ export type HistoryAnswer =
 /** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
 const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
 
-/** How many history reads are left to this run. One per process, shared by every listing the run makes. */
+/** How many history reads are left to this run, shared by every listing the run makes (restarted per command). */
 export interface HistoryBudget {
   left: number
 }
@@ -85,15 +85,13 @@ export async function readHistory(client: TargonClient, org: string, uid: string
       else unreadable++
     }
 
+    // An event that failed the checks may have been the delete, or what undid it: it leaves the answer unknown.
+    if (unreadable > 0) return {kind: 'unknown', why: `${unreadable} unreadable event(s)`}
     const deletedAt = tombstoneSince(events)
     // A later page can undo the delete only if the pages go oldest first: stop early only when they go newest first.
     const decided = deletedAt !== undefined && (!answer.nextCursor || newestFirst(events))
     if (decided) return {at: Math.min(deletedAt, now), kind: 'deleted'}
-    if (!answer.nextCursor) {
-      if (events.length === 0) return {kind: 'unknown', why: unreadable > 0 ? 'no readable event' : 'empty history'}
-      // An event that failed the checks may have been the delete.
-      return unreadable > 0 ? {kind: 'unknown', why: `${unreadable} unreadable event(s)`} : {kind: 'crashed'}
-    }
+    if (!answer.nextCursor) return events.length === 0 ? {kind: 'unknown', why: 'empty history'} : {kind: 'crashed'}
 
     if (cursors.has(answer.nextCursor)) return {kind: 'unknown', why: 'the history repeated a page cursor'}
     cursors.add(answer.nextCursor)
