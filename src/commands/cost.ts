@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
-import {COST_GROUPINGS, type CostGroup, type CostResult} from '../lib/contract.js'
+import {COST_GROUPINGS, type CostApart, type CostGroup, type CostResult} from '../lib/contract.js'
 import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
@@ -43,6 +43,10 @@ over the same interval.`)
     to: timeFlag('--to', true, {summary: 'End of the range (a date includes that whole day; default now).'}),
     fleet: Flags.string({summary: 'Only the VMs of this fleet.'}),
     by: Flags.option({default: 'day' as const, options: COST_GROUPINGS})({summary: 'Group the table by day, fleet, resource or VM.'}),
+    'show-deleted': Flags.boolean({
+      default: false,
+      summary: 'List each VM left out of the total (end, billing or price unknown), not one line per kind.',
+    }),
     reconcile: Flags.boolean({
       default: false,
       summary: "Also compare the drop in the org's credits between the readings in the range with the estimate of every fleet over it.",
@@ -111,12 +115,22 @@ over the same interval.`)
 
     const bounded = result.vms.filter((vm) => vm.bounded).length
     if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting (bounded).`)
-    for (const vm of result.apart)
-      this.log(
-        oneLine(
-          `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
-        ),
-      )
+    if (this.flags['show-deleted'])
+      for (const vm of result.apart)
+        this.log(
+          oneLine(
+            `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
+          ),
+        )
+    else {
+      const count = (kind: CostApart['kind']) => result.apart.filter((vm) => vm.kind === kind).length
+      const kinds = [
+        [count('unknown-billing'), 'of unknown billing (an error record: a crash, or deleted elsewhere)'],
+        [count('no-price'), 'without a price'],
+      ] as const
+      const said = kinds.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)
+      if (said.length > 0) this.log(`Not in the total: ${said.join('; ')}: --show-deleted lists them (--json too).`)
+    }
     if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
     if (result.reconcile) this.log(reconcileLines(result.reconcile, result.fleet).join('\n'))
   }

@@ -3,6 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {isBulk, runDown} from '../lib/down/down.js'
+import {NOT_RUNNING} from '../lib/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
@@ -63,6 +64,10 @@ otherwise, with a per-VM result.`)
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
+    'show-deleted': Flags.boolean({
+      default: false,
+      summary: 'List each deleted VM Targon still lists, and each VM --idle kept as not running, not one line per kind.',
+    }),
     notify: Flags.string({
       summary:
         'Webhook to report to (Slack-compatible JSON) when VMs still bill, or when --expired or --over-cost deleted some; prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
@@ -229,8 +234,15 @@ otherwise, with a per-VM result.`)
   }
 
   private render(result: DownResult): void {
-    // --idle: what was kept, and why, comes first (busy or unreadable VMs are part of the result).
-    for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
+    const full = this.flags['show-deleted']
+    // --idle: what was kept, and why, comes first (busy or unreadable VMs are part of the result). VMs not running are
+    // summed up in one warning, unless --show-deleted.
+    for (const kept of result.kept)
+      if (full || !kept.reason.startsWith(NOT_RUNNING)) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
+    const deleted = result.deleted_listed
+    if (full) for (const vm of deleted) this.log(`deleted, still listed: ${vm.name ?? vm.uid} (${vm.uid})`)
+    else if (deleted.length > 0)
+      this.info(`${countOf(deleted.length, 'deleted VM')} still listed by Targon, not billing, left alone: --show-deleted lists them`)
     if (result.results.length === 0) {
       this.info('Nothing to delete.')
       return

@@ -55,7 +55,8 @@ bill; --any-owner shows them all.`)
     }),
     'show-deleted': Flags.boolean({
       default: false,
-      summary: 'Also list tombstones: deleted VMs that Targon still lists for a while (they do not bill).',
+      summary:
+        'Also list tombstones (deleted VMs that Targon still lists for a while; they do not bill) and, in the table, records of unknown billing.',
     }),
     'dstack-fleet': Flags.boolean({
       exclusive: ['all-fleets', 'quiet'],
@@ -100,47 +101,52 @@ bill; --any-owner shows them all.`)
       return
     }
 
+    const deleted = result.totals.deleted_hidden_count
+    if (deleted > 0) this.info(`${countOf(deleted, 'deleted VM')} still listed by Targon, not billing: --show-deleted lists them`)
     if (result.vms.length === 0) {
       this.info(`No VMs${result.fleet ? ` in fleet ${result.fleet}` : ''} (org ${result.org}).`)
       return
     }
 
-    this.log(
-      renderTable(
-        [
-          {header: 'NAME', value: (vm) => dash(vm.name)},
-          {header: 'UID', value: (vm) => vm.uid},
-          {header: 'FLEET', value: (vm) => dash(vm.fleet)},
-          // Only in a shared org: a single user's table stays as it was.
-          ...(result.vms.some((vm) => vm.owner !== null) ? [{header: 'OWNER', value: (vm: StatusVm) => dash(vm.owner)}] : []),
-          {header: 'STATUS', value: (vm) => (vm.deleted && vm.status !== 'deleted' ? `${vm.status} (deleted)` : vm.status)},
-          {
-            header: 'BILLING',
-            value: (vm) => (vm.billing === null ? '?' : vm.billing_assumed ? 'yes (assumed)' : vm.billing ? 'yes' : 'no'),
-          },
-          {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
-          {header: 'RESOURCE', value: (vm) => dash(vm.resource)},
-          {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},
-          {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.price_per_hour)},
-          {align: 'right', header: 'AGE', value: (vm) => (vm.age_seconds === null ? '-' : formatDuration(vm.age_seconds * 1000))},
-          {align: 'right', header: 'EST_COST', value: (vm) => usd(vm.estimated_cost_usd)},
-          {
-            align: 'right',
-            header: 'TTL_LEFT',
-            value: (vm) =>
-              vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000),
-          },
-          {
-            align: 'right',
-            header: 'BUDGET_LEFT',
-            value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
-          },
-          {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
-          ...(this.flags.usage ? USAGE_COLUMNS : []),
-        ],
-        result.vms,
-      ),
-    )
+    // Records of unknown billing are summed up in one warning; the table lists them with --show-deleted.
+    const rows = this.flags['show-deleted'] ? result.vms : result.vms.filter((vm) => vm.billing !== null && !vm.billing_assumed)
+    if (rows.length > 0)
+      this.log(
+        renderTable(
+          [
+            {header: 'NAME', value: (vm) => dash(vm.name)},
+            {header: 'UID', value: (vm) => vm.uid},
+            {header: 'FLEET', value: (vm) => dash(vm.fleet)},
+            // Only in a shared org: a single user's table stays as it was.
+            ...(result.vms.some((vm) => vm.owner !== null) ? [{header: 'OWNER', value: (vm: StatusVm) => dash(vm.owner)}] : []),
+            {header: 'STATUS', value: (vm) => (vm.deleted && vm.status !== 'deleted' ? `${vm.status} (deleted)` : vm.status)},
+            {
+              header: 'BILLING',
+              value: (vm) => (vm.billing === null ? '?' : vm.billing_assumed ? 'yes (assumed)' : vm.billing ? 'yes' : 'no'),
+            },
+            {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
+            {header: 'RESOURCE', value: (vm) => dash(vm.resource)},
+            {header: 'GPU', value: (vm) => (vm.gpu_model ? `${vm.gpu_count ?? '?'}x ${vm.gpu_model}` : '-')},
+            {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.price_per_hour)},
+            {align: 'right', header: 'AGE', value: (vm) => (vm.age_seconds === null ? '-' : formatDuration(vm.age_seconds * 1000))},
+            {align: 'right', header: 'EST_COST', value: (vm) => usd(vm.estimated_cost_usd)},
+            {
+              align: 'right',
+              header: 'TTL_LEFT',
+              value: (vm) =>
+                vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000),
+            },
+            {
+              align: 'right',
+              header: 'BUDGET_LEFT',
+              value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
+            },
+            {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
+            ...(this.flags.usage ? USAGE_COLUMNS : []),
+          ],
+          rows,
+        ),
+      )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
     this.info(

@@ -210,6 +210,9 @@ export const DownResultSchema = z.object({
       }),
     )
     .describe('with --idle: VMs selected otherwise but kept, being busy, not idle long enough, or unreadable'),
+  deleted_listed: z
+    .array(z.object({uid: z.string(), name: z.string().nullable()}))
+    .describe('bulk selectors: deleted VMs (tombstones) Targon still lists within the selection, left alone as they do not bill'),
 })
 export type DownResult = z.infer<typeof DownResultSchema>
 
@@ -247,13 +250,24 @@ export const StatusVmSchema = z.object({
     .nullable()
     .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
   bootstrapped: z.boolean(),
-  billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
+  billing: z
+    .boolean()
+    .nullable()
+    .describe(
+      "whether it costs money now; null: an error record of unknown billing (no delete note, and the server's history could not tell)",
+    ),
   billing_assumed: z
     .boolean()
     .describe(
       'billing is true by assumption: an error record of a VM this config directory created, with no delete of it noted (another machine may have deleted it)',
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
+  history: z
+    .enum(['deleted', 'crashed', 'unknown'])
+    .nullable()
+    .describe(
+      "for an error record without a delete note: what the server's history of it said (deleted: a tombstone; crashed: it bills; unknown: it could not tell); null when it was not asked",
+    ),
   origin: z.enum(['this-tool', 'other']),
   owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners, or unknown'),
   owner_known: z
@@ -274,9 +288,14 @@ export const StatusResultSchema = z.object({
   totals: z.object({
     count: z.number().describe('VMs listed above'),
     billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
-    unknown_billing_count: z.number().describe('error records not classified yet (targon down settles them)'),
+    unknown_billing_count: z
+      .number()
+      .describe("error records of unknown billing: no delete note, and the server's history could not tell (targon down settles them)"),
     price_per_hour: z.number(),
     estimated_cost_usd: z.number(),
+    deleted_hidden_count: z
+      .number()
+      .describe('deleted VMs (tombstones) Targon still lists that the selection leaves out of vms; 0 with --show-deleted or named VMs'),
   }),
   dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
   invalid_answers: z
@@ -474,6 +493,11 @@ export const CostApartSchema = z.object({
   status: z.string().nullable().describe('as the listing shows it now; null when it is not listed'),
   since: z.string().nullable().describe('when it began billing, as far as known'),
   open_seconds: z.number().nullable().describe('how long it billed: up to its end, or up to now while it has none'),
+  kind: z
+    .enum(['unknown-billing', 'no-price'])
+    .describe(
+      "why, in a word: an error record whose billing is unknown (no delete note, and the server's history could not tell), or no price",
+    ),
   reason: z.string().describe('why it is not in the totals'),
 })
 export type CostApart = z.infer<typeof CostApartSchema>
@@ -527,9 +551,30 @@ export const CreditsResultSchema = z.object({
   burn_usd_per_hour: z
     .number()
     .describe(
-      'the hourly price of every VM billing in the org now, any owner and any origin, as the listing shows it; uncertain_vms are in it, unpriced_vms and invalid items are not',
+      'the hourly price of every VM known to bill in the org now, any owner and any origin, as the listing shows it; records of unknown billing (possible_vms), unpriced_vms and invalid items are not in it',
     ),
-  billing_vms: z.number(),
+  billing_vms: z.number().describe('VMs known to bill (vms)'),
+  possible_burn_usd_per_hour: z
+    .number()
+    .describe(
+      'the hourly price of the records whose billing is unknown (possible_vms): error records neither a delete note nor the server history has classified, or an error record of this tool taken as crashed; they bill if they crashed',
+    ),
+  possible_vms: z
+    .array(z.object({uid: z.string(), name: z.string().nullable(), owner: z.string().nullable(), price_per_hour: z.number().nullable()}))
+    .describe('the records of unknown billing, apart from vms'),
+  possible_runway_hours: z
+    .number()
+    .nullable()
+    .describe(
+      'credits / (burn + possible burn); null when nothing is possible, or when the measured burn shows the records of unknown billing do not bill',
+    ),
+  measured_burn_usd_per_hour: z
+    .number()
+    .nullable()
+    .describe(
+      'the drop of the credits per hour between the oldest reading of this config directory from 15 min to 6 h ago and this one; null without such a reading, or when the credits rose',
+    ),
+  measured_since: z.string().nullable().describe('when the reading that measured_burn_usd_per_hour starts from was made'),
   mine: z.object({
     owner: z
       .string()
@@ -539,9 +584,7 @@ export const CreditsResultSchema = z.object({
     billing_vms: z.number(),
   }),
   unpriced_vms: z.array(z.string()).describe('uids billing without a price in the listing: the burn rate leaves them out'),
-  uncertain_vms: z
-    .array(z.string())
-    .describe('uids counted as billing without certainty: error records nobody here has classified (a crash bills, a tombstone does not)'),
+  uncertain_vms: z.array(z.string()).describe('the uids of possible_vms (not in burn_usd_per_hour)'),
   invalid_items: z
     .number()
     .describe(
@@ -558,7 +601,11 @@ export const CreditsResultSchema = z.object({
     .describe('the VMs counted as billing'),
   runway_ends_at: z.string().nullable(),
   min_runway_hours: z.number().nullable().describe('--min-runway'),
-  short: z.boolean().describe('the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT)'),
+  short: z
+    .boolean()
+    .describe(
+      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a measured burn clears them, with the possible burn',
+    ),
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 

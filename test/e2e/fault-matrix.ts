@@ -84,6 +84,13 @@ const NO_CAPACITY_503 = {body: JSON.stringify({error: 'full', reason: 'WORKLOAD_
 const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
 const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid: string; action: string; billing: boolean | null}[]
 
+/** A VM that ran and was deleted by another directory: its `error` tombstone is listed, and no note of it is here. */
+function deletedElsewhere(ctx: Context) {
+  const gone = ctx.sim.addWorkload({deployedAt: Date.now() - 60_000, name: 'tcli-default-gone', status: 'running'})
+  ctx.sim.deleteExternally(gone.uid)
+  return gone
+}
+
 export const scenarios: Scenario[] = [
   // ---- API ----
   {
@@ -619,7 +626,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
-    name: 'delete: cron down --all over tombstones stays green and sends no pointless DELETE, from a fresh config dir too',
+    name: 'delete: cron down --all over tombstones stays green and sends no pointless DELETE, from a fresh config dir without history too',
     async run(ctx) {
       await Promise.all([oneVm(ctx), oneVm(ctx)])
       expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
@@ -627,7 +634,8 @@ export const scenarios: Scenario[] = [
       const sent = deletesOf(ctx)
       expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
       expect(deletesOf(ctx)).toBe(sent)
-      // A fresh machine cannot tell a tombstone from a crash: status says so, and one probe DELETE each settles it.
+      // Without the server's history a fresh machine cannot tell a tombstone from a crash: status says so, and one
+      // probe DELETE each settles it.
       const fresh = tempDir('targon-fresh-')
       const before = parseJson(await ctx.targon(['status', '--json'], {config: fresh}))
       expect(before.data.totals).toMatchObject({billing_count: 0, price_per_hour: 0, unknown_billing_count: 2})
@@ -641,7 +649,7 @@ export const scenarios: Scenario[] = [
       expect(parseJson(await ctx.targon(['status', '--json'], {config: fresh})).data.totals.unknown_billing_count).toBe(0)
       return again
     },
-    sim: {tombstoneBounceMs: 100},
+    sim: {history: 'missing', tombstoneBounceMs: 100},
   },
   {
     code: null,
@@ -1038,6 +1046,58 @@ export const scenarios: Scenario[] = [
       expect(ctx.sim.sshKeys.size).toBe(2)
       return ctx.targon(['down', '--all', '--json'])
     },
+  },
+  // ---- the server's history of a workload (GET …/events) ----
+  {
+    code: null,
+    exit: 0,
+    name: 'history: the endpoint is missing (404): a crashed VM seen from a fresh directory is billing unknown, and down --all deletes it',
+    async run(ctx) {
+      const crashed = ctx.sim.addWorkload({deployedAt: Date.now() - 60_000, name: 'tcli-default-crashed', status: 'running'})
+      ctx.sim.crash(crashed.uid)
+      const status = await ctx.targon(['status', '--json'])
+      expect(status.code, status.stderr).toBe(0)
+      expect(parseJson(status).data.vms).toMatchObject([{billing: null, uid: crashed.uid}])
+      expect(ctx.sim.requests('GET', '/events').map((request) => request.status)).toEqual([404])
+      const down = await ctx.targon(['down', '--all', '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'woken-and-deleted', billing: false, uid: crashed.uid}])
+      return down
+    },
+    sim: {history: 'missing'},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'history: hostile events leave a tombstone billing unknown, never deleted; down --all sends it one DELETE (204)',
+    async run(ctx) {
+      const gone = deletedElsewhere(ctx)
+      const status = await ctx.targon(['status', '--json'])
+      expect(status.code, status.stderr).toBe(0)
+      expect(parseJson(status).data.vms).toMatchObject([{billing: null, deleted: false, uid: gone.uid}])
+      expect(status.stdout + status.stderr).not.toContain('\u001b')
+      const down = await ctx.targon(['down', '--all', '--json'])
+      expect(deletesOf(ctx, gone.uid)).toBe(1)
+      return down
+    },
+    sim: {history: 'hostile', tombstoneBounceMs: 0},
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'history: reads answered 503 leave the record unknown; the next run within the hour does not ask again',
+    async run(ctx) {
+      const gone = deletedElsewhere(ctx)
+      ctx.sim.inject({path: '/events', status: 503})
+      const first = await ctx.targon(['credits', '--json'])
+      expect(first.code, first.stderr).toBe(0)
+      expect(parseJson(first).data).toMatchObject({burn_usd_per_hour: 0, uncertain_vms: [gone.uid]})
+      const asked = ctx.sim.requests('GET', '/events').length
+      const again = await ctx.targon(['credits', '--json'])
+      expect(parseJson(again).data.uncertain_vms).toEqual([gone.uid])
+      expect(ctx.sim.requests('GET', '/events')).toHaveLength(asked)
+      return ctx.targon(['down', '--all', '--json'])
+    },
+    sim: {tombstoneBounceMs: 0},
   },
 ]
 

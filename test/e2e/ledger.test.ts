@@ -51,50 +51,61 @@ function expectSecondsMatch(vms: {uid: string; seconds: number}[], uids: string[
 }
 
 describe('targon cost', () => {
-  it('matches the billed seconds of VMs deleted here and from a fresh directory, each counted once', async () => {
-    // Deleted records turn into `error` tombstones at once, and leave the listing 4 s after their deletion.
-    await ctx.setup({tombstoneBounceMs: 0, tombstoneLifetimeMs: 4000})
-    const mine = await upUids(['--count', '2', '--fleet', 'train'])
-    const theirs = await upUids(['--fleet', 'render'])
-    await sleep(1500)
-    expect((await targon(['down', mine[0]!, '--json'])).code).toBe(0)
-    // A cron job on a fresh directory deletes the rest: it meets them running and records their start from the API.
-    const fresh = tempDir('targon-fresh-')
-    expect((await targon(['down', '--all', '--yes', '--json'], {config: fresh})).code).toBe(0)
-    expect(ctx.sim.billing()).toEqual([])
-    const all = [...mine, ...theirs]
+  it.each(['kept', 'missing'] as const)(
+    'matches the billed seconds of VMs deleted here and from a fresh directory, each counted once (history %s)',
+    async (history) => {
+      // Deleted records turn into `error` tombstones at once, and leave the listing 4 s after their deletion.
+      await ctx.setup({history, tombstoneBounceMs: 0, tombstoneLifetimeMs: 4000})
+      const mine = await upUids(['--count', '2', '--fleet', 'train'])
+      const theirs = await upUids(['--fleet', 'render'])
+      await sleep(1500)
+      expect((await targon(['down', mine[0]!, '--json'])).code).toBe(0)
+      // A cron job on a fresh directory deletes the rest: it meets them running and records their start from the API.
+      const fresh = tempDir('targon-fresh-')
+      expect((await targon(['down', '--all', '--yes', '--json'], {config: fresh})).code).toBe(0)
+      expect(ctx.sim.billing()).toEqual([])
+      const all = [...mine, ...theirs]
 
-    const fromFresh = parseJson(await targon(['cost', '--by', 'fleet', '--json'], {config: fresh})).data
-    expect(fromFresh.estimate).toBe(true)
-    expect(fromFresh.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
-    for (const vm of fromFresh.vms) expect([vm.start_source, vm.end_source]).toEqual(['api-created', 'deleted'])
-    expectSecondsMatch(fromFresh.vms, [mine[1]!, theirs[0]!])
+      const fromFresh = parseJson(await targon(['cost', '--by', 'fleet', '--json'], {config: fresh})).data
+      expect(fromFresh.estimate).toBe(true)
+      expect(fromFresh.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
+      for (const vm of fromFresh.vms) expect([vm.start_source, vm.end_source]).toEqual(['api-created', 'deleted'])
+      expectSecondsMatch(fromFresh.vms, [mine[1]!, theirs[0]!])
 
-    // Here, the VMs deleted elsewhere are `error` records nobody here classified: apart, with their open duration.
-    const here = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
-    expectSecondsMatch(here.vms, [mine[0]!])
-    expect(here.vms.map((vm: {uid: string}) => vm.uid)).toEqual([mine[0]])
-    expect(here.apart.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
-    expect(here.total_usd).toBe(here.vms[0].estimated_usd)
+      // Here, the VMs deleted elsewhere are `error` tombstones the server's history tells: each ends at its deletion.
+      // Without the history they are records nobody here classified: apart, with their open duration.
+      const here = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
+      if (history === 'kept') {
+        expect(here.apart).toEqual([])
+        expect(here.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([...all].sort())
+        expectSecondsMatch(here.vms, all)
+      } else {
+        expectSecondsMatch(here.vms, [mine[0]!])
+        expect(here.vms.map((vm: {uid: string}) => vm.uid)).toEqual([mine[0]])
+        expect(here.apart.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
+        expect(here.total_usd).toBe(here.vms[0].estimated_usd)
+      }
 
-    // Once those records vanish, each ends when its record last changed: its deletion.
-    await sleep(4000)
-    const later = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
-    expect(later.apart).toEqual([])
-    expect(later.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([...all].sort())
-    expectSecondsMatch(later.vms, all)
-    const ends = Object.fromEntries(
-      later.vms.map((vm: {uid: string; end_source: string; bounded: boolean}) => [vm.uid, [vm.end_source, vm.bounded]]),
-    )
-    expect(ends).toEqual({[mine[0]!]: ['deleted', false], [mine[1]!]: ['last-seen', true], [theirs[0]!]: ['last-seen', true]})
-    const billedUsd = ctx.sim.billedUsd('acme')
-    expect(Math.abs(later.total_usd - billedUsd)).toBeLessThanOrEqual((all.length * TOLERANCE_S * 1.69) / 3600)
-    const train = later.groups.find((group: {key: string}) => group.key === 'train')
-    expect(train.vms).toBe(2)
-    expect(Math.abs(train.seconds - ctx.sim.billableSeconds(mine[0]!) - ctx.sim.billableSeconds(mine[1]!))).toBeLessThanOrEqual(
-      2 * TOLERANCE_S,
-    )
-  })
+      // Once those records vanish, the history's ends are kept; without it, each ends when its record last changed.
+      await sleep(4000)
+      const later = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
+      expect(later.apart).toEqual([])
+      expect(later.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([...all].sort())
+      expectSecondsMatch(later.vms, all)
+      const ends = Object.fromEntries(
+        later.vms.map((vm: {uid: string; end_source: string; bounded: boolean}) => [vm.uid, [vm.end_source, vm.bounded]]),
+      )
+      const elsewhere = history === 'kept' ? ['tombstone', false] : ['last-seen', true]
+      expect(ends).toEqual({[mine[0]!]: ['deleted', false], [mine[1]!]: elsewhere, [theirs[0]!]: elsewhere})
+      const billedUsd = ctx.sim.billedUsd('acme')
+      expect(Math.abs(later.total_usd - billedUsd)).toBeLessThanOrEqual((all.length * TOLERANCE_S * 1.69) / 3600)
+      const train = later.groups.find((group: {key: string}) => group.key === 'train')
+      expect(train.vms).toBe(2)
+      expect(Math.abs(train.seconds - ctx.sim.billableSeconds(mine[0]!) - ctx.sim.billableSeconds(mine[1]!))).toBeLessThanOrEqual(
+        2 * TOLERANCE_S,
+      )
+    },
+  )
 
   it('keeps whole lines through a SIGKILL and two concurrent runs, and counts a VM the killed run left billing', async () => {
     await ctx.setup({deployTiming: {addressMs: 4000, runningMs: 4000}})

@@ -229,23 +229,23 @@ describe('cp', () => {
 })
 
 describe('a crashed VM on the machine that created it', () => {
-  it('is shown billing (assumed), counted in the totals, and ssh says to delete it', async () => {
+  it('is shown billing (its history shows no delete), counted in the totals, and ssh says to delete it', async () => {
     const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'crash', '--json'])
     const crashed = parseJson(up).data.vms[0] as {name: string; uid: string}
     sim.crash(crashed.uid)
     const status = parseJson(await targon(['status', '--fleet', 'crash', '--json']))
-    expect(status.data.vms).toMatchObject([{billing: true, billing_assumed: true, status: 'error', uid: crashed.uid}])
+    expect(status.data.vms).toMatchObject([{billing: true, billing_assumed: false, status: 'error', uid: crashed.uid}])
     expect(status.data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 0})
-    expect(status.warnings.join('\n')).toContain(`targon down ${crashed.name}`)
+    expect(status.warnings.join('\n')).toContain(`targon down ${crashed.uid}`)
 
     const ssh = await targon(['ssh', crashed.name, '--json'])
     expect(ssh.code).toBe(5)
     expect(parseJson(ssh).error.hint).toContain(`targon down ${crashed.name}`)
-    // From another config directory the same record is unknown, as before.
+    // From another config directory the same record is known as crashed too: the server's history says so.
     const elsewhere = parseJson(
       await targon(['status', '--fleet', 'crash', '--json'], {env: {TARGON_CONFIG_DIR: tempDir('targon-other-')}}),
     )
-    expect(elsewhere.data.vms).toMatchObject([{billing: null, billing_assumed: false}])
+    expect(elsewhere.data.vms).toMatchObject([{billing: true, billing_assumed: false}])
     expect((await targon(['down', crashed.name, '--json'])).code).toBe(0)
   })
 })

@@ -117,6 +117,24 @@ export interface SimulatorOptions {
    * bills (a wallet debited in batches, or never); `unreadable` answers 403 (a key that may not read the wallet).
    */
   credits?: 'falling' | 'unchanged' | 'unreadable'
+  /**
+   * GET O/workloads/{uid}/events (targon-api.md §8.7): `kept` (the default) pages every status change and the delete;
+   * `missing` answers 404 (an API without the endpoint); `empty` answers no events; `sparse` only new_status and
+   * created_at; `hostile` answers junk (wrong types, escapes, huge text, bad dates) instead of events.
+   */
+  history?: 'empty' | 'hostile' | 'kept' | 'missing' | 'sparse'
+  /** The order of a history's events: undocumented, so both are played. Default newest first. */
+  historyOrder?: 'newest-first' | 'oldest-first'
+  /** The most events per history page (after the request's limit). Default 50. */
+  historyPageSize?: number
+}
+
+/** One event of a workload's history, as Targon's SDK names the fields. */
+export interface SimEvent {
+  new_status: string
+  created_at: string
+  event_type: string
+  message: string
 }
 
 /** The halted statuses of Targon's SDK: a VM in one still bills here, as a suspended one does. */
@@ -180,6 +198,8 @@ export interface SimWorkload {
   boot?: {endpoint?: VmEndpoint; error?: string}
   /** Console lines written after boot (appendConsole). */
   console?: string[]
+  /** Every status change, oldest first (GET …/events). */
+  events?: SimEvent[]
 }
 
 export interface LoggedRequest {
@@ -277,6 +297,9 @@ export class TargonSimulator {
       tokens: SEED_TOKENS,
       tombstoneBounceMs: 300,
       tombstoneLifetimeMs: 10 * 60_000,
+      history: 'kept',
+      historyOrder: 'newest-first',
+      historyPageSize: 50,
       ...options,
     }
     this.offers = this.options.offers.map((offer) => ({...offer}))
@@ -413,8 +436,7 @@ export class TargonSimulator {
   private halt(uid: string, status: string, message: string): void {
     const workload = this.workloads.get(uid)
     if (!workload) return
-    workload.status = status
-    workload.message = message
+    setStatus(workload, status, message)
     workload.endpoint = undefined
     workload.boot = undefined
     touch(workload)
@@ -481,6 +503,9 @@ export class TargonSimulator {
     }
     // One added as deployed has billed since then.
     workload.billedFrom ??= workload.deployedAt
+    workload.events ??= [
+      {created_at: workload.created_at, event_type: 'STATUS_CHANGED', message: workload.message, new_status: workload.status},
+    ]
     this.workloads.set(workload.uid, workload)
     return workload
   }
@@ -743,6 +768,7 @@ export class TargonSimulator {
     if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
     if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
     if (segments.length === 3 && segments[2] === 'logs' && method === 'GET') return [200, this.consoleView(workload, url.searchParams)]
+    if (segments.length === 3 && segments[2] === 'events' && method === 'GET') return [200, this.historyView(workload, url.searchParams)]
     if (segments.length === 2 && method === 'DELETE')
       return this.options.deleteLifecycle === 'targon' ? this.deleteAsTargon(workload) : this.deleteIdeally(workload)
     throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
@@ -816,6 +842,7 @@ export class TargonSimulator {
       uid: this.options.createdUid?.(name) ?? newUid('wrk'),
       updated_at: now,
     }
+    setStatus(workload, 'registered', '')
     this.workloads.set(workload.uid, workload)
     return [201, this.options.sparse ? {uid: workload.uid} : this.workloadView(workload)]
   }
@@ -837,7 +864,7 @@ export class TargonSimulator {
     if (!offer || offer.available <= 0) throw this.noCapacity(workload.resource_name)
     if (this.creditsOf(org) < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
     offer.available--
-    workload.status = 'provisioning'
+    setStatus(workload, 'provisioning', '')
     workload.deployedAt = Date.now()
     workload.billedFrom = workload.deployedAt
     workload.deployIndex = this.deployCount++
@@ -859,8 +886,7 @@ export class TargonSimulator {
 
   /** Redeploying a suspended or crashed workload brings it back to running (a wake boots normally). */
   private wake(workload: SimWorkload): [number, unknown] {
-    workload.status = 'provisioning'
-    workload.message = ''
+    setStatus(workload, 'provisioning', '')
     workload.deployedAt = Date.now()
     workload.woken = true
     this.startBoot(workload)
@@ -889,7 +915,7 @@ export class TargonSimulator {
 
   private secondDelete(workload: SimWorkload): [number, unknown] {
     if (this.options.secondDelete === 'suspend') {
-      workload.status = 'suspended'
+      setStatus(workload, 'suspended', workload.message)
       touch(workload)
       return [204, undefined]
     }
@@ -910,8 +936,8 @@ export class TargonSimulator {
     if (workload.status === 'deleted' || workload.tombstone) return
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
     if (offer && workload.deployedAt !== undefined) offer.available++
-    workload.status = 'deleted'
     workload.deletedAt = Date.now()
+    setStatus(workload, 'deleted', 'deleted by request', workload.deletedAt)
     workload.endpoint = undefined
     touch(workload)
     void this.options.onDeleted?.(workload)
@@ -932,8 +958,7 @@ export class TargonSimulator {
 
     const bounce = this.options.tombstoneBounceMs
     if (!ideal && workload.status === 'deleted' && bounce !== null && now >= (workload.deletedAt ?? now) + bounce) {
-      workload.status = 'error'
-      workload.message = 'stopping container: exit code 137'
+      setStatus(workload, 'error', 'stopping container: exit code 137', (workload.deletedAt ?? now) + bounce)
       workload.tombstone = true
       // When it flipped, not when somebody next looked.
       workload.updated_at = new Date((workload.deletedAt ?? now) + bounce).toISOString()
@@ -946,8 +971,7 @@ export class TargonSimulator {
     ) {
       const scenario = this.provisioningOf(workload)
       if (scenario === 'error') {
-        workload.status = 'error'
-        workload.message = 'simulated boot failure'
+        setStatus(workload, 'error', 'simulated boot failure')
         touch(workload)
       } else if (scenario === 'normal') {
         this.bringUp(workload)
@@ -1001,8 +1025,7 @@ export class TargonSimulator {
     } else {
       this.startBoot(workload)
       if (workload.boot?.error !== undefined) {
-        workload.status = 'error'
-        workload.message = `simulated VM failed to start: ${workload.boot.error}`
+        setStatus(workload, 'error', `simulated VM failed to start: ${workload.boot.error}`)
         touch(workload)
         return
       }
@@ -1011,7 +1034,7 @@ export class TargonSimulator {
       workload.endpoint = this.options.runningEndpoint?.(workload, workload.boot.endpoint) ?? workload.boot.endpoint
     }
 
-    workload.status = 'running'
+    setStatus(workload, 'running', '')
     workload.runningAt = Date.now()
     touch(workload)
   }
@@ -1078,6 +1101,51 @@ export class TargonSimulator {
     }
   }
 
+  /** Adds events to a workload's history (e.g. a `running` after its `deleted`), without changing its state. */
+  addHistory(uid: string, ...events: Pick<SimEvent, 'created_at' | 'new_status'>[]): void {
+    const workload = this.workloads.get(uid)
+    if (!workload) return
+    workload.events = [...(workload.events ?? []), ...events.map((event) => ({event_type: 'STATUS_CHANGED', message: '', ...event}))]
+  }
+
+  /** A page of a workload's history, as the `history` switch plays it. */
+  private historyView(workload: SimWorkload, query: URLSearchParams): unknown {
+    const variant = this.options.history
+    if (variant === 'missing') throw new HttpFailure(404, 'NOT_FOUND', 'no such route')
+    const events =
+      variant === 'empty' ? [] : [...(workload.events ?? [])].sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at))
+    if (this.options.historyOrder === 'newest-first') events.reverse()
+    const items: unknown[] = events.map((event) =>
+      variant === 'sparse'
+        ? {created_at: event.created_at, new_status: event.new_status}
+        : variant === 'hostile'
+          ? hostileEvent(event)
+          : {
+              container_image: null,
+              container_name: null,
+              created_at: event.created_at,
+              display_message: event.message,
+              event_type: event.event_type,
+              exit_code: event.message.includes('137') ? 137 : null,
+              message: event.message,
+              new_status: event.new_status,
+              old_replica_count: null,
+              pod_name: null,
+              reason: null,
+              replica_count: null,
+              resource_name: workload.resource_name,
+              workload_type: 'VM',
+              workload_uid: workload.uid,
+            },
+    )
+    const pageSize = Math.min(Number(query.get('limit') ?? 50) || 50, this.options.historyPageSize)
+    const cursor = query.get('cursor')
+    const offset = cursor ? Number(Buffer.from(cursor, 'base64url').toString()) : 0
+    if (!Number.isInteger(offset) || offset < 0) throw new HttpFailure(400, 'INVALID_CURSOR', 'invalid cursor')
+    const next = offset + pageSize < items.length ? Buffer.from(String(offset + pageSize)).toString('base64url') : null
+    return {items: items.slice(offset, offset + pageSize), next_cursor: next ?? (this.options.emptyCursor ? '' : null)}
+  }
+
   private consoleView(workload: SimWorkload, query: URLSearchParams): unknown {
     // A deleted VM has no console any more.
     if (isGone(workload)) throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
@@ -1135,6 +1203,26 @@ function newUid(prefix: string): string {
 
 function isGone(workload: SimWorkload): boolean {
   return workload.status === 'deleted' || workload.tombstone === true
+}
+
+/** A status change: the record shows it, and its history keeps it (at `at`, now unless said). */
+function setStatus(workload: SimWorkload, status: string, message: string, at = Date.now()): void {
+  workload.status = status
+  workload.message = message
+  const created_at = new Date(at).toISOString()
+  workload.events = [...(workload.events ?? []), {created_at, event_type: 'STATUS_CHANGED', message, new_status: status}]
+  workload.updated_at = created_at
+}
+
+/** What a hostile server sends instead of an event: a status of the wrong type, bad dates, escapes, huge text. */
+function hostileEvent(event: SimEvent): unknown {
+  return {
+    created_at: `${event.created_at}\u001b[2J`,
+    event_type: 'x'.repeat(100_000),
+    message: '\u001b]0;pwned\u0007'.repeat(1000),
+    new_status: {nested: event.new_status},
+    workload_uid: '../../etc/passwd',
+  }
 }
 
 function touch(workload: SimWorkload): void {

@@ -28,6 +28,7 @@ import {
 } from '../../src/lib/ledger/intervals.js'
 import type {LedgerLine} from '../../src/lib/ledger/lines.js'
 import {LedgerStore} from '../../src/lib/ledger/store.js'
+import {MEASURE_MAX_MS, MEASURE_MIN_MS, measuredBurn} from '../../src/lib/spend/credits.js'
 import {tempDir} from '../helpers/cli.js'
 
 const T0 = Date.parse('2026-11-30T22:00:00Z')
@@ -342,5 +343,26 @@ describe('ledger files', () => {
     const file = join(store.dir, '2025-12.ndjson')
     chmodSync(file, 0o644)
     expect(store.append([start('wrk-3', now + 2 * day)], now + 2 * day)).toMatch(/not a private file/)
+  })
+})
+
+const HOUR_MS = 3_600_000
+
+describe('the measured burn of credits', () => {
+  const now = Date.parse('2026-11-20T12:00:00Z')
+  const reading = (msAgo: number, credits: number): LedgerLine => ({
+    at: new Date(now - msAgo).toISOString(),
+    credits,
+    currency: 'USD',
+    kind: 'credits',
+  })
+
+  it('takes the oldest reading from 15 min to 6 h ago, and none too close, too old or lower', () => {
+    const latest = {at: now, credits: 90, currency: 'USD'}
+    expect(measuredBurn([reading(2 * HOUR_MS, 93.38), reading(HOUR_MS, 91.69)], latest)).toEqual({overMs: 2 * HOUR_MS, usdPerHour: 1.69})
+    expect(measuredBurn([reading(MEASURE_MIN_MS - 1, 95)], latest)).toBeNull()
+    expect(measuredBurn([reading(MEASURE_MAX_MS + 1, 95)], latest)).toBeNull()
+    // A top-up between the readings measures nothing.
+    expect(measuredBurn([reading(HOUR_MS, 80)], latest)).toBeNull()
   })
 })

@@ -48,5 +48,18 @@ describe('owner scopes', () => {
     expect(() => refuseMixedOwners(vms, {anyOwner: true, owner: null})).not.toThrow()
     expect(() => refuseMixedOwners(vms, {anyOwner: false, owner: 'alice'})).not.toThrow()
     expect(() => refuseMixedOwners([vm('o1', null), vm('o2', null)], {anyOwner: false, owner: null})).not.toThrow()
+    expect(() => refuseMixedOwners([vm('o1', null), {...vm('a9', 'alice'), uncertain: true}], {anyOwner: false, owner: null})).toThrow(
+      '1 of alice, 1 without an owner (1 of them of unknown billing: deleted elsewhere, or crashed)',
+    )
+  })
+
+  it('counts records of unknown billing outside the owner apart from what bills', () => {
+    const bob = {anyOwner: false, owner: 'bob'}
+    expect(outsideWarning(new Map([['alice', 1]]), bob, 2)).toBe(
+      '1 more VM(s) of this tool bill in the org outside owner bob: 1 of alice; 2 record(s) of this tool of unknown billing are outside owner bob; --any-owner shows them',
+    )
+    expect(outsideWarning(new Map(), bob, 1)).toBe(
+      '1 record(s) of this tool of unknown billing are outside owner bob; --any-owner shows them',
+    )
   })
 })

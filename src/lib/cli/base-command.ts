@@ -16,6 +16,7 @@ import {TargonError, asTargonError, isTargonError, usageError} from '../core/err
 import {RunEvents, eventError} from '../events/run-events.js'
 import {fileLines, stderrLines} from '../events/ndjson.js'
 import {printable} from '../core/output.js'
+import {startHistoryBudget} from '../deletion/history.js'
 
 export const SCHEMA_VERSION = 1
 
@@ -87,6 +88,8 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
     setProfileFlag(this.flags.profile)
+    // Each run has its own ration of history reads, also when several run in one process (tests, embedding).
+    startHistoryBudget()
     this.followEvents(flags as {events?: 'ndjson'; 'events-file'?: string})
   }
 

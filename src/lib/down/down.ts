@@ -8,7 +8,7 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, invalidWarning, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
+import {type KnownVm, billingUncertain, invalidWarning, outsideOwner, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
 import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../core/output.js'
@@ -55,7 +55,7 @@ export interface DownOptions {
  */
 export function select(
   vms: KnownVm[],
-  selection: DownSelection,
+  selection: DownSelection & {tombstones?: boolean},
   labelFleet: string,
   now = Date.now(),
 ): {chosen: KnownVm[]; unlisted: string[]} {
@@ -76,7 +76,8 @@ export function select(
 
   if (isBulk(selection)) {
     for (const vm of scoped(vms, scope).seen) {
-      if (vm.gone) continue
+      // tombstones: only the deleted VMs the selectors would take, to count them.
+      if (vm.gone !== (selection.tombstones ?? false)) continue
       if (!selection.any_origin && !vm.owned) continue
       if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
       if (selection.older_than_seconds !== null && !olderThan(vm, selection.older_than_seconds, now)) continue
@@ -137,11 +138,21 @@ async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<
       state: usage(vm).state,
       uid: vm.uid,
     }))
-  const unreadable = kept.filter((vm) => vm.state === 'unreadable')
+  // VMs not running have no clock to read: one line for them all, by status; each is in data.kept.
+  const stopped = live.filter((vm) => vm.status !== 'running')
+  const unreadable = kept.filter((vm) => vm.state === 'unreadable' && !stopped.some((each) => each.uid === vm.uid))
   if (unreadable.length > 0)
     options.warn(
       `kept ${countOf(unreadable.length, 'VM')} whose idle clock could not be read (${unreadable.map((vm) => `${vm.name ?? vm.uid}: ${vm.reason}`).join('; ')}); their --ttl and --max-cost still apply`,
     )
+  if (stopped.length > 0) {
+    const byStatus = new Map<string, number>()
+    for (const vm of stopped) byStatus.set(vm.status, (byStatus.get(vm.status) ?? 0) + 1)
+    const uncertain = stopped.filter(billingUncertain).length
+    options.warn(
+      `kept ${countOf(stopped.length, 'VM')} not running (${[...byStatus].map(([status, count]) => `${count} ${status}`).join(', ')}), which have no idle clock${uncertain > 0 ? `, ${uncertain} of unknown billing` : ''}: --show-deleted lists them; targon status says which bill`,
+    )
+  }
   return {idle, kept}
 }
 
@@ -185,17 +196,19 @@ export async function runDown(
   const {selection} = options
   const view = await snapshot(client, org, state, isBulk(selection) || selection.owner !== null)
   for (const problem of view.problems) options.warn(problem)
-  state.pruneDeleteNotes(org, new Set(view.vms.map((vm) => vm.uid)))
+  const listed = new Set(view.vms.map((vm) => vm.uid))
+  state.pruneDeleteNotes(org, listed)
+  state.pruneHistoryVerdicts(org, listed)
   const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
-    refuseMixedOwners(chosen, scope)
-    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
-    const outside = scoped(
-      view.vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false),
+    refuseMixedOwners(
+      chosen.map((vm) => ({owner: vm.owner, uncertain: billingUncertain(vm)})),
       scope,
-    ).outside
-    const note = outsideWarning(outside, scope)
+    )
+    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
+    const outside = outsideOwner(view.vms, scope)
+    const note = outsideWarning(outside.billing, scope, outside.unknown)
     if (note) options.warn(note)
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
@@ -222,7 +235,14 @@ export async function runDown(
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const base = {dry_run: options.dryRun, kept, org, selection: options.selection}
+  const deletedListed = isBulk(selection) ? select(view.vms, {...selection, tombstones: true}, options.labelFleet).chosen : []
+  const base = {
+    deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
+    dry_run: options.dryRun,
+    kept,
+    org,
+    selection: options.selection,
+  }
   if (options.dryRun) {
     const plan = targets.map((target) => {
       const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))

@@ -131,11 +131,18 @@ export function findForOwner<T extends {owner: VmOwner; uid: string}>(
   return vms.filter((vm) => vm.uid === target)
 }
 
-/** The warning for billing VMs of this tool that a scope leaves out, if any. */
-export function outsideWarning(outside: Map<VmOwner, number>, scope: OwnerScope): string | undefined {
-  if (outside.size === 0) return undefined
+/**
+ * The warning for VMs of this tool known to bill that a scope leaves out, if any, and for records of unknown billing
+ * it leaves out (counted alone: deleted elsewhere, or crashed). Deleted VMs are never counted.
+ */
+export function outsideWarning(outside: Map<VmOwner, number>, scope: OwnerScope, unknown = 0): string | undefined {
+  if (outside.size === 0 && unknown === 0) return undefined
   const total = [...outside.values()].reduce((sum, count) => sum + count, 0)
-  return `${total} more VM(s) of this tool bill in the org outside owner ${scope.owner}: ${ownerCounts(outside)}; --any-owner shows them`
+  const parts = [
+    ...(total > 0 ? [`${total} more VM(s) of this tool bill in the org outside owner ${scope.owner}: ${ownerCounts(outside)}`] : []),
+    ...(unknown > 0 ? [`${unknown} record(s) of this tool of unknown billing are outside owner ${scope.owner}`] : []),
+  ]
+  return `${parts.join('; ')}; --any-owner shows them`
 }
 
 /** "2 of bob, 1 without an owner, 1 whose owner could not be read" */
@@ -155,12 +162,14 @@ export function ownerCounts(counts: Map<VmOwner, number>): string {
  * VM whose owner could not be read, is refused: in a shared org it would delete a colleague's run. --any-owner
  * deletes them all, as asked.
  */
-export function refuseMixedOwners(vms: {owner: VmOwner}[], scope: OwnerScope): void {
+export function refuseMixedOwners(vms: {owner: VmOwner; uncertain?: boolean}[], scope: OwnerScope): void {
   if (scope.owner !== null || scope.anyOwner) return
   const counts = new Map<VmOwner, number>()
   for (const vm of vms) counts.set(vm.owner, (counts.get(vm.owner) ?? 0) + 1)
   if (counts.size <= 1 && !counts.has(undefined)) return
-  throw new TargonError('USAGE', `the selection holds VMs of more than one owner: ${ownerCounts(counts)}`, {
+  const uncertain = vms.filter((vm) => vm.uncertain).length
+  const note = uncertain > 0 ? ` (${uncertain} of them of unknown billing: deleted elsewhere, or crashed)` : ''
+  throw new TargonError('USAGE', `the selection holds VMs of more than one owner: ${ownerCounts(counts)}${note}`, {
     hint: 'set your owner (targon config set owner NAME, or TARGON_OWNER) to delete your own, or pass --any-owner to delete them all',
   })
 }

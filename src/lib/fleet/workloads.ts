@@ -6,8 +6,10 @@ import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
-import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed} from './owners.js'
+import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
+import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 import {recordListing} from '../ledger/ledger.js'
 import type {VmFacts} from '../contract.js'
@@ -34,6 +36,21 @@ export interface KnownVm {
    * noted a delete of. It may be a tombstone of another machine's delete, but a crash is the safe guess.
    */
   billingAssumed: boolean
+  /**
+   * What the server's history said of an `error` record this machine has no delete note for (deletion/history.ts):
+   * `deleted` makes it gone (billing ended at endedAt), `crashed` makes it billing, `unknown` changes nothing.
+   */
+  history?: HistoryAnswer['kind']
+  /** When billing ended, from the history's `deleted` event. */
+  endedAt?: number
+}
+
+export interface SnapshotOptions {
+  /** Read in full the listing items without project_id, to know their owner (see owners.ts). */
+  readOwners?: boolean
+  clock?: Pick<Clock, 'now'>
+  /** History reads left to this run (deletion/history.ts); the process-wide budget unless given. */
+  historyBudget?: HistoryBudget
 }
 
 export interface FleetSnapshot {
@@ -47,12 +64,21 @@ export interface FleetSnapshot {
 }
 
 /**
- * The org's VMs joined with local state. `readOwners`: read in full the listing items that come without project_id,
- * to know their owner (see owners.ts); runs that do not scope by owner leave those owners unknown. Every listing
- * is told to the spend ledger: it is how VMs made or deleted elsewhere get their start and end.
+ * The org's VMs joined with local state, classified once for every reader: `error` records this machine has no delete
+ * note for are told apart (tombstone or crash) by the server's history (deletion/history.ts). `readOwners`: read in
+ * full the listing items that come without project_id, to know their owner (see owners.ts); runs that do not scope by
+ * owner leave those owners unknown. Every listing is told to the spend ledger: it is how VMs made or deleted
+ * elsewhere get their start and end.
  */
-export async function snapshot(client: TargonClient, org: string, state: LocalState, readOwners = false): Promise<FleetSnapshot> {
-  const listedAt = Date.now()
+export async function snapshot(
+  client: TargonClient,
+  org: string,
+  state: LocalState,
+  readOwners: boolean | SnapshotOptions = false,
+): Promise<FleetSnapshot> {
+  const options = typeof readOwners === 'boolean' ? {readOwners} : readOwners
+  const clock = options.clock ?? REAL_CLOCK
+  const listedAt = clock.now()
   const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
   const notes = state.deleteNotes(org)
@@ -79,11 +105,20 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
       workload,
     }
   })
+  const unclassified = vms.filter((vm) => vm.status === 'error' && !vm.gone && vm.note === undefined)
+  const answers = await classifyByHistory(
+    client,
+    state,
+    org,
+    unclassified.map((vm) => vm.uid),
+    {budget: options.historyBudget, clock},
+  )
+  for (const vm of unclassified) applyHistory(vm, answers.get(vm.uid))
   const owners = await ownersOfListed(
     client,
     org,
     vms.filter((vm) => vm.owned && !vm.gone).map((vm) => vm.workload),
-    readOwners,
+    options.readOwners ?? false,
   )
   for (const vm of vms) vm.owner = owners.get(vm.uid)
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
@@ -95,7 +130,9 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     createdAt: vm.workload.created_at ?? null,
     gone: vm.gone,
     uid: vm.uid,
-    updatedAt: vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null,
+    // A tombstone known from the history ended at its `deleted` event, before the record flipped to `error`.
+    updatedAt:
+      vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
   const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
   const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable})
@@ -103,9 +140,33 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   return {invalid, localOnly, problems, vms}
 }
 
+/** The history's answer decides what the listing could not: a tombstone is gone, a crash bills. */
+function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
+  if (!answer) return
+  vm.history = answer.kind
+  if (answer.kind === 'deleted') Object.assign(vm, {billing: false, billingAssumed: false, endedAt: answer.at, gone: true})
+  else if (answer.kind === 'crashed') Object.assign(vm, {billing: true, billingAssumed: false})
+}
+
 /** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
 export function billingUncertain(vm: KnownVm): boolean {
   return vm.billing === null || vm.billingAssumed
+}
+
+/**
+ * What of this tool a scope leaves out: VMs known to bill, by owner, and how many records of unknown billing. Deleted
+ * VMs (tombstones) are in neither.
+ */
+export function outsideOwner(vms: KnownVm[], scope: OwnerScope): {billing: Map<VmOwner, number>; unknown: number} {
+  const mine = vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false)
+  const unknown = [...scoped(mine.filter(billingUncertain), scope).outside.values()].reduce((sum, count) => sum + count, 0)
+  return {
+    billing: scoped(
+      mine.filter((vm) => !billingUncertain(vm)),
+      scope,
+    ).outside,
+    unknown,
+  }
 }
 
 /** What the spend ledger keeps of a VM. */

@@ -130,6 +130,9 @@ export async function probeUsages(
   return new Map(vms.map((vm, index) => [vm.uid, usages[index] as Usage]))
 }
 
+/** How a kept VM's reason begins when it does not run (it has no idle clock to read). */
+export const NOT_RUNNING = 'not running'
+
 /** What nothing could be read of: a VM not running, or a probe that failed before it saw anything. */
 const NOTHING_SEEN = {containers: null, dstack_tasks: null, gpus: null, ssh_sessions: null, tunnels: null}
 
@@ -140,7 +143,7 @@ function unreadableUsage(reason: string, seen: Pick<Usage, keyof typeof NOTHING_
 /** Reads a VM's clock and a live sample over its pinned SSH connection; whatever fails is `unreadable`, with why. */
 async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: number | null; signal?: AbortSignal}): Promise<Usage> {
   const unreadable = (reason: string) => unreadableUsage(reason)
-  if (vm.status !== 'running') return unreadable(`not running (${vm.status})`)
+  if (vm.status !== 'running') return unreadable(`${NOT_RUNNING} (${vm.status})`)
   let session: SshSession | undefined
   try {
     session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session

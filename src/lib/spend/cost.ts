@@ -17,7 +17,7 @@ const COST_BASIS =
   "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing; a VM still billing counts up to now; Targon reports no charges per VM"
 
 const UNKNOWN_END =
-  'listed as an error record with no deletion noted here: a crash (which bills) or a deletion made elsewhere; whether it bills is unknown'
+  "listed as an error record that neither a delete note here nor the server's history classifies: a crash (which bills) or a deletion made elsewhere; whether it bills is unknown"
 
 export interface CostOptions {
   org: string
@@ -57,8 +57,9 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
     if (interval.start >= to || (interval.end ?? now) < options.from) continue
     const ms = billedWithin(interval, options.from, to, now)
     const vm = listed.get(interval.uid)
-    if (interval.end === null && vm !== undefined && billingUncertain(vm)) apart.push(apartOf(interval, vm, now, UNKNOWN_END))
-    else if (interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'the API gave no price for it'))
+    if (interval.end === null && vm !== undefined && billingUncertain(vm))
+      apart.push(apartOf(interval, vm, now, 'unknown-billing', UNKNOWN_END))
+    else if (interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'no-price', 'the API gave no price for it'))
     else {
       vms.push(costVm(interval, ms))
       counted.push(interval)
@@ -129,9 +130,10 @@ function costVm(interval: Interval, ms: number): CostVm {
   }
 }
 
-function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, reason: string): CostApart {
+function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, kind: CostApart['kind'], reason: string): CostApart {
   return {
     fleet: interval.fleet,
+    kind,
     name: interval.name,
     open_seconds: Math.round(((interval.end ?? now) - interval.start) / 1000),
     reason,
@@ -145,6 +147,7 @@ function unknownListed(vm: KnownVm, now: number): CostApart {
   const created = createdAt(vm)
   return {
     fleet: vm.fleet,
+    kind: 'unknown-billing',
     name: vm.name,
     open_seconds: ageSeconds(vm, now),
     reason: `${UNKNOWN_END}; never seen billing`,

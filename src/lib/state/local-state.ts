@@ -54,6 +54,18 @@ export const DeleteNoteSchema = z.object({
 })
 export type DeleteNote = z.infer<typeof DeleteNoteSchema>
 
+/**
+ * What the server's history said of an `error` record this machine has no delete note for (see deletion/history.ts):
+ * `deleted` (final: billing ended at `deleted_at`), `crashed` or `unknown` (asked again after an hour).
+ */
+export const HistoryVerdictSchema = z.object({
+  uid: z.string(),
+  verdict: z.enum(['deleted', 'crashed', 'unknown']),
+  deleted_at: z.string().nullable(),
+  asked_at: z.string(),
+})
+export type HistoryVerdict = z.infer<typeof HistoryVerdictSchema>
+
 /** Notes are kept this long after their workload left the listing, for a typed uid to stay "already gone". */
 const NOTE_RETENTION_MS = 30 * 86_400_000
 
@@ -157,6 +169,37 @@ export class LocalState {
   pruneDeleteNotes(org: string, listed: Set<string>, now = Date.now()): void {
     for (const note of this.deleteNotes(org).values()) {
       if (!listed.has(note.uid) && now - Date.parse(note.at) > NOTE_RETENTION_MS) rmSync(this.noteFile(org, note.uid), {force: true})
+    }
+  }
+
+  private historyDir(org: string): string {
+    return childPath(join(this.dir, 'history'), org)
+  }
+
+  /** The history verdict kept for a uid, if any; an unreadable file is as good as none (it is asked again). */
+  readHistoryVerdict(org: string, uid: string): HistoryVerdict | undefined {
+    try {
+      const verdict = HistoryVerdictSchema.parse(JSON.parse(readOwnFile(childPath(this.historyDir(org), uid, '.json'))))
+      return verdict.uid === uid ? verdict : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  /** One file per uid, written atomically: concurrent runs never lose each other's verdicts. */
+  writeHistoryVerdict(org: string, verdict: HistoryVerdict): void {
+    const path = childPath(this.historyDir(org), verdict.uid, '.json')
+    ensureConfigDir(this.dir)
+    mkdirSync(dirname(path), {mode: 0o700, recursive: true})
+    writePrivateJson(path, HistoryVerdictSchema.parse(verdict))
+  }
+
+  /** Drops verdicts whose workload the listing no longer shows, once as old as a delete note may get. */
+  pruneHistoryVerdicts(org: string, listed: Set<string>, now = Date.now()): void {
+    for (const file of jsonFiles(this.historyDir(org))) {
+      const verdict = this.readHistoryVerdict(org, idOfChild(file, '.json'))
+      if (verdict && !listed.has(verdict.uid) && now - Date.parse(verdict.asked_at) > NOTE_RETENTION_MS)
+        rmSync(childPath(this.historyDir(org), verdict.uid, '.json'), {force: true})
     }
   }
 

@@ -8,7 +8,17 @@ import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contrac
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
-import {type KnownVm, findVm, invalidWarning, snapshot, vmGpuModel, vmPrice, vmResource} from '../fleet/workloads.js'
+import {
+  type KnownVm,
+  billingUncertain,
+  findVm,
+  invalidWarning,
+  outsideOwner,
+  snapshot,
+  vmGpuModel,
+  vmPrice,
+  vmResource,
+} from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
@@ -16,6 +26,9 @@ import {countOf} from '../core/output.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+
+/** What Targon's teardown has been seen to leave in an `error` tombstone's message (targon-api.md §8.6). */
+const TEARDOWN_TEXT = /stopping container|exit code 137/i
 
 export interface StatusOptions {
   org: string
@@ -42,14 +55,9 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
   // out is every billing VM of this tool outside the owner's, whatever the other selectors.
   const selected = options.targets.length > 0 ? picked : scoped(picked, options.owners).seen
-  const outsideBilling =
-    options.targets.length > 0
-      ? new Map<VmOwner, number>()
-      : scoped(
-          view.vms.filter((vm) => vm.owned && !vm.gone && vm.billing !== false),
-          options.owners,
-        ).outside
-  const outsideNote = outsideWarning(outsideBilling, options.owners)
+  const outside = options.targets.length > 0 ? {billing: new Map<VmOwner, number>(), unknown: 0} : outsideOwner(view.vms, options.owners)
+  const outsideBilling = outside.billing
+  const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
   if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
   const now = Date.now()
@@ -66,12 +74,25 @@ export async function runStatus(client: TargonClient, state: LocalState, options
       options.warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
   }
 
-  for (const vm of vms) warnAboutBilling(vm, options.warn)
+  for (const vm of vms) warnAboutBilling(vm, options.owners, options.warn)
+  const unknown = selected.filter(billingUncertain)
+  // One line for all of them, however many: each is listed by --show-deleted (and in --json). Targon's teardown text
+  // changes the wording only: it is no contract, and exit code 137 is also an out-of-memory kill.
+  const teardown = unknown.filter((vm) => TEARDOWN_TEXT.test(vm.workload.state?.message ?? '')).length
+  if (unknown.length > 0)
+    options.warn(
+      `${countOf(unknown.length, 'record')} of unknown billing (an error record: the remains of a deletion, or a crash that bills; the server's history could not tell${teardown > 0 ? `; ${teardown} probably deleted, by Targon's teardown message` : ''}): --show-deleted lists them, and targon down <uid> settles one of yours`,
+    )
+  // The tombstones the selection leaves out, to say how many.
+  const deletedHidden =
+    options.showDeleted || options.targets.length > 0
+      ? 0
+      : scoped(select(view.vms, {...options, showDeleted: true}), options.owners).seen.filter((vm) => vm.gone).length
   // Whatever the selection: nothing can tell which fleet or owner such an item has, and it may bill.
   const invalid = view.invalid.map((item) => ({billing: null, problem: item.problem, uid: item.uid}))
   if (invalid.length > 0) options.warn(invalidWarning(invalid))
   const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, options.warn) : null
-  const totals = totalsOf(vms)
+  const totals = totalsOf(vms, deletedHidden)
   totals.unknown_billing_count += invalid.length
   return {
     drift,
@@ -103,16 +124,17 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   })
 }
 
-function warnAboutBilling(vm: StatusVm, warn: (message: string) => void): void {
+/** A known crash or suspension bills: said per VM, with the way out only to whom it belongs. */
+function warnAboutBilling(vm: StatusVm, scope: OwnerScope, warn: (message: string) => void): void {
+  if (vm.billing !== true || vm.billing_assumed || (vm.status !== 'suspended' && vm.status !== 'error')) return
   const which = vm.name ?? vm.uid
-  if (vm.billing_assumed)
-    warn(
-      `${which} shows error and no delete of it is noted here: taken as crashed and billing (another machine may have deleted it); delete it with targon down ${which}`,
-    )
-  else if (vm.status === 'suspended' || (vm.status === 'error' && vm.billing === true))
-    warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; delete it with targon down ${vm.uid}`)
-  else if (vm.billing === null)
-    warn(`${which} shows error: the remains of a deletion (not billing) or a crash (billing); targon down ${vm.uid} settles it`)
+  const yours = vm.owner === null ? vm.owner_known : vm.owner === scope.owner
+  const way = yours
+    ? `delete it with targon down ${vm.uid}`
+    : vm.owner === null
+      ? 'its owner could not be read'
+      : `it is ${vm.owner}'s to delete`
+  warn(`${which} is ${vm.status === 'error' ? 'crashed' : 'suspended'} and still bills; ${way}`)
 }
 
 /** The inventory's offers by resource name: GPUs for workloads whose listing names only their resource. */
@@ -178,6 +200,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
     bootstrapped: record?.bootstrapped ?? false,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
+    history: vm.history ?? null,
     budget_left_usd: budgetLeft(vm, now),
     idle_reason: usage?.idle_reason ?? null,
     idle_seconds: usage?.idle_seconds ?? null,
@@ -204,14 +227,18 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
   }
 }
 
-/** Only what bills counts: tombstones and registered leftovers do not, and unclassified records are counted apart. */
-function totalsOf(vms: StatusVm[]): StatusResult['totals'] {
-  const billing = vms.filter((vm) => vm.billing === true)
+/**
+ * Only what is known to bill counts: tombstones and registered leftovers do not, and records of unknown billing (an
+ * error record of this tool only assumed to bill included) are counted apart.
+ */
+function totalsOf(vms: StatusVm[], deletedHidden: number): StatusResult['totals'] {
+  const billing = vms.filter((vm) => vm.billing === true && !vm.billing_assumed)
   return {
+    deleted_hidden_count: deletedHidden,
     billing_count: billing.length,
     count: vms.length,
     estimated_cost_usd: roundUsd(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
     price_per_hour: roundUsd(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
-    unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
+    unknown_billing_count: vms.filter((vm) => vm.billing === null || vm.billing_assumed).length,
   }
 }

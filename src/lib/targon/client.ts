@@ -173,6 +173,24 @@ export class TargonClient {
   }
 
   /**
+   * One page of a workload's history, items unchecked (the caller checks each, so that one hostile item cannot hide
+   * the others). Its order is not documented.
+   */
+  async workloadEventsPage(
+    org: string,
+    uid: string,
+    cursor: string | undefined,
+  ): Promise<{items: unknown[]; nextCursor: string | undefined}> {
+    return this.http.call({
+      method: 'GET',
+      path: `${workloadPath(org, uid)}/events`,
+      query: {cursor, limit: PAGE_LIMIT},
+      retry: 'safe',
+      schema: pageSchema(z.unknown()),
+    })
+  }
+
+  /**
    * The VM's console log (`type=serial`), as lines. The API documents text/plain; a JSON answer (a string, an
    * array of lines, or an object holding either) is read too.
    */

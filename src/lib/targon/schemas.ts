@@ -160,6 +160,21 @@ export const VersionSchema = z.object({
 })
 export type Version = z.infer<typeof VersionSchema>
 
+/**
+ * One event of a workload's history (GET O/workloads/{uid}/events). Only `new_status` and `created_at` are relied on;
+ * `event_type` names are undocumented. Text is bounded here: the history is read for a status, never shown in full.
+ */
+export const WorkloadEventSchema = z.object({
+  created_at: z.string().max(64),
+  event_type: z.string().max(128).nullish(),
+  message: z
+    .string()
+    .nullish()
+    .transform((text) => text?.slice(0, 200)),
+  new_status: z.string().max(64),
+})
+export type WorkloadEvent = z.infer<typeof WorkloadEventSchema>
+
 /** A page of a cursor-paginated list: `{items, next_cursor}`, or a bare array meaning one complete page. */
 export function pageSchema<T extends z.ZodType>(item: T) {
   return z.union([

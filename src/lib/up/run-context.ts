@@ -9,6 +9,8 @@ import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {forgetVm} from '../deletion/forget.js'
 import {judge} from '../deletion/lifecycle.js'
+import {type HistoryAnswer, classifyByHistory} from '../deletion/history.js'
+import {REAL_CLOCK} from '../core/clock.js'
 import {TargonError} from '../core/errors.js'
 import {withinCap} from '../offers/offers.js'
 import type {LocalState} from '../state/local-state.js'
@@ -137,7 +139,20 @@ export async function findByName(
         const note = notes.get(workload.uid)
         return workload.name === name && !judge(status, note).gone && !(status === 'registered' && note?.outcome === 'refused')
       })
-      return named.length > 0 ? named : undefined
+      // An `error` record no delete note explains may be another directory's tombstone: the server's history tells.
+      const unexplained = named.filter((workload) => workloadStatus(workload) === 'error' && !notes.has(workload.uid))
+      const history =
+        unexplained.length > 0
+          ? await classifyByHistory(
+              client,
+              ctx.state,
+              ctx.request.org,
+              unexplained.map((workload) => workload.uid),
+              {clock: REAL_CLOCK},
+            )
+          : new Map<string, HistoryAnswer>()
+      const live = named.filter((workload) => history.get(workload.uid)?.kind !== 'deleted')
+      return live.length > 0 ? live : undefined
     },
     {deadline: Date.now() + waitMs, delayMs: () => 2000, signal: signal ?? undefined, waitOutTrouble: false},
   )

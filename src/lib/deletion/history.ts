@@ -1,0 +1,183 @@
+/**
+ * A tombstone known from anywhere: the server's own history of a workload (GET O/workloads/{uid}/events).
+ *
+ * An `error` record is either the tombstone of a completed delete (it does not bill) or a crash (it bills), and a
+ * directory that did not send the DELETE has no delete note to tell them apart. The history does: a workload whose
+ * history has a `deleted` event, with no later event (by created_at) that moves it to a status other than `deleted`
+ * or `error`, is a tombstone, and its billing ended at that event. Finding such an event decides (reading stops there)
+ * when the pages go newest first, as a later page then holds only older events; pages that go oldest first are read to
+ * the end. "No delete" (a crash) needs the whole history, read to at most HISTORY_LIMITS.pages pages. Anything less
+ * (a 404, an empty or longer history, any event that fails the checks, a failed read) leaves the record "billing unknown",
+ * never "billing" and never "deleted". Only `new_status` and `created_at` are relied on; the order of the events and how
+ * long the server keeps them are known only from Targon's SDK, so neither is assumed.
+ *
+ * Reads are rationed: only `error` records without a delete note are asked about; a `deleted` verdict is kept (like
+ * a delete note); a crashed or unknown one is asked again at most once an hour; a run reads at most `readsPerRun`
+ * histories, `inFlight` at a time, and none more once the API fails to answer one.
+ */
+import type {Clock} from '../core/clock.js'
+import {mapBounded} from '../core/concurrency.js'
+import {TargonError} from '../core/errors.js'
+import type {HistoryVerdict, LocalState} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+import {WorkloadEventSchema} from '../targon/schemas.js'
+
+export const HISTORY_LIMITS = {
+  /** Pages of one history read at most: a longer history without a decisive event stays unknown. */
+  pages: 5,
+  /** Histories read per run; the rest stay unknown until a later run. */
+  readsPerRun: 100,
+  inFlight: 8,
+  /** A crashed or unknown verdict stands this long before the history is asked again. */
+  reaskMs: 3_600_000,
+}
+
+/** What the history says of one `error` record. */
+export type HistoryAnswer =
+  | {kind: 'deleted'; at: number}
+  | {kind: 'crashed'}
+  /** `trouble`: the API itself did not answer (a timeout, the network, a 5xx after retries), not this workload's history. */
+  | {kind: 'unknown'; why: string; trouble?: boolean}
+
+/** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
+const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
+
+/** How many history reads are left to this run, shared by every listing the run makes (restarted per command). */
+export interface HistoryBudget {
+  left: number
+}
+
+export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun}
+
+/** Gives a new run its full ration of history reads (a command's start). */
+export function startHistoryBudget(): void {
+  RUN_BUDGET.left = HISTORY_LIMITS.readsPerRun
+}
+
+/** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
+const STILL_DELETED = new Set(['deleted', 'error'])
+
+interface Event {
+  status: string
+  at: number
+}
+
+/** Reads one workload's history, page by page, until it decides or ends; `now` bounds the end it reports. */
+export async function readHistory(client: TargonClient, org: string, uid: string, now: number): Promise<HistoryAnswer> {
+  const events: Event[] = []
+  let unreadable = 0
+  let cursor: string | undefined
+  const cursors = new Set<string>()
+  for (let page = 0; page < HISTORY_LIMITS.pages; page++) {
+    let answer
+    try {
+      answer = await client.workloadEventsPage(org, uid, cursor)
+    } catch (error) {
+      if (!(error instanceof TargonError) || error.code === 'INTERRUPTED') throw error
+      if (error.code === 'NOT_FOUND') return {kind: 'unknown', why: 'no history (404)'}
+      return {kind: 'unknown', trouble: TROUBLE.has(error.code), why: `history unreadable (${error.code})`}
+    }
+
+    for (const item of answer.items) {
+      const parsed = WorkloadEventSchema.safeParse(item)
+      const at = parsed.success ? Date.parse(parsed.data.created_at) : Number.NaN
+      if (parsed.success && !Number.isNaN(at)) events.push({at, status: parsed.data.new_status.toLowerCase()})
+      else unreadable++
+    }
+
+    // An event that failed the checks may have been the delete, or what undid it: it leaves the answer unknown.
+    if (unreadable > 0) return {kind: 'unknown', why: `${unreadable} unreadable event(s)`}
+    const deletedAt = tombstoneSince(events)
+    // A later page can undo the delete only if the pages go oldest first: stop early only when they go newest first.
+    const decided = deletedAt !== undefined && (!answer.nextCursor || newestFirst(events))
+    if (decided) return {at: Math.min(deletedAt, now), kind: 'deleted'}
+    if (!answer.nextCursor) return events.length === 0 ? {kind: 'unknown', why: 'empty history'} : {kind: 'crashed'}
+
+    if (cursors.has(answer.nextCursor)) return {kind: 'unknown', why: 'the history repeated a page cursor'}
+    cursors.add(answer.nextCursor)
+    cursor = answer.nextCursor
+  }
+
+  return {kind: 'unknown', why: `history longer than ${HISTORY_LIMITS.pages} pages`}
+}
+
+/** Whether the events, in the order the server sent them, go from newest to oldest (two times apart at least to tell). */
+function newestFirst(events: readonly Event[]): boolean {
+  const [first, last] = [events[0], events.at(-1)]
+  return first !== undefined && last !== undefined && last.at < first.at
+}
+
+/** When the latest `deleted` event happened, unless a later event moved the workload on (to running, say). */
+export function tombstoneSince(events: readonly Event[]): number | undefined {
+  let deletedAt: number | undefined
+  for (const event of events) if (event.status === 'deleted' && (deletedAt === undefined || event.at > deletedAt)) deletedAt = event.at
+  if (deletedAt === undefined) return undefined
+  const movedOn = events.some((event) => event.at > deletedAt && !STILL_DELETED.has(event.status))
+  return movedOn ? undefined : deletedAt
+}
+
+export interface ClassifyOptions {
+  clock: Pick<Clock, 'now'>
+  budget?: HistoryBudget
+}
+
+/**
+ * The history's answer for each uid asked about (`error` records without a delete note): from the kept verdict when
+ * it still stands, else from a read while the run's budget lasts, else unknown. Only the files of the uids asked about
+ * are read, so a listing pays for its `error` records, not for the cache (down prunes it, with the delete notes).
+ */
+export async function classifyByHistory(
+  client: TargonClient,
+  state: LocalState,
+  org: string,
+  uids: readonly string[],
+  options: ClassifyOptions,
+): Promise<Map<string, HistoryAnswer>> {
+  const budget = options.budget ?? RUN_BUDGET
+  const now = options.clock.now()
+  const answers = new Map<string, HistoryAnswer>()
+  const toRead: string[] = []
+  for (const uid of uids) {
+    const verdict = state.readHistoryVerdict(org, uid)
+    const standing = verdict && (verdict.verdict === 'deleted' || now - Date.parse(verdict.asked_at) < HISTORY_LIMITS.reaskMs)
+    if (verdict && standing) answers.set(uid, answerOf(verdict))
+    else if (budget.left > 0) {
+      budget.left--
+      toRead.push(uid)
+    } else answers.set(uid, {kind: 'unknown', why: `not asked: at most ${HISTORY_LIMITS.readsPerRun} history reads per run`})
+  }
+
+  // Once the API is in trouble, each read still queued would wait out the same retries: they are not sent.
+  let trouble = false
+  await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
+    if (trouble) {
+      answers.set(uid, {kind: 'unknown', why: 'not asked: the history did not answer for another workload'})
+      return
+    }
+    const answer = await readHistory(client, org, uid, now)
+    if (answer.kind === 'unknown' && answer.trouble) trouble = true
+    answers.set(uid, answer)
+    try {
+      state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
+    } catch {
+      // Not kept: the next run asks again.
+    }
+  })
+  return answers
+}
+
+function answerOf(verdict: HistoryVerdict): HistoryAnswer {
+  if (verdict.verdict === 'crashed') return {kind: 'crashed'}
+  const at = verdict.deleted_at === null ? Number.NaN : Date.parse(verdict.deleted_at)
+  if (verdict.verdict === 'deleted' && !Number.isNaN(at)) return {at, kind: 'deleted'}
+  return {kind: 'unknown', why: 'the history could not tell within the last hour'}
+}
+
+function verdictOf(uid: string, answer: HistoryAnswer, now: number): HistoryVerdict {
+  return {
+    asked_at: new Date(now).toISOString(),
+    deleted_at: answer.kind === 'deleted' ? new Date(answer.at).toISOString() : null,
+    uid,
+    verdict: answer.kind,
+  }
+}

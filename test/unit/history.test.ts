@@ -1,0 +1,220 @@
+import {describe, expect, it} from 'vitest'
+
+import {
+  HISTORY_LIMITS,
+  RUN_BUDGET,
+  classifyByHistory,
+  readHistory,
+  startHistoryBudget,
+  tombstoneSince,
+} from '../../src/lib/deletion/history.js'
+import {snapshot} from '../../src/lib/fleet/workloads.js'
+import {LocalState} from '../../src/lib/state/local-state.js'
+import {tempDir} from '../helpers/cli.js'
+import {useSimulatorClient} from '../helpers/simulator.js'
+import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+
+const ORG = 'acme'
+const simulator = useSimulatorClient()
+
+/** A fake clock: time moves only when a test says so. */
+function fakeClock(start = Date.now()) {
+  const clock = {at: start, now: () => clock.at}
+  return clock
+}
+
+/** A VM that ran and was deleted behind this directory's back: Targon's `error` tombstone, listed. */
+function tombstone(sim: TargonSimulator): string {
+  const workload = sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-gone', status: 'running'})
+  sim.deleteExternally(workload.uid)
+  expect(sim.current(workload.uid)?.status).toBe('error')
+  return workload.uid
+}
+
+/** A VM that crashed: an `error` record that bills. */
+function crashed(sim: TargonSimulator, name = 'tcli-default-crash'): string {
+  const workload = sim.addWorkload({deployedAt: Date.now() - 3_600_000, name, status: 'running'})
+  sim.crash(workload.uid)
+  return workload.uid
+}
+
+async function start(options: SimulatorOptions = {}) {
+  return simulator.start({tombstoneBounceMs: 0, ...options})
+}
+
+const historyReads = (sim: TargonSimulator) => sim.requests('GET', '/events').length
+
+describe('reading a workload history', () => {
+  it('finds the delete, whoever sent it, and its time ends the billing', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    const deletedAt = sim.current(uid)?.deletedAt as number
+    expect(await readHistory(client, ORG, uid, Date.now())).toEqual({at: deletedAt, kind: 'deleted'})
+  })
+
+  it('stops reading at the deleted event when the pages go newest first, and reads oldest-first pages to the end', async () => {
+    const newest = await start({historyOrder: 'newest-first', historyPageSize: 1, tombstoneBounceMs: 50})
+    const workload = newest.sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-gone', status: 'running'})
+    newest.sim.deleteExternally(workload.uid)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    expect(newest.sim.current(workload.uid)?.status).toBe('error')
+    // error, then deleted 50 ms before it: the running page is never read.
+    expect((await readHistory(newest.client, ORG, workload.uid, Date.now())).kind).toBe('deleted')
+    expect(historyReads(newest.sim)).toBe(2)
+    const oldest = await start({historyOrder: 'oldest-first', historyPageSize: 1})
+    // running, deleted, error: a later page could undo the delete.
+    expect((await readHistory(oldest.client, ORG, tombstone(oldest.sim), Date.now())).kind).toBe('deleted')
+    expect(historyReads(oldest.sim)).toBe(3)
+  })
+
+  it('takes a crash for a crash only after reading the whole history', async () => {
+    const {sim, client} = await start({historyPageSize: 1})
+    const uid = crashed(sim)
+    expect(await readHistory(client, ORG, uid, Date.now())).toEqual({kind: 'crashed'})
+    expect(historyReads(sim)).toBe(2)
+  })
+
+  it('a delete that a later running event undoes is no tombstone', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    sim.addHistory(uid, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'running'})
+    expect(await readHistory(client, ORG, uid, Date.now())).toEqual({kind: 'crashed'})
+    expect(
+      tombstoneSince([
+        {at: 1, status: 'deleted'},
+        {at: 2, status: 'error'},
+      ]),
+    ).toBe(1)
+    expect(
+      tombstoneSince([
+        {at: 1, status: 'deleted'},
+        {at: 2, status: 'running'},
+      ]),
+    ).toBeUndefined()
+    expect(
+      tombstoneSince([
+        {at: 3, status: 'deleted'},
+        {at: 2, status: 'running'},
+      ]),
+    ).toBe(3)
+  })
+
+  it('leaves the record unknown when the endpoint is missing, empty or hostile', async () => {
+    for (const history of ['missing', 'empty', 'hostile'] as const) {
+      const {sim, client} = await start({history})
+      const answer = await readHistory(client, ORG, tombstone(sim), Date.now())
+      expect(answer.kind, history).toBe('unknown')
+    }
+  })
+
+  it('takes no delete from a history with an event that fails the checks: it may have undone it', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    sim.workloads.get(uid)!.events!.push({created_at: 'not a time', event_type: 'X', message: '', new_status: 'running'})
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: '1 unreadable event(s)'})
+  })
+
+  it('reads a sparse history (only new_status and created_at)', async () => {
+    const {sim, client} = await start({history: 'sparse'})
+    expect((await readHistory(client, ORG, tombstone(sim), Date.now())).kind).toBe('deleted')
+  })
+
+  it(`gives up after ${HISTORY_LIMITS.pages} pages without a decisive event`, async () => {
+    const {sim, client} = await start({historyPageSize: 1})
+    const uid = crashed(sim)
+    for (let index = 0; index < 6; index++)
+      sim.addHistory(uid, {created_at: new Date(Date.now() - 60_000 + index).toISOString(), new_status: 'running'})
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown'})
+    expect(historyReads(sim)).toBe(HISTORY_LIMITS.pages)
+  })
+})
+
+describe('classifying error records for every reader', () => {
+  it('keeps a delete for good, and asks about a crash again only after an hour', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const gone = tombstone(sim)
+    const crash = crashed(sim)
+    const clock = fakeClock()
+    const classify = () => classifyByHistory(client, state, ORG, [gone, crash], {budget: {left: 100}, clock})
+    const first = await classify()
+    expect(first.get(gone)?.kind).toBe('deleted')
+    expect(first.get(crash)?.kind).toBe('crashed')
+    expect(historyReads(sim)).toBe(2)
+
+    clock.at += 59 * 60_000
+    expect((await classify()).get(crash)?.kind).toBe('crashed')
+    expect(historyReads(sim)).toBe(2)
+
+    clock.at += 2 * 60_000
+    await classify()
+    expect(sim.requests('GET', `/workloads/${crash}/events`)).toHaveLength(2)
+    expect(sim.requests('GET', `/workloads/${gone}/events`)).toHaveLength(1)
+  })
+
+  it('asks again about an unknown record after an hour, not before', async () => {
+    const {sim, client} = await start({history: 'missing'})
+    const state = new LocalState(tempDir('targon-config-'))
+    const uid = tombstone(sim)
+    const clock = fakeClock()
+    const classify = () => classifyByHistory(client, state, ORG, [uid], {budget: {left: 100}, clock})
+    expect((await classify()).get(uid)?.kind).toBe('unknown')
+    clock.at += 30 * 60_000
+    await classify()
+    expect(historyReads(sim)).toBe(1)
+    clock.at += 31 * 60_000
+    await classify()
+    expect(historyReads(sim)).toBe(2)
+  })
+
+  it('reads at most its budget of histories, and leaves the rest unknown', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uids = [tombstone(sim), tombstone(sim), tombstone(sim)]
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget: {left: 2}, clock: fakeClock()})
+    expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
+    expect(historyReads(sim)).toBe(2)
+
+    // A run's default ration, spent, comes back whole when the next run starts.
+    RUN_BUDGET.left = 0
+    startHistoryBudget()
+    expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
+  })
+
+  it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {
+    const state = new LocalState(tempDir('targon-config-'))
+    const asked = Date.now()
+    state.writeHistoryVerdict(ORG, {asked_at: new Date(asked).toISOString(), deleted_at: null, uid: 'wrk-1', verdict: 'deleted'})
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 29 * 86_400_000)
+    state.pruneHistoryVerdicts(ORG, new Set(['wrk-1']), asked + 31 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, 'wrk-1')?.verdict).toBe('deleted')
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 31 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, 'wrk-1')).toBeUndefined()
+  })
+
+  it('sends no more reads once the API is in trouble', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uids = Array.from({length: 20}, () => tombstone(sim))
+    sim.inject({path: '/events', status: 503})
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget: {left: 100}, clock: fakeClock()})
+    expect([...answers.values()].every((answer) => answer.kind === 'unknown')).toBe(true)
+    // The reads in flight when the first failed, with their retries; none of the rest.
+    expect(new Set(sim.requests('GET', '/events').map((request) => request.path)).size).toBeLessThanOrEqual(HISTORY_LIMITS.inFlight)
+  })
+
+  it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const gone = tombstone(sim)
+    const crash = crashed(sim)
+    const noted = tombstone(sim)
+    state.writeDeleteNote(ORG, {at: new Date().toISOString(), name: null, outcome: 'accepted', uid: noted})
+    const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    const byUid = new Map(view.vms.map((vm) => [vm.uid, vm]))
+    expect(byUid.get(gone)).toMatchObject({billing: false, gone: true, history: 'deleted'})
+    expect(byUid.get(crash)).toMatchObject({billing: true, billingAssumed: false, gone: false, history: 'crashed'})
+    expect(byUid.get(noted)?.history).toBeUndefined()
+    expect(sim.requests('GET', `/workloads/${noted}/events`)).toHaveLength(0)
+  })
+})
