@@ -10,10 +10,11 @@ import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
+import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
+import {priceAndOwners} from '../lib/notify/notify.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -141,9 +142,10 @@ otherwise, with a per-VM result.`)
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD, --expired or --idle')
     }
 
-    await this.useNotifyUrl(flags.notify)
+    // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
+    await this.useNotifyUrl(flags.notify, false)
     const settled = new Set<string>()
-    let selected: string[] = []
+    let selected: DeleteTarget[] = []
     return this.withApi(
       async (client, signal) => {
         try {
@@ -159,7 +161,7 @@ otherwise, with a per-VM result.`)
               this.events.emit({...event, type: 'deletion'})
               if (event.status === 'progress') this.info(event.detail)
             },
-            onTargets: (uids) => (selected = uids),
+            onTargets: (targets) => (selected = targets),
             onResult: (deleted) => {
               if (deleted.billing === false) settled.add(deleted.uid)
               this.info(
@@ -179,8 +181,8 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
-              {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(selected, deleted))} no longer billing)`,
+              {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
             )
           if (!this.jsonEnabled()) this.render(result)
           return result
@@ -191,9 +193,15 @@ otherwise, with a per-VM result.`)
             const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
             await this.notify(
               interrupted ? 'interrupted-billing' : 'down-still-billing',
-              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (targon down ${partial.survivors.join(' ')})`,
+              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (${priceAndOwners(
+                factsOf(
+                  selected,
+                  partial.survivors.map((uid) => ({uid})),
+                ),
+              )}; targon down ${partial.survivors.join(' ')})`,
               {
                 exitCode: toTargonError(error).exitCode,
+                owner: selection.owner,
                 stillBilling: partial.survivors,
                 vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
               },
@@ -205,7 +213,7 @@ otherwise, with a per-VM result.`)
         }
       },
       () => {
-        const billing = selected.filter((uid) => !settled.has(uid))
+        const billing = selected.map((target) => target.uid).filter((uid) => !settled.has(uid))
         return billing.length > 0
           ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
           : ['Exiting at once.']
@@ -248,4 +256,12 @@ otherwise, with a per-VM result.`)
       ),
     )
   }
+}
+
+/** The price and owner of each of these VMs, as the listing gave them when they were selected (unknown without). */
+function factsOf(selected: DeleteTarget[], vms: {uid: string}[]): {price_per_hour: number | null; owner: string | null}[] {
+  return vms.map((vm) => {
+    const facts = selected.find((target) => target.uid === vm.uid)?.facts
+    return {owner: facts?.owner ?? null, price_per_hour: facts?.price_per_hour ?? null}
+  })
 }

@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {isTargonError, usageError} from '../lib/core/errors.js'
+import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {parseDuration} from '../lib/core/input.js'
@@ -12,6 +12,7 @@ import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
 import {phaseProgress} from '../lib/cli/progress.js'
+import {priceAndOwners} from '../lib/notify/notify.js'
 import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -185,9 +186,13 @@ existing VM instead of creating a second one.`)
       : null
     const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
-    await this.useNotifyUrl(flags.notify)
+    await this.useNotifyUrl(flags.notify, true)
+    const owner = (await resolveSetting('owner')) ?? null
     let capacityFound: Promise<void> | undefined
     let tracked: VmTrack[] = []
+    // Whether the run got hold of any workload (created or adopted): a run that got none leaves nothing billing.
+    let claimedAny = false
+    this.events.on((event) => (claimedAny ||= event.vm?.uid !== null && event.vm?.uid !== undefined))
     return this.withApi(
       async (client, signal) => {
         try {
@@ -207,7 +212,7 @@ existing VM instead of creating a second one.`)
             minGpus: flags['min-gpus'],
             onFailure: flags['on-failure'],
             resolveOrg: (client) => this.resolveOrg(client),
-            owner: (await resolveSetting('owner')) ?? null,
+            owner,
             resource,
             signal,
             timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
@@ -218,10 +223,7 @@ existing VM instead of creating a second one.`)
               capacityFound ??= this.notify(
                 'capacity-found',
                 `targon up: capacity found after waiting (${describe(resource, flags.gpu)})`,
-                {
-                  exitCode: 0,
-                  vms: [],
-                },
+                {exitCode: 0, owner, vms: []},
               )
             },
             ttlMs: flags.ttl,
@@ -235,15 +237,23 @@ existing VM instead of creating a second one.`)
             )
           await capacityFound
           const names = result.vms.map((vm) => vm.name).join(', ')
-          await this.notify('up-ready', `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names}`, {
-            exitCode: 0,
-            vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
-          })
+          const billing = result.vms.map((vm) => ({owner, price_per_hour: vm.price_per_hour}))
+          await this.notify(
+            'up-ready',
+            `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names} (${priceAndOwners(billing)})`,
+            {
+              exitCode: 0,
+              owner,
+              // Ready VMs bill from now on, until targon down.
+              stillBilling: result.vms.map((vm) => vm.uid),
+              vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
+            },
+          )
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
           await capacityFound
-          await this.notifyFailure(error)
+          await this.notifyFailure(error, owner, claimedAny)
           // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
           const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
           if (!this.jsonEnabled() && !this.eventsOnStderr() && cleanup && cleanup.results.length > 0)
@@ -266,9 +276,14 @@ existing VM instead of creating a second one.`)
     )
   }
 
-  /** A failed up: what it was, what was rolled back, and, above all, what still bills. */
-  private async notifyFailure(error: unknown): Promise<void> {
+  /**
+   * A failed up: what it was, what was rolled back, and, above all, what still bills. An up refused for its price or
+   * for capacity before it got hold of any workload says nothing: nothing bills, and a cron line that retries it
+   * would flood the channel.
+   */
+  private async notifyFailure(error: unknown, owner: string | null, claimedAny: boolean): Promise<void> {
     const failure = toTargonError(error)
+    if (!claimedAny && (failure.exitCode === EXIT_CODES.PRICE_CAP_EXCEEDED || failure.exitCode === EXIT_CODES.NO_CAPACITY)) return
     const cleanup = failure.data?.cleanup as UpResult['cleanup'] | undefined
     const survivors = cleanup?.survivors ?? []
     const rolledBack = (cleanup?.results ?? []).filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid)
@@ -276,13 +291,16 @@ existing VM instead of creating a second one.`)
     const text = [
       `targon up ${interrupted ? 'was interrupted' : 'failed'} (${failure.code}): ${failure.message}`,
       rolledBack.length > 0 ? `rolled back: ${rolledBack.join(', ')}` : undefined,
-      survivors.length > 0 ? `STILL BILLING: ${survivors.join(', ')} (targon down ${survivors.join(' ')})` : undefined,
+      survivors.length > 0
+        ? `STILL BILLING: ${survivors.join(', ')} (${priceAndOwners(survivors.map((uid) => ({owner, price_per_hour: priceOf(failure, uid)})))}; targon down ${survivors.join(' ')})`
+        : undefined,
     ]
       .filter(Boolean)
       .join('; ')
     const event = interrupted && survivors.length > 0 ? 'interrupted-billing' : 'up-failed'
     await this.notify(event, text, {
       exitCode: failure.exitCode,
+      owner,
       stillBilling: survivors,
       vms: (cleanup?.results ?? []).map((deleted) => ({name: deleted.name, uid: deleted.uid})),
     })
@@ -308,4 +326,10 @@ existing VM instead of creating a second one.`)
 /** What up was asked for, for a person: the resource, else the GPU model. */
 function describe(resource: string | undefined, gpu: string | undefined): string {
   return resource ?? (gpu ? `a ${gpu}` : 'the named VM')
+}
+
+/** A VM's hourly price as a failed run's data reports it; null when it does not. */
+function priceOf(failure: TargonError, uid: string): number | null {
+  const vms = (failure.data?.vms ?? []) as {uid: string; price_per_hour: number | null}[]
+  return vms.find((vm) => vm.uid === uid)?.price_per_hour ?? null
 }

@@ -40,7 +40,7 @@ export interface DownOptions {
   /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
   reconcileMs: number
   /** Every uid about to be deleted, before the first DELETE. */
-  onTargets?: (uids: string[]) => void
+  onTargets?: (targets: DeleteTarget[]) => void
   onResult?: (result: DeleteResult) => void
   /** Each deletion's course (see deleteWorkloads). */
   onEvent?: (event: DeletionEvent) => void
@@ -241,7 +241,7 @@ export async function runDown(
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }
 
-  options.onTargets?.(targets.map((target) => target.uid))
+  options.onTargets?.(targets)
   const results = await deleteWorkloads(cleanupClient, org, state, targets, {
     concurrency: options.parallel,
     onEvent: options.onEvent,
