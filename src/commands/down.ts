@@ -152,7 +152,7 @@ otherwise, with a per-VM result.`)
           const org = await this.resolveOrg(client)
           const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
             configDir: configDir(),
-            confirm: (vms) => this.confirm(vms, !isBulk(selection)),
+            confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
@@ -225,7 +225,7 @@ otherwise, with a per-VM result.`)
    * Bulk deletion on a terminal asks first, on stderr, with --json too (--json is no consent); explicit targets,
    * --yes and non-interactive runs (cron) do not. With --events ndjson there is no prompt: --yes is needed.
    */
-  private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
+  private async confirm(vms: KnownVm[], explicitOnly: boolean, stop: AbortSignal): Promise<boolean> {
     if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
     if (this.eventsOnStderr())
       throw usageError(
@@ -233,7 +233,7 @@ otherwise, with a per-VM result.`)
         'pass --yes to delete without asking',
       )
     const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
-    return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted')
+    return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted', stop)
   }
 
   private render(result: DownResult): void {

@@ -6,11 +6,12 @@
  * RELIABILITY.md describes every scenario.
  */
 import {type ChildProcess, execFileSync} from 'node:child_process'
-import {chmodSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {parseEvents} from '../helpers/events.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 
@@ -537,6 +538,34 @@ const scenarios: Scenario[] = [
     interrupts: true,
     run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}),
     vm: {shimUnhealthy: true},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 143,
+    name: 'process: SIGTERM in install is the VM interrupted, never a failed step, in JSON, events and display',
+    run: async (ctx) => {
+      const signalled = () => ({onSpawn: signalWhen(() => [...ctx.farm.vms.values()].some((vm) => vm.sshSessions() > 0), 'SIGTERM')})
+      // The display first (plain lines without a terminal): the VM is shown interrupted, and nothing failed is ticked.
+      const shown = await ctx.targon(
+        UP.filter((arg) => arg !== '--json'),
+        signalled(),
+      )
+      expect(shown.code, shown.stderr).toBe(143)
+      expect(shown.stderr).toContain('failed (INTERRUPTED)')
+      expect(shown.stderr).not.toContain('BOOTSTRAP_FAILED')
+      expect(shown.stderr.split('\n').filter((line) => line.includes('✔') && line.includes('failed'))).toEqual([])
+      expect(ctx.sim.billing()).toEqual([])
+      const file = join(tempDir('targon-events-'), 'events.ndjson')
+      const up = await ctx.targon([...UP, '--events-file', file], signalled())
+      expect(parseJson(up).data.failed).toMatchObject([{error: {code: 'INTERRUPTED', message: 'interrupted by SIGTERM'}}])
+      const events = parseEvents(readFileSync(file, 'utf8'))
+      expect(events.filter((event) => event.error?.code === 'BOOTSTRAP_FAILED')).toEqual([])
+      expect(events.filter((event) => event.type === 'phase' && event.status === 'failed').map((event) => event.error?.code)).toEqual([
+        'INTERRUPTED',
+      ])
+      return up
+    },
+    vm: {dpkgLockSeconds: 30},
   },
   {
     code: 'INTERRUPTED',

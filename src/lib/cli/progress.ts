@@ -147,7 +147,14 @@ function vmTask(view: VmView, layout: PipelineLayout): ListrTask {
     task: (_context, wrapper) => {
       view.wrapper = wrapper
       wrapper.title = view.title
-      return wrapper.newListr(phaseTasks(view, layout), {concurrent: false, exitOnError: true})
+      // The group of phases that run alongside each other does not stop at a failure (both sides settle), so it
+      // cannot fail the VM's task: a last, untitled task does, and a failed VM never shows a tick.
+      const failedVm: ListrTask = {
+        task: () => {
+          if (view.failedWith) throw new Error(view.title)
+        },
+      }
+      return wrapper.newListr([...phaseTasks(view, layout), failedVm], {concurrent: false, exitOnError: true})
     },
     title: view.title,
   }

@@ -19,7 +19,7 @@ import {INSTALL_STEPS, SHIM_STEPS} from '../bootstrap/runner.js'
 import type {PhaseName} from '../contract.js'
 import {eventError} from '../events/run-events.js'
 import {mapBounded} from '../core/concurrency.js'
-import {TargonError} from '../core/errors.js'
+import {TargonError, abortError} from '../core/errors.js'
 import {pinHostKey} from '../ssh/pins.js'
 import {install, startShim} from './bootstrap-phases.js'
 import {deploy} from './deploy.js'
@@ -168,7 +168,10 @@ async function runPhase(
   try {
     const outcome = await work({began, onStep, report})
     ctx.events.emit({duration_ms: Date.now() - (startedAt ?? calledAt), phase: name, status: outcome, type: 'phase', vm: vm()})
-  } catch (error) {
+  } catch (thrown) {
+    // Whatever a phase failed with once the run was interrupted (or ran out of time) is the interruption's doing: a
+    // remote step stopped by it reports an exit by SIGTERM, which is no failure of that step.
+    const error = ctx.signal.aborted ? abortError(ctx.signal) : thrown
     // The first error is the VM's cause; told before the event, so that the VM's line already says it failed.
     fail(track, error)
     ctx.events.emit({
