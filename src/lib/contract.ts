@@ -602,6 +602,13 @@ export const RunEventSchema = z.object({
 })
 export type RunEvent = z.infer<typeof RunEventSchema>
 
+export const VersionResultSchema = z.object({
+  version: z.string().describe('the version of targon (package targon-fleet)'),
+  node: z.string().describe('the version of Node.js it runs on'),
+  platform: z.string().describe('operating system and CPU, e.g. linux-x64'),
+})
+export type VersionResult = z.infer<typeof VersionResultSchema>
+
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,
   'config list': ConfigListResultSchema,
@@ -619,6 +626,7 @@ export const DATA_SCHEMAS = {
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
   up: UpResultSchema,
+  version: VersionResultSchema,
 } as const
 
 export type CommandId = keyof typeof DATA_SCHEMAS
