@@ -153,6 +153,10 @@ export type Cleanup = z.infer<typeof CleanupSchema>
 
 export const UpResultSchema = z.object({
   org: z.string(),
+  owner: z
+    .string()
+    .nullable()
+    .describe('the owner the VMs were rented for in a shared org (config key owner, TARGON_OWNER); null: none is set'),
   vms: z.array(VmResultSchema),
   failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
   cleanup: CleanupSchema.nullable(),

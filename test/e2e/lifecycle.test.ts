@@ -83,6 +83,7 @@ describe('up, status, down', () => {
     expect(up.code, up.stdout + up.stderr).toBe(0)
     expect(up.stderr).toBe('')
     const vm = parseJson(up).data.vms[0]
+    expect(parseJson(up).data.owner).toBeNull()
     expect(vm).toMatchObject({
       adopted: false,
       fleet: 'default',

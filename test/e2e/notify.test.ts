@@ -42,6 +42,7 @@ describe('notifications', () => {
       const up = await runCli([...UP, '--count', '2'], {env: {...env, TARGON_OWNER: 'alice'}})
       expect(up.code, up.stderr).toBe(0)
       const vms = parseJson(up).data.vms as {name: string; price_per_hour: number; uid: string}[]
+      expect(parseJson(up).data.owner).toBe('alice')
       expect(hook.received).toHaveLength(1)
       expect(hook.received[0]!.path).toBe(HOOK_PATH)
       expect(hook.received[0]!.body).toMatchObject({
