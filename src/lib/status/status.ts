@@ -10,6 +10,7 @@ import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, findVm, invalidWarning, snapshot, vmGpuModel, vmPrice, vmResource} from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
+import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
 import {countOf} from '../core/output.js'
@@ -98,7 +99,12 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   return options.targets.flatMap((target) => {
     const found = findForOwner(shown, options.owners, target, (among) => findVm(among, target, options.configuredFleet))
     if (found.length === 0)
-      throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
+      throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
+        hint: notFoundHint(
+          suggestVmName(target, all, options.configuredFleet, options.owners),
+          'run targon status --all-fleets to see them',
+        ),
+      })
     return found
   })
 }
