@@ -5,7 +5,7 @@ import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.j
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
-import {parseDuration} from '../lib/core/input.js'
+import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
@@ -13,7 +13,8 @@ import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/notify/notify.js'
-import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
+import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/contract.js'
+import {type RunPlan, planUp} from '../lib/up/plan.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -75,6 +76,11 @@ existing VM instead of creating a second one.`)
         'Webhook to report the outcome to (Slack-compatible JSON); prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
     }),
     count: Flags.integer({default: 1, max: 64, min: 1, summary: 'How many VMs to create, in parallel.'}),
+    'dry-run': Flags.boolean({
+      default: false,
+      summary:
+        'Show what would be rented (the offer of each VM, prices against the cap, count, fleet, owner, limits); create, register and deploy nothing.',
+    }),
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
@@ -142,7 +148,7 @@ existing VM instead of creating a second one.`)
     }),
   }
 
-  public async run(): Promise<UpResult> {
+  public async run(): Promise<UpPlan | UpResult> {
     const {flags} = this
     const resource = this.args.resource
     if (!resource && !flags.gpu && !flags.name)
@@ -186,8 +192,29 @@ existing VM instead of creating a second one.`)
       : null
     const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
-    await this.useNotifyUrl(flags.notify, true)
     const owner = (await resolveSetting('owner')) ?? null
+    const wanted: RunPlan = {
+      bootstrap,
+      capacity,
+      count: flags.count,
+      fleet,
+      gpu: flags.gpu,
+      image,
+      label: flags.name,
+      maxCostUsd: flags['max-cost'],
+      maxPrice,
+      min: flags.min,
+      minGpus: flags['min-gpus'],
+      onFailure: flags['on-failure'],
+      owner,
+      resolveOrg: (client) => this.resolveOrg(client),
+      resource,
+      timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
+      ttlMs: flags.ttl,
+    }
+    if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(client, wanted)))
+
+    await this.useNotifyUrl(flags.notify, true)
     let capacityFound: Promise<void> | undefined
     let tracked: VmTrack[] = []
     // Whether the run got hold of any workload (created or adopted): a run that got none leaves nothing billing.
@@ -197,26 +224,12 @@ existing VM instead of creating a second one.`)
       async (client, signal) => {
         try {
           const result = await runUp(client, {
-            bootstrap,
+            ...wanted,
             configDir: configDir(),
-            count: flags.count,
-            fleet,
-            gpu: flags.gpu,
-            image,
             events: this.events,
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            label: flags.name,
-            maxPrice,
             reconcileMs: await resolveSetting('reconcile-window'),
-            min: flags.min,
-            minGpus: flags['min-gpus'],
-            onFailure: flags['on-failure'],
-            resolveOrg: (client) => this.resolveOrg(client),
-            owner,
-            resource,
             signal,
-            timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
-            capacity,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
             onCapacityFound: () => {
@@ -226,8 +239,6 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            ttlMs: flags.ttl,
-            maxCostUsd: flags['max-cost'],
             warn: (message) => this.addWarning(message),
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
@@ -304,6 +315,33 @@ existing VM instead of creating a second one.`)
       stillBilling: survivors,
       vms: (cleanup?.results ?? []).map((deleted) => ({name: deleted.name, uid: deleted.uid})),
     })
+  }
+
+  /** up --dry-run: what each VM would be rented on (stdout), then the totals, the limits, and that nothing was made. */
+  private renderPlan(plan: UpPlan): UpPlan {
+    if (this.jsonEnabled()) return plan
+    this.log(
+      renderTable(
+        [
+          {header: 'VM', value: (vm) => vm.name ?? `#${vm.index}`},
+          {header: 'RESOURCE', value: (vm) => dash(vm.offer?.resource)},
+          {header: 'GPU', value: (vm) => (vm.offer?.gpu_model ? `${vm.offer.gpu_count ?? '?'}x ${vm.offer.gpu_model}` : '-')},
+          {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.offer?.price_per_hour)},
+          {align: 'right', header: 'CAP', value: () => usd(plan.max_price)},
+        ],
+        plan.vms,
+      ),
+    )
+    const {limits} = plan
+    const seconds = (value: number | null) => (value === null ? 'none' : formatDuration(value * 1000))
+    this.info(
+      `would rent ${countOf(plan.count, 'VM')}${plan.min === null ? '' : ` (keeping at least ${plan.min})`} in ${plan.org}, fleet ${plan.fleet}, ${plan.owner === null ? 'no owner' : `owner ${plan.owner}`}: ${usd(plan.price_per_hour)} USD/h in all, under a cap of ${usd(plan.max_price)} USD/h per VM`,
+    )
+    this.info(
+      `limits: --timeout ${seconds(limits.timeout_seconds)}, --wait ${seconds(limits.wait_seconds)}, --ttl ${seconds(limits.ttl_seconds)}, --max-cost ${limits.max_cost_usd === null ? 'none' : `${usd(limits.max_cost_usd)} USD`}, --idle ${seconds(limits.idle_limit_seconds)}, --on-failure ${limits.on_failure}; ${limits.bootstrap ? (limits.shim ? 'bootstrap and dstack-shim' : 'bootstrap without the shim') : 'no bootstrap'}`,
+    )
+    this.info('dry run: nothing was created, registered or deployed')
+    return plan
   }
 
   private render(result: UpResult): void {

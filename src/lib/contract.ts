@@ -167,6 +167,40 @@ export const UpResultSchema = z.object({
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 
+export const UpPlanSchema = z
+  .object({
+    dry_run: z.literal(true),
+    org: z.string(),
+    owner: z.string().nullable().describe('the owner the VMs would be rented for (config key owner, TARGON_OWNER); null: none is set'),
+    fleet: z.string(),
+    count: z.number(),
+    min: z.number().nullable().describe('--min: the fewest VMs the run would keep; null: all or nothing'),
+    max_price: z.number().nullable().describe('the price cap per VM in USD per hour; null when up --name adopts without one'),
+    vms: z
+      .array(
+        z.object({
+          index: z.number().describe('1 for the first VM of the run'),
+          name: z.string().nullable().describe('the name it would get: known with --name; null when it is generated at create'),
+          offer: OfferSchema.nullable().describe('the offer it would be rented on, the cheapest with capacity left; null: none has'),
+        }),
+      )
+      .describe('what each VM of --count would be rented on, in order'),
+    price_per_hour: z.number().describe('USD per hour of the VMs that have an offer, in all'),
+    candidates: z.array(OfferSchema).describe('every offer at or under the cap with capacity, cheapest first (the ones tried in turn)'),
+    limits: z.object({
+      timeout_seconds: z.number().describe('--timeout: the bound of the run (register to shim-start)'),
+      wait_seconds: z.number().nullable().describe('--wait: how long VMs would wait for capacity; null: they would not'),
+      ttl_seconds: z.number().nullable().describe('--ttl: after this, targon down --expired deletes the VMs; null: none'),
+      max_cost_usd: z.number().nullable().describe('--max-cost: the budget per VM; null: none'),
+      idle_limit_seconds: z.number().nullable().describe("--idle: the VMs' own idle limit; null: none"),
+      on_failure: z.enum(ON_FAILURE),
+      bootstrap: z.boolean().describe('false with --no-bootstrap'),
+      shim: z.boolean().describe('whether dstack-shim would be started'),
+    }),
+  })
+  .describe('up --dry-run: what the run would rent; it creates, registers and deploys nothing')
+export type UpPlan = z.infer<typeof UpPlanSchema>
+
 export const USAGE_STATES = ['idle', 'busy', 'unreadable'] as const
 
 export const UsageSchema = z.object({
@@ -629,7 +663,7 @@ export const DATA_SCHEMAS = {
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
-  up: UpResultSchema,
+  up: z.union([UpResultSchema, UpPlanSchema]),
   version: VersionResultSchema,
 } as const
 
