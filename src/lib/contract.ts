@@ -284,7 +284,12 @@ export const StatusVmSchema = z.object({
     .number()
     .nullable()
     .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
-  bootstrapped: z.boolean(),
+  bootstrapped: z
+    .boolean()
+    .nullable()
+    .describe(
+      "as the local record says; for a VM without one, as the VM's bootstrap marker says when --usage connected to it; null: not known",
+    ),
   billing: z.boolean().nullable().describe('whether it costs money now; null: an error record not classified yet (a tombstone or a crash)'),
   billing_assumed: z
     .boolean()

@@ -375,8 +375,14 @@ async function bootstrapFailure(session: SshSession, what: string): Promise<Targ
   })
 }
 
-async function readMarker(session: SshSession): Promise<Marker> {
+/** The VM's bootstrap marker (empty when there is none). */
+export async function readMarker(session: SshSession): Promise<Marker> {
   return parseMarker((await session.exec(`cat ${MARKER}`)).stdout)
+}
+
+/** Whether a marker says the install ran to its end (B10 writes it with the script's version). */
+export function markerSaysBootstrapped(marker: Marker): boolean {
+  return Boolean(marker.script_version)
 }
 
 /** The marker a VM printed; anything that is not one (the VM's bytes are untrusted) is an empty marker. */
