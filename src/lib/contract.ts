@@ -46,8 +46,35 @@ export type PhaseName = (typeof PHASES)[number]
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
 
+/**
+ * The remote steps of the bootstrap, by the stable names that events and `up --json` use (the script's own ids, B0 to
+ * S9, stay inside it), in the order they run: install, then shim-start.
+ */
+export const BOOTSTRAP_STEPS = [
+  'marker-check',
+  'preflight',
+  'sshd-forwarding',
+  'apt-install',
+  'docker-service',
+  'nvidia-toolkit',
+  'docker-daemon-config',
+  'gpu-test',
+  'firewall',
+  'idle-sampler',
+  'write-marker',
+  'dstack-takeover',
+  'shim-binary',
+  'shim-home',
+  'shim-env',
+  'shim-unit',
+  'shim-service',
+  'shim-marker',
+  'shim-health',
+] as const
+export type BootstrapStep = (typeof BOOTSTRAP_STEPS)[number]
+
 export const StepResultSchema = z.object({
-  id: z.string().describe('the bootstrap script step, e.g. B4'),
+  id: z.enum(BOOTSTRAP_STEPS).describe('the bootstrap step, by its stable name, e.g. apt-install'),
   title: z.string(),
   status: z.enum(['done', 'skipped', 'failed']),
   duration_ms: z.number(),
@@ -609,7 +636,7 @@ export type CreditsResult = z.infer<typeof CreditsResultSchema>
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
  */
-export const EVENT_VERSION = 1
+export const EVENT_VERSION = 2
 
 export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const
 
@@ -634,10 +661,13 @@ export const RunEventSchema = z.object({
     .nullable()
     .describe('null for events of the whole run'),
   phase: z.enum(PHASES).nullable().describe('the up phase the event belongs to'),
-  step: z.string().nullable().describe('the remote bootstrap step, e.g. B4'),
+  step: z
+    .enum(BOOTSTRAP_STEPS)
+    .nullable()
+    .describe('the remote bootstrap step, by its stable name (e.g. apt-install, shim-health); each starts at most once per VM'),
   status: z.enum(EVENT_STATUSES),
   duration_ms: z.number().nullable().describe('on the end of a run, phase, step or VM'),
-  detail: z.string().nullable().describe('for a person: what happened, free text'),
+  detail: z.string().nullable().describe("for a person: what happened, free text; a step's started event carries its title"),
   error: z
     .object({code: z.string(), message: z.string(), hint: z.string().nullable()})
     .nullable()

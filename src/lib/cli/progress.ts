@@ -207,7 +207,7 @@ async function showPhase(view: VmView, phase: PipelineLayout['phases'][number], 
       task: async (_context: unknown, substepWrapper: TaskWrapper) => {
         let shown: StepShown
         try {
-          shown = await view.stepOutcome(phase.name, substep.id)
+          shown = await view.stepOutcome(phase.name, substep.name)
         } catch (error) {
           // Let the phase end first, so that its real error is shown rather than the step's.
           await outcome
