@@ -60,8 +60,13 @@ class VmView {
     return outcome
   }
 
+  /** The last progress line of each phase, for a phase whose task listr2 starts after the line came. */
+  private readonly lastOutput = new Map<PhaseName, string>()
+
   showOutput(phase: PhaseName, wrapper: TaskWrapper): void {
     this.outputs.set(phase, wrapper)
+    const last = this.lastOutput.get(phase)
+    if (last !== undefined) wrapper.output = last
   }
 
   apply(event: RunEvent): void {
@@ -69,6 +74,8 @@ class VmView {
     const {phase} = event
     if (!phase) return
     if (event.type === 'progress' && event.detail) {
+      // Shown at once, also when it comes before listr2 runs the phase's task (up --wait says it waits right away).
+      this.lastOutput.set(phase, printable(event.detail))
       const wrapper = this.outputs.get(phase)
       if (wrapper) wrapper.output = printable(event.detail)
     }
