@@ -1044,6 +1044,20 @@ const scenarios: Scenario[] = [
   },
   {code: 'CONFIG', exit: 3, name: 'local: an unwritable config dir', run: (ctx) => ctx.targon(NO_BOOT, {config: '/proc/version/targon'})},
   {
+    code: null,
+    exit: 0,
+    name: 'local: a notify URL without a scheme in the environment of a cron down --all: deleted all the same, with a warning',
+    run: async (ctx) => {
+      const broken = {TARGON_NOTIFY_URL: 'hooks.example.com/services/T/B/secret'}
+      await oneVm(ctx)
+      const down = await ctx.targon(['down', '--all', '--json'], {env: broken})
+      expect(parseJson(down).warnings.join('\n')).toContain('TARGON_NOTIFY_URL is not a URL: this run sends no notification')
+      expect(down.stdout + down.stderr).not.toContain('secret')
+      expect(resultsOf(down).map((result) => result.action)).toEqual(['deleted'])
+      return down
+    },
+  },
+  {
     code: 'CONFIG',
     exit: 3,
     name: 'local: a private key readable by others is refused',
