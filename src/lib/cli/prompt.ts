@@ -17,9 +17,10 @@ const interrupted = (what: string, signal?: InterruptSignal) =>
 export async function confirm(question: string, onInterrupt: string, stop?: AbortSignal): Promise<boolean> {
   const {createInterface} = await import('node:readline/promises')
   const prompt = createInterface({input: process.stdin, output: process.stderr})
+  let onStop = () => {}
   const stopped = new Promise<never>((_resolve, reject) => {
     prompt.once('SIGINT', () => reject(interrupted(onInterrupt)))
-    const onStop = () => reject(interrupted(onInterrupt, signalOf(stop?.reason)))
+    onStop = () => reject(interrupted(onInterrupt, signalOf(stop?.reason)))
     if (stop?.aborted) onStop()
     else stop?.addEventListener('abort', onStop, {once: true})
   })
@@ -27,6 +28,7 @@ export async function confirm(question: string, onInterrupt: string, stop?: Abor
     const answer = await Promise.race([prompt.question(`${question} [y/N] `), stopped])
     return /^y(es)?$/i.test(answer.trim())
   } finally {
+    stop?.removeEventListener('abort', onStop)
     prompt.close()
   }
 }
