@@ -3,6 +3,8 @@
  * VMs deleted by --over-cost, a down that leaves VMs billing; nothing secret in any of them; an unreachable or
  * failing receiver leaves the exit code as it was.
  */
+import {createServer} from 'node:net'
+import type {AddressInfo} from 'node:net'
 import {describe, expect, it} from 'vitest'
 
 import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
@@ -124,6 +126,17 @@ describe('notifications', () => {
       const gone = await runCli(UP, {env: {...env, TARGON_NOTIFY_URL: 'http://127.0.0.1:1/hook'}})
       expect(gone.code).toBe(0)
       expect(parseJson(gone).warnings.join('\n')).toContain('the notification was not delivered (connection refused)')
+      // A receiver that takes the connection and never answers: the delivery gives up after its 5 s, and says so.
+      const silent = createServer(() => {})
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+      try {
+        const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`
+        const down = await runCli(['down', '--over-cost', '0.0001', '--json'], {env: {...env, TARGON_NOTIFY_URL: url}})
+        expect(down.code).toBe(0)
+        expect(parseJson(down).warnings.join('\n')).toContain('the notification was not delivered (no answer within 5 s)')
+      } finally {
+        silent.close()
+      }
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
     })
   })

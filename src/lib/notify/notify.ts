@@ -81,7 +81,8 @@ export async function deliver(url: string, notification: Notification): Promise<
  */
 function inWords(error: NodeJS.ErrnoException): string {
   const budget = `${DELIVERY_BUDGET_MS / 1000} s`
-  const code = error.code ?? error.name
+  // A time-out is a DOMException, whose numeric code (23) says nothing: its name does.
+  const code = typeof error.code === 'string' ? error.code : error.name
   const words: Record<string, string> = {
     AbortError: `no answer within ${budget}`,
     EAI_AGAIN: 'the host name could not be looked up',
