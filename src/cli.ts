@@ -19,6 +19,7 @@ import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
 import Up from './commands/up.js'
+import Version from './commands/version.js'
 
 export {execute} from '@oclif/core'
 export {jsonSchemas} from './lib/contract.js'
@@ -41,5 +42,6 @@ export const COMMANDS = {
   ssh: Ssh,
   status: Status,
   up: Up,
+  version: Version,
 }
 export {completionPostrun} from './lib/cli/completion.js'

@@ -40,7 +40,7 @@ that the records of unknown billing do not bill.`)
   }
 
   public async run(): Promise<CreditsResult> {
-    await this.useNotifyUrl(this.flags.notify)
+    await this.useNotifyUrl(this.flags.notify, true)
     const owners = await ownerScope(false)
     return this.withApi(async (client) => {
       const result = await runCredits(client, new LocalState(configDir()), {

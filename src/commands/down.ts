@@ -11,10 +11,11 @@ import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
+import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
+import {priceAndOwners} from '../lib/notify/notify.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -146,16 +147,17 @@ otherwise, with a per-VM result.`)
       throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD, --expired or --idle')
     }
 
-    await this.useNotifyUrl(flags.notify)
+    // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
+    await this.useNotifyUrl(flags.notify, false)
     const settled = new Set<string>()
-    let selected: string[] = []
+    let selected: DeleteTarget[] = []
     return this.withApi(
       async (client, signal) => {
         try {
           const org = await this.resolveOrg(client)
           const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
             configDir: configDir(),
-            confirm: (vms) => this.confirm(vms, !isBulk(selection)),
+            confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
@@ -164,7 +166,7 @@ otherwise, with a per-VM result.`)
               this.events.emit({...event, type: 'deletion'})
               if (event.status === 'progress') this.info(event.detail)
             },
-            onTargets: (uids) => (selected = uids),
+            onTargets: (targets) => (selected = targets),
             onResult: (deleted) => {
               if (deleted.billing === false) settled.add(deleted.uid)
               this.info(
@@ -184,8 +186,8 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')}`,
-              {exitCode: 0, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(selected, deleted))} no longer billing)`,
+              {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
             )
           if (!this.jsonEnabled()) this.render(result)
           return result
@@ -196,9 +198,15 @@ otherwise, with a per-VM result.`)
             const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
             await this.notify(
               interrupted ? 'interrupted-billing' : 'down-still-billing',
-              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (targon down ${partial.survivors.join(' ')})`,
+              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (${priceAndOwners(
+                factsOf(
+                  selected,
+                  partial.survivors.map((uid) => ({uid})),
+                ),
+              )}; targon down ${partial.survivors.join(' ')})`,
               {
                 exitCode: toTargonError(error).exitCode,
+                owner: selection.owner,
                 stillBilling: partial.survivors,
                 vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
               },
@@ -210,7 +218,7 @@ otherwise, with a per-VM result.`)
         }
       },
       () => {
-        const billing = selected.filter((uid) => !settled.has(uid))
+        const billing = selected.map((target) => target.uid).filter((uid) => !settled.has(uid))
         return billing.length > 0
           ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
           : ['Exiting at once.']
@@ -222,7 +230,7 @@ otherwise, with a per-VM result.`)
    * Bulk deletion on a terminal asks first, on stderr, with --json too (--json is no consent); explicit targets,
    * --yes and non-interactive runs (cron) do not. With --events ndjson there is no prompt: --yes is needed.
    */
-  private async confirm(vms: KnownVm[], explicitOnly: boolean): Promise<boolean> {
+  private async confirm(vms: KnownVm[], explicitOnly: boolean, stop: AbortSignal): Promise<boolean> {
     if (explicitOnly || this.flags.yes || !process.stdin.isTTY || !process.stderr.isTTY) return true
     if (this.eventsOnStderr())
       throw usageError(
@@ -230,7 +238,7 @@ otherwise, with a per-VM result.`)
         'pass --yes to delete without asking',
       )
     const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
-    return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted')
+    return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted', stop)
   }
 
   private render(result: DownResult): void {
@@ -260,4 +268,12 @@ otherwise, with a per-VM result.`)
       ),
     )
   }
+}
+
+/** The price and owner of each of these VMs, as the listing gave them when they were selected (unknown without). */
+function factsOf(selected: DeleteTarget[], vms: {uid: string}[]): {price_per_hour: number | null; owner: string | null}[] {
+  return vms.map((vm) => {
+    const facts = selected.find((target) => target.uid === vm.uid)?.facts
+    return {owner: facts?.owner ?? null, price_per_hour: facts?.price_per_hour ?? null}
+  })
 }

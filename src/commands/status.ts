@@ -141,7 +141,7 @@ bill; --any-owner shows them all.`)
               header: 'BUDGET_LEFT',
               value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
             },
-            {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped ? 'yes' : 'no')},
+            {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped === null ? '?' : vm.bootstrapped ? 'yes' : 'no')},
             ...(this.flags.usage ? USAGE_COLUMNS : []),
           ],
           rows,

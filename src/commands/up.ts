@@ -2,17 +2,19 @@ import {Args, Flags} from '@oclif/core'
 
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {isTargonError, usageError} from '../lib/core/errors.js'
+import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
-import {parseDuration} from '../lib/core/input.js'
+import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/up/stages.js'
 import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
 import {phaseProgress} from '../lib/cli/progress.js'
-import {ON_FAILURE, type OnFailure, type UpResult} from '../lib/contract.js'
+import {priceAndOwners} from '../lib/notify/notify.js'
+import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/contract.js'
+import {type RunPlan, planUp} from '../lib/up/plan.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -74,6 +76,11 @@ existing VM instead of creating a second one.`)
         'Webhook to report the outcome to (Slack-compatible JSON); prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
     }),
     count: Flags.integer({default: 1, max: 64, min: 1, summary: 'How many VMs to create, in parallel.'}),
+    'dry-run': Flags.boolean({
+      default: false,
+      summary:
+        'Show what would be rented (the offer of each VM, prices against the cap, count, fleet, owner, limits); create, register and deploy nothing.',
+    }),
     fleet: Flags.string({summary: `Fleet to put the VMs in (default: config, else "${DEFAULT_FLEET}").`}),
     gpu: Flags.string({summary: 'GPU model instead of a resource: the cheapest matching offer is used.'}),
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
@@ -141,7 +148,7 @@ existing VM instead of creating a second one.`)
     }),
   }
 
-  public async run(): Promise<UpResult> {
+  public async run(): Promise<UpPlan | UpResult> {
     const {flags} = this
     const resource = this.args.resource
     if (!resource && !flags.gpu && !flags.name)
@@ -185,47 +192,53 @@ existing VM instead of creating a second one.`)
       : null
     const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
 
-    await this.useNotifyUrl(flags.notify)
+    const owner = (await resolveSetting('owner')) ?? null
+    const wanted: RunPlan = {
+      bootstrap,
+      capacity,
+      count: flags.count,
+      fleet,
+      gpu: flags.gpu,
+      image,
+      label: flags.name,
+      maxCostUsd: flags['max-cost'],
+      maxPrice,
+      min: flags.min,
+      minGpus: flags['min-gpus'],
+      onFailure: flags['on-failure'],
+      owner,
+      resolveOrg: (client) => this.resolveOrg(client),
+      resource,
+      timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
+      ttlMs: flags.ttl,
+    }
+    if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(client, wanted)))
+
+    await this.useNotifyUrl(flags.notify, true)
     let capacityFound: Promise<void> | undefined
     let tracked: VmTrack[] = []
+    // Whether the run got hold of any workload (created or adopted): a run that got none leaves nothing billing.
+    let claimedAny = false
+    this.events.on((event) => (claimedAny ||= event.vm?.uid !== null && event.vm?.uid !== undefined))
     return this.withApi(
       async (client, signal) => {
         try {
           const result = await runUp(client, {
-            bootstrap,
+            ...wanted,
             configDir: configDir(),
-            count: flags.count,
-            fleet,
-            gpu: flags.gpu,
-            image,
             events: this.events,
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            label: flags.name,
-            maxPrice,
             reconcileMs: await resolveSetting('reconcile-window'),
-            min: flags.min,
-            minGpus: flags['min-gpus'],
-            onFailure: flags['on-failure'],
-            resolveOrg: (client) => this.resolveOrg(client),
-            owner: (await resolveSetting('owner')) ?? null,
-            resource,
             signal,
-            timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
-            capacity,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
             onCapacityFound: () => {
               capacityFound ??= this.notify(
                 'capacity-found',
                 `targon up: capacity found after waiting (${describe(resource, flags.gpu)})`,
-                {
-                  exitCode: 0,
-                  vms: [],
-                },
+                {exitCode: 0, owner, vms: []},
               )
             },
-            ttlMs: flags.ttl,
-            maxCostUsd: flags['max-cost'],
             warn: (message) => this.addWarning(message),
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
@@ -235,15 +248,23 @@ existing VM instead of creating a second one.`)
             )
           await capacityFound
           const names = result.vms.map((vm) => vm.name).join(', ')
-          await this.notify('up-ready', `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names}`, {
-            exitCode: 0,
-            vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
-          })
+          const billing = result.vms.map((vm) => ({owner, price_per_hour: vm.price_per_hour}))
+          await this.notify(
+            'up-ready',
+            `targon up: ${countOf(result.vms.length, 'VM')} ready in ${result.org}: ${names} (${priceAndOwners(billing)})`,
+            {
+              exitCode: 0,
+              owner,
+              // Ready VMs bill from now on, until targon down.
+              stillBilling: result.vms.map((vm) => vm.uid),
+              vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
+            },
+          )
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
           await capacityFound
-          await this.notifyFailure(error)
+          await this.notifyFailure(error, owner, claimedAny)
           // --json carries the clean-up in data.cleanup; a person reads what was deleted here, before the error line.
           const cleanup = isTargonError(error) ? (error.data?.cleanup as UpResult['cleanup'] | undefined) : undefined
           if (!this.jsonEnabled() && !this.eventsOnStderr() && cleanup && cleanup.results.length > 0)
@@ -266,9 +287,14 @@ existing VM instead of creating a second one.`)
     )
   }
 
-  /** A failed up: what it was, what was rolled back, and, above all, what still bills. */
-  private async notifyFailure(error: unknown): Promise<void> {
+  /**
+   * A failed up: what it was, what was rolled back, and, above all, what still bills. An up refused for its price or
+   * for capacity before it got hold of any workload says nothing: nothing bills, and a cron line that retries it
+   * would flood the channel.
+   */
+  private async notifyFailure(error: unknown, owner: string | null, claimedAny: boolean): Promise<void> {
     const failure = toTargonError(error)
+    if (!claimedAny && (failure.exitCode === EXIT_CODES.PRICE_CAP_EXCEEDED || failure.exitCode === EXIT_CODES.NO_CAPACITY)) return
     const cleanup = failure.data?.cleanup as UpResult['cleanup'] | undefined
     const survivors = cleanup?.survivors ?? []
     const rolledBack = (cleanup?.results ?? []).filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid)
@@ -276,16 +302,46 @@ existing VM instead of creating a second one.`)
     const text = [
       `targon up ${interrupted ? 'was interrupted' : 'failed'} (${failure.code}): ${failure.message}`,
       rolledBack.length > 0 ? `rolled back: ${rolledBack.join(', ')}` : undefined,
-      survivors.length > 0 ? `STILL BILLING: ${survivors.join(', ')} (targon down ${survivors.join(' ')})` : undefined,
+      survivors.length > 0
+        ? `STILL BILLING: ${survivors.join(', ')} (${priceAndOwners(survivors.map((uid) => ({owner, price_per_hour: priceOf(failure, uid)})))}; targon down ${survivors.join(' ')})`
+        : undefined,
     ]
       .filter(Boolean)
       .join('; ')
     const event = interrupted && survivors.length > 0 ? 'interrupted-billing' : 'up-failed'
     await this.notify(event, text, {
       exitCode: failure.exitCode,
+      owner,
       stillBilling: survivors,
       vms: (cleanup?.results ?? []).map((deleted) => ({name: deleted.name, uid: deleted.uid})),
     })
+  }
+
+  /** up --dry-run: what each VM would be rented on (stdout), then the totals, the limits, and that nothing was made. */
+  private renderPlan(plan: UpPlan): UpPlan {
+    if (this.jsonEnabled()) return plan
+    this.log(
+      renderTable(
+        [
+          {header: 'VM', value: (vm) => vm.name ?? `#${vm.index}`},
+          {header: 'RESOURCE', value: (vm) => dash(vm.offer?.resource)},
+          {header: 'GPU', value: (vm) => (vm.offer?.gpu_model ? `${vm.offer.gpu_count ?? '?'}x ${vm.offer.gpu_model}` : '-')},
+          {align: 'right', header: 'USD_PER_H', value: (vm) => usd(vm.offer?.price_per_hour)},
+          {align: 'right', header: 'CAP', value: () => usd(plan.max_price)},
+        ],
+        plan.vms,
+      ),
+    )
+    const {limits} = plan
+    const seconds = (value: number | null) => (value === null ? 'none' : formatDuration(value * 1000))
+    this.info(
+      `would rent ${countOf(plan.count, 'VM')}${plan.min === null ? '' : ` (keeping at least ${plan.min})`} in ${plan.org}, fleet ${plan.fleet}, ${plan.owner === null ? 'no owner' : `owner ${plan.owner}`}: ${usd(plan.price_per_hour)} USD/h in all, under a cap of ${usd(plan.max_price)} USD/h per VM`,
+    )
+    this.info(
+      `limits: --timeout ${seconds(limits.timeout_seconds)}, --wait ${seconds(limits.wait_seconds)}, --ttl ${seconds(limits.ttl_seconds)}, --max-cost ${limits.max_cost_usd === null ? 'none' : `${usd(limits.max_cost_usd)} USD`}, --idle ${seconds(limits.idle_limit_seconds)}, --on-failure ${limits.on_failure}; ${limits.bootstrap ? (limits.shim ? 'bootstrap and dstack-shim' : 'bootstrap without the shim') : 'no bootstrap'}`,
+    )
+    this.info('dry run: nothing was created, registered or deployed')
+    return plan
   }
 
   private render(result: UpResult): void {
@@ -308,4 +364,10 @@ existing VM instead of creating a second one.`)
 /** What up was asked for, for a person: the resource, else the GPU model. */
 function describe(resource: string | undefined, gpu: string | undefined): string {
   return resource ?? (gpu ? `a ${gpu}` : 'the named VM')
+}
+
+/** A VM's hourly price as a failed run's data reports it; null when it does not. */
+function priceOf(failure: TargonError, uid: string): number | null {
+  const vms = (failure.data?.vms ?? []) as {uid: string; price_per_hour: number | null}[]
+  return vms.find((vm) => vm.uid === uid)?.price_per_hour ?? null
 }

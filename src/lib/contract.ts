@@ -46,8 +46,35 @@ export type PhaseName = (typeof PHASES)[number]
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
 
+/**
+ * The remote steps of the bootstrap, by the stable names that events and `up --json` use (the script's own ids, B0 to
+ * S9, stay inside it), in the order they run: install, then shim-start.
+ */
+export const BOOTSTRAP_STEPS = [
+  'marker-check',
+  'preflight',
+  'sshd-forwarding',
+  'apt-install',
+  'docker-service',
+  'nvidia-toolkit',
+  'docker-daemon-config',
+  'gpu-test',
+  'firewall',
+  'idle-sampler',
+  'write-marker',
+  'dstack-takeover',
+  'shim-binary',
+  'shim-home',
+  'shim-env',
+  'shim-unit',
+  'shim-service',
+  'shim-marker',
+  'shim-health',
+] as const
+export type BootstrapStep = (typeof BOOTSTRAP_STEPS)[number]
+
 export const StepResultSchema = z.object({
-  id: z.string().describe('the bootstrap script step, e.g. B4'),
+  id: z.enum(BOOTSTRAP_STEPS).describe('the bootstrap step, by its stable name, e.g. apt-install'),
   title: z.string(),
   status: z.enum(['done', 'skipped', 'failed']),
   duration_ms: z.number(),
@@ -153,6 +180,10 @@ export type Cleanup = z.infer<typeof CleanupSchema>
 
 export const UpResultSchema = z.object({
   org: z.string(),
+  owner: z
+    .string()
+    .nullable()
+    .describe('the owner the VMs were rented for in a shared org (config key owner, TARGON_OWNER); null: none is set'),
   vms: z.array(VmResultSchema),
   failed: z.array(FailedVmSchema).describe('VMs that failed; with --min the rest of the fleet was kept'),
   cleanup: CleanupSchema.nullable(),
@@ -162,6 +193,40 @@ export const UpResultSchema = z.object({
   capacity_wait_s: z.number().describe('seconds during which VMs of this run waited for capacity (--wait); 0 when none had to'),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
+
+export const UpPlanSchema = z
+  .object({
+    dry_run: z.literal(true),
+    org: z.string(),
+    owner: z.string().nullable().describe('the owner the VMs would be rented for (config key owner, TARGON_OWNER); null: none is set'),
+    fleet: z.string(),
+    count: z.number(),
+    min: z.number().nullable().describe('--min: the fewest VMs the run would keep; null: all or nothing'),
+    max_price: z.number().nullable().describe('the price cap per VM in USD per hour; null when up --name adopts without one'),
+    vms: z
+      .array(
+        z.object({
+          index: z.number().describe('1 for the first VM of the run'),
+          name: z.string().nullable().describe('the name it would get: known with --name; null when it is generated at create'),
+          offer: OfferSchema.nullable().describe('the offer it would be rented on, the cheapest with capacity left; null: none has'),
+        }),
+      )
+      .describe('what each VM of --count would be rented on, in order'),
+    price_per_hour: z.number().describe('USD per hour of the VMs that have an offer, in all'),
+    candidates: z.array(OfferSchema).describe('every offer at or under the cap with capacity, cheapest first (the ones tried in turn)'),
+    limits: z.object({
+      timeout_seconds: z.number().describe('--timeout: the bound of the run (register to shim-start)'),
+      wait_seconds: z.number().nullable().describe('--wait: how long VMs would wait for capacity; null: they would not'),
+      ttl_seconds: z.number().nullable().describe('--ttl: after this, targon down --expired deletes the VMs; null: none'),
+      max_cost_usd: z.number().nullable().describe('--max-cost: the budget per VM; null: none'),
+      idle_limit_seconds: z.number().nullable().describe("--idle: the VMs' own idle limit; null: none"),
+      on_failure: z.enum(ON_FAILURE),
+      bootstrap: z.boolean().describe('false with --no-bootstrap'),
+      shim: z.boolean().describe('whether dstack-shim would be started'),
+    }),
+  })
+  .describe('up --dry-run: what the run would rent; it creates, registers and deploys nothing')
+export type UpPlan = z.infer<typeof UpPlanSchema>
 
 export const USAGE_STATES = ['idle', 'busy', 'unreadable'] as const
 
@@ -249,7 +314,12 @@ export const StatusVmSchema = z.object({
     .number()
     .nullable()
     .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
-  bootstrapped: z.boolean(),
+  bootstrapped: z
+    .boolean()
+    .nullable()
+    .describe(
+      "as the local record says; for a VM without one, as the VM's bootstrap marker says when --usage connected to it; null: not known",
+    ),
   billing: z
     .boolean()
     .nullable()
@@ -613,7 +683,7 @@ export type CreditsResult = z.infer<typeof CreditsResultSchema>
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
  */
-export const EVENT_VERSION = 1
+export const EVENT_VERSION = 2
 
 export const EVENT_TYPES = ['run', 'phase', 'step', 'progress', 'warning', 'rollback', 'deletion', 'exec', 'transfer'] as const
 
@@ -638,16 +708,26 @@ export const RunEventSchema = z.object({
     .nullable()
     .describe('null for events of the whole run'),
   phase: z.enum(PHASES).nullable().describe('the up phase the event belongs to'),
-  step: z.string().nullable().describe('the remote bootstrap step, e.g. B4'),
+  step: z
+    .enum(BOOTSTRAP_STEPS)
+    .nullable()
+    .describe('the remote bootstrap step, by its stable name (e.g. apt-install, shim-health); each starts at most once per VM'),
   status: z.enum(EVENT_STATUSES),
   duration_ms: z.number().nullable().describe('on the end of a run, phase, step or VM'),
-  detail: z.string().nullable().describe('for a person: what happened, free text'),
+  detail: z.string().nullable().describe("for a person: what happened, free text; a step's started event carries its title"),
   error: z
     .object({code: z.string(), message: z.string(), hint: z.string().nullable()})
     .nullable()
     .describe('on status failed: the error code of the exit-code table, and the fix'),
 })
 export type RunEvent = z.infer<typeof RunEventSchema>
+
+export const VersionResultSchema = z.object({
+  version: z.string().describe('the version of targon (package targon-fleet)'),
+  node: z.string().describe('the version of Node.js it runs on'),
+  platform: z.string().describe('operating system and CPU, e.g. linux-x64'),
+})
+export type VersionResult = z.infer<typeof VersionResultSchema>
 
 export const DATA_SCHEMAS = {
   'config get': ConfigResultSchema,
@@ -665,7 +745,8 @@ export const DATA_SCHEMAS = {
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
-  up: UpResultSchema,
+  up: z.union([UpResultSchema, UpPlanSchema]),
+  version: VersionResultSchema,
 } as const
 
 export type CommandId = keyof typeof DATA_SCHEMAS

@@ -96,3 +96,47 @@ describe('the price of a workload', () => {
     expect(status.data.totals.price_per_hour).toBe(1.69)
   })
 })
+
+describe('up --dry-run', () => {
+  it('shows the offer of each VM, the price against the cap, fleet, owner and limits, and sends nothing but reads', async () => {
+    const capacity = [{atMs: 0, available: 1, offer: 'rtx6000b-small'}]
+    const {doc, result, sim} = await up(
+      ['--gpu', 'rtx6000b', '--max-price', '3', '--count', '2', '--fleet', 'dry', '--ttl', '6h', '--dry-run'],
+      capacity,
+    )
+    expect(result.code, result.stdout).toBe(0)
+    expect(doc.data).toMatchObject({count: 2, dry_run: true, fleet: 'dry', max_price: 3, min: null, org: 'acme', owner: null})
+    expect(doc.data.limits).toMatchObject({
+      bootstrap: false,
+      on_failure: 'auto',
+      timeout_seconds: 3600,
+      ttl_seconds: 21_600,
+      wait_seconds: null,
+    })
+    // One unit of the cheapest, then the next cheapest with capacity: as a run would take them.
+    const offers = doc.data.vms.map((vm: {offer: {resource: string; price_per_hour: number}}) => vm.offer)
+    expect(offers[0]).toMatchObject({resource: 'rtx6000b-small', within_cap: true})
+    expect(offers[1].resource).not.toBe('rtx6000b-small')
+    expect(offers[1].price_per_hour).toBeLessThanOrEqual(3)
+    expect(doc.data.price_per_hour).toBeCloseTo(offers[0].price_per_hour + offers[1].price_per_hour, 4)
+    // Nothing but reads: no key registered, no project, no workload, no deploy.
+    expect(sim.log.filter((request) => request.method !== 'GET')).toEqual([])
+    expect(sim.workloads.size).toBe(0)
+  })
+
+  it('says in text what it would rent, and fails as the run would when nothing is under the cap (exit 9)', async () => {
+    sim = await startSimulator()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-config-'), TARGON_OWNER: 'alice'})
+    const text = await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--dry-run'], {env})
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout.split('\n')[0]).toMatch(/^VM\s+RESOURCE\s+GPU\s+USD_PER_H\s+CAP$/)
+    expect(text.stdout).toMatch(/#1\s+rtx6000b-small\s+1x RTX-PRO-6000B\s+1\.69\s+1\.80/)
+    expect(text.stderr).toContain(
+      'would rent 1 VM in acme, fleet default, owner alice: 1.69 USD/h in all, under a cap of 1.80 USD/h per VM',
+    )
+    expect(text.stderr).toContain('dry run: nothing was created, registered or deployed')
+    const over = await runInProcess(['up', 'rtx6000b-small', '--max-price', '0.5', '--dry-run', '--json'], {env})
+    expect(over.code).toBe(9)
+    expect(sim.log.filter((request) => request.method !== 'GET')).toEqual([])
+  })
+})

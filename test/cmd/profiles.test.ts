@@ -30,6 +30,8 @@ describe('profiles', () => {
   it('rent in the org of the profile a run names or that config use chose, and say so', async () => {
     await ctx.setup()
     expect((await targon(['config', 'set', 'api-key'], {input: 'tgn_sim_test_key\n'})).code).toBe(0)
+    // config list says in plain words which profile it shows, whether runs use it, and why.
+    expect((await targon(['config', 'list'])).stderr).toContain('profile: default (the only one; runs use it)\n')
     expect((await targon(['config', 'set', '--profile', 'team', 'api-key'], {input: 'tgn_sim_team_key\n'})).code).toBe(0)
     expect((await targon(['config', 'set', '--profile', 'team', 'org', 'acme-research'])).code).toBe(0)
     expect((await targon(['config', 'set', 'owner', 'alice'], {env: {TARGON_PROFILE: 'team'}})).code).toBe(0)
@@ -55,6 +57,12 @@ describe('profiles', () => {
       values: {api_key: '********_key', org: 'acme-research'},
     })
     expect(parseJson(await targon(['config', 'list', '--profile', 'default', '--json'])).data.values.org).toBeNull()
+    expect((await targon(['config', 'list', '--profile', 'default'])).stderr).toContain(
+      'profile: default (runs use team, as targon config use chose it); other profiles: team\n',
+    )
+    expect((await targon(['config', 'list'])).stderr).toContain(
+      'profile: team (runs use it, as targon config use chose it); other profiles: default\n',
+    )
 
     // A cron line with its own key and no profile acts where it did before config use.
     const cron = parseJson(await targon(['status', '--json'], {env: {TARGON_API_KEY: 'tgn_sim_test_key'}}))

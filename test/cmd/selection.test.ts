@@ -104,3 +104,21 @@ describe('down in text mode', () => {
     expect(result.stdout).toMatch(/\tyes$/m)
   })
 })
+
+describe('a name that matches nothing', () => {
+  it('gets a suggestion among the names and labels it could mean, in down, status and ssh; none when nothing is close', async () => {
+    const sim = await setup()
+    for (const name of ['tcli-train-worker1', 'tcli-default-k3v9x2qa']) sim.addWorkload({name, status: 'running'})
+    const hint = async (args: string[]) => {
+      const result = await targon([...args, '--json'])
+      expect(result.code, result.stdout).toBe(4)
+      return parseJson(result).error.hint as string
+    }
+    expect(await hint(['down', 'workr1', '--fleet', 'train'])).toMatch(/^did you mean worker1\? Else check the name/)
+    expect(await hint(['down', 'tcli-default-k3v9x2qb'])).toMatch(/^did you mean tcli-default-k3v9x2qa\?/)
+    expect(await hint(['status', 'tcli-train-wroker1'])).toMatch(/^did you mean tcli-train-worker1\?/)
+    expect(await hint(['ssh', 'k3v9x2q'])).toMatch(/^did you mean k3v9x2qa\?/)
+    expect(await hint(['down', 'something-else'])).not.toContain('did you mean')
+    expect(sim.requests('DELETE', '/workloads')).toEqual([])
+  })
+})

@@ -1,6 +1,7 @@
 /** Small things a new user meets: -h, one-line parse errors, the source of a rejected key, and status wording. */
 import {afterEach, describe, expect, it} from 'vitest'
 
+import {VERSION} from '../../src/lib/core/version.js'
 import {parseJson, tempDir} from '../helpers/cli.js'
 import {runInProcess} from '../helpers/in-process.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
@@ -18,6 +19,14 @@ describe('usability', () => {
     const result = await runInProcess(['offers', '-h'])
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('USAGE')
+  })
+
+  it('targon version prints the version, as --version does, and as JSON with --json', async () => {
+    const text = await runInProcess(['version'])
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toBe(`targon-fleet ${VERSION} (node ${process.versions.node}, ${process.platform}-${process.arch})\n`)
+    const json = parseJson(await runInProcess(['version', '--json']))
+    expect(json).toMatchObject({command: 'version', data: {node: process.versions.node, version: VERSION}, ok: true})
   })
 
   it('a parse error is one line without ":;"', async () => {

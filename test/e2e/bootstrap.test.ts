@@ -10,6 +10,7 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 
+import {BOOTSTRAP_STEPS} from '../../src/lib/contract.js'
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
@@ -331,7 +332,7 @@ describe('up with bootstrap on simulated VMs', () => {
     scenario = {failPackage: 'nvidia-container-toolkit'}
     const human = await targon(['up', 'rtx6000b-small', '--max-price', '1.8'])
     expect(human.code).toBe(8)
-    expect(human.stderr).toContain('install step B4 failed')
+    expect(human.stderr).toContain('install step apt-install (B4) failed')
     expect(human.stderr).toContain('Unable to locate package nvidia-container-toolkit')
     expect(sim.live()).toEqual([])
   })
@@ -375,7 +376,18 @@ describe('up with bootstrap on simulated VMs', () => {
           expect(own.some((event) => event.type === 'step' && event.step === step.id && event.status !== 'started')).toBe(true)
       }
       expect(own.find((event) => event.phase === 'shim-start' && event.type === 'phase' && event.status === 'done')?.vm?.name).toBe(vm.name)
+      // Steps by their stable names, the same in the events and in up --json; each started once, with its title.
+      const started = own.filter((event) => event.type === 'step' && event.status === 'started')
+      const names = started.map((event) => event.step)
+      expect(new Set(names).size).toBe(names.length)
+      expect(names).toEqual(expect.arrayContaining(['marker-check', 'apt-install', 'gpu-test', 'shim-binary', 'shim-health']))
+      expect(started.find((event) => event.step === 'marker-check')?.detail).toBe('marker check')
+      expect(started.find((event) => event.step === 'shim-health')?.detail).toBe('health check')
+      expect(vm.phases.flatMap((phase) => phase.steps.map((step) => step.id))).toEqual(
+        BOOTSTRAP_STEPS.filter((name) => own.some((event) => event.step === name && event.status !== 'started')),
+      )
     }
+    expect(new Set(events.map((event) => event.event_version))).toEqual(new Set([2]))
     const vms = doc.data.vms as {uid: string; dstack: {healthy: boolean}; host_key_fingerprint: string}[]
     expect(vms.map((vm) => vm.dstack.healthy)).toEqual([true, true])
     expect(new Set(vms.map((vm) => vm.host_key_fingerprint)).size).toBe(2)

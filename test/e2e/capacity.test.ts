@@ -96,6 +96,20 @@ describe('up --wait', () => {
     await expectNothingBilling()
   })
 
+  it('shows the waiting line at once in text mode, not only at the next inventory read', async () => {
+    await setup()
+    sim.scheduleCapacity([soldOut(), {atMs: 1000, available: 1, offer: 'rtx6000b-small'}])
+    // One read before capacity appears, the next only once it is there: the first read's line is the only one.
+    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m'], {env: {TARGON_CAPACITY_POLL_INTERVAL: '3'}})
+    expect(result.code, result.stderr).toBe(0)
+    const lines = result.stderr.split('\n')
+    const waiting = lines.findIndex((line) => line.includes('waiting for capacity'))
+    expect(waiting, result.stderr).toBeGreaterThan(-1)
+    expect(waiting).toBeLessThan(lines.findIndex((line) => line.includes('✔ register')))
+    expect((await targon(['down', '--all'])).code).toBe(0)
+    await expectNothingBilling()
+  })
+
   it('--timeout counts from when capacity is found', async () => {
     await setup()
     sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])

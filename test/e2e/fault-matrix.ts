@@ -6,11 +6,12 @@
  * RELIABILITY.md is generated from these scenarios (scripts/reliability.ts: npm run reliability).
  */
 import {type ChildProcess, execFileSync} from 'node:child_process'
-import {chmodSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {parseEvents} from '../helpers/events.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 
@@ -548,6 +549,34 @@ export const scenarios: Scenario[] = [
   {
     code: 'INTERRUPTED',
     exit: 143,
+    name: 'process: SIGTERM in install is the VM interrupted, never a failed step, in JSON, events and display',
+    run: async (ctx) => {
+      const signalled = () => ({onSpawn: signalWhen(() => [...ctx.farm.vms.values()].some((vm) => vm.sshSessions() > 0), 'SIGTERM')})
+      // The display first (plain lines without a terminal): the VM is shown interrupted, and nothing failed is ticked.
+      const shown = await ctx.targon(
+        UP.filter((arg) => arg !== '--json'),
+        signalled(),
+      )
+      expect(shown.code, shown.stderr).toBe(143)
+      expect(shown.stderr).toContain('failed (INTERRUPTED)')
+      expect(shown.stderr).not.toContain('BOOTSTRAP_FAILED')
+      expect(shown.stderr.split('\n').filter((line) => line.includes('✔') && line.includes('failed'))).toEqual([])
+      expect(ctx.sim.billing()).toEqual([])
+      const file = join(tempDir('targon-events-'), 'events.ndjson')
+      const up = await ctx.targon([...UP, '--events-file', file], signalled())
+      expect(parseJson(up).data.failed).toMatchObject([{error: {code: 'INTERRUPTED', message: 'interrupted by SIGTERM'}}])
+      const events = parseEvents(readFileSync(file, 'utf8'))
+      expect(events.filter((event) => event.error?.code === 'BOOTSTRAP_FAILED')).toEqual([])
+      expect(events.filter((event) => event.type === 'phase' && event.status === 'failed').map((event) => event.error?.code)).toEqual([
+        'INTERRUPTED',
+      ])
+      return up
+    },
+    vm: {dpkgLockSeconds: 30},
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 143,
     name: 'process: SIGTERM in wait-running',
     interrupts: true,
     run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}),
@@ -1022,6 +1051,20 @@ export const scenarios: Scenario[] = [
     },
   },
   {code: 'CONFIG', exit: 3, name: 'local: an unwritable config dir', run: (ctx) => ctx.targon(NO_BOOT, {config: '/proc/version/targon'})},
+  {
+    code: null,
+    exit: 0,
+    name: 'local: a notify URL without a scheme in the environment of a cron down --all: deleted all the same, with a warning',
+    run: async (ctx) => {
+      const broken = {TARGON_NOTIFY_URL: 'hooks.example.com/services/T/B/secret'}
+      await oneVm(ctx)
+      const down = await ctx.targon(['down', '--all', '--json'], {env: broken})
+      expect(parseJson(down).warnings.join('\n')).toContain('TARGON_NOTIFY_URL is not a URL: this run sends no notification')
+      expect(down.stdout + down.stderr).not.toContain('secret')
+      expect(resultsOf(down).map((result) => result.action)).toEqual(['deleted'])
+      return down
+    },
+  },
   {
     code: 'CONFIG',
     exit: 3,

@@ -5,7 +5,9 @@
  * and a one-second sampling interval.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
+import {renameSync} from 'node:fs'
 import {createServer} from 'node:http'
+import {join} from 'node:path'
 import {type AddressInfo, type Socket, connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -40,6 +42,9 @@ afterAll(async () => {
   tunnel?.kill()
   await targon(['down', '--all', '--yes'])
 })
+
+/** The index of a column of status's tab-separated output (stdout is not a terminal here). */
+const columnOf = (table: string, header: string) => (table.split('\n')[0] ?? '').split('\t').indexOf(header)
 
 const live = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
 
@@ -155,6 +160,24 @@ describe('down --idle', () => {
     const text = await targon(['status', '--usage'])
     expect(text.stdout).toContain('IDLE_REASON')
     expect(text.stdout).toContain('85%')
+
+    // A VM without a local record (rented from another directory): whether it is bootstrapped is not known (?),
+    // unless --usage connects to it anyway, when its marker says so.
+    const record = join(configDir, 'vms', 'acme', `${role(2).name}.json`)
+    renameSync(record, `${record}.away`)
+    try {
+      const unknown = parseJson(await targon(['status', '--json', role(2).name])).data.vms[0]
+      expect(unknown).toMatchObject({bootstrapped: null, local_record: 'missing'})
+      const shownUnknown = await targon(['status', role(2).name])
+      expect(shownUnknown.stdout.split('\n')[1]?.split('\t')[columnOf(shownUnknown.stdout, 'BOOTSTRAPPED')]).toBe('?')
+      const probed = await targon(['status', '--usage', role(2).name])
+      expect(probed.stdout.split('\n')[1]?.split('\t')[columnOf(probed.stdout, 'BOOTSTRAPPED')]).toBe('yes')
+      const probedJson = parseJson(await targon(['status', '--usage', '--json', role(2).name])).data.vms[0]
+      expect(probedJson).toMatchObject({bootstrapped: true, local_record: 'missing'})
+      expect(probedJson.usage.tunnels).toBe(1)
+    } finally {
+      renameSync(`${record}.away`, record)
+    }
   })
 
   it('a clock skewed by an hour does not make a VM look idle, and a rebooted VM keeps its sampler', async () => {

@@ -1,4 +1,4 @@
-import {execFile} from 'node:child_process'
+import {execFile, execFileSync} from 'node:child_process'
 import {existsSync, lstatSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
@@ -49,7 +49,10 @@ function registeredUids(): string[] {
     .sort()
 }
 
-/** Runs targon on a real pseudo-terminal (stdin, stdout and stderr); `answer` is typed once `prompt` shows. */
+/**
+ * Runs targon on a real pseudo-terminal (stdin, stdout and stderr); `answer` is typed once `prompt` shows, or, for a
+ * signal, sent to the targon process itself (as kill -INT from another terminal does).
+ */
 function onTerminal(args: string[], answer: string, prompt = '[y/N]'): Promise<{code: number | null; output: string}> {
   return new Promise((resolve) => {
     const child = execFile(
@@ -64,7 +67,9 @@ function onTerminal(args: string[], answer: string, prompt = '[y/N]'): Promise<{
       output += chunk.toString()
       if (!typed && output.includes(prompt)) {
         typed = true
-        child.stdin?.write(answer)
+        if (!answer.startsWith('SIG')) child.stdin?.write(answer)
+        // pty.spawn forks targon as the only child of python.
+        else process.kill(Number(execFileSync('pgrep', ['-P', String(child.pid)], {encoding: 'utf8'}).trim()), answer)
       }
     })
     child.on('close', (code) => resolve({code, output}))
@@ -78,6 +83,7 @@ describe('up, status, down', () => {
     expect(up.code, up.stdout + up.stderr).toBe(0)
     expect(up.stderr).toBe('')
     const vm = parseJson(up).data.vms[0]
+    expect(parseJson(up).data.owner).toBeNull()
     expect(vm).toMatchObject({
       adopted: false,
       fleet: 'default',
@@ -339,6 +345,24 @@ describe('up, status, down', () => {
     expect(atKey.code).toBe(130)
     expect(atKey.output).toContain('Error: interrupted at the prompt; nothing was stored')
     expect(parseJson(await targon(['config', 'get', 'api-key', '--json'])).data.values.api_key).toBeNull()
+    expect((await targon(['down', '--all', '--yes'])).code).toBe(0)
+  })
+
+  it('a signal sent while the prompt waits (kill -INT, kill -TERM) ends it as "no" and exits 128 + its number', async () => {
+    await setup()
+    expect((await targon([...UP, '--fleet', 'evt', '--json'])).code).toBe(0)
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
+      // The test's own time-out is the bound: before, the prompt waited for good.
+      const killed = await onTerminal(['down', '--fleet', 'evt', '--json'], signal)
+      expect(killed.code, killed.output).toBe(code)
+      expect(killed.output).toContain('"code": "INTERRUPTED"')
+      expect(killed.output).toContain(`interrupted by ${signal} at the prompt; nothing was deleted`)
+    }
+    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    expect(sim.billing()).toHaveLength(1)
     expect((await targon(['down', '--all', '--yes'])).code).toBe(0)
   })
 

@@ -3,6 +3,8 @@
  * VMs deleted by --over-cost, a down that leaves VMs billing; nothing secret in any of them; an unreachable or
  * failing receiver leaves the exit code as it was.
  */
+import {createServer} from 'node:net'
+import type {AddressInfo} from 'node:net'
 import {describe, expect, it} from 'vitest'
 
 import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
@@ -39,23 +41,31 @@ function expectNoSecrets(result: CliResult): void {
 describe('notifications', () => {
   it('up ready, VMs deleted by --over-cost: one message each, to the webhook, with the facts and no secret', async () => {
     await withSimulator({}, async (sim, env) => {
-      const up = await runCli([...UP, '--count', '2'], {env})
+      const up = await runCli([...UP, '--count', '2'], {env: {...env, TARGON_OWNER: 'alice'}})
       expect(up.code, up.stderr).toBe(0)
-      const vms = parseJson(up).data.vms as {name: string; uid: string}[]
+      const vms = parseJson(up).data.vms as {name: string; price_per_hour: number; uid: string}[]
+      expect(parseJson(up).data.owner).toBe('alice')
       expect(hook.received).toHaveLength(1)
       expect(hook.received[0]!.path).toBe(HOOK_PATH)
       expect(hook.received[0]!.body).toMatchObject({
-        targon: {command: 'up', event: 'up-ready', exit_code: 0, org: 'acme', profile: 'default', still_billing: []},
+        targon: {command: 'up', event: 'up-ready', exit_code: 0, org: 'acme', owner: 'alice', profile: 'default'},
         text: expect.stringContaining('targon up: 2 VMs ready in acme'),
       })
+      // What bills after the run, as the listing has it: both VMs, at their price.
+      const listed = sim.billing().map((vm) => vm.uid)
+      expect(listed.sort()).toEqual(vms.map((vm) => vm.uid).sort())
+      expect(hook.received[0]!.body.targon.still_billing.sort()).toEqual(listed)
+      const hourly = vms.reduce((sum, vm) => sum + vm.price_per_hour, 0).toFixed(2)
+      expect(hook.received[0]!.body.text).toContain(`(${hourly} USD/h; owner alice)`)
       expect(hook.received[0]!.body.targon.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual(vms.map((vm) => vm.uid).sort())
       expectNoSecrets(up)
 
-      const down = await runCli(['down', '--over-cost', '0.0001', '--json'], {env})
+      const down = await runCli(['down', '--over-cost', '0.0001', '--json'], {env: {...env, TARGON_OWNER: 'alice'}})
       expect(down.code, down.stdout).toBe(0)
       expect(hook.received).toHaveLength(2)
-      expect(hook.received[1]!.body.targon).toMatchObject({command: 'down', event: 'down-deleted', exit_code: 0})
+      expect(hook.received[1]!.body.targon).toMatchObject({command: 'down', event: 'down-deleted', exit_code: 0, still_billing: []})
       expect(hook.received[1]!.body.text).toMatch(/^targon down --over-cost 0.0001 deleted 2 VMs in acme: /)
+      expect(hook.received[1]!.body.text).toContain(`(${hourly} USD/h; owner alice no longer billing)`)
       expectNoSecrets(down)
       // A plain --all says nothing: nothing was scheduled, nothing bills.
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
@@ -101,6 +111,10 @@ describe('notifications', () => {
 
   it('an unreachable or refusing webhook leaves the exit code as it was, with a warning, within 5 s', async () => {
     await withSimulator({}, async (_sim, env) => {
+      hook.answerStatus = 404
+      const missing = await runCli(UP, {env})
+      expect(missing.code).toBe(0)
+      expect(parseJson(missing).warnings.join('\n')).toContain('the notification was not delivered (HTTP 404)')
       hook.answerStatus = 500
       const started = Date.now()
       const refused = await runCli(UP, {env})
@@ -111,7 +125,18 @@ describe('notifications', () => {
       expect(down.code).toBe(0)
       const gone = await runCli(UP, {env: {...env, TARGON_NOTIFY_URL: 'http://127.0.0.1:1/hook'}})
       expect(gone.code).toBe(0)
-      expect(parseJson(gone).warnings.join('\n')).toMatch(/the notification was not delivered \(ECONNREFUSED\)/)
+      expect(parseJson(gone).warnings.join('\n')).toContain('the notification was not delivered (connection refused)')
+      // A receiver that takes the connection and never answers: the delivery gives up after its 5 s, and says so.
+      const silent = createServer(() => {})
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+      try {
+        const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`
+        const down = await runCli(['down', '--over-cost', '0.0001', '--json'], {env: {...env, TARGON_NOTIFY_URL: url}})
+        expect(down.code).toBe(0)
+        expect(parseJson(down).warnings.join('\n')).toContain('the notification was not delivered (no answer within 5 s)')
+      } finally {
+        silent.close()
+      }
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
     })
   })
@@ -131,6 +156,52 @@ describe('notifications', () => {
       expect(parseJson(flagged).warnings[0]).toContain('--notify puts the webhook URL where ps and crontabs show it')
       expect(flagged.stdout + flagged.stderr).not.toContain('secret-hook-token')
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
+    })
+  })
+
+  it('a broken notify URL never stops a down: malformed, without a scheme, plain http elsewhere or unreachable, each deletes and exits 0 with a warning', async () => {
+    await withSimulator({}, async (sim, env) => {
+      // up refuses none of these from the environment either: its clean-up must not depend on them.
+      const up = await runCli([...UP, '--count', '4', '--fleet', 'evt'], {env: {...env, TARGON_NOTIFY_URL: 'http://hooks.example.com/x/S'}})
+      expect(up.code, up.stderr).toBe(0)
+      expect(parseJson(up).warnings.join('\n')).toContain(
+        'TARGON_NOTIFY_URL must use https (plain http only to this machine): this run sends no notification',
+      )
+      const names = (parseJson(up).data.vms as {name: string}[]).map((vm) => vm.name)
+      const broken: [Record<string, string>, string[], RegExp][] = [
+        [
+          {TARGON_NOTIFY_URL: 'http://hooks.example.com/x/S'},
+          [names[0]!],
+          /TARGON_NOTIFY_URL must use https .*: this run sends no notification/,
+        ],
+        [{TARGON_NOTIFY_URL: 'hooks.example.com/x/S'}, [names[1]!], /TARGON_NOTIFY_URL is not a URL: this run sends no notification/],
+        [{}, [names[2]!, '--notify', 'ht!tp:/x/S'], /--notify is not a URL: this run sends no notification/],
+        // Reachable by name, refusing connections: the deletion it reports is done all the same.
+        [
+          {TARGON_NOTIFY_URL: 'http://127.0.0.1:1/x/S'},
+          ['--fleet', 'evt', '--over-cost', '0.0001'],
+          /not delivered \(connection refused\)/,
+        ],
+      ]
+      for (const [extra, args, warning] of broken) {
+        const down = await runCli(['down', ...args, '--json'], {env: {...env, ...extra}})
+        expect(down.code, down.stdout).toBe(0)
+        const doc = parseJson(down)
+        expect(doc.warnings.join('\n')).toMatch(warning)
+        expect(doc.data.results.every((result: {action: string}) => result.action === 'deleted')).toBe(true)
+        expect(down.stdout + down.stderr).not.toContain('x/S')
+      }
+      expect(sim.billing()).toEqual([])
+      expect(hook.received).toEqual([])
+    })
+  })
+
+  it('an up that created nothing (no offer under the cap, exit 9) posts nothing', async () => {
+    await withSimulator({}, async (sim, env) => {
+      const up = await runCli(['up', 'rtx6000b-small', '--max-price', '0.01', '--no-bootstrap', '--json'], {env})
+      expect(up.code).toBe(9)
+      expect(sim.requests('POST', '/workloads')).toEqual([])
+      expect(hook.received).toEqual([])
     })
   })
 })

@@ -134,17 +134,36 @@ describe('the lock, when its holder crashed or its directory is not private', ()
   })
 
   it('takes its home directory from the password database, whatever HOME, TMPDIR and XDG_RUNTIME_DIR say', () => {
+    // Any account: with a usable home of its own the lock is there, without one (no home directory, or no entry in
+    // the password database) in the config directory; either way never where the environment points.
+    const config = tempDir()
+    const chosen = deleteLockPath('acme', 'wrk-1', config)
     const saved = {...process.env}
+    const pointed = [tempDir(), tempDir(), tempDir()]
     try {
-      Object.assign(process.env, {HOME: tempDir(), TMPDIR: tempDir(), XDG_RUNTIME_DIR: tempDir()})
-      expect(deleteLockPath('acme', 'wrk-1', tempDir())).toBe(
-        join(userInfo().homedir, '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock'),
-      )
+      Object.assign(process.env, {HOME: pointed[0], TMPDIR: pointed[1], XDG_RUNTIME_DIR: pointed[2]})
+      const again = deleteLockPath('acme', 'wrk-1', config)
+      expect(again).toBe(chosen)
+      for (const dir of pointed) expect(again.startsWith(`${dir}/`)).toBe(false)
     } finally {
       process.env = saved
     }
+
+    expect([
+      join(config, 'locks', 'delete', 'acme', 'wrk-1.lock'),
+      join(passwdHome() ?? '/', '.local', 'state', 'targon-fleet', 'locks', 'delete', 'acme', 'wrk-1.lock'),
+    ]).toContain(chosen)
   })
 })
+
+/** This account's home in the password database; null without an entry there. */
+function passwdHome(): string | null {
+  try {
+    return userInfo().homedir
+  } catch {
+    return null
+  }
+}
 
 describe('the status set', () => {
   it('counts halted and transitional statuses as billing, and wakes a halted VM before deleting it', () => {

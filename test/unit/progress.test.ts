@@ -40,7 +40,7 @@ describe('the progress display', () => {
 
     // VM 1: adopted, bootstrapped already: phases skipped, install ends before any of its steps is reported.
     for (const name of ['register', 'deploy', 'wait-running'] as const) phase(1, name, 'skipped')
-    events.emit({detail: 'fast-path', duration_ms: 3, phase: 'install', status: 'done', step: 'B0', type: 'step', vm: vm(1)})
+    events.emit({detail: 'fast-path', duration_ms: 3, phase: 'install', status: 'done', step: 'marker-check', type: 'step', vm: vm(1)})
     phase(1, 'install', 'done')
     phase(1, 'shim-start', 'done')
     // VM 2: fails in deploy.

@@ -1,7 +1,7 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, readValues, targetProfile} from '../../lib/settings/config-command.js'
 import {renderTable} from '../../lib/core/output.js'
-import {DEFAULT_PROFILE, activeProfile, configDir, profileNames} from '../../lib/settings/settings.js'
+import {type ActiveProfile, DEFAULT_PROFILE, activeProfile, configDir, profileNames, setProfileFlag} from '../../lib/settings/settings.js'
 import type {ConfigListResult} from '../../lib/contract.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList, 'config list'> {
@@ -18,6 +18,8 @@ export default class ConfigList extends BaseCommand<typeof ConfigList, 'config l
     const dir = configDir()
     const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
     this.acting.profile = profile
+    // What a run without --profile uses: this command's --profile only says which profile to show.
+    setProfileFlag(undefined)
     const active = await activeProfile()
     const result = {
       ...(await readValues(dir, profile)),
@@ -34,10 +36,28 @@ export default class ConfigList extends BaseCommand<typeof ConfigList, 'config l
           Object.entries(result.values),
         ),
       )
-      this.info(`profile: ${profile} (of ${result.profiles.join(', ')}); a run now uses ${active.name} (${active.by})`)
+      this.info(profileLine(profile, active, result.profiles))
       this.info(`file: ${result.path}`)
     }
 
     return result
   }
+}
+
+/**
+ * Which profile is shown, whether runs use it now and why, and the others, in plain words:
+ * "profile: default (the only one; runs use it)", "profile: team (runs use default, as no other profile is chosen);
+ * other profiles: default".
+ */
+function profileLine(shown: string, active: ActiveProfile, profiles: string[]): string {
+  const why = {
+    config: 'as targon config use chose it',
+    default: active.by === 'the default' ? 'as no other profile is chosen' : 'as TARGON_API_KEY is set and names no profile',
+    env: 'as TARGON_PROFILE names it',
+    flag: 'as --profile names it',
+  }[active.source]
+  const others = profiles.filter((name) => name !== shown)
+  if (others.length === 0 && shown === active.name) return `profile: ${shown} (the only one; runs use it)`
+  const use = shown === active.name ? `runs use it, ${why}` : `runs use ${active.name}, ${why}`
+  return `profile: ${shown} (${use}); ${others.length === 0 ? 'no other profile' : `other profiles: ${others.join(', ')}`}`
 }

@@ -9,6 +9,7 @@ import {LineSplitter, textDecoder} from '../core/lines.js'
 import {randomBytes} from 'node:crypto'
 import * as z from 'zod'
 
+import type {BootstrapStep} from '../contract.js'
 import {TargonError} from '../core/errors.js'
 import {poll} from '../core/poll.js'
 import {validateDstackVersion} from './dstack-version.js'
@@ -27,34 +28,42 @@ const UNIT = 'targon-dstack-bootstrap'
 const SHIM_PORT = 10998
 
 export interface Substep {
+  /** The script's own id (TARGON_STEP lines, last-run.json): internal to the bootstrap. */
   id: string
+  /** What events and up --json call it (contract.ts BOOTSTRAP_STEPS). */
+  name: BootstrapStep
   title: string
 }
 
 export const INSTALL_STEPS: Substep[] = [
-  {id: 'B0', title: 'marker check'},
-  {id: 'B1', title: 'preflight (OS, arch, NVIDIA driver)'},
-  {id: 'B3', title: 'sshd TCP forwarding'},
-  {id: 'B4', title: 'apt: repositories, one update, one install'},
-  {id: 'B5', title: 'Docker service'},
-  {id: 'B6', title: 'NVIDIA Container Toolkit'},
-  {id: 'B7', title: 'daemon.json (nvidia runtime, cgroupfs)'},
-  {id: 'B8', title: 'GPU smoke test'},
-  {id: 'B9', title: 'firewall (left untouched)'},
-  {id: 'B11', title: 'idle sampler'},
-  {id: 'B10', title: 'marker'},
+  {id: 'B0', name: 'marker-check', title: 'marker check'},
+  {id: 'B1', name: 'preflight', title: 'preflight (OS, arch, NVIDIA driver)'},
+  {id: 'B3', name: 'sshd-forwarding', title: 'sshd TCP forwarding'},
+  {id: 'B4', name: 'apt-install', title: 'apt: repositories, one update, one install'},
+  {id: 'B5', name: 'docker-service', title: 'Docker service'},
+  {id: 'B6', name: 'nvidia-toolkit', title: 'NVIDIA Container Toolkit'},
+  {id: 'B7', name: 'docker-daemon-config', title: 'daemon.json (nvidia runtime, cgroupfs)'},
+  {id: 'B8', name: 'gpu-test', title: 'GPU smoke test'},
+  {id: 'B9', name: 'firewall', title: 'firewall (left untouched)'},
+  {id: 'B11', name: 'idle-sampler', title: 'idle sampler'},
+  {id: 'B10', name: 'write-marker', title: 'marker'},
 ]
 
 export const SHIM_STEPS: Substep[] = [
-  {id: 'S0', title: 'dstack takeover check'},
-  {id: 'S1', title: 'dstack-shim binary'},
-  {id: 'S3', title: 'shim home'},
-  {id: 'S4', title: 'shim.env'},
-  {id: 'S5', title: 'systemd unit'},
-  {id: 'S6', title: 'shim service'},
-  {id: 'S9', title: 'marker'},
-  {id: 'S7', title: 'health check'},
+  {id: 'S0', name: 'dstack-takeover', title: 'dstack takeover check'},
+  {id: 'S1', name: 'shim-binary', title: 'dstack-shim binary'},
+  {id: 'S3', name: 'shim-home', title: 'shim home'},
+  {id: 'S4', name: 'shim-env', title: 'shim.env'},
+  {id: 'S5', name: 'shim-unit', title: 'systemd unit'},
+  {id: 'S6', name: 'shim-service', title: 'shim service'},
+  {id: 'S9', name: 'shim-marker', title: 'marker'},
+  {id: 'S7', name: 'shim-health', title: 'health check'},
 ]
+
+/** A step of the script by its id; undefined for what is none (a VM's output is untrusted). */
+export function substepOf(id: string): Substep | undefined {
+  return [...INSTALL_STEPS, ...SHIM_STEPS].find((substep) => substep.id === id)
+}
 
 export interface StepEvent {
   id: string
@@ -337,7 +346,7 @@ export async function runInstall(
       const result = parseLastRun(lastRun)
       const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
       if (finished && result) {
-        if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${result.failed_step ?? '?'} failed`)
+        if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${failedStep(result.failed_step)} failed`)
         return {marker: await readMarker(session)}
       }
 
@@ -351,6 +360,13 @@ export async function runInstall(
   )
   // Without a deadline, only a value (or an error) ends the wait.
   return done as {marker: Marker}
+}
+
+/** The step a failed run names, as a person reads it: "gpu-test (B8)"; "?" when it names none. */
+function failedStep(id: string | null): string {
+  if (id === null) return '?'
+  const substep = substepOf(id)
+  return substep ? `${substep.name} (${id})` : id
 }
 
 function parseLastRun(text: string) {
@@ -372,8 +388,14 @@ async function bootstrapFailure(session: SshSession, what: string): Promise<Targ
   })
 }
 
-async function readMarker(session: SshSession): Promise<Marker> {
+/** The VM's bootstrap marker (empty when there is none). */
+export async function readMarker(session: SshSession): Promise<Marker> {
   return parseMarker((await session.exec(`cat ${MARKER}`)).stdout)
+}
+
+/** Whether a marker says the install ran to its end (B10 writes it with the script's version). */
+export function markerSaysBootstrapped(marker: Marker): boolean {
+  return Boolean(marker.script_version)
 }
 
 /** The marker a VM printed; anything that is not one (the VM's bytes are untrusted) is an empty marker. */

@@ -195,20 +195,31 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /**
    * The run's notify URL (--notify, TARGON_NOTIFY_URL, the profile's notify-url), read before the work starts. The
    * flag is accepted with a warning: a command line shows in ps and in crontabs, and the URL is a secret.
+   *
+   * A URL the notify-url rule refuses (malformed, or plain http to another machine) is a warning and the run goes on
+   * without notifications: nothing optional may stop a deletion, and a cron line with a typo in its environment must
+   * still clean up. Only a --notify on the command line of a run that has created nothing yet (`refuseFlag`: up,
+   * credits) is refused, as the person who typed it is there to fix it.
    */
-  protected async useNotifyUrl(flag: string | undefined): Promise<void> {
+  protected async useNotifyUrl(flag: string | undefined, refuseFlag: boolean): Promise<void> {
     if (flag !== undefined)
       this.addWarning(
         '--notify puts the webhook URL where ps and crontabs show it: prefer TARGON_NOTIFY_URL or targon config set notify-url',
       )
-    this.notifyUrl = await resolveSetting('notify-url', flag)
+    try {
+      this.notifyUrl = await resolveSetting('notify-url', flag)
+    } catch (error) {
+      if (!isTargonError(error) || (refuseFlag && flag !== undefined)) throw error
+      // The refusal never quotes the URL (it may carry a token).
+      this.addWarning(`${error.message}: this run sends no notification${error.hint ? ` (${error.hint})` : ''}`)
+    }
   }
 
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
   protected async notify(
     event: NotifyEvent,
     text: string,
-    facts: {exitCode: number; vms: {name: string | null; uid: string}[]; stillBilling?: string[]},
+    facts: {exitCode: number; owner?: string | null; vms: {name: string | null; uid: string}[]; stillBilling?: string[]},
   ): Promise<void> {
     if (!this.notifyUrl) return
     const warning = await deliver(this.notifyUrl, {
@@ -217,6 +228,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
         event,
         exit_code: facts.exitCode,
         org: this.acting.org,
+        owner: facts.owner ?? null,
         profile: this.acting.profile,
         still_billing: facts.stillBilling ?? [],
         vms: facts.vms,

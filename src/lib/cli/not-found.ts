@@ -8,6 +8,7 @@
 import {type Hook, toConfiguredId} from '@oclif/core'
 
 import {UNKNOWN_COMMAND_EXIT} from '../core/errors.js'
+import {editDistance} from '../core/similar.js'
 
 export const commandNotFound: Hook<'command_not_found'> = async function ({argv, config, id}) {
   const words = id.split(':')
@@ -22,23 +23,4 @@ export const commandNotFound: Hook<'command_not_found'> = async function ({argv,
   this.error(`${toConfiguredId(id, config)} is not a ${config.bin} command.${didYouMean} Run ${config.bin} help for a list of commands.`, {
     exit: UNKNOWN_COMMAND_EXIT,
   })
-}
-
-/** Levenshtein distance: insertions, deletions and substitutions. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({length: b.length + 1}, (_, index) => index)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        (previous[j] as number) + 1,
-        (current[j - 1] as number) + 1,
-        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      )
-    }
-
-    previous = current
-  }
-
-  return previous[b.length] as number
 }

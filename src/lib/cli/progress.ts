@@ -60,8 +60,13 @@ class VmView {
     return outcome
   }
 
+  /** The last progress line of each phase, for a phase whose task listr2 starts after the line came. */
+  private readonly lastOutput = new Map<PhaseName, string>()
+
   showOutput(phase: PhaseName, wrapper: TaskWrapper): void {
     this.outputs.set(phase, wrapper)
+    const last = this.lastOutput.get(phase)
+    if (last !== undefined) wrapper.output = last
   }
 
   apply(event: RunEvent): void {
@@ -69,6 +74,8 @@ class VmView {
     const {phase} = event
     if (!phase) return
     if (event.type === 'progress' && event.detail) {
+      // Shown at once, also when it comes before listr2 runs the phase's task (up --wait says it waits right away).
+      this.lastOutput.set(phase, printable(event.detail))
       const wrapper = this.outputs.get(phase)
       if (wrapper) wrapper.output = printable(event.detail)
     }
@@ -147,7 +154,14 @@ function vmTask(view: VmView, layout: PipelineLayout): ListrTask {
     task: (_context, wrapper) => {
       view.wrapper = wrapper
       wrapper.title = view.title
-      return wrapper.newListr(phaseTasks(view, layout), {concurrent: false, exitOnError: true})
+      // The group of phases that run alongside each other does not stop at a failure (both sides settle), so it
+      // cannot fail the VM's task: a last, untitled task does, and a failed VM never shows a tick.
+      const failedVm: ListrTask = {
+        task: () => {
+          if (view.failedWith) throw new Error(view.title)
+        },
+      }
+      return wrapper.newListr([...phaseTasks(view, layout), failedVm], {concurrent: false, exitOnError: true})
     },
     title: view.title,
   }
@@ -200,7 +214,7 @@ async function showPhase(view: VmView, phase: PipelineLayout['phases'][number], 
       task: async (_context: unknown, substepWrapper: TaskWrapper) => {
         let shown: StepShown
         try {
-          shown = await view.stepOutcome(phase.name, substep.id)
+          shown = await view.stepOutcome(phase.name, substep.name)
         } catch (error) {
           // Let the phase end first, so that its real error is shown rather than the step's.
           await outcome

@@ -1,23 +1,41 @@
 /**
  * Questions on the terminal, with one Ctrl-C rule: a prompt reads the terminal raw, so Ctrl-C arrives as a key
  * rather than a signal, and it ends the prompt as an interrupt (INTERRUPTED, exit 130, through the usual envelope),
- * never with a process exit of its own.
+ * never with a process exit of its own. A signal sent from outside (kill -INT, kill -TERM) while a prompt waits
+ * ends it the same way, as "no", with that signal's exit code.
  */
-import {TargonError} from '../core/errors.js'
+import {type InterruptSignal, TargonError} from '../core/errors.js'
 
-const interrupted = (what: string) => new TargonError('INTERRUPTED', `interrupted at the prompt; ${what}`, {signal: 'SIGINT'})
+/** Ctrl-C typed at the prompt (a key), or a signal sent to the process while it waited. */
+const interrupted = (what: string, signal?: InterruptSignal) =>
+  new TargonError('INTERRUPTED', `interrupted${signal ? ` by ${signal}` : ''} at the prompt; ${what}`, {signal: signal ?? 'SIGINT'})
 
-/** A yes/no question on stderr; true only for y or yes. */
-export async function confirm(question: string, onInterrupt: string): Promise<boolean> {
+/**
+ * A yes/no question on stderr; true only for y or yes. `stop` is the run's interrupt signal (see interrupt.ts): once
+ * it fires, the prompt stops waiting and the answer is an interrupt.
+ */
+export async function confirm(question: string, onInterrupt: string, stop?: AbortSignal): Promise<boolean> {
   const {createInterface} = await import('node:readline/promises')
   const prompt = createInterface({input: process.stdin, output: process.stderr})
-  const stopped = new Promise<never>((_resolve, reject) => prompt.once('SIGINT', () => reject(interrupted(onInterrupt))))
+  let onStop = () => {}
+  const stopped = new Promise<never>((_resolve, reject) => {
+    prompt.once('SIGINT', () => reject(interrupted(onInterrupt)))
+    onStop = () => reject(interrupted(onInterrupt, signalOf(stop?.reason)))
+    if (stop?.aborted) onStop()
+    else stop?.addEventListener('abort', onStop, {once: true})
+  })
   try {
     const answer = await Promise.race([prompt.question(`${question} [y/N] `), stopped])
     return /^y(es)?$/i.test(answer.trim())
   } finally {
+    stop?.removeEventListener('abort', onStop)
     prompt.close()
   }
+}
+
+/** The signal an interrupt's reason names (SIGINT when it names none). */
+function signalOf(reason: unknown): InterruptSignal {
+  return reason instanceof TargonError && reason.signal ? reason.signal : 'SIGINT'
 }
 
 /** A secret from stdin when it is not a terminal; else from a prompt on stderr that does not echo. */

@@ -10,6 +10,7 @@ import {TargonError, abortError} from '../core/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, outsideOwner, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
 import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
+import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {judge} from '../deletion/lifecycle.js'
 import {countOf} from '../core/output.js'
 import {forgetVm} from '../deletion/forget.js'
@@ -40,7 +41,7 @@ export interface DownOptions {
   /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
   reconcileMs: number
   /** Every uid about to be deleted, before the first DELETE. */
-  onTargets?: (uids: string[]) => void
+  onTargets?: (targets: DeleteTarget[]) => void
   onResult?: (result: DeleteResult) => void
   /** Each deletion's course (see deleteWorkloads). */
   onEvent?: (event: DeletionEvent) => void
@@ -167,6 +168,7 @@ async function resolveUnlisted(
   state: LocalState,
   target: string,
   ignoreMissing: boolean,
+  suggestion: string | undefined,
 ): Promise<DeleteTarget | undefined> {
   const record = state.listVms(org).records.find((each) => each.uid === target || each.name === target)
   const uid = record?.uid ?? target
@@ -182,7 +184,7 @@ async function resolveUnlisted(
   if (record) return {name: record.name, status: 'not-found', uid}
   if (ignoreMissing) return undefined
   throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
-    hint: 'check the name with targon status --all-fleets, or pass --ignore-missing',
+    hint: notFoundHint(suggestion, 'check the name with targon status --all-fleets, or pass --ignore-missing'),
   })
 }
 
@@ -221,7 +223,9 @@ export async function runDown(
     uid: vm.uid,
   }))
   for (const target of unlisted) {
-    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing)
+    const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
+    const suggestion = suggestVmName(target, view.vms, selection.fleet ?? options.labelFleet, scope)
+    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing, suggestion)
     if (resolved) targets.push(resolved)
   }
 
@@ -261,7 +265,7 @@ export async function runDown(
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }
 
-  options.onTargets?.(targets.map((target) => target.uid))
+  options.onTargets?.(targets)
   const results = await deleteWorkloads(cleanupClient, org, state, targets, {
     concurrency: options.parallel,
     onEvent: options.onEvent,

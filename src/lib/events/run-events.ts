@@ -30,7 +30,7 @@ export class RunEvents {
   }
 
   emit(input: EventInput): void {
-    // Names, steps and messages come from the API or a VM: never a control character.
+    // Names and messages come from the API or a VM: never a control character (steps are names of the contract).
     const text = (value: null | string | undefined) => (value === undefined || value === null ? null : printable(value))
     const {error, vm} = input
     this.queued.push({
@@ -42,7 +42,7 @@ export class RunEvents {
       phase: input.phase ?? null,
       run: this.run,
       status: input.status,
-      step: text(input.step),
+      step: input.step ?? null,
       time: new Date().toISOString(),
       type: input.type,
       vm: vm ? {index: vm.index, name: text(vm.name), uid: text(vm.uid)} : null,

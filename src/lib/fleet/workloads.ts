@@ -7,6 +7,7 @@ import type {TargonClient} from '../targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../targon/schemas.js'
 import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
+import {notFoundHint, suggestVmName} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
@@ -214,7 +215,9 @@ export function resolveVm(vms: KnownVm[], target: string, fleet = DEFAULT_FLEET)
 export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: OwnerScope): KnownVm {
   const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, fleet))
   if (matches.length === 0)
-    throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets'})
+    throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
+      hint: notFoundHint(suggestVmName(target, vms, fleet, scope), 'run targon status --all-fleets'),
+    })
   if (matches.length > 1)
     throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {
       hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,

@@ -122,10 +122,15 @@ export function idlePastLimit(usage: Usage): boolean {
  */
 export async function probeUsages(
   vms: KnownVm[],
-  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal},
+  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead},
 ): Promise<Map<string, Usage>> {
   const usages = await mapBounded(vms, options.parallel, (vm) =>
-    probeUsage(vm, {configDir: options.configDir, limitS: vm.record?.idle_limit_s ?? options.limitS, signal: options.signal}),
+    probeUsage(vm, {
+      alsoRead: options.alsoRead,
+      configDir: options.configDir,
+      limitS: vm.record?.idle_limit_s ?? options.limitS,
+      signal: options.signal,
+    }),
   )
   return new Map(vms.map((vm, index) => [vm.uid, usages[index] as Usage]))
 }
@@ -141,7 +146,13 @@ function unreadableUsage(reason: string, seen: Pick<Usage, keyof typeof NOTHING_
 }
 
 /** Reads a VM's clock and a live sample over its pinned SSH connection; whatever fails is `unreadable`, with why. */
-async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: number | null; signal?: AbortSignal}): Promise<Usage> {
+/** More to read over a probe's connection once the probe is done (status: the bootstrap marker); its errors are its own. */
+export type AlsoRead = (vm: KnownVm, session: SshSession) => Promise<void>
+
+async function probeUsage(
+  vm: KnownVm,
+  options: {configDir: string; limitS: number | null; signal?: AbortSignal; alsoRead?: AlsoRead},
+): Promise<Usage> {
   const unreadable = (reason: string) => unreadableUsage(reason)
   if (vm.status !== 'running') return unreadable(`${NOT_RUNNING} (${vm.status})`)
   let session: SshSession | undefined
@@ -150,6 +161,8 @@ async function probeUsage(vm: KnownVm, options: {configDir: string; limitS: numb
     // A VM that does not answer in time is unreadable, and the run goes on with the others.
     const within = AbortSignal.timeout(PROBE_TIMEOUT_MS)
     const answer = await session.exec(PROBE_COMMAND, {signal: options.signal ? AbortSignal.any([options.signal, within]) : within})
+    // After the probe, so that its sample never sees this command as a session's activity.
+    if (!answer.aborted) await options.alsoRead?.(vm, session).catch(() => undefined)
     if (answer.aborted) return unreadable(`the probe did not answer within ${PROBE_TIMEOUT_MS / 1000} s`)
     if (answer.code !== 0)
       return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)

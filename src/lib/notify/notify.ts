@@ -6,6 +6,7 @@
  * retries included, and never changes a run's outcome.
  */
 
+import {usd} from '../core/output.js'
 import {poll} from '../core/poll.js'
 import {Agent, request} from '../targon/undici-subset.js'
 
@@ -20,6 +21,8 @@ export interface Notification {
     event: NotifyEvent
     command: string
     org: string | null
+    /** The owner the run acted for (config owner, TARGON_OWNER); null: none set. */
+    owner: string | null
     profile: string | null
     exit_code: number
     /** The VMs it is about. */
@@ -35,7 +38,7 @@ const DELIVERY_BUDGET_MS = 5000
 export async function deliver(url: string, notification: Notification): Promise<string | undefined> {
   const deadline = Date.now() + DELIVERY_BUDGET_MS
   const agent = new Agent({connect: {timeout: DELIVERY_BUDGET_MS}})
-  let problem = 'no answer in time'
+  let problem = `no answer within ${DELIVERY_BUDGET_MS / 1000} s`
   try {
     const delivered = await poll(
       async () => {
@@ -57,8 +60,7 @@ export async function deliver(url: string, notification: Notification): Promise<
           // A refusal that a repeat will not change.
           if (answer.statusCode < 500 && answer.statusCode !== 429) return false
         } catch (error) {
-          // The code only: an error's message may carry the address.
-          problem = (error as NodeJS.ErrnoException).code ?? (error as Error).name
+          problem = inWords(error as NodeJS.ErrnoException)
         }
 
         return undefined
@@ -71,6 +73,51 @@ export async function deliver(url: string, notification: Notification): Promise<
   }
 
   return `the notification was not delivered (${problem}); the outcome of the run is as reported here`
+}
+
+/**
+ * What failed, in words a person reads in a cron log; built from the error's code only, as its message may carry the
+ * address (and the address the token).
+ */
+function inWords(error: NodeJS.ErrnoException): string {
+  const budget = `${DELIVERY_BUDGET_MS / 1000} s`
+  // A time-out is a DOMException, whose numeric code (23) says nothing: its name does.
+  const code = typeof error.code === 'string' ? error.code : error.name
+  const words: Record<string, string> = {
+    AbortError: `no answer within ${budget}`,
+    EAI_AGAIN: 'the host name could not be looked up',
+    ECONNREFUSED: 'connection refused',
+    ECONNRESET: 'connection reset',
+    EHOSTUNREACH: 'host unreachable',
+    ENETUNREACH: 'network unreachable',
+    ENOTFOUND: 'host name not found',
+    ETIMEDOUT: `connection timed out after ${budget}`,
+    TimeoutError: `no answer within ${budget}`,
+    UND_ERR_BODY_TIMEOUT: `no answer within ${budget}`,
+    UND_ERR_CONNECT_TIMEOUT: `connection timed out after ${budget}`,
+    UND_ERR_HEADERS_TIMEOUT: `no answer within ${budget}`,
+    UND_ERR_SOCKET: 'connection closed by the other side',
+  }
+  if (words[code]) return words[code]
+  if (/CERT|TLS|SSL/.test(code)) return `its TLS certificate was not accepted (${code})`
+  return `delivery failed (${code})`
+}
+
+/**
+ * The hourly price and the owners of the VMs a message is about, for its text: "3.38 USD/h; owner alice". Prices
+ * the listing did not give are said to be unknown rather than counted as 0.
+ */
+export function priceAndOwners(vms: readonly {price_per_hour: number | null; owner: string | null}[]): string {
+  const priced = vms.filter((vm) => vm.price_per_hour !== null)
+  const total = priced.reduce((sum, vm) => sum + (vm.price_per_hour as number), 0)
+  const price = priced.length === vms.length ? `${usd(total)} USD/h` : `${usd(total)} USD/h and ${vms.length - priced.length} unpriced`
+  const owners = [...new Set(vms.map((vm) => vm.owner))]
+  const named = owners.filter((owner): owner is string => owner !== null)
+  const owner =
+    owners.length === 0 || (named.length === 0 && owners.length === 1)
+      ? 'no owner'
+      : `${named.length === 1 ? 'owner' : 'owners'} ${named.join(', ')}${named.length < owners.length ? ' and none' : ''}`
+  return `${price}; ${owner}`
 }
 
 /** How a notify URL is shown (config list): its origin only, as the rest may be a token. */

@@ -5,6 +5,7 @@
  */
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contract.js'
+import {markerSaysBootstrapped, readMarker} from '../bootstrap/runner.js'
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
@@ -20,12 +21,14 @@ import {
   vmResource,
 } from '../fleet/workloads.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../fleet/owners.js'
+import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
 import {countOf} from '../core/output.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+import type {SshSession} from '../ssh/session.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (targon-api.md §8.6). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -61,8 +64,9 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
   const now = Date.now()
-  const usages = options.usage ? await usageOf(selected, options) : new Map<string, Usage>()
-  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null))
+  const markers = new Map<string, boolean>()
+  const usages = options.usage ? await usageOf(selected, options, markers) : new Map<string, Usage>()
+  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
     ...view.localOnly
@@ -119,7 +123,12 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   return options.targets.flatMap((target) => {
     const found = findForOwner(shown, options.owners, target, (among) => findVm(among, target, options.configuredFleet))
     if (found.length === 0)
-      throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {hint: 'run targon status --all-fleets to see them'})
+      throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
+        hint: notFoundHint(
+          suggestVmName(target, all, options.configuredFleet, options.owners),
+          'run targon status --all-fleets to see them',
+        ),
+      })
     return found
   })
 }
@@ -181,12 +190,20 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(vms: KnownVm[], options: StatusOptions): Promise<Map<string, Usage>> {
+async function usageOf(vms: KnownVm[], options: StatusOptions, markers: Map<string, boolean>): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
-  return probeUsages(running, {configDir: options.configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
+  const alsoRead = async (vm: KnownVm, session: SshSession) => {
+    if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
+  }
+  return probeUsages(running, {alsoRead, configDir: options.configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
-function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage: Usage | null): StatusVm {
+/**
+ * One VM as status shows it. Bootstrapped: the local record's word; for a VM without one, its marker when --usage
+ * read it (`marker`), else null (not known).
+ */
+function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage: Usage | null, marker: boolean | null): StatusVm {
   const {workload, record} = vm
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)
@@ -197,7 +214,7 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
     age_seconds: ageSeconds(vm, now),
     billing: vm.billing,
     billing_assumed: vm.billingAssumed,
-    bootstrapped: record?.bootstrapped ?? false,
+    bootstrapped: record ? record.bootstrapped : marker,
     created_at: workload.created_at ?? null,
     deleted: vm.gone,
     history: vm.history ?? null,

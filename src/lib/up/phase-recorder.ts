@@ -29,7 +29,7 @@ export function phaseRecorder(tracks: VmTrack[], runStartedAt: number, layout: P
         duration_ms: event.duration_ms ?? 0,
         id: event.step,
         status: event.status === 'failed' ? 'failed' : event.status === 'skipped' ? 'skipped' : 'done',
-        title: substeps.get(phase)?.find((substep) => substep.id === event.step)?.title ?? event.step,
+        title: substeps.get(phase)?.find((substep) => substep.name === event.step)?.title ?? event.step,
       })
       return
     }
@@ -47,7 +47,7 @@ export function phaseRecorder(tracks: VmTrack[], runStartedAt: number, layout: P
     const duration = event.duration_ms ?? 0
     const start = startedAt ?? at - duration
     // In the order the phase announces its steps, which is the order they run in.
-    const order = (step: StepResult) => substeps.get(phase)?.findIndex((substep) => substep.id === step.id) ?? 0
+    const order = (step: StepResult) => substeps.get(phase)?.findIndex((substep) => substep.name === step.id) ?? 0
     track.phases.push({
       duration_ms: duration,
       name: phase,

@@ -15,11 +15,11 @@
  * the moment its phase fails, so that its roll-back starts at once.
  */
 import type {StepEvent, Substep} from '../bootstrap/runner.js'
-import {INSTALL_STEPS, SHIM_STEPS} from '../bootstrap/runner.js'
+import {INSTALL_STEPS, SHIM_STEPS, substepOf} from '../bootstrap/runner.js'
 import type {PhaseName} from '../contract.js'
 import {eventError} from '../events/run-events.js'
 import {mapBounded} from '../core/concurrency.js'
-import {TargonError} from '../core/errors.js'
+import {TargonError, abortError} from '../core/errors.js'
 import {pinHostKey} from '../ssh/pins.js'
 import {install, startShim} from './bootstrap-phases.js'
 import {deploy} from './deploy.js'
@@ -151,14 +151,23 @@ async function runPhase(
   // Step durations are differences of the VM's own clock, never compared with ours.
   const stepStarts = new Map<string, number>()
   const onStep = (event: StepEvent) => {
-    if (event.event === 'start') stepStarts.set(event.id, event.at)
-    const start = stepStarts.get(event.id) ?? event.at
+    // Only the script's own steps, by their stable names: a line that merely looks like one is a VM's stray output.
+    const substep = substepOf(event.id)
+    if (!substep) return
+    if (event.event === 'start') {
+      // A step starts once per VM: the marker check runs in the check call, and again at the head of a full install.
+      const again = stepStarts.has(substep.name)
+      stepStarts.set(substep.name, event.at)
+      if (again) return
+    }
+
+    const start = stepStarts.get(substep.name) ?? event.at
     ctx.events.emit({
-      detail: event.detail || null,
+      detail: event.event === 'start' ? substep.title : event.detail || null,
       duration_ms: event.event === 'start' ? null : Math.max(0, event.at - start),
       phase: name,
       status: STEP_STATUS[event.event],
-      step: event.id,
+      step: substep.name,
       type: 'step',
       vm: vm(),
     })
@@ -168,7 +177,10 @@ async function runPhase(
   try {
     const outcome = await work({began, onStep, report})
     ctx.events.emit({duration_ms: Date.now() - (startedAt ?? calledAt), phase: name, status: outcome, type: 'phase', vm: vm()})
-  } catch (error) {
+  } catch (thrown) {
+    // Whatever a phase failed with once the run was interrupted (or ran out of time) is the interruption's doing: a
+    // remote step stopped by it reports an exit by SIGTERM, which is no failure of that step.
+    const error = ctx.signal.aborted ? abortError(ctx.signal) : thrown
     // The first error is the VM's cause; told before the event, so that the VM's line already says it failed.
     fail(track, error)
     ctx.events.emit({

@@ -332,6 +332,7 @@ async function settle(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack,
     failed: failedResults,
     leftovers: ctx.leftovers,
     org: ctx.request.org,
+    owner: options.owner,
     vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track)),
   }
   const kept = keptNote(
