@@ -1,0 +1,130 @@
+/**
+ * What a hostile or buggy API, a misbehaving VM and a webhook that never stops answering can do, on simulated VMs
+ * (real sshd, needs root): a VM renamed after create to an SSH config injection, to `.ssh` or to Slack markup is known
+ * by its uid only, writes nothing outside its place, and is still deleted; OpenSSH itself (ssh -G) proves that no
+ * directive of the generated config came from the API.
+ */
+import {execFileSync} from 'node:child_process'
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {useWebhook} from '../helpers/webhook.js'
+
+const simulated = useSimulatedVms()
+const hook = useWebhook()
+const configDir = tempDir('targon-untrusted-')
+const PWNED = join(tempDir('targon-pwned-'), 'pwned')
+const INJECTION = `evil *\n  ProxyCommand touch ${PWNED}`
+const MARKUP = '<!channel> <https://evil.example/login|Re-authenticate targon>'
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
+}
+
+/** `ssh -G`: the options OpenSSH would use for `host` under the config `file`, as "key value" lines. */
+function effective(file: string, host: string): Set<string> {
+  return new Set(execFileSync('ssh', ['-G', '-F', file, host], {encoding: 'utf8'}).trim().split('\n'))
+}
+
+/** The options targon's Host entries set, as ssh -G names them (updatehostkeys follows from UserKnownHostsFile). */
+const OURS = new Set([
+  'controlmaster',
+  'controlpath',
+  'forwardagent',
+  'globalknownhostsfile',
+  'hostkeyalias',
+  'hostname',
+  'identitiesonly',
+  'identityfile',
+  'port',
+  'stricthostkeychecking',
+  'updatehostkeys',
+  'user',
+  'userknownhostsfile',
+])
+
+let vms: {name: string; uid: string}[] = []
+
+/** Three VMs of the fleet `hx`, made by this directory (so known to be ours by their local records). */
+beforeAll(async () => {
+  const args = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '3', '--fleet', 'hx', '--json']
+  vms = parseJson(await targon(args, {timeoutMs: 120_000})).data.vms
+  expect(vms).toHaveLength(3)
+}, 150_000)
+
+afterAll(async () => {
+  await targon(['down', '--all', '--yes'])
+})
+
+describe('a VM renamed after create', () => {
+  it('is known by its uid: ssh --config writes no directive from its name (ssh -G), and cp --fleet stays in DEST/<uid>/', async () => {
+    const [injected, dotSsh, marked] = vms as unknown as [{uid: string}, {uid: string}, {uid: string}]
+    simulated.sim.renameHostile(injected.uid, INJECTION)
+    simulated.sim.renameHostile(dotSsh.uid, '.ssh')
+    simulated.sim.renameHostile(marked.uid, MARKUP)
+
+    const status = parseJson(await targon(['status', '--fleet', 'hx', '--json']))
+    for (const vm of vms) expect(status.data.vms.find((each: {uid: string}) => each.uid === vm.uid)).toMatchObject({name: null})
+    expect(status.warnings.filter((warning: string) => warning.includes("breaks Targon's naming rule"))).toHaveLength(3)
+    expect(JSON.stringify(status)).not.toContain('ProxyCommand')
+
+    // Every form: the fleet's entries, and one VM's by uid.
+    const dir = tempDir('targon-ssh-config-')
+    for (const [label, args] of [
+      ['fleet', ['ssh', '--config', '--fleet', 'hx']],
+      ['one', ['ssh', '--config', injected.uid, '--fleet', 'hx']],
+    ] as const) {
+      const config = await targon([...args])
+      expect(config.code, config.stderr).toBe(0)
+      const file = join(dir, `${label}.conf`)
+      writeFileSync(file, config.stdout)
+      expect(config.stdout).not.toContain('ProxyCommand')
+      expect(config.stdout).toContain(`Host ${injected.uid}\n`)
+      // A host the config is not about gets exactly what an empty config gives it.
+      expect(effective(file, 'github.com')).toEqual(effective('/dev/null', 'github.com'))
+      // The VM's own entry sets only targon's options.
+      const baseline = effective('/dev/null', injected.uid)
+      const changed = [...effective(file, injected.uid)].filter((line) => !baseline.has(line)).map((line) => line.split(' ')[0] as string)
+      expect(changed.filter((key) => !OURS.has(key))).toEqual([])
+      expect(changed).toEqual(expect.arrayContaining(['hostname', 'port', 'hostkeyalias']))
+    }
+
+    expect(existsSync(PWNED)).toBe(false)
+
+    // cp --fleet: one folder per VM, from a checked name or the uid; DEST/.ssh/authorized_keys stays as it was.
+    const exec = await targon(['exec', '--fleet', 'hx', '--', 'echo from-the-vm > /tmp/authorized_keys'])
+    expect(exec.code, exec.stdout + exec.stderr).toBe(0)
+    const dest = tempDir('targon-cp-dest-')
+    mkdirSync(join(dest, '.ssh'))
+    writeFileSync(join(dest, '.ssh', 'authorized_keys'), 'keep me\n')
+    const cp = await targon(['cp', ':/tmp/authorized_keys', `${dest}/`, '--fleet', 'hx', '--json'])
+    expect(cp.code, cp.stdout + cp.stderr).toBe(0)
+    expect(readFileSync(join(dest, '.ssh', 'authorized_keys'), 'utf8')).toBe('keep me\n')
+    expect(readdirSync(dest).sort()).toEqual(['.ssh', ...vms.map((vm) => vm.uid)].sort())
+    for (const vm of vms) expect(readFileSync(join(dest, vm.uid, 'authorized_keys'), 'utf8')).toBe('from-the-vm\n')
+  })
+
+  it('is still ours by its local record: down --all deletes it by uid, and a notification carries no name of it', async () => {
+    const down = await targon(['down', '--all', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    expect(
+      parseJson(down)
+        .data.results.map((each: {uid: string}) => each.uid)
+        .sort(),
+    ).toEqual(vms.map((vm) => vm.uid).sort())
+    expect(simulated.sim.billing()).toEqual([])
+    expect(JSON.stringify(hook.received)).not.toContain('<!channel>')
+  })
+
+  it("of another origin, it stays another origin's: no bulk down takes it", async () => {
+    const foreign = simulated.sim.addWorkload({name: 'theirs', status: 'running'})
+    simulated.sim.renameHostile(foreign.uid, INJECTION)
+    const down = await targon(['down', '--all', '--json'])
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    expect(simulated.sim.billing().map((workload) => workload.uid)).toEqual([foreign.uid])
+    expect((await targon(['down', foreign.uid, '--json'])).code).toBe(0)
+  })
+})
