@@ -4,12 +4,12 @@
  * by its uid only, writes nothing outside its place, and is still deleted; OpenSSH itself (ssh -G) proves that no
  * directive of the generated config came from the API.
  */
-import {execFileSync} from 'node:child_process'
+import {execFileSync, spawn} from 'node:child_process'
 import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 import {useWebhook} from '../helpers/webhook.js'
 
@@ -57,6 +57,48 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await targon(['down', '--all', '--yes'])
+})
+
+/** The most any run may hold: a flood of bytes must be cut off, not buffered (measured figures are printed). */
+const MAX_RSS_MB = 300
+
+/** Runs targon under /usr/bin/time: its result and its peak resident memory in MB (the kernel's maxrss). */
+function measured(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult & {peakMb: number}> {
+  const report = join(tempDir('targon-rss-'), 'maxrss')
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', report, process.execPath, BIN, ...args], {
+      env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...env})),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      const peakMb = Number(readFileSync(report, 'utf8').trim().split('\n').at(-1)) / 1024
+      console.log(`peak RSS of targon ${args.join(' ')}: ${peakMb.toFixed(1)} MB`)
+      resolve({code, peakMb, signal, stderr, stdout})
+    })
+  })
+}
+
+describe('a VM whose idle probe prints without end', () => {
+  it('is cut off at 64 KiB and reported unreadable: status --usage stays far under 300 MB and finishes', async () => {
+    // What runs as the probe prints 64 KiB chunks for as long as anyone reads.
+    const flood = "import sys\nchunk = 'x' * 65536\nwhile True:\n    sys.stdout.write(chunk)\n"
+    const install = `sudo mkdir -p /usr/local/lib/targon-fleet && echo ${Buffer.from(flood).toString('base64')} | base64 -d | sudo tee /usr/local/lib/targon-fleet/idle-sampler.py >/dev/null`
+    const placed = await targon(['exec', '--fleet', 'hx', '--', install])
+    expect(placed.code, placed.stdout + placed.stderr).toBe(0)
+    const status = await measured(['status', '--fleet', 'hx', '--usage', '--json'])
+    expect(status.code, status.stderr).toBe(0)
+    const usages = parseJson(status).data.vms.map((vm: {usage: {state: string; idle_reason: string}}) => vm.usage)
+    expect(usages).toHaveLength(3)
+    for (const usage of usages) expect(usage).toMatchObject({idle_reason: expect.stringContaining('more than 64 KiB'), state: 'unreadable'})
+    expect(status.peakMb).toBeLessThan(MAX_RSS_MB)
+  })
 })
 
 describe('a VM renamed after create', () => {

@@ -5,6 +5,9 @@
  */
 import {StringDecoder} from 'node:string_decoder'
 
+/** The longest line held back for its newline; a longer one is passed on in pieces of this length. */
+export const MAX_LINE_CHARS = 1024 * 1024
+
 export class LineSplitter {
   private rest = ''
   private readonly decoder = new StringDecoder('utf8')
@@ -15,6 +18,11 @@ export class LineSplitter {
     const lines = (this.rest + (typeof chunk === 'string' ? chunk : this.decoder.write(chunk))).split('\n')
     this.rest = lines.pop() ?? ''
     for (const line of lines) this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line)
+    // Output without newlines (a VM's bytes are untrusted) is not held without end: a line this long is cut here.
+    while (this.rest.length > MAX_LINE_CHARS) {
+      this.onLine(this.rest.slice(0, MAX_LINE_CHARS))
+      this.rest = this.rest.slice(MAX_LINE_CHARS)
+    }
   }
 
   /** The last line, if it has no newline. */
