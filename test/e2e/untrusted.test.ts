@@ -6,6 +6,7 @@
  */
 import {execFileSync, spawn} from 'node:child_process'
 import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -168,5 +169,61 @@ describe('a VM renamed after create', () => {
     expect(down.code, down.stdout + down.stderr).toBe(0)
     expect(simulated.sim.billing().map((workload) => workload.uid)).toEqual([foreign.uid])
     expect((await targon(['down', foreign.uid, '--json'])).code).toBe(0)
+  })
+})
+describe('Slack markup from the API', () => {
+  it('arrives escaped: <!channel> and a link in an error message are plain text', async () => {
+    hook.received.length = 0
+    simulated.sim.inject({
+      body: JSON.stringify({error: `refused: ${MARKUP} & more`, reason: 'INVALID_JSON_BODY'}),
+      method: 'POST',
+      path: /\/workloads$/,
+      status: 400,
+      times: 1,
+    })
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {
+      env: {TARGON_NOTIFY_URL: hook.url},
+    })
+    expect(up.code).not.toBe(0)
+    expect(hook.received).toHaveLength(1)
+    const text = hook.received[0]!.body.text as string
+    expect(text).toContain('&lt;!channel&gt; &lt;https://evil.example/login|Re-authenticate targon&gt; &amp; more')
+    expect(text).not.toMatch(/[<>]/)
+    expect(simulated.sim.billing()).toEqual([])
+  })
+})
+
+describe('a webhook that answers without end', () => {
+  it('is read to a few KiB: down deletes, notifies and finishes, far under 300 MB', async () => {
+    const flooding = createServer((request, response) => {
+      request.resume()
+      response.writeHead(200, {'content-type': 'text/plain'})
+      const chunk = Buffer.alloc(64 * 1024, 'x')
+      const more = () => {
+        while (!response.destroyed && response.write(chunk));
+        if (!response.destroyed) response.once('drain', more)
+      }
+      more()
+    })
+    await new Promise<void>((resolve) => flooding.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(flooding.address() as {port: number}).port}/services/flood`
+      // Running for an hour: over any cost, so down --over-cost deletes it and sends its notification.
+      simulated.sim.addWorkload({
+        created_at: new Date(Date.now() - 3_600_000).toISOString(),
+        deployedAt: Date.now() - 3_600_000,
+        name: 'tcli-hx-flood',
+        status: 'running',
+      })
+      const down = await measured(['down', '--over-cost', '0.01', '--fleet', 'hx', '--json'], {TARGON_NOTIFY_URL: url})
+      expect(down.code, down.stderr).toBe(0)
+      expect(parseJson(down).data.results).toMatchObject([{action: 'deleted'}])
+      expect(simulated.sim.billing()).toEqual([])
+      expect(parseJson(down).warnings.join('\n')).not.toContain('not delivered')
+      expect(down.peakMb).toBeLessThan(MAX_RSS_MB)
+    } finally {
+      flooding.closeAllConnections()
+      flooding.close()
+    }
   })
 })
