@@ -113,15 +113,19 @@ export const IDLE_GPU_THRESHOLD_PCT = 10
 export async function configureIdle(session: SshSession, idle: IdleSettings): Promise<void> {
   const script = [
     'set -eu',
+    // The services restarted below keep the usual umask (their check verdict is read by the sampler).
     'umask 022',
     'conf=/etc/targon-fleet/idle.conf',
     // The JSON on stdin, merged into what is there.
     `python3 -c ${shellQuote(MERGE_IDLE_CONF)} "$conf"`,
+    // A check command may carry a token: 0640 root:targon-idle, read by the sampler's group and by ubuntu through sudo.
+    'chown root:targon-idle "$conf.new"',
+    'chmod 0640 "$conf.new"',
     `flag() { python3 -c 'import json,sys; print(1 if json.load(open(sys.argv[1])).get(sys.argv[2]) else 0)' "$conf.new" "$1"; }`,
-    // Container activity needs the docker group; without it the sampler stays out of it.
-    `if [ "$(flag containers)" = 1 ]; then getent group docker >/dev/null || groupadd --system docker; usermod -aG docker targon-idle; else gpasswd -d targon-idle docker >/dev/null 2>&1 || true; fi`,
+    // Containers are listed through sudoers (bootstrap B11), never the docker group, which earlier versions joined.
+    'gpasswd -d targon-idle docker >/dev/null 2>&1 || true',
     `check=$(flag check)`,
-    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
+    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; chown root:targon-idle "$conf"; chmod 0640 "$conf"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
     `if [ "$check" = 1 ]; then systemctl enable targon-fleet-idle-check; systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
   ].join('\n')
   await must(session, `sudo -n sh -c ${shellQuote(script)}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)
