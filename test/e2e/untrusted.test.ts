@@ -126,6 +126,7 @@ describe('a VM renamed after create', () => {
       writeFileSync(file, config.stdout)
       expect(config.stdout).not.toContain('ProxyCommand')
       expect(config.stdout).toContain(`Host ${injected.uid}\n`)
+      expect(config.stderr).toContain(`${injected.uid} has a name that breaks Targon's naming rule`)
       // A host the config is not about gets exactly what an empty config gives it.
       expect(effective(file, 'github.com')).toEqual(effective('/dev/null', 'github.com'))
       // The VM's own entry sets only targon's options.

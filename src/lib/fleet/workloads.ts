@@ -115,8 +115,13 @@ function refusedNames(vms: KnownVm[]): string[] {
     .filter((vm) => vm.workload.name_refused && !vm.gone)
     .map((vm) => {
       if (typeof vm.owner === 'string') vm.owned = true
-      return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
+      return refusedNameWarning(vm)
     })
+}
+
+/** What to say of a VM whose name was refused at the API boundary. */
+export function refusedNameWarning(vm: KnownVm): string {
+  return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
 }
 
 /** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
