@@ -151,6 +151,26 @@ describe('a VM renamed after create', () => {
     for (const vm of vms) expect(readFileSync(join(dest, vm.uid, 'authorized_keys'), 'utf8')).toBe('from-the-vm\n')
   })
 
+  it('is never replaced: up --name of its recorded name refuses, so the record that keeps it ours stays', async () => {
+    const renamed = vms[0] as {name: string; uid: string}
+    const count = simulated.sim.workloads.size
+    const again = await targon([
+      'up',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--no-bootstrap',
+      '--name',
+      renamed.name,
+      '--fleet',
+      'hx',
+      '--json',
+    ])
+    expect(again.code, again.stdout).toBe(2)
+    expect(parseJson(again).error).toMatchObject({code: 'NAME_CONFLICT', hint: expect.stringContaining(`targon down ${renamed.uid}`)})
+    expect(simulated.sim.workloads.size).toBe(count)
+  })
+
   it('is still ours by its local record: down --all deletes it by uid, and a notification carries no name of it', async () => {
     const down = await targon(['down', '--all', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
     expect(down.code, down.stdout + down.stderr).toBe(0)
