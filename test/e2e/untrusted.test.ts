@@ -102,6 +102,21 @@ describe('a VM whose idle probe prints without end', () => {
   })
 })
 
+describe('a command that prints without end through exec', () => {
+  it('is streamed, not held: 100 MB without a newline on each VM, and exec stays under 300 MB', async () => {
+    const exec = await measured(['exec', '--fleet', 'hx', '--json', '--', "head -c 100000000 /dev/zero | tr '\\0' x; echo; echo done"])
+    expect(exec.code, exec.stderr).toBe(0)
+    const results = parseJson(exec).data.results as {exit_code: number; tail: string[]}[]
+    expect(results).toHaveLength(3)
+    for (const result of results) {
+      expect(result.exit_code).toBe(0)
+      expect(result.tail.at(-1)).toBe('done')
+      expect(result.tail.every((line) => line.length <= 4097)).toBe(true)
+    }
+    expect(exec.peakMb).toBeLessThan(MAX_RSS_MB)
+  })
+})
+
 describe('a VM renamed after create', () => {
   it('is known by its uid: ssh --config writes no directive from its name (ssh -G), and cp --fleet stays in DEST/<uid>/', async () => {
     const [injected, dotSsh, marked] = vms as unknown as [{uid: string}, {uid: string}, {uid: string}]

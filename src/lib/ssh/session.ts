@@ -46,16 +46,20 @@ export interface ExecResult {
   aborted?: boolean
   /** It printed more than the caller's maxBytes: the command was sent TERM and its channel closed. */
   overflowed?: boolean
-  /** What the command printed; only the last KEPT_OUTPUT_CHARS or so of each stream (onStdout/onStderr see it all). */
+  /**
+   * What the command printed: all of it under maxBytes; without one, only the last KEPT_OUTPUT_CHARS or so of each
+   * stream (onStdout/onStderr see it all).
+   */
   stdout: string
   stderr: string
 }
 
 /**
- * How much of each stream exec keeps for its result. A VM is untrusted and may print without end: callers that want
- * everything stream it (onStdout), the result keeps the end, which is what error messages quote.
+ * How much of each stream exec keeps for its result when the caller sets no maxBytes. A VM is untrusted and may print
+ * without end: callers that want everything stream it (onStdout), the result keeps the end, which is what error
+ * messages quote. Small, since many VMs may run at once (exec --parallel 64).
  */
-const KEPT_OUTPUT_CHARS = 1024 * 1024
+const KEPT_OUTPUT_CHARS = 64 * 1024
 
 /** `kept` + `text`, cut to its last KEPT_OUTPUT_CHARS once it is twice that (so the cut is rare). */
 function keepEnd(kept: string, text: string): string {
@@ -261,13 +265,13 @@ export class SshSession {
         stream.on('data', (chunk: Buffer) => {
           if (!within(chunk)) return
           const text = decodeStdout(chunk)
-          stdout = keepEnd(stdout, text)
+          stdout = options.maxBytes === undefined ? keepEnd(stdout, text) : stdout + text
           options.onStdout?.(text)
         })
         stream.stderr.on('data', (chunk: Buffer) => {
           if (!within(chunk)) return
           const text = decodeStderr(chunk)
-          stderr = keepEnd(stderr, text)
+          stderr = options.maxBytes === undefined ? keepEnd(stderr, text) : stderr + text
           options.onStderr?.(text)
         })
         stream.on('exit', (exitCode: number | null, exitSignal?: string) => {
