@@ -87,6 +87,30 @@ describe('hostile answers', () => {
   })
 })
 
+describe('a VM renamed to a name that breaks the naming rule', () => {
+  it('is still ours by its owner project from a directory without its record: down --all deletes it by uid', async () => {
+    sim = await startSimulator()
+    const made = sandbox()
+    const env = (configDir: string) => simulatorEnv(sim as TargonSimulator, {TARGON_CONFIG_DIR: configDir, TARGON_OWNER: 'alice'})
+    const up = parseJson(
+      await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {env: env(made.configDir)}),
+    )
+    const {uid} = up.data.vms[0]
+    sim.renameHostile(uid, '<!channel> evil')
+    // Another machine of the same owner: no local record, only the owner project says whose it is.
+    const elsewhere = sandbox().configDir
+    const status = parseJson(await runInProcess(['status', '--json'], {env: env(elsewhere)}))
+    expect(status.data.vms).toMatchObject([{name: null, owner: 'alice', uid}])
+    expect(status.warnings.join('\n')).toContain(
+      `${uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used (it is still one of this tool's VMs)`,
+    )
+    const down = await runInProcess(['down', '--all', '--json'], {env: env(elsewhere)})
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', name: null, uid}])
+    expect(sim.billing()).toEqual([])
+  })
+})
+
 describe('oversized answers', () => {
   it('a listing over 16 MiB is a bad response; a console log over it keeps its end, with a warning', async () => {
     sim = await startSimulator()
