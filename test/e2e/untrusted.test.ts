@@ -63,11 +63,22 @@ afterAll(async () => {
 /** The most any run may hold: a flood of bytes must be cut off, not buffered (measured figures are printed). */
 const MAX_RSS_MB = 300
 
-/** Runs targon under /usr/bin/time: its result and its peak resident memory in MB (the kernel's maxrss). */
+/**
+ * The kernel's peak resident memory of a child (getrusage's maxrss, in KiB), written to a file: python3 is there
+ * wherever the simulated VMs are (scripts/prerequisites.sh).
+ */
+const MAXRSS = [
+  'import resource, subprocess, sys',
+  'code = subprocess.call(sys.argv[2:])',
+  "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))",
+  'sys.exit(code)',
+].join('\n')
+
+/** Runs targon measured: its result and its peak resident memory in MB. */
 function measured(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult & {peakMb: number}> {
   const report = join(tempDir('targon-rss-'), 'maxrss')
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', report, process.execPath, BIN, ...args], {
+    const child = spawn('python3', ['-c', MAXRSS, report, process.execPath, BIN, ...args], {
       env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...env})),
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -79,7 +90,7 @@ function measured(args: string[], env: Record<string, string | undefined> = {}):
     child.on('error', reject)
     child.on('close', (code, signal) => {
       clearTimeout(timer)
-      const peakMb = Number(readFileSync(report, 'utf8').trim().split('\n').at(-1)) / 1024
+      const peakMb = Number(readFileSync(report, 'utf8')) / 1024
       console.log(`peak RSS of targon ${args.join(' ')}: ${peakMb.toFixed(1)} MB`)
       resolve({code, peakMb, signal, stderr, stdout})
     })
