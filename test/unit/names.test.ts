@@ -7,6 +7,7 @@ import {describe, expect, it} from 'vitest'
 
 import {SparseWorkloadSchema, WORKLOAD_NAME_PATTERN, WorkloadSchema, checkListedWorkload} from '../../src/lib/targon/schemas.js'
 import {folderName, hostAlias, isOwned} from '../../src/lib/fleet/naming.js'
+import {hostConfigEntry} from '../../src/lib/ssh/connect-info.js'
 
 const HOSTILE = [
   'evil *\n  ProxyCommand touch /tmp/pwned',
@@ -51,6 +52,20 @@ describe('what writers call a VM', () => {
     expect(hostAlias({name: 'tcli-default-a', uid: 'wrk-1'})).toBe('tcli-default-a')
     expect(hostAlias({name: 'myvm', uid: 'wrk-1'})).toBe('myvm')
     for (const name of [...HOSTILE, null]) expect(hostAlias({name, uid: 'wrk-1'})).toBe('wrk-1')
+  })
+
+  it('a Host entry built from a name that was not checked still has one Host line, of the uid', () => {
+    const entry = hostConfigEntry({
+      host: '127.0.0.1',
+      host_key_alias: 'targon-wrk-1',
+      identity_file: '/home/u/.config/targon-fleet/keys/id_ed25519',
+      known_hosts_file: '/home/u/.config/targon-fleet/known_hosts.d/wrk-1',
+      name: HOSTILE[0] as string,
+      port: 2222,
+      uid: 'wrk-1',
+    })
+    expect(entry.split('\n').filter((line) => /^\S/.test(line))).toEqual(['Host wrk-1'])
+    expect(entry).not.toContain('ProxyCommand')
   })
 
   it('a per-VM folder is only one of this tool names, else the uid', () => {
