@@ -5,7 +5,13 @@
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
-import {SparseWorkloadSchema, WORKLOAD_NAME_PATTERN, WorkloadSchema, checkListedWorkload} from '../../src/lib/targon/schemas.js'
+import {
+  RawOfferSchema,
+  SparseWorkloadSchema,
+  WORKLOAD_NAME_PATTERN,
+  WorkloadSchema,
+  checkListedWorkload,
+} from '../../src/lib/targon/schemas.js'
 import {folderName, hostAlias, isOwned} from '../../src/lib/fleet/naming.js'
 import {hostConfigEntry} from '../../src/lib/ssh/connect-info.js'
 
@@ -44,6 +50,14 @@ describe('workload names at the API boundary', () => {
         expect(parsed.name === null || WORKLOAD_NAME_PATTERN.test(parsed.name as string)).toBe(true)
       }),
     )
+  })
+})
+
+describe('other names used as identifiers', () => {
+  it('an offer is taken only with a plain resource name (it is sent back in a create); others are skipped', () => {
+    for (const name of ['rtx6000b-small', 'h200_small.v2']) expect(RawOfferSchema.safeParse({cost_per_hour: 1, name}).success).toBe(true)
+    for (const name of ['../x', 'a b', 'x\ny', '', 'a'.repeat(65), '<!channel>'])
+      expect(RawOfferSchema.safeParse({cost_per_hour: 1, name}).success, JSON.stringify(name)).toBe(false)
   })
 })
 

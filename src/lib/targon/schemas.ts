@@ -48,7 +48,8 @@ export const RawOfferSchema = z.object({
   description: optionalString,
   display_name: optionalString,
   gpu: z.boolean().nullish(),
-  name: z.string().min(1),
+  /** The resource name, sent back in a create: one plain word (an item without one is skipped with a warning). */
+  name: z.string().regex(API_IDENTIFIER_PATTERN, 'is not a plain resource name'),
   spec: OfferSpecSchema.nullish(),
   type: optionalString,
 })
