@@ -87,6 +87,30 @@ describe('hostile answers', () => {
   })
 })
 
+describe('a VM renamed to a name that breaks the naming rule', () => {
+  it('is still ours by its owner project from a directory without its record: down --all deletes it by uid', async () => {
+    sim = await startSimulator()
+    const made = sandbox()
+    const env = (configDir: string) => simulatorEnv(sim as TargonSimulator, {TARGON_CONFIG_DIR: configDir, TARGON_OWNER: 'alice'})
+    const up = parseJson(
+      await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {env: env(made.configDir)}),
+    )
+    const {uid} = up.data.vms[0]
+    sim.renameHostile(uid, '<!channel> evil')
+    // Another machine of the same owner: no local record, only the owner project says whose it is.
+    const elsewhere = sandbox().configDir
+    const status = parseJson(await runInProcess(['status', '--json'], {env: env(elsewhere)}))
+    expect(status.data.vms).toMatchObject([{name: null, owner: 'alice', uid}])
+    expect(status.warnings.join('\n')).toContain(
+      `${uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used (it is still one of this tool's VMs)`,
+    )
+    const down = await runInProcess(['down', '--all', '--json'], {env: env(elsewhere)})
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{action: 'deleted', name: null, uid}])
+    expect(sim.billing()).toEqual([])
+  })
+})
+
 describe('oversized answers', () => {
   it('a listing over 16 MiB is a bad response; a console log over it keeps its end, with a warning', async () => {
     sim = await startSimulator()
@@ -124,9 +148,12 @@ describe('control characters from the API', () => {
     expect(human.code, human.stderr).toBe(0)
     // eslint-disable-next-line no-control-regex -- looking for control characters is the point
     for (const output of [human.stdout, human.stderr]) expect(output).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
-    expect(human.stdout).toContain('tcli-default-x\\x1b]0;pwned\\x07\\x1b[2J')
+    // A name with control characters breaks Targon's naming rule: the VM is shown by its uid, the name nowhere.
+    expect(human.stdout).toContain(vm.uid)
+    expect(human.stdout + human.stderr).not.toContain('pwned')
     const json = parseJson(await runInProcess(['status', '--all-fleets', '--any-origin', '--json'], {env}))
-    expect(json.data.vms.find((each: {uid: string}) => each.uid === vm.uid).name).toBe(evil)
+    expect(json.data.vms.find((each: {uid: string}) => each.uid === vm.uid).name).toBeNull()
+    expect(JSON.stringify(json)).not.toContain('pwned')
   })
 })
 

@@ -372,6 +372,21 @@ export const scenarios: Scenario[] = [
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({body: '{"items": [{"slug": "ac', path: '/tha/v3/orgs', status: 200}),
   },
+  {
+    code: null,
+    exit: 0,
+    name: 'API: the VM is renamed after create to an ssh_config injection: shown by its uid, and down --all deletes it by uid',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      ctx.sim.renameHostile(uid, 'evil *\n  ProxyCommand touch /tmp/targon-pwned')
+      const status = parseJson(await ctx.targon(['status', '--json']))
+      expect(status.data.vms).toMatchObject([{name: null, uid}])
+      expect(status.warnings.join('\n')).toContain(`${uid} has a name that breaks Targon's naming rule`)
+      const down = await ctx.targon(['down', '--all', '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', name: null, uid}])
+      return down
+    },
+  },
 
   // ---- SSH ----
   {
@@ -479,6 +494,23 @@ export const scenarios: Scenario[] = [
     vm: {latency: {runningSeconds: 600}, latencyScale: 0.05},
   },
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', vm: {shimUnhealthy: true}},
+  {
+    code: null,
+    exit: 0,
+    name: 'SSH: the idle probe prints without end: cut off at 64 KiB, the VM is unreadable and kept by down --idle',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const flood = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
+      const place = `sudo mkdir -p /usr/local/lib/targon-fleet && echo ${Buffer.from(flood).toString('base64')} | base64 -d | sudo tee /usr/local/lib/targon-fleet/idle-sampler.py >/dev/null`
+      expect((await ctx.targon(['exec', '--vms', uid, '--', place])).code).toBe(0)
+      const idle = await ctx.targon(['down', '--idle', '--idle-limit', '1s', '--json'])
+      expect(parseJson(idle).data.kept).toMatchObject([{reason: expect.stringContaining('more than 64 KiB'), uid}])
+      expect(ctx.sim.billing()).toHaveLength(1)
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      return idle
+    },
+    vms: true,
+  },
 
   // ---- process ----
   {

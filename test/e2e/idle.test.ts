@@ -241,7 +241,7 @@ describe('up --name on a VM without a sampler', () => {
     expect((await targon(['exec', '--vms', role(4).name, '--', 'touch /tmp/idle-ok'])).code).toBe(0)
     await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'idle')
 
-    // --idle-containers: a running container is activity (the sampler joins the docker group for it).
+    // --idle-containers: a running container is activity, listed through sudoers, never the docker group.
     vm(4).setContainers(['comfyui'])
     const containers = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', label, '--idle-containers', '--json'], {
       timeoutMs: 90_000,
@@ -250,5 +250,30 @@ describe('up --name on a VM without a sampler', () => {
     await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
     const running = parseJson(await targon(['status', '--usage', '--json', role(4).name])).data.vms[0].usage
     expect(running.containers).toEqual(['comfyui'])
+    expect(await onVm4('id -nG targon-idle; stat -c "%a %U %G" /etc/targon-fleet/idle.conf')).toEqual([
+      'targon-idle',
+      '640 root targon-idle',
+    ])
+
+    // A VM whose sampler joined the docker group (as earlier versions did): the next up --name --reinstall takes it out.
+    await onVm4(
+      'getent group docker >/dev/null || sudo groupadd --system docker; sudo usermod -aG docker targon-idle; sudo chmod 0644 /etc/targon-fleet/idle.conf',
+    )
+    const reinstalled = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', label, '--reinstall', '--json'], {
+      timeoutMs: 90_000,
+    })
+    expect(reinstalled.code, reinstalled.stdout + reinstalled.stderr).toBe(0)
+    expect(await onVm4('id -nG targon-idle; stat -c "%a %U %G" /etc/targon-fleet/idle.conf')).toEqual([
+      'targon-idle',
+      '640 root targon-idle',
+    ])
+    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
   })
 })
+
+/** Runs a command on the fourth VM as ubuntu: the lines it printed. */
+async function onVm4(command: string): Promise<string[]> {
+  const run = await targon(['exec', '--json', '--vms', role(4).name, '--', command])
+  expect(run.code, run.stdout + run.stderr).toBe(0)
+  return parseJson(run).data.results[0].tail
+}

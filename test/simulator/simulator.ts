@@ -415,6 +415,17 @@ export class TargonSimulator {
     if (workload) this.finishDelete(workload)
   }
 
+  /**
+   * Renames a workload behind the client's back, past the naming rule that create enforces: what a hostile or buggy
+   * server could answer after create (a config injection, `.ssh`, chat markup).
+   */
+  renameHostile(uid: string, name: string): void {
+    const workload = this.workloads.get(uid)
+    if (!workload) return
+    workload.name = name
+    touch(workload)
+  }
+
   /** Suspends a workload: its VM stops, the record keeps billing, and DELETE answers 500 until it is redeployed. */
   suspend(uid: string): void {
     this.halt(uid, 'suspended', '')

@@ -239,6 +239,27 @@ describe('the SFTP side', () => {
     expect(remote.lostReason).toBe('the SFTP session on the VM failed: Malformed DATA packet')
   })
 
+  it('stops a directory listing without end at 100000 entries, and closes the handle', async () => {
+    // A hostile SFTP server: every batch of the listing has more entries, and the end never comes.
+    let closed = false
+    let served = 0
+    const sftp = Object.assign(new SilentSftp(), {
+      close: (_handle: Buffer, done: () => void) => ((closed = true), done()),
+      opendir: (_path: string, done: (error: undefined, handle: Buffer) => void) => done(undefined, Buffer.from('h')),
+      readdir: (_handle: Buffer, done: (error: undefined, list: unknown[]) => void) =>
+        setImmediate(() =>
+          done(
+            undefined,
+            Array.from({length: 1000}, () => ({attrs: {mode: 0o100644, size: 1}, filename: `f${served++}`})),
+          ),
+        ),
+    })
+    const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})
+    await expect(remote.list('/home/ubuntu/big')).rejects.toThrow('/home/ubuntu/big: more than 100000 entries')
+    expect(served).toBeLessThanOrEqual(101_000)
+    expect(closed).toBe(true)
+  })
+
   it('fails what is pending when the SFTP channel closes', async () => {
     const sftp = new SilentSftp()
     const remote = new RemoteSide(sftp as unknown as SFTPWrapper, () => {})

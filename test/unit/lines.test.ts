@@ -1,7 +1,7 @@
 /** Streamed output cut into lines: UTF-8 characters and CRLF split across chunks come out whole. */
 import {describe, expect, it} from 'vitest'
 
-import {LineSplitter, textDecoder} from '../../src/lib/core/lines.js'
+import {LineSplitter, MAX_LINE_CHARS, textDecoder} from '../../src/lib/core/lines.js'
 
 function linesOf(chunks: (Buffer | string)[]): string[] {
   const lines: string[] = []
@@ -29,5 +29,12 @@ describe('the line splitter', () => {
     const decode = textDecoder()
     const bytes = Buffer.from('é', 'utf8')
     expect(decode(bytes.subarray(0, 1)) + decode(bytes.subarray(1))).toBe('é')
+  })
+
+  it('holds no line past MAX_LINE_CHARS: output without newlines is passed on in pieces, nothing lost', () => {
+    const chunk = 'x'.repeat(64 * 1024)
+    const lines = linesOf([...Array.from({length: 40}, () => chunk), 'end\n'])
+    expect(lines.every((line) => line.length <= MAX_LINE_CHARS)).toBe(true)
+    expect(lines.join('')).toBe(`${chunk.repeat(40)}end`)
   })
 })

@@ -202,9 +202,15 @@ idle_sampler() {
   chmod 0755 "$IDLE_SAMPLER.tmp"
   mv -f "$IDLE_SAMPLER.tmp" "$IDLE_SAMPLER"
   [ -f /etc/targon-fleet/idle.conf ] || echo '{}' >/etc/targon-fleet/idle.conf
-  # The one command the sampler may run as root: a read-only list of connections with their processes, to tell the
-  # dstack server's tunnel to the shim from a user's.
-  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established\n' >/etc/sudoers.d/.91-targon-idle
+  # A check command may carry a token: the sampler reads the config through its group, ubuntu through sudo.
+  chown root:targon-idle /etc/targon-fleet/idle.conf
+  chmod 0640 /etc/targon-fleet/idle.conf
+  # The sampler is in no group but its own: the docker group of earlier versions is as good as root.
+  gpasswd -d targon-idle docker >/dev/null 2>&1 || true
+  # The only commands the sampler may run as root, each with its exact arguments and read-only: the connections with
+  # their processes (to tell the dstack server's tunnel to the shim from a user's), and the running containers'
+  # names (for up --idle-containers).
+  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established, /usr/bin/docker ps --format {{.Names}}\n' >/etc/sudoers.d/.91-targon-idle
   chmod 0440 /etc/sudoers.d/.91-targon-idle
   visudo -cf /etc/sudoers.d/.91-targon-idle >/dev/null
   mv -f /etc/sudoers.d/.91-targon-idle /etc/sudoers.d/91-targon-idle

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 
-VERSION = "1"
+VERSION = "2"
 CONFIG = "/etc/targon-fleet/idle.conf"
 # A test aid: seconds added to this VM's clock (a skewed clock), read on every sample.
 CLOCK_OFFSET = "/etc/targon-fleet/clock-offset"
@@ -46,10 +46,22 @@ def now():
     return time.time() + offset
 
 
-def config():
+def config_text():
+    """The config, which is 0640 root:targon-idle (a check command may carry a token): the sampler reads it through its
+    group; what runs as ubuntu (the probe, the check loop) reads it through sudo."""
     try:
         with open(CONFIG) as f:
-            loaded = json.load(f)
+            return f.read()
+    except PermissionError:
+        out = run(["sudo", "-n", "/usr/bin/cat", CONFIG])
+        if out is None:
+            raise
+        return out
+
+
+def config():
+    try:
+        loaded = json.loads(config_text())
         return {
             "interval_s": max(1, int(loaded.get("interval_s", 60))),
             "threshold_pct": int(loaded.get("threshold_pct", 10)),
@@ -190,7 +202,9 @@ def tasks():
 
 
 def containers():
-    out = run(["docker", "ps", "--format", "{{.Names}}"])
+    """Running containers, through the one docker command sudoers allows this user (never the docker group, which is as
+    good as root)."""
+    out = run(["sudo", "-n", "/usr/bin/docker", "ps", "--format", "{{.Names}}"])
     return None if out is None else [name for name in out.splitlines() if name][:64]
 
 

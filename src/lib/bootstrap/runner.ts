@@ -26,6 +26,14 @@ const LAST_RUN = '/var/lib/targon-dstack/last-run.json'
 const MARKER = '/var/lib/targon-dstack/bootstrap.json'
 const UNIT = 'targon-dstack-bootstrap'
 const SHIM_PORT = 10998
+/**
+ * What a call to the VM may print before its channel is closed (the VM's bytes are untrusted): a check or a read
+ * (a log tail, the marker, a chunk of the log), and a phase of the script (step lines and a little more).
+ */
+const CHECK_OUTPUT_BYTES = 8 * 1024 * 1024
+const PHASE_OUTPUT_BYTES = 4 * 1024 * 1024
+/** How much of the bootstrap log one read takes; a longer log is caught up over the next reads. */
+const LOG_READ_BYTES = 4 * 1024 * 1024
 
 export interface Substep {
   /** The script's own id (TARGON_STEP lines, last-run.json): internal to the bootstrap. */
@@ -112,15 +120,19 @@ export const IDLE_GPU_THRESHOLD_PCT = 10
 export async function configureIdle(session: SshSession, idle: IdleSettings): Promise<void> {
   const script = [
     'set -eu',
+    // The services restarted below keep the usual umask (their check verdict is read by the sampler).
     'umask 022',
     'conf=/etc/targon-fleet/idle.conf',
     // The JSON on stdin, merged into what is there.
     `python3 -c ${shellQuote(MERGE_IDLE_CONF)} "$conf"`,
+    // A check command may carry a token: 0640 root:targon-idle, read by the sampler's group and by ubuntu through sudo.
+    'chown root:targon-idle "$conf.new"',
+    'chmod 0640 "$conf.new"',
     `flag() { python3 -c 'import json,sys; print(1 if json.load(open(sys.argv[1])).get(sys.argv[2]) else 0)' "$conf.new" "$1"; }`,
-    // Container activity needs the docker group; without it the sampler stays out of it.
-    `if [ "$(flag containers)" = 1 ]; then getent group docker >/dev/null || groupadd --system docker; usermod -aG docker targon-idle; else gpasswd -d targon-idle docker >/dev/null 2>&1 || true; fi`,
+    // Containers are listed through sudoers (bootstrap B11), never the docker group, which earlier versions joined.
+    'gpasswd -d targon-idle docker >/dev/null 2>&1 || true',
     `check=$(flag check)`,
-    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
+    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; chown root:targon-idle "$conf"; chmod 0640 "$conf"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
     `if [ "$check" = 1 ]; then systemctl enable targon-fleet-idle-check; systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
   ].join('\n')
   await must(session, `sudo -n sh -c ${shellQuote(script)}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)
@@ -178,6 +190,10 @@ function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 's
 }
 
 function assertOk(result: ExecResult, what: string): void {
+  if (result.overflowed)
+    throw new TargonError('BOOTSTRAP_FAILED', `${what}: the VM printed more than such a call can, and was cut off`, {
+      hint: 'run targon up --name <vm> --reinstall; if it happens again, the VM is not what targon installed',
+    })
   if (result.code !== 0) {
     throw new TargonError(
       'BOOTSTRAP_FAILED',
@@ -191,7 +207,7 @@ function assertOk(result: ExecResult, what: string): void {
 }
 
 async function must(session: SshSession, command: string, what: string, stdin?: string): Promise<string> {
-  const result = await session.exec(command, {stdin})
+  const result = await session.exec(command, {maxBytes: CHECK_OUTPUT_BYTES, stdin})
   assertOk(result, what)
   return result.stdout
 }
@@ -242,7 +258,13 @@ async function uploadAndCheck(
   const shimEvents: StepEvent[] = []
   const output = new SplitOutput(SHIM_FOLLOWS, new StepParser(onEvent), new StepParser((event) => shimEvents.push(event)))
   const command = `sudo -n true 2>/dev/null || exit ${SUDO_ASKS_PASSWORD}; sudo -n sh -c ${shellQuote(`${install} && ${check}${shim}`)}`
-  const result = await session.exec(command, {onStdout: (text) => output.push(text), signal, stdin: BOOTSTRAP_SCRIPT})
+  const result = await session.exec(command, {
+    maxBytes: PHASE_OUTPUT_BYTES,
+    onStdout: (text) => output.push(text),
+    signal,
+    stdin: BOOTSTRAP_SCRIPT,
+  })
+  if (result.overflowed) assertOk(result, 'uploading and checking the bootstrap script')
   if (result.code === SUDO_ASKS_PASSWORD) return {state: 'sudo-asks-password'}
   if (result.code === NEEDS_INSTALL) return {state: 'needs-install'}
   const marker = parseMarker(/^TARGON_MARKER (.*)$/m.exec(output.before)?.[1] ?? '')
@@ -317,6 +339,7 @@ export async function runInstall(
   const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
   const start = await session.exec(
     `sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`,
+    {maxBytes: CHECK_OUTPUT_BYTES},
   )
   // An earlier `up` may still be installing: follow that run instead of starting a second one.
   let expected: string | undefined = runId
@@ -335,7 +358,7 @@ export async function runInstall(
   let inactivePolls = 0
   const done = await poll(
     async () => {
-      const command = `tail -c +${offset + 1} ${LOG} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
+      const command = `tail -c +${offset + 1} ${LOG} | head -c ${LOG_READ_BYTES} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
       const [encoded = '', lastRun = '', state = ''] = (
         await must(session, `sudo -n sh -c ${shellQuote(command)}`, 'following the bootstrap')
       ).split(`${separator}\n`)
@@ -379,7 +402,7 @@ function parseLastRun(text: string) {
 }
 
 async function bootstrapFailure(session: SshSession, what: string): Promise<TargonError> {
-  const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`)).stdout
+  const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`, {maxBytes: CHECK_OUTPUT_BYTES})).stdout
     .split('\n')
     .filter((line) => line && !line.startsWith('TARGON_STEP'))
   return new TargonError('BOOTSTRAP_FAILED', `${what}${tail.length > 0 ? `: ${tail.at(-1)}` : ''}`, {
@@ -390,7 +413,7 @@ async function bootstrapFailure(session: SshSession, what: string): Promise<Targ
 
 /** The VM's bootstrap marker (empty when there is none). */
 export async function readMarker(session: SshSession): Promise<Marker> {
-  return parseMarker((await session.exec(`cat ${MARKER}`)).stdout)
+  return parseMarker((await session.exec(`cat ${MARKER}`, {maxBytes: CHECK_OUTPUT_BYTES})).stdout)
 }
 
 /** Whether a marker says the install ran to its end (B10 writes it with the script's version). */
@@ -439,7 +462,11 @@ function execShim(
 ): Promise<ExecResult> {
   const parser = new StepParser(onEvent)
   const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
-  return session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {onStdout: (text) => parser.push(text), signal})
+  return session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {
+    maxBytes: PHASE_OUTPUT_BYTES,
+    onStdout: (text) => parser.push(text),
+    signal,
+  })
 }
 
 const HealthSchema = z.object({service: z.string(), version: z.string()})
@@ -468,7 +495,9 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
     {deadline: Date.now() + timeoutMs, delayMs: () => 1000, signal},
   )
   if (version !== undefined) return version
-  const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log')).stdout.split('\n').filter(Boolean)
+  const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log', {maxBytes: CHECK_OUTPUT_BYTES})).stdout
+    .split('\n')
+    .filter(Boolean)
   throw new TargonError(
     'BOOTSTRAP_FAILED',
     `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`,

@@ -326,10 +326,18 @@ export function toTargonError(error: unknown): TargonError {
   }
 
   if (error instanceof Errors.CLIError) {
-    return new TargonError('USAGE', oneLine(error.message), {hint: 'see --help for the flags and examples'})
+    return new TargonError('USAGE', withoutValues(oneLine(error.message)), {hint: 'see --help for the flags and examples'})
   }
 
   return toTargonError(asTargonError(error))
+}
+
+/**
+ * oclif's parse messages quote what was typed (`Nonexistent flag: --notify=https://hooks…/TOKEN`), and a flag's value
+ * may be a secret (a webhook URL, or a typo's value): they name the flag, never its value, and show no address.
+ */
+function withoutValues(message: string): string {
+  return message.replaceAll(/(--[\w-]+)=\S*/g, '$1=…').replaceAll(/\b[a-z][a-z\d+.-]*:\/\/\S*/gi, '<an address>')
 }
 
 /** Collapses oclif's multi-line parse messages into one line. */

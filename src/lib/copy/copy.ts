@@ -9,6 +9,7 @@ import {posix} from 'node:path'
 import type {CopyResult, CopyVmResult} from '../contract.js'
 import {type VmSelection, announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
+import {folderName} from '../fleet/naming.js'
 import {TargonError, asTargonError} from '../core/errors.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -150,8 +151,8 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
       let destination = spec.direction === 'upload' ? remotePath : spec.local
       if (perVm) {
         await mkdir(spec.local, {mode: 0o755, recursive: true})
-        // The name comes from the API: used as a directory only if it is one plain path component.
-        destination = safeJoin(spec.local, unsafeName(name) ? vm.uid : name)
+        // The name comes from the API: a folder only when it is one of this tool's names, else the (checked) uid.
+        destination = safeJoin(spec.local, folderName(vm))
         await ensureLocalDir(destination)
       }
 

@@ -151,6 +151,11 @@ async function entryOrNull(read: () => Promise<{mode: number; size: number}>, pa
 }
 
 /** The VM's filesystem over one SFTP channel. */
+/** SFTP's status code for the end of a directory listing. */
+const SFTP_EOF = 1
+/** The most entries one directory on the VM may list: a hostile server could list without end. */
+const MAX_DIR_ENTRIES = 100_000
+
 export class RemoteSide implements Side {
   readonly where = 'on the VM'
 
@@ -200,12 +205,31 @@ export class RemoteSide implements Side {
     return entryOrNull(() => this.call<Stats>((done) => this.sftp.lstat(path, done)), path, this.where)
   }
 
+  /** Read batch by batch, so that a server listing without end is stopped at MAX_DIR_ENTRIES. */
   async list(dir: string): Promise<Entry[]> {
-    const listing = await this.call<{filename: string; attrs: {mode: number; size: number}}[]>((done) => this.sftp.readdir(dir, done))
-    // readdir's attributes are the server's lstat of each entry: a link shows as a link.
-    return listing
-      .filter((entry) => entry.filename !== '.' && entry.filename !== '..')
-      .map((entry) => ({kind: kindOf(entry.attrs.mode), mode: entry.attrs.mode & 0o7777, name: entry.filename, size: entry.attrs.size}))
+    const handle = await this.call<Buffer>((done) => this.sftp.opendir(dir, done))
+    const entries: Entry[] = []
+    try {
+      for (;;) {
+        const batch = await this.call<{filename: string; attrs: {mode: number; size: number}}[]>((done) =>
+          this.sftp.readdir(handle, done),
+        ).catch((error: {code?: number}) => {
+          if (error.code === SFTP_EOF) return null
+          throw error
+        })
+        if (batch === null) return entries
+        // readdir's attributes are the server's lstat of each entry: a link shows as a link.
+        for (const entry of batch) {
+          if (entry.filename === '.' || entry.filename === '..') continue
+          entries.push({kind: kindOf(entry.attrs.mode), mode: entry.attrs.mode & 0o7777, name: entry.filename, size: entry.attrs.size})
+        }
+
+        if (entries.length > MAX_DIR_ENTRIES)
+          throw new Error(`${dir}: more than ${MAX_DIR_ENTRIES} entries; copy its subdirectories one by one`)
+      }
+    } finally {
+      await this.call((done) => this.sftp.close(handle, done)).catch(() => undefined)
+    }
   }
 
   mkdir(path: string, mode: number): Promise<void> {

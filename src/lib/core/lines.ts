@@ -5,6 +5,9 @@
  */
 import {StringDecoder} from 'node:string_decoder'
 
+/** The longest line held back for its newline; a longer one is passed on in pieces of this length. */
+export const MAX_LINE_CHARS = 64 * 1024
+
 export class LineSplitter {
   private rest = ''
   private readonly decoder = new StringDecoder('utf8')
@@ -12,9 +15,31 @@ export class LineSplitter {
   constructor(private readonly onLine: (line: string) => void) {}
 
   push(chunk: Buffer | string): void {
-    const lines = (this.rest + (typeof chunk === 'string' ? chunk : this.decoder.write(chunk))).split('\n')
-    this.rest = lines.pop() ?? ''
-    for (const line of lines) this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line)
+    const text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk)
+    // Only the new text is searched: a long line in the making is appended to, never split again chunk by chunk.
+    let start = 0
+    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+      const line = this.cut(this.rest + text.slice(start, end))
+      this.rest = ''
+      start = end + 1
+      this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line)
+    }
+
+    this.rest = this.cut(this.rest + text.slice(start))
+  }
+
+  /**
+   * Output without newlines (a VM's bytes are untrusted) is not held without end: pieces of MAX_LINE_CHARS are passed
+   * on as lines; what is left is returned.
+   */
+  private cut(text: string): string {
+    let rest = text
+    while (rest.length > MAX_LINE_CHARS) {
+      this.onLine(rest.slice(0, MAX_LINE_CHARS))
+      rest = rest.slice(MAX_LINE_CHARS)
+    }
+
+    return rest
   }
 
   /** The last line, if it has no newline. */

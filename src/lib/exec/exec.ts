@@ -18,6 +18,8 @@ import type {RunEvents} from '../events/run-events.js'
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
 export const EXEC_TAIL_LINES = 20
+/** How much of each such line is kept (a VM's line may be a megabyte, and every VM's result is held to the end). */
+const TAIL_LINE_CHARS = 4096
 
 export interface ExecOptions {
   org: string
@@ -66,7 +68,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
   const started = Date.now()
   const tail: string[] = []
   const emit = (stream: 'stderr' | 'stdout', line: string) => {
-    tail.push(line)
+    tail.push(line.length > TAIL_LINE_CHARS ? `${line.slice(0, TAIL_LINE_CHARS)}…` : line)
     if (tail.length > EXEC_TAIL_LINES) tail.shift()
     options.onLine?.(name, stream, line)
   }

@@ -5,12 +5,13 @@
 import {randomBytes} from 'node:crypto'
 
 import {usageError} from '../core/errors.js'
+import {WORKLOAD_NAME_PATTERN} from '../targon/schemas.js'
 
 export const NAME_PREFIX = 'tcli-'
 export const DEFAULT_FLEET = 'default'
 const MAX_NAME = 32
 const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
-const TARGON_NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
+const TARGON_NAME = WORKLOAD_NAME_PATTERN
 const OWNED_NAME = /^tcli-([a-z0-9]{1,12})-([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)$/
 
 export function validateFleet(fleet: string): string {
@@ -51,7 +52,22 @@ export function workloadName(fleet: string, label?: string): string {
 
 /** The fleet a workload belongs to, or undefined when this tool did not create it. */
 export function fleetOf(name: string | null | undefined): string | undefined {
-  return name ? OWNED_NAME.exec(name)?.[1] : undefined
+  return name && TARGON_NAME.test(name) ? OWNED_NAME.exec(name)?.[1] : undefined
+}
+
+/*
+ * What a writer may call a VM. The API boundary already dropped names that break Targon's rule (schemas.ts); these
+ * are the writers' own checks, so that no later path around the boundary puts an API value in a file or a config.
+ */
+
+/** An ssh_config Host line: the name when it keeps Targon's rule, else the uid. */
+export function hostAlias(vm: {name: string | null; uid: string}): string {
+  return vm.name !== null && TARGON_NAME.test(vm.name) ? vm.name : vm.uid
+}
+
+/** A per-VM folder (cp --fleet): only one of this tool's names (`tcli-<fleet>-<label>`), else the uid. */
+export function folderName(vm: {name: string | null; uid: string}): string {
+  return isOwned(vm.name) ? (vm.name as string) : vm.uid
 }
 
 export function isOwned(name: string | null | undefined): boolean {

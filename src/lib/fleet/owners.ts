@@ -6,7 +6,7 @@
  * The listing's own `project_id` filter is never relied on: a server that ignored it would hand over everyone's VMs.
  */
 import {mapBounded} from '../core/concurrency.js'
-import {resolveSetting} from '../settings/settings.js'
+import {OWNER_PATTERN, resolveSetting} from '../settings/settings.js'
 import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import type {Workload} from '../targon/schemas.js'
@@ -35,7 +35,9 @@ export type OwnerMap = Map<string, string>
 export async function ownerProjects(client: TargonClient, org: string): Promise<OwnerMap> {
   const owners: OwnerMap = new Map()
   for (const project of await client.listProjects(org)) {
-    if (project.name?.startsWith(PROJECT_PREFIX)) owners.set(project.uid, project.name.slice(PROJECT_PREFIX.length))
+    // The owner is a name shown and notified: only one of the shape an owner can have (as config's owner key takes it).
+    const owner = project.name?.startsWith(PROJECT_PREFIX) ? project.name.slice(PROJECT_PREFIX.length) : undefined
+    if (owner !== undefined && OWNER_PATTERN.test(owner)) owners.set(project.uid, owner)
   }
 
   return owners

@@ -115,13 +115,15 @@ export async function snapshot(
     {budget: options.historyBudget, clock},
   )
   for (const vm of unclassified) applyHistory(vm, answers.get(vm.uid))
+  // A refused name says nothing of origin: the VM may still be ours by its owner's project (see refusedNames).
   const owners = await ownersOfListed(
     client,
     org,
-    vms.filter((vm) => vm.owned && !vm.gone).map((vm) => vm.workload),
+    vms.filter((vm) => (vm.owned || vm.workload.name_refused) && !vm.gone).map((vm) => vm.workload),
     options.readOwners ?? false,
   )
   for (const vm of vms) vm.owner = owners.get(vm.uid)
+  problems.push(...refusedNames(vms))
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   // A billing only assumed (an `error` record of a VM made here) may be another machine's tombstone: not a sighting.
@@ -147,6 +149,25 @@ function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
   vm.history = answer.kind
   if (answer.kind === 'deleted') Object.assign(vm, {billing: false, billingAssumed: false, endedAt: answer.at, gone: true})
   else if (answer.kind === 'crashed') Object.assign(vm, {billing: true, billingAssumed: false})
+}
+
+/**
+ * VMs whose name broke Targon's rule at the boundary (renamed by a hostile or buggy server): known by their uid only.
+ * One that is ours by its local record or its owner's project keeps its place in bulk selections (deleted by uid), so
+ * a rename cannot keep it billing; any other is another origin's. Returns the warning for each.
+ */
+function refusedNames(vms: KnownVm[]): string[] {
+  return vms
+    .filter((vm) => vm.workload.name_refused && !vm.gone)
+    .map((vm) => {
+      if (typeof vm.owner === 'string') vm.owned = true
+      return refusedNameWarning(vm)
+    })
+}
+
+/** What to say of a VM whose name was refused at the API boundary. */
+export function refusedNameWarning(vm: KnownVm): string {
+  return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
 }
 
 /** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */

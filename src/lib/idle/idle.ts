@@ -160,13 +160,17 @@ async function probeUsage(
     session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session
     // A VM that does not answer in time is unreadable, and the run goes on with the others.
     const within = AbortSignal.timeout(PROBE_TIMEOUT_MS)
-    const answer = await session.exec(PROBE_COMMAND, {signal: options.signal ? AbortSignal.any([options.signal, within]) : within})
+    const answer = await session.exec(PROBE_COMMAND, {
+      maxBytes: MAX_PROBE_BYTES,
+      signal: options.signal ? AbortSignal.any([options.signal, within]) : within,
+    })
+    // Checked before the read is judged: a VM that prints without end is cut off at the limit, never buffered.
+    if (answer.overflowed) return unreadable(`the probe printed more than ${MAX_PROBE_BYTES / 1024} KiB, more than a probe can`)
     // After the probe, so that its sample never sees this command as a session's activity.
     if (!answer.aborted) await options.alsoRead?.(vm, session).catch(() => undefined)
     if (answer.aborted) return unreadable(`the probe did not answer within ${PROBE_TIMEOUT_MS / 1000} s`)
     if (answer.code !== 0)
       return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)
-    if (answer.stdout.length > MAX_PROBE_BYTES) return unreadable('the probe answered more than a probe can')
     const parsed = ProbeSchema.safeParse(JSON.parse(answer.stdout))
     if (!parsed.success) return unreadable('the idle clock is not one (it fails the checks)')
     return judgeIdle(parsed.data, options.limitS)

@@ -33,6 +33,27 @@ export interface Notification {
 }
 
 const DELIVERY_BUDGET_MS = 5000
+/** What is read of the receiver's reply (Slack answers `ok`); the rest is not read. */
+const MAX_REPLY_BYTES = 4096
+
+/**
+ * The text as Slack-compatible receivers render it: `&`, `<` and `>` escaped (their documented escaping), so that
+ * `<!channel>` or `<https://…|a link>` from an API value arrives as plain text.
+ */
+export function slackText(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')
+}
+
+/** Reads at most MAX_REPLY_BYTES of a reply, then drops the rest: a receiver that answers without end costs nothing. */
+async function drainReply(body: AsyncIterable<Buffer> & {destroy: () => void}): Promise<void> {
+  let read = 0
+  for await (const chunk of body) {
+    read += chunk.length
+    if (read > MAX_REPLY_BYTES) break
+  }
+
+  body.destroy()
+}
 
 /** Posts the notification; undefined when delivered, else a warning that does not name the URL. */
 export async function deliver(url: string, notification: Notification): Promise<string | undefined> {
@@ -46,7 +67,7 @@ export async function deliver(url: string, notification: Notification): Promise<
         if (left <= 0) return false
         try {
           const answer = await request(url, {
-            body: JSON.stringify(notification),
+            body: JSON.stringify({...notification, text: slackText(notification.text)}),
             bodyTimeout: left,
             dispatcher: agent,
             headers: {'content-type': 'application/json'},
@@ -54,7 +75,7 @@ export async function deliver(url: string, notification: Notification): Promise<
             method: 'POST',
             signal: AbortSignal.timeout(left),
           })
-          await answer.body.text().catch(() => '')
+          await drainReply(answer.body).catch(() => undefined)
           if (answer.statusCode < 300) return true
           problem = `HTTP ${answer.statusCode}`
           // A refusal that a repeat will not change.

@@ -20,6 +20,8 @@ export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
 /** An organization slug (the API's own rule). */
 const ORG_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/
+/** An owner's name, as the owner setting takes it and as an owner project's name must carry it (fleet/owners.ts). */
+export const OWNER_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/
 /** Printable ASCII without spaces: anything else cannot travel in an HTTP header and would fail as a network error. */
 const API_KEY = /^[\x21-\x7e]{8,}$/
 
@@ -84,7 +86,7 @@ export const SETTINGS = {
   // Who this config directory rents for in a shared org (see fleet/owners.ts); never derived, only set.
   owner: {
     env: 'TARGON_OWNER',
-    parse: text(/^[a-z0-9][a-z0-9-]{0,31}$/, 'an owner name', 'use up to 32 lowercase letters, digits and hyphens, e.g. alice'),
+    parse: text(OWNER_PATTERN, 'an owner name', 'use up to 32 lowercase letters, digits and hyphens, e.g. alice'),
     stored: true,
   },
   fleet: {default: DEFAULT_FLEET, flag: '--fleet', parse: (raw: string) => validateFleet(raw), stored: true},

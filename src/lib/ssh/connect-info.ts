@@ -7,6 +7,7 @@ import {readFileSync} from 'node:fs'
 
 import {TargonError, usageError} from '../core/errors.js'
 import type {KnownVm} from '../fleet/workloads.js'
+import {hostAlias} from '../fleet/naming.js'
 import {checkedPrivateKeyPath} from './project-key.js'
 import {LocalState} from '../state/local-state.js'
 import {checkPinDir, hostKeyAlias, pinFile, pinHostKey, readPin, writePin} from './pins.js'
@@ -225,7 +226,7 @@ export function hostConfigEntry(host: {
   host_key_alias: string
 }): string {
   return [
-    `Host ${host.name ?? host.uid}`,
+    `Host ${hostAlias(host)}`,
     `  HostName ${host.host}`,
     `  Port ${host.port}`,
     '  User ubuntu',

@@ -32,6 +32,9 @@ export interface ConnectOptions {
   maxRetryDelayMs?: number
 }
 
+/** What httpGet reads of an answer from a VM's local service (the shim's health check is a few bytes). */
+const MAX_HTTP_BYTES = 64 * 1024
+
 /** After an abort, how long a remote command may take to end before the wait for it stops. */
 const ABORT_GRACE_MS = 1000
 
@@ -41,8 +44,27 @@ export interface ExecResult {
   signal?: string
   /** Aborted by the caller: the command was sent TERM and its channel closed. */
   aborted?: boolean
+  /** It printed more than the caller's maxBytes: the command was sent TERM and its channel closed. */
+  overflowed?: boolean
+  /**
+   * What the command printed: all of it under maxBytes; without one, only the last KEPT_OUTPUT_CHARS or so of each
+   * stream (onStdout/onStderr see it all).
+   */
   stdout: string
   stderr: string
+}
+
+/**
+ * How much of each stream exec keeps for its result when the caller sets no maxBytes. A VM is untrusted and may print
+ * without end: callers that want everything stream it (onStdout), the result keeps the end, which is what error
+ * messages quote. Small, since many VMs may run at once (exec --parallel 64).
+ */
+const KEPT_OUTPUT_CHARS = 64 * 1024
+
+/** `kept` + `text`, cut to its last KEPT_OUTPUT_CHARS once it is twice that (so the cut is rare). */
+function keepEnd(kept: string, text: string): string {
+  const all = kept + text
+  return all.length > 2 * KEPT_OUTPUT_CHARS ? all.slice(-KEPT_OUTPUT_CHARS) : all
 }
 
 export function fingerprintOf(key: string): string {
@@ -164,10 +186,19 @@ export class SshSession {
     }
   }
 
-  /** Runs a command; stdin, when given, is written and closed. */
+  /**
+   * Runs a command; stdin, when given, is written and closed. With `maxBytes`, a command that prints more than that
+   * (stdout and stderr together) is ended and its channel closed at once: `overflowed`, and nothing more is read.
+   */
   exec(
     command: string,
-    options: {stdin?: string; onStdout?: (chunk: string) => void; onStderr?: (chunk: string) => void; signal?: AbortSignal} = {},
+    options: {
+      stdin?: string
+      onStdout?: (chunk: string) => void
+      onStderr?: (chunk: string) => void
+      signal?: AbortSignal
+      maxBytes?: number
+    } = {},
   ): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       if (this.lost) {
@@ -190,6 +221,8 @@ export class SshSession {
         let code: number | null = null
         let signal: string | undefined
         let aborted = false
+        let overflowed = false
+        let received = 0
         let settled = false
         let grace: NodeJS.Timeout | undefined
         const finish = (outcome: () => void) => {
@@ -203,12 +236,25 @@ export class SshSession {
         // An abort ends the remote command, not only the wait for it: TERM through the channel (sshd passes it on to
         // the command), then the channel is closed. A command that ignores both is not waited for past the grace;
         // closing the connection then leaves it to the VM.
+        const end = () => {
+          signalChannel(stream, 'TERM')
+          stream.close()
+          grace = setTimeout(() => finish(() => resolve({aborted, code, overflowed, signal, stderr, stdout})), ABORT_GRACE_MS)
+        }
+
         const onAbort = () => {
           aborted = true
-          signalChannel(stream, 'TERM')
+          end()
+        }
 
-          stream.close()
-          grace = setTimeout(() => finish(() => resolve({aborted, code, signal, stderr, stdout})), ABORT_GRACE_MS)
+        /** Counts a chunk; false once past maxBytes, when the channel is being closed and the chunk is dropped. */
+        const within = (chunk: Buffer): boolean => {
+          if (overflowed) return false
+          received += chunk.length
+          if (options.maxBytes === undefined || received <= options.maxBytes) return true
+          overflowed = true
+          end()
+          return false
         }
 
         // The abort may have come while the channel was opening.
@@ -217,13 +263,15 @@ export class SshSession {
         const decodeStdout = textDecoder()
         const decodeStderr = textDecoder()
         stream.on('data', (chunk: Buffer) => {
+          if (!within(chunk)) return
           const text = decodeStdout(chunk)
-          stdout += text
+          stdout = options.maxBytes === undefined ? keepEnd(stdout, text) : stdout + text
           options.onStdout?.(text)
         })
         stream.stderr.on('data', (chunk: Buffer) => {
+          if (!within(chunk)) return
           const text = decodeStderr(chunk)
-          stderr += text
+          stderr = options.maxBytes === undefined ? keepEnd(stderr, text) : stderr + text
           options.onStderr?.(text)
         })
         stream.on('exit', (exitCode: number | null, exitSignal?: string) => {
@@ -234,7 +282,9 @@ export class SshSession {
           // The close of a dropped connection can arrive just after the stream's: check on the next turn.
           setImmediate(() =>
             finish(() =>
-              this.lost && code === null && !aborted ? reject(this.lostError()) : resolve({aborted, code, signal, stderr, stdout}),
+              this.lost && code === null && !aborted && !overflowed
+                ? reject(this.lostError())
+                : resolve({aborted, code, overflowed, signal, stderr, stdout}),
             ),
           )
         })
@@ -286,11 +336,19 @@ export class SshSession {
     const channel = await this.forward(port)
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = []
+      let received = 0
       const timer = setTimeout(() => {
         channel.close()
         reject(new Error('timed out'))
       }, timeoutMs)
-      channel.on('data', (chunk: Buffer) => chunks.push(chunk))
+      channel.on('data', (chunk: Buffer) => {
+        received += chunk.length
+        if (received <= MAX_HTTP_BYTES) chunks.push(chunk)
+        else {
+          channel.close()
+          reject(new Error(`answered more than ${MAX_HTTP_BYTES / 1024} KiB`))
+        }
+      })
       channel.on('error', reject)
       channel.on('close', () => {
         clearTimeout(timer)

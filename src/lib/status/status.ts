@@ -118,8 +118,11 @@ export async function runStatus(client: TargonClient, state: LocalState, options
 /** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */
 function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
   const shown = all.filter((vm) => options.showDeleted || !vm.gone)
+  // A VM of this tool whose fleet cannot be told (its name was refused, and no local record says) shows in every fleet.
   if (options.targets.length === 0)
-    return shown.filter((vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet))
+    return shown.filter(
+      (vm) => (options.anyOrigin || vm.owned) && (options.fleet === null || vm.fleet === options.fleet || (vm.owned && vm.fleet === null)),
+    )
   return options.targets.flatMap((target) => {
     const found = findForOwner(shown, options.owners, target, (among) => findVm(among, target, options.configuredFleet))
     if (found.length === 0)

@@ -16,6 +16,13 @@ const optionalNumber = z.number().nullish()
  */
 export const UID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 const uid = z.string().regex(UID_PATTERN, 'is not a safe identifier')
+/** Workload names, as Targon itself takes them (targon-api.md §13): 1-32 lowercase letters, digits and inner hyphens. */
+export const WORKLOAD_NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
+/**
+ * API strings used as identifiers whose shape Targon does not document (project, key, image and resource names):
+ * one plain word, never a path, an option or a line.
+ */
+export const API_IDENTIFIER_PATTERN = /^[A-Za-z0-9._-]{1,64}$/
 /** Org slugs: lowercase letters, digits and hyphens. */
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/
@@ -41,7 +48,8 @@ export const RawOfferSchema = z.object({
   description: optionalString,
   display_name: optionalString,
   gpu: z.boolean().nullish(),
-  name: z.string().min(1),
+  /** The resource name, sent back in a create: one plain word (an item without one is skipped with a warning). */
+  name: z.string().regex(API_IDENTIFIER_PATTERN, 'is not a plain resource name'),
   spec: OfferSpecSchema.nullish(),
   type: optionalString,
 })
@@ -111,12 +119,17 @@ const WorkloadResourceSchema = z.object({
   name: optionalString,
 })
 
-export const WorkloadSchema = z.object({
+const WorkloadFields = z.object({
   cost_per_hour: optionalNumber,
   created_at: optionalString,
   frozen_cost_per_hour: optionalNumber,
   image: optionalString,
   name: optionalString,
+  /** Set by checkName below, never read from the answer (a server's own `name_refused` is dropped). */
+  name_refused: z
+    .unknown()
+    .transform((): true | undefined => undefined)
+    .optional(),
   project_id: optionalString,
   resource: WorkloadResourceSchema.nullish(),
   resource_name: optionalString,
@@ -127,6 +140,18 @@ export const WorkloadSchema = z.object({
   uid,
   updated_at: optionalString,
 })
+/**
+ * A name that breaks Targon's own rule (a hostile or buggy server renamed the VM to `evil *\n  ProxyCommand …`,
+ * `.ssh` or chat markup) is never a name past this point: `name` is null, `name_refused` says why, and the VM is
+ * known by its uid alone. It is dropped, not kept aside, so that no later code can use it by mistake.
+ */
+function checkName<T extends {name?: string | null; name_refused?: true}>(workload: T): T {
+  const {name} = workload
+  if (name === undefined || name === null || WORKLOAD_NAME_PATTERN.test(name)) return workload
+  return {...workload, name: null, name_refused: true}
+}
+
+export const WorkloadSchema = WorkloadFields.transform(checkName)
 export type Workload = z.infer<typeof WorkloadSchema>
 
 /**
@@ -149,7 +174,7 @@ export function checkListedWorkload(item: unknown): {workload: Workload} | {inva
 }
 
 /** Deploy and create may answer with a sparse body: `{uid}` or `{}`. */
-export const SparseWorkloadSchema = WorkloadSchema.partial({uid: true})
+export const SparseWorkloadSchema = WorkloadFields.partial({uid: true}).transform(checkName)
 export type SparseWorkload = z.infer<typeof SparseWorkloadSchema>
 
 export const VersionSchema = z.object({

@@ -20,7 +20,7 @@ import {
   workloadStatus,
 } from '../targon/schemas.js'
 import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
-import {meantByName} from '../deletion/lifecycle.js'
+import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
@@ -42,6 +42,7 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
   }
 
   if (existing.length === 1) return adopt(ctx, track, await checkOwner(ctx, existing[0] as Workload))
+  await refuseRenamed(ctx, name)
   if (ctx.request.adoptOnly) {
     throw new TargonError('NOT_FOUND', `no VM named ${name} to take over`, {
       hint: `check the name with targon status, or give a resource or --gpu to create ${name}`,
@@ -50,6 +51,23 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
 
   const created = await createOnCandidates(ctx, track, await offerToRent(ctx, track, report), name, report)
   return (await yieldToOlderTwin(ctx, track, created)) ?? created
+}
+
+/**
+ * This directory's record of `name` whose VM is still listed, but no longer under that name (a server renamed it, to
+ * a name refused at the boundary, say): it is never replaced by a new VM, since the record is what keeps the renamed
+ * one this tool's, deleted by down --all.
+ */
+async function refuseRenamed(ctx: RunContext, name: string): Promise<void> {
+  const {org} = ctx.request
+  const uid = ctx.state.readVm(org, name)?.uid
+  if (!uid) return
+  const listed = (await ctx.client.listWorkloads(org)).workloads.find((workload) => workload.uid === uid)
+  if (!listed || judge(workloadStatus(listed), ctx.state.deleteNotes(org).get(uid)).gone) return
+  throw new TargonError('NAME_CONFLICT', `${name} is recorded here as ${uid}, which Targon now lists under another name`, {
+    hint: `delete it with targon down ${uid} (it may bill), then run again`,
+    resource: {name, uid},
+  })
 }
 
 /** The cheapest candidate; with --wait, the cheapest with a unit of capacity for this VM, waiting for one if need be. */

@@ -5,6 +5,7 @@
 
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
+import {API_IDENTIFIER_PATTERN} from '../targon/schemas.js'
 import {type ErrorCode, TargonError, asTargonError} from '../core/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
@@ -90,7 +91,8 @@ export async function resolveImage(client: TargonClient, org: string, wanted: st
   const names = (await client.listVmImages(org)).map((image) => image.name)
   if (names.includes(wanted)) return wanted
   if (wanted === DEFAULT_IMAGE) {
-    const ubuntu = names.filter((name) => /ubuntu.*24.*04/i.test(name))
+    // A name picked from the API rather than typed goes into the create request: one plain word only.
+    const ubuntu = names.filter((name) => API_IDENTIFIER_PATTERN.test(name) && /ubuntu.*24.*04/i.test(name))
     if (ubuntu.length === 1) return ubuntu[0] as string
   }
 

@@ -385,7 +385,8 @@ json.dump(data,open(path,"w"),indent=2)'
     [[ $live == *'"nvidia"'* ]] && runtimes+=',"nvidia":{"args":[],"path":"nvidia-container-runtime"}'
     runtimes+='}'
     case "${1:-}" in
-      # Running containers, as the test sets them (one name per line in /run/vm/containers); only for the docker group.
+      # Running containers, as the test sets them (one name per line in /run/vm/containers): for root (the sampler
+      # reaches it through its sudoers rule) or the docker group, as the Docker socket allows.
       ps)
         if [ "$(id -u)" != 0 ] && ! id -nG | grep -qw docker; then
           echo "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock" >&2
