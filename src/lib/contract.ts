@@ -435,10 +435,16 @@ export function configJsonKey(key: string): string {
 export const COST_GROUPINGS = ['day', 'fleet', 'resource', 'vm'] as const
 export type CostGrouping = (typeof COST_GROUPINGS)[number]
 
-/** Where a VM's billing start comes from: the deploy this directory saw accepted, or the API's created_at of a VM it met. */
-export const START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
-/** How a VM's billing ended: a deletion confirmed here, a tombstone's updated_at, or the last time it was seen billing. */
-export const STOP_HOWS = ['deleted', 'tombstone', 'last-seen'] as const
+/**
+ * Where a VM's billing start comes from (`start_source`): the deploy this directory saw accepted, or the API's
+ * created_at of a VM a listing found. Also the spend ledger's on-disk values: never renamed, only added to.
+ */
+export const BILLING_START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
+/**
+ * How a VM's billing end is known (`end_source`): a deletion confirmed here, a tombstone's updated_at, or the last time
+ * it was seen billing. Also the spend ledger's on-disk values: never renamed, only added to.
+ */
+export const BILLING_END_SOURCES = ['deleted', 'tombstone', 'last-seen'] as const
 
 /** What the spend ledger keeps of a VM, and what a cost report says of it. */
 export const VmFactsSchema = z.object({
@@ -457,13 +463,13 @@ export const CostVmSchema = VmFactsSchema.extend({
   price_per_hour: z.number().describe('USD per hour, as the API reported it when the ledger first recorded the VM'),
   start: z.string().describe('when billing began (RFC 3339)'),
   start_source: z
-    .enum(START_SOURCES)
+    .enum(BILLING_START_SOURCES)
     .describe(
       "deploy: the deploy this config directory saw accepted; wake-registered: down --wake-registered deployed it to delete it; api-created: the API's created_at of a VM met running (made elsewhere, or before the ledger); first-seen: the first listing that showed it, when the API gave no creation time",
     ),
   end: z.string().nullable().describe('when billing ended; null while it bills (the estimate then runs up to now)'),
   end_source: z
-    .enum([...STOP_HOWS, 'open'])
+    .enum([...BILLING_END_SOURCES, 'open'])
     .describe(
       'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: not confirmed, the last time this directory saw it (see bounded); open: it still bills',
     ),

@@ -111,9 +111,9 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
 function costVm(interval: Interval, ms: number): CostVm {
   const price = interval.price_per_hour as number
   return {
-    bounded: interval.endHow === 'last-seen',
+    bounded: interval.endSource === 'last-seen',
     end: interval.end === null ? null : new Date(interval.end).toISOString(),
-    end_source: interval.endHow ?? 'open',
+    end_source: interval.endSource ?? 'open',
     estimated_usd: roundUsd((ms / 3_600_000) * price),
     fleet: interval.fleet,
     found_gone_at: interval.foundGoneAt === null ? null : new Date(interval.foundGoneAt).toISOString(),

@@ -105,7 +105,7 @@ export async function reconcile(
     (interval) => range.excluded.has(interval.uid) && billedWithin(interval, first.at, last.at, now.at) > 0,
   ).length
   const unpriced = counted.filter((interval) => interval.price_per_hour === null).length
-  const unconfirmed = counted.filter((interval) => interval.endHow === 'last-seen').length
+  const unconfirmed = counted.filter((interval) => interval.endSource === 'last-seen').length
   const estimate = roundUsd(
     counted.reduce(
       (sum, interval) => sum + (billedWithin(interval, first.at, last.at, now.at) / 3_600_000) * (interval.price_per_hour ?? 0),
