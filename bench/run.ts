@@ -18,7 +18,7 @@ import {promisify} from 'node:util'
 
 import {LedgerStore} from '../src/lib/ledger/store.js'
 import type {LedgerLine} from '../src/lib/ledger/lines.js'
-import {SEEN_EVERY_MS} from '../src/lib/ledger/intervals.js'
+import {SIGHTING_EVERY_MS} from '../src/lib/ledger/intervals.js'
 import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
@@ -335,7 +335,7 @@ if (wanted('14')) {
     old / fresh,
     1.3,
     '',
-    `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, a seen line every ${SEEN_EVERY_MS / 60_000} min)`,
+    `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, a seen line every ${SIGHTING_EVERY_MS / 60_000} min)`,
   )
   await sim.stop()
 }
@@ -351,7 +351,7 @@ function agedLedger(configDir: string): number {
   const first = Date.now() - 365 * day
   let batch: LedgerLine[] = []
   let written = 0
-  for (let at = first; at < Date.now() - day; at += SEEN_EVERY_MS) {
+  for (let at = first; at < Date.now() - day; at += SIGHTING_EVERY_MS) {
     const dayIndex = Math.floor((at - first) / day)
     const uids = Array.from({length: 20}, (_, vm) => `wrk-d${dayIndex}v${vm}`)
     const iso = new Date(at).toISOString()

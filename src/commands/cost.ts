@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
-import {COST_GROUPINGS, type CostApart, type CostGroup, type CostResult} from '../lib/contract.js'
+import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/contract.js'
 import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
@@ -24,7 +24,7 @@ times its billed time, from its deploy to the confirmed end of its billing (a VM
 ledger (ledger/<org>/ in the config directory) records each deploy and deletion made from this directory, and every
 listing adds the VMs it meets: those made elsewhere start at the API's created_at. A VM that vanished between two
 listings ends at the last time this directory saw it (marked bounded: the end was not confirmed). A VM whose end or
-price is unknown is listed apart, never in the totals. Days are UTC.
+price is unknown is excluded: listed with its open duration, never in the totals. Days are UTC.
 
 With --reconcile, the drop in the org's credits between the earliest and the latest readings in the range (targon
 credits records one each run, and so does this) is put next to the estimate of every VM the ledger knows, any fleet,
@@ -45,7 +45,7 @@ over the same interval.`)
     by: Flags.option({default: 'day' as const, options: COST_GROUPINGS})({summary: 'Group the table by day, fleet, resource or VM.'}),
     'show-deleted': Flags.boolean({
       default: false,
-      summary: 'List each VM left out of the total (end, billing or price unknown), not one line per kind.',
+      summary: 'List each VM excluded from the total (end, billing or price unknown), not one line per kind.',
     }),
     reconcile: Flags.boolean({
       default: false,
@@ -116,20 +116,20 @@ over the same interval.`)
     const bounded = result.vms.filter((vm) => vm.bounded).length
     if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting (bounded).`)
     if (this.flags['show-deleted'])
-      for (const vm of result.apart)
+      for (const vm of result.excluded)
         this.log(
           oneLine(
-            `Not in the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
+            `Excluded from the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
           ),
         )
     else {
-      const count = (kind: CostApart['kind']) => result.apart.filter((vm) => vm.kind === kind).length
+      const count = (kind: CostExcluded['kind']) => result.excluded.filter((vm) => vm.kind === kind).length
       const kinds = [
         [count('unknown-billing'), 'of unknown billing (an error record: a crash, or deleted elsewhere)'],
         [count('no-price'), 'without a price'],
       ] as const
       const said = kinds.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)
-      if (said.length > 0) this.log(`Not in the total: ${said.join('; ')}: --show-deleted lists them (--json too).`)
+      if (said.length > 0) this.log(`Excluded from the total: ${said.join('; ')}: --show-deleted lists them (--json: excluded).`)
     }
     if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
     if (result.reconcile) this.log(reconcileLines(result.reconcile, result.fleet).join('\n'))

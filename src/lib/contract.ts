@@ -505,10 +505,16 @@ export function configJsonKey(key: string): string {
 export const COST_GROUPINGS = ['day', 'fleet', 'resource', 'vm'] as const
 export type CostGrouping = (typeof COST_GROUPINGS)[number]
 
-/** Where a VM's billing start comes from: the deploy this directory saw accepted, or the API's created_at of a VM it met. */
-export const START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
-/** How a VM's billing ended: a deletion confirmed here, a tombstone's updated_at, or the last time it was seen billing. */
-export const STOP_HOWS = ['deleted', 'tombstone', 'last-seen'] as const
+/**
+ * Where a VM's billing start comes from (`start_source`): the deploy this directory saw accepted, or the API's
+ * created_at of a VM a listing found. Also the spend ledger's on-disk values: never renamed, only added to.
+ */
+export const BILLING_START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
+/**
+ * How a VM's billing end is known (`end_source`): a deletion confirmed here, a tombstone's updated_at, or the last time
+ * it was seen billing. Also the spend ledger's on-disk values: never renamed, only added to.
+ */
+export const BILLING_END_SOURCES = ['deleted', 'tombstone', 'last-seen'] as const
 
 /** What the spend ledger keeps of a VM, and what a cost report says of it. */
 export const VmFactsSchema = z.object({
@@ -527,13 +533,13 @@ export const CostVmSchema = VmFactsSchema.extend({
   price_per_hour: z.number().describe('USD per hour, as the API reported it when the ledger first recorded the VM'),
   start: z.string().describe('when billing began (RFC 3339)'),
   start_source: z
-    .enum(START_SOURCES)
+    .enum(BILLING_START_SOURCES)
     .describe(
       "deploy: the deploy this config directory saw accepted; wake-registered: down --wake-registered deployed it to delete it; api-created: the API's created_at of a VM met running (made elsewhere, or before the ledger); first-seen: the first listing that showed it, when the API gave no creation time",
     ),
   end: z.string().nullable().describe('when billing ended; null while it bills (the estimate then runs up to now)'),
   end_source: z
-    .enum([...STOP_HOWS, 'open'])
+    .enum([...BILLING_END_SOURCES, 'open'])
     .describe(
       'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: not confirmed, the last time this directory saw it (see bounded); open: it still bills',
     ),
@@ -556,7 +562,7 @@ export const CostGroupSchema = z.object({
 })
 export type CostGroup = z.infer<typeof CostGroupSchema>
 
-export const CostApartSchema = z.object({
+export const CostExcludedSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
   fleet: z.string().nullable(),
@@ -570,7 +576,7 @@ export const CostApartSchema = z.object({
     ),
   reason: z.string().describe('why it is not in the totals'),
 })
-export type CostApart = z.infer<typeof CostApartSchema>
+export type CostExcluded = z.infer<typeof CostExcludedSchema>
 
 export const ReconcileSchema = z.object({
   verdict: z
@@ -586,7 +592,7 @@ export const ReconcileSchema = z.object({
   estimated_usd: z
     .number()
     .nullable()
-    .describe('the estimate of every VM the ledger knows over the same interval, any fleet or owner; VMs listed apart are left out'),
+    .describe('the estimate of every VM the ledger knows over the same interval, any fleet or owner; the VMs in `excluded` are left out'),
   difference_usd: z.number().nullable().describe('credits_drop_usd - estimated_usd'),
   unseen: z.array(z.string()).describe('what this comparison cannot see'),
 })
@@ -600,12 +606,12 @@ export const CostResultSchema = z.object({
   group_by: z.enum(COST_GROUPINGS),
   estimate: z.literal(true).describe('every figure is an estimate: Targon reports no charges per VM'),
   basis: z.string().describe('what the figures rest on'),
-  total_usd: z.number().describe('the sum over `vms`; what is in `apart` is not in it'),
+  total_usd: z.number().describe('the sum over `vms`; what is in `excluded` is not in it'),
   total_seconds: z.number(),
   groups: z.array(CostGroupSchema).describe('by --by, largest first (by day: the days with spend, in date order)'),
   days: z.array(CostGroupSchema).describe('per UTC day in the range, in date order, days without spend included'),
   vms: z.array(CostVmSchema),
-  apart: z.array(CostApartSchema).describe('VMs whose end or price is unknown: shown with their open duration, never in the totals'),
+  excluded: z.array(CostExcludedSchema).describe('VMs whose end or price is unknown: shown with their open duration, never in the totals'),
   complete: z.boolean().describe('false when the range reaches back before the ledger began or into pruned months'),
   incomplete_reason: z.string().nullable(),
   ledger_since: z.string().nullable().describe('from when on the ledger is whole: its first line, or the end of the months pruned'),
@@ -751,6 +757,18 @@ export const DATA_SCHEMAS = {
 
 export type CommandId = keyof typeof DATA_SCHEMAS
 
+/**
+ * The `schema_version` of each command's success envelope, 1 unless listed: raised when its `data` changes in a way a
+ * script would notice (a field renamed or removed), and the change written in docs/json-contract-changes.md. The
+ * error envelope, the same on every command, has a version of its own.
+ */
+const SCHEMA_VERSIONS: Partial<Record<CommandId, number>> = {cost: 2}
+export const ERROR_SCHEMA_VERSION = 1
+
+export function schemaVersion(command: string): number {
+  return SCHEMA_VERSIONS[command as CommandId] ?? 1
+}
+
 /** What a command's run returns: its `data`, as its schema says. */
 export type CommandResult<Id extends CommandId> = z.infer<(typeof DATA_SCHEMAS)[Id]>
 
@@ -764,7 +782,7 @@ const ACTING = {
 }
 
 export const ErrorEnvelopeSchema = z.object({
-  schema_version: z.literal(1),
+  schema_version: z.literal(ERROR_SCHEMA_VERSION),
   ok: z.literal(false),
   command: z.string(),
   ...ACTING,
@@ -796,7 +814,7 @@ export type ErrorEnvelope = z.infer<typeof ErrorEnvelopeSchema>
 
 export function successEnvelope<T extends z.ZodType>(command: string, data: T) {
   return z.object({
-    schema_version: z.literal(1),
+    schema_version: z.literal(schemaVersion(command)),
     ok: z.literal(true),
     command: z.literal(command),
     ...ACTING,

@@ -66,30 +66,33 @@ describe('targon cost', () => {
       expect(ctx.sim.billing()).toEqual([])
       const all = [...mine, ...theirs]
 
-      const fromFresh = parseJson(await targon(['cost', '--by', 'fleet', '--json'], {config: fresh})).data
+      const freshDoc = parseJson(await targon(['cost', '--by', 'fleet', '--json'], {config: fresh}))
+      // Version 2: `apart` became `excluded` (docs/json-contract-changes.md).
+      expect(freshDoc.schema_version).toBe(2)
+      const fromFresh = freshDoc.data
       expect(fromFresh.estimate).toBe(true)
       expect(fromFresh.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
       for (const vm of fromFresh.vms) expect([vm.start_source, vm.end_source]).toEqual(['api-created', 'deleted'])
       expectSecondsMatch(fromFresh.vms, [mine[1]!, theirs[0]!])
 
       // Here, the VMs deleted elsewhere are `error` tombstones the server's history tells: each ends at its deletion.
-      // Without the history they are records nobody here classified: apart, with their open duration.
+      // Without the history they are records nobody here classified: excluded, with their open duration.
       const here = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
       if (history === 'kept') {
-        expect(here.apart).toEqual([])
+        expect(here.excluded).toEqual([])
         expect(here.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([...all].sort())
         expectSecondsMatch(here.vms, all)
       } else {
         expectSecondsMatch(here.vms, [mine[0]!])
         expect(here.vms.map((vm: {uid: string}) => vm.uid)).toEqual([mine[0]])
-        expect(here.apart.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
+        expect(here.excluded.map((vm: {uid: string}) => vm.uid).sort()).toEqual([mine[1], theirs[0]].sort())
         expect(here.total_usd).toBe(here.vms[0].estimated_usd)
       }
 
       // Once those records vanish, the history's ends are kept; without it, each ends when its record last changed.
       await sleep(4000)
       const later = parseJson(await targon(['cost', '--by', 'fleet', '--json'])).data
-      expect(later.apart).toEqual([])
+      expect(later.excluded).toEqual([])
       expect(later.vms.map((vm: {uid: string}) => vm.uid).sort()).toEqual([...all].sort())
       expectSecondsMatch(later.vms, all)
       const ends = Object.fromEntries(

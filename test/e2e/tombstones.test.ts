@@ -228,7 +228,7 @@ describe('cost in the directory that rented, when another directory deleted', ()
     const cost = await targon(['cost', '--since', '1d', '--json'], renter)
     expect(cost.code, cost.stderr).toBe(0)
     const report = parseJson(cost).data
-    expect(report.apart).toEqual([])
+    expect(report.excluded).toEqual([])
     const billed = uids.reduce((sum, uid) => sum + ctx.sim.billableSeconds(uid), 0)
     expect(Math.abs(report.total_seconds - billed) / billed).toBeLessThan(0.15)
   })
@@ -274,10 +274,10 @@ describe('summaries, not walls', () => {
 
     const cost = await targon(['cost'], config)
     expect(cost.code, cost.stderr).toBe(0)
-    expect(lines(cost.stdout, /Not in the total/)).toEqual([
-      'Not in the total: 12 of unknown billing (an error record: a crash, or deleted elsewhere): --show-deleted lists them (--json too).',
+    expect(lines(cost.stdout, /Excluded from the total/)).toEqual([
+      'Excluded from the total: 12 of unknown billing (an error record: a crash, or deleted elsewhere): --show-deleted lists them (--json: excluded).',
     ])
-    expect(lines((await targon(['cost', '--show-deleted'], config)).stdout, /Not in the total/)).toHaveLength(12)
+    expect(lines((await targon(['cost', '--show-deleted'], config)).stdout, /Excluded from the total/)).toHaveLength(12)
 
     ctx.sim.deleteExternally(ctx.sim.billing()[0]!.uid)
     const idle = await targon(['down', '--idle', '--dry-run'], config)

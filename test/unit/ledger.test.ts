@@ -20,7 +20,7 @@ import {describe, expect, it} from 'vitest'
 import {
   type Interval,
   type Sighting,
-  SEEN_EVERY_MS,
+  SIGHTING_EVERY_MS,
   billedByDay,
   billedWithin,
   intervalsOf,
@@ -76,7 +76,7 @@ describe('intervals', () => {
     expect(intervals.size).toBe(1)
     const interval = only(intervals, 'wrk-1')
     expect([interval.start, interval.startSource]).toEqual([T0, 'deploy'])
-    expect([interval.end, interval.endHow]).toEqual([T0 + 30 * MIN, 'deleted'])
+    expect([interval.end, interval.endSource]).toEqual([T0 + 30 * MIN, 'deleted'])
     expect(billedWithin(interval, 0, Number.MAX_SAFE_INTEGER, T0 + 99 * MIN)).toBe(30 * MIN)
   })
 
@@ -131,9 +131,13 @@ describe('what a listing adds', () => {
     ])
   })
 
-  it('writes one seen line for the VMs not seen for SEEN_EVERY_MS, and nothing for those seen recently', () => {
-    const intervals = intervalsOf([start('wrk-1', T0), start('wrk-2', T0 + SEEN_EVERY_MS)])
-    const listing = {listedAt: T0 + SEEN_EVERY_MS + 1000, sightings: [sighting('wrk-1'), sighting('wrk-2')], unreadable: new Set<string>()}
+  it('writes one seen line for the VMs not seen for SIGHTING_EVERY_MS, and nothing for those seen recently', () => {
+    const intervals = intervalsOf([start('wrk-1', T0), start('wrk-2', T0 + SIGHTING_EVERY_MS)])
+    const listing = {
+      listedAt: T0 + SIGHTING_EVERY_MS + 1000,
+      sightings: [sighting('wrk-1'), sighting('wrk-2')],
+      unreadable: new Set<string>(),
+    }
     expect(linesFromListing(intervals, listing, listing.listedAt)).toEqual([{at: iso(listing.listedAt), kind: 'seen', uids: ['wrk-1']}])
   })
 
@@ -172,7 +176,7 @@ describe('what a listing adds', () => {
     expect(lines.filter((line) => line.kind === 'unclear')).toHaveLength(1)
     lines.push(...linesFromListing(intervalsOf(lines), {listedAt: T0 + 20 * MIN, sightings: [], unreadable: new Set()}, T0 + 20 * MIN))
     const interval = only(intervalsOf(lines), 'wrk-1')
-    expect([interval.end, interval.endHow, interval.foundGoneAt]).toEqual([T0 + 7 * MIN, 'last-seen', T0 + 20 * MIN])
+    expect([interval.end, interval.endSource, interval.foundGoneAt]).toEqual([T0 + 7 * MIN, 'last-seen', T0 + 20 * MIN])
   })
 })
 
@@ -239,7 +243,7 @@ describe('ledger files', () => {
     const march = intervalsOf(store.read(at('2026-03-01')).lines)
     expect(billedWithin(only(march, 'wrk-feb'), at('2026-03-01'), at('2026-04-01'), at('2026-05-03'))).toBe(31 * 86_400_000)
     const february = intervalsOf(store.read(at('2026-02-01')).lines)
-    expect([only(february, 'wrk-jan').end, only(february, 'wrk-jan').endHow]).toEqual([at('2026-02-20'), 'last-seen'])
+    expect([only(february, 'wrk-jan').end, only(february, 'wrk-jan').endSource]).toEqual([at('2026-02-20'), 'last-seen'])
     expect(store.read(at('2026-03-01')).since).toBe(at('2026-01-05'))
   })
 

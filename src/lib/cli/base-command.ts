@@ -4,7 +4,7 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
-import type {CommandId, CommandResult, ErrorEnvelope} from '../contract.js'
+import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from '../contract.js'
 import {resolveOrg} from '../settings/org.js'
 import {activeProfile, resolveSetting, setProfileFlag} from '../settings/settings.js'
 import {type NotifyEvent, deliver} from '../notify/notify.js'
@@ -17,8 +17,6 @@ import {RunEvents, eventError} from '../events/run-events.js'
 import {fileLines, stderrLines} from '../events/ndjson.js'
 import {printable} from '../core/output.js'
 import {startHistoryBudget} from '../deletion/history.js'
-
-export const SCHEMA_VERSION = 1
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {
@@ -270,7 +268,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       ok: true,
       org: this.acting.org,
       profile: this.acting.profile,
-      schema_version: SCHEMA_VERSION,
+      schema_version: schemaVersion(this.commandName()),
       warnings: this.warnings,
     }
   }
@@ -294,7 +292,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       ok: false,
       org: this.acting.org,
       profile: this.acting.profile,
-      schema_version: SCHEMA_VERSION,
+      schema_version: ERROR_SCHEMA_VERSION,
     }
     if (err.data) envelope.data = err.data
     return envelope

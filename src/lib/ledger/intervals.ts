@@ -4,31 +4,31 @@
  * A VM bills over one interval: from its deploy until its deletion (a suspended VM bills on, so waking it starts
  * nothing new). Many runs, concurrent ones included, write lines about the same VM into one directory's ledger;
  * lines are combined per uid, so that nothing is counted twice:
- * - the start is the deploy this directory saw accepted, else the API's created_at of a VM it met;
+ * - the start is the deploy this directory saw accepted, else the API's created_at of a VM a listing found;
  * - the end is a deletion confirmed here, else a tombstone's updated_at, else the last time it was seen, billing or
  *   as an unclassified `error` record (`bounded`: billing stopped between then and the listing that found it gone);
  * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
  */
-import type {START_SOURCES, STOP_HOWS, VmFacts} from '../contract.js'
+import type {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFacts} from '../contract.js'
 import type {LedgerLine} from './lines.js'
 
-export type StartSource = (typeof START_SOURCES)[number]
-export type StopHow = (typeof STOP_HOWS)[number]
+export type BillingStartSource = (typeof BILLING_START_SOURCES)[number]
+export type BillingEndSource = (typeof BILLING_END_SOURCES)[number]
 
 /**
- * How often a VM seen billing gets a `seen` line: the most a `bounded` end can fall short by, beyond the gaps between
- * listings. Every listing reads these lines (bench figure 14); a VM deleted elsewhere is mostly caught by its tombstone
- * or `error` record, so they need not be frequent.
+ * How often a VM seen billing gets a sighting (a `seen` line): the most a `bounded` end can fall short by, beyond the
+ * gaps between listings. Every listing reads these lines (bench figure 14); a VM deleted elsewhere is mostly caught by
+ * its tombstone or `error` record, so they need not be frequent.
  */
-export const SEEN_EVERY_MS = 30 * 60_000
+export const SIGHTING_EVERY_MS = 30 * 60_000
 
 export interface Interval extends VmFacts {
   uid: string
   start: number
-  startSource: StartSource
+  startSource: BillingStartSource
   /** null while it bills (or nothing has said that it stopped). */
   end: number | null
-  endHow: StopHow | null
+  endSource: BillingEndSource | null
   /** For a `last-seen` end: when the VM was found gone (billing stopped between `end` and this). */
   foundGoneAt: number | null
   /** The latest time this directory saw it billing. */
@@ -37,8 +37,9 @@ export interface Interval extends VmFacts {
   unclearUpdatedAt: number | null
 }
 
-const START_RANK: Record<StartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
-const STOP_RANK: Record<StopHow, number> = {deleted: 0, 'last-seen': 2, tombstone: 1}
+/** Which line wins when several say where a VM's billing starts, or ends: the lowest number, then the earliest time. */
+const START_PREFERENCE: Record<BillingStartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
+const END_PREFERENCE: Record<BillingEndSource, number> = {deleted: 0, 'last-seen': 2, tombstone: 1}
 
 type StartLine = Extract<LedgerLine, {kind: 'start'}>
 type StopLine = Extract<LedgerLine, {kind: 'stop'}>
@@ -47,17 +48,17 @@ type StopLine = Extract<LedgerLine, {kind: 'stop'}>
 export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval> {
   const starts = new Map<string, StartLine[]>()
   const stops = new Map<string, StopLine[]>()
-  const seen = new Map<string, number>()
+  const lastSeenBilling = new Map<string, number>()
   const unclear = new Map<string, number>()
   const latest = (map: Map<string, number>, uid: string, at: number) => map.set(uid, Math.max(map.get(uid) ?? at, at))
   const add = <T>(map: Map<string, T[]>, uid: string, line: T) => (map.get(uid) ?? map.set(uid, []).get(uid)!).push(line)
   for (const line of lines) {
     if (line.kind === 'start') {
       add(starts, line.uid, line)
-      latest(seen, line.uid, Date.parse(line.recorded_at))
+      latest(lastSeenBilling, line.uid, Date.parse(line.recorded_at))
     } else if (line.kind === 'seen') {
       const at = Date.parse(line.at)
-      for (const uid of line.uids) latest(seen, uid, at)
+      for (const uid of line.uids) latest(lastSeenBilling, uid, at)
     } else if (line.kind === 'stop') {
       add(stops, line.uid, line)
     } else if (line.kind === 'unclear') {
@@ -68,18 +69,18 @@ export function intervalsOf(lines: readonly LedgerLine[]): Map<string, Interval>
   const intervals = new Map<string, Interval>()
   for (const [uid, candidates] of starts) {
     const [chosen, ...others] = [...candidates].sort(
-      (a, b) => START_RANK[a.source] - START_RANK[b.source] || Date.parse(a.at) - Date.parse(b.at),
+      (a, b) => START_PREFERENCE[a.source] - START_PREFERENCE[b.source] || Date.parse(a.at) - Date.parse(b.at),
     ) as [StartLine, ...StartLine[]]
     const start = Date.parse(chosen.at)
-    const lastSeen = Math.max(seen.get(uid) ?? start, start)
+    const lastSeen = Math.max(lastSeenBilling.get(uid) ?? start, start)
     // A stop written before the VM was last seen billing is void (this directory's own clock on both sides).
     const stop = [...(stops.get(uid) ?? [])]
       .filter((line) => Date.parse(line.recorded_at) >= lastSeen)
-      .sort((a, b) => STOP_RANK[a.how] - STOP_RANK[b.how] || Date.parse(a.at) - Date.parse(b.at))[0]
+      .sort((a, b) => END_PREFERENCE[a.how] - END_PREFERENCE[b.how] || Date.parse(a.at) - Date.parse(b.at))[0]
     intervals.set(uid, {
       ...mergedFacts(chosen, others),
       end: stop ? Math.max(start, Date.parse(stop.at)) : null,
-      endHow: stop?.how ?? null,
+      endSource: stop?.how ?? null,
       foundGoneAt: stop?.how === 'last-seen' ? Date.parse(stop.recorded_at) : null,
       lastSeen,
       start,
@@ -137,21 +138,22 @@ export interface Listing {
 }
 
 /**
- * The lines a listing adds to the ledger: starts of VMs met billing, one line of the VMs seen billing, the `error`
+ * The lines a listing adds to the ledger: starts of VMs found billing, one sighting of the VMs seen billing, the `error`
  * records nobody here has classified, and the ends of VMs found gone.
  */
 export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listing: Listing, now: number): LedgerLine[] {
   const lines: LedgerLine[] = []
   const at = new Date(now).toISOString()
   // What the listing showed, it showed when it was asked for: a deletion confirmed meanwhile is not voided by it.
-  const seenAt = new Date(listing.listedAt).toISOString()
-  const seen: string[] = []
+  const sightedAt = new Date(listing.listedAt).toISOString()
+  // The VMs due a sighting: seen billing again after an end, or not for SIGHTING_EVERY_MS.
+  const sighted: string[] = []
   const listed = new Set(listing.sightings.map((sighting) => sighting.uid))
   for (const sighting of listing.sightings) {
     const interval = intervals.get(sighting.uid)
     if (sighting.billing === true && !sighting.gone) {
-      if (!interval) lines.push(metStart(sighting, listing.listedAt))
-      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SEEN_EVERY_MS) seen.push(sighting.uid)
+      if (!interval) lines.push(startFromListing(sighting, listing.listedAt))
+      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SIGHTING_EVERY_MS) sighted.push(sighting.uid)
     } else if (sighting.gone && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
       // Never before it was last seen billing, nor after now: the two clocks may disagree.
@@ -163,11 +165,11 @@ export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listi
     } else if (sighting.billing === null && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
       if (updated !== null && updated !== interval.unclearUpdatedAt)
-        lines.push({at: seenAt, kind: 'unclear', uid: sighting.uid, updated_at: new Date(updated).toISOString()})
+        lines.push({at: sightedAt, kind: 'unclear', uid: sighting.uid, updated_at: new Date(updated).toISOString()})
     }
   }
 
-  if (seen.length > 0) lines.push({at: seenAt, kind: 'seen', uids: seen})
+  if (sighted.length > 0) lines.push({at: sightedAt, kind: 'seen', uids: sighted})
   for (const interval of intervals.values()) {
     const missing = !listed.has(interval.uid) && !listing.unreadable.has(interval.uid)
     if (missing && interval.end === null && interval.lastSeen < listing.listedAt) lines.push(vanishedStop(interval, now, at))
@@ -193,8 +195,11 @@ function timeOf(text: string | null): number | null {
   return Number.isNaN(ms) ? null : ms
 }
 
-/** A start line for a VM met billing: from the API's created_at, or from the listing when it gives none that makes sense. */
-function metStart(sighting: Sighting, now: number): LedgerLine {
+/**
+ * A start line for a VM a listing shows billing that the ledger has no start for (made elsewhere, or before the
+ * ledger): from the API's created_at, or from the listing when it gives none that makes sense.
+ */
+function startFromListing(sighting: Sighting, now: number): LedgerLine {
   const created = timeOf(sighting.createdAt)
   const known = created !== null && created <= now
   return {

@@ -1,6 +1,6 @@
 /**
  * What the rest of the tool tells the spend ledger, in three calls: a deploy accepted (a start), a deletion
- * confirmed (a stop), and a listing seen (the starts of VMs met billing, sightings, and the ends of VMs found gone).
+ * confirmed (a stop), and a listing seen (the starts of VMs found billing, sightings, and the ends of VMs found gone).
  * Each returns a warning instead of failing: a ledger that cannot be written must never stop an `up` or a `down`.
  */
 import {type Listing, intervalsOf, linesFromListing} from './intervals.js'

@@ -1,10 +1,10 @@
 /**
  * `targon cost` without the rendering: the spend ledger (after this run's own listing was told to it) reduced to
  * the VMs that billed within a range, priced, grouped and split by UTC day. Every figure is an estimate: price ×
- * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is shown
- * apart, never in the totals and never dropped.
+ * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
+ * excluded, never in the totals and never dropped.
  */
-import type {CostApart, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
+import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
 import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'
@@ -49,7 +49,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
   const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
   const vms: CostVm[] = []
-  const apart: CostApart[] = []
+  const excluded: CostExcluded[] = []
   const counted: Interval[] = []
   for (const interval of intervals.values()) {
     if (options.fleet !== null && interval.fleet !== options.fleet) continue
@@ -58,8 +58,8 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
     const ms = billedWithin(interval, options.from, to, now)
     const vm = listed.get(interval.uid)
     if (interval.end === null && vm !== undefined && billingUncertain(vm))
-      apart.push(apartOf(interval, vm, now, 'unknown-billing', UNKNOWN_END))
-    else if (interval.price_per_hour === null) apart.push(apartOf(interval, vm, now, 'no-price', 'the API gave no price for it'))
+      excluded.push(excludedOf(interval, vm, now, 'unknown-billing', UNKNOWN_END))
+    else if (interval.price_per_hour === null) excluded.push(excludedOf(interval, vm, now, 'no-price', 'the API gave no price for it'))
     else {
       vms.push(costVm(interval, ms))
       counted.push(interval)
@@ -71,7 +71,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
     // Created after the range ended: nothing to do with it.
     const created = createdAt(vm)
     const unknown = billingUncertain(vm) && (created === null || created < to)
-    if (unknown && !intervals.has(vm.uid) && (options.fleet === null || vm.fleet === options.fleet)) apart.push(unknownListed(vm, now))
+    if (unknown && !intervals.has(vm.uid) && (options.fleet === null || vm.fleet === options.fleet)) excluded.push(unknownListed(vm, now))
   }
 
   vms.sort((a, b) => a.start.localeCompare(b.start))
@@ -79,11 +79,11 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
   const ledgerSince = read.since
   const incomplete = incompleteness(options.from, ledgerSince, read.prunedThrough)
   return {
-    apart,
     basis: COST_BASIS,
     complete: incomplete === null,
     days,
     estimate: true,
+    excluded,
     fleet: options.fleet,
     from: new Date(options.from).toISOString(),
     group_by: options.by,
@@ -97,7 +97,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
           store,
           read.lines,
           intervals,
-          {apart: new Set(apart.map((vm) => vm.uid)), endsNow: options.to === null || options.to >= now, from: options.from, to},
+          {endsNow: options.to === null || options.to >= now, excluded: new Set(excluded.map((vm) => vm.uid)), from: options.from, to},
           options.warn,
         )
       : null,
@@ -111,9 +111,9 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
 function costVm(interval: Interval, ms: number): CostVm {
   const price = interval.price_per_hour as number
   return {
-    bounded: interval.endHow === 'last-seen',
+    bounded: interval.endSource === 'last-seen',
     end: interval.end === null ? null : new Date(interval.end).toISOString(),
-    end_source: interval.endHow ?? 'open',
+    end_source: interval.endSource ?? 'open',
     estimated_usd: roundUsd((ms / 3_600_000) * price),
     fleet: interval.fleet,
     found_gone_at: interval.foundGoneAt === null ? null : new Date(interval.foundGoneAt).toISOString(),
@@ -130,7 +130,7 @@ function costVm(interval: Interval, ms: number): CostVm {
   }
 }
 
-function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, kind: CostApart['kind'], reason: string): CostApart {
+function excludedOf(interval: Interval, vm: KnownVm | undefined, now: number, kind: CostExcluded['kind'], reason: string): CostExcluded {
   return {
     fleet: interval.fleet,
     kind,
@@ -143,7 +143,7 @@ function apartOf(interval: Interval, vm: KnownVm | undefined, now: number, kind:
   }
 }
 
-function unknownListed(vm: KnownVm, now: number): CostApart {
+function unknownListed(vm: KnownVm, now: number): CostExcluded {
   const created = createdAt(vm)
   return {
     fleet: vm.fleet,

@@ -55,8 +55,8 @@ export interface ReconcileRange {
   to: number
   /** The range ends now (no --to in the past): this run's own reading closes it. */
   endsNow: boolean
-  /** VMs whose end is unknown (listed apart by the report): left out of the estimate, and said so. */
-  apart: ReadonlySet<string>
+  /** VMs whose end is unknown (the report's `excluded`): left out of the estimate, and said so. */
+  excluded: ReadonlySet<string>
 }
 
 /**
@@ -99,13 +99,13 @@ export async function reconcile(
   if (!first || !last || last.at <= first.at) return {...none, unseen: [], verdict: 'one-reading'}
 
   const counted = [...intervals.values()].filter(
-    (interval) => !range.apart.has(interval.uid) && billedWithin(interval, first.at, last.at, now.at) > 0,
+    (interval) => !range.excluded.has(interval.uid) && billedWithin(interval, first.at, last.at, now.at) > 0,
   )
-  const apart = [...intervals.values()].filter(
-    (interval) => range.apart.has(interval.uid) && billedWithin(interval, first.at, last.at, now.at) > 0,
+  const excluded = [...intervals.values()].filter(
+    (interval) => range.excluded.has(interval.uid) && billedWithin(interval, first.at, last.at, now.at) > 0,
   ).length
   const unpriced = counted.filter((interval) => interval.price_per_hour === null).length
-  const unconfirmed = counted.filter((interval) => interval.endHow === 'last-seen').length
+  const unconfirmed = counted.filter((interval) => interval.endSource === 'last-seen').length
   const estimate = roundUsd(
     counted.reduce(
       (sum, interval) => sum + (billedWithin(interval, first.at, last.at, now.at) / 3_600_000) * (interval.price_per_hour ?? 0),
@@ -126,7 +126,7 @@ export async function reconcile(
     to: new Date(last.at).toISOString(),
     unseen: [
       ...ALWAYS_UNSEEN,
-      ...(apart > 0 ? [`${apart} VM(s) whose end is unknown (listed apart), left out of the estimate`] : []),
+      ...(excluded > 0 ? [`${excluded} VM(s) whose end is unknown (excluded), left out of the estimate`] : []),
       ...(unpriced > 0 ? [`${unpriced} VM(s) without a price, counted as 0`] : []),
       ...(unconfirmed > 0 ? [`${unconfirmed} VM(s) whose end was not confirmed (bounded)`] : []),
     ],
