@@ -189,6 +189,8 @@ export interface SimWorkload {
   deployIndex?: number
   deleteRequestedAt?: number
   deletedAt?: number
+  /** Left the listing before its tombstone's lifetime ran out (ageOutTombstones). */
+  agedOut?: boolean
   /** An `error` record that is the remains of a completed delete (billing stopped), not a crash. */
   tombstone?: boolean
   endpoint?: VmEndpoint
@@ -379,6 +381,11 @@ export class TargonSimulator {
   current(uid: string): SimWorkload | undefined {
     const workload = this.workloads.get(uid)
     return workload && this.advance(workload)
+  }
+
+  /** Every tombstone listed now leaves the listing at once, as if its lifetime had run out (no test waits for it). */
+  ageOutTombstones(): void {
+    for (const workload of this.workloads.values()) if (workload.status === 'deleted' || workload.tombstone) workload.agedOut = true
   }
 
   /** The billing ledger: workloads that cost money now (provisioning, running, suspended, crashed). */
@@ -789,7 +796,7 @@ export class TargonSimulator {
   private answers(workload: SimWorkload): boolean {
     if (workload.status !== 'deleted' && !workload.tombstone) return true
     if (this.options.deleteLifecycle === 'ideal') return this.options.afterDelete === 'deleted'
-    return Date.now() < (workload.deletedAt ?? 0) + this.options.tombstoneLifetimeMs
+    return !workload.agedOut && Date.now() < (workload.deletedAt ?? 0) + this.options.tombstoneLifetimeMs
   }
 
   private listWorkloads(org: OrgSeed, query: URLSearchParams) {
