@@ -18,6 +18,7 @@ import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
+import Sweep from './commands/sweep.js'
 import Up from './commands/up.js'
 
 export {execute} from '@oclif/core'
@@ -40,6 +41,7 @@ export const COMMANDS = {
   offers: Offers,
   ssh: Ssh,
   status: Status,
+  sweep: Sweep,
   up: Up,
 }
 export {completionPostrun} from './lib/cli/completion.js'

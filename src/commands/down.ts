@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
+import {followDeletions} from '../lib/cli/deletion-display.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
@@ -142,8 +143,7 @@ otherwise, with a per-VM result.`)
     }
 
     await this.useNotifyUrl(flags.notify)
-    const settled = new Set<string>()
-    let selected: string[] = []
+    const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
       async (client, signal) => {
         try {
@@ -155,17 +155,9 @@ otherwise, with a per-VM result.`)
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
             reconcileMs: await resolveSetting('reconcile-window'),
-            onEvent: (event) => {
-              this.events.emit({...event, type: 'deletion'})
-              if (event.status === 'progress') this.info(event.detail)
-            },
-            onTargets: (uids) => (selected = uids),
-            onResult: (deleted) => {
-              if (deleted.billing === false) settled.add(deleted.uid)
-              this.info(
-                `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
-              )
-            },
+            onEvent: deletions.onEvent,
+            onTargets: deletions.onTargets,
+            onResult: deletions.onResult,
             parallel: flags.parallel,
             selection,
             stop: signal,
@@ -204,12 +196,7 @@ otherwise, with a per-VM result.`)
           throw error
         }
       },
-      () => {
-        const billing = selected.filter((uid) => !settled.has(uid))
-        return billing.length > 0
-          ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
-          : ['Exiting at once.']
-      },
+      () => deletions.forcedExitLines(),
     )
   }
 

@@ -562,6 +562,52 @@ export const CreditsResultSchema = z.object({
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 
+/** Why targon sweep deletes a VM: the limit it reached. */
+export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle'] as const
+export type SweepReason = (typeof SWEEP_REASONS)[number]
+
+export const SweepResultSchema = z.object({
+  org: z.string().nullable().describe('null when the sweep was skipped before it read anything'),
+  skipped: z
+    .string()
+    .nullable()
+    .describe('why nothing was done (another sweep of this config directory and profile is running); null when the sweep ran'),
+  dry_run: z.boolean(),
+  selection: z.object({
+    fleet: z.string().nullable().describe('--fleet: only this fleet; null: every fleet'),
+    owner: z.string().nullable().describe('the owner whose VMs are swept (config key owner, TARGON_OWNER); null: every owner'),
+    any_owner: z.boolean(),
+    over_cost_usd: z.number().nullable().describe('--over-cost: also delete VMs whose estimated cost exceeds this'),
+    idle_limit_seconds: z.number().nullable().describe('--idle-limit: the idle limit of VMs without one of their own'),
+    min_runway_hours: z.number().nullable().describe('--min-runway'),
+  }),
+  results: z
+    .array(DeleteResultSchema.extend({reason: z.enum(SWEEP_REASONS).describe('the limit it reached')}))
+    .describe('each VM past a limit, deleted (or, with --dry-run, that would be)'),
+  survivors: z.array(z.string()).describe('uids selected that still bill (or may) after the sweep: exit 11'),
+  kept: DownResultSchema.shape.kept.describe('VMs with an idle limit kept: busy, not idle long enough, or their clock unreadable'),
+  unlimited: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        origin: z.enum(['targon', 'other']).describe('targon: made by this tool, with no limit; other: made by something else'),
+        price_per_hour: z.number().nullable(),
+      }),
+    )
+    .describe('what bills and no limit covers: reported, never deleted'),
+  runway: CreditsResultSchema.pick({
+    burn_usd_per_hour: true,
+    credits: true,
+    runway_ends_at: true,
+    runway_hours: true,
+    short: true,
+  })
+    .nullable()
+    .describe('with --min-runway: the credits after the deletions, as targon credits reads them; short exits 14'),
+})
+export type SweepResult = z.infer<typeof SweepResultSchema>
+
 /**
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
@@ -618,6 +664,7 @@ export const DATA_SCHEMAS = {
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
+  sweep: SweepResultSchema,
   up: UpResultSchema,
 } as const
 
