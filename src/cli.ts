@@ -14,6 +14,10 @@ import Cp from './commands/cp.js'
 import Credits from './commands/credits.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import GuardInstall from './commands/guard/install.js'
+import GuardPrint from './commands/guard/print.js'
+import GuardStatus from './commands/guard/status.js'
+import GuardUninstall from './commands/guard/uninstall.js'
 import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
@@ -37,6 +41,10 @@ export const COMMANDS = {
   credits: Credits,
   down: Down,
   exec: Exec,
+  'guard:install': GuardInstall,
+  'guard:print': GuardPrint,
+  'guard:status': GuardStatus,
+  'guard:uninstall': GuardUninstall,
   logs: Logs,
   offers: Offers,
   ssh: Ssh,

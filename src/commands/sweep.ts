@@ -18,6 +18,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
 import {runSweep} from '../lib/sweep/sweep.js'
+import {recordRun, rotateLog} from '../lib/guard/runs.js'
 
 export default class Sweep extends BaseCommand<typeof Sweep, 'sweep'> {
   static summary = 'Enforce every limit once: delete VMs past their TTL, budget or idle limit, and check the runway.'
@@ -54,6 +55,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
     fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
+    guard: Flags.boolean({
+      default: false,
+      summary:
+        "As the guard runs it (guard install puts it in the scheduled command): record the run for targon guard status, and rotate the guard's log.",
+    }),
     'heartbeat-url': Flags.string({
       summary:
         'Ping URL of a dead-man switch (healthchecks-style), pinged on exit 0 or 14, URL/fail otherwise; prefer TARGON_HEARTBEAT_URL or config heartbeat-url, as a command line shows in ps.',
@@ -90,21 +96,39 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       )
     const heartbeat = await resolveSetting('heartbeat-url', flags['heartbeat-url'])
     const profile = (await activeProfile()).name
-    const lock = childPath(join(ensureConfigDir(), 'locks'), `sweep-${profile}`, '.lock')
+    const dir = ensureConfigDir()
+    const startedAt = Date.now()
+    const record = (exitCode: number, result: SweepResult | undefined) => {
+      if (!flags.guard) return
+      recordRun(dir, profile, {
+        at: new Date(startedAt).toISOString(),
+        deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
+        duration_ms: Date.now() - startedAt,
+        exit_code: exitCode,
+        skipped: typeof result?.skipped === 'string',
+        still_billing: result?.survivors.length ?? 0,
+      })
+    }
+
+    if (flags.guard) rotateLog(dir, profile)
+    const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
     const outcome = await ifFileLockFree(lock, async () => {
       try {
         const result = await this.sweep(fleet, owners)
         await this.beat(heartbeat, 0)
+        record(0, result)
         return result
       } catch (error) {
-        await this.beat(heartbeat, toTargonError(error).exitCode)
+        const failure = toTargonError(error)
+        await this.beat(heartbeat, failure.exitCode)
+        record(failure.exitCode, failure.data as SweepResult | undefined)
         throw error
       }
     })
     if (outcome.ran) return outcome.value
-    const skipped = `another sweep of ${configDir()} (profile ${profile}) is running; this one does nothing`
+    const skipped = `another sweep of ${dir} (profile ${profile}) is running; this one does nothing`
     this.info(skipped)
-    return {
+    const result: SweepResult = {
       dry_run: flags['dry-run'],
       kept: [],
       org: null,
@@ -122,6 +146,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       survivors: [],
       unlimited: [],
     }
+    record(0, result)
+    return result
   }
 
   private idleLimitS(): number | null {

@@ -608,6 +608,57 @@ export const SweepResultSchema = z.object({
 })
 export type SweepResult = z.infer<typeof SweepResultSchema>
 
+export const GuardRunSchema = z.object({
+  at: z.string().describe('when the sweep started, RFC 3339'),
+  exit_code: z.number(),
+  duration_ms: z.number(),
+  deleted: z.number().describe('VMs it deleted'),
+  still_billing: z.number().describe('VMs selected that still bill after it'),
+  skipped: z.boolean().describe('another sweep was running: it did nothing'),
+})
+export type GuardRun = z.infer<typeof GuardRunSchema>
+
+export const GuardEntrySchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  config_dir: z.string(),
+  profile: z.string(),
+  org: z.string(),
+  owner: z.string().nullable(),
+  every_seconds: z.number().nullable().describe('the period of its schedule; null when the entry was edited into another'),
+  node: z.string().nullable().describe('the absolute path of node that it runs'),
+  cli: z.string().nullable().describe('the absolute path of the CLI that it runs'),
+  files: z.array(z.string()).nullable().describe('systemd: its service and timer files; null for cron (the user crontab)'),
+})
+export type GuardEntry = z.infer<typeof GuardEntrySchema>
+
+export const GuardInstallResultSchema = z.object({
+  installed: GuardEntrySchema,
+  replaced: z.boolean().describe('a guard of this directory and profile was there and was replaced'),
+  enabled: z
+    .boolean()
+    .nullable()
+    .describe('systemd: whether systemctl enabled the timer (false: the units are written, enable them by hand); null for cron'),
+  log: z.string().describe("where the sweeps' output goes (rotated past 1 MiB)"),
+})
+
+export const GuardStatusResultSchema = z.object({
+  config_dir: z.string(),
+  profile: z.string(),
+  guards: z.array(GuardEntrySchema).describe('what is installed for this directory and profile (cron, systemd, or none)'),
+  last_runs: z.array(GuardRunSchema).describe('the last runs, newest last'),
+  next_run_at: z.string().nullable().describe('by the schedule and this clock; null when nothing is installed'),
+  log: z.string(),
+  problems: z.array(z.string()).describe('what stops the guard from working: a missing node or CLI, failing or missing runs'),
+})
+
+export const GuardUninstallResultSchema = z.object({removed: z.array(GuardEntrySchema)})
+
+export const GuardPrintResultSchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  text: z.string().describe('the crontab lines, or the units one after the other'),
+  files: z.array(z.string()).nullable().describe('with --dir: the unit files written there'),
+})
+
 /**
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
@@ -660,6 +711,10 @@ export const DATA_SCHEMAS = {
   credits: CreditsResultSchema,
   down: DownResultSchema,
   exec: ExecResultSchema,
+  'guard install': GuardInstallResultSchema,
+  'guard print': GuardPrintResultSchema,
+  'guard status': GuardStatusResultSchema,
+  'guard uninstall': GuardUninstallResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),

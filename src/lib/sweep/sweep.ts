@@ -9,7 +9,7 @@ import {TargonError, isTargonError} from '../core/errors.js'
 import {estimatedCost} from '../fleet/cost.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice} from '../fleet/workloads.js'
-import {type DownOptions, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
+import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -58,19 +58,7 @@ export async function runSweep(
     return {chosen: live.filter((vm) => reasons.has(vm.uid)), kept: idle.kept}
   }
 
-  const selection = {
-    all: options.fleet === null,
-    any_origin: false,
-    any_owner: options.owners.anyOwner,
-    expired: false,
-    fleet: options.fleet,
-    idle: false,
-    idle_limit_seconds: options.idleLimitS,
-    older_than_seconds: null,
-    over_cost_usd: null,
-    owner: options.owners.owner,
-    targets: [],
-  }
+  const selection = sweepSelection(options)
   const sweepOf = (down: DownResult): SweepResult => ({
     dry_run: options.dryRun,
     kept: down.kept,
@@ -133,6 +121,45 @@ export async function runSweep(
 
   if (failure) throw failure.with({data: swept})
   return swept
+}
+
+/** What a sweep asks of down: every fleet (or one), this tool's VMs, the owner rules; its limits narrow it. */
+function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'owners'>): DownSelection {
+  return {
+    all: options.fleet === null,
+    any_origin: false,
+    any_owner: options.owners.anyOwner,
+    expired: false,
+    fleet: options.fleet,
+    idle: false,
+    idle_limit_seconds: options.idleLimitS,
+    older_than_seconds: null,
+    over_cost_usd: null,
+    owner: options.owners.owner,
+    targets: [],
+  }
+}
+
+/**
+ * Whether a sweep of this org and owner scope would be refused before it deletes anything (VMs of several owners
+ * and no owner set): a dry run of its selection, with no limit read and no VM probed. Throws down's refusal.
+ */
+export async function checkSweepSelection(
+  client: TargonClient,
+  state: LocalState,
+  options: Pick<SweepOptions, 'configDir' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
+): Promise<void> {
+  await runDown(client, client, options.org, state, {
+    ...options,
+    confirm: async () => true,
+    dryRun: true,
+    ignoreMissing: false,
+    narrow: async () => ({chosen: [], kept: []}),
+    parallel: 1,
+    selection: sweepSelection({fleet: null, idleLimitS: null, owners: options.owners}),
+    stop: new AbortController().signal,
+    wakeRegistered: false,
+  })
 }
 
 function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
