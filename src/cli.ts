@@ -14,6 +14,7 @@ import Cp from './commands/cp.js'
 import Credits from './commands/credits.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import Extend from './commands/extend.js'
 import GuardInstall from './commands/guard/install.js'
 import GuardPrint from './commands/guard/print.js'
 import GuardStatus from './commands/guard/status.js'
@@ -41,6 +42,7 @@ export const COMMANDS = {
   credits: Credits,
   down: Down,
   exec: Exec,
+  extend: Extend,
   'guard:install': GuardInstall,
   'guard:print': GuardPrint,
   'guard:status': GuardStatus,

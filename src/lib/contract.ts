@@ -608,6 +608,21 @@ export const SweepResultSchema = z.object({
 })
 export type SweepResult = z.infer<typeof SweepResultSchema>
 
+export const ExtendResultSchema = z.object({
+  org: z.string(),
+  vms: z.array(
+    z.object({
+      uid: z.string(),
+      name: z.string().nullable(),
+      ttl_expires_at: z.string().nullable().describe('the new TTL deadline; null: the VM has no TTL'),
+      idle_hold_until: z.string().nullable().describe('no idle deletion before this; null: none held off'),
+      max_cost_usd: z.number().nullable().describe('the budget now'),
+      budget_ends_at: z.string().nullable().describe('when the estimate reaches the budget, at the current price'),
+    }),
+  ),
+})
+export type ExtendResult = z.infer<typeof ExtendResultSchema>
+
 export const GuardRunSchema = z.object({
   at: z.string().describe('when the sweep started, RFC 3339'),
   exit_code: z.number(),
@@ -711,6 +726,7 @@ export const DATA_SCHEMAS = {
   credits: CreditsResultSchema,
   down: DownResultSchema,
   exec: ExecResultSchema,
+  extend: ExtendResultSchema,
   'guard install': GuardInstallResultSchema,
   'guard print': GuardPrintResultSchema,
   'guard status': GuardStatusResultSchema,

@@ -141,13 +141,18 @@ export async function keepUnlessIdle(
     signal: options.stop,
   })
   const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
-  const idle = live.filter((vm) => idlePastLimit(usage(vm)))
+  // targon extend held off its idle deletion: idle or not, it stays until then.
+  const heldUntil = (vm: KnownVm) => {
+    const until = Date.parse(vm.record?.idle_hold_until ?? '')
+    return until > Date.now() ? new Date(until).toISOString() : null
+  }
+  const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
   const kept = live
-    .filter((vm) => !idlePastLimit(usage(vm)))
+    .filter((vm) => !idle.includes(vm))
     .map((vm) => ({
       idle_seconds: usage(vm).idle_seconds,
       name: vm.name,
-      reason: usage(vm).idle_reason,
+      reason: `${usage(vm).idle_reason}${heldUntil(vm) === null ? '' : `; idle deletion held off until ${heldUntil(vm)} (targon extend)`}`,
       state: usage(vm).state,
       uid: vm.uid,
     }))
