@@ -20,6 +20,9 @@ import {childPath} from '../lib/state/paths.js'
 import {runSweep} from '../lib/sweep/sweep.js'
 import {recordRun, rotateLog} from '../lib/guard/runs.js'
 
+/** The guard's warning window when the config sets none. */
+const DEFAULT_GUARD_WARN_MS = 15 * 60_000
+
 export default class Sweep extends BaseCommand<typeof Sweep, 'sweep'> {
   static summary = 'Enforce every limit once: delete VMs past their TTL, budget or idle limit, and check the runway.'
 
@@ -77,6 +80,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     'over-cost': usdFlag('--over-cost', 'an amount in USD', {
       summary: 'Also delete VMs whose estimated cost in USD (hourly price x age) exceeds this, as down --over-cost (default: off).',
     }),
+    warn: durationFlag('--warn', {
+      summary:
+        'Notify once per VM and deadline when a TTL, budget or idle limit fires within this window, e.g. 15m (default: config warn-window; with --guard, 15m; else off).',
+    }),
     parallel: Flags.integer({
       default: MAX_MUTATIONS_IN_FLIGHT,
       max: MAX_MUTATIONS_IN_FLIGHT,
@@ -114,7 +121,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
     const outcome = await ifFileLockFree(lock, async () => {
       try {
-        const result = await this.sweep(fleet, owners)
+        const result = await this.sweep(fleet, owners, profile)
         await this.beat(heartbeat, 0)
         record(0, result)
         return result
@@ -145,6 +152,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       skipped,
       survivors: [],
       unlimited: [],
+      warned: [],
     }
     record(0, result)
     return result
@@ -154,7 +162,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     return this.flags['idle-limit'] === undefined ? null : this.flags['idle-limit'] / 1000
   }
 
-  private async sweep(fleet: string | null, owners: Awaited<ReturnType<typeof ownerScope>>): Promise<SweepResult> {
+  private async sweep(fleet: string | null, owners: Awaited<ReturnType<typeof ownerScope>>, profile: string): Promise<SweepResult> {
     const {flags} = this
     const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
@@ -169,6 +177,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             idleLimitS: this.idleLimitS(),
             labelFleet: await resolveSetting('fleet'),
             minRunwayMs: flags['min-runway'] ?? null,
+            profile,
+            warnWindowMs: flags.warn ?? (await resolveSetting('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
             onEvent: deletions.onEvent,
             onResult: deletions.onResult,
             onTargets: deletions.onTargets,
@@ -184,6 +194,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined
           if (partial?.results) {
             await this.report(partial, toTargonError(error).exitCode)
+            await this.warnAhead(partial)
             if (!this.jsonEnabled()) this.render(partial)
           }
 
@@ -199,6 +210,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             )
           : undefined
         await this.report(result, runwayError?.exitCode ?? 0)
+        await this.warnAhead(result)
         if (runwayError)
           await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
         if (!this.jsonEnabled()) this.render(result)
@@ -226,6 +238,17 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         vms: result.results.map((each) => ({name: each.name, uid: each.uid})),
       },
     )
+  }
+
+  /** One notification per limit about to fire (each VM and deadline once: the sweep kept track). */
+  private async warnAhead(result: SweepResult): Promise<void> {
+    if (result.dry_run) return
+    for (const warning of result.warned) {
+      const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
+      const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
+      this.info(text)
+      await this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
+    }
   }
 
   /** The heartbeat of the run, when a URL is set; a failed ping is a warning. */

@@ -596,6 +596,20 @@ export const SweepResultSchema = z.object({
       }),
     )
     .describe('what bills and no limit covers: reported, never deleted'),
+  warned: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        owner: z.string().nullable(),
+        limit: z.enum(['ttl', 'max-cost', 'idle']),
+        fires_at: z.string().describe('when the limit fires: its TTL, when the estimate reaches its budget, or idle since + limit'),
+        idle_since: z.string().nullable().describe('idle: since when it is idle (one warning per idle stretch)'),
+        price_per_hour: z.number().nullable(),
+        extend_command: z.string().describe('the command that postpones it'),
+      }),
+    )
+    .describe('with --warn: the limits that fire within the window, warned about now (each VM and deadline once)'),
   runway: CreditsResultSchema.pick({
     burn_usd_per_hour: true,
     credits: true,

@@ -30,12 +30,17 @@ async function upOne(...extra: string[]): Promise<{name: string; uid: string}> {
   return parseJson(up).data.vms[0]
 }
 
-/** Moves a VM's TTL into the past, in its local record (where targon keeps it). */
-function expireTtl(name: string): void {
+/** Sets a VM's TTL deadline, in its local record (where targon keeps it). */
+function setTtl(name: string, at: number): void {
   const file = join(ctx.configDir, 'vms', 'acme', `${name}.json`)
   const record = JSON.parse(readFileSync(file, 'utf8'))
-  record.ttl_expires_at = new Date(Date.now() - 60_000).toISOString()
+  record.ttl_expires_at = new Date(at).toISOString()
   writeFileSync(file, JSON.stringify(record), {mode: 0o600})
+}
+
+/** Moves a VM's TTL into the past. */
+function expireTtl(name: string): void {
+  setTtl(name, Date.now() - 60_000)
 }
 
 /** Makes a workload look created `ms` ago, as the API reports it. */
@@ -142,6 +147,50 @@ describe('targon sweep', () => {
     expect(notifications()[0]).toMatchObject({targon: {event: 'sweep-deleted', exit_code: 11, still_billing: [stuck.uid]}})
     expect(pings()).toEqual([`GET /ping/${HEARTBEAT_TOKEN}/fail`])
     expectNoSecrets(billing)
+  })
+
+  it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const ttl = await upOne('--ttl', '1h')
+    const budget = await upOne('--max-cost', '2')
+    setTtl(ttl.name, Date.now() + 10 * 60_000)
+    // 2 USD at 1.69 USD/h is spent about 71 minutes after creation: 10 minutes from now.
+    age(budget.uid, (2 / 1.69) * HOUR - 10 * 60_000)
+    const warned = () =>
+      notifications()
+        .filter((each) => each.targon.event === 'sweep-warning')
+        .map((each) => each.text)
+
+    const first = await targon(['sweep', '--warn', '15m', '--json'], {env: heartbeatEnv()})
+    expect(first.code, first.stdout + first.stderr).toBe(0)
+    expect(
+      parseJson(first)
+        .data.warned.map((each: {uid: string; limit: string}) => `${each.uid} ${each.limit}`)
+        .sort(),
+    ).toEqual([`${ttl.uid} ttl`, `${budget.uid} max-cost`].sort())
+    expect(warned()).toHaveLength(2)
+    expect(warned().join('\n')).toContain(`${ttl.name} will be deleted at `)
+    expect(warned().join('\n')).toContain(`by its TTL, at 1.69 USD/h; to postpone it: targon extend ${ttl.name} --by 1h --ttl-only`)
+
+    // The same deadlines: nothing new. Nothing is deleted either: the limits have not fired yet.
+    const again = await targon(['sweep', '--warn', '15m', '--json'], {env: heartbeatEnv()})
+    expect(parseJson(again).data.warned).toEqual([])
+    expect(warned()).toHaveLength(2)
+    expect(billingUids()).toEqual([ttl.uid, budget.uid].sort())
+
+    // Extended past the window: no warning; a new deadline inside it (time passing) warns again, once.
+    expect((await targon(['extend', ttl.name, '--by', '1h', '--max-cost', '10'])).code).toBe(0)
+    expect(parseJson(await targon(['sweep', '--warn', '15m', '--json'], {env: heartbeatEnv()})).data.warned).toEqual([])
+    setTtl(ttl.name, Date.now() + 5 * 60_000)
+    const later = await targon(['sweep', '--guard', '--json'], {env: heartbeatEnv()})
+    expect(parseJson(later).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
+    expect(warned()).toHaveLength(3)
+
+    // Then it fires, and the sweep deletes it.
+    setTtl(ttl.name, Date.now() - 1000)
+    const fired = await targon(['sweep', '--json'], {env: heartbeatEnv()})
+    expect(parseJson(fired).data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: ttl.uid}])
   })
 
   it('a second sweep of the same directory exits 0 at once, saying so, and pings nothing', async () => {

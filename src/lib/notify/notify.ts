@@ -16,6 +16,7 @@ export type NotifyEvent =
   | 'interrupted-billing'
   | 'runway-short'
   | 'sweep-deleted'
+  | 'sweep-warning'
   | 'up-failed'
   | 'up-ready'
 

@@ -14,7 +14,7 @@ import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack
 import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
 import {assertConfigDir, assertSecretFile} from '../state/trust.js'
 import {TargonError, usageError} from '../core/errors.js'
-import {parsePrice} from '../core/input.js'
+import {parseDuration, parsePrice} from '../core/input.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
@@ -115,6 +115,8 @@ export const SETTINGS = {
     parse: secretUrl('the ping URL of the check, e.g. https://hc-ping.com/<uuid>'),
     stored: true,
   },
+  // sweep --warn from the config file, so that the guard's crontab line or unit need not carry it.
+  'warn-window': {parse: (raw: string) => parseDuration(raw, '--warn'), stored: true},
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},

@@ -11,6 +11,7 @@ import type {OwnerScope} from '../fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice} from '../fleet/workloads.js'
 import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
+import {dueWarnings, unsent} from './warnings.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
@@ -25,6 +26,10 @@ export interface SweepOptions extends Pick<
   overCostUsd: number | null
   idleLimitS: number | null
   minRunwayMs: number | null
+  /** --warn: warn of limits that fire within this window; null: off. */
+  warnWindowMs: number | null
+  /** Whose warnings were sent: kept per config directory and profile. */
+  profile: string
 }
 
 /**
@@ -39,6 +44,10 @@ export async function runSweep(
 ): Promise<SweepResult> {
   const reasons = new Map<string, SweepReason>()
   let unlimited: SweepResult['unlimited'] = []
+  // What --warn looks at: the VMs of the selection, the idle ones with how long, and every uid listed.
+  let scopedVms: KnownVm[] = []
+  const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
+  let listed = new Set<string>()
   const narrow = async (chosen: KnownVm[], view: FleetSnapshot) => {
     const now = Date.now()
     const live = chosen.filter((vm) => !vm.gone)
@@ -51,6 +60,15 @@ export async function runSweep(
     const idleLimited = live.filter((vm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null)
     const idle = await keepUnlessIdle(idleLimited, {...options, selection: {idle_limit_seconds: options.idleLimitS}})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
+    scopedVms = live
+    listed = new Set(view.vms.map((vm) => vm.uid))
+    for (const kept of idle.kept) {
+      const vm = live.find((each) => each.uid === kept.uid) as KnownVm
+      const limitS = idleLimitOf(vm, options.idleLimitS)
+      const held = Date.parse(vm.record?.idle_hold_until ?? '') > Date.now()
+      if (kept.state === 'idle' && kept.idle_seconds !== null && limitS !== null && !held)
+        idleNow.set(vm.uid, {idleSeconds: kept.idle_seconds, limitS})
+    }
     unlimited = [
       ...live.filter((vm) => !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
       ...view.vms.filter((vm) => !vm.owned && !vm.gone && vm.billing !== false).map((vm) => unlimitedVm(vm, 'other')),
@@ -66,6 +84,7 @@ export async function runSweep(
     // Every result is of a VM that narrow chose, for its reason.
     results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) as SweepReason})),
     runway: null,
+    warned: [],
     selection: {
       any_owner: options.owners.anyOwner,
       fleet: options.fleet,
@@ -98,6 +117,22 @@ export async function runSweep(
     if (!partial?.results) throw error
     failure = error as TargonError
     swept = sweepOf(partial)
+  }
+
+  if (options.warnWindowMs !== null && !options.stop.aborted) {
+    const gone = new Set(swept.results.filter((result) => result.billing === false).map((result) => result.uid))
+    const due = dueWarnings(
+      scopedVms.filter((vm) => !gone.has(vm.uid) && !reasons.has(vm.uid)),
+      idleNow,
+      Date.now(),
+      options.warnWindowMs,
+    )
+    if (options.dryRun) swept.warned = due
+    else {
+      const {fresh, remember} = unsent(options.configDir, options.profile, options.org, due)
+      remember(listed)
+      swept.warned = fresh
+    }
   }
 
   // An interrupted sweep reads nothing more: its signal said stop.
