@@ -263,6 +263,11 @@ export const StatusVmSchema = z.object({
   idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
   idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
   usage: UsageSchema.nullable().describe('with --usage, for running VMs: what its idle clock and a live sample say; null otherwise'),
+  ends_by: z
+    .string()
+    .describe(
+      'what ends it and when, for a person: "TTL 14:05Z", "idle 12m/30m" (idle time with --usage, else ?), "cost 4.10/5.00", joined by ", "; "no limit"',
+    ),
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
 
@@ -292,6 +297,14 @@ export const StatusResultSchema = z.object({
       }),
     )
     .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
+  guard: z
+    .object({
+      kind: z.enum(['cron', 'systemd']).nullable().describe('the guard on this machine that sweeps this directory and profile; null: none'),
+      every_seconds: z.number().nullable(),
+      last_run_at: z.string().nullable().describe("its last sweep's start; null: none recorded"),
+      last_exit_code: z.number().nullable(),
+    })
+    .describe('whether targon guard covers this config directory and profile here, and how its last sweep went'),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 

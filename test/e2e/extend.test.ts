@@ -60,6 +60,26 @@ describe('targon extend', () => {
     expect(table.stdout).toContain('IDLE_HELD_UNTIL')
   })
 
+  it('status shows what ends each VM and that no guard covers the directory; up says once that nothing enforces its limit', async () => {
+    await ctx.setup()
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--max-cost', '5', '--json'])
+    expect(up.code, up.stderr).toBe(0)
+    const warnings = parseJson(up).warnings.filter((each: string) => each.includes('nothing on this machine enforces'))
+    expect(warnings).toEqual([
+      'nothing on this machine enforces --ttl, --max-cost for this config directory yet: targon guard install --cron',
+    ])
+    const limited = parseJson(up).data.vms[0]
+    const free = await upOne()
+    const status = await targon(['status', '--json'])
+    const vms = new Map(parseJson(status).data.vms.map((vm: {uid: string; ends_by: string}) => [vm.uid, vm.ends_by]))
+    expect(vms.get(limited.uid)).toBe(`TTL ${limited.ttl_expires_at.slice(11, 16)}Z, cost 0.00/5.00`)
+    expect(vms.get(free.uid)).toBe('no limit')
+    expect(parseJson(status).data.guard).toEqual({every_seconds: null, kind: null, last_exit_code: null, last_run_at: null})
+    const text = await targon(['status'])
+    expect(text.stdout).toContain('ENDS_BY')
+    expect(text.stderr).toContain('No guard on this machine enforces the limits of this directory: targon guard install --cron')
+  })
+
   it("refuses a name that matches nothing (exit 4) and another owner's VM (exit 2) unless --any-owner", async () => {
     await ctx.setup()
     const alices = await upOne('--ttl', '1h')

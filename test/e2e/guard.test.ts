@@ -117,6 +117,15 @@ describe('guard --cron', () => {
     expect(Date.parse(shown.next_run_at) - Date.now()).toBeLessThanOrEqual(600_000)
     expect(shown.problems).toEqual([])
 
+    // Covered: targon status says so, and up with a limit says nothing more about it.
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--json'], dir)
+    expect(up.code, up.stderr).toBe(0)
+    expect(parseJson(up).warnings.join('\n')).not.toContain('nothing on this machine enforces')
+    const covered = await targon(['status', '--json'], dir)
+    expect(parseJson(covered).data.guard).toMatchObject({every_seconds: 600, kind: 'cron', last_exit_code: 0})
+    expect((await targon(['status'], dir)).stderr).toMatch(/Guard: cron every 10m, last run \S+ ago \(exit 0\)/)
+    expect((await targon(['down', '--all', '--json'], dir)).code).toBe(0)
+
     // A CLI that moved away is a problem that status names.
     setCrontab(crontabOf().replace(installed.installed.cli, '/opt/gone/bin/run.js'))
     const moved = parseJson(await targon(['guard', 'status', '--json'], dir)).data
