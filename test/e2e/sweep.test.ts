@@ -232,6 +232,31 @@ describe('targon sweep', () => {
     }
   })
 
+  it('reads a heartbeat reply that never ends to 4 KiB at most, and takes the ping', async () => {
+    await ctx.setup()
+    const flooding: Server = createServer((_request, response) => {
+      response.writeHead(200)
+      const chunk = 'x'.repeat(64 * 1024)
+      const pump = () => {
+        while (response.write(chunk));
+        response.once('drain', pump)
+      }
+      pump()
+    })
+    await new Promise<void>((resolve) => flooding.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(flooding.address() as {port: number}).port}/ping/${HEARTBEAT_TOKEN}`
+      const started = Date.now()
+      const sweep = await targon(['sweep', '--json'], {env: {TARGON_HEARTBEAT_URL: url}})
+      expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+      expect(Date.now() - started).toBeLessThan(15_000)
+      expect(parseJson(sweep).warnings.join('\n')).not.toContain('heartbeat')
+    } finally {
+      flooding.closeAllConnections()
+      await new Promise((resolve) => flooding.close(resolve))
+    }
+  })
+
   it('never echoes a heartbeat URL: a bad one is refused by name only, a flag one is warned about', async () => {
     await ctx.setup()
     const bad = await targon(['sweep', '--json'], {env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`}})
