@@ -5,7 +5,7 @@
  * written into a crontab line or a unit.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, readFileSync, readdirSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -106,6 +106,7 @@ describe('guard --cron', () => {
     })
     expect(run.code, run.stderr).toBe(0)
     const log = readFileSync(join(dir, 'guard', 'default.log'), 'utf8')
+    expect(statSync(join(dir, 'guard', 'default.log')).mode & 0o777).toBe(0o600)
     expect(JSON.parse(log)).toMatchObject({command: 'sweep', ok: true})
     expectNoSecrets(log)
 

@@ -2,7 +2,7 @@
  * What the guard's sweeps leave behind for `guard status`: one line per run (when, exit code, what it did), the last
  * MAX_RUNS kept, and the log of their output, rotated past MAX_LOG_BYTES so that a guard left for a year stays small.
  */
-import {appendFileSync, mkdirSync, renameSync, statSync, writeFileSync} from 'node:fs'
+import {appendFileSync, chmodSync, mkdirSync, renameSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {type GuardRun, GuardRunSchema} from '../contract.js'
@@ -66,6 +66,8 @@ export function rotateLog(configDir: string, profile: string): void {
   ensureGuardDir(configDir)
   const log = logFile(configDir, profile)
   try {
+    // The shell (cron) or systemd created it with their umask: private like the rest of the directory.
+    chmodSync(log, 0o600)
     if (statSync(log).size > MAX_LOG_BYTES) renameSync(log, `${log}.1`)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
