@@ -251,9 +251,9 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     }
   }
 
-  /** The heartbeat of the run, when a URL is set; a failed ping is a warning. */
+  /** The heartbeat of the run, when a URL is set; a failed ping is a warning. A dry run is not the guard at work. */
   private async beat(url: string | undefined, exitCode: number): Promise<void> {
-    if (url === undefined) return
+    if (url === undefined || this.flags['dry-run']) return
     const warning = await ping(url, exitCode)
     if (warning) this.addWarning(warning)
   }
