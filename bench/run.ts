@@ -436,7 +436,7 @@ if (root) {
     // 12, 13: the same 16 VMs, their idle samplers every 2 s (TARGON_IDLE_SAMPLE_INTERVAL): what a sampler costs, from
     // this machine's /proc (its own CPU and that of what it runs: ps, ss, nvidia-smi, here the doubles), over 20 s;
     // then one `down --idle` over the 16, now idle, against `targon offers --json` as the baseline.
-    if (wanted('12', '13')) {
+    if (wanted('12', '13', '15')) {
       const before = samplerCpuSeconds()
       const windowStart = Date.now()
       await sleep(20_000)
@@ -452,6 +452,25 @@ if (root) {
         ' s',
         `measured every ${IDLE_BENCH_INTERVAL_S} s: ${perHourAt2s.toFixed(1)} CPU-s per hour per sampler (${sampled.samplers} samplers, ${windowS.toFixed(0)} s), scaled by the interval; 36 s per hour is 1 % of a core`,
       )
+      // 15: a sweep over the same 16 idle VMs against down --idle over them, both dry runs (so that each sees all 16,
+      // probes each once and deletes nothing), interleaved, before the down --idle of figure 12 deletes them.
+      if (wanted('15')) {
+        const downs: number[] = []
+        const sweeps: number[] = []
+        for (let index = 0; index < 3; index++) {
+          downs.push((await targon(['down', '--idle', '--idle-limit', '1s', '--dry-run', '--json'], env)).ms)
+          sweeps.push((await targon(['sweep', '--idle-limit', '1s', '--dry-run', '--json'], env)).ms)
+        }
+        record(
+          '15',
+          '`sweep --dry-run` over 16 idle VMs / `down --idle --dry-run` over the same',
+          median(sweeps) / median(downs),
+          1.5,
+          '',
+          `${median(sweeps).toFixed(0)} ms vs ${median(downs).toFixed(0)} ms, medians of 3 interleaved runs`,
+        )
+      }
+
       const baseline: number[] = []
       for (let index = 0; index < 3; index++) baseline.push((await targon(['offers', '--json'], env)).ms)
       // TCP connections to each VM's SSH port, counted by the farm (its logs go with the VM once it is deleted).
@@ -526,6 +545,7 @@ if (root) {
     ['11', "time to ready / the latency model's floor", `<= ${READY_TARGET}`],
     ['12', 'down --idle over 16 idle VMs / median targon offers --json', '<= 15'],
     ['13', 'CPU-seconds per hour of one idle sampler', '<= 36 s'],
+    ['15', 'sweep --dry-run over 16 idle VMs / down --idle --dry-run over the same', '<= 1.5'],
   ] as const) {
     if (wanted(id)) skipped(id, figure, target, 'simulated VMs need root')
   }

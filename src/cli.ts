@@ -14,10 +14,16 @@ import Cp from './commands/cp.js'
 import Credits from './commands/credits.js'
 import Down from './commands/down.js'
 import Exec from './commands/exec.js'
+import Extend from './commands/extend.js'
+import GuardInstall from './commands/guard/install.js'
+import GuardPrint from './commands/guard/print.js'
+import GuardStatus from './commands/guard/status.js'
+import GuardUninstall from './commands/guard/uninstall.js'
 import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
+import Sweep from './commands/sweep.js'
 import Up from './commands/up.js'
 import Version from './commands/version.js'
 
@@ -37,10 +43,16 @@ export const COMMANDS = {
   credits: Credits,
   down: Down,
   exec: Exec,
+  extend: Extend,
+  'guard:install': GuardInstall,
+  'guard:print': GuardPrint,
+  'guard:status': GuardStatus,
+  'guard:uninstall': GuardUninstall,
   logs: Logs,
   offers: Offers,
   ssh: Ssh,
   status: Status,
+  sweep: Sweep,
   up: Up,
   version: Version,
 }

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
+import {followDeletions} from '../lib/cli/deletion-display.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {NOT_RUNNING} from '../lib/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
@@ -149,8 +150,7 @@ otherwise, with a per-VM result.`)
 
     // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
     await this.useNotifyUrl(flags.notify, false)
-    const settled = new Set<string>()
-    let selected: DeleteTarget[] = []
+    const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
       async (client, signal) => {
         try {
@@ -162,17 +162,9 @@ otherwise, with a per-VM result.`)
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
             reconcileMs: await resolveSetting('reconcile-window'),
-            onEvent: (event) => {
-              this.events.emit({...event, type: 'deletion'})
-              if (event.status === 'progress') this.info(event.detail)
-            },
-            onTargets: (targets) => (selected = targets),
-            onResult: (deleted) => {
-              if (deleted.billing === false) settled.add(deleted.uid)
-              this.info(
-                `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
-              )
-            },
+            onEvent: deletions.onEvent,
+            onTargets: deletions.onTargets,
+            onResult: deletions.onResult,
             parallel: flags.parallel,
             selection,
             stop: signal,
@@ -186,7 +178,7 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(selected, deleted))} no longer billing)`,
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)`,
               {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
             )
           if (!this.jsonEnabled()) this.render(result)
@@ -200,7 +192,7 @@ otherwise, with a per-VM result.`)
               interrupted ? 'interrupted-billing' : 'down-still-billing',
               `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (${priceAndOwners(
                 factsOf(
-                  selected,
+                  deletions.selected(),
                   partial.survivors.map((uid) => ({uid})),
                 ),
               )}; targon down ${partial.survivors.join(' ')})`,
@@ -217,12 +209,7 @@ otherwise, with a per-VM result.`)
           throw error
         }
       },
-      () => {
-        const billing = selected.map((target) => target.uid).filter((uid) => !settled.has(uid))
-        return billing.length > 0
-          ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
-          : ['Exiting at once.']
-      },
+      () => deletions.forcedExitLines(),
     )
   }
 

@@ -5,10 +5,11 @@ import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {StatusResult, StatusVm} from '../lib/contract.js'
 import {runStatus} from '../lib/status/status.js'
+import {coverageLine} from '../lib/guard/coverage.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 
 export default class Status extends BaseCommand<typeof Status, 'status'> {
@@ -83,6 +84,7 @@ bill; --any-owner shows them all.`)
         targets,
         usage: this.flags.usage,
         configDir: configDir(),
+        profile: (await activeProfile()).name,
         warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
@@ -141,6 +143,7 @@ bill; --any-owner shows them all.`)
               header: 'BUDGET_LEFT',
               value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
             },
+            {header: 'ENDS_BY', value: (vm) => vm.ends_by},
             {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped === null ? '?' : vm.bootstrapped ? 'yes' : 'no')},
             ...(this.flags.usage ? USAGE_COLUMNS : []),
           ],
@@ -149,6 +152,7 @@ bill; --any-owner shows them all.`)
       )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
+    this.info(coverageLine(result.guard, Date.now()))
     this.info(
       `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
     )

@@ -8,7 +8,8 @@ import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/up/stages.js'
-import {DEFAULT_IMAGE, configDir, resolveSetting} from '../lib/settings/settings.js'
+import {DEFAULT_IMAGE, activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
+import {guardCoverage} from '../lib/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
 import {phaseProgress} from '../lib/cli/progress.js'
@@ -260,6 +261,7 @@ existing VM instead of creating a second one.`)
               vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
             },
           )
+          await this.sayUnguarded()
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
@@ -342,6 +344,17 @@ existing VM instead of creating a second one.`)
     )
     this.info('dry run: nothing was created, registered or deployed')
     return plan
+  }
+
+  /** A limit that nothing on this machine enforces yet is said once, with the command that does. */
+  private async sayUnguarded(): Promise<void> {
+    const limits = [
+      this.flags.ttl !== undefined && '--ttl',
+      this.flags['max-cost'] !== undefined && '--max-cost',
+      this.flags.idle !== undefined && '--idle',
+    ].filter(Boolean)
+    if (limits.length === 0 || guardCoverage(configDir(), (await activeProfile()).name).kind !== null) return
+    this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
   }
 
   private render(result: UpResult): void {

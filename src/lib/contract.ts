@@ -347,6 +347,11 @@ export const StatusVmSchema = z.object({
   idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
   idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
   usage: UsageSchema.nullable().describe('with --usage, for running VMs: what its idle clock and a live sample say; null otherwise'),
+  ends_by: z
+    .string()
+    .describe(
+      'what ends it and when, for a person: "TTL 14:05Z", "idle 12m/30m" (idle time with --usage, else ?), "cost 4.10/5.00", joined by ", "; "no limit"',
+    ),
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
 
@@ -381,6 +386,14 @@ export const StatusResultSchema = z.object({
       }),
     )
     .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
+  guard: z
+    .object({
+      kind: z.enum(['cron', 'systemd']).nullable().describe('the guard on this machine that sweeps this directory and profile; null: none'),
+      every_seconds: z.number().nullable(),
+      last_run_at: z.string().nullable().describe("its last sweep's start; null: none recorded"),
+      last_exit_code: z.number().nullable(),
+    })
+    .describe('whether targon guard covers this config directory and profile here, and how its last sweep went'),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>
 
@@ -685,6 +698,132 @@ export const CreditsResultSchema = z.object({
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 
+/** Why targon sweep deletes a VM: the limit it reached. */
+export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle'] as const
+export type SweepReason = (typeof SWEEP_REASONS)[number]
+
+export const SweepResultSchema = z.object({
+  org: z.string().nullable().describe('null when the sweep was skipped before it read anything'),
+  skipped: z
+    .string()
+    .nullable()
+    .describe('why nothing was done (another sweep of this config directory and profile is running); null when the sweep ran'),
+  dry_run: z.boolean(),
+  selection: z.object({
+    fleet: z.string().nullable().describe('--fleet: only this fleet; null: every fleet'),
+    owner: z.string().nullable().describe('the owner whose VMs are swept (config key owner, TARGON_OWNER); null: every owner'),
+    any_owner: z.boolean(),
+    over_cost_usd: z.number().nullable().describe('--over-cost: also delete VMs whose estimated cost exceeds this'),
+    idle_limit_seconds: z.number().nullable().describe('--idle-limit: the idle limit of VMs without one of their own'),
+    min_runway_hours: z.number().nullable().describe('--min-runway'),
+  }),
+  results: z
+    .array(DeleteResultSchema.extend({reason: z.enum(SWEEP_REASONS).describe('the limit it reached')}))
+    .describe('each VM past a limit, deleted (or, with --dry-run, that would be)'),
+  survivors: z.array(z.string()).describe('uids selected that still bill (or may) after the sweep: exit 11'),
+  kept: DownResultSchema.shape.kept.describe('VMs with an idle limit kept: busy, not idle long enough, or their clock unreadable'),
+  unlimited: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        origin: z.enum(['targon', 'other']).describe('targon: made by this tool, with no limit; other: made by something else'),
+        price_per_hour: z.number().nullable(),
+      }),
+    )
+    .describe('what bills and no limit covers: reported, never deleted'),
+  warned: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        owner: z.string().nullable(),
+        limit: z.enum(['ttl', 'max-cost', 'idle']),
+        fires_at: z.string().describe('when the limit fires: its TTL, when the estimate reaches its budget, or idle since + limit'),
+        idle_since: z.string().nullable().describe('idle: since when it is idle (one warning per idle stretch)'),
+        price_per_hour: z.number().nullable(),
+        extend_command: z.string().describe('the command that postpones it'),
+      }),
+    )
+    .describe('with --warn: the limits that fire within the window, warned about now (each VM and deadline once)'),
+  runway: CreditsResultSchema.pick({
+    burn_usd_per_hour: true,
+    credits: true,
+    runway_ends_at: true,
+    runway_hours: true,
+    short: true,
+  })
+    .nullable()
+    .describe('with --min-runway: the credits after the deletions, as targon credits reads them; short exits 14'),
+})
+export type SweepResult = z.infer<typeof SweepResultSchema>
+
+export const ExtendResultSchema = z.object({
+  org: z.string(),
+  vms: z.array(
+    z.object({
+      uid: z.string(),
+      name: z.string().nullable(),
+      ttl_expires_at: z.string().nullable().describe('the new TTL deadline; null: the VM has no TTL'),
+      idle_hold_until: z.string().nullable().describe('no idle deletion before this; null: none held off'),
+      max_cost_usd: z.number().nullable().describe('the budget now'),
+      budget_ends_at: z.string().nullable().describe('when the estimate reaches the budget, at the current price'),
+    }),
+  ),
+})
+export type ExtendResult = z.infer<typeof ExtendResultSchema>
+
+export const GuardRunSchema = z.object({
+  at: z.string().describe('when the sweep started, RFC 3339'),
+  exit_code: z.number(),
+  duration_ms: z.number(),
+  deleted: z.number().describe('VMs it deleted'),
+  still_billing: z.number().describe('VMs selected that still bill after it'),
+  skipped: z.boolean().describe('another sweep was running: it did nothing'),
+})
+export type GuardRun = z.infer<typeof GuardRunSchema>
+
+export const GuardEntrySchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  config_dir: z.string(),
+  profile: z.string(),
+  org: z.string(),
+  owner: z.string().nullable(),
+  every_seconds: z.number().nullable().describe('the period of its schedule; null when the entry was edited into another'),
+  node: z.string().nullable().describe('the absolute path of node that it runs'),
+  cli: z.string().nullable().describe('the absolute path of the CLI that it runs'),
+  files: z.array(z.string()).nullable().describe('systemd: its service and timer files; null for cron (the user crontab)'),
+})
+export type GuardEntry = z.infer<typeof GuardEntrySchema>
+
+export const GuardInstallResultSchema = z.object({
+  installed: GuardEntrySchema,
+  replaced: z.boolean().describe('a guard of this directory and profile was there and was replaced'),
+  enabled: z
+    .boolean()
+    .nullable()
+    .describe('systemd: whether systemctl enabled the timer (false: the units are written, enable them by hand); null for cron'),
+  log: z.string().describe("where the sweeps' output goes (rotated past 1 MiB)"),
+})
+
+export const GuardStatusResultSchema = z.object({
+  config_dir: z.string(),
+  profile: z.string(),
+  guards: z.array(GuardEntrySchema).describe('what is installed for this directory and profile (cron, systemd, or none)'),
+  last_runs: z.array(GuardRunSchema).describe('the last runs, newest last'),
+  next_run_at: z.string().nullable().describe('by the schedule and this clock; null when nothing is installed'),
+  log: z.string(),
+  problems: z.array(z.string()).describe('what stops the guard from working: a missing node or CLI, failing or missing runs'),
+})
+
+export const GuardUninstallResultSchema = z.object({removed: z.array(GuardEntrySchema)})
+
+export const GuardPrintResultSchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  text: z.string().describe('the crontab lines, or the units one after the other'),
+  files: z.array(z.string()).nullable().describe('with --dir: the unit files written there'),
+})
+
 /**
  * One event of a run's event stream (--events ndjson, --events-file): what a workflow did, as it happened. Every
  * event carries the same fields; those that do not apply are null. Versioned apart from the envelopes.
@@ -747,10 +886,16 @@ export const DATA_SCHEMAS = {
   credits: CreditsResultSchema,
   down: DownResultSchema,
   exec: ExecResultSchema,
+  extend: ExtendResultSchema,
+  'guard install': GuardInstallResultSchema,
+  'guard print': GuardPrintResultSchema,
+  'guard status': GuardStatusResultSchema,
+  'guard uninstall': GuardUninstallResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
+  sweep: SweepResultSchema,
   up: z.union([UpResultSchema, UpPlanSchema]),
   version: VersionResultSchema,
 } as const

@@ -7,6 +7,8 @@
  */
 import {type ChildProcess, execFileSync} from 'node:child_process'
 import {chmodSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
@@ -83,6 +85,27 @@ const deploysAnswered =
 const NO_CAPACITY_503 = {body: JSON.stringify({error: 'full', reason: 'WORKLOAD_VM_NO_CAPACITY'}), status: 503}
 
 const deletesOf = (ctx: Context, uid?: string) => ctx.sim.requests('DELETE', uid ? `/workloads/${uid}` : /\/workloads\/[^/]+$/).length
+/** Moves a VM's TTL into the past, in its local record (where targon keeps it), for targon sweep to find. */
+function expireTtl(ctx: Context, uid: string): void {
+  const file = join(ctx.configDir, 'vms', 'acme', `${ctx.sim.workloads.get(uid)!.name}.json`)
+  writeFileSync(
+    file,
+    JSON.stringify({...JSON.parse(readFileSync(file, 'utf8')), ttl_expires_at: new Date(Date.now() - 60_000).toISOString()}),
+    {
+      mode: 0o600,
+    },
+  )
+}
+
+/** `count` VMs up with a TTL that ran out, their uids. */
+async function expiredVms(ctx: Context, count: number): Promise<string[]> {
+  const up = await upNoBoot(ctx, '--count', String(count), '--ttl', '1h')
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  const uids = parseJson(up).data.vms.map((vm: {uid: string}) => vm.uid) as string[]
+  for (const uid of uids) expireTtl(ctx, uid)
+  return uids
+}
+
 const resultsOf = (result: CliResult) => parseJson(result).data.results as {uid: string; action: string; billing: boolean | null}[]
 
 /** A VM that ran and was deleted by another directory: its `error` tombstone is listed, and no note of it is here. */
@@ -1068,6 +1091,66 @@ export const scenarios: Scenario[] = [
       return exec
     },
     vms: true,
+  },
+
+  // ---- sweep ----
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'sweep: Ctrl-C half way finishes the DELETE under way and exits 130; the next sweep deletes the rest',
+    interrupts: true,
+    async run(ctx) {
+      const uids = await expiredVms(ctx, 3)
+      // Each DELETE takes a second: the signal arrives while the first is in flight.
+      ctx.sim.inject({delayMs: 1000, method: 'DELETE', path: /\/workloads\/[^/]+$/, times: 1})
+      const sweep = await ctx.targon(['sweep', '--json', '--parallel', '1'], {onSpawn: signalWhen(() => deletesOf(ctx) >= 1)})
+      const results = parseJson(sweep).data.results as {action: string; reason: string}[]
+      expect(results.map((result) => result.action).sort()).toEqual(['deleted', 'not-attempted', 'not-attempted'])
+      expect(results.every((result) => result.reason === 'ttl')).toBe(true)
+      expect(ctx.sim.billing()).toHaveLength(2)
+      // Nothing it left is hidden from the next one: still past its TTL, still selected.
+      const next = await ctx.targon(['sweep', '--json'])
+      expect(next.code, next.stdout + next.stderr).toBe(0)
+      expect(ctx.sim.billing()).toEqual([])
+      expect(uids.every((uid) => deletesOf(ctx, uid) === 1)).toBe(true)
+      return sweep
+    },
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'sweep: two sweeps at once: one deletes, the other exits 0 at once; each VM gets one DELETE',
+    async run(ctx) {
+      const uids = await expiredVms(ctx, 2)
+      ctx.sim.inject({delayMs: 1500, method: 'DELETE', path: /\/workloads\/[^/]+$/})
+      const [first, second] = await Promise.all([ctx.targon(['sweep', '--json']), ctx.targon(['sweep', '--json'])])
+      const docs = [first, second].map((result) => parseJson(result).data)
+      expect(docs.filter((doc) => doc.skipped !== null)).toHaveLength(1)
+      expect(docs.find((doc) => doc.skipped === null).results).toHaveLength(2)
+      expect(second.code, second.stdout + second.stderr).toBe(0)
+      expect(uids.every((uid) => deletesOf(ctx, uid) === 1)).toBe(true)
+      return first
+    },
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'sweep: a heartbeat URL that never answers costs 5 s and a warning; the VMs past their limit are deleted',
+    async run(ctx) {
+      await expiredVms(ctx, 1)
+      const hanging = createServer(() => undefined)
+      await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve))
+      try {
+        const url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/ping/hang`
+        const sweep = await ctx.targon(['sweep', '--json'], {env: {TARGON_HEARTBEAT_URL: url}})
+        expect(parseJson(sweep).warnings.join('\n')).toContain('the heartbeat was not sent (no answer within 5 s)')
+        expect(sweep.stdout + sweep.stderr).not.toContain('/ping/hang')
+        return sweep
+      } finally {
+        hanging.closeAllConnections()
+        await new Promise((resolve) => hanging.close(resolve))
+      }
+    },
   },
 
   // ---- local ----

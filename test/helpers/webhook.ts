@@ -1,4 +1,4 @@
-/** A real local HTTP receiver for notifications, shared by the tests of one file. */
+/** A real local HTTP receiver for notifications (and heartbeat pings, which carry no body), shared by the tests of one file. */
 import {type Server, createServer} from 'node:http'
 import {afterAll, beforeAll} from 'vitest'
 
@@ -9,7 +9,7 @@ export interface Webhook {
   /** Set once the receiver listens. */
   url: string
   /** What arrived, in order; a test may empty it. */
-  received: {path: string; body: any}[]
+  received: {method: string; path: string; body: any}[]
   /** The status the receiver answers with. */
   answerStatus: number
 }
@@ -22,7 +22,7 @@ export function useWebhook(): Webhook {
       let body = ''
       request.on('data', (chunk: Buffer) => (body += chunk.toString()))
       request.on('end', () => {
-        hook.received.push({body: JSON.parse(body), path: request.url ?? ''})
+        hook.received.push({body: body === '' ? null : JSON.parse(body), method: request.method ?? '', path: request.url ?? ''})
         response.writeHead(hook.answerStatus).end()
       })
     })

@@ -27,6 +27,9 @@ export const DURATION_LIMITS = {
   '--since': {max: 10 * MAX_DURATION_MS, min: MINUTE},
   '--timeout': {max: MAX_DURATION_MS, min: 1000},
   '--ttl': {max: MAX_DURATION_MS, min: MINUTE},
+  '--every': {max: 86_400_000, min: MINUTE},
+  '--by': {max: MAX_DURATION_MS, min: MINUTE},
+  '--warn': {max: 86_400_000, min: MINUTE},
   '--wait': {max: MAX_DURATION_MS, min: 1000},
 } as const
 export type DurationFlag = keyof typeof DURATION_LIMITS

@@ -8,7 +8,16 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, billingUncertain, invalidWarning, outsideOwner, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
+import {
+  type FleetSnapshot,
+  type KnownVm,
+  billingUncertain,
+  invalidWarning,
+  outsideOwner,
+  resolveVm,
+  snapshot,
+  vmFacts,
+} from '../fleet/workloads.js'
 import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
 import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {judge} from '../deletion/lifecycle.js'
@@ -47,6 +56,11 @@ export interface DownOptions {
   onEvent?: (event: DeletionEvent) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
+  /**
+   * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
+   * Without it, --idle decides, else every chosen VM is deleted.
+   */
+  narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<{chosen: KnownVm[]; kept: DownResult['kept']}>
 }
 
 /**
@@ -111,16 +125,25 @@ function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
 
 /** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age); both are local. */
 function expired(vm: KnownVm, now: number): boolean {
+  return limitReached(vm, now) !== null
+}
+
+/** Which local limit a VM has reached: its --ttl, else its --max-cost budget (by the estimate); null for neither. */
+export function limitReached(vm: KnownVm, now: number): 'max-cost' | 'ttl' | null {
   const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
+  if (!Number.isNaN(expires) && expires <= now) return 'ttl'
   const left = budgetLeft(vm, now)
-  return (!Number.isNaN(expires) && expires <= now) || (left !== null && left <= 0)
+  return left !== null && left <= 0 ? 'max-cost' : null
 }
 
 /**
  * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
  * --idle-limit) are to be deleted, the others kept with why. An unreadable clock is never a reason to delete.
  */
-async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<{idle: KnownVm[]; kept: DownResult['kept']}> {
+export async function keepUnlessIdle(
+  chosen: KnownVm[],
+  options: Pick<DownOptions, 'configDir' | 'parallel' | 'stop' | 'warn'> & {selection: Pick<DownSelection, 'idle_limit_seconds'>},
+): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
   const usages = await probeUsages(live, {
     configDir: options.configDir,
@@ -129,13 +152,18 @@ async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<
     signal: options.stop,
   })
   const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
-  const idle = live.filter((vm) => idlePastLimit(usage(vm)))
+  // targon extend held off its idle deletion: idle or not, it stays until then.
+  const heldUntil = (vm: KnownVm) => {
+    const until = Date.parse(vm.record?.idle_hold_until ?? '')
+    return until > Date.now() ? new Date(until).toISOString() : null
+  }
+  const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
   const kept = live
-    .filter((vm) => !idlePastLimit(usage(vm)))
+    .filter((vm) => !idle.includes(vm))
     .map((vm) => ({
       idle_seconds: usage(vm).idle_seconds,
       name: vm.name,
-      reason: usage(vm).idle_reason,
+      reason: `${usage(vm).idle_reason}${heldUntil(vm) === null ? '' : `; idle deletion held off until ${heldUntil(vm)} (targon extend)`}`,
       state: usage(vm).state,
       uid: vm.uid,
     }))
@@ -154,7 +182,7 @@ async function keepUnlessIdle(chosen: KnownVm[], options: DownOptions): Promise<
       `kept ${countOf(stopped.length, 'VM')} not running (${[...byStatus].map(([status, count]) => `${count} ${status}`).join(', ')}), which have no idle clock${uncertain > 0 ? `, ${uncertain} of unknown billing` : ''}: --show-deleted lists them; targon status says which bill`,
     )
   }
-  return {idle, kept}
+  return {chosen: idle, kept}
 }
 
 /**
@@ -214,8 +242,13 @@ export async function runDown(
     if (note) options.warn(note)
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
-  const {idle, kept} = selection.idle ? await keepUnlessIdle(chosen, options) : {idle: chosen, kept: []}
-  const targets: DeleteTarget[] = idle.map((vm) => ({
+  const decided = options.narrow
+    ? await options.narrow(chosen, view)
+    : selection.idle
+      ? await keepUnlessIdle(chosen, options)
+      : {chosen, kept: []}
+  const {kept} = decided
+  const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
     createdAt: vm.workload.created_at ?? null,
     facts: vmFacts(vm),
     name: vm.name,
@@ -233,7 +266,7 @@ export async function runDown(
   // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above).
   // Under --idle they are not idle VMs selected: the warning names them, the exit code is the idle VMs' alone.
   const invalid: DeleteResult[] =
-    isBulk(options.selection) && !options.selection.idle
+    isBulk(options.selection) && !options.selection.idle && !options.narrow
       ? view.invalid
           .filter((item) => !targets.some((target) => target.uid === item.uid))
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
@@ -260,7 +293,7 @@ export async function runDown(
     return {...base, results: [...plan, ...invalid], survivors: []}
   }
 
-  const pending = idle.filter((vm) => !vm.gone)
+  const pending = decided.chosen.filter((vm) => !vm.gone)
   if (pending.length > 0 && !(await options.confirm(pending))) {
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }

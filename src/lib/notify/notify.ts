@@ -11,7 +11,15 @@ import {poll} from '../core/poll.js'
 import {Agent, request} from '../targon/undici-subset.js'
 
 export type NotifyEvent =
-  'capacity-found' | 'down-deleted' | 'down-still-billing' | 'interrupted-billing' | 'runway-short' | 'up-failed' | 'up-ready'
+  | 'capacity-found'
+  | 'down-deleted'
+  | 'down-still-billing'
+  | 'interrupted-billing'
+  | 'runway-short'
+  | 'sweep-deleted'
+  | 'sweep-warning'
+  | 'up-failed'
+  | 'up-ready'
 
 export interface Notification {
   /** The line a person reads in the channel. */

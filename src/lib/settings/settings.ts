@@ -14,7 +14,7 @@ import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack
 import {DEFAULT_FLEET, validateFleet} from '../fleet/naming.js'
 import {assertConfigDir, assertSecretFile} from '../state/trust.js'
 import {TargonError, usageError} from '../core/errors.js'
-import {parsePrice} from '../core/input.js'
+import {parseDuration, parsePrice} from '../core/input.js'
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
@@ -104,7 +104,21 @@ export const SETTINGS = {
     stored: true,
   },
   // A secret (a Slack webhook URL carries its token): never quoted back, masked by config list.
-  'notify-url': {env: 'TARGON_NOTIFY_URL', flag: '--notify', parse: notifyUrl, stored: true},
+  'notify-url': {
+    env: 'TARGON_NOTIFY_URL',
+    flag: '--notify',
+    parse: secretUrl('the webhook URL, e.g. https://hooks.slack.com/services/…'),
+    stored: true,
+  },
+  // A secret too (a ping URL lets anyone mark the guard alive): the dead-man switch that targon sweep pings.
+  'heartbeat-url': {
+    env: 'TARGON_HEARTBEAT_URL',
+    flag: '--heartbeat-url',
+    parse: secretUrl('the ping URL of the check, e.g. https://hc-ping.com/<uuid>'),
+    stored: true,
+  },
+  // sweep --warn from the config file, so that the guard's crontab line or unit need not carry it.
+  'warn-window': {parse: (raw: string) => parseDuration(raw, '--warn'), stored: true},
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
@@ -289,18 +303,23 @@ function apiOrigin(raw: string, source: string): string {
   return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
 }
 
-/** A notify URL: https, or plain http to this machine; the value is never quoted, as it may carry a token. */
-function notifyUrl(raw: string, source: string): string {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw usageError(`${source} is not a URL`, 'give the webhook URL, e.g. https://hooks.slack.com/services/…')
-  }
+/**
+ * A notify or heartbeat URL: https, or plain http to this machine; the value is never quoted, as it carries a token.
+ * `example` says in the hint what to give.
+ */
+function secretUrl(example: string): (raw: string, source: string) => string {
+  return (raw, source) => {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      throw usageError(`${source} is not a URL`, `give ${example}`)
+    }
 
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
-    throw usageError(`${source} must use https (plain http only to this machine)`, 'give the https URL of the webhook')
-  return url.href
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
+      throw usageError(`${source} must use https (plain http only to this machine)`, `give ${example}`)
+    return url.href
+  }
 }
 
 /** localhost, 127.0.0.0/8 or ::1 (a URL's hostname keeps the brackets of an IPv6 address). */

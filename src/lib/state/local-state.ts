@@ -36,6 +36,8 @@ export const VmRecordSchema = z.object({
   max_cost_usd: z.number().nullable().default(null),
   /** up --idle: seconds idle after which down --idle deletes it (also kept on the VM, next to its idle clock). */
   idle_limit_s: z.number().nullable().default(null),
+  /** targon extend: until then no idleness deletes it (down --idle, sweep); its TTL and budget still apply. */
+  idle_hold_until: z.string().nullable().default(null),
   host_key: HostKeyPinSchema.nullable().default(null),
   bootstrapped: z.boolean().default(false),
 })

@@ -31,31 +31,11 @@ export async function withFileLock<T>(
   critical: (waited: boolean) => Promise<T>,
   options: LockOptions = {timeoutMs: 90_000},
 ): Promise<T> {
-  mkdirSync(dirname(path), {mode: 0o700, recursive: true})
-  const me = JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
+  const me = lockHolderText(path)
   let waited = false
-  // Taken when the lock file can be created; a dead holder's file is taken over and tried once more at once.
-  const create = (): boolean => {
-    try {
-      writeFileSync(path, me, {flag: 'wx', mode: 0o600})
-      return true
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      return false
-    }
-  }
-
-  const take = (): boolean => {
-    if (create()) return true
-    const holder = readHolder(path)
-    if (holder === undefined || holderAlive(path, holder)) return false
-    takeOver(path, holder)
-    return create()
-  }
-
   const taken = await poll(
     async () => {
-      if (take()) return true
+      if (take(path, me)) return true
       if (!waited) options.onWait?.()
       waited = true
       return undefined
@@ -71,6 +51,44 @@ export async function withFileLock<T>(
     return await critical(waited)
   } finally {
     rmSync(path, {force: true})
+  }
+}
+
+/**
+ * Runs `critical` under the lock if no live process holds it now; `{ran: false}` at once otherwise, without waiting:
+ * for work that a second run should skip rather than repeat (a scheduled sweep).
+ */
+export async function ifFileLockFree<T>(path: string, critical: () => Promise<T>): Promise<{ran: true; value: T} | {ran: false}> {
+  if (!take(path, lockHolderText(path))) return {ran: false}
+  try {
+    return {ran: true, value: await critical()}
+  } finally {
+    rmSync(path, {force: true})
+  }
+}
+
+/** Creates the lock's directory and returns what the lock file says of this process. */
+function lockHolderText(path: string): string {
+  mkdirSync(dirname(path), {mode: 0o700, recursive: true})
+  return JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
+}
+
+/** Takes the lock when its file can be created; a dead holder's file is taken over and tried once more at once. */
+function take(path: string, me: string): boolean {
+  if (createLockFile(path, me)) return true
+  const holder = readHolder(path)
+  if (holder === undefined || holderAlive(path, holder)) return false
+  takeOver(path, holder)
+  return createLockFile(path, me)
+}
+
+function createLockFile(path: string, me: string): boolean {
+  try {
+    writeFileSync(path, me, {flag: 'wx', mode: 0o600})
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return false
   }
 }
 

@@ -25,6 +25,8 @@ import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
 import {countOf} from '../core/output.js'
+import {formatDuration} from '../core/input.js'
+import {guardCoverage} from '../guard/coverage.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -48,6 +50,8 @@ export interface StatusOptions {
   /** --usage: read each running VM's idle clock and a live sample over SSH. */
   usage: boolean
   configDir: string
+  /** The profile, for the guard that covers this directory and profile. */
+  profile: string
   warn: (message: string) => void
 }
 
@@ -102,6 +106,7 @@ export async function runStatus(client: TargonClient, state: LocalState, options
     drift,
     dstack_fleet: dstack,
     fleet: options.fleet,
+    guard: guardCoverage(options.configDir, options.profile),
     invalid_answers: invalid,
     org: options.org,
     outside_owner: [...outsideBilling].map(([owner, count]) => ({
@@ -244,7 +249,20 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
     ttl_expires_at: record?.ttl_expires_at ?? null,
     ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
     uid: vm.uid,
+    ends_by: endsBy(vm, now, usage),
   }
+}
+
+/** What ends a VM and when, in a few words: its TTL, its idle limit, its budget; "no limit" when none applies. */
+function endsBy(vm: KnownVm, now: number, usage: Usage | null): string {
+  const {record} = vm
+  const ends: string[] = []
+  if (record?.ttl_expires_at) ends.push(`TTL ${record.ttl_expires_at.slice(11, 16)}Z`)
+  const idleLimit = usage?.idle_limit_seconds ?? record?.idle_limit_s ?? null
+  if (idleLimit !== null)
+    ends.push(`idle ${usage?.idle_seconds == null ? '?' : formatDuration(usage.idle_seconds * 1000)}/${formatDuration(idleLimit * 1000)}`)
+  if (record?.max_cost_usd != null) ends.push(`cost ${(estimatedCost(vm, now) ?? 0).toFixed(2)}/${record.max_cost_usd.toFixed(2)}`)
+  return ends.length === 0 ? 'no limit' : ends.join(', ')
 }
 
 /**

@@ -376,6 +376,7 @@ function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 
     bootstrapped: false,
     fleet,
     host_key: null,
+    idle_hold_until: null,
     idle_limit_s: idleLimit,
     max_cost_usd: maxCostUsd ?? null,
     max_price: maxPrice,

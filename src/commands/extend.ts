@@ -1,0 +1,77 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import type {ExtendResult} from '../lib/contract.js'
+import {usageError} from '../lib/core/errors.js'
+import {dash, prose, renderTable} from '../lib/core/output.js'
+import {runExtend} from '../lib/extend/extend.js'
+import {ownerScope} from '../lib/fleet/owners.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+
+export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
+  static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'
+
+  static description = prose(`--by moves each VM's TTL to (the later of now and its deadline) + the duration, and
+holds off its idle deletion (down --idle, sweep) for the duration; --ttl-only or --idle-only moves one of them.
+--max-cost USD sets the budget. The limits are kept in this config directory's records (the API has no field for
+them), so extend works from the directory that ran targon up; the hold-off is not written to the VM, whose sampler
+keeps counting. A VM of another owner is refused (exit 2) unless --any-owner; a name that matches nothing exits 4.
+Prints the new deadlines.`)
+
+  static examples = [
+    {command: '<%= config.bin %> extend tcli-default-k3v9x2qa --by 1h', description: 'One more hour before its TTL or idle limit fires'},
+    {command: '<%= config.bin %> extend worker1 --max-cost 40', description: 'Raise its budget to 40 USD'},
+  ]
+
+  static args = {vms: Args.string({description: 'VM names or uids', ignoreStdin: true, required: false})}
+  static strict = false
+
+  static flags = {
+    'any-owner': Flags.boolean({default: false, summary: "Extend another owner's VM too (default: refused, exit 2)."}),
+    by: durationFlag('--by', {summary: 'How long to postpone: 30m, 2h, 1d.'}),
+    fleet: Flags.string({summary: 'The fleet the VM labels belong to (default: the configured one).'}),
+    'idle-only': Flags.boolean({default: false, exclusive: ['ttl-only'], summary: 'Only hold off the idle deletion.'}),
+    'max-cost': usdFlag('--max-cost', 'a budget in USD', {summary: 'Set the budget in USD (estimated cost: price x age).'}),
+    'ttl-only': Flags.boolean({default: false, exclusive: ['idle-only'], summary: 'Only move the TTL.'}),
+  }
+
+  public async run(): Promise<ExtendResult> {
+    const {flags} = this
+    if (this.positionals.length === 0) throw usageError('name the VMs to extend', 'targon extend NAME… --by 1h')
+    if (flags.by === undefined && flags['max-cost'] === undefined)
+      throw usageError('nothing to extend', 'pass --by DURATION or --max-cost USD')
+    if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
+      throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
+    const owners = await ownerScope(flags['any-owner'])
+    const labelFleet = flags.fleet ?? (await resolveSetting('fleet'))
+    return this.withApi(async (client) => {
+      const result = await runExtend(client, new LocalState(configDir()), {
+        byMs: flags.by ?? null,
+        idle: !flags['ttl-only'],
+        labelFleet,
+        maxCostUsd: flags['max-cost'] ?? null,
+        org: await this.resolveOrg(client),
+        owners,
+        targets: this.positionals,
+        ttl: !flags['idle-only'],
+        warn: (message) => this.addWarning(message),
+      })
+      if (!this.jsonEnabled())
+        this.log(
+          renderTable(
+            [
+              {header: 'NAME', value: (row) => dash(row.name)},
+              {header: 'TTL', value: (row) => dash(row.ttl_expires_at?.slice(0, 16))},
+              {header: 'IDLE_HELD_UNTIL', value: (row) => dash(row.idle_hold_until?.slice(0, 16))},
+              {header: 'BUDGET', value: (row) => (row.max_cost_usd === null ? '-' : `${row.max_cost_usd} USD`)},
+              {header: 'BUDGET_ENDS', value: (row) => dash(row.budget_ends_at?.slice(0, 16))},
+            ],
+            result.vms,
+          ),
+        )
+      return result
+    })
+  }
+}

@@ -1,0 +1,96 @@
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import type {CommandResult} from '../../lib/contract.js'
+import {TargonError} from '../../lib/core/errors.js'
+import {prose} from '../../lib/core/output.js'
+import {specEntry} from '../../lib/guard/entries.js'
+import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
+import {type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/guard/guard.js'
+import {
+  cronGuards,
+  cronMissing,
+  readCrontab,
+  sameGuard,
+  systemctl,
+  systemdGuards,
+  unitDir,
+  withoutCronGuard,
+  writeCrontab,
+  writeUnits,
+} from '../../lib/guard/installed.js'
+import {ensureGuardDir} from '../../lib/guard/runs.js'
+import {checkSelection, environmentOnlySecrets, localSpec, refuseEnvironmentOnly} from '../../lib/guard/spec.js'
+import {installedGuards} from '../../lib/guard/entries.js'
+
+export default class GuardInstall extends BaseCommand<typeof GuardInstall, 'guard install'> {
+  static summary = 'Schedule targon sweep on this machine for this config directory and profile.'
+
+  static description = prose(`Writes one crontab line for this user (--cron), or a systemd service and timer (--systemd:
+system units as root, user units otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
+TARGON_CONFIG_DIR and --profile: cron and systemd give it no environment. Nothing secret is written: the sweep reads
+the API key, the notify and heartbeat URLs from the config file at run time, so the key must be stored there (exit 3
+otherwise, with the fix); an owner or org that only the environment gives is refused the same way, and so is a
+selection the sweep would refuse (VMs of several owners and no owner set). Installing again replaces the guard of this
+directory and profile; a guard of another directory for the same org and owner is refused, with the command that
+removes it. The sweeps' output goes to guard/<profile>.log in the config directory, rotated past 1 MiB.`)
+
+  static examples = [
+    {command: '<%= config.bin %> guard install --cron', description: 'Every 5 minutes, from this user crontab'},
+    {command: 'sudo <%= config.bin %> guard install --systemd --every 10m', description: 'A system timer, every 10 minutes'},
+  ]
+
+  static flags = {...KIND_FLAGS, every: EVERY_FLAG}
+
+  public async run(): Promise<CommandResult<'guard install'>> {
+    const kind = kindOf(this.flags)
+    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    await refuseEnvironmentOnly(local.configDir, local.profile, this.flags.org)
+    const spec: GuardSpec = await this.withApi(async (client) => {
+      const org = await this.resolveOrg(client)
+      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+    })
+    for (const warning of await environmentOnlySecrets(spec.configDir, spec.profile)) this.addWarning(warning)
+    const others = installedGuards().filter(
+      (guard) => guard.marker.org === spec.org && guard.marker.owner === spec.owner && !sameGuard(guard.marker, spec),
+    )
+    const other = others[0]
+    if (other)
+      throw new TargonError(
+        'CONFIG',
+        `a guard for org ${spec.org}${spec.owner ? ` and owner ${spec.owner}` : ''} already runs from ${other.marker.configDir} (profile ${other.marker.profile}, ${other.kind})`,
+        {hint: `remove it first: TARGON_CONFIG_DIR=${other.marker.configDir} targon guard uninstall --profile ${other.marker.profile}`},
+      )
+
+    ensureGuardDir(spec.configDir)
+    const result = kind === 'cron' ? this.installCron(spec) : this.installSystemd(spec)
+    this.info(
+      `${result.replaced ? 'replaced' : 'installed'}: targon sweep every ${spec.everyMs / 60_000} min (${kind}) for ${spec.configDir} (profile ${spec.profile}); output in ${result.log}`,
+    )
+    if (!this.jsonEnabled()) this.log(`Check it with: targon guard status`)
+    return result
+  }
+
+  private installCron(spec: GuardSpec): CommandResult<'guard install'> {
+    const crontab = readCrontab()
+    if (crontab === null) throw cronMissing()
+    const replaced = cronGuards(crontab).some((guard) => sameGuard(guard.marker, spec))
+    const rest = withoutCronGuard(crontab, spec).replace(/\n*$/, '')
+    writeCrontab(`${rest === '' ? '' : `${rest}\n`}${cronLines(spec).join('\n')}\n`)
+    return {enabled: null, installed: specEntry(spec, 'cron', null), log: logFile(spec.configDir, spec.profile), replaced}
+  }
+
+  private installSystemd(spec: GuardSpec): CommandResult<'guard install'> {
+    const dir = unitDir()
+    const replaced = systemdGuards(dir).some((guard) => sameGuard(guard.marker, spec))
+    const files = writeUnits(dir, systemdUnits(spec))
+    const timer = `${unitName(spec)}.timer`
+    const reload = systemctl(['daemon-reload'])
+    const enable = reload.ok ? systemctl(['enable', '--now', timer]) : reload
+    const user = process.getuid?.() !== 0
+    if (!enable.ok)
+      this.addWarning(
+        `the units are written, but systemctl could not enable the timer (${enable.problem}): run systemctl${user ? ' --user' : ''} daemon-reload && systemctl${user ? ' --user' : ''} enable --now ${timer}`,
+      )
+    if (user) this.addWarning('user units run only while you are logged in, unless linger is on for your user: loginctl enable-linger')
+    return {enabled: enable.ok, installed: specEntry(spec, 'systemd', files), log: logFile(spec.configDir, spec.profile), replaced}
+  }
+}

@@ -1,0 +1,56 @@
+import {Flags} from '@oclif/core'
+
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import type {CommandResult} from '../../lib/contract.js'
+import {usageError} from '../../lib/core/errors.js'
+import {prose} from '../../lib/core/output.js'
+import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
+import {checkEvery, cronLines, systemdUnits} from '../../lib/guard/guard.js'
+import {writeUnits} from '../../lib/guard/installed.js'
+import {checkSelection, localSpec} from '../../lib/guard/spec.js'
+
+export default class GuardPrint extends BaseCommand<typeof GuardPrint, 'guard print'> {
+  static summary = 'Print the crontab lines or systemd units that guard install would write, without installing them.'
+
+  static description = prose(`The same lines and units as targon guard install, for review or for a machine managed
+by other means (configuration management, a crontab kept in git). With --systemd --dir D the service and timer are
+written into D instead of printed. Nothing secret is in them.`)
+
+  static examples = [
+    {command: '<%= config.bin %> guard print --cron', description: 'The crontab lines'},
+    {command: '<%= config.bin %> guard print --systemd --dir ./units', description: 'The service and timer, written to ./units'},
+  ]
+
+  static flags = {
+    ...KIND_FLAGS,
+    dir: Flags.string({summary: 'With --systemd: write the unit files into this directory.'}),
+    every: EVERY_FLAG,
+  }
+
+  public async run(): Promise<CommandResult<'guard print'>> {
+    const kind = kindOf(this.flags)
+    if (this.flags.dir !== undefined && kind !== 'systemd') throw usageError('--dir writes unit files', 'use it with --systemd')
+    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    const spec = await this.withApi(async (client) => {
+      const org = await this.resolveOrg(client)
+      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+    })
+    if (kind === 'cron') {
+      const text = `${cronLines(spec).join('\n')}\n`
+      if (!this.jsonEnabled()) process.stdout.write(text)
+      return {files: null, kind, text}
+    }
+
+    const units = systemdUnits(spec)
+    const text = Object.entries(units)
+      .map(([name, unit]) => `# ${name}\n${unit}`)
+      .join('\n')
+    const files = this.flags.dir === undefined ? null : writeUnits(this.flags.dir, units)
+    if (!this.jsonEnabled()) {
+      if (files) this.info(`written: ${files.join(', ')}`)
+      else process.stdout.write(text)
+    }
+
+    return {files, kind, text}
+  }
+}

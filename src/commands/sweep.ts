@@ -1,0 +1,286 @@
+import {join} from 'node:path'
+
+import {Flags} from '@oclif/core'
+
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
+import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
+import {followDeletions} from '../lib/cli/deletion-display.js'
+import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import type {SweepResult} from '../lib/contract.js'
+import {TargonError, isTargonError} from '../lib/core/errors.js'
+import {formatDuration} from '../lib/core/input.js'
+import {countOf, dash, prose, renderTable, usdPrecise} from '../lib/core/output.js'
+import {validateFleet} from '../lib/fleet/naming.js'
+import {ownerScope} from '../lib/fleet/owners.js'
+import {ping} from '../lib/notify/heartbeat.js'
+import {activeProfile, configDir, ensureConfigDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+import {ifFileLockFree} from '../lib/state/lock.js'
+import {childPath} from '../lib/state/paths.js'
+import {runSweep} from '../lib/sweep/sweep.js'
+import {recordRun, rotateLog} from '../lib/guard/runs.js'
+
+/** The guard's warning window when the config sets none. */
+const DEFAULT_GUARD_WARN_MS = 15 * 60_000
+
+export default class Sweep extends BaseCommand<typeof Sweep, 'sweep'> {
+  static summary = 'Enforce every limit once: delete VMs past their TTL, budget or idle limit, and check the runway.'
+
+  static description = prose(`One pass of every policy over every fleet, for a schedule (targon guard install runs it):
+it deletes what down --expired and down --idle would delete, with down's owner rules, and nothing else. A VM goes when
+its --ttl ran out, its --max-cost budget is spent by the estimate (price x age), it is idle past its limit (its own
+from up --idle, else --idle-limit; a busy VM or one whose clock cannot be read is kept, as with down --idle), or, with
+--over-cost, its estimated cost exceeds that. What bills under no limit (VMs of this tool without one, VMs of other
+origins) is reported, never deleted. With --min-runway the credits are read after the deletions, as targon credits
+reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
+
+Like down --expired, it needs the config directory that ran targon up: the limits and the project key live there.
+One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing.
+
+One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
+With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a
+secret), each run pings it on exit 0 or 14 and pings URL/fail on any other exit, so that a guard that fails or stops
+running pages someone; a ping takes at most 5 s and a failed one is a warning. Exit codes: 11 when something selected
+still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
+
+  static examples = [
+    {command: '<%= config.bin %> sweep', description: 'Delete every VM past its limits, report what no limit covers'},
+    {command: '<%= config.bin %> sweep --dry-run --json', description: 'What a sweep would delete, without deleting'},
+    {command: '<%= config.bin %> sweep --idle-limit 45m --min-runway 6h', description: 'Idle limit for VMs without one; runway alarm'},
+    {command: '<%= config.bin %> guard install --cron', description: 'Run it every 5 minutes from cron'},
+  ]
+
+  static flags = {
+    ...EVENT_FLAGS,
+    'any-owner': Flags.boolean({
+      default: false,
+      summary: "Sweep every owner's VMs in a shared org (default: your owner's, or refuse a mix), as on down.",
+    }),
+    'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
+    fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
+    guard: Flags.boolean({
+      default: false,
+      summary:
+        "As the guard runs it (guard install puts it in the scheduled command): record the run for targon guard status, and rotate the guard's log.",
+    }),
+    'heartbeat-url': Flags.string({
+      summary:
+        'Ping URL of a dead-man switch (healthchecks-style), pinged on exit 0 or 14, URL/fail otherwise; prefer TARGON_HEARTBEAT_URL or config heartbeat-url, as a command line shows in ps.',
+    }),
+    'idle-limit': durationFlag('--idle-limit', {
+      summary: "The idle limit of VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins).",
+    }),
+    'min-runway': durationFlag('--min-runway', {
+      summary: 'After the deletions, exit 14 (RUNWAY_SHORT) and notify when the credits last less than this: 6h, 2d.',
+    }),
+    notify: Flags.string({
+      summary:
+        'Webhook to report to (Slack-compatible JSON) when the sweep deleted or left billing something; prefer TARGON_NOTIFY_URL or config notify-url, as a command line shows in ps.',
+    }),
+    'over-cost': usdFlag('--over-cost', 'an amount in USD', {
+      summary: 'Also delete VMs whose estimated cost in USD (hourly price x age) exceeds this, as down --over-cost (default: off).',
+    }),
+    warn: durationFlag('--warn', {
+      summary:
+        'Notify once per VM and deadline when a TTL, budget or idle limit fires within this window, e.g. 15m (default: config warn-window; with --guard, 15m; else off).',
+    }),
+    parallel: Flags.integer({
+      default: MAX_MUTATIONS_IN_FLIGHT,
+      max: MAX_MUTATIONS_IN_FLIGHT,
+      min: 1,
+      summary: 'Deletions and idle probes in flight at once.',
+    }),
+  }
+
+  public async run(): Promise<SweepResult> {
+    const {flags} = this
+    const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
+    const owners = await ownerScope(flags['any-owner'])
+    await this.useNotifyUrl(flags.notify, false)
+    if (flags['heartbeat-url'] !== undefined)
+      this.addWarning(
+        '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
+      )
+    const heartbeat = await resolveSetting('heartbeat-url', flags['heartbeat-url'])
+    const profile = (await activeProfile()).name
+    const dir = ensureConfigDir()
+    const startedAt = Date.now()
+    const record = (exitCode: number, result: SweepResult | undefined) => {
+      if (!flags.guard) return
+      recordRun(dir, profile, {
+        at: new Date(startedAt).toISOString(),
+        deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
+        duration_ms: Date.now() - startedAt,
+        exit_code: exitCode,
+        skipped: typeof result?.skipped === 'string',
+        still_billing: result?.survivors.length ?? 0,
+      })
+    }
+
+    if (flags.guard) rotateLog(dir, profile)
+    const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
+    const outcome = await ifFileLockFree(lock, async () => {
+      try {
+        const result = await this.sweep(fleet, owners, profile)
+        await this.beat(heartbeat, 0)
+        record(0, result)
+        return result
+      } catch (error) {
+        const failure = toTargonError(error)
+        await this.beat(heartbeat, failure.exitCode)
+        record(failure.exitCode, failure.data as SweepResult | undefined)
+        throw error
+      }
+    })
+    if (outcome.ran) return outcome.value
+    const skipped = `another sweep of ${dir} (profile ${profile}) is running; this one does nothing`
+    this.info(skipped)
+    const result: SweepResult = {
+      dry_run: flags['dry-run'],
+      kept: [],
+      org: null,
+      results: [],
+      runway: null,
+      selection: {
+        any_owner: owners.anyOwner,
+        fleet,
+        idle_limit_seconds: this.idleLimitS(),
+        min_runway_hours: flags['min-runway'] === undefined ? null : flags['min-runway'] / 3_600_000,
+        over_cost_usd: flags['over-cost'] ?? null,
+        owner: owners.owner,
+      },
+      skipped,
+      survivors: [],
+      unlimited: [],
+      warned: [],
+    }
+    record(0, result)
+    return result
+  }
+
+  private idleLimitS(): number | null {
+    return this.flags['idle-limit'] === undefined ? null : this.flags['idle-limit'] / 1000
+  }
+
+  private async sweep(fleet: string | null, owners: Awaited<ReturnType<typeof ownerScope>>, profile: string): Promise<SweepResult> {
+    const {flags} = this
+    const deletions = followDeletions(this.events, (line) => this.info(line))
+    return this.withApi(
+      async (client, signal) => {
+        const org = await this.resolveOrg(client)
+        let result: SweepResult
+        try {
+          result = await runSweep(client, client.withSignal(undefined), new LocalState(configDir()), {
+            configDir: configDir(),
+            dryRun: flags['dry-run'],
+            fleet,
+            idleLimitS: this.idleLimitS(),
+            labelFleet: await resolveSetting('fleet'),
+            minRunwayMs: flags['min-runway'] ?? null,
+            profile,
+            warnWindowMs: flags.warn ?? (await resolveSetting('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
+            onEvent: deletions.onEvent,
+            onResult: deletions.onResult,
+            onTargets: deletions.onTargets,
+            org,
+            overCostUsd: flags['over-cost'] ?? null,
+            owners,
+            parallel: flags.parallel,
+            reconcileMs: await resolveSetting('reconcile-window'),
+            stop: signal,
+            warn: (message) => this.addWarning(message),
+          })
+        } catch (error) {
+          const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined
+          if (partial?.results) {
+            await this.report(partial, toTargonError(error).exitCode)
+            await this.warnAhead(partial)
+            if (!this.jsonEnabled()) this.render(partial)
+          }
+
+          throw error
+        }
+
+        const short = result.runway?.short === true
+        const runwayError = short
+          ? new TargonError(
+              'RUNWAY_SHORT',
+              `the credits of ${org} last about ${formatDuration((result.runway?.runway_hours ?? 0) * 3_600_000)} at ${usdPrecise(result.runway?.burn_usd_per_hour ?? 0)} USD/h, less than ${formatDuration((result.selection.min_runway_hours ?? 0) * 3_600_000)}`,
+              {data: result, hint: 'add credits, or delete what you do not need: targon down'},
+            )
+          : undefined
+        await this.report(result, runwayError?.exitCode ?? 0)
+        await this.warnAhead(result)
+        if (runwayError)
+          await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
+        if (!this.jsonEnabled()) this.render(result)
+        if (runwayError) throw runwayError
+        return result
+      },
+      () => deletions.forcedExitLines(),
+    )
+  }
+
+  /** One notification for a run that deleted something or left something selected billing. */
+  private async report(result: SweepResult, exitCode: number): Promise<void> {
+    if (result.dry_run) return
+    const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
+    if (deleted.length === 0 && result.survivors.length === 0) return
+    const named = deleted.map((each) => `${each.name ?? each.uid} (${each.reason})`).join(', ')
+    const billing =
+      result.survivors.length > 0 ? `; STILL BILLING: ${result.survivors.join(', ')} (targon down ${result.survivors.join(' ')})` : ''
+    await this.notify(
+      'sweep-deleted',
+      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}`,
+      {
+        exitCode,
+        stillBilling: result.survivors,
+        vms: result.results.map((each) => ({name: each.name, uid: each.uid})),
+      },
+    )
+  }
+
+  /** One notification per limit about to fire (each VM and deadline once: the sweep kept track). */
+  private async warnAhead(result: SweepResult): Promise<void> {
+    if (result.dry_run) return
+    for (const warning of result.warned) {
+      const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
+      const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
+      this.info(text)
+      await this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
+    }
+  }
+
+  /** The heartbeat of the run, when a URL is set; a failed ping is a warning. A dry run is not the guard at work. */
+  private async beat(url: string | undefined, exitCode: number): Promise<void> {
+    if (url === undefined || this.flags['dry-run']) return
+    const warning = await ping(url, exitCode)
+    if (warning) this.addWarning(warning)
+  }
+
+  private render(result: SweepResult): void {
+    for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
+    if (result.results.length === 0) this.info('Nothing past a limit.')
+    else
+      this.log(
+        renderTable(
+          [
+            {header: 'NAME', value: (row) => dash(row.name)},
+            {header: 'UID', value: (row) => row.uid},
+            {header: 'LIMIT', value: (row) => row.reason},
+            {header: 'RESULT', value: (row) => row.action},
+            {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
+          ],
+          result.results,
+        ),
+      )
+    for (const vm of result.unlimited)
+      this.log(
+        `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,
+      )
+    if (result.runway)
+      this.log(
+        `Runway: ${result.runway.runway_hours === null ? 'unlimited (nothing priced bills)' : formatDuration(result.runway.runway_hours * 3_600_000)} at ${usdPrecise(result.runway.burn_usd_per_hour)} USD/h${result.runway.short ? ' (SHORT)' : ''}`,
+      )
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * What a deleting command (down, sweep) shows of its deletions as they happen: each one's events, a line per result
+ * on stderr, and, for a forced exit (a second Ctrl-C), which of the selected VMs may still bill.
+ */
+import type {DeleteResult} from '../contract.js'
+import type {DeleteTarget, DeletionEvent} from '../deletion/delete-workloads.js'
+import type {RunEvents} from '../events/run-events.js'
+
+export function followDeletions(events: RunEvents, info: (line: string) => void) {
+  const settled = new Set<string>()
+  let selected: DeleteTarget[] = []
+  return {
+    /** The lines a forced exit prints: what may still bill, and the command that deletes it. */
+    forcedExitLines: (): string[] => {
+      const billing = selected.map((target) => target.uid).filter((uid) => !settled.has(uid))
+      return billing.length > 0
+        ? [`Exiting at once. May still bill: ${billing.join(' ')}`, `Delete with: targon down ${billing.join(' ')}`]
+        : ['Exiting at once.']
+    },
+    onEvent: (event: DeletionEvent): void => {
+      events.emit({...event, type: 'deletion'})
+      if (event.status === 'progress') info(event.detail)
+    },
+    onResult: (deleted: DeleteResult): void => {
+      if (deleted.billing === false) settled.add(deleted.uid)
+      info(
+        `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
+      )
+    },
+    onTargets: (targets: DeleteTarget[]): void => {
+      selected = targets
+    },
+    /** The VMs the run selected for deletion, with the facts the listing gave of them. */
+    selected: (): DeleteTarget[] => selected,
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * `targon extend` without the rendering: postpones the limits of named VMs where they are kept, in this config
+ * directory's records (the API has no field for them). A TTL moves to (the later of now and its deadline) + the
+ * duration, so an extension never shortens one and a lapsed TTL gets the full duration from now; an idle deletion is
+ * held off for the duration; --max-cost sets the budget.
+ */
+import type {ExtendResult} from '../contract.js'
+import {TargonError} from '../core/errors.js'
+import type {OwnerScope} from '../fleet/owners.js'
+import {type KnownVm, findOneVm, snapshot, vmPrice} from '../fleet/workloads.js'
+import {createdAt} from '../fleet/cost.js'
+import type {LocalState, VmRecord} from '../state/local-state.js'
+import type {TargonClient} from '../targon/client.js'
+
+export interface ExtendOptions {
+  org: string
+  targets: string[]
+  byMs: number | null
+  /** What --by moves: the TTL, the idle deletion, or both. */
+  ttl: boolean
+  idle: boolean
+  maxCostUsd: number | null
+  owners: OwnerScope
+  labelFleet: string
+  warn: (message: string) => void
+}
+
+export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, now = Date.now()): Promise<ExtendResult> {
+  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
+  for (const problem of view.problems) options.warn(problem)
+  const live = view.vms.filter((vm) => !vm.gone)
+  // Every name is checked before any record changes: one refusal leaves all as they were.
+  const chosen = options.targets.map((target) => checkOwn(findOneVm(live, target, options.labelFleet, options.owners), options.owners))
+  const vms = chosen.map((vm) => {
+    const record = state.updateVm(options.org, vm.record.name, extended(vm.record, options, now))
+    return resultOf(vm, record ?? vm.record)
+  })
+  return {org: options.org, vms}
+}
+
+/** Another owner's VM is refused (exit 2) unless --any-owner; a VM without a record here has no limit to move. */
+function checkOwn(vm: KnownVm, owners: OwnerScope): KnownVm & {record: VmRecord} {
+  if (!owners.anyOwner && vm.owner !== undefined && vm.owner !== null && vm.owner !== owners.owner)
+    throw new TargonError('USAGE', `${vm.name ?? vm.uid} belongs to owner ${vm.owner}`, {
+      hint: 'ask its owner, or pass --any-owner to extend it all the same',
+    })
+  if (!vm.record)
+    throw new TargonError('USAGE', `${vm.name ?? vm.uid} has no limits kept in this config directory`, {
+      hint: 'run targon extend from the config directory that ran its targon up',
+    })
+  return vm as KnownVm & {record: VmRecord}
+}
+
+function extended(record: VmRecord, options: ExtendOptions, now: number): Partial<VmRecord> {
+  const change: Partial<VmRecord> = {}
+  if (options.byMs !== null && options.ttl && record.ttl_expires_at !== null)
+    change.ttl_expires_at = new Date(Math.max(now, Date.parse(record.ttl_expires_at)) + options.byMs).toISOString()
+  if (options.byMs !== null && options.idle) change.idle_hold_until = new Date(now + options.byMs).toISOString()
+  if (options.maxCostUsd !== null) change.max_cost_usd = options.maxCostUsd
+  return change
+}
+
+function resultOf(vm: KnownVm, record: VmRecord): ExtendResult['vms'][number] {
+  const price = vmPrice(vm)
+  const created = createdAt(vm)
+  const budget = record.max_cost_usd
+  return {
+    budget_ends_at:
+      budget === null || price === null || price <= 0 || created === null
+        ? null
+        : new Date(created + (budget / price) * 3_600_000).toISOString(),
+    idle_hold_until: record.idle_hold_until,
+    max_cost_usd: budget,
+    name: vm.name,
+    ttl_expires_at: record.ttl_expires_at,
+    uid: vm.uid,
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Warnings before a limit fires (sweep --warn): which VMs reach a limit within the window, and which of those were
+ * already warned about. A TTL or a budget warns once per VM and deadline (a deadline moved by targon extend may warn
+ * again); an idle deadline exists only while the VM is idle (idle since + limit), and warns at most once per idle
+ * stretch. What was sent is kept in the config directory, next to the guard's runs.
+ */
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import * as z from 'zod'
+
+import type {SweepResult} from '../contract.js'
+import {createdAt} from '../fleet/cost.js'
+import {type KnownVm, vmPrice} from '../fleet/workloads.js'
+import {readOwnFile} from '../state/trust.js'
+
+export type Warning = SweepResult['warned'][number]
+
+/** Two idle-since readings this close apart are one stretch: they move with the sampling, not with activity. */
+const SAME_STRETCH_MS = 2 * 60_000
+
+/** The limits of `vms` that fire within `windowMs` of `now`; `idle` gives each idle VM's idle seconds and limit. */
+export function dueWarnings(
+  vms: KnownVm[],
+  idle: Map<string, {idleSeconds: number; limitS: number}>,
+  now: number,
+  windowMs: number,
+): Warning[] {
+  const due: Warning[] = []
+  const warn = (vm: KnownVm, limit: Warning['limit'], firesAt: number, since: number | null) => {
+    if (firesAt <= now || firesAt > now + windowMs) return
+    const name = vm.name ?? vm.uid
+    due.push({
+      extend_command: `targon extend ${name} --by 1h${limit === 'idle' ? ' --idle-only' : limit === 'ttl' ? ' --ttl-only' : ''}`,
+      fires_at: new Date(firesAt).toISOString(),
+      idle_since: since === null ? null : new Date(since).toISOString(),
+      limit,
+      name: vm.name,
+      owner: vm.owner ?? null,
+      price_per_hour: vmPrice(vm),
+      uid: vm.uid,
+    })
+  }
+
+  for (const vm of vms) {
+    const ttl = Date.parse(vm.record?.ttl_expires_at ?? '')
+    if (!Number.isNaN(ttl)) warn(vm, 'ttl', ttl, null)
+    const budget = vm.record?.max_cost_usd ?? null
+    const price = vmPrice(vm)
+    const created = createdAt(vm)
+    if (budget !== null && price !== null && price > 0 && created !== null)
+      warn(vm, 'max-cost', Math.round(created + (budget / price) * 3_600_000), null)
+    const idleNow = idle.get(vm.uid)
+    if (idleNow) {
+      const since = now - idleNow.idleSeconds * 1000
+      warn(vm, 'idle', since + idleNow.limitS * 1000, since)
+    }
+  }
+
+  return due
+}
+
+const SentSchema = z.record(
+  z.string(),
+  z.object({ttl: z.string().optional(), 'max-cost': z.string().optional(), idle: z.string().optional()}),
+)
+type Sent = z.infer<typeof SentSchema>
+
+function sentFile(dir: string, profile: string): string {
+  return join(dir, 'guard', `${profile}.warned.json`)
+}
+
+/** The warnings of `due` not sent before; `remember` records them, and forgets VMs no longer listed. */
+export function unsent(
+  dir: string,
+  profile: string,
+  org: string,
+  due: Warning[],
+): {fresh: Warning[]; remember: (listed: Set<string>) => void} {
+  let sent: Sent = {}
+  try {
+    const parsed = SentSchema.safeParse(JSON.parse(readOwnFile(sentFile(dir, profile))))
+    if (parsed.success) sent = parsed.data
+  } catch {
+    // None sent yet, or unreadable: at worst a warning is sent again.
+  }
+
+  const key = (uid: string) => `${org}/${uid}`
+  const fresh = due.filter((warning) => {
+    const before = sent[key(warning.uid)]?.[warning.limit]
+    if (before === undefined) return true
+    if (warning.limit !== 'idle') return before !== warning.fires_at
+    return Math.abs(Date.parse(before) - Date.parse(warning.idle_since ?? '')) >= SAME_STRETCH_MS
+  })
+  return {
+    fresh,
+    remember(listed) {
+      const next: Sent = Object.fromEntries(
+        Object.entries(sent).filter(([each]) => !each.startsWith(`${org}/`) || listed.has(each.slice(org.length + 1))),
+      )
+      for (const warning of fresh)
+        next[key(warning.uid)] = {
+          ...next[key(warning.uid)],
+          [warning.limit]: warning.limit === 'idle' ? warning.idle_since : warning.fires_at,
+        }
+      mkdirSync(join(dir, 'guard'), {mode: 0o700, recursive: true})
+      writeFileSync(sentFile(dir, profile), JSON.stringify(next), {mode: 0o600})
+    },
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * targon guard against the real crontab (root's, and a second local user's) and real systemd unit files, checked by
+ * systemd-analyze verify (no systemd runs here: user units and linger are not exercised). What is scheduled runs:
+ * the crontab entry is executed as cron would, with no environment but the simulator's address. No secret is ever
+ * written into a crontab line or a unit.
+ */
+import {execFileSync, spawn, spawnSync} from 'node:child_process'
+import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, OTHER_USER, parseJson, readableCli, runCli, otherUsersDir, tempDir, writeConfigFile} from '../helpers/cli.js'
+import {simulatorEnv, startSimulator, useSimulator} from '../helpers/simulator.js'
+import {DEFAULT_TOKEN} from '../simulator/simulator.js'
+
+const sim = useSimulator()
+const NOTIFY_SECRET = 'notify-secret-token-77'
+const HEARTBEAT_SECRET = 'heartbeat-secret-token-88'
+const SECRETS = [DEFAULT_TOKEN, NOTIFY_SECRET, HEARTBEAT_SECRET]
+
+/** A config directory with the key and both URLs stored, as a guard needs it. */
+function guardedDir(settings: Record<string, unknown> = {}): string {
+  const dir = tempDir('targon-guard-')
+  writeConfigFile(dir, {
+    'api-key': DEFAULT_TOKEN,
+    // On this machine, where nothing listens: the sweep's ping fails at once, with a warning.
+    'heartbeat-url': `http://127.0.0.1:9/${HEARTBEAT_SECRET}`,
+    'notify-url': `http://127.0.0.1:9/${NOTIFY_SECRET}`,
+    ...settings,
+  })
+  return dir
+}
+
+/** Runs targon with the key only in the config file (TARGON_API_KEY unset), as the guard will. */
+function targon(args: string[], dir: string, options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(sim.current, {TARGON_API_KEY: undefined, TARGON_CONFIG_DIR: dir, ...options.env})})
+}
+
+function crontabOf(user?: string): string {
+  const listed = spawnSync('crontab', user ? ['-l', '-u', user] : ['-l'], {encoding: 'utf8'})
+  return listed.status === 0 ? listed.stdout : ''
+}
+
+function setCrontab(text: string, user?: string): void {
+  if (text === '') spawnSync('crontab', user ? ['-r', '-u', user] : ['-r'])
+  else execFileSync('crontab', user ? ['-u', user, '-'] : ['-'], {input: text})
+}
+
+function expectNoSecrets(text: string): void {
+  for (const secret of SECRETS) expect(text).not.toContain(secret)
+}
+
+const UNIT_DIR = '/etc/systemd/system'
+const ourUnits = () => readdirSync(UNIT_DIR).filter((name) => name.startsWith('targon-guard-'))
+
+let rootCrontab = ''
+let otherCrontab = ''
+let unitsBefore: string[] = []
+beforeAll(() => {
+  rootCrontab = crontabOf()
+  otherCrontab = crontabOf(OTHER_USER)
+  unitsBefore = ourUnits()
+})
+afterAll(() => {
+  setCrontab(rootCrontab)
+  setCrontab(otherCrontab, OTHER_USER)
+})
+
+describe('guard --cron', () => {
+  it('installs one line in the real crontab, idempotently, keeps the rest, runs as cron would, and uninstalls exactly it', async () => {
+    const before = '# a line of the user that the guard must keep\n17 3 * * * /bin/true\n'
+    setCrontab(before)
+    const dir = guardedDir()
+    const install = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], dir)
+    expect(install.code, install.stdout + install.stderr).toBe(0)
+    const installed = parseJson(install).data
+    expect(installed).toMatchObject({
+      enabled: null,
+      installed: {config_dir: dir, every_seconds: 600, kind: 'cron', org: 'acme', profile: 'default'},
+      replaced: false,
+    })
+    const crontab = crontabOf()
+    expect(crontab.startsWith(before)).toBe(true)
+    const lines = crontab.slice(before.length).trim().split('\n')
+    expect(lines).toHaveLength(2)
+    expect(lines[0]).toBe(`# targon guard: org=acme owner=- profile=default dir=${dir} (targon guard uninstall removes it)`)
+    expect(lines[1]).toBe(
+      `*/10 * * * * TARGON_CONFIG_DIR=${dir} ${process.execPath} ${installed.installed.cli} sweep --profile default --guard --json >>${dir}/guard/default.log 2>&1`,
+    )
+    expectNoSecrets(crontab)
+
+    // Again: replaced, still one guard; the user's line kept.
+    const again = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], dir)
+    expect(parseJson(again).data.replaced).toBe(true)
+    expect(crontabOf()).toBe(crontab)
+
+    // What cron runs: the entry's command with no environment at all (plus the simulator's address, which a real
+    // machine does not need), through sh as cron does.
+    const entry = (lines[1] as string).split(' ').slice(5).join(' ')
+    // Not spawnSync: the simulator answers from this process.
+    const run = await new Promise<{code: number | null; stderr: string}>((resolve) => {
+      const child = spawn('sh', ['-c', entry], {env: {TARGON_API_URL: sim.current.url}, stdio: ['ignore', 'ignore', 'pipe']})
+      let stderr = ''
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+      child.on('close', (code) => resolve({code, stderr}))
+    })
+    expect(run.code, run.stderr).toBe(0)
+    const log = readFileSync(join(dir, 'guard', 'default.log'), 'utf8')
+    expect(statSync(join(dir, 'guard', 'default.log')).mode & 0o777).toBe(0o600)
+    expect(JSON.parse(log)).toMatchObject({command: 'sweep', ok: true})
+    expectNoSecrets(log)
+
+    const status = await targon(['guard', 'status', '--json'], dir)
+    expect(status.code, status.stderr).toBe(0)
+    const shown = parseJson(status).data
+    expect(shown.guards).toMatchObject([{every_seconds: 600, kind: 'cron'}])
+    expect(shown.last_runs).toMatchObject([{deleted: 0, exit_code: 0, skipped: false}])
+    expect(Date.parse(shown.next_run_at) - Date.now()).toBeLessThanOrEqual(600_000)
+    expect(shown.problems).toEqual([])
+
+    // Covered: targon status says so, and up with a limit says nothing more about it.
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--json'], dir)
+    expect(up.code, up.stderr).toBe(0)
+    expect(parseJson(up).warnings.join('\n')).not.toContain('nothing on this machine enforces')
+    const covered = await targon(['status', '--json'], dir)
+    expect(parseJson(covered).data.guard).toMatchObject({every_seconds: 600, kind: 'cron', last_exit_code: 0})
+    expect((await targon(['status'], dir)).stderr).toMatch(/Guard: cron every 10m, last run \S+ ago \(exit 0\)/)
+    expect((await targon(['down', '--all', '--json'], dir)).code).toBe(0)
+
+    // A CLI that moved away is a problem that status names.
+    setCrontab(crontabOf().replace(installed.installed.cli, '/opt/gone/bin/run.js'))
+    const moved = parseJson(await targon(['guard', 'status', '--json'], dir)).data
+    expect(moved.problems.join('\n')).toContain('/opt/gone/bin/run.js')
+
+    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    expect(uninstall.code, uninstall.stderr).toBe(0)
+    expect(parseJson(uninstall).data.removed).toHaveLength(1)
+    expect(crontabOf()).toBe(before)
+  })
+
+  it('refuses (exit 3, with the fix) a key only in the environment, an owner only in the environment, a mixed selection, and a second guard', async () => {
+    setCrontab('')
+    const envOnly = tempDir('targon-guard-')
+    const noKey = await targon(['guard', 'install', '--cron', '--json'], envOnly, {env: {TARGON_API_KEY: DEFAULT_TOKEN}})
+    expect(noKey.code).toBe(3)
+    expect(parseJson(noKey).error).toMatchObject({hint: 'store it for the guard: targon config set api-key'})
+    const ownerEnv = await targon(['guard', 'install', '--cron', '--json'], guardedDir(), {env: {TARGON_OWNER: 'alice'}})
+    expect(ownerEnv.code).toBe(3)
+    expect(parseJson(ownerEnv).error.hint).toContain('targon config set owner alice')
+
+    const first = guardedDir({owner: 'alice'})
+    expect((await targon(['guard', 'install', '--cron'], first)).code).toBe(0)
+    const second = await targon(['guard', 'install', '--cron', '--json'], guardedDir({owner: 'alice'}))
+    expect(second.code).toBe(3)
+    expect(parseJson(second).error.hint).toBe(`remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`)
+    expect(crontabOf().match(/# targon guard:/g)).toHaveLength(1)
+    expect((await targon(['guard', 'uninstall'], first)).code).toBe(0)
+    expect(crontabOf()).toBe('')
+
+    // Alice and Bob each rent a VM (in an org of their own here); a directory with no owner set would sweep a mix.
+    const shared = await startSimulator()
+    try {
+      const inShared = (args: string[], dir: string) =>
+        runCli(args, {env: simulatorEnv(shared, {TARGON_API_KEY: undefined, TARGON_CONFIG_DIR: dir})})
+      for (const owner of ['alice', 'bob']) {
+        const up = await inShared(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], guardedDir({owner}))
+        expect(up.code, up.stderr).toBe(0)
+      }
+      const mixed = await inShared(['guard', 'install', '--cron', '--json'], guardedDir())
+      expect(mixed.code, mixed.stdout).toBe(3)
+      expect(parseJson(mixed).error.message).toContain("the guard's sweep would be refused: the selection holds VMs of more than one owner")
+      expect(crontabOf()).toBe('')
+    } finally {
+      await shared.stop()
+    }
+  })
+
+  it("installs into another local user's own crontab when that user runs it", async () => {
+    const dir = otherUsersDir('targon-guard-other-')
+    const config = join(dir, 'config')
+    // Their key, stored by them in their own config directory.
+    const stored = await targon(['config', 'set', 'api-key'], config, {input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
+    expect(stored.code, stored.stderr).toBe(0)
+    const install = await targon(['guard', 'install', '--cron', '--json'], config, {user: OTHER_USER})
+    expect(install.code, install.stdout + install.stderr).toBe(0)
+    const theirs = crontabOf(OTHER_USER)
+    expect(theirs).toContain(
+      `TARGON_CONFIG_DIR=${config} ${process.execPath} ${join(readableCli(), 'bin', 'run.js')} sweep --profile default`,
+    )
+    expectNoSecrets(theirs)
+    // Root's crontab is untouched.
+    expect(crontabOf()).not.toContain(config)
+    const uninstall = await targon(['guard', 'uninstall', '--json'], config, {user: OTHER_USER})
+    expect(uninstall.code, uninstall.stderr).toBe(0)
+    expect(crontabOf(OTHER_USER)).toBe('')
+  })
+})
+
+describe('guard --systemd', () => {
+  it('prints units that systemd-analyze verify accepts, with no secret in them', async () => {
+    const dir = guardedDir()
+    const out = tempDir('targon-units-')
+    const print = await targon(['guard', 'print', '--systemd', '--every', '2h', '--dir', out, '--json'], dir)
+    expect(print.code, print.stdout + print.stderr).toBe(0)
+    const files = parseJson(print).data.files as string[]
+    expect(files.map((file) => file.slice(out.length + 1))).toEqual([
+      expect.stringMatching(/^targon-guard-[0-9a-f]{12}\.service$/),
+      expect.stringMatching(/\.timer$/),
+    ])
+    const verify = spawnSync('systemd-analyze', ['verify', '--man=no', ...files], {encoding: 'utf8'})
+    expect(verify.status, verify.stdout + verify.stderr).toBe(0)
+    const text = files.map((file) => readFileSync(file, 'utf8')).join('\n')
+    expect(text).toContain('OnCalendar=*-*-* 00/2:00:00')
+    expect(text).toContain(`Environment=TARGON_CONFIG_DIR=${dir}`)
+    expectNoSecrets(text)
+    const cron = await targon(['guard', 'print', '--cron'], dir)
+    expect(cron.stdout).toMatch(/^# targon guard: org=acme /)
+    expectNoSecrets(cron.stdout)
+  })
+
+  it('as root writes system units (enabling them needs a running systemd: a warning here), status shows them, uninstall removes them', async () => {
+    const dir = guardedDir()
+    const install = await targon(['guard', 'install', '--systemd', '--json'], dir)
+    expect(install.code, install.stdout + install.stderr).toBe(0)
+    const doc = parseJson(install)
+    const files = doc.data.installed.files as string[]
+    expect(files.every((file) => file.startsWith(`${UNIT_DIR}/targon-guard-`) && existsSync(file))).toBe(true)
+    expect(doc.data.enabled).toBe(false)
+    expect(doc.warnings.join('\n')).toContain('enable --now')
+    const verify = spawnSync('systemd-analyze', ['verify', '--man=no', ...files], {encoding: 'utf8'})
+    expect(verify.status, verify.stdout + verify.stderr).toBe(0)
+    expectNoSecrets(files.map((file) => readFileSync(file, 'utf8')).join('\n'))
+    expect(parseJson(await targon(['guard', 'status', '--json'], dir)).data.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    expect(parseJson(uninstall).data.removed).toMatchObject([{kind: 'systemd'}])
+    expect(files.some((file) => existsSync(file))).toBe(false)
+    expect(ourUnits()).toEqual(unitsBefore)
+  })
+})

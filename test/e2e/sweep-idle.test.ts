@@ -1,0 +1,65 @@
+/**
+ * targon sweep on simulated VMs (real sshd, the idle sampler the bootstrap installs): one sweep deletes the VM idle
+ * past its limit and keeps the busy one and one whose idle deletion extend held off, with down --idle's fail-safe rules, and reports the VM under no limit.
+ */
+import {setTimeout as sleep} from 'node:timers/promises'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+
+const simulated = useSimulatedVms()
+const configDir = tempDir('targon-config-')
+const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const LIMIT_S = 3
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
+}
+
+let vms: {name: string; uid: string}[] = []
+const role = (index: number) => vms[index] as {name: string; uid: string}
+
+beforeAll(async () => {
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '3', '--idle', `${LIMIT_S}s`, '--json'], {
+    timeoutMs: 120_000,
+  })
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  vms = parseJson(up).data.vms
+}, 150_000)
+
+afterAll(async () => {
+  await targon(['down', '--all', '--yes'])
+})
+
+const live = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+describe('sweep and idle VMs', () => {
+  it('deletes the VM idle past its limit and keeps the busy one and the one held off by extend, in the same sweep', async () => {
+    simulated.farm.vm(role(1).uid).setGpuUtil(90)
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const status = await targon(['status', '--usage', '--json'])
+      const idleFor = (index: number) =>
+        parseJson(status).data.vms.find((each: {uid: string}) => each.uid === role(index).uid)?.usage?.idle_seconds ?? 0
+      if (idleFor(0) > LIMIT_S && idleFor(2) > LIMIT_S) break
+      if (Date.now() > deadline) throw new Error(`VMs 0 and 2 not idle past their limit in 30 s: ${status.stdout}`)
+      await sleep(1000)
+    }
+
+    // VM 2 is as idle as VM 0, but its idle deletion is held off for an hour.
+    const extend = await targon(['extend', role(2).name, '--by', '1h', '--idle-only'])
+    expect(extend.code, extend.stderr).toBe(0)
+    const sweep = await targon(['sweep', '--json'])
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const doc = parseJson(sweep).data
+    expect(doc.results).toMatchObject([{action: 'deleted', billing: false, reason: 'idle', uid: role(0).uid}])
+    const kept = new Map(doc.kept.map((each: {uid: string}) => [each.uid, each]))
+    expect(kept.get(role(1).uid)).toMatchObject({state: 'busy'})
+    expect(kept.get(role(2).uid)).toMatchObject({reason: expect.stringContaining('idle deletion held off until'), state: 'idle'})
+    expect(doc.unlimited).toEqual([])
+    expect(live().has(role(0).uid)).toBe(false)
+    expect(live().has(role(1).uid)).toBe(true)
+    expect(live().has(role(2).uid)).toBe(true)
+  })
+})

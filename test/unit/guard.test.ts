@@ -1,0 +1,81 @@
+/** The guard's schedule, its crontab lines and units, and reading them back: logic alone, on a fixed clock. */
+import {describe, expect, it} from 'vitest'
+
+import {
+  type GuardSpec,
+  calendarOf,
+  checkEvery,
+  checkPlainPath,
+  cronLines,
+  cronSchedule,
+  everyOf,
+  nextRun,
+  systemdUnits,
+} from '../../src/lib/guard/guard.js'
+import {cronGuards, withoutCronGuard} from '../../src/lib/guard/installed.js'
+
+const SPEC: GuardSpec = {
+  cli: '/opt/targon/bin/run.js',
+  configDir: '/home/alice/.config/targon-fleet',
+  everyMs: 5 * 60_000,
+  node: '/usr/bin/node',
+  org: 'acme',
+  owner: 'alice',
+  profile: 'default',
+}
+
+describe('guard schedules', () => {
+  it('takes periods that divide an hour or a day, and says them to cron and systemd alike', () => {
+    expect(cronSchedule(checkEvery(5 * 60_000))).toBe('*/5 * * * *')
+    expect(cronSchedule(checkEvery(60_000))).toBe('* * * * *')
+    expect(cronSchedule(checkEvery(3_600_000))).toBe('0 * * * *')
+    expect(cronSchedule(checkEvery(6 * 3_600_000))).toBe('0 */6 * * *')
+    expect(calendarOf(5 * 60_000)).toBe('*-*-* *:00/5:00')
+    expect(calendarOf(6 * 3_600_000)).toBe('*-*-* 00/6:00:00')
+    for (const ms of [7 * 60_000, 90 * 60_000, 5 * 3_600_000, 90_000]) expect(() => checkEvery(ms)).toThrow('--every must divide')
+    for (const ms of [60_000, 10 * 60_000, 2 * 3_600_000]) {
+      expect(everyOf(`${cronSchedule(ms)} TARGON_CONFIG_DIR=/x /n /c sweep`)).toBe(ms)
+      expect(everyOf(`[Timer]\nOnCalendar=${calendarOf(ms)}\n`)).toBe(ms)
+    }
+  })
+
+  it('finds the next run after a given time', () => {
+    const at = new Date(2026, 11, 1, 10, 7, 30).getTime()
+    expect(new Date(nextRun(5 * 60_000, at)).getMinutes()).toBe(10)
+    expect(nextRun(5 * 60_000, new Date(2026, 11, 1, 10, 10, 0).getTime())).toBe(new Date(2026, 11, 1, 10, 15).getTime())
+    expect(nextRun(6 * 3_600_000, at)).toBe(new Date(2026, 11, 1, 12, 0).getTime())
+  })
+
+  it('refuses a path that a crontab line or a unit cannot carry', () => {
+    for (const path of ['/home/a b/x', '/tmp/50%', '/tmp/$HOME', 'relative/dir', '/tmp/a;b'])
+      expect(() => checkPlainPath(path, 'config directory')).toThrow()
+    expect(checkPlainPath('/home/alice/.config/targon-fleet', 'config directory')).toBe('/home/alice/.config/targon-fleet')
+  })
+})
+
+describe('guard entries', () => {
+  it('writes a marker and an entry, reads them back, and removes exactly them', () => {
+    const mine = `MAILTO=ops@example.com\n17 3 * * * /bin/true\n`
+    const crontab = `${mine}${cronLines(SPEC).join('\n')}\n`
+    expect(cronGuards(crontab)).toEqual([
+      {
+        cli: SPEC.cli,
+        everyMs: SPEC.everyMs,
+        files: null,
+        kind: 'cron',
+        marker: {configDir: SPEC.configDir, org: 'acme', owner: 'alice', profile: 'default'},
+        node: SPEC.node,
+      },
+    ])
+    expect(withoutCronGuard(crontab, SPEC)).toBe(mine)
+    // Another profile's guard of the same directory stays.
+    expect(withoutCronGuard(crontab, {...SPEC, profile: 'team'})).toBe(crontab)
+  })
+
+  it('names the same units for the same directory and profile, and others for another profile', () => {
+    const units = Object.keys(systemdUnits(SPEC))
+    expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000})))
+    expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'})))
+    expect(units[0]).toMatch(/^targon-guard-[0-9a-f]{12}\.service$/)
+  })
+})
