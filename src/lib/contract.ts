@@ -642,7 +642,7 @@ export const CreditsResultSchema = z.object({
     .number()
     .nullable()
     .describe(
-      'credits / (burn + possible burn); null when nothing is possible, or when the measured burn shows the records of unknown billing do not bill',
+      'credits / (burn + possible burn); null when nothing is possible, or when a conclusive measured burn (measured_burn_conclusive) shows the records of unknown billing do not bill',
     ),
   measured_burn_usd_per_hour: z
     .number()
@@ -651,6 +651,12 @@ export const CreditsResultSchema = z.object({
       'the drop of the credits per hour between the oldest reading of this config directory from 15 min to 6 h ago and this one; null without such a reading, or when the credits rose',
     ),
   measured_since: z.string().nullable().describe('when the reading that measured_burn_usd_per_hour starts from was made'),
+  measured_burn_conclusive: z
+    .boolean()
+    .nullable()
+    .describe(
+      'whether the measured burn says anything of the records of unknown billing: true when it is at least 95 % of burn_usd_per_hour (less a cent an hour); false when it is below (equal readings, credits debited in batches): then it clears nothing and the alarm counts the possible burn; null: nothing measured',
+    ),
   mine: z.object({
     owner: z
       .string()
@@ -680,7 +686,7 @@ export const CreditsResultSchema = z.object({
   short: z
     .boolean()
     .describe(
-      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a measured burn clears them, with the possible burn',
+      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a conclusive measured burn clears them, with the possible burn',
     ),
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>

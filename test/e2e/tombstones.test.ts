@@ -81,6 +81,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     const second = await targon(['credits', '--min-runway', '6h', '--json'], config)
     expect(second.code, second.stdout).toBe(0)
     expect(parseJson(second).data).toMatchObject({
+      measured_burn_conclusive: true,
       measured_burn_usd_per_hour: expect.closeTo(PRICE, 1),
       possible_runway_hours: null,
       short: false,
@@ -88,6 +89,30 @@ describe('tombstones seen from a directory that did not delete them', () => {
     const text = await targon(['credits'], config)
     expect(text.stdout).toMatch(/Measured burn: 1\.\d+ USD\/h/)
     expect(text.stdout).toMatch(/Possible burn: 8\.45 USD\/h more over 5 record\(s\) of unknown billing/)
+  })
+
+  it('a measured burn below what is known to bill proves nothing: the alarm on the possible burn still rings', async () => {
+    // Credits debited in batches (or never): two readings an hour apart are equal, measured 0 USD/h.
+    await ctx.setup({credits: 'unchanged', history: 'missing', tombstoneBounceMs: 0})
+    vm(ctx.sim, 'tcli-default-live')
+    for (let index = 0; index < 5; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
+    const config = tempDir('targon-fresh-')
+    const first = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    expect(first.code, first.stdout).toBe(14)
+    const [month] = readdirSync(join(config, 'ledger', 'acme'))
+    const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: parseJson(first).data.credits, currency: 'USD', kind: 'credits'}
+    appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
+    const second = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    expect(second.code, second.stdout).toBe(14)
+    expect(parseJson(second).data).toMatchObject({
+      measured_burn_conclusive: false,
+      measured_burn_usd_per_hour: 0,
+      possible_runway_hours: expect.any(Number),
+      short: true,
+    })
+    expect(parseJson(second).warnings.join('\n')).toMatch(/proves nothing/)
+    const text = await targon(['credits'], config)
+    expect(text.stdout).toMatch(/Measured burn: 0(\.0+)? USD\/h .*inconclusive/)
   })
 
   it('warns when the credits fall faster than what is known to bill', async () => {
