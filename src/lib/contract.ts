@@ -329,7 +329,7 @@ export const StatusVmSchema = z.object({
   billing_assumed: z
     .boolean()
     .describe(
-      'billing is true by assumption: an error record of a VM this config directory created, with no delete of it noted (another machine may have deleted it)',
+      'made here, billing unknown (billing is null): an error record of a VM this config directory created, with no delete of it noted, that the server history could not classify (another machine may have deleted it); treated as billing where safety needs it: bulk down deletes it, credits counts it in the possible burn',
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   history: z

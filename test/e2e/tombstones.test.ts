@@ -259,6 +259,29 @@ describe('cost in the directory that rented, when another directory deleted', ()
   })
 })
 
+describe('the directory that rented, when another deleted and the history is missing', () => {
+  it('shows billing unknown (null), made here, never billing; credits counts it possible and down --all deletes it', async () => {
+    await ctx.setup({history: 'missing', tombstoneBounceMs: 0})
+    const renter = tempDir('targon-renter-')
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], renter)
+    expect(up.code, up.stderr).toBe(0)
+    const uid: string = parseJson(up).data.vms[0].uid
+    expect((await targon(['down', '--all', '--json'], tempDir('targon-cron-'))).code).toBe(0)
+    await sleep(500)
+    expect(ctx.sim.current(uid)?.status).toBe('error')
+
+    const status = parseJson(await targon(['status', '--json', '--show-deleted'], renter))
+    expect(status.data.vms).toMatchObject([{billing: null, billing_assumed: true, history: 'unknown', uid}])
+    expect(status.data.totals).toMatchObject({billing_count: 0, price_per_hour: 0, unknown_billing_count: 1})
+    const credits = parseJson(await targon(['credits', '--json'], renter))
+    expect(credits.data).toMatchObject({billing_vms: 0, burn_usd_per_hour: 0, uncertain_vms: [uid]})
+    const down = await targon(['down', '--all', '--json'], renter)
+    expect(down.code, down.stdout).toBe(0)
+    expect(parseJson(down).data.results).toMatchObject([{billing: false, uid}])
+    expect(ctx.sim.requests('DELETE', `/workloads/${uid}`)).toHaveLength(2)
+  })
+})
+
 describe('summaries, not walls', () => {
   const lines = (text: string, pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line))
 

@@ -320,11 +320,11 @@ export async function runDown(
 }
 
 /**
- * Whether the final listing shows a VM billing, on evidence: an `error` record taken as billing only because this
- * machine created it (billingAssumed) may be the tombstone of a delete made elsewhere, and cannot overrule a result.
+ * Whether the final listing shows a VM billing, on evidence: an `error` record of unknown billing may be the tombstone
+ * of a delete made elsewhere, and cannot overrule a result.
  */
 function bills(vm: KnownVm | undefined): boolean {
-  return vm?.billing === true && !vm.billingAssumed
+  return vm?.billing === true
 }
 
 /** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */

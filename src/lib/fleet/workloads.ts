@@ -30,11 +30,12 @@ export interface KnownVm {
   note?: DeleteNote
   /** A tombstone or `deleted` record: listed for a while, but no longer a VM. */
   gone: boolean
-  /** Whether it costs money now; null for an `error` record not classified yet. */
+  /** Whether it costs money now; null for an `error` record neither a delete note nor the server's history classifies. */
   billing: boolean | null
   /**
-   * billing is true by assumption: an `error` record of a VM this machine created (it has the record) and never
-   * noted a delete of. It may be a tombstone of another machine's delete, but a crash is the safe guess.
+   * Made here, billing unknown: an `error` record of a VM this machine created (it has the record), never noted
+   * deleted, that the history could not classify (billing stays null). It may be the tombstone of another machine's
+   * delete; where safety needs it, it is treated as billing (bulk `down` deletes it, `credits` counts it as possible).
    */
   billingAssumed: boolean
   /**
@@ -90,11 +91,9 @@ export async function snapshot(
     const status = workloadStatus(workload)
     const note = notes.get(workload.uid)
     const verdict = judge(status, note)
-    const billingAssumed = verdict.billing === null && record !== undefined
     return {
       ...verdict,
-      billing: billingAssumed ? true : verdict.billing,
-      billingAssumed,
+      billingAssumed: verdict.billing === null && record !== undefined,
       fleet,
       name: workload.name ?? null,
       note,
@@ -126,10 +125,9 @@ export async function snapshot(
   problems.push(...refusedNames(vms))
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
-  // A billing only assumed (an `error` record of a VM made here) may be another machine's tombstone: not a sighting.
   const sightings = vms.map((vm) => ({
     ...vmFacts(vm),
-    billing: billingUncertain(vm) ? null : vm.billing,
+    billing: vm.billing,
     createdAt: vm.workload.created_at ?? null,
     gone: vm.gone,
     uid: vm.uid,
@@ -143,7 +141,10 @@ export async function snapshot(
   return {invalid, localOnly, problems, vms}
 }
 
-/** The history's answer decides what the listing could not: a tombstone is gone, a crash bills. */
+/**
+ * The history's answer decides what the listing could not: a tombstone is gone, a crash bills. An unknown answer (the
+ * history could not tell, or was not asked within the run's budget) leaves billing null: unknown, never "billing".
+ */
 function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
   if (!answer) return
   vm.history = answer.kind
@@ -170,9 +171,9 @@ export function refusedNameWarning(vm: KnownVm): string {
   return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
 }
 
-/** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
+/** Whether it bills is not known: an `error` record nobody classified (billingAssumed ones included). */
 export function billingUncertain(vm: KnownVm): boolean {
-  return vm.billing === null || vm.billingAssumed
+  return vm.billing === null
 }
 
 /**
