@@ -1174,6 +1174,28 @@ export const scenarios: Scenario[] = [
     },
     sim: {tombstoneBounceMs: 0},
   },
+  {
+    code: null,
+    exit: 0,
+    name: 'history: an endpoint that hangs holds down --all up for its own short budget only: it still deletes what bills',
+    async run(ctx) {
+      const gone = deletedElsewhere(ctx)
+      const crashed = ctx.sim.addWorkload({deployedAt: Date.now() - 60_000, name: 'tcli-default-crashed', status: 'running'})
+      ctx.sim.crash(crashed.uid)
+      ctx.sim.inject({delayMs: 120_000, path: '/events'})
+      const started = Date.now()
+      const down = await ctx.targon(['down', '--all', '--json'])
+      // The run's 20 s for history reads, and the deletion: far from the 4 attempts of 60 s of an ordinary read.
+      expect(Date.now() - started).toBeLessThan(60_000)
+      expect(down.code, down.stderr).toBe(0)
+      const byUid = new Map(resultsOf(down).map((result) => [result.uid, result]))
+      expect(byUid.get(crashed.uid)).toMatchObject({action: 'woken-and-deleted', billing: false})
+      expect(byUid.get(gone.uid)).toMatchObject({billing: false})
+      for (const uid of [gone.uid, crashed.uid]) expect(ctx.sim.requests('GET', `/${uid}/events`).length).toBeLessThanOrEqual(2)
+      return down
+    },
+    sim: {tombstoneBounceMs: 0},
+  },
 ]
 
 /**

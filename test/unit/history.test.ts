@@ -181,6 +181,24 @@ describe('classifying error records for every reader', () => {
     expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
   })
 
+  it('spends at most the run time on history reads: a hanging endpoint is abandoned, and a spent run asks nothing', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uids = [tombstone(sim), tombstone(sim)]
+    sim.inject({delayMs: 60_000, path: '/events'})
+    const budget = {left: 100, msLeft: 300}
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget, clock: fakeClock()})
+    expect([...answers.values()].map((answer) => answer.kind)).toEqual(['unknown', 'unknown'])
+    expect(budget.msLeft).toBeLessThanOrEqual(0)
+    const asked = historyReads(sim)
+    const again = await classifyByHistory(client, state, ORG, [tombstone(sim)], {budget, clock: fakeClock()})
+    expect([...again.values()]).toMatchObject([{kind: 'unknown', why: expect.stringMatching(/time for history reads is spent/)}])
+    expect(historyReads(sim)).toBe(asked)
+    RUN_BUDGET.msLeft = 0
+    startHistoryBudget()
+    expect(RUN_BUDGET.msLeft).toBe(HISTORY_LIMITS.runMs)
+  })
+
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {
     const state = new LocalState(tempDir('targon-config-'))
     const asked = Date.now()

@@ -13,7 +13,9 @@
  *
  * Reads are rationed: only `error` records without a delete note are asked about; a `deleted` verdict is kept (like
  * a delete note); a crashed or unknown one is asked again at most once an hour; a run reads at most `readsPerRun`
- * histories, `inFlight` at a time, and none more once the API fails to answer one.
+ * histories, `inFlight` at a time, and none more once the API fails to answer one. Time is rationed too: each page has
+ * a short deadline of its own (targon/client.ts HISTORY_PAGE), and a run spends at most `runMs` on history reads, so
+ * that a slow or hanging endpoint never holds up a command (a `down` above all): what is not read by then stays unknown.
  */
 import type {Clock} from '../core/clock.js'
 import {mapBounded} from '../core/concurrency.js'
@@ -28,6 +30,8 @@ export const HISTORY_LIMITS = {
   /** Histories read per run; the rest stay unknown until a later run. */
   readsPerRun: 100,
   inFlight: 8,
+  /** Time a run spends on history reads at most; reads still under way then are abandoned (unknown). */
+  runMs: 20_000,
   /** A crashed or unknown verdict stands this long before the history is asked again. */
   reaskMs: 3_600_000,
 }
@@ -42,16 +46,21 @@ export type HistoryAnswer =
 /** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
 const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
 
-/** How many history reads are left to this run, shared by every listing the run makes (restarted per command). */
+/**
+ * How many history reads, and how much time for them, are left to this run, shared by every listing the run makes
+ * (restarted per command). `msLeft` absent: the full HISTORY_LIMITS.runMs.
+ */
 export interface HistoryBudget {
   left: number
+  msLeft?: number
 }
 
-export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun}
+export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs}
 
 /** Gives a new run its full ration of history reads (a command's start). */
 export function startHistoryBudget(): void {
   RUN_BUDGET.left = HISTORY_LIMITS.readsPerRun
+  RUN_BUDGET.msLeft = HISTORY_LIMITS.runMs
 }
 
 /** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
@@ -147,22 +156,39 @@ export async function classifyByHistory(
     } else answers.set(uid, {kind: 'unknown', why: `not asked: at most ${HISTORY_LIMITS.readsPerRun} history reads per run`})
   }
 
+  // The run's time for history reads: past it, the reads under way are abandoned (a TIMEOUT: trouble, see below).
+  const msLeft = budget.msLeft ?? HISTORY_LIMITS.runMs
+  const outOfTime = new AbortController()
+  const spend = () => outOfTime.abort(new TargonError('TIMEOUT', `history reads took this run's ${HISTORY_LIMITS.runMs / 1000} s`))
+  if (msLeft <= 0) spend()
+  const timer = setTimeout(spend, Math.max(0, msLeft))
+  const userSignal = client.http.options.signal
+  const reader = client.withSignal(userSignal ? AbortSignal.any([userSignal, outOfTime.signal]) : outOfTime.signal)
+  const started = Date.now()
   // Once the API is in trouble, each read still queued would wait out the same retries: they are not sent.
   let trouble = false
-  await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
-    if (trouble) {
-      answers.set(uid, {kind: 'unknown', why: 'not asked: the history did not answer for another workload'})
-      return
-    }
-    const answer = await readHistory(client, org, uid, now)
-    if (answer.kind === 'unknown' && answer.trouble) trouble = true
-    answers.set(uid, answer)
-    try {
-      state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
-    } catch {
-      // Not kept: the next run asks again.
-    }
-  })
+  try {
+    await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
+      if (trouble || outOfTime.signal.aborted) {
+        const why = outOfTime.signal.aborted
+          ? "this run's time for history reads is spent"
+          : 'the history did not answer for another workload'
+        answers.set(uid, {kind: 'unknown', why: `not asked: ${why}`})
+        return
+      }
+      const answer = await readHistory(reader, org, uid, now)
+      if (answer.kind === 'unknown' && answer.trouble) trouble = true
+      answers.set(uid, answer)
+      try {
+        state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
+      } catch {
+        // Not kept: the next run asks again.
+      }
+    })
+  } finally {
+    clearTimeout(timer)
+    budget.msLeft = msLeft - (Date.now() - started)
+  }
   return answers
 }
 
