@@ -197,8 +197,10 @@ describe('a VM renamed after create', () => {
     expect(simulated.sim.workloads.size).toBe(count)
   })
 
-  it('is still ours by its local record: down --all deletes it by uid, and a notification carries no name of it', async () => {
-    const down = await targon(['down', '--all', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+  it('is still ours by its local record: a bulk down deletes it by uid, and its notification carries no name of it', async () => {
+    hook.received.length = 0
+    // --over-cost is a scheduled selector: it posts down-deleted (--all alone posts nothing).
+    const down = await targon(['down', '--over-cost', '0.0001', '--fleet', 'hx', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
     expect(down.code, down.stdout + down.stderr).toBe(0)
     expect(
       parseJson(down)
@@ -206,7 +208,13 @@ describe('a VM renamed after create', () => {
         .sort(),
     ).toEqual(vms.map((vm) => vm.uid).sort())
     expect(simulated.sim.billing()).toEqual([])
-    expect(JSON.stringify(hook.received)).not.toContain('<!channel>')
+    expect(hook.received).toHaveLength(1)
+    const posted = JSON.stringify(hook.received[0]?.body)
+    expect(posted).toMatch(/down-deleted|deleted 3 VMs/)
+    for (const vm of vms) expect(posted).toContain(vm.uid)
+    // No markup Slack would act on, and none of the refused names (markup, config injection, .ssh).
+    expect(posted).not.toMatch(/<[!@#]|<https?:/)
+    for (const refused of ['<!channel>', 'evil.example', 'ProxyCommand', 'evil *', '.ssh']) expect(posted).not.toContain(refused)
   })
 
   it("of another origin, it stays another origin's: no bulk down takes it", async () => {
