@@ -210,6 +210,40 @@ describe('classifying error records for every reader', () => {
     expect(state.readHistoryVerdict(ORG, 'wrk-1')).toBeUndefined()
   })
 
+  it('counts the 30 days from when the record was last listed, not from when the history was asked', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uid = tombstone(sim)
+    const clock = fakeClock()
+    const asked = clock.at
+    const classify = () => classifyByHistory(client, state, ORG, [uid], {budget: {left: 100}, clock})
+    await classify()
+    // Listed (and classified from the kept verdict) for 40 days, then gone from the listing.
+    clock.at = asked + 40 * 86_400_000
+    expect((await classify()).get(uid)?.kind).toBe('deleted')
+    expect(historyReads(sim)).toBe(1)
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 60 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, uid)?.verdict).toBe('deleted')
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 71 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+  })
+
+  it('drops a kept delete once the record is listed live again: a later error of it is asked about anew', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uid = tombstone(sim)
+    const view = () => snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    expect((await view()).vms[0]).toMatchObject({gone: true, history: 'deleted'})
+    sim.powerOff(uid, 'stopped')
+    sim.addHistory(uid, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'stopped'})
+    expect((await view()).vms[0]).toMatchObject({billing: true, gone: false, status: 'stopped'})
+    expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+    sim.crash(uid)
+    sim.addHistory(uid, {created_at: new Date(Date.now() + 2000).toISOString(), new_status: 'error'})
+    expect((await view()).vms[0]).toMatchObject({billing: true, gone: false, history: 'crashed'})
+    expect(historyReads(sim)).toBe(2)
+  })
+
   it('sends no more reads once the API is in trouble', async () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))

@@ -34,6 +34,8 @@ export const HISTORY_LIMITS = {
   runMs: 20_000,
   /** A crashed or unknown verdict stands this long before the history is asked again. */
   reaskMs: 3_600_000,
+  /** A kept verdict's last_listed_at is brought up to date when older than this (few writes, a day's precision). */
+  listedEveryMs: 86_400_000,
 }
 
 /** What the history says of one `error` record. */
@@ -64,7 +66,7 @@ export function startHistoryBudget(): void {
 }
 
 /** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
-const STILL_DELETED = new Set(['deleted', 'error'])
+export const STILL_DELETED = new Set(['deleted', 'error'])
 
 interface Event {
   status: string
@@ -149,8 +151,10 @@ export async function classifyByHistory(
   for (const uid of uids) {
     const verdict = state.readHistoryVerdict(org, uid)
     const standing = verdict && (verdict.verdict === 'deleted' || now - Date.parse(verdict.asked_at) < HISTORY_LIMITS.reaskMs)
-    if (verdict && standing) answers.set(uid, answerOf(verdict))
-    else if (budget.left > 0) {
+    if (verdict && standing) {
+      answers.set(uid, answerOf(verdict))
+      noteListed(state, org, verdict, now)
+    } else if (budget.left > 0) {
       budget.left--
       toRead.push(uid)
     } else answers.set(uid, {kind: 'unknown', why: `not asked: at most ${HISTORY_LIMITS.readsPerRun} history reads per run`})
@@ -199,10 +203,22 @@ function answerOf(verdict: HistoryVerdict): HistoryAnswer {
   return {kind: 'unknown', why: 'the history could not tell within the last hour'}
 }
 
+/** The record of a kept verdict is listed now: its 30 days after leaving the listing start later (see local-state). */
+function noteListed(state: LocalState, org: string, verdict: HistoryVerdict, now: number): void {
+  const lastListed = Date.parse(verdict.last_listed_at ?? verdict.asked_at)
+  if (now - lastListed < HISTORY_LIMITS.listedEveryMs) return
+  try {
+    state.writeHistoryVerdict(org, {...verdict, last_listed_at: new Date(now).toISOString()})
+  } catch {
+    // Not kept: the verdict may be dropped a day early, and is then asked again if the record is still listed.
+  }
+}
+
 function verdictOf(uid: string, answer: HistoryAnswer, now: number): HistoryVerdict {
   return {
     asked_at: new Date(now).toISOString(),
     deleted_at: answer.kind === 'deleted' ? new Date(answer.at).toISOString() : null,
+    last_listed_at: new Date(now).toISOString(),
     uid,
     verdict: answer.kind,
   }

@@ -9,7 +9,7 @@ import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {notFoundHint, suggestVmName} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
-import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
+import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 import {recordListing} from '../ledger/ledger.js'
@@ -105,6 +105,11 @@ export async function snapshot(
       workload,
     }
   })
+  // A kept verdict was about an earlier `error` of the record: listed live again, a later `error` is asked about anew.
+  state.dropHistoryVerdicts(
+    org,
+    vms.filter((vm) => !STILL_DELETED.has(vm.status)).map((vm) => vm.uid),
+  )
   const unclassified = vms.filter((vm) => vm.status === 'error' && !vm.gone && vm.note === undefined)
   const answers = await classifyByHistory(
     client,
