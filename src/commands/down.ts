@@ -151,6 +151,8 @@ otherwise, with a per-VM result.`)
     await this.useNotifyUrl(flags.notify, false)
     const settled = new Set<string>()
     let selected: DeleteTarget[] = []
+    // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
+    let stillBilling: {uids: string[]; fromListing: boolean} | undefined
     return this.withApi(
       async (client, signal) => {
         try {
@@ -167,6 +169,7 @@ otherwise, with a per-VM result.`)
               if (event.status === 'progress') this.info(event.detail)
             },
             onTargets: (targets) => (selected = targets),
+            onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
             onResult: (deleted) => {
               if (deleted.billing === false) settled.add(deleted.uid)
               this.info(
@@ -186,8 +189,13 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(selected, deleted))} no longer billing)`,
-              {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(selected, deleted))} no longer billing)${stillBillingNote(stillBilling)}`,
+              {
+                exitCode: 0,
+                owner: selection.owner,
+                stillBilling: stillBilling?.uids ?? [],
+                vms: deleted.map((each) => ({name: each.name, uid: each.uid})),
+              },
             )
           if (!this.jsonEnabled()) this.render(result)
           return result
@@ -207,7 +215,7 @@ otherwise, with a per-VM result.`)
               {
                 exitCode: toTargonError(error).exitCode,
                 owner: selection.owner,
-                stillBilling: partial.survivors,
+                stillBilling: [...new Set([...partial.survivors, ...(stillBilling?.uids ?? [])])],
                 vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
               },
             )
@@ -276,4 +284,11 @@ function factsOf(selected: DeleteTarget[], vms: {uid: string}[]): {price_per_hou
     const facts = selected.find((target) => target.uid === vm.uid)?.facts
     return {owner: facts?.owner ?? null, price_per_hour: facts?.price_per_hour ?? null}
   })
+}
+
+/** What a notification's text says of the VMs still billing after a down, and where that knowledge comes from. */
+function stillBillingNote(still: {uids: string[]; fromListing: boolean} | undefined): string {
+  if (!still || still.uids.length === 0) return ''
+  const source = still.fromListing ? '' : ' (as before the deletion: the final listing failed)'
+  return `; still billing in the fleet: ${still.uids.join(', ')}${source}`
 }

@@ -8,7 +8,16 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
-import {type KnownVm, billingUncertain, invalidWarning, outsideOwner, resolveVm, snapshot, vmFacts} from '../fleet/workloads.js'
+import {
+  type KnownVm,
+  billingOfTool,
+  billingUncertain,
+  invalidWarning,
+  outsideOwner,
+  resolveVm,
+  snapshot,
+  vmFacts,
+} from '../fleet/workloads.js'
 import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../fleet/owners.js'
 import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {judge} from '../deletion/lifecycle.js'
@@ -45,6 +54,11 @@ export interface DownOptions {
   onResult?: (result: DeleteResult) => void
   /** Each deletion's course (see deleteWorkloads). */
   onEvent?: (event: DeletionEvent) => void
+  /**
+   * What of this tool still bills in the selection's fleet after the run (see billingOfTool): from the final listing,
+   * else (`fromListing` false: it failed) from the first one, less what the run settled.
+   */
+  onStillBilling?: (uids: string[], fromListing: boolean) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
 }
@@ -276,18 +290,20 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const after = new Map(
-    (
-      await snapshot(cleanupClient, org, state).catch((error: unknown) => {
-        options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
-        return {vms: []}
-      })
-    ).vms.map((vm) => [vm.uid, vm]),
-  )
+  const final = await snapshot(cleanupClient, org, state, selection.owner !== null).catch((error: unknown) => {
+    options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
+    return undefined
+  })
+  const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
   tidyLocalState(state, org, verified, view.localOnly, options.selection)
+  const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
+  options.onStillBilling?.(
+    billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),
+    final !== undefined,
+  )
   verified.push(...invalid)
 
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)

@@ -197,6 +197,17 @@ export function outsideOwner(vms: KnownVm[], scope: OwnerScope): {billing: Map<V
   }
 }
 
+/**
+ * What of this tool a listing shows known to bill in a fleet (any: null) and for an owner (any: null), by uid: the
+ * `still_billing` of a notification, true to the org's listing rather than to what one run made or deleted.
+ */
+export function billingOfTool(vms: readonly KnownVm[], fleet: string | null, owner: string | null): string[] {
+  return vms
+    .filter((vm) => vm.owned && !vm.gone && vm.billing === true)
+    .filter((vm) => (fleet === null || vm.fleet === fleet) && (owner === null || vm.owner === owner))
+    .map((vm) => vm.uid)
+}
+
 /** What the spend ledger keeps of a VM. */
 export function vmFacts(vm: KnownVm): VmFacts {
   return {
