@@ -253,6 +253,11 @@ describe('classifying error records for every reader', () => {
     expect([...answers.values()].every((answer) => answer.kind === 'unknown')).toBe(true)
     // The reads in flight when the first failed, with their retries; none of the rest.
     expect(new Set(sim.requests('GET', '/events').map((request) => request.path)).size).toBeLessThanOrEqual(HISTORY_LIMITS.inFlight)
+    // Trouble says nothing of the workloads: no verdict is kept, and the next run asks again.
+    for (const uid of uids) expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+    sim.clearFaults()
+    const again = await classifyByHistory(client, state, ORG, uids.slice(0, 1), {budget: {left: 100}, clock: fakeClock()})
+    expect(again.get(uids[0]!)?.kind).toBe('deleted')
   })
 
   it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {

@@ -12,7 +12,7 @@
  * long the server keeps them are known only from Targon's SDK, so neither is assumed.
  *
  * Reads are rationed: only `error` records without a delete note are asked about; a `deleted` verdict is kept (like
- * a delete note); a crashed or unknown one is asked again at most once an hour; a run reads at most `readsPerRun`
+ * a delete note); a crashed or unknown one is asked again at most once an hour (an answer of API trouble is not kept); a run reads at most `readsPerRun`
  * histories, `inFlight` at a time, and none more once the API fails to answer one. Time is rationed too: each page has
  * a short deadline of its own (targon/client.ts HISTORY_PAGE), and a run spends at most `runMs` on history reads, so
  * that a slow or hanging endpoint never holds up a command (a `down` above all): what is not read by then stays unknown.
@@ -183,6 +183,8 @@ export async function classifyByHistory(
       const answer = await readHistory(reader, org, uid, now)
       if (answer.kind === 'unknown' && answer.trouble) trouble = true
       answers.set(uid, answer)
+      // API trouble says nothing of this workload: nothing is kept, and the next run asks again.
+      if (answer.kind === 'unknown' && answer.trouble) return
       try {
         state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
       } catch {
