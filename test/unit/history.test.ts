@@ -114,6 +114,15 @@ describe('reading a workload history', () => {
     expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: '1 unreadable event(s)'})
   })
 
+  it('skips an event without new_status (it changed no status): the delete still decides', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    const later = new Date(Date.now() + 1000).toISOString()
+    sim.workloads.get(uid)!.events!.push({created_at: later, event_type: 'LOG', message: 'note', new_status: null as unknown as string})
+    sim.workloads.get(uid)!.events!.push({created_at: later, event_type: 'LOG', message: 'note'} as never)
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'deleted'})
+  })
+
   it('reads a sparse history (only new_status and created_at)', async () => {
     const {sim, client} = await start({history: 'sparse'})
     expect((await readHistory(client, ORG, tombstone(sim), Date.now())).kind).toBe('deleted')

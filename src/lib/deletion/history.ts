@@ -91,8 +91,10 @@ export async function readHistory(client: TargonClient, org: string, uid: string
 
     for (const item of answer.items) {
       const parsed = WorkloadEventSchema.safeParse(item)
+      // An event that changed no status cannot undo a delete, nor be one: skipped.
+      if (parsed.success && (parsed.data.new_status ?? null) === null) continue
       const at = parsed.success ? Date.parse(parsed.data.created_at) : Number.NaN
-      if (parsed.success && !Number.isNaN(at)) events.push({at, status: parsed.data.new_status.toLowerCase()})
+      if (parsed.success && !Number.isNaN(at)) events.push({at, status: (parsed.data.new_status as string).toLowerCase()})
       else unreadable++
     }
 
