@@ -123,6 +123,14 @@ describe('reading a workload history', () => {
     expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'deleted'})
   })
 
+  it('reads a history page to 1 MiB at most: a larger one leaves the record unknown', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    const padding = 'x'.repeat(1024 * 1024)
+    sim.inject({body: JSON.stringify({items: [], next_cursor: null, padding}), path: '/events', status: 200})
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: expect.stringMatching(/BAD_RESPONSE/)})
+  })
+
   it('reads a sparse history (only new_status and created_at)', async () => {
     const {sim, client} = await start({history: 'sparse'})
     expect((await readHistory(client, ORG, tombstone(sim), Date.now())).kind).toBe('deleted')
