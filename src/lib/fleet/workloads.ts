@@ -160,20 +160,28 @@ function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
 /**
  * VMs whose name broke Targon's rule at the boundary (renamed by a hostile or buggy server): known by their uid only.
  * One that is ours by its local record or its owner's project keeps its place in bulk selections (deleted by uid), so
- * a rename cannot keep it billing; any other is another origin's. Returns the warning for each.
+ * a rename cannot keep it billing; any other is another origin's. Returns one warning for them all, if any.
  */
 function refusedNames(vms: KnownVm[]): string[] {
-  return vms
-    .filter((vm) => vm.workload.name_refused && !vm.gone)
-    .map((vm) => {
-      if (typeof vm.owner === 'string') vm.owned = true
-      return refusedNameWarning(vm)
-    })
+  const refused = vms.filter((vm) => vm.workload.name_refused && !vm.gone)
+  for (const vm of refused) if (typeof vm.owner === 'string') vm.owned = true
+  const warning = refusedNamesWarning(refused)
+  return warning === undefined ? [] : [warning]
 }
 
-/** What to say of a VM whose name was refused at the API boundary. */
-export function refusedNameWarning(vm: KnownVm): string {
-  return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
+/** At most this many uids are named in the warning about refused names; the rest are counted. */
+const REFUSED_SHOWN = 5
+
+/** What to say of VMs whose names were refused at the API boundary: one line, however many. */
+export function refusedNamesWarning(vms: readonly KnownVm[]): string | undefined {
+  const [only] = vms
+  if (only === undefined) return undefined
+  if (vms.length === 1)
+    return `${only.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${only.owned ? " (it is still one of this tool's VMs)" : ''}`
+  const shown = vms.slice(0, REFUSED_SHOWN).map((vm) => vm.uid)
+  const more = vms.length > REFUSED_SHOWN ? ` and ${vms.length - REFUSED_SHOWN} more` : ''
+  const ours = vms.filter((vm) => vm.owned).length
+  return `${vms.length} VMs have names that break Targon's naming rule, shown by uid: ${shown.join(', ')}${more}; their names are never used${ours > 0 ? ` (${ours} of them this tool's VMs, still deleted by uid)` : ''}`
 }
 
 /** Whether it bills is not known: an `error` record nobody classified (billingAssumed ones included). */
