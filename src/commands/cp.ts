@@ -64,6 +64,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
           return await runCopy(client, new LocalState(configDir()), {
             configDir: configDir(),
             fleet,
+            warn: (message) => this.addWarning(message),
             info: (message) => {
               bar?.clear()
               this.info(message)

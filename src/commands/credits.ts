@@ -25,7 +25,8 @@ known to bill.
 
 With --min-runway, a runway shorter than that exits 14 (RUNWAY_SHORT) and sends a notification (notify-url), for a
 cron alarm. It rings for the known burn, and for the known and possible burn together unless the measured burn shows
-that the records of unknown billing do not bill.`)
+that the records of unknown billing do not bill. A measured burn below what is known to bill (equal readings, credits
+debited in batches) proves nothing: it is shown as inconclusive and clears nothing.`)
 
   static examples = [
     {command: '<%= config.bin %> credits', description: 'Credits, burn rate and runway'},
@@ -90,7 +91,7 @@ that the records of unknown billing do not bill.`)
       )
     if (result.measured_burn_usd_per_hour !== null && result.measured_since !== null)
       this.log(
-        `Measured burn: ${usdPrecise(result.measured_burn_usd_per_hour)} USD/h (credits since ${result.measured_since.slice(0, 16)}Z)`,
+        `Measured burn: ${usdPrecise(result.measured_burn_usd_per_hour)} USD/h (credits since ${result.measured_since.slice(0, 16)}Z)${result.measured_burn_conclusive === false ? ', inconclusive: below what is known to bill' : ''}`,
       )
     this.log(`Runway: ${runway(result)}${result.runway_ends_at ? ` (until about ${result.runway_ends_at.slice(0, 16)}Z)` : ''}`)
     if (result.possible_runway_hours !== null)

@@ -151,6 +151,8 @@ otherwise, with a per-VM result.`)
     // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
     await this.useNotifyUrl(flags.notify, false)
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
+    let stillBilling: {uids: string[]; fromListing: boolean} | undefined
     return this.withApi(
       async (client, signal) => {
         try {
@@ -164,6 +166,7 @@ otherwise, with a per-VM result.`)
             reconcileMs: await resolveSetting('reconcile-window'),
             onEvent: deletions.onEvent,
             onTargets: deletions.onTargets,
+            onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
             onResult: deletions.onResult,
             parallel: flags.parallel,
             selection,
@@ -178,8 +181,13 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)`,
-              {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}`,
+              {
+                exitCode: 0,
+                owner: selection.owner,
+                stillBilling: stillBilling?.uids ?? [],
+                vms: deleted.map((each) => ({name: each.name, uid: each.uid})),
+              },
             )
           if (!this.jsonEnabled()) this.render(result)
           return result
@@ -199,7 +207,7 @@ otherwise, with a per-VM result.`)
               {
                 exitCode: toTargonError(error).exitCode,
                 owner: selection.owner,
-                stillBilling: partial.survivors,
+                stillBilling: [...new Set([...partial.survivors, ...(stillBilling?.uids ?? [])])],
                 vms: partial.results.map((each) => ({name: each.name, uid: each.uid})),
               },
             )
@@ -263,4 +271,11 @@ function factsOf(selected: DeleteTarget[], vms: {uid: string}[]): {price_per_hou
     const facts = selected.find((target) => target.uid === vm.uid)?.facts
     return {owner: facts?.owner ?? null, price_per_hour: facts?.price_per_hour ?? null}
   })
+}
+
+/** What a notification's text says of the VMs still billing after a down, and where that knowledge comes from. */
+function stillBillingNote(still: {uids: string[]; fromListing: boolean} | undefined): string {
+  if (!still || still.uids.length === 0) return ''
+  const source = still.fromListing ? '' : ' (as before the deletion: the final listing failed)'
+  return `; still billing in the fleet: ${still.uids.join(', ')}${source}`
 }

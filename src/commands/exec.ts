@@ -63,6 +63,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
             command,
             configDir: configDir(),
             fleet,
+            warn: (message) => this.addWarning(message),
             info: (message) => this.info(message),
             events: this.events,
             onLine: (vm, stream, line) => {

@@ -4,7 +4,7 @@ import * as z from 'zod'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
-import {type KnownVm, findOneVm, refusedNameWarning, snapshot} from '../lib/fleet/workloads.js'
+import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/fleet/workloads.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {
@@ -120,11 +120,10 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
         const chosen = target
           ? [findOneVm(vms, target, fleet, owners)]
           : scoped(vms, owners).seen.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
+        const refused = refusedNamesWarning(chosen.filter((vm) => vm.workload.name_refused))
+        if (refused) this.addWarning(refused)
         const hosts: SshResult[] = []
-        for (const vm of chosen) {
-          if (vm.workload.name_refused) this.addWarning(refusedNameWarning(vm))
-          hosts.push(await this.prepare(vm, dir, []))
-        }
+        for (const vm of chosen) hosts.push(await this.prepare(vm, dir, []))
         const config = hosts.map((host) => hostConfigEntry(host)).join('\n')
         if (!this.jsonEnabled()) {
           privateIfFile(1)

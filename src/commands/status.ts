@@ -111,7 +111,7 @@ bill; --any-owner shows them all.`)
     }
 
     // Records of unknown billing are summed up in one warning; the table lists them with --show-deleted.
-    const rows = this.flags['show-deleted'] ? result.vms : result.vms.filter((vm) => vm.billing !== null && !vm.billing_assumed)
+    const rows = this.flags['show-deleted'] ? result.vms : result.vms.filter((vm) => vm.billing !== null)
     if (rows.length > 0)
       this.log(
         renderTable(
@@ -124,7 +124,7 @@ bill; --any-owner shows them all.`)
             {header: 'STATUS', value: (vm) => (vm.deleted && vm.status !== 'deleted' ? `${vm.status} (deleted)` : vm.status)},
             {
               header: 'BILLING',
-              value: (vm) => (vm.billing === null ? '?' : vm.billing_assumed ? 'yes (assumed)' : vm.billing ? 'yes' : 'no'),
+              value: (vm) => (vm.billing === null ? (vm.billing_assumed ? '? (made here)' : '?') : vm.billing ? 'yes' : 'no'),
             },
             {header: 'ADDRESS', value: (vm) => (vm.public_ip ? `${vm.public_ip}:${dash(vm.ssh_port)}` : '-')},
             {header: 'RESOURCE', value: (vm) => dash(vm.resource)},

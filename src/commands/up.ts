@@ -12,6 +12,9 @@ import {DEFAULT_IMAGE, activeProfile, configDir, resolveSetting} from '../lib/se
 import {guardCoverage} from '../lib/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
+import {billingOfTool, snapshot} from '../lib/fleet/workloads.js'
+import {LocalState} from '../lib/state/local-state.js'
+import type {TargonClient} from '../lib/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/notify/notify.js'
 import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/contract.js'
@@ -248,6 +251,7 @@ existing VM instead of creating a second one.`)
               `${failure.name ?? 'a VM'} failed${failure.uid && rolledBack.has(failure.uid) ? ' and was rolled back' : ''}: ${failure.error.message}`,
             )
           await capacityFound
+          const stillBilling = await this.stillBillingAfter(client, result, fleet, owner)
           const names = result.vms.map((vm) => vm.name).join(', ')
           const billing = result.vms.map((vm) => ({owner, price_per_hour: vm.price_per_hour}))
           await this.notify(
@@ -256,8 +260,7 @@ existing VM instead of creating a second one.`)
             {
               exitCode: 0,
               owner,
-              // Ready VMs bill from now on, until targon down.
-              stillBilling: result.vms.map((vm) => vm.uid),
+              stillBilling,
               vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
             },
           )
@@ -287,6 +290,22 @@ existing VM instead of creating a second one.`)
           : ['Exiting; nothing this run created is known to exist (run targon status to check).']
       },
     )
+  }
+
+  /**
+   * What of this tool bills in the fleet now, by the org's listing (the VMs of this run and any others), for up-ready's
+   * still_billing; read only when a notification goes out. Without a listing: this run's VMs, which bill from now on.
+   */
+  private async stillBillingAfter(client: TargonClient, result: UpResult, fleet: string, owner: string | null): Promise<string[]> {
+    const made = result.vms.map((vm) => vm.uid)
+    if (!this.notifying()) return made
+    try {
+      const view = await snapshot(client, result.org, new LocalState(configDir()), owner !== null)
+      return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
+    } catch (error) {
+      this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)
+      return made
+    }
   }
 
   /**

@@ -329,7 +329,7 @@ export const StatusVmSchema = z.object({
   billing_assumed: z
     .boolean()
     .describe(
-      'billing is true by assumption: an error record of a VM this config directory created, with no delete of it noted (another machine may have deleted it)',
+      'made here, billing unknown (billing is null): an error record of a VM this config directory created, with no delete of it noted, that the server history could not classify (another machine may have deleted it); treated as billing where safety needs it: bulk down deletes it, credits counts it in the possible burn',
     ),
   deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
   history: z
@@ -655,7 +655,7 @@ export const CreditsResultSchema = z.object({
     .number()
     .nullable()
     .describe(
-      'credits / (burn + possible burn); null when nothing is possible, or when the measured burn shows the records of unknown billing do not bill',
+      'credits / (burn + possible burn); null when nothing is possible, or when a conclusive measured burn (measured_burn_conclusive) shows the records of unknown billing do not bill',
     ),
   measured_burn_usd_per_hour: z
     .number()
@@ -664,6 +664,12 @@ export const CreditsResultSchema = z.object({
       'the drop of the credits per hour between the oldest reading of this config directory from 15 min to 6 h ago and this one; null without such a reading, or when the credits rose',
     ),
   measured_since: z.string().nullable().describe('when the reading that measured_burn_usd_per_hour starts from was made'),
+  measured_burn_conclusive: z
+    .boolean()
+    .nullable()
+    .describe(
+      'whether the measured burn says anything of the records of unknown billing: true when it is at least 95 % of burn_usd_per_hour (less a cent an hour); false when it is below (equal readings, credits debited in batches): then it clears nothing and the alarm counts the possible burn; null: nothing measured',
+    ),
   mine: z.object({
     owner: z
       .string()
@@ -693,7 +699,7 @@ export const CreditsResultSchema = z.object({
   short: z
     .boolean()
     .describe(
-      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a measured burn clears them, with the possible burn',
+      'the runway is shorter than --min-runway (exit 14, RUNWAY_SHORT), at the known burn or, unless a conclusive measured burn clears them, with the possible burn',
     ),
 })
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
@@ -907,7 +913,7 @@ export type CommandId = keyof typeof DATA_SCHEMAS
  * script would notice (a field renamed or removed), and the change written in docs/json-contract-changes.md. The
  * error envelope, the same on every command, has a version of its own.
  */
-const SCHEMA_VERSIONS: Partial<Record<CommandId, number>> = {cost: 2}
+const SCHEMA_VERSIONS: Partial<Record<CommandId, number>> = {cost: 2, credits: 2, status: 2, up: 2}
 export const ERROR_SCHEMA_VERSION = 1
 
 export function schemaVersion(command: string): number {

@@ -255,10 +255,12 @@ describe('up --name on a VM without a sampler', () => {
       '640 root targon-idle',
     ])
 
-    // A VM whose sampler joined the docker group (as earlier versions did): the next up --name --reinstall takes it out.
+    // A VM whose sampler joined the docker group (as earlier versions did), and runs with it: the next up --name
+    // --reinstall takes it out, of the user and of the running sampler.
     await onVm4(
-      'getent group docker >/dev/null || sudo groupadd --system docker; sudo usermod -aG docker targon-idle; sudo chmod 0644 /etc/targon-fleet/idle.conf',
+      'getent group docker >/dev/null || sudo groupadd --system docker; sudo usermod -aG docker targon-idle; sudo chmod 0644 /etc/targon-fleet/idle.conf; sudo systemctl restart targon-fleet-idle',
     )
+    expect(await samplerInDocker()).toBe(true)
     const reinstalled = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--name', label, '--reinstall', '--json'], {
       timeoutMs: 90_000,
     })
@@ -267,9 +269,23 @@ describe('up --name on a VM without a sampler', () => {
       'targon-idle',
       '640 root targon-idle',
     ])
+    expect(await samplerInDocker()).toBe(false)
     await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
   })
 })
+
+/** Whether the running sampler of the fourth VM holds the docker group (its process's Groups line, not the user's). */
+async function samplerInDocker(): Promise<boolean> {
+  const [groups, docker] = await onVm4(
+    'grep "^Groups:" "/proc/$(sudo cat /var/lib/sim-doubles/units/targon-fleet-idle.pid)/status"; getent group docker | cut -d: -f3',
+  )
+  expect(groups, 'the sampler runs').toMatch(/^Groups:/)
+  expect(docker).toMatch(/^\d+$/)
+  return (groups as string)
+    .split(/\s+/)
+    .slice(1)
+    .includes(docker as string)
+}
 
 /** Runs a command on the fourth VM as ubuntu: the lines it printed. */
 async function onVm4(command: string): Promise<string[]> {

@@ -73,6 +73,28 @@ describe('notifications', () => {
     })
   })
 
+  it('still_billing is true to the listing: up of a second VM lists both, a down of one lists the other', async () => {
+    await withSimulator({}, async (sim, env) => {
+      const first = await runCli([...UP, '--fleet', 'sb', '--name', 'a', '--max-cost', '0.0001'], {env})
+      expect(first.code, first.stderr).toBe(0)
+      const a = parseJson(first).data.vms[0].uid as string
+      const second = await runCli([...UP, '--fleet', 'sb', '--name', 'b'], {env})
+      expect(second.code, second.stderr).toBe(0)
+      const b = parseJson(second).data.vms[0].uid as string
+      expect(hook.received).toHaveLength(2)
+      expect(hook.received[1]!.body.targon).toMatchObject({event: 'up-ready', vms: [{uid: b}]})
+      expect(hook.received[1]!.body.targon.still_billing.sort()).toEqual([a, b].sort())
+
+      const down = await runCli(['down', '--expired', '--fleet', 'sb', '--json'], {env})
+      expect(down.code, down.stdout).toBe(0)
+      expect(parseJson(down).data.results).toMatchObject([{billing: false, uid: a}])
+      expect(sim.billing().map((vm) => vm.uid)).toEqual([b])
+      expect(hook.received).toHaveLength(3)
+      expect(hook.received[2]!.body.targon).toMatchObject({event: 'down-deleted', still_billing: [b], vms: [{uid: a}]})
+      expect(hook.received[2]!.body.text).toContain(`still billing in the fleet: ${b}`)
+    })
+  })
+
   it('a failed up says what was rolled back; a down that leaves VMs billing raises the alarm', async () => {
     // Every workload gets a uid that fails the checks: up fails, and what it made is an invalid item that may bill.
     await withSimulator({createdUid: (name) => `../${name}`}, async (sim, env) => {

@@ -114,6 +114,23 @@ describe('reading a workload history', () => {
     expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: '1 unreadable event(s)'})
   })
 
+  it('skips an event without new_status (it changed no status): the delete still decides', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    const later = new Date(Date.now() + 1000).toISOString()
+    sim.workloads.get(uid)!.events!.push({created_at: later, event_type: 'LOG', message: 'note', new_status: null as unknown as string})
+    sim.workloads.get(uid)!.events!.push({created_at: later, event_type: 'LOG', message: 'note'} as never)
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'deleted'})
+  })
+
+  it('reads a history page to 1 MiB at most: a larger one leaves the record unknown', async () => {
+    const {sim, client} = await start()
+    const uid = tombstone(sim)
+    const padding = 'x'.repeat(1024 * 1024)
+    sim.inject({body: JSON.stringify({items: [], next_cursor: null, padding}), path: '/events', status: 200})
+    expect(await readHistory(client, ORG, uid, Date.now())).toMatchObject({kind: 'unknown', why: expect.stringMatching(/BAD_RESPONSE/)})
+  })
+
   it('reads a sparse history (only new_status and created_at)', async () => {
     const {sim, client} = await start({history: 'sparse'})
     expect((await readHistory(client, ORG, tombstone(sim), Date.now())).kind).toBe('deleted')
@@ -181,6 +198,24 @@ describe('classifying error records for every reader', () => {
     expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
   })
 
+  it('spends at most the run time on history reads: a hanging endpoint is abandoned, and a spent run asks nothing', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uids = [tombstone(sim), tombstone(sim)]
+    sim.inject({delayMs: 60_000, path: '/events'})
+    const budget = {left: 100, msLeft: 300}
+    const answers = await classifyByHistory(client, state, ORG, uids, {budget, clock: fakeClock()})
+    expect([...answers.values()].map((answer) => answer.kind)).toEqual(['unknown', 'unknown'])
+    expect(budget.msLeft).toBeLessThanOrEqual(0)
+    const asked = historyReads(sim)
+    const again = await classifyByHistory(client, state, ORG, [tombstone(sim)], {budget, clock: fakeClock()})
+    expect([...again.values()]).toMatchObject([{kind: 'unknown', why: expect.stringMatching(/time for history reads is spent/)}])
+    expect(historyReads(sim)).toBe(asked)
+    RUN_BUDGET.msLeft = 0
+    startHistoryBudget()
+    expect(RUN_BUDGET.msLeft).toBe(HISTORY_LIMITS.runMs)
+  })
+
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {
     const state = new LocalState(tempDir('targon-config-'))
     const asked = Date.now()
@@ -192,6 +227,40 @@ describe('classifying error records for every reader', () => {
     expect(state.readHistoryVerdict(ORG, 'wrk-1')).toBeUndefined()
   })
 
+  it('counts the 30 days from when the record was last listed, not from when the history was asked', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uid = tombstone(sim)
+    const clock = fakeClock()
+    const asked = clock.at
+    const classify = () => classifyByHistory(client, state, ORG, [uid], {budget: {left: 100}, clock})
+    await classify()
+    // Listed (and classified from the kept verdict) for 40 days, then gone from the listing.
+    clock.at = asked + 40 * 86_400_000
+    expect((await classify()).get(uid)?.kind).toBe('deleted')
+    expect(historyReads(sim)).toBe(1)
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 60 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, uid)?.verdict).toBe('deleted')
+    state.pruneHistoryVerdicts(ORG, new Set(), asked + 71 * 86_400_000)
+    expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+  })
+
+  it('drops a kept delete once the record is listed live again: a later error of it is asked about anew', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    const uid = tombstone(sim)
+    const view = () => snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    expect((await view()).vms[0]).toMatchObject({gone: true, history: 'deleted'})
+    sim.powerOff(uid, 'stopped')
+    sim.addHistory(uid, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'stopped'})
+    expect((await view()).vms[0]).toMatchObject({billing: true, gone: false, status: 'stopped'})
+    expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+    sim.crash(uid)
+    sim.addHistory(uid, {created_at: new Date(Date.now() + 2000).toISOString(), new_status: 'error'})
+    expect((await view()).vms[0]).toMatchObject({billing: true, gone: false, history: 'crashed'})
+    expect(historyReads(sim)).toBe(2)
+  })
+
   it('sends no more reads once the API is in trouble', async () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
@@ -201,6 +270,11 @@ describe('classifying error records for every reader', () => {
     expect([...answers.values()].every((answer) => answer.kind === 'unknown')).toBe(true)
     // The reads in flight when the first failed, with their retries; none of the rest.
     expect(new Set(sim.requests('GET', '/events').map((request) => request.path)).size).toBeLessThanOrEqual(HISTORY_LIMITS.inFlight)
+    // Trouble says nothing of the workloads: no verdict is kept, and the next run asks again.
+    for (const uid of uids) expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
+    sim.clearFaults()
+    const again = await classifyByHistory(client, state, ORG, uids.slice(0, 1), {budget: {left: 100}, clock: fakeClock()})
+    expect(again.get(uids[0]!)?.kind).toBe('deleted')
   })
 
   it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {

@@ -1,6 +1,6 @@
 import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
-import {jsonSchemas} from '../../src/lib/contract.js'
+import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/contract.js'
 
 describe('the --json contract', () => {
   it('matches the JSON Schema snapshots under schemas/ (run npm run schemas after an intended change)', () => {
@@ -9,5 +9,18 @@ describe('the --json contract', () => {
     for (const [file, schema] of Object.entries(generated)) {
       expect(JSON.parse(readFileSync(new URL(`../../schemas/${file}`, import.meta.url), 'utf8')), file).toEqual(schema)
     }
+  })
+
+  it('says which commands changed meaning: their versions, each with its row in docs/json-contract-changes.md', () => {
+    const versions = Object.fromEntries(Object.keys(DATA_SCHEMAS).map((command) => [command, schemaVersion(command)]))
+    expect(Object.fromEntries(Object.entries(versions).filter(([, version]) => version > 1))).toEqual({
+      cost: 2,
+      credits: 2,
+      status: 2,
+      up: 2,
+    })
+    const changes = readFileSync(new URL('../../docs/json-contract-changes.md', import.meta.url), 'utf8')
+    for (const [command, version] of Object.entries(versions))
+      if (version > 1) expect(changes, command).toContain(`| \`${command}\` | ${version} |`)
   })
 })

@@ -129,10 +129,12 @@ export async function configureIdle(session: SshSession, idle: IdleSettings): Pr
     'chown root:targon-idle "$conf.new"',
     'chmod 0640 "$conf.new"',
     `flag() { python3 -c 'import json,sys; print(1 if json.load(open(sys.argv[1])).get(sys.argv[2]) else 0)' "$conf.new" "$1"; }`,
-    // Containers are listed through sudoers (bootstrap B11), never the docker group, which earlier versions joined.
-    'gpasswd -d targon-idle docker >/dev/null 2>&1 || true',
+    // Containers are listed through sudoers (bootstrap B11), never the docker group, which earlier versions joined. A
+    // running sampler keeps the groups it started with: taken out of docker, it is restarted to drop it.
+    'dropped=0',
+    'if gpasswd -d targon-idle docker >/dev/null 2>&1; then dropped=1; fi',
     `check=$(flag check)`,
-    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; chown root:targon-idle "$conf"; chmod 0640 "$conf"; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
+    `if cmp -s "$conf.new" "$conf"; then rm -f "$conf.new"; chown root:targon-idle "$conf"; chmod 0640 "$conf"; if [ "$dropped" = 1 ]; then systemctl restart targon-fleet-idle; fi; else mv -f "$conf.new" "$conf"; systemctl restart targon-fleet-idle; fi`,
     `if [ "$check" = 1 ]; then systemctl enable targon-fleet-idle-check; systemctl restart targon-fleet-idle-check; else systemctl disable --now targon-fleet-idle-check >/dev/null 2>&1 || true; fi`,
   ].join('\n')
   await must(session, `sudo -n sh -c ${shellQuote(script)}`, 'configuring the idle sampler', `${JSON.stringify(idle)}\n`)

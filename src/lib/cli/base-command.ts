@@ -213,6 +213,11 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     }
   }
 
+  /** Whether this run sends notifications (a notify URL is set and was accepted): work only they need can be skipped. */
+  protected notifying(): boolean {
+    return this.notifyUrl !== undefined
+  }
+
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
   protected async notify(
     event: NotifyEvent,

@@ -43,7 +43,13 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
   const perVm = spec.vm === null && spec.direction === 'download'
   await checkLocal(spec, perVm)
   const targets = spec.vm === null ? options.targets : [spec.vm]
-  const vms = await selectVms(client, state, {fleet: options.fleet, org: options.org, owners: options.owners, targets})
+  const vms = await selectVms(client, state, {
+    fleet: options.fleet,
+    org: options.org,
+    owners: options.owners,
+    targets,
+    warn: options.warn,
+  })
   options.onStart?.(vms)
   const results = await fanOut(vms, options.parallel, async (vm) => {
     const result = await announced(

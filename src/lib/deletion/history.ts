@@ -12,8 +12,10 @@
  * long the server keeps them are known only from Targon's SDK, so neither is assumed.
  *
  * Reads are rationed: only `error` records without a delete note are asked about; a `deleted` verdict is kept (like
- * a delete note); a crashed or unknown one is asked again at most once an hour; a run reads at most `readsPerRun`
- * histories, `inFlight` at a time, and none more once the API fails to answer one.
+ * a delete note); a crashed or unknown one is asked again at most once an hour (an answer of API trouble is not kept); a run reads at most `readsPerRun`
+ * histories, `inFlight` at a time, and none more once the API fails to answer one. Time is rationed too: each page has
+ * a short deadline of its own (targon/client.ts HISTORY_PAGE), and a run spends at most `runMs` on history reads, so
+ * that a slow or hanging endpoint never holds up a command (a `down` above all): what is not read by then stays unknown.
  */
 import type {Clock} from '../core/clock.js'
 import {mapBounded} from '../core/concurrency.js'
@@ -28,8 +30,12 @@ export const HISTORY_LIMITS = {
   /** Histories read per run; the rest stay unknown until a later run. */
   readsPerRun: 100,
   inFlight: 8,
+  /** Time a run spends on history reads at most; reads still under way then are abandoned (unknown). */
+  runMs: 20_000,
   /** A crashed or unknown verdict stands this long before the history is asked again. */
   reaskMs: 3_600_000,
+  /** A kept verdict's last_listed_at is brought up to date when older than this (few writes, a day's precision). */
+  listedEveryMs: 86_400_000,
 }
 
 /** What the history says of one `error` record. */
@@ -42,20 +48,25 @@ export type HistoryAnswer =
 /** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
 const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
 
-/** How many history reads are left to this run, shared by every listing the run makes (restarted per command). */
+/**
+ * How many history reads, and how much time for them, are left to this run, shared by every listing the run makes
+ * (restarted per command). `msLeft` absent: the full HISTORY_LIMITS.runMs.
+ */
 export interface HistoryBudget {
   left: number
+  msLeft?: number
 }
 
-export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun}
+export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs}
 
 /** Gives a new run its full ration of history reads (a command's start). */
 export function startHistoryBudget(): void {
   RUN_BUDGET.left = HISTORY_LIMITS.readsPerRun
+  RUN_BUDGET.msLeft = HISTORY_LIMITS.runMs
 }
 
 /** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
-const STILL_DELETED = new Set(['deleted', 'error'])
+export const STILL_DELETED = new Set(['deleted', 'error'])
 
 interface Event {
   status: string
@@ -80,8 +91,10 @@ export async function readHistory(client: TargonClient, org: string, uid: string
 
     for (const item of answer.items) {
       const parsed = WorkloadEventSchema.safeParse(item)
+      // An event that changed no status cannot undo a delete, nor be one: skipped.
+      if (parsed.success && (parsed.data.new_status ?? null) === null) continue
       const at = parsed.success ? Date.parse(parsed.data.created_at) : Number.NaN
-      if (parsed.success && !Number.isNaN(at)) events.push({at, status: parsed.data.new_status.toLowerCase()})
+      if (parsed.success && !Number.isNaN(at)) events.push({at, status: (parsed.data.new_status as string).toLowerCase()})
       else unreadable++
     }
 
@@ -140,29 +153,50 @@ export async function classifyByHistory(
   for (const uid of uids) {
     const verdict = state.readHistoryVerdict(org, uid)
     const standing = verdict && (verdict.verdict === 'deleted' || now - Date.parse(verdict.asked_at) < HISTORY_LIMITS.reaskMs)
-    if (verdict && standing) answers.set(uid, answerOf(verdict))
-    else if (budget.left > 0) {
+    if (verdict && standing) {
+      answers.set(uid, answerOf(verdict))
+      noteListed(state, org, verdict, now)
+    } else if (budget.left > 0) {
       budget.left--
       toRead.push(uid)
     } else answers.set(uid, {kind: 'unknown', why: `not asked: at most ${HISTORY_LIMITS.readsPerRun} history reads per run`})
   }
 
+  // The run's time for history reads: past it, the reads under way are abandoned (a TIMEOUT: trouble, see below).
+  const msLeft = budget.msLeft ?? HISTORY_LIMITS.runMs
+  const outOfTime = new AbortController()
+  const spend = () => outOfTime.abort(new TargonError('TIMEOUT', `history reads took this run's ${HISTORY_LIMITS.runMs / 1000} s`))
+  if (msLeft <= 0) spend()
+  const timer = setTimeout(spend, Math.max(0, msLeft))
+  const userSignal = client.http.options.signal
+  const reader = client.withSignal(userSignal ? AbortSignal.any([userSignal, outOfTime.signal]) : outOfTime.signal)
+  const started = Date.now()
   // Once the API is in trouble, each read still queued would wait out the same retries: they are not sent.
   let trouble = false
-  await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
-    if (trouble) {
-      answers.set(uid, {kind: 'unknown', why: 'not asked: the history did not answer for another workload'})
-      return
-    }
-    const answer = await readHistory(client, org, uid, now)
-    if (answer.kind === 'unknown' && answer.trouble) trouble = true
-    answers.set(uid, answer)
-    try {
-      state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
-    } catch {
-      // Not kept: the next run asks again.
-    }
-  })
+  try {
+    await mapBounded(toRead, HISTORY_LIMITS.inFlight, async (uid) => {
+      if (trouble || outOfTime.signal.aborted) {
+        const why = outOfTime.signal.aborted
+          ? "this run's time for history reads is spent"
+          : 'the history did not answer for another workload'
+        answers.set(uid, {kind: 'unknown', why: `not asked: ${why}`})
+        return
+      }
+      const answer = await readHistory(reader, org, uid, now)
+      if (answer.kind === 'unknown' && answer.trouble) trouble = true
+      answers.set(uid, answer)
+      // API trouble says nothing of this workload: nothing is kept, and the next run asks again.
+      if (answer.kind === 'unknown' && answer.trouble) return
+      try {
+        state.writeHistoryVerdict(org, verdictOf(uid, answer, now))
+      } catch {
+        // Not kept: the next run asks again.
+      }
+    })
+  } finally {
+    clearTimeout(timer)
+    budget.msLeft = msLeft - (Date.now() - started)
+  }
   return answers
 }
 
@@ -173,10 +207,22 @@ function answerOf(verdict: HistoryVerdict): HistoryAnswer {
   return {kind: 'unknown', why: 'the history could not tell within the last hour'}
 }
 
+/** The record of a kept verdict is listed now: its 30 days after leaving the listing start later (see local-state). */
+function noteListed(state: LocalState, org: string, verdict: HistoryVerdict, now: number): void {
+  const lastListed = Date.parse(verdict.last_listed_at ?? verdict.asked_at)
+  if (now - lastListed < HISTORY_LIMITS.listedEveryMs) return
+  try {
+    state.writeHistoryVerdict(org, {...verdict, last_listed_at: new Date(now).toISOString()})
+  } catch {
+    // Not kept: the verdict may be dropped a day early, and is then asked again if the record is still listed.
+  }
+}
+
 function verdictOf(uid: string, answer: HistoryAnswer, now: number): HistoryVerdict {
   return {
     asked_at: new Date(now).toISOString(),
     deleted_at: answer.kind === 'deleted' ? new Date(answer.at).toISOString() : null,
+    last_listed_at: new Date(now).toISOString(),
     uid,
     verdict: answer.kind,
   }

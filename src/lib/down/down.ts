@@ -11,6 +11,7 @@ import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {
   type FleetSnapshot,
   type KnownVm,
+  billingOfTool,
   billingUncertain,
   invalidWarning,
   outsideOwner,
@@ -54,6 +55,11 @@ export interface DownOptions {
   onResult?: (result: DeleteResult) => void
   /** Each deletion's course (see deleteWorkloads). */
   onEvent?: (event: DeletionEvent) => void
+  /**
+   * What of this tool still bills in the selection's fleet after the run (see billingOfTool): from the final listing,
+   * else (`fromListing` false: it failed) from the first one, less what the run settled.
+   */
+  onStillBilling?: (uids: string[], fromListing: boolean) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
   /**
@@ -309,18 +315,20 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const after = new Map(
-    (
-      await snapshot(cleanupClient, org, state).catch((error: unknown) => {
-        options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
-        return {vms: []}
-      })
-    ).vms.map((vm) => [vm.uid, vm]),
-  )
+  const final = await snapshot(cleanupClient, org, state, selection.owner !== null).catch((error: unknown) => {
+    options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
+    return undefined
+  })
+  const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
   tidyLocalState(state, org, verified, view.localOnly, options.selection)
+  const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
+  options.onStillBilling?.(
+    billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),
+    final !== undefined,
+  )
   verified.push(...invalid)
 
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
@@ -353,11 +361,11 @@ export async function runDown(
 }
 
 /**
- * Whether the final listing shows a VM billing, on evidence: an `error` record taken as billing only because this
- * machine created it (billingAssumed) may be the tombstone of a delete made elsewhere, and cannot overrule a result.
+ * Whether the final listing shows a VM billing, on evidence: an `error` record of unknown billing may be the tombstone
+ * of a delete made elsewhere, and cannot overrule a result.
  */
 function bills(vm: KnownVm | undefined): boolean {
-  return vm?.billing === true && !vm.billingAssumed
+  return vm?.billing === true
 }
 
 /** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */

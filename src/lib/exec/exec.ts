@@ -33,6 +33,8 @@ export interface ExecOptions {
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void
+  /** What the listing's checks found (see VmSelection). */
+  warn?: (message: string) => void
   /** Where each VM's command is announced (started, then done or failed). */
   events?: RunEvents
 }

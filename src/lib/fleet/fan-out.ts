@@ -23,6 +23,8 @@ export interface VmSelection {
   owners: OwnerScope
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
+  /** What the listing's checks found (a name refused at the API boundary, say): said, never fatal. */
+  warn?: (message: string) => void
 }
 
 /** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
@@ -31,6 +33,7 @@ export async function selectVms(client: TargonClient, state: LocalState, selecti
   checkSshFiles(state.dir)
   const {owners} = selection
   const view = await snapshot(client, selection.org, state, owners.owner !== null)
+  for (const problem of view.problems) selection.warn?.(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0

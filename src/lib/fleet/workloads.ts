@@ -9,7 +9,7 @@ import {DEFAULT_FLEET, NAME_PREFIX, fleetOf} from './naming.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {notFoundHint, suggestVmName} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
-import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
+import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 import {recordListing} from '../ledger/ledger.js'
@@ -30,11 +30,12 @@ export interface KnownVm {
   note?: DeleteNote
   /** A tombstone or `deleted` record: listed for a while, but no longer a VM. */
   gone: boolean
-  /** Whether it costs money now; null for an `error` record not classified yet. */
+  /** Whether it costs money now; null for an `error` record neither a delete note nor the server's history classifies. */
   billing: boolean | null
   /**
-   * billing is true by assumption: an `error` record of a VM this machine created (it has the record) and never
-   * noted a delete of. It may be a tombstone of another machine's delete, but a crash is the safe guess.
+   * Made here, billing unknown: an `error` record of a VM this machine created (it has the record), never noted
+   * deleted, that the history could not classify (billing stays null). It may be the tombstone of another machine's
+   * delete; where safety needs it, it is treated as billing (bulk `down` deletes it, `credits` counts it as possible).
    */
   billingAssumed: boolean
   /**
@@ -90,11 +91,9 @@ export async function snapshot(
     const status = workloadStatus(workload)
     const note = notes.get(workload.uid)
     const verdict = judge(status, note)
-    const billingAssumed = verdict.billing === null && record !== undefined
     return {
       ...verdict,
-      billing: billingAssumed ? true : verdict.billing,
-      billingAssumed,
+      billingAssumed: verdict.billing === null && record !== undefined,
       fleet,
       name: workload.name ?? null,
       note,
@@ -106,6 +105,11 @@ export async function snapshot(
       workload,
     }
   })
+  // A kept verdict was about an earlier `error` of the record: listed live again, a later `error` is asked about anew.
+  state.dropHistoryVerdicts(
+    org,
+    vms.filter((vm) => !STILL_DELETED.has(vm.status)).map((vm) => vm.uid),
+  )
   const unclassified = vms.filter((vm) => vm.status === 'error' && !vm.gone && vm.note === undefined)
   const answers = await classifyByHistory(
     client,
@@ -126,10 +130,9 @@ export async function snapshot(
   problems.push(...refusedNames(vms))
   const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
-  // A billing only assumed (an `error` record of a VM made here) may be another machine's tombstone: not a sighting.
   const sightings = vms.map((vm) => ({
     ...vmFacts(vm),
-    billing: billingUncertain(vm) ? null : vm.billing,
+    billing: vm.billing,
     createdAt: vm.workload.created_at ?? null,
     gone: vm.gone,
     uid: vm.uid,
@@ -143,7 +146,10 @@ export async function snapshot(
   return {invalid, localOnly, problems, vms}
 }
 
-/** The history's answer decides what the listing could not: a tombstone is gone, a crash bills. */
+/**
+ * The history's answer decides what the listing could not: a tombstone is gone, a crash bills. An unknown answer (the
+ * history could not tell, or was not asked within the run's budget) leaves billing null: unknown, never "billing".
+ */
 function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
   if (!answer) return
   vm.history = answer.kind
@@ -154,25 +160,33 @@ function applyHistory(vm: KnownVm, answer: HistoryAnswer | undefined): void {
 /**
  * VMs whose name broke Targon's rule at the boundary (renamed by a hostile or buggy server): known by their uid only.
  * One that is ours by its local record or its owner's project keeps its place in bulk selections (deleted by uid), so
- * a rename cannot keep it billing; any other is another origin's. Returns the warning for each.
+ * a rename cannot keep it billing; any other is another origin's. Returns one warning for them all, if any.
  */
 function refusedNames(vms: KnownVm[]): string[] {
-  return vms
-    .filter((vm) => vm.workload.name_refused && !vm.gone)
-    .map((vm) => {
-      if (typeof vm.owner === 'string') vm.owned = true
-      return refusedNameWarning(vm)
-    })
+  const refused = vms.filter((vm) => vm.workload.name_refused && !vm.gone)
+  for (const vm of refused) if (typeof vm.owner === 'string') vm.owned = true
+  const warning = refusedNamesWarning(refused)
+  return warning === undefined ? [] : [warning]
 }
 
-/** What to say of a VM whose name was refused at the API boundary. */
-export function refusedNameWarning(vm: KnownVm): string {
-  return `${vm.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${vm.owned ? " (it is still one of this tool's VMs)" : ''}`
+/** At most this many uids are named in the warning about refused names; the rest are counted. */
+const REFUSED_SHOWN = 5
+
+/** What to say of VMs whose names were refused at the API boundary: one line, however many. */
+export function refusedNamesWarning(vms: readonly KnownVm[]): string | undefined {
+  const [only] = vms
+  if (only === undefined) return undefined
+  if (vms.length === 1)
+    return `${only.uid} has a name that breaks Targon's naming rule: it is shown by its uid and its name is never used${only.owned ? " (it is still one of this tool's VMs)" : ''}`
+  const shown = vms.slice(0, REFUSED_SHOWN).map((vm) => vm.uid)
+  const more = vms.length > REFUSED_SHOWN ? ` and ${vms.length - REFUSED_SHOWN} more` : ''
+  const ours = vms.filter((vm) => vm.owned).length
+  return `${vms.length} VMs have names that break Targon's naming rule, shown by uid: ${shown.join(', ')}${more}; their names are never used${ours > 0 ? ` (${ours} of them this tool's VMs, still deleted by uid)` : ''}`
 }
 
-/** Whether it bills is not known for sure: an `error` record nobody classified, or one only assumed to bill. */
+/** Whether it bills is not known: an `error` record nobody classified (billingAssumed ones included). */
 export function billingUncertain(vm: KnownVm): boolean {
-  return vm.billing === null || vm.billingAssumed
+  return vm.billing === null
 }
 
 /**
@@ -189,6 +203,17 @@ export function outsideOwner(vms: KnownVm[], scope: OwnerScope): {billing: Map<V
     ).outside,
     unknown,
   }
+}
+
+/**
+ * What of this tool a listing shows known to bill in a fleet (any: null) and for an owner (any: null), by uid: the
+ * `still_billing` of a notification, true to the org's listing rather than to what one run made or deleted.
+ */
+export function billingOfTool(vms: readonly KnownVm[], fleet: string | null, owner: string | null): string[] {
+  return vms
+    .filter((vm) => vm.owned && !vm.gone && vm.billing === true)
+    .filter((vm) => (fleet === null || vm.fleet === fleet) && (owner === null || vm.owner === owner))
+    .map((vm) => vm.uid)
 }
 
 /** What the spend ledger keeps of a VM. */

@@ -5,7 +5,8 @@
  * The alarm (--min-runway) rings for what is known to bill. It rings for the known and the possible burn together as
  * well, unless a measured burn (the drop between two credit readings of this directory, MEASURE_MIN_MS or more apart
  * within MEASURE_MAX_MS) shows that the records of unknown billing do not bill: measured nearer the known burn than
- * the known plus the possible one.
+ * the known plus the possible one. Only a conclusive measurement may show that: one that sees at least what is known
+ * to bill (credits debited in batches, or never, fall slower than that and prove nothing).
  */
 import type {CreditsResult} from '../contract.js'
 import {roundUsd} from '../fleet/cost.js'
@@ -24,6 +25,17 @@ export const MEASURE_MIN_MS = 15 * 60_000
 export const MEASURE_MAX_MS = 6 * 3_600_000
 /** Credits falling faster than this share above the known burn (or a cent an hour) mean something unknown bills. */
 const FASTER = {absoluteUsd: 0.01, share: 0.05}
+/** A measurement sees what is known to bill when the credits fell by at least this share of it (less a cent an hour). */
+const SEES_KNOWN = {absoluteUsd: 0.01, share: 0.95}
+
+/**
+ * Whether a measured burn says anything of the records of unknown billing: only when it sees at least what is known
+ * to bill. Slower (equal readings, a wallet debited in batches) it proves nothing. null: nothing measured.
+ */
+export function measurementConclusive(measuredUsdPerHour: number | null, knownUsdPerHour: number): boolean | null {
+  if (measuredUsdPerHour === null) return null
+  return measuredUsdPerHour >= knownUsdPerHour * SEES_KNOWN.share - SEES_KNOWN.absoluteUsd
+}
 
 export interface CreditsOptions {
   org: string
@@ -59,8 +71,13 @@ export async function runCredits(client: TargonClient, state: LocalState, option
     options.warn(
       `the credits fell at ${measured.usdPerHour} USD/h over the last ${Math.round(measured.overMs / 60_000)} min, faster than the ${burn} USD/h known to bill: something not known to bill does (${possible.length} record(s) of unknown billing, or other workload types)`,
     )
-  // The unknown records are cleared by a measurement nearer the known burn than the known plus the possible one.
-  const unknownCleared = measured !== null && measured.usdPerHour < burn + possibleBurn / 2
+  // The unknown records are cleared by a conclusive measurement nearer the known burn than the known plus the possible one.
+  const conclusive = measurementConclusive(measured?.usdPerHour ?? null, burn)
+  const unknownCleared = measured !== null && conclusive === true && measured.usdPerHour < burn + possibleBurn / 2
+  if (measured !== null && !conclusive && possibleBurn > 0)
+    options.warn(
+      `the measured burn (${measured.usdPerHour} USD/h) is below the ${burn} USD/h known to bill, so it proves nothing (credits debited in batches?): the records of unknown billing still count for the alarm`,
+    )
   const withPossible = possibleBurn > 0 && !unknownCleared ? hoursOf(reading.credits, burn + possibleBurn) : null
   const shorter = (hours: number | null) => options.minRunwayMs !== null && hours !== null && hours * 3_600_000 < options.minRunwayMs
   const short = shorter(runwayHours) || shorter(withPossible)
@@ -69,6 +86,7 @@ export async function runCredits(client: TargonClient, state: LocalState, option
     billing_vms: billing.length,
     burn_usd_per_hour: burn,
     measured_burn_usd_per_hour: measured?.usdPerHour ?? null,
+    measured_burn_conclusive: conclusive,
     measured_since: measured === null ? null : new Date(reading.at - measured.overMs).toISOString(),
     possible_burn_usd_per_hour: possibleBurn,
     possible_runway_hours: withPossible === null ? null : Math.round(withPossible * 100) / 100,

@@ -58,13 +58,16 @@ export type DeleteNote = z.infer<typeof DeleteNoteSchema>
 
 /**
  * What the server's history said of an `error` record this machine has no delete note for (see deletion/history.ts):
- * `deleted` (final: billing ended at `deleted_at`), `crashed` or `unknown` (asked again after an hour).
+ * `deleted` (final while the record stays a tombstone: billing ended at `deleted_at`), `crashed` or `unknown` (asked
+ * again after an hour). `last_listed_at`: when a listing last showed the record (at most a day off), from which the
+ * verdict is kept 30 days once the record left the listing; absent in files of older versions (asked_at stands in).
  */
 export const HistoryVerdictSchema = z.object({
   uid: z.string(),
   verdict: z.enum(['deleted', 'crashed', 'unknown']),
   deleted_at: z.string().nullable(),
   asked_at: z.string(),
+  last_listed_at: z.string().optional(),
 })
 export type HistoryVerdict = z.infer<typeof HistoryVerdictSchema>
 
@@ -196,13 +199,30 @@ export class LocalState {
     writePrivateJson(path, HistoryVerdictSchema.parse(verdict))
   }
 
-  /** Drops verdicts whose workload the listing no longer shows, once as old as a delete note may get. */
+  /**
+   * Drops verdicts whose workload left the listing more than the retention ago (by last_listed_at, else asked_at);
+   * the listed ones are kept.
+   */
   pruneHistoryVerdicts(org: string, listed: Set<string>, now = Date.now()): void {
     for (const file of jsonFiles(this.historyDir(org))) {
       const verdict = this.readHistoryVerdict(org, idOfChild(file, '.json'))
-      if (verdict && !listed.has(verdict.uid) && now - Date.parse(verdict.asked_at) > NOTE_RETENTION_MS)
-        rmSync(childPath(this.historyDir(org), verdict.uid, '.json'), {force: true})
+      const lastListed = Date.parse(verdict?.last_listed_at ?? verdict?.asked_at ?? '')
+      if (verdict && !listed.has(verdict.uid) && !(now - lastListed <= NOTE_RETENTION_MS)) this.dropHistoryVerdict(org, verdict.uid)
     }
+  }
+
+  /**
+   * Drops the verdicts of these uids, if kept: a record listed in a live status (running, say) is no longer the one
+   * the verdict was about, and a later `error` of it must be asked about anew. One directory read, whatever the count.
+   */
+  dropHistoryVerdicts(org: string, uids: readonly string[]): void {
+    if (uids.length === 0) return
+    const kept = new Set(jsonFiles(this.historyDir(org)).map((file) => idOfChild(file, '.json')))
+    for (const uid of uids) if (kept.has(uid)) this.dropHistoryVerdict(org, uid)
+  }
+
+  private dropHistoryVerdict(org: string, uid: string): void {
+    rmSync(childPath(this.historyDir(org), uid, '.json'), {force: true})
   }
 
   orgFile(org: string): string {

@@ -143,7 +143,7 @@ function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
 
 /** A known crash or suspension bills: said per VM, with the way out only to whom it belongs. */
 function warnAboutBilling(vm: StatusVm, scope: OwnerScope, warn: (message: string) => void): void {
-  if (vm.billing !== true || vm.billing_assumed || (vm.status !== 'suspended' && vm.status !== 'error')) return
+  if (vm.billing !== true || (vm.status !== 'suspended' && vm.status !== 'error')) return
   const which = vm.name ?? vm.uid
   const yours = vm.owner === null ? vm.owner_known : vm.owner === scope.owner
   const way = yours
@@ -267,16 +267,16 @@ function endsBy(vm: KnownVm, now: number, usage: Usage | null): string {
 
 /**
  * Only what is known to bill counts: tombstones and registered leftovers do not, and records of unknown billing (an
- * error record of this tool only assumed to bill included) are counted apart.
+ * error record made here included) are counted apart.
  */
 function totalsOf(vms: StatusVm[], deletedHidden: number): StatusResult['totals'] {
-  const billing = vms.filter((vm) => vm.billing === true && !vm.billing_assumed)
+  const billing = vms.filter((vm) => vm.billing === true)
   return {
     deleted_hidden_count: deletedHidden,
     billing_count: billing.length,
     count: vms.length,
     estimated_cost_usd: roundUsd(billing.reduce((sum, vm) => sum + (vm.estimated_cost_usd ?? 0), 0)),
     price_per_hour: roundUsd(billing.reduce((sum, vm) => sum + (vm.price_per_hour ?? 0), 0)),
-    unknown_billing_count: vms.filter((vm) => vm.billing === null || vm.billing_assumed).length,
+    unknown_billing_count: vms.filter((vm) => vm.billing === null).length,
   }
 }

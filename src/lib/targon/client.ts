@@ -27,6 +27,12 @@ import {
 } from './schemas.js'
 
 export const PAGE_LIMIT = 100
+
+/**
+ * A history page is optional knowledge, never worth holding up a command (a `down` above all): a short deadline, one
+ * retry at most, and a body bound of its own (a page of 100 events is a few tens of KiB).
+ */
+export const HISTORY_PAGE = {attempts: 2, maxBytes: 1024 * 1024, timeoutMs: 10_000}
 /** How long a DELETE answer may take: Targon answers once the teardown is done (one production client waits 180 s). */
 export const DELETE_ANSWER_MS = 180_000
 const MAX_PAGES = 1000
@@ -174,7 +180,7 @@ export class TargonClient {
 
   /**
    * One page of a workload's history, items unchecked (the caller checks each, so that one hostile item cannot hide
-   * the others). Its order is not documented.
+   * the others). Its order is not documented. Bounded by HISTORY_PAGE.
    */
   async workloadEventsPage(
     org: string,
@@ -183,10 +189,13 @@ export class TargonClient {
   ): Promise<{items: unknown[]; nextCursor: string | undefined}> {
     return this.http.call({
       method: 'GET',
+      maxAttempts: HISTORY_PAGE.attempts,
+      maxBytes: HISTORY_PAGE.maxBytes,
       path: `${workloadPath(org, uid)}/events`,
       query: {cursor, limit: PAGE_LIMIT},
       retry: 'safe',
       schema: pageSchema(z.unknown()),
+      timeoutMs: Math.min(HISTORY_PAGE.timeoutMs, this.http.options.requestTimeoutMs),
     })
   }
 

@@ -43,6 +43,10 @@ export interface CallOptions<T extends z.ZodType> {
   auth?: boolean
   /** This call's own answer deadline, in ms, instead of the transport's requestTimeoutMs. */
   timeoutMs?: number
+  /** This call's own most attempts, instead of the transport's maxAttempts. */
+  maxAttempts?: number
+  /** This call's own bound on the body read, in bytes, below MAX_BODY_BYTES. */
+  maxBytes?: number
   /** The body as text, not parsed as JSON: `schema` gets the string (for endpoints that may answer text/plain). */
   raw?: boolean
   /**
@@ -109,7 +113,7 @@ export class HttpTransport {
         deadline: Number.POSITIVE_INFINITY,
         delayMs: () => 0,
         onTrouble: (error) => {
-          const delay = this.retryDelay(call.retry, error, attempts)
+          const delay = this.retryDelay(call, error, attempts)
           if (delay !== undefined) this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
           return delay
         },
@@ -170,7 +174,7 @@ export class HttpTransport {
     const requestId = headerValue(response.headers['x-request-id'])
     let text: string
     try {
-      text = await readCapped(response.body, endpoint, call.onTruncated)
+      text = await readCapped(response.body, endpoint, call.maxBytes ?? MAX_BODY_BYTES, call.onTruncated)
     } catch (error) {
       this.throwIfAborted()
       if (error instanceof TargonError) throw error
@@ -221,8 +225,9 @@ export class HttpTransport {
   }
 
   /** Milliseconds to wait before the next attempt, or undefined to give up. */
-  private retryDelay(policy: RetryPolicy, error: unknown, attempt: number): number | undefined {
-    if (attempt >= this.options.maxAttempts || !(error instanceof TargonError)) return undefined
+  private retryDelay(call: Pick<CallOptions<z.ZodType>, 'maxAttempts' | 'retry'>, error: unknown, attempt: number): number | undefined {
+    const policy = call.retry
+    if (attempt >= (call.maxAttempts ?? this.options.maxAttempts) || !(error instanceof TargonError)) return undefined
     const status = error.httpStatus
     // A classified refusal (capacity, credits, quota) is an answer, not trouble: it is never repeated here.
     const unclassified = error.code === 'API_ERROR' || error.code === 'NETWORK_ERROR'
@@ -238,12 +243,13 @@ export class HttpTransport {
 }
 
 /**
- * A body as text, reading at most MAX_BODY_BYTES: over it, the rest is not read and the answer is BAD_RESPONSE, or,
- * with onTruncated, only its last MAX_BODY_BYTES are kept. Memory stays bounded whatever the server sends.
+ * A body as text, reading at most `maxBytes`: over it, the rest is not read and the answer is BAD_RESPONSE, or, with
+ * onTruncated, only its last `maxBytes` are kept. Memory stays bounded whatever the server sends.
  */
 async function readCapped(
   body: AsyncIterable<Buffer> & {destroy: () => void},
   endpoint: string,
+  maxBytes: number,
   onTruncated?: () => void,
 ): Promise<string> {
   const chunks: Buffer[] = []
@@ -252,21 +258,25 @@ async function readCapped(
   for await (const chunk of body) {
     chunks.push(chunk)
     size += chunk.length
-    if (size <= MAX_BODY_BYTES) continue
+    if (size <= maxBytes) continue
     if (!onTruncated) {
       body.destroy()
-      throw new TargonError('BAD_RESPONSE', `Targon API answered ${endpoint} with more than ${MAX_BODY_BYTES / 1024 / 1024} MiB`, {
+      throw new TargonError('BAD_RESPONSE', `Targon API answered ${endpoint} with more than ${sizeText(maxBytes)}`, {
         hint: 'retry later; if it persists, report it to Targon support',
       })
     }
 
     truncated = true
-    while (size - (chunks[0]?.length ?? 0) >= MAX_BODY_BYTES) size -= (chunks.shift() as Buffer).length
+    while (size - (chunks[0]?.length ?? 0) >= maxBytes) size -= (chunks.shift() as Buffer).length
   }
 
   if (truncated) onTruncated?.()
   const text = Buffer.concat(chunks)
-  return (truncated ? text.subarray(text.length - Math.min(text.length, MAX_BODY_BYTES)) : text).toString('utf8')
+  return (truncated ? text.subarray(text.length - Math.min(text.length, maxBytes)) : text).toString('utf8')
+}
+
+function sizeText(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${bytes / 1024 / 1024} MiB` : `${bytes / 1024} KiB`
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

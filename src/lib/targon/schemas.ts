@@ -188,6 +188,7 @@ export type Version = z.infer<typeof VersionSchema>
 /**
  * One event of a workload's history (GET O/workloads/{uid}/events). Only `new_status` and `created_at` are relied on;
  * `event_type` names are undocumented. Text is bounded here: the history is read for a status, never shown in full.
+ * An event without `new_status` (null or absent) changed no status: it is valid, and moves nothing.
  */
 export const WorkloadEventSchema = z.object({
   created_at: z.string().max(64),
@@ -196,7 +197,7 @@ export const WorkloadEventSchema = z.object({
     .string()
     .nullish()
     .transform((text) => text?.slice(0, 200)),
-  new_status: z.string().max(64),
+  new_status: z.string().max(64).nullish(),
 })
 export type WorkloadEvent = z.infer<typeof WorkloadEventSchema>
 
