@@ -122,7 +122,7 @@ function indexPage(commands) {
     '# Command reference',
     '',
     `Every command of \`${BIN}\`, with each argument and flag, as \`${BIN} COMMAND --help\` shows them. Exit codes, the`,
-    'JSON output and the environment are described in the [README](../../README.md).',
+    'JSON output and the environment are described in [Scripting](../guides/scripting.md); the [manual](../README.md) has the rest.',
     '',
     '| Command | What it does |',
     '| --- | --- |',

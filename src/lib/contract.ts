@@ -946,7 +946,9 @@ export const ErrorEnvelopeSchema = z.object({
     ),
     exit_code: z
       .number()
-      .describe('as in the README table; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM'),
+      .describe(
+        'as in the exit-code table of docs/guides/scripting.md; INTERRUPTED is 128 + the signal number: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM',
+      ),
     message: z.string(),
     hint: z.string().nullable(),
     http_status: z.number().nullable(),

@@ -379,12 +379,12 @@ describe('small truths', () => {
     expect(again.stderr).toContain(`already-gone: ${uid}\n`)
   })
 
-  it('the key files have the modes the README states', async () => {
+  it('the key files have the modes the files table states', async () => {
     await setup()
     expect((await targon(UP)).code).toBe(0)
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const table = readFileSync(join(ROOT, 'docs/concepts/files-and-security.md'), 'utf8')
     for (const file of ['keys/id_ed25519', 'keys/id_ed25519.pub']) {
-      const row = new RegExp(`^\\| \`${file.replaceAll('.', '\\.')}\` \\|.*\\| (0[0-7]{3}) \\|$`, 'm').exec(readme)
+      const row = new RegExp(`^\\| \`${file.replaceAll('.', '\\.')}\` \\|.*\\| (0[0-7]{3}) \\|$`, 'm').exec(table)
       expect(row, file).not.toBeNull()
       expect((statSync(join(ctx.configDir, file)).mode & 0o777).toString(8).padStart(4, '0'), file).toBe(row?.[1])
     }
