@@ -12,6 +12,7 @@ import {pollUntil} from '../../src/lib/targon/wait.js'
 import {type DeleteOptions, type DeletionEvent, deleteWorkloads} from '../../src/lib/deletion/delete-workloads.js'
 import {LocalState} from '../../src/lib/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
@@ -236,22 +237,32 @@ describe('the deletion state machine, against the simulator', () => {
     expect(woken.sim.live()).toEqual([])
   })
 
+  // The watches and back-offs of a reconciled DELETE run on a fake clock: the simulator answers at once.
   it('a DELETE whose answer is lost is settled by watching the state, never by a second DELETE in flight', async () => {
-    const {results, sim} = await deleteSeeded((sim) => {
-      running(sim)
-      sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
-    })
+    const {results, sim} = await deleteSeeded(
+      (sim) => {
+        running(sim)
+        sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
+      },
+      {clock: fakeClock(Date.now())},
+    )
     expect(results).toMatchObject([{action: 'deleted', billing: false}])
     expect(sim.doubleDeletes.size).toBe(0)
     expect(sim.billing()).toEqual([])
   })
 
   it('a DELETE that never takes effect is sent at most four times, then reported as still billing', async () => {
-    const {results, sim} = await deleteSeeded((sim) => {
-      running(sim)
-      sim.inject({method: 'DELETE', path: '/workloads/', reset: true})
-    })
+    const clock = fakeClock(Date.now())
+    const {results, sim} = await deleteSeeded(
+      (sim) => {
+        running(sim)
+        sim.inject({method: 'DELETE', path: '/workloads/', reset: true})
+      },
+      {clock},
+    )
     expect(results).toMatchObject([{action: 'still-present', billing: true}])
+    // Each reset was watched a third of the reconcile window (600 ms) before the next DELETE.
+    expect(clock.sleeps.reduce((sum, ms) => sum + ms, 0)).toBeGreaterThanOrEqual(4 * 200)
     expect(sim.requests('DELETE', '/workloads')).toHaveLength(4)
     expect(sim.billing()).toHaveLength(1)
   })
