@@ -127,7 +127,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   if (ctx.orgRefusal) throw ctx.orgRefusal
   const {org} = ctx.request
   const password = randomPassword()
-  const now = new Date()
+  const now = new Date(ctx.clock.now())
   // The intent is recorded before the request, so that a crash leaves a trace of what may exist.
   saveRecord(ctx, {
     created_at: now.toISOString(),
@@ -293,13 +293,13 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
  */
 function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: number): void {
   const {org} = ctx.request
-  const expires = new Date(Date.now() + ttlMs).toISOString()
+  const expires = new Date(ctx.clock.now() + ttlMs).toISOString()
   const previous = ctx.state.readVm(org, name)
   if (previous) {
     ctx.state.updateVm(org, name, {ttl_expires_at: expires})
   } else {
     saveRecord(ctx, {
-      created_at: workload.created_at ?? new Date().toISOString(),
+      created_at: workload.created_at ?? new Date(ctx.clock.now()).toISOString(),
       name,
       password: '',
       resource: workloadResourceName(workload) ?? null,
