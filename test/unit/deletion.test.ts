@@ -12,8 +12,9 @@ import {pollUntil} from '../../src/lib/targon/wait.js'
 import {type DeleteOptions, type DeletionEvent, deleteWorkloads} from '../../src/lib/deletion/delete-workloads.js'
 import {LocalState} from '../../src/lib/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
+import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
 const note = (outcome: DeleteNote['outcome']): DeleteNote => ({at: new Date().toISOString(), name: null, outcome, uid: 'wrk-1'})
 
@@ -194,8 +195,12 @@ describe('the deletion state machine, against the simulator', () => {
   const simulated = useSimulatorClient()
 
   /** Deletes the workloads `seed` adds, with what each deletion announced. */
-  async function deleteSeeded(seed: (sim: TargonSimulator) => void, options: Partial<DeleteOptions> = {}) {
-    const {client, sim} = await simulated.start()
+  async function deleteSeeded(
+    seed: (sim: TargonSimulator) => void,
+    options: Partial<DeleteOptions> = {},
+    simulator: SimulatorOptions = {},
+  ) {
+    const {client, sim} = await simulated.start(simulator)
     seed(sim)
     const events: DeletionEvent[] = []
     const targets = [...sim.workloads.values()].map((workload) => ({name: workload.name, uid: workload.uid}))
@@ -217,9 +222,14 @@ describe('the deletion state machine, against the simulator', () => {
     expect(events.map((event) => event.status)).toEqual(['started', 'done'])
   })
 
+  // A woken VM runs at once here, so that the wake's looks can run on a fake clock too.
+  const instantBoot = {bootDelayMs: 0}
+
   it('wakes a suspended VM to delete it, as Targon deletes only a running one', async () => {
-    const {events, results, sim} = await deleteSeeded((sim) =>
-      sim.addWorkload({deployedAt: Date.now(), name: 'w-sus', status: 'suspended'}),
+    const {events, results, sim} = await deleteSeeded(
+      (sim) => sim.addWorkload({deployedAt: Date.now(), name: 'w-sus', status: 'suspended'}),
+      {clock: fakeClock(Date.now())},
+      instantBoot,
     )
     expect(results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
     expect(sim.requests('POST', '/deploy').length).toBeGreaterThanOrEqual(1)
@@ -228,30 +238,44 @@ describe('the deletion state machine, against the simulator', () => {
   })
 
   it('leaves a never-deployed workload (Targon refuses its DELETE) unless asked to wake it', async () => {
-    const left = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}))
+    const left = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}), {clock: fakeClock(Date.now())}, instantBoot)
     expect(left.results).toMatchObject([{action: 'left-registered', billing: false}])
     expect(left.sim.live()).toHaveLength(1)
-    const woken = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}), {wakeRegistered: true})
+    const woken = await deleteSeeded(
+      (sim) => sim.addWorkload({name: 'w-reg'}),
+      {clock: fakeClock(Date.now()), wakeRegistered: true},
+      instantBoot,
+    )
     expect(woken.results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
     expect(woken.sim.live()).toEqual([])
   })
 
+  // The watches and back-offs of a reconciled DELETE run on a fake clock: the simulator answers at once.
   it('a DELETE whose answer is lost is settled by watching the state, never by a second DELETE in flight', async () => {
-    const {results, sim} = await deleteSeeded((sim) => {
-      running(sim)
-      sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
-    })
+    const {results, sim} = await deleteSeeded(
+      (sim) => {
+        running(sim)
+        sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
+      },
+      {clock: fakeClock(Date.now())},
+    )
     expect(results).toMatchObject([{action: 'deleted', billing: false}])
     expect(sim.doubleDeletes.size).toBe(0)
     expect(sim.billing()).toEqual([])
   })
 
   it('a DELETE that never takes effect is sent at most four times, then reported as still billing', async () => {
-    const {results, sim} = await deleteSeeded((sim) => {
-      running(sim)
-      sim.inject({method: 'DELETE', path: '/workloads/', reset: true})
-    })
+    const clock = fakeClock(Date.now())
+    const {results, sim} = await deleteSeeded(
+      (sim) => {
+        running(sim)
+        sim.inject({method: 'DELETE', path: '/workloads/', reset: true})
+      },
+      {clock},
+    )
     expect(results).toMatchObject([{action: 'still-present', billing: true}])
+    // Each reset was watched a third of the reconcile window (600 ms) before the next DELETE.
+    expect(clock.sleeps.reduce((sum, ms) => sum + ms, 0)).toBeGreaterThanOrEqual(4 * 200)
     expect(sim.requests('DELETE', '/workloads')).toHaveLength(4)
     expect(sim.billing()).toHaveLength(1)
   })

@@ -3,7 +3,8 @@ import {describe, expect, it} from 'vitest'
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {Clock} from '../../src/lib/core/clock.js'
 import {poll} from '../../src/lib/core/poll.js'
-import {pollDelay, pollUntil} from '../../src/lib/targon/wait.js'
+import {pollUntil} from '../../src/lib/targon/wait.js'
+import {BACKOFF} from '../../src/lib/core/backoff.js'
 
 describe('state poll delays', () => {
   it('grow from 1 s by 0.5 s to 5 s, then 10 s after five minutes, jittered only downwards by up to 10 %', () => {
@@ -16,7 +17,7 @@ describe('state poll delays', () => {
         [20, 60_000, 5000],
         [40, 301_000, 10_000],
       ] as const) {
-        const delay = pollDelay(poll, elapsed)
+        const delay = BACKOFF.runningLook(poll, elapsed)
         expect(delay).toBeLessThanOrEqual(base)
         expect(delay).toBeGreaterThanOrEqual(base * 0.9)
       }
@@ -29,7 +30,7 @@ describe('state poll delays', () => {
       let at = 0
       let polls = 1
       for (let poll = 0; at < 5000; poll++) {
-        at += pollDelay(poll, at)
+        at += BACKOFF.runningLook(poll, at)
         polls++
       }
 

@@ -12,6 +12,7 @@ import * as z from 'zod'
 import type {BootstrapStep} from '../contract.js'
 import {TargonError} from '../core/errors.js'
 import {poll} from '../core/poll.js'
+import {BACKOFF} from '../core/backoff.js'
 import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
 import BOOTSTRAP_TEMPLATE from './bootstrap.sh'
@@ -379,9 +380,8 @@ export async function runInstall(
         throw await bootstrapFailure(session, 'the bootstrap stopped without reporting a result')
       return undefined
     },
-    // Fast at first (a run that finds every step in place, e.g. --reinstall, ends within seconds), then once a second;
-    // the run's signal and deadline bound it.
-    {deadline: Number.POSITIVE_INFINITY, delayMs: (attempt) => Math.min(1000, 200 * 2 ** attempt), signal},
+    // The run's signal and deadline bound it.
+    {deadline: Number.POSITIVE_INFINITY, delayMs: BACKOFF.bootstrapLook, signal},
   )
   // Without a deadline, only a value (or an error) ends the wait.
   return done as {marker: Marker}
@@ -494,7 +494,7 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
 
       return undefined
     },
-    {deadline: Date.now() + timeoutMs, delayMs: () => 1000, signal},
+    {deadline: Date.now() + timeoutMs, delayMs: BACKOFF.shimHealthLook, signal},
   )
   if (version !== undefined) return version
   const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log', {maxBytes: CHECK_OUTPUT_BYTES})).stdout

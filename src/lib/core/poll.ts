@@ -1,7 +1,8 @@
 /**
  * The one wait loop: call a check until it gives a value, backing off between calls, until an exact deadline.
  * Every wait of the project (a VM's state, SSH coming up, a deletion showing, the shim's health, a console being
- * followed, a notification being retried) is this loop with its own check, delays and trouble rule.
+ * followed, a notification being retried) is this loop with its own check, delays and trouble rule. Retrying one
+ * HTTP exchange is retry.ts; a mutation's reconciling, reconcile.ts (which waits with this loop).
  */
 import {type Clock, REAL_CLOCK} from './clock.js'
 import {abortError} from './errors.js'

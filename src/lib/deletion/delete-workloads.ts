@@ -22,7 +22,10 @@ import {TargonError} from '../core/errors.js'
 import {HALTED, type ObservedStatus, TRANSITIONAL, judge, needsWake} from './lifecycle.js'
 import {deleteLockPath, withFileLock} from '../state/lock.js'
 import type {LocalState} from '../state/local-state.js'
-import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {apiTrouble, isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import {type Look, reconcile} from '../core/reconcile.js'
 import type {DeleteAction, DeleteResult} from '../contract.js'
 import {type EventVm, vmRef} from '../events/run-events.js'
 import {recordStart, recordStop} from '../ledger/ledger.js'
@@ -50,12 +53,8 @@ const CONFIRM_MS = 5 * 60_000
  * often nothing was deleted, and the VM bills meanwhile.
  */
 const RESEND_AFTER_MS = 2 * 60_000
-/** How many DELETEs of one VM a deletion sends in all, one at a time, while the answers stay unclear. */
-const DELETE_SENDS = 4
 /** How long a woken VM may take to run again. */
 const WAKE_MS = 10 * 60_000
-/** How many times one wake-up deploy is sent while its answers stay unclear and the VM stays as it was. */
-const WAKE_SENDS = 4
 /** Still up, or on the way: a DELETE may yet take effect, so these are watched rather than answered. */
 const RUNNING: ReadonlySet<ObservedStatus> = new Set(['running', 'provisioning', ...TRANSITIONAL])
 
@@ -75,6 +74,8 @@ export interface DeleteOptions {
   onEvent?: (event: DeletionEvent) => void
   /** The reconcile window (see the setting): a DELETE answered 5xx or reset is watched a third of it before it is sent again. */
   reconcileMs: number
+  /** The time budgets, watches and back-offs read; the real one unless a test fakes it. */
+  clock?: Clock
 }
 
 export interface DeletionEvent {
@@ -106,14 +107,16 @@ function notAttempted(target: DeleteTarget, note: ReturnType<LocalState['readDel
   return {action: 'not-attempted', billing, error: 'interrupted before its deletion started', name: target.name, uid: target.uid}
 }
 
-/** What Targon said to one DELETE. */
-type DeleteAnswer = 'accepted' | 'in-progress' | 'not-found' | 'refused' | 'unclear' | TargonError
+/** What Targon said to one DELETE (an unclear answer is reconciled, anything else thrown). */
+type DeleteAnswer = 'accepted' | 'in-progress' | 'not-found' | 'refused'
 
 class Deletion {
   private readonly deadline: number
+  private readonly clock: Clock
   private woken = false
   private sends = 0
-  private lastUnclear: TargonError | undefined
+  /** The HTTP 500 that refused the last DELETE. */
+  private refusal: TargonError | undefined
 
   constructor(
     private readonly client: TargonClient,
@@ -122,11 +125,12 @@ class Deletion {
     private readonly target: DeleteTarget,
     private readonly options: DeleteOptions,
   ) {
-    this.deadline = Date.now() + (options.budgetMs ?? CLEANUP_BUDGET_MS)
+    this.clock = options.clock ?? REAL_CLOCK
+    this.deadline = this.clock.now() + (options.budgetMs ?? CLEANUP_BUDGET_MS)
   }
 
   async run(): Promise<DeleteResult> {
-    const startedAt = Date.now()
+    const startedAt = this.clock.now()
     this.say('started', `deleting ${this.label()}`)
     const result = await this.settle()
     // This run stopped its billing (what was gone already, the listing ends in the ledger).
@@ -135,7 +139,7 @@ class Deletion {
     this.say(
       result.billing ? 'failed' : 'done',
       `${this.label()}: ${result.action}${result.error ? ` (${result.error})` : ''}`,
-      Date.now() - startedAt,
+      this.clock.now() - startedAt,
     )
     return result
   }
@@ -144,7 +148,7 @@ class Deletion {
     try {
       return await withFileLock(deleteLockPath(this.org, this.target.uid, this.state.dir), (waited) => this.start(waited), {
         onWait: () => this.say('progress', `${this.label()}: another targon run is deleting it; waiting for that`),
-        timeoutMs: this.deadline - Date.now(),
+        timeoutMs: this.deadline - this.clock.now(),
       })
     } catch (error) {
       // Whatever went wrong (the API, or the local lock directory), the other deletions go on and this one is reported.
@@ -163,20 +167,57 @@ class Deletion {
     const note = this.state.readDeleteNote(this.org, this.target.uid)
     if (judge(status, note).gone) return this.result('already-gone', false)
     // Our own DELETE was accepted moments ago (an earlier attempt or run): watch it, do not send another.
-    if (note?.outcome === 'accepted' && Date.now() - Date.parse(note.at) < RESEND_AFTER_MS && !needsWake(status))
+    if (note?.outcome === 'accepted' && this.clock.now() - Date.parse(note.at) < RESEND_AFTER_MS && !needsWake(status))
       return this.confirm('deleted')
     return this.deleteOnce(status)
   }
 
-  /** Sends one DELETE and follows what Targon answered. */
-  private async deleteOnce(before: ObservedStatus): Promise<DeleteResult> {
-    const answer = await this.send()
-    if (answer instanceof TargonError) return this.result('failed', true, answer.message)
-    switch (answer) {
+  /**
+   * Sends a DELETE and follows what Targon answered. An unclear answer (lost, a reset, a 5xx; or `unclear`, an
+   * earlier one) may have been applied: the state is watched before the DELETE is sent again.
+   */
+  private async deleteOnce(before: ObservedStatus, unclear?: TargonError): Promise<DeleteResult> {
+    const sentBefore = this.sends
+    let last: ObservedStatus | undefined
+    const outcome = await reconcile<DeleteAnswer, ObservedStatus>(
+      {
+        classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
+        look: async (): Promise<Look<ObservedStatus>> => {
+          last = await this.readOnce()
+          if (last === 'not-found' || last === 'deleted') return {seen: last}
+          // Sent again once the state no longer moves (no DELETE of it is in flight: the last one answered): for an
+          // `error` record the answer tells a tombstone (204) from a crash (500).
+          return RUNNING.has(last) ? 'watch' : 'send-again'
+        },
+        lookDelay: BACKOFF.deletionLook,
+        lookTrouble: apiTrouble,
+        onResend: () =>
+          this.say('progress', `${this.label()}: still ${last ?? 'present'} after an unclear DELETE answer; sending it again`),
+        send: () => this.send(),
+        // After an answer that never came, the teardown may still be running (Targon answers only once it is done).
+        watchMs: (error) => ((error as TargonError).code === 'TIMEOUT' ? RESEND_AFTER_MS : this.options.reconcileMs / 3),
+      },
+      {clock: this.clock, deadline: this.deadline, sent: this.sends, unclear},
+    ).catch((error: unknown) => {
+      if (error instanceof TargonError) return error
+      throw error
+    })
+    if (outcome instanceof TargonError) return this.result('failed', true, outcome.message)
+    this.sends = outcome.sends
+    if (outcome.kind === 'seen') {
+      this.note('accepted')
+      return this.result('deleted', false)
+    }
+
+    if (outcome.kind !== 'answered')
+      return this.result('still-present', true, `still ${last ?? 'present'} after ${this.sends} unclear DELETE answers`)
+    // The DELETE just answered was sent for the state last seen.
+    const sentFor = outcome.sends > sentBefore + 1 || unclear ? (last ?? 'running') : before
+    switch (outcome.value) {
       case 'accepted': {
         this.note('accepted')
         // A 204 to an `error` record that was never woken: it was a tombstone already (a probe).
-        return this.confirm(before === 'error' && !this.woken ? 'already-gone' : 'deleted')
+        return this.confirm(sentFor === 'error' && !this.woken ? 'already-gone' : 'deleted')
       }
 
       case 'not-found': {
@@ -190,15 +231,10 @@ class Deletion {
       case 'refused': {
         return this.refused()
       }
-
-      case 'unclear': {
-        return this.unclear()
-      }
     }
   }
 
   private async send(): Promise<DeleteAnswer> {
-    this.sends++
     try {
       await this.client.deleteWorkload(this.org, this.target.uid)
       return 'accepted'
@@ -206,13 +242,12 @@ class Deletion {
       if (!(error instanceof TargonError)) throw error
       if (error.code === 'NOT_FOUND') return 'not-found'
       if (error.httpStatus === 409) return 'in-progress'
-      if (error.httpStatus === 500) return 'refused'
-      if (isOutcomeUnknown(error)) {
-        this.lastUnclear = error
-        return 'unclear'
+      if (error.httpStatus === 500) {
+        this.refusal = error
+        return 'refused'
       }
 
-      return error
+      throw error
     }
   }
 
@@ -235,30 +270,13 @@ class Deletion {
     }
 
     // A 500 for a running or provisioning VM says nothing certain.
-    return this.unclear()
-  }
-
-  /** The answer was lost or unclear: the DELETE may have been applied. Watch before sending another. */
-  private async unclear(): Promise<DeleteResult> {
-    const settle = this.lastUnclear?.code === 'TIMEOUT' ? RESEND_AFTER_MS : this.options.reconcileMs / 3
-    const status = await this.watch(Math.min(this.deadline, Date.now() + settle), RUNNING)
-    if (status === 'not-found' || status === 'deleted') {
-      this.note('accepted')
-      return this.result('deleted', false)
-    }
-
-    // Sent again (no DELETE of it is in flight: the last one answered): for an `error` record the answer tells a
-    // tombstone (204) from a crash (500); for a VM that still runs, the last one did not take effect.
-    if (this.sends >= DELETE_SENDS || Date.now() >= this.deadline)
-      return this.result('still-present', true, `still ${status ?? 'present'} after ${this.sends} unclear DELETE answers`)
-    this.say('progress', `${this.label()}: still ${status ?? 'present'} after an unclear DELETE answer; sending it again`)
-    return this.deleteOnce(status ?? 'running')
+    return this.deleteOnce(status, this.refusal)
   }
 
   /** After an accepted DELETE: watch until the record is gone (404, `deleted`, or an `error` tombstone). */
   private async confirm(action: 'already-gone' | 'deleted'): Promise<DeleteResult> {
     // Targon accepted the DELETE: whatever still looks alive is being torn down.
-    const status = await this.watch(Math.min(this.deadline, Date.now() + CONFIRM_MS), new Set([...RUNNING, ...HALTED, 'registered']))
+    const status = await this.watch(Math.min(this.deadline, this.clock.now() + CONFIRM_MS), new Set([...RUNNING, ...HALTED, 'registered']))
     if (status === 'not-found' || status === 'deleted' || status === 'error') return this.result(action, false)
     // A second DELETE during a teardown can leave the workload suspended (and billing).
     if (status === 'suspended') return this.wake(status)
@@ -267,58 +285,58 @@ class Deletion {
 
   /**
    * Suspended or crashed (or registered, when asked): deploy it, wait until it runs, then delete it. A deploy whose
-   * answer is unclear (a 5xx, a reset) is sent again while the state still shows the VM as it was, at most
-   * WAKE_SENDS times in all: waiting the whole budget for a VM whose deploy never arrived would leave it billing.
+   * answer is unclear (a 5xx, a reset) is sent again while the state still shows the VM as it was, a bounded number
+   * of times: waiting the whole budget for a VM whose deploy never arrived would leave it billing.
    */
   private async wake(status: ObservedStatus): Promise<DeleteResult> {
     if (this.woken) return this.result('failed', true, `still ${status} after waking it`)
     this.woken = true
     this.say('progress', `${this.label()}: ${status}, and Targon deletes only a running VM; deploying it to delete it`)
-    let sends = 1
-    let sent = await this.sendWake()
-    if (typeof sent !== 'string') return sent
+    const until = Math.min(this.deadline, this.clock.now() + WAKE_MS)
     // A registered workload starts billing once its deploy is taken (a suspended or crashed one was billing all along).
     let billed = status !== 'registered'
-    const deployTaken = () => {
-      if (!billed) this.started('wake-registered')
+    const seen = (now: ObservedStatus) => {
+      if (billed || now === 'registered' || now === 'not-found' || now === 'deleted') return
+      this.started('wake-registered')
       billed = true
     }
 
-    if (sent === 'sent') deployTaken()
+    const sent = await reconcile(
+      {
+        classify: (error) => (!(error instanceof TargonError) ? 'fatal' : isOutcomeUnknown(error) ? 'unclear' : 'refused'),
+        look: async (): Promise<Look<ObservedStatus>> => {
+          const now = await this.readOnce()
+          seen(now)
+          return now === status ? 'watch' : {seen: now}
+        },
+        lookDelay: BACKOFF.wakeLook,
+        lookTrouble: apiTrouble,
+        onUnclear: (error) =>
+          this.say('progress', `${this.label()}: the deploy to wake it got no clear answer (${error.message}); watching its state`),
+        send: () => this.client.deployWorkload(this.org, this.target.uid),
+        watchMs: (_error, sends) => BACKOFF.wakeLook(sends - 1),
+      },
+      {clock: this.clock, deadline: until},
+    )
+    if (sent.kind === 'refused') {
+      const error = sent.error as TargonError
+      if (error.code === 'NOT_FOUND') return this.result('deleted', false)
+      return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
+    }
+
+    if (sent.kind === 'answered') seen('provisioning')
     const running = await pollUntil(
       async () => {
         const now = await this.readOnce()
-        if (now !== 'registered' && now !== 'not-found' && now !== 'deleted') deployTaken()
-        if (now === 'running' || now === 'not-found' || now === 'deleted') return now
-        if (sent === 'unclear' && now === status && sends < WAKE_SENDS) {
-          sends++
-          sent = await this.sendWake()
-          if (typeof sent !== 'string') return sent
-        }
-
-        return undefined
+        seen(now)
+        return now === 'running' || now === 'not-found' || now === 'deleted' ? now : undefined
       },
-      {deadline: Math.min(this.deadline, Date.now() + WAKE_MS), delayMs: (poll) => Math.min(5000, 1000 + 500 * poll)},
+      {clock: this.clock, deadline: until, delayMs: BACKOFF.wakeLook},
     )
     if (running === undefined)
       return this.result('failed', true, `not running within ${Math.round(WAKE_MS / 60_000)} min of deploying it to delete it`)
-    if (typeof running !== 'string') return running
     if (running !== 'running') return this.result('deleted', false)
     return this.deleteOnce('running')
-  }
-
-  /** One wake-up deploy: sent, unclear (the state tells), or the final result when it was refused or the VM is gone. */
-  private async sendWake(): Promise<'sent' | 'unclear' | DeleteResult> {
-    try {
-      await this.client.deployWorkload(this.org, this.target.uid)
-      return 'sent'
-    } catch (error) {
-      if (!(error instanceof TargonError)) throw error
-      if (error.code === 'NOT_FOUND') return this.result('deleted', false)
-      if (!isOutcomeUnknown(error)) return this.result('failed', true, `could not deploy it to delete it: ${error.message}`)
-      this.say('progress', `${this.label()}: the deploy to wake it got no clear answer (${error.message}); watching its state`)
-      return 'unclear'
-    }
   }
 
   /** Polls the state while it is one of `pending`; the status it settled on, or the last one seen at the deadline. */
@@ -329,14 +347,14 @@ class Deletion {
         last = await this.readOnce()
         return pending.has(last) ? undefined : last
       },
-      {deadline: until, delayMs: (poll) => Math.min(3000, 250 * 2 ** poll)},
+      {clock: this.clock, deadline: until, delayMs: BACKOFF.deletionLook},
     )
     return settled ?? last
   }
 
   /** The state, waiting out transient API errors until the deadline; undefined if it never answered. */
   private read(): Promise<ObservedStatus | undefined> {
-    return pollUntil(() => this.readOnce(), {deadline: this.deadline, delayMs: (poll) => Math.min(5000, 500 * 2 ** poll)})
+    return pollUntil(() => this.readOnce(), {clock: this.clock, deadline: this.deadline, delayMs: BACKOFF.stateRead})
   }
 
   private async readOnce(): Promise<ObservedStatus> {
@@ -349,7 +367,12 @@ class Deletion {
   }
 
   private note(outcome: 'accepted' | 'refused'): void {
-    this.state.writeDeleteNote(this.org, {at: new Date().toISOString(), name: this.target.name, outcome, uid: this.target.uid})
+    this.state.writeDeleteNote(this.org, {
+      at: new Date(this.clock.now()).toISOString(),
+      name: this.target.name,
+      outcome,
+      uid: this.target.uid,
+    })
   }
 
   /** Tells the ledger that its billing began (with the listing's facts, or its name alone without them). */

@@ -10,12 +10,11 @@ import {OWNER_PATTERN, resolveSetting} from '../settings/settings.js'
 import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import type {Workload} from '../targon/schemas.js'
-import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {apiTrouble, isOutcomeUnknown} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
+import {reconcile} from '../core/reconcile.js'
 
 const PROJECT_PREFIX = 'tcli-owner-'
-
-/** How many times a project create is sent while its answers stay unclear and the listing shows nothing of its name. */
-const PROJECT_SENDS = 4
 
 /** Which VMs a command sees: with an owner, that owner's alone, unless --any-owner widens to every owner. */
 export interface OwnerScope {
@@ -87,18 +86,23 @@ export async function ownersOfListed(
  */
 export async function ensureOwnerProject(client: TargonClient, org: string, owner: string, reconcileMs: number): Promise<string> {
   const name = `${PROJECT_PREFIX}${owner}`
-  const find = async () => (await client.listProjects(org)).find((project) => project.name === name)?.uid
-  const existing = await find()
-  if (existing) return existing
-  for (let sent = 1; ; sent++) {
-    try {
-      return (await client.createProject(org, name)).uid
-    } catch (error) {
-      if (!isOutcomeUnknown(error) || sent >= PROJECT_SENDS) throw error
-      const found = await pollUntil(find, {deadline: Date.now() + reconcileMs, delayMs: () => 1000})
-      if (found) return found
-    }
-  }
+  const outcome = await reconcile(
+    {
+      classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
+      look: async () => {
+        const uid = (await client.listProjects(org)).find((project) => project.name === name)?.uid
+        return uid ? {seen: uid} : 'watch'
+      },
+      lookDelay: BACKOFF.projectLook,
+      lookTrouble: apiTrouble,
+      send: async () => (await client.createProject(org, name)).uid,
+      watchMs: () => reconcileMs,
+    },
+    {lookFirst: true},
+  )
+  if (outcome.kind === 'answered') return outcome.value
+  if (outcome.kind === 'seen') return outcome.state
+  throw outcome.error
 }
 
 /** The VMs a scope sees, and how many of the rest it leaves out, by owner (null: none; undefined: unknown). */

@@ -9,6 +9,7 @@ import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 
 import {poll} from '../core/poll.js'
+import {BACKOFF} from '../core/backoff.js'
 import {TargonError} from '../core/errors.js'
 
 import {childPath} from './paths.js'
@@ -40,7 +41,7 @@ export async function withFileLock<T>(
       waited = true
       return undefined
     },
-    {deadline: Date.now() + options.timeoutMs, delayMs: () => 50 + Math.random() * 100},
+    {deadline: Date.now() + options.timeoutMs, delayMs: BACKOFF.lockLook},
   )
   if (!taken)
     throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {

@@ -3,7 +3,9 @@
  * validation. Knows nothing about endpoints; client.ts does.
  */
 import {Slots} from '../core/concurrency.js'
-import {poll} from '../core/poll.js'
+import {jittered} from '../core/backoff.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import {retry} from '../core/retry.js'
 import {Agent, errors as undiciErrors, request} from './undici-subset.js'
 import type * as z from 'zod'
 
@@ -31,6 +33,8 @@ export interface HttpOptions {
   retryBaseMs?: number
   /** Receives one redacted line per request (for --verbose). */
   trace?: (line: string) => void
+  /** The time retries sleep on and exchanges are timed with. */
+  clock?: Clock
 }
 
 export interface CallOptions<T extends z.ZodType> {
@@ -73,6 +77,7 @@ export class HttpTransport {
 
   constructor(options: HttpOptions, shared?: {agent: Agent; mutations: Slots}) {
     this.options = {
+      clock: REAL_CLOCK,
       connectTimeoutMs: 10_000,
       maxAttempts: 4,
       requestTimeoutMs: 60_000,
@@ -101,26 +106,15 @@ export class HttpTransport {
 
   async call<T extends z.ZodType>(call: CallOptions<T>): Promise<z.output<T>> {
     const endpoint = `${call.method} ${call.path}`
-    let attempts = 0
-    // Boxed: an answer may be empty (a 204), which the wait would take for "not yet".
-    const answer = await poll(
-      async () => {
-        attempts++
-        return {value: await this.attempt(call, endpoint)}
+    return retry(() => this.attempt(call, endpoint), {
+      clock: this.options.clock,
+      delayAfter: (error, attempt) => {
+        const delay = this.retryDelay(call, error, attempt)
+        if (delay !== undefined) this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
+        return delay
       },
-      {
-        // retryDelay bounds the attempts.
-        deadline: Number.POSITIVE_INFINITY,
-        delayMs: () => 0,
-        onTrouble: (error) => {
-          const delay = this.retryDelay(call, error, attempts)
-          if (delay !== undefined) this.options.trace?.(`${endpoint}: retrying in ${delay} ms (${(error as Error).message})`)
-          return delay
-        },
-        signal: this.options.signal,
-      },
-    )
-    return (answer as {value: z.output<T>}).value
+      signal: this.options.signal,
+    })
   }
 
   /** One exchange; a mutation first waits for a free slot (the retry back-off holds none). */
@@ -154,7 +148,7 @@ export class HttpTransport {
     const timeoutMs = call.timeoutMs ?? this.options.requestTimeoutMs
     const deadline = AbortSignal.timeout(timeoutMs)
     const signal = this.options.signal ? AbortSignal.any([this.options.signal, deadline]) : deadline
-    const started = Date.now()
+    const started = this.options.clock.now()
     let response
     try {
       response = await request(url, {
@@ -181,7 +175,9 @@ export class HttpTransport {
       throw this.transportError(error, endpoint, timeoutMs)
     }
 
-    this.options.trace?.(`${endpoint} -> ${response.statusCode} (${Date.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`)
+    this.options.trace?.(
+      `${endpoint} -> ${response.statusCode} (${this.options.clock.now() - started} ms)${requestId ? ` request-id ${requestId}` : ''}`,
+    )
     if (response.statusCode >= 300) {
       throw httpError(
         response.statusCode,
@@ -190,6 +186,7 @@ export class HttpTransport {
         requestId,
         headerValue(response.headers['retry-after']),
         this.options.tokenSource,
+        this.options.clock.now(),
       )
     }
 
@@ -237,8 +234,7 @@ export class HttpTransport {
     if (!retryable) return undefined
     const retryAfter = error.details?.retry_after_ms
     if (typeof retryAfter === 'number') return Math.min(retryAfter, MAX_RETRY_AFTER_MS)
-    const base = this.options.retryBaseMs * 2 ** (attempt - 1)
-    return Math.round(base / 2 + Math.random() * base)
+    return jittered(this.options.retryBaseMs, attempt - 1)
   }
 }
 
@@ -284,7 +280,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 /** Retry-After as seconds or an HTTP date, in ms. */
-export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+export function parseRetryAfter(value: string | undefined, now = REAL_CLOCK.now()): number | undefined {
   if (!value) return undefined
   if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000)
   const date = Date.parse(value)
@@ -299,6 +295,7 @@ export function httpError(
   requestId?: string,
   retryAfter?: string,
   tokenSource = 'the API key',
+  now = REAL_CLOCK.now(),
 ): TargonError {
   let apiMessage: string | undefined
   let reason: string | undefined
@@ -332,7 +329,7 @@ export function httpError(
       : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
   }
   return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
-    details: {retry_after_ms: parseRetryAfter(retryAfter)},
+    details: {retry_after_ms: parseRetryAfter(retryAfter, now)},
     hint: hints[code],
     httpStatus: status,
     reason,

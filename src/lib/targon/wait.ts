@@ -39,12 +39,3 @@ export function pollUntil<T>(check: () => Promise<T | undefined>, options: ApiPo
   const {waitOutTrouble, ...rest} = options
   return poll(check, {...rest, onTrouble: waitOutTrouble === false ? undefined : apiTrouble})
 }
-
-/**
- * State-poll delays: 1 s, then +0.5 s per poll up to 5 s (10 s after five minutes), less up to 10 % of jitter. The
- * jitter spreads the polls of a fleet; it only ever shortens a delay, so it never delays noticing a running VM.
- */
-export function pollDelay(poll: number, elapsedMs: number): number {
-  const base = elapsedMs > 5 * 60_000 ? 10_000 : Math.min(5000, 1000 + 500 * poll)
-  return Math.round(base * (1 - Math.random() * 0.1))
-}

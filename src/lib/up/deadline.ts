@@ -4,7 +4,7 @@
  * bounds the rest of the run from the moment capacity was found. The run thus ends at the latest
  * --wait plus --timeout after it started.
  */
-import {MAX_TIMER_MS} from '../core/clock.js'
+import {type Clock, MAX_TIMER_MS, REAL_CLOCK} from '../core/clock.js'
 import type {WaitClock} from '../capacity/watch.js'
 
 export class RunDeadline implements WaitClock {
@@ -21,6 +21,8 @@ export class RunDeadline implements WaitClock {
     /** Epoch ms at which --wait runs out. */
     readonly waitUntil: number,
     private readonly reason: () => Error,
+    /** The time the run reads; the timer that aborts it is the real one. */
+    readonly clock: Clock = REAL_CLOCK,
   ) {
     this.start()
   }
@@ -32,18 +34,18 @@ export class RunDeadline implements WaitClock {
 
   /** Epoch ms by which the run must end; while a VM waits for capacity, the latest it can be. */
   get at(): number {
-    return this.holds > 0 ? Math.max(this.waitUntil, Date.now()) + this.timeoutMs : this.endsAt
+    return this.holds > 0 ? Math.max(this.waitUntil, this.clock.now()) + this.timeoutMs : this.endsAt
   }
 
   hold(): void {
     if (this.holds++ > 0) return
     clearTimeout(this.timer)
-    this.heldSince = Date.now()
+    this.heldSince = this.clock.now()
   }
 
   release(): void {
     if (--this.holds > 0) return
-    this.waitedMs += Date.now() - this.heldSince
+    this.waitedMs += this.clock.now() - this.heldSince
     this.start()
   }
 
@@ -53,7 +55,7 @@ export class RunDeadline implements WaitClock {
 
   private start(): void {
     clearTimeout(this.timer)
-    this.endsAt = Date.now() + this.timeoutMs
+    this.endsAt = this.clock.now() + this.timeoutMs
     // Beyond what setTimeout allows (about 24.8 days) it fires at that limit, never later than asked.
     this.timer = setTimeout(() => this.controller.abort(this.reason()), Math.min(this.timeoutMs, MAX_TIMER_MS))
     this.timer.unref()

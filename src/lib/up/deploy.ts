@@ -9,7 +9,9 @@ import type {Report} from '../capacity/watch.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError} from '../core/errors.js'
 import {type SparseWorkload, workloadPrice, workloadStatus} from '../targon/schemas.js'
-import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {apiTrouble, isOutcomeUnknown} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
+import {type Verdict, reconcile} from '../core/reconcile.js'
 import {allRefused, createOnCandidates} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
@@ -53,59 +55,60 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
   }
 }
 
-/** How many times one deploy is sent while its answers stay unclear and the workload stays registered. */
-const DEPLOY_SENDS = 4
-
 /**
  * One deploy: the deployed stage, or the refusal. An unclear answer (a 5xx without a refusal reason, 503 TEMPORARY, a
  * reset, a 409 state conflict) is reconciled: the state says whether the deploy happened, and while the workload is
- * still registered it is sent again, with a back-off, at most DEPLOY_SENDS times in all.
+ * still registered it is sent again, with a back-off, a bounded number of times.
  */
 async function deployOnce(ctx: RunContext, registered: Registered): Promise<Deployed | TargonError> {
   const {claim} = registered
   const {org} = ctx.request
-  let sent = 0
   let unclear: TargonError | undefined
-  // Errors that end the run are returned, not thrown: the poll would take a 429 for trouble to wait out.
-  const outcome = await pollUntil<{answer: SparseWorkload} | {fatal: unknown} | {refusal: TargonError}>(
-    async () => {
-      if (unclear) {
+  const outcome = await reconcile(
+    {
+      classify: (error) => deployVerdict(ctx, error),
+      look: async () => {
         const status = workloadStatus({state: await ctx.client.getWorkloadState(org, claim.uid)})
-        if (status === 'error') return {refusal: unclear}
-        if (status !== 'registered') return {answer: {}}
-        if (sent >= DEPLOY_SENDS) return {refusal: unclear}
-        ctx.warn(`the deploy of ${claim.name} got no clear answer (${unclear.message}); it is still registered, so it is sent again`)
-      }
-
-      sent++
-      try {
-        return {answer: await ctx.client.deployWorkload(org, claim.uid)}
-      } catch (error) {
-        // A 429 that outlasted its retries says "not processed, slow down": never a refusal of this offer.
-        if (!(error instanceof TargonError) || ctx.signal.aborted || error.code === 'AUTH' || error.code === 'QUOTA_EXCEEDED')
-          return {fatal: error}
-        if (error.httpStatus === 429) return {fatal: error}
-        if (!isOutcomeUnknown(error) && error.httpStatus !== 409) return {refusal: error}
-        unclear = error
-        return undefined
-      }
+        return status === 'registered' ? 'watch' : {seen: status}
+      },
+      lookDelay: BACKOFF.deployLook,
+      lookTrouble: apiTrouble,
+      onResend: () =>
+        ctx.warn(`the deploy of ${claim.name} got no clear answer (${unclear?.message}); it is still registered, so it is sent again`),
+      onUnclear: (error) => {
+        unclear = error as TargonError
+      },
+      send: () => ctx.client.deployWorkload(org, claim.uid),
+      watchMs: (_unclear, sends) => BACKOFF.deployLook(sends - 1),
     },
-    {deadline: ctx.deadline.at, delayMs: (poll) => Math.min(8000, 1000 * 2 ** poll), signal: ctx.signal},
+    {clock: ctx.clock, deadline: ctx.deadline.at, signal: ctx.signal},
   )
-  if (!outcome) return unclear ?? new TargonError('TIMEOUT', `the deploy of ${claim.name} did not settle in time`)
-  if ('fatal' in outcome) throw outcome.fatal
-  if ('refusal' in outcome) return outcome.refusal
+  if (outcome.kind === 'refused') return outcome.error as TargonError
+  // Out of sends or time, or a deploy that left the workload in error: the unclear answer says what is known.
+  if (outcome.kind === 'unsettled' || (outcome.kind === 'seen' && outcome.state === 'error'))
+    return unclear ?? new TargonError('TIMEOUT', `the deploy of ${claim.name} did not settle in time`)
+  const answer: SparseWorkload = outcome.kind === 'answered' ? outcome.value : {}
 
   claim.status = 'provisioning'
   // Billing starts here: the ledger hears of it before anything else can fail.
-  const facts = deployedFacts(ctx, registered, outcome.answer)
+  const facts = deployedFacts(ctx, registered, answer)
   const unrecorded = recordStart(ctx.state.dir, org, {facts, source: 'deploy', uid: claim.uid})
   if (unrecorded) ctx.warn(unrecorded)
   return {
     ...registered,
     kind: 'deployed',
-    price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, outcome.answer), {previous: registered.price}),
+    price: checkPrice(ctx, claim, await serverPrice(ctx, claim.uid, answer), {previous: registered.price}),
   }
+}
+
+/**
+ * A deploy that threw. A 429 that outlasted its retries says "not processed, slow down": never a refusal of this
+ * offer, and it ends the run, as do an interrupt, the key and a quota. A 409 (a state conflict) is unclear.
+ */
+function deployVerdict(ctx: RunContext, error: unknown): Verdict {
+  if (!(error instanceof TargonError) || ctx.signal.aborted || error.code === 'AUTH' || error.code === 'QUOTA_EXCEEDED') return 'fatal'
+  if (error.httpStatus === 429) return 'fatal'
+  return isOutcomeUnknown(error) || error.httpStatus === 409 ? 'unclear' : 'refused'
 }
 
 /** The VM as the ledger keeps it; the price the deploy's answer gives, else the one known at registration. */

@@ -19,7 +19,9 @@ import {
   workloadResourceName,
   workloadStatus,
 } from '../targon/schemas.js'
-import {isOutcomeUnknown, pollUntil} from '../targon/wait.js'
+import {apiTrouble, isOutcomeUnknown} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
+import {reconcile} from '../core/reconcile.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
@@ -135,9 +137,6 @@ async function afterBadAnswer(ctx: RunContext, name: string, error: TargonError)
   throw error
 }
 
-/** How many times one create is sent while its answers stay unclear and the listing shows nothing of its name. */
-const CREATE_SENDS = 4
-
 /**
  * Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. An unclear answer is
  * reconciled by name before the create is sent again (a blind re-send after a commit would make a duplicate).
@@ -146,7 +145,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
   if (ctx.orgRefusal) throw ctx.orgRefusal
   const {org} = ctx.request
   const password = randomPassword()
-  const now = new Date()
+  const now = new Date(ctx.clock.now())
   // The intent is recorded before the request, so that a crash leaves a trace of what may exist.
   saveRecord(ctx, {
     created_at: now.toISOString(),
@@ -211,8 +210,8 @@ async function checkOwner(ctx: RunContext, workload: Workload): Promise<Workload
 /**
  * Sends a create until it is answered. An unclear answer (a 5xx without a refusal reason, a reset) may hide a
  * committed create: the listing is watched for the name for the reconcile window, and the create is sent again
- * only if the name never shows, at most CREATE_SENDS times in all. Interrupted, it looks for a committed create
- * once more so that clean-up can delete it; an answer that fails the checks is never sent again (afterBadAnswer).
+ * only if the name never shows, a bounded number of times. Interrupted, it looks for a committed create once more
+ * so that clean-up can delete it; an answer that fails the checks is never sent again (afterBadAnswer).
  */
 async function sendCreate(
   ctx: RunContext,
@@ -221,39 +220,36 @@ async function sendCreate(
   claimAs: (uid: string) => Claim,
 ): Promise<SparseWorkload> {
   const {org} = ctx.request
-  const run = {sent: 0, unclear: undefined as {error: Error; since: number} | undefined}
-  let outcome: {created: SparseWorkload} | {fatal: Error} | undefined
+  let error: Error | undefined
+  let outOfTime = false
   try {
-    outcome = await pollUntil<{created: SparseWorkload} | {fatal: Error}>(
-      async () => {
-        if (run.unclear) {
+    const outcome = await reconcile(
+      {
+        classify: (failure) => {
+          const bad = failure instanceof TargonError && failure.code === 'BAD_RESPONSE'
+          return ctx.signal.aborted || bad || !isOutcomeUnknown(failure) ? 'fatal' : 'unclear'
+        },
+        look: async () => {
           const found = (await findByName(ctx, name))[0]
-          if (found) return {created: found}
-          if (Date.now() - run.unclear.since < ctx.request.reconcileMs) return undefined
-          if (run.sent >= CREATE_SENDS) return {fatal: run.unclear.error}
-        }
-
-        run.sent++
-        try {
-          return {created: await ctx.client.createWorkload(org, body)}
-        } catch (error) {
-          const failure = asError(error)
-          const bad = error instanceof TargonError && error.code === 'BAD_RESPONSE'
-          if (ctx.signal.aborted || bad || !isOutcomeUnknown(error)) return {fatal: failure}
-          ctx.warn(`the answer to creating ${name} was lost (${failure.message}); checking whether it exists`)
-          run.unclear = {error: failure, since: Date.now()}
-          return undefined
-        }
+          return found ? {seen: found} : 'watch'
+        },
+        lookDelay: BACKOFF.createLook,
+        lookTrouble: apiTrouble,
+        onUnclear: (failure) => ctx.warn(`the answer to creating ${name} was lost (${failure.message}); checking whether it exists`),
+        send: () => ctx.client.createWorkload(org, body),
+        watchMs: () => ctx.request.reconcileMs,
       },
-      {deadline: ctx.deadline.at, delayMs: () => 2000, signal: ctx.signal},
+      {clock: ctx.clock, deadline: ctx.deadline.at, signal: ctx.signal},
     )
-  } catch (error) {
-    outcome = {fatal: asError(error)}
+    if (outcome.kind === 'answered') return outcome.value
+    if (outcome.kind === 'seen') return outcome.state
+    outOfTime = outcome.kind === 'unsettled' && outcome.why === 'deadline'
+    error = outcome.error === undefined ? undefined : asError(outcome.error)
+  } catch (failure) {
+    error = asError(failure)
   }
 
-  if (outcome && 'created' in outcome) return outcome.created
-  const error = outcome?.fatal ?? run.unclear?.error
-  if (ctx.signal.aborted || !outcome) {
+  if (ctx.signal.aborted || outOfTime || error === undefined) {
     // Interrupted or out of time: the create may still be committed on the server; find it so that clean-up can delete it.
     const committed = (await findByName(ctx, name, ctx.request.reconcileMs / 3, ctx.cleanupClient, null).catch(() => []))[0]
     if (committed) claimAs(committed.uid)
@@ -263,7 +259,7 @@ async function sendCreate(
 
   if (error instanceof TargonError && error.code === 'BAD_RESPONSE') return afterBadAnswer(ctx, name, error)
   ctx.state.removeVm(org, name)
-  throw error ?? new TargonError('INTERNAL', `the create of ${name} ended without an answer`)
+  throw error
 }
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : asTargonError(error))
@@ -315,13 +311,13 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
  */
 function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: number): void {
   const {org} = ctx.request
-  const expires = new Date(Date.now() + ttlMs).toISOString()
+  const expires = new Date(ctx.clock.now() + ttlMs).toISOString()
   const previous = ctx.state.readVm(org, name)
   if (previous) {
     ctx.state.updateVm(org, name, {ttl_expires_at: expires})
   } else {
     saveRecord(ctx, {
-      created_at: workload.created_at ?? new Date().toISOString(),
+      created_at: workload.created_at ?? new Date(ctx.clock.now()).toISOString(),
       name,
       password: '',
       resource: workloadResourceName(workload) ?? null,

@@ -10,13 +10,14 @@ import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {forgetVm} from '../deletion/forget.js'
 import {judge} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, classifyByHistory} from '../deletion/history.js'
-import {REAL_CLOCK} from '../core/clock.js'
+import type {Clock} from '../core/clock.js'
 import {TargonError} from '../core/errors.js'
 import {withinCap} from '../offers/offers.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../targon/schemas.js'
 import {pollUntil} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
 import type {CapacityWatch} from '../capacity/watch.js'
 import type {OfferUnits} from '../capacity/candidates.js'
 import type {RunDeadline} from './deadline.js'
@@ -70,6 +71,8 @@ export interface RunContext {
   signal: AbortSignal
   /** The run's --timeout: `deadline.at` is when the whole run must end. */
   deadline: RunDeadline
+  /** The time the run reads (the deadline's). */
+  clock: Clock
   /** With --wait: where VMs wait for capacity; null without. */
   capacity: CapacityWatch | null
   warn: (message: string) => void
@@ -148,13 +151,13 @@ export async function findByName(
               ctx.state,
               ctx.request.org,
               unexplained.map((workload) => workload.uid),
-              {clock: REAL_CLOCK},
+              {clock: ctx.clock},
             )
           : new Map<string, HistoryAnswer>()
       const live = named.filter((workload) => history.get(workload.uid)?.kind !== 'deleted')
       return live.length > 0 ? live : undefined
     },
-    {deadline: Date.now() + waitMs, delayMs: () => 2000, signal: signal ?? undefined, waitOutTrouble: false},
+    {clock: ctx.clock, deadline: ctx.clock.now() + waitMs, delayMs: BACKOFF.nameLook, signal: signal ?? undefined, waitOutTrouble: false},
   )
   return found ?? []
 }

@@ -17,6 +17,7 @@ import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {vmResult} from './result.js'
 import type {RunContext} from './run-context.js'
 import {RunDeadline} from './deadline.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {VmTrack} from './stages.js'
 import {phaseRecorder} from './phase-recorder.js'
 import {type PipelineLayout, pipelineLayout, provisionAll} from './pipeline.js'
@@ -72,6 +73,8 @@ export interface UpOptions {
   warn: (message: string) => void
   /** Lets the signal handler name what this run has created so far. */
   track: (tracks: VmTrack[]) => void
+  /** The time the run's deadline, reconciling and back-offs read; the real one unless a test fakes it. */
+  clock?: Clock
   /** A VM that waited for capacity (--wait) found it. */
   onCapacityFound?: () => void
   /** Where the run says what it does: each phase, step and roll-back of each VM. */
@@ -106,7 +109,8 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT; waiting for capacity holds it (see deadline.ts). Clean-up runs on a
   // client without this signal, with its own budget.
-  const startedAt = Date.now()
+  const clock = options.clock ?? REAL_CLOCK
+  const startedAt = clock.now()
   const deadline = new RunDeadline(
     options.timeoutMs,
     startedAt + (options.capacity?.waitMs ?? 0),
@@ -114,6 +118,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
       new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {
         hint: 'raise --timeout, or check the network',
       }),
+    clock,
   )
   // Aborts every VM's phases once a refusal for the whole org (see ORG_REFUSALS) leaves too few VMs for the run.
   const orgRefusal = new AbortController()
@@ -144,7 +149,7 @@ async function prepare(
   options: UpOptions,
 ): Promise<RunContext> {
   const inventory = await client.inventory()
-  const readAt = Date.now()
+  const readAt = deadline.clock.now()
   // Only adopting needs no cap: then nothing can be rented.
   const cap = options.maxPrice ?? 0
   const wanted = {...options, maxPrice: cap}
@@ -165,7 +170,7 @@ async function prepare(
   const image = await resolveImage(client, org, options.image)
   const state = new LocalState(options.configDir)
   const key = await ensureProjectKey(options.configDir)
-  const sshKeyUid = await ensureKeyRegistered(client, org, state, key)
+  const sshKeyUid = await ensureKeyRegistered(client, org, state, key, deadline.clock)
   const owner =
     options.owner === null
       ? null
@@ -231,6 +236,7 @@ async function prepare(
     capacity,
     cleanupClient,
     client,
+    clock: deadline.clock,
     deadline,
     events: options.events,
     leftovers: [],

@@ -11,7 +11,8 @@ import {HALTED} from '../deletion/lifecycle.js'
 import {withConsoleTail} from '../logs/logs.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {workloadStatus} from '../targon/schemas.js'
-import {apiTrouble, pollDelay} from '../targon/wait.js'
+import {apiTrouble} from '../targon/wait.js'
+import {BACKOFF} from '../core/backoff.js'
 import {Deferred} from '../core/deferred.js'
 import {poll} from '../core/poll.js'
 import type {RunContext} from './run-context.js'
@@ -120,7 +121,7 @@ export class PolledStateWatch implements StateWatch {
           },
           // While the bootstrap runs on a VM with an address, the state only has to say that it did not fail.
           delayMs: (attempt, elapsed) =>
-            this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : pollDelay(attempt, elapsed),
+            this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : BACKOFF.runningLook(attempt, elapsed),
           onTrouble: apiTrouble,
           signal: AbortSignal.any([this.ctx.signal, this.halt.signal]),
         },
