@@ -17,6 +17,7 @@ import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/notify/notify.js'
+import {hooksInWords} from '../lib/hooks/hook.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -64,6 +65,13 @@ otherwise, with a per-VM result.`)
     'any-owner': Flags.boolean({
       default: false,
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
+    }),
+    hooks: Flags.boolean({
+      allowNo: true,
+      default: true,
+      summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
+      description:
+        "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before the first DELETE and outside each deletion's budget, with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     'show-deleted': Flags.boolean({
@@ -159,6 +167,7 @@ otherwise, with a per-VM result.`)
             configDir: configDir(),
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
+            hooks: flags.hooks,
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
             reconcileMs: await resolveSetting('reconcile-window'),
@@ -178,7 +187,11 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)`,
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${hooksInWords(
+                deleted,
+              )
+                .map((line) => `\n${line}`)
+                .join('')}`,
               {exitCode: 0, owner: selection.owner, vms: deleted.map((each) => ({name: each.name, uid: each.uid}))},
             )
           if (!this.jsonEnabled()) this.render(result)
@@ -254,6 +267,7 @@ otherwise, with a per-VM result.`)
         result.results,
       ),
     )
+    for (const line of hooksInWords(result.results)) this.log(line)
   }
 }
 

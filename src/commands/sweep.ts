@@ -18,6 +18,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
 import {runSweep} from '../lib/sweep/sweep.js'
+import {hooksInWords} from '../lib/hooks/hook.js'
 import {recordRun, rotateLog} from '../lib/guard/runs.js'
 
 /** The guard's warning window when the config sets none. */
@@ -55,6 +56,13 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     'any-owner': Flags.boolean({
       default: false,
       summary: "Sweep every owner's VMs in a shared org (default: your owner's, or refuse a mix), as on down.",
+    }),
+    hooks: Flags.boolean({
+      allowNo: true,
+      default: true,
+      summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
+      description:
+        "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before the first DELETE and outside each deletion's budget, with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
     fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
@@ -174,6 +182,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             configDir: configDir(),
             dryRun: flags['dry-run'],
             fleet,
+            hooks: flags.hooks,
             idleLimitS: this.idleLimitS(),
             labelFleet: await resolveSetting('fleet'),
             minRunwayMs: flags['min-runway'] ?? null,
@@ -231,7 +240,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       result.survivors.length > 0 ? `; STILL BILLING: ${result.survivors.join(', ')} (targon down ${result.survivors.join(' ')})` : ''
     await this.notify(
       'sweep-deleted',
-      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}`,
+      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${hooksInWords(
+        result.results,
+      )
+        .map((line) => `\n${line}`)
+        .join('')}`,
       {
         exitCode,
         stillBilling: result.survivors,
@@ -274,6 +287,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           result.results,
         ),
       )
+    for (const line of hooksInWords(result.results)) this.log(line)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,
