@@ -9,7 +9,7 @@ import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
-import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
@@ -66,13 +66,7 @@ otherwise, with a per-VM result.`)
       default: false,
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
     }),
-    hooks: Flags.boolean({
-      allowNo: true,
-      default: true,
-      summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
-      description:
-        "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before the first DELETE and outside each deletion's budget, with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
-    }),
+    hooks: hooksFlag(),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     'show-deleted': Flags.boolean({
       default: false,

@@ -5,7 +5,7 @@ import {Flags} from '@oclif/core'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
-import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/contract.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
@@ -57,13 +57,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       default: false,
       summary: "Sweep every owner's VMs in a shared org (default: your owner's, or refuse a mix), as on down.",
     }),
-    hooks: Flags.boolean({
-      allowNo: true,
-      default: true,
-      summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
-      description:
-        "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before the first DELETE and outside each deletion's budget, with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
-    }),
+    hooks: hooksFlag(),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
     fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
     guard: Flags.boolean({
