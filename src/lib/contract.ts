@@ -256,6 +256,10 @@ export const UsageSchema = z.object({
   idle_seconds: z.number().nullable().describe("idle up to the last sample, by the VM's own clock; null when unreadable"),
   idle_limit_seconds: z.number().nullable().describe("the VM's own limit (up --idle), else down --idle-limit; null: none"),
   idle_reason: z.string().describe('why it is idle, busy or unreadable'),
+  idle_hold_until: z
+    .string()
+    .optional()
+    .describe('idle past its limit, but its idle deletion is held off on the VM (targon extend) until about then'),
   gpus: z.array(z.object({index: z.number(), util_pct: z.number(), mem_used_mib: z.number(), mem_total_mib: z.number()})).nullable(),
   ssh_sessions: z.number().nullable().describe('SSH sessions with a terminal or a command, targon probes not counted'),
   tunnels: z
@@ -787,6 +791,12 @@ export const ExtendResultSchema = z.object({
       name: z.string().nullable(),
       ttl_expires_at: z.string().nullable().describe('the new TTL deadline; null: the VM has no TTL'),
       idle_hold_until: z.string().nullable().describe('no idle deletion before this; null: none held off'),
+      idle_hold_on_vm: z
+        .enum(['written', 'not-written'])
+        .nullable()
+        .describe(
+          'the hold-off written on the VM too, where its idle limit lives (not-written: the VM could not be reached, a warning says why); null: no idle hold-off asked, or a VM without the bootstrap (no idle sampler)',
+        ),
       max_cost_usd: z.number().nullable().describe('the budget now'),
       budget_ends_at: z.string().nullable().describe('when the estimate reaches the budget, at the current price'),
     }),
