@@ -14,7 +14,7 @@ import {TargonError, asTargonError} from '../core/errors.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
-import {WORKLOAD_NAME_PATTERN} from '../targon/schemas.js'
+import {API_IDENTIFIER_PATTERN, WORKLOAD_NAME_PATTERN} from '../targon/schemas.js'
 
 export const HOOK_CONF = '/etc/targon-fleet/on-delete.conf'
 /** up --hook-timeout's default. */
@@ -31,8 +31,6 @@ const MAX_READ_BYTES = 2 * REMOTE_TAIL_BYTES
 const MAX_CONF_BYTES = 8 * MAX_HOOK_BYTES
 /** After the hook's own timeout, how long its end (TERM, then KILL 5 s later on the VM) is waited for here. */
 const END_GRACE_MS = 15_000
-/** A uid as Targon gives them; anything else is not put in the hook's environment. */
-const UID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
 
 export interface HookSetting {
   command: string
@@ -106,7 +104,7 @@ export function outputTail(output: string): string {
 /** What a hook's run is told of its VM: the name only if it passed the name check, else empty. */
 export function hookEnvironment(vm: {name: string | null; uid: string}, reason: DeleteReason): string {
   const name = vm.name !== null && WORKLOAD_NAME_PATTERN.test(vm.name) ? vm.name : ''
-  const uid = UID_PATTERN.test(vm.uid) ? vm.uid : ''
+  const uid = API_IDENTIFIER_PATTERN.test(vm.uid) ? vm.uid : ''
   return `TARGON_VM_NAME=${shellQuote(name)} TARGON_VM_UID=${shellQuote(uid)} TARGON_DELETE_REASON=${shellQuote(reason)}`
 }
 
