@@ -9,7 +9,7 @@ import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
-import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
@@ -17,6 +17,7 @@ import type {DownResult} from '../lib/contract.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/notify/notify.js'
+import {hooksInWords} from '../lib/hooks/hook.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -65,6 +66,7 @@ otherwise, with a per-VM result.`)
       default: false,
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
     }),
+    hooks: hooksFlag(),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     'show-deleted': Flags.boolean({
       default: false,
@@ -161,6 +163,7 @@ otherwise, with a per-VM result.`)
             configDir: configDir(),
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
+            hooks: flags.hooks,
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await resolveSetting('fleet'),
             reconcileMs: await resolveSetting('reconcile-window'),
@@ -181,7 +184,11 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}`,
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}${hooksInWords(
+                deleted,
+              )
+                .map((line) => `\n${line}`)
+                .join('')}`,
               {
                 exitCode: 0,
                 owner: selection.owner,
@@ -262,6 +269,7 @@ otherwise, with a per-VM result.`)
         result.results,
       ),
     )
+    for (const line of hooksInWords(result.results)) this.log(line)
   }
 }
 

@@ -16,8 +16,9 @@ export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
   static description = prose(`--by moves each VM's TTL to (the later of now and its deadline) + the duration, and
 holds off its idle deletion (down --idle, sweep) for the duration; --ttl-only or --idle-only moves one of them.
 --max-cost USD sets the budget. The limits are kept in this config directory's records (the API has no field for
-them), so extend works from the directory that ran targon up; the hold-off is not written to the VM, whose sampler
-keeps counting. A VM of another owner is refused (exit 2) unless --any-owner; a name that matches nothing exits 4.
+them), so extend works from the directory that ran targon up. The idle hold-off is also written on the VM (its idle
+sampler's config, on the VM's clock), so that its own idle judgement says it is held off; a VM that cannot be reached
+keeps the hold-off here only, and a warning says so (idle_hold_on_vm: not-written). A VM of another owner is refused (exit 2) unless --any-owner; a name that matches nothing exits 4.
 Prints the new deadlines.`)
 
   static examples = [
@@ -49,6 +50,7 @@ Prints the new deadlines.`)
     return this.withApi(async (client) => {
       const result = await runExtend(client, new LocalState(configDir()), {
         byMs: flags.by ?? null,
+        configDir: configDir(),
         idle: !flags['ttl-only'],
         labelFleet,
         maxCostUsd: flags['max-cost'] ?? null,

@@ -5,7 +5,7 @@ import {Flags} from '@oclif/core'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
-import {durationFlag, usdFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/contract.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
@@ -18,6 +18,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
 import {runSweep} from '../lib/sweep/sweep.js'
+import {hooksInWords} from '../lib/hooks/hook.js'
 import {recordRun, rotateLog} from '../lib/guard/runs.js'
 
 /** The guard's warning window when the config sets none. */
@@ -56,6 +57,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       default: false,
       summary: "Sweep every owner's VMs in a shared org (default: your owner's, or refuse a mix), as on down.",
     }),
+    hooks: hooksFlag(),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
     fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
     guard: Flags.boolean({
@@ -174,6 +176,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             configDir: configDir(),
             dryRun: flags['dry-run'],
             fleet,
+            hooks: flags.hooks,
             idleLimitS: this.idleLimitS(),
             labelFleet: await resolveSetting('fleet'),
             minRunwayMs: flags['min-runway'] ?? null,
@@ -231,7 +234,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       result.survivors.length > 0 ? `; STILL BILLING: ${result.survivors.join(', ')} (targon down ${result.survivors.join(' ')})` : ''
     await this.notify(
       'sweep-deleted',
-      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}`,
+      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${hooksInWords(
+        result.results,
+      )
+        .map((line) => `\n${line}`)
+        .join('')}`,
       {
         exitCode,
         stillBilling: result.survivors,
@@ -274,6 +281,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           result.results,
         ),
       )
+    for (const line of hooksInWords(result.results)) this.log(line)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,

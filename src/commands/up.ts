@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
+import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
@@ -132,6 +133,15 @@ existing VM instead of creating a second one.`)
       summary:
         'Count a running container as activity for the idle clock (--no-idle-containers stops it); kept when a later up adopts the VM without it.',
     }),
+    'on-delete': Flags.string({
+      summary:
+        "A command to run on the VM as ubuntu before targon down or sweep deletes it, e.g. to save a checkpoint (at most 4 KiB, one line); '' removes it. Kept when a later up adopts the VM without it.",
+      description:
+        "Stored on the VM in /etc/targon-fleet/on-delete.conf (0600 root: it may carry a token), never locally and never on a command line. down and sweep run it over the VM's pinned SSH connection with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down) set, and report its exit code, duration and last output lines; a hook that fails or times out does not stop the deletion, and a VM that cannot be reached is deleted without it. The clean-up of a failed or interrupted up runs no hook. The VM bills while its hook runs: a --max-cost budget can be overshot by up to --hook-timeout of its price.",
+    }),
+    'hook-timeout': durationFlag('--hook-timeout', {
+      summary: 'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m).',
+    }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
@@ -166,6 +176,12 @@ existing VM instead of creating a second one.`)
         '--idle, --idle-check and --idle-containers need the bootstrap, which installs the idle sampler',
         'drop --no-bootstrap',
       )
+    if (flags['hook-timeout'] !== undefined && flags['on-delete'] === undefined)
+      throw usageError('--hook-timeout needs --on-delete', 'add --on-delete CMD, the hook it limits')
+    const hookProblem = flags['on-delete'] === undefined ? null : hookCommandProblem(flags['on-delete'])
+    if (hookProblem) throw usageError(hookProblem, 'give one line of at most 4 KiB, e.g. a script on the VM: --on-delete "~/save.sh"')
+    if (!flags.bootstrap && flags['on-delete'] !== undefined)
+      throw usageError('--on-delete needs the bootstrap, which prepares the VM for it', 'drop --no-bootstrap')
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
@@ -192,6 +208,12 @@ existing VM instead of creating a second one.`)
             intervalMs: await resolveSetting('idle-sample-interval'),
             limitMs: flags.idle,
           },
+          onDelete:
+            flags['on-delete'] === undefined
+              ? undefined
+              : flags['on-delete'] === ''
+                ? null
+                : {command: flags['on-delete'], timeout_s: Math.ceil((flags['hook-timeout'] ?? DEFAULT_HOOK_TIMEOUT_MS) / 1000)},
         }
       : null
     const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}

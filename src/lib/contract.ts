@@ -152,6 +152,24 @@ export const DELETE_ACTIONS = [
 ] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
+export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down'] as const
+export type DeleteReason = (typeof DELETE_REASONS)[number]
+
+export const HookOutcomeSchema = z
+  .object({
+    status: z
+      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable'])
+      .describe('unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook'),
+    exit_code: z.number().int().nullable().describe('the exit code of the hook on the VM; null when it did not end by itself'),
+    duration_ms: z.number().int().nonnegative(),
+    output_tail: z
+      .string()
+      .describe('the last lines of its output (stdout and stderr), at most 20 lines or 4 KiB, control characters removed'),
+    detail: z.string().nullable().describe('why it did not succeed, for a person; null when it did'),
+  })
+  .describe('the pre-delete hook (up --on-delete) run on the VM before its deletion; the deletion went on whatever it did')
+export type HookOutcome = z.infer<typeof HookOutcomeSchema>
+
 export const DeleteResultSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
@@ -162,6 +180,9 @@ export const DeleteResultSchema = z.object({
     ),
   billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
+  hook: HookOutcomeSchema.optional().describe(
+    'present when the VM has a pre-delete hook and down or sweep tried to run it (not under --dry-run or --no-hooks)',
+  ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>
 
@@ -235,6 +256,10 @@ export const UsageSchema = z.object({
   idle_seconds: z.number().nullable().describe("idle up to the last sample, by the VM's own clock; null when unreadable"),
   idle_limit_seconds: z.number().nullable().describe("the VM's own limit (up --idle), else down --idle-limit; null: none"),
   idle_reason: z.string().describe('why it is idle, busy or unreadable'),
+  idle_hold_until: z
+    .string()
+    .optional()
+    .describe('idle past its limit, but its idle deletion is held off on the VM (targon extend) until about then'),
   gpus: z.array(z.object({index: z.number(), util_pct: z.number(), mem_used_mib: z.number(), mem_total_mib: z.number()})).nullable(),
   ssh_sessions: z.number().nullable().describe('SSH sessions with a terminal or a command, targon probes not counted'),
   tunnels: z
@@ -772,6 +797,12 @@ export const ExtendResultSchema = z.object({
       name: z.string().nullable(),
       ttl_expires_at: z.string().nullable().describe('the new TTL deadline; null: the VM has no TTL'),
       idle_hold_until: z.string().nullable().describe('no idle deletion before this; null: none held off'),
+      idle_hold_on_vm: z
+        .enum(['written', 'not-written'])
+        .nullable()
+        .describe(
+          'the hold-off written on the VM too, where its idle limit lives (not-written: the VM could not be reached, a warning says why); null: no idle hold-off asked, or a VM without the bootstrap (no idle sampler)',
+        ),
       max_cost_usd: z.number().nullable().describe('the budget now'),
       budget_ends_at: z.string().nullable().describe('when the estimate reaches the budget, at the current price'),
     }),

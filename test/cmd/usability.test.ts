@@ -76,10 +76,16 @@ describe('usability', () => {
       ['down', '--older-than', 'soon'],
       ['down', '--over-cost', 'lots'],
       ['down', '--all', '--events', 'xml'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--on-delete', 'save\nrm -rf ~'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--on-delete', 'x'.repeat(4097)],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--hook-timeout', '5m'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--on-delete', 'true', '--hook-timeout', '10'],
+      ['up', 'rtx6000b-small', '--max-price', '2', '--on-delete', 'true', '--no-bootstrap'],
     ]) {
       const result = await runInProcess([...args, '--json'], {env})
       expect(result.code, args.join(' ')).toBe(2)
       expect(parseJson(result).error.code).toBe('USAGE')
+      expect(parseJson(result).error.message, args.join(' ')).not.toContain('\n')
     }
 
     expect(sim.requests('POST', '/workloads')).toHaveLength(0)

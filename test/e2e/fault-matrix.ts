@@ -1153,6 +1153,78 @@ export const scenarios: Scenario[] = [
     },
   },
 
+  // ---- pre-delete hooks ----
+  {
+    code: null,
+    exit: 0,
+    name: 'hook: a hook that hangs past --hook-timeout is stopped and reported; the VM is deleted',
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--on-delete', 'echo saving; sleep 600', '--hook-timeout', '2s'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const {name, uid} = parseJson(up).data.vms[0]
+      const down = await ctx.targon(['down', name, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, hook: {output_tail: 'saving', status: 'timed-out'}, uid}])
+      expect(parseJson(down).warnings.join('\n')).toContain(`${name}: hook timed-out`)
+      return down
+    },
+    vms: true,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'hook: a hook that fails (exit 3) is reported, changes no exit code, and the sweep deletes the VM',
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--ttl', '1h', '--on-delete', 'echo "cannot save" >&2; exit 3'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const {name, uid} = parseJson(up).data.vms[0]
+      expireTtl(ctx, uid)
+      const sweep = await ctx.targon(['sweep', '--json'])
+      expect(resultsOf(sweep)).toMatchObject([
+        {action: 'deleted', billing: false, hook: {exit_code: 3, output_tail: 'cannot save', status: 'failed'}, reason: 'ttl', uid},
+      ])
+      expect(parseJson(sweep).warnings.join('\n')).toContain(`${name}: hook failed after`)
+      return sweep
+    },
+    vms: true,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'hook: a VM unreachable for its hook (sshd gone) is deleted without it, and that is said',
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--on-delete', 'touch ~/never'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const {name, uid} = parseJson(up).data.vms[0]
+      await ctx.farm.stopVm(uid)
+      const down = await ctx.targon(['down', name, '--json'])
+      expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, hook: {exit_code: null, status: 'unreachable'}, uid}])
+      expect(parseJson(down).warnings.join('\n')).toMatch(
+        new RegExp(`${name}: hook not run: could not reach it .*deleted without its hook`),
+      )
+      return down
+    },
+    vms: true,
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'hook: Ctrl-C while hooks run stops them and deletes every VM at once; nothing bills',
+    interrupts: true,
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--count', '2', '--on-delete', 'sleep 600'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const startedAt = Date.now()
+      const down = await ctx.targon(['down', '--all', '--yes', '--json'], {onSpawn: signalWhen(() => running('sleep 600'), 'SIGINT', 500)})
+      // Well within the 10-minute default timeout of the hooks.
+      expect(Date.now() - startedAt).toBeLessThan(60_000)
+      const results = resultsOf(down) as {action: string; hook?: {status: string}}[]
+      expect(results.map((result) => `${result.action} ${result.hook?.status}`)).toEqual(['deleted interrupted', 'deleted interrupted'])
+      expect(ctx.sim.billing()).toEqual([])
+      return down
+    },
+    vms: true,
+  },
+
   // ---- local ----
   {
     code: 'CONFIG',

@@ -48,8 +48,17 @@ describe('sweep and idle VMs', () => {
     }
 
     // VM 2 is as idle as VM 0, but its idle deletion is held off for an hour.
-    const extend = await targon(['extend', role(2).name, '--by', '1h', '--idle-only'])
+    const extend = await targon(['extend', role(2).name, '--by', '1h', '--idle-only', '--json'])
     expect(extend.code, extend.stderr).toBe(0)
+    // Written on the VM too, where its idle limit lives: its own judgement (the probe) says so, from any directory.
+    expect(parseJson(extend).data.vms).toMatchObject([{idle_hold_on_vm: 'written', uid: role(2).uid}])
+    const conf = JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf'))
+    expect(conf.hold_until).toBeGreaterThan(Date.now() / 1000 + 3500)
+    const usage = parseJson(await targon(['status', '--usage', '--json'])).data.vms.find(
+      (each: {uid: string}) => each.uid === role(2).uid,
+    ).usage
+    expect(usage.idle_reason).toContain('idle deletion held off on the VM for')
+    expect(Date.parse(usage.idle_hold_until)).toBeGreaterThan(Date.now() + 3500_000)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data
@@ -62,4 +71,14 @@ describe('sweep and idle VMs', () => {
     expect(live().has(role(1).uid)).toBe(true)
     expect(live().has(role(2).uid)).toBe(true)
   })
+
+  it('extend says when the hold-off could not be written on the VM, and keeps it here', async () => {
+    await simulated.farm.stopVm(role(1).uid)
+    const extend = await targon(['extend', role(1).name, '--by', '30m', '--json'])
+    expect(extend.code, extend.stderr).toBe(0)
+    const doc = parseJson(extend)
+    expect(doc.data.vms).toMatchObject([{idle_hold_on_vm: 'not-written', uid: role(1).uid}])
+    expect(doc.data.vms[0].idle_hold_until).not.toBeNull()
+    expect(doc.warnings.join('\n')).toContain(`${role(1).name}: the idle hold-off could not be written on the VM`)
+  }, 60_000)
 })

@@ -97,3 +97,16 @@ describe('the idle judgement', () => {
     expect(idlePastLimit(usage)).toBe(false)
   })
 })
+
+describe('a hold-off written on the VM (targon extend)', () => {
+  it('keeps a VM idle past its limit while the hold-off runs by the VM clock, and lets it go once it ended', () => {
+    const held = judgeIdle({...probe(), hold_until: NOW + 600}, null)
+    expect(held).toMatchObject({idle_seconds: 970, state: 'idle'})
+    expect(held.idle_reason).toContain('idle deletion held off on the VM for 600 s more (targon extend)')
+    expect(idlePastLimit(held)).toBe(false)
+    const ended = judgeIdle({...probe(), hold_until: NOW - 1}, null)
+    expect(ended.idle_hold_until).toBeUndefined()
+    expect(idlePastLimit(ended)).toBe(true)
+    expect(idlePastLimit(judgeIdle({...probe(), hold_until: null}, null))).toBe(true)
+  })
+})

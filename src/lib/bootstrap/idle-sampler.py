@@ -68,10 +68,12 @@ def config():
             "limit_s": loaded.get("limit_s") if isinstance(loaded.get("limit_s"), (int, float)) else None,
             "containers": bool(loaded.get("containers", False)),
             "check": loaded.get("check") if isinstance(loaded.get("check"), str) else None,
+            # targon extend --by: no idle deletion before this time, on this VM's clock.
+            "hold_until": loaded.get("hold_until") if isinstance(loaded.get("hold_until"), (int, float)) else None,
         }
     except (OSError, ValueError, TypeError, AttributeError):
         # A config that cannot be read changes nothing for the worse: the defaults, and no limit.
-        return {"interval_s": 60, "threshold_pct": 10, "limit_s": None, "containers": False, "check": None}
+        return {"interval_s": 60, "threshold_pct": 10, "limit_s": None, "containers": False, "check": None, "hold_until": None}
 
 
 def run(argv, timeout=10):
@@ -337,7 +339,18 @@ def probe():
         time.sleep(1.5)
         at, seen, busy, _, _ = sample(settings, shim_tunnels, bare)
     active = subprocess.run(["systemctl", "is-active", "--quiet", "targon-fleet-idle"]).returncode == 0
-    print(json.dumps({"version": VERSION, "now": at, "sampler_active": active, "clock": read_clock(), "live": {"busy": busy, **seen}}))
+    print(
+        json.dumps(
+            {
+                "version": VERSION,
+                "now": at,
+                "sampler_active": active,
+                "hold_until": settings["hold_until"],
+                "clock": read_clock(),
+                "live": {"busy": busy, **seen},
+            }
+        )
+    )
 
 
 def check_loop():

@@ -27,3 +27,14 @@ export function usdFlag(flag: string, what: string, described: Described) {
 export function timeFlag(flag: string, end: boolean, described: Described) {
   return Flags.custom<number>({...described, helpValue: '<DATE|TIME>', parse: async (input) => parseTime(input, flag, end)})()
 }
+
+/** --hooks / --no-hooks of the deleting commands (down, sweep): whether each VM's pre-delete hook runs first. */
+export function hooksFlag() {
+  return Flags.boolean({
+    allowNo: true,
+    default: true,
+    summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
+    description:
+      "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before the first DELETE and outside each deletion's budget, with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
+  })
+}

@@ -22,6 +22,7 @@ const MAX_DURATION_MS = 365 * 86_400_000
 export const DURATION_LIMITS = {
   '--idle': {max: MAX_DURATION_MS, min: 1000},
   '--idle-limit': {max: MAX_DURATION_MS, min: 1000},
+  '--hook-timeout': {max: 86_400_000, min: 1000},
   '--min-runway': {max: MAX_DURATION_MS, min: MINUTE},
   '--older-than': {max: MAX_DURATION_MS, min: MINUTE},
   '--since': {max: 10 * MAX_DURATION_MS, min: MINUTE},

@@ -26,8 +26,10 @@ import {countOf} from '../core/output.js'
 import {forgetVm} from '../deletion/forget.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../deletion/delete-workloads.js'
+import {vmRef} from '../events/run-events.js'
 import {idlePastLimit, probeUsages} from '../idle/idle.js'
-import type {DeleteResult, DownResult, Usage} from '../contract.js'
+import type {DeleteReason, DeleteResult, DownResult, HookOutcome, Usage} from '../contract.js'
+import {hookSummary, runHooks} from '../hooks/hook.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -67,6 +69,10 @@ export interface DownOptions {
    * Without it, --idle decides, else every chosen VM is deleted.
    */
   narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<{chosen: KnownVm[]; kept: DownResult['kept']}>
+  /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). Never under --dry-run. */
+  hooks: boolean
+  /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
+  reasonOf?: (vm: KnownVm) => DeleteReason
 }
 
 /**
@@ -305,14 +311,21 @@ export async function runDown(
   }
 
   options.onTargets?.(targets)
+  const interruptedBefore = options.stop.aborted
+  const hooked = pending.filter((vm) => vm.record?.on_delete_hook === true)
+  const hooks =
+    options.hooks && !interruptedBefore && hooked.length > 0 ? await runPreDeleteHooks(hooked, options) : new Map<string, HookOutcome>()
+  // A signal during the hooks ended them; the VMs they were saving are deleted at once all the same.
+  const deletionStop = options.stop.aborted && !interruptedBefore ? new AbortController().signal : options.stop
+  const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
   const results = await deleteWorkloads(cleanupClient, org, state, targets, {
     concurrency: options.parallel,
     onEvent: options.onEvent,
-    onResult: options.onResult,
+    onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
     reconcileMs: options.reconcileMs,
-    stop: options.stop,
+    stop: deletionStop,
     wakeRegistered: options.wakeRegistered,
-  })
+  }).then((each) => each.map(withHook))
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
   const final = await snapshot(cleanupClient, org, state, selection.owner !== null).catch((error: unknown) => {
@@ -358,6 +371,32 @@ export async function runDown(
   }
 
   return result
+}
+
+/** The hooks of the VMs about to be deleted, each outcome said as a progress line of its deletion. */
+function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
+  const {selection} = options
+  const now = Date.now()
+  const reasonOf =
+    options.reasonOf ??
+    ((vm: KnownVm): DeleteReason =>
+      selection.idle
+        ? 'idle'
+        : selection.expired
+          ? (limitReached(vm, now) ?? 'down')
+          : selection.over_cost_usd !== null
+            ? 'over-cost'
+            : 'down')
+  return runHooks(vms, reasonOf, {
+    configDir: options.configDir,
+    onOutcome: (vm, hook) => {
+      const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
+      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, status: 'progress', vm: vmRef(vm.uid, vm.name)})
+      if (hook.status !== 'ok') options.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
+    },
+    parallel: options.parallel,
+    signal: options.stop,
+  })
 }
 
 /**

@@ -11,6 +11,9 @@ import {type KnownVm, findOneVm, snapshot, vmPrice} from '../fleet/workloads.js'
 import {createdAt} from '../fleet/cost.js'
 import type {LocalState, VmRecord} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
+import {mapBounded} from '../core/concurrency.js'
+import {holdIdleOnVm} from '../idle/idle.js'
 
 export interface ExtendOptions {
   org: string
@@ -23,6 +26,8 @@ export interface ExtendOptions {
   owners: OwnerScope
   labelFleet: string
   warn: (message: string) => void
+  /** Where the project key and the pins are, to write the idle hold-off on each VM. */
+  configDir: string
 }
 
 export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, now = Date.now()): Promise<ExtendResult> {
@@ -31,11 +36,23 @@ export async function runExtend(client: TargonClient, state: LocalState, options
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.
   const chosen = options.targets.map((target) => checkOwn(findOneVm(live, target, options.labelFleet, options.owners), options.owners))
-  const vms = chosen.map((vm) => {
-    const record = state.updateVm(options.org, vm.record.name, extended(vm.record, options, now))
-    return resultOf(vm, record ?? vm.record)
+  const records = chosen.map((vm) => state.updateVm(options.org, vm.record.name, extended(vm.record, options, now)) ?? vm.record)
+  // The idle limit lives on the VM too: the hold-off goes there, so that the VM's own judgement (its probe) says so.
+  const holdS = options.byMs !== null && options.idle ? options.byMs / 1000 : null
+  const onVm = await mapBounded(chosen, MAX_MUTATIONS_IN_FLIGHT, async (vm) => {
+    // A VM never bootstrapped has no idle sampler, hence no idle limit on it.
+    if (holdS === null || !vm.record.bootstrapped) return null
+    const problem = await holdIdleOnVm(vm, holdS, {configDir: options.configDir})
+    if (problem === null) return 'written' as const
+    options.warn(
+      `${vm.name ?? vm.uid}: the idle hold-off could not be written on the VM (${problem}); it is kept here, and the sweeps and down --idle of this directory honour it`,
+    )
+    return 'not-written' as const
   })
-  return {org: options.org, vms}
+  return {
+    org: options.org,
+    vms: chosen.map((vm, index) => ({...resultOf(vm, records[index] as VmRecord), idle_hold_on_vm: onVm[index] ?? null})),
+  }
 }
 
 /** Another owner's VM is refused (exit 2) unless --any-owner; a VM without a record here has no limit to move. */
@@ -60,7 +77,7 @@ function extended(record: VmRecord, options: ExtendOptions, now: number): Partia
   return change
 }
 
-function resultOf(vm: KnownVm, record: VmRecord): ExtendResult['vms'][number] {
+function resultOf(vm: KnownVm, record: VmRecord): Omit<ExtendResult['vms'][number], 'idle_hold_on_vm'> {
   const price = vmPrice(vm)
   const created = createdAt(vm)
   const budget = record.max_cost_usd

@@ -14,7 +14,7 @@ import {mapBounded} from '../core/concurrency.js'
 import {asTargonError} from '../core/errors.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
-import type {SshSession} from '../ssh/session.js'
+import {type SshSession, shellQuote} from '../ssh/session.js'
 
 /** The probe's fixed remote command: the sampler recognises a session running it as targon's own, not as activity. */
 export const PROBE_COMMAND = 'python3 /usr/local/lib/targon-fleet/idle-sampler.py --probe'
@@ -49,6 +49,8 @@ const ClockSchema = z.object({
 const ProbeSchema = z.object({
   now: z.number(),
   sampler_active: z.boolean(),
+  /** targon extend --by, on the VM: no idle deletion before this time (the VM's clock); absent from older samplers. */
+  hold_until: z.number().nullable().optional(),
   clock: ClockSchema.nullable(),
   live: z.object({
     busy: Reasons,
@@ -97,6 +99,17 @@ export function judgeIdle(probe: Probe, limitS: number | null): Usage {
   // A limit shorter than three samples would end a VM on one quiet sample: three samples at least.
   const floor = limit === null ? null : Math.max(limit, 3 * clock.interval_s)
   const over = floor !== null && idle > floor
+  // How long the VM's own hold-off (targon extend) still runs, by the VM's clock; then "until" by this machine's.
+  const heldS = (probe.hold_until ?? 0) - probe.now
+  if (over && heldS > 0)
+    return {
+      ...seen,
+      idle_hold_until: new Date(Date.now() + heldS * 1000).toISOString(),
+      idle_limit_seconds: floor,
+      idle_reason: `idle ${idle} s, over its limit of ${floor} s; idle deletion held off on the VM for ${Math.ceil(heldS)} s more (targon extend)`,
+      idle_seconds: idle,
+      state: 'idle',
+    }
   return {
     ...seen,
     idle_limit_seconds: floor,
@@ -113,7 +126,12 @@ export function judgeIdle(probe: Probe, limitS: number | null): Usage {
 
 /** Whether `usage` says the VM may be deleted for idleness. */
 export function idlePastLimit(usage: Usage): boolean {
-  return usage.state === 'idle' && usage.idle_limit_seconds !== null && (usage.idle_seconds ?? 0) > usage.idle_limit_seconds
+  return (
+    usage.state === 'idle' &&
+    !usage.idle_hold_until &&
+    usage.idle_limit_seconds !== null &&
+    (usage.idle_seconds ?? 0) > usage.idle_limit_seconds
+  )
 }
 
 /**
@@ -176,6 +194,54 @@ async function probeUsage(
     return judgeIdle(parsed.data, options.limitS)
   } catch (error) {
     return unreadable(error instanceof SyntaxError ? 'the probe did not answer JSON' : asTargonError(error).message)
+  } finally {
+    session?.close()
+  }
+}
+
+/** Sets hold_until in the VM's idle.conf to the VM's own now (its clock offset included) + argv[2] seconds. */
+const HOLD_SCRIPT = [
+  'import json, sys, time',
+  'path = sys.argv[1]',
+  'try:',
+  '    offset = float(open("/etc/targon-fleet/clock-offset").read().strip() or 0)',
+  'except Exception:',
+  '    offset = 0',
+  'try:',
+  '    current = json.load(open(path))',
+  '    current = current if isinstance(current, dict) else {}',
+  'except Exception:',
+  '    current = {}',
+  'current["hold_until"] = time.time() + offset + int(sys.argv[2])',
+  'json.dump(current, open(path + ".new", "w"), sort_keys=True)',
+].join('\n')
+
+/**
+ * targon extend --by on the VM, where its idle limit lives: the sampler's config holds off the idle deletion for
+ * `seconds` from the VM's own now, so that every probe of the VM (from any directory) says so. Null when written, else why not.
+ */
+export async function holdIdleOnVm(vm: KnownVm, seconds: number, options: {configDir: string}): Promise<string | null> {
+  if (vm.status !== 'running') return `not running (${vm.status})`
+  let session: SshSession | undefined
+  try {
+    session = (await openVm(vm, {configDir: options.configDir})).session
+    const script = [
+      'set -eu',
+      'conf=/etc/targon-fleet/idle.conf',
+      '[ -e "$conf" ] || { echo "no idle sampler on the VM" >&2; exit 3; }',
+      `python3 -c ${shellQuote(HOLD_SCRIPT)} "$conf" ${Math.round(seconds)}`,
+      'chown root:targon-idle "$conf.new"',
+      'chmod 0640 "$conf.new"',
+      'mv -f "$conf.new" "$conf"',
+    ].join('\n')
+    const answer = await session.exec(`sudo -n sh -c ${shellQuote(script)}`, {
+      maxBytes: 64 * 1024,
+      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+    })
+    if (answer.code === 0) return null
+    return answer.code === 3 ? 'no idle sampler on the VM' : `the write failed on the VM (exit ${answer.code ?? answer.signal ?? 'none'})`
+  } catch (error) {
+    return asTargonError(error).message
   } finally {
     session?.close()
   }

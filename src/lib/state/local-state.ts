@@ -40,6 +40,11 @@ export const VmRecordSchema = z.object({
   idle_hold_until: z.string().nullable().default(null),
   host_key: HostKeyPinSchema.nullable().default(null),
   bootstrapped: z.boolean().default(false),
+  /**
+   * up stored a pre-delete hook on the VM (up --on-delete): down and sweep run it there before deleting the VM. Other
+   * VMs are not contacted before their deletion, so that an unreachable VM without a hook costs no wait.
+   */
+  on_delete_hook: z.boolean().default(false),
 })
 export type VmRecord = z.infer<typeof VmRecordSchema>
 

@@ -30,6 +30,8 @@ export interface SweepOptions extends Pick<
   warnWindowMs: number | null
   /** Whose warnings were sent: kept per config directory and profile. */
   profile: string
+  /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). */
+  hooks: boolean
 }
 
 /**
@@ -108,6 +110,7 @@ export async function runSweep(
         confirm: async () => true,
         ignoreMissing: false,
         narrow,
+        reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
         selection,
         wakeRegistered: false,
       }),
@@ -188,6 +191,7 @@ export async function checkSweepSelection(
     ...options,
     confirm: async () => true,
     dryRun: true,
+    hooks: false,
     ignoreMissing: false,
     narrow: async () => ({chosen: [], kept: []}),
     parallel: 1,

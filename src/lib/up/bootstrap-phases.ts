@@ -5,6 +5,7 @@
  * bootstrapped against its state watch: SSH starts at its first address, and a VM that fails
  * meanwhile stops the bootstrap and is the error reported.
  */
+import {hasHook, storeHook} from '../hooks/hook.js'
 import {readFileSync} from 'node:fs'
 
 import {type StepEvent, configureIdle, runInstall, runShim} from '../bootstrap/runner.js'
@@ -86,6 +87,11 @@ async function installAt(
     const password = ctx.state.readVm(org, claim.name)?.password
     const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
     await configureIdle(ssh, bootstrap.idle)
+    // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
+    if (bootstrap.onDelete !== undefined) await storeHook(ssh, bootstrap.onDelete)
+    ctx.state.updateVm(org, claim.name, {
+      on_delete_hook: bootstrap.onDelete === undefined ? await hasHook(ssh) : bootstrap.onDelete !== null,
+    })
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
     return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {

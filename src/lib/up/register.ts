@@ -374,6 +374,7 @@ function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 
     host_key: null,
     idle_hold_until: null,
     idle_limit_s: idleLimit,
+    on_delete_hook: false,
     max_cost_usd: maxCostUsd ?? null,
     max_price: maxPrice,
     org,

@@ -4,6 +4,7 @@
  * name, deleting a claim).
  */
 
+import type {HookSetting} from '../hooks/hook.js'
 import type {BootstrapParams, IdleSettings} from '../bootstrap/runner.js'
 import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
@@ -51,7 +52,7 @@ export interface UpRequest {
   identityFile: string
   configDir: string
   /** null with --no-bootstrap. */
-  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleSettings} | null
+  bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleSettings; onDelete?: HookSetting | null} | null
 }
 
 export interface RunContext {

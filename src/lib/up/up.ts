@@ -3,6 +3,7 @@
  * provision N VMs in parallel, and settle the fleet (all-or-nothing, or at least --min).
  */
 
+import type {HookSetting} from '../hooks/hook.js'
 import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {API_IDENTIFIER_PATTERN} from '../targon/schemas.js'
@@ -68,6 +69,8 @@ export interface UpOptions {
     stateWatchIntervalMs: number
     /** The VM's idle sampler: its interval, and what this run sets of the limit, the user's check and containers. */
     idle: {intervalMs: number; limitMs?: number; check?: string; containers?: boolean}
+    /** up --on-delete: the hook to store on the VM; null removes it; undefined keeps what is there. */
+    onDelete?: HookSetting | null
   } | null
   signal: AbortSignal
   warn: (message: string) => void
@@ -192,6 +195,7 @@ async function prepare(
       limit_s: options.bootstrap.idle.limitMs === undefined ? undefined : options.bootstrap.idle.limitMs / 1000,
       threshold_pct: IDLE_GPU_THRESHOLD_PCT,
     },
+    onDelete: options.bootstrap.onDelete,
   }
   const request = {
     bootstrap,

@@ -1,0 +1,103 @@
+/**
+ * Pre-delete hooks on simulated VMs (real sshd, real bash, real sudo): up --on-delete stores the hook on the VM,
+ * private to root; down and sweep run it there as ubuntu before the deletion, with the VM's name, uid and the reason
+ * in its environment, and report its exit code, duration and last output lines; --dry-run and --no-hooks run none.
+ */
+import {readFileSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, describe, expect, it} from 'vitest'
+
+import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
+
+const simulated = useSimulatedVms()
+const webhook = useWebhook()
+const configDir = tempDir('targon-config-')
+const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const CONF = '/etc/targon-fleet/on-delete.conf'
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
+}
+
+/** Prints 30 numbered lines (more than the tail keeps), then writes a file in ubuntu's home and prints it with its user. */
+const SAVING_HOOK =
+  'for i in $(seq 1 30); do echo "line $i <!channel>"; done; echo "$TARGON_DELETE_REASON $TARGON_VM_NAME $TARGON_VM_UID" > ~/saved && echo "saved as $(id -un): $(cat ~/saved)"'
+
+async function upWith(...extra: string[]): Promise<{name: string; uid: string}> {
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--json', ...extra], {timeoutMs: 120_000})
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  return parseJson(up).data.vms[0]
+}
+
+const billing = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+afterAll(async () => {
+  await targon(['down', '--all', '--yes', '--no-hooks'])
+})
+
+describe('pre-delete hooks', () => {
+  it('down runs the hook on the VM as ubuntu, then deletes it; the tail is in --json', async () => {
+    const vm = await upWith('--on-delete', SAVING_HOOK, '--hook-timeout', '1m')
+    const sim = simulated.farm.vm(vm.uid)
+    // Stored private to root, with the command and its timeout.
+    expect(JSON.parse(sim.readFile(CONF))).toEqual({command: SAVING_HOOK, timeout_s: 60})
+    expect(statSync(join(sim.dir, 'upper', CONF)).mode & 0o777).toBe(0o600)
+
+    const dry = await targon(['down', vm.name, '--dry-run', '--json'])
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(parseJson(dry).data.results[0].hook).toBeUndefined()
+    expect(sim.hasFile('/home/ubuntu/saved')).toBe(false)
+
+    const down = await targon(['down', vm.name, '--json'], {env: {TARGON_NOTIFY_URL: webhook.url}})
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    const [result] = parseJson(down).data.results
+    expect(result).toMatchObject({action: 'deleted', billing: false, uid: vm.uid})
+    expect(result.hook).toMatchObject({detail: null, exit_code: 0, status: 'ok'})
+    expect(result.hook.duration_ms).toBeGreaterThanOrEqual(0)
+    const tail = result.hook.output_tail.split('\n')
+    expect(tail).toHaveLength(20)
+    expect(tail[0]).toBe('line 12 <!channel>')
+    expect(tail.at(-1)).toBe(`saved as ubuntu: down ${vm.name} ${vm.uid}`)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
+  it('sweep runs the hook of a VM past its TTL with reason ttl; --no-hooks deletes without it', async () => {
+    const ttl = await upWith('--ttl', '1h', '--on-delete', 'echo "reason=$TARGON_DELETE_REASON"; exit 3')
+    const file = join(configDir, 'vms', 'acme', `${ttl.name}.json`)
+    const record = JSON.parse(readFileSync(file, 'utf8'))
+    record.ttl_expires_at = new Date(Date.now() - 60_000).toISOString()
+    writeFileSync(file, JSON.stringify(record), {mode: 0o600})
+
+    const sweep = await targon(['sweep', '--json'], {env: {TARGON_NOTIFY_URL: webhook.url}})
+    // A failed hook is reported and changes no exit code.
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const [result] = parseJson(sweep).data.results
+    expect(result).toMatchObject({action: 'deleted', billing: false, reason: 'ttl', uid: ttl.uid})
+    expect(result.hook).toMatchObject({exit_code: 3, output_tail: 'reason=ttl', status: 'failed'})
+    expect(parseJson(sweep).warnings.join('\n')).toContain(`${ttl.name}: hook failed after`)
+    const text = webhook.received.filter((each) => each.path === HOOK_PATH).at(-1)?.body.text as string
+    expect(text).toContain(`${ttl.name} (ttl)`)
+    expect(text).toContain('reason=ttl')
+    expect(billing().has(ttl.uid)).toBe(false)
+
+    const quiet = await upWith('--on-delete', 'touch ~/ran')
+    const down = await targon(['down', quiet.name, '--no-hooks', '--json'])
+    expect(down.code, down.stderr).toBe(0)
+    expect(parseJson(down).data.results[0]).not.toHaveProperty('hook')
+    expect(billing().has(quiet.uid)).toBe(false)
+  })
+
+  it('an adopting up keeps the hook unless given one; --on-delete "" removes it', async () => {
+    const vm = await upWith('--on-delete', 'echo first')
+    const sim = simulated.farm.vm(vm.uid)
+    await upWith('--name', vm.name)
+    expect(JSON.parse(sim.readFile(CONF)).command).toBe('echo first')
+    await upWith('--name', vm.name, '--on-delete', '')
+    expect(sim.hasFile(CONF)).toBe(false)
+    const down = await targon(['down', vm.name, '--json'])
+    expect(down.code, down.stderr).toBe(0)
+    expect(parseJson(down).data.results[0]).not.toHaveProperty('hook')
+  })
+})

@@ -1,0 +1,75 @@
+/**
+ * What a pre-delete hook's run keeps and passes on: the tail of its output (bounded in lines and bytes, control
+ * characters removed, escaped for chat on delivery), the --on-delete checks, and the environment it is given.
+ */
+import {execFileSync} from 'node:child_process'
+import {describe, expect, it} from 'vitest'
+
+import {TAIL_BYTES, TAIL_LINES, hookCommandProblem, hookEnvironment, hooksInWords, outputTail} from '../../src/lib/hooks/hook.js'
+import {slackText} from '../../src/lib/notify/notify.js'
+
+describe('outputTail', () => {
+  it('keeps the last 20 lines, without trailing blank lines', () => {
+    const output = `${Array.from({length: 50}, (_, index) => `line ${index + 1}`).join('\n')}\n\n\n`
+    const tail = outputTail(output).split('\n')
+    expect(tail).toHaveLength(TAIL_LINES)
+    expect(tail[0]).toBe('line 31')
+    expect(tail.at(-1)).toBe('line 50')
+  })
+
+  it('keeps at most 4 KiB of the end, never half a character', () => {
+    const tail = outputTail(`start\n${'é'.repeat(10_000)}x`)
+    expect(Buffer.byteLength(tail)).toBeLessThanOrEqual(TAIL_BYTES)
+    expect(Buffer.byteLength(tail)).toBeGreaterThan(TAIL_BYTES - 2)
+    expect(tail.endsWith('éx')).toBe(true)
+    expect(tail).not.toContain('\uFFFD')
+    expect(tail).not.toContain('start')
+  })
+
+  it('removes control characters: escapes, carriage returns, bells; a tab is a space', () => {
+    expect(outputTail('\u001b[31mred\u001b[0m\r\nprogress 10%\rprogress 100%\u0007\n\ttabbed\u009b2J')).toBe(
+      '[31mred[0m\nprogress 10%progress 100%\n tabbed2J',
+    )
+  })
+
+  it('is escaped for chat when it is delivered: a tail cannot ping a channel or forge a link', () => {
+    const [line] = hooksInWords([
+      {
+        hook: {detail: null, duration_ms: 1200, exit_code: 0, output_tail: '<!channel> <https://evil|click> & done', status: 'ok'},
+        name: 'tcli-default-a',
+        uid: 'wrk-1',
+      },
+    ])
+    expect(slackText(line as string)).toBe(
+      'tcli-default-a: hook ran in 1.2 s (exit 0); its output ends:\n&lt;!channel&gt; &lt;https://evil|click&gt; &amp; done',
+    )
+  })
+})
+
+describe('hookCommandProblem', () => {
+  it('takes one line of at most 4 KiB, and the empty command that removes the hook', () => {
+    expect(hookCommandProblem('rsync -a ~/ckpt backup:/ckpt && echo "saved $TARGON_VM_NAME"')).toBeNull()
+    expect(hookCommandProblem('')).toBeNull()
+    expect(hookCommandProblem('x'.repeat(4096))).toBeNull()
+    expect(hookCommandProblem('x'.repeat(4097))).toContain('longer than 4 KiB')
+    expect(hookCommandProblem('é'.repeat(2049))).toContain('longer than 4 KiB')
+    for (const bad of ['a\nb', 'a\tb', 'a\rb', 'a\u0000b', 'a\u001bb', 'a\u007fb', 'a\u0085b'])
+      expect(hookCommandProblem(bad)).toContain('control character')
+  })
+})
+
+describe('hookEnvironment', () => {
+  const shell = (assignments: string) =>
+    execFileSync('bash', ['-c', `${assignments} bash -c 'printf "%s|%s|%s" "$TARGON_VM_NAME" "$TARGON_VM_UID" "$TARGON_DELETE_REASON"'`], {
+      encoding: 'utf8',
+    })
+
+  it('passes a checked name and uid through a real shell unchanged', () => {
+    expect(shell(hookEnvironment({name: 'tcli-train-w1', uid: 'wrk-abc_1'}, 'ttl'))).toBe('tcli-train-w1|wrk-abc_1|ttl')
+  })
+
+  it('gives an empty value for a name or uid that fails the checks, whatever it holds', () => {
+    expect(shell(hookEnvironment({name: "x'; touch /tmp/owned; '", uid: '$(reboot)'}, 'down'))).toBe('||down')
+    expect(shell(hookEnvironment({name: null, uid: 'wrk-1'}, 'idle'))).toBe('|wrk-1|idle')
+  })
+})
