@@ -150,6 +150,16 @@ describe('targon sweep', () => {
     expectNoSecrets(billing)
   })
 
+  it('pings URL/fail when the sweep fails before its lock: an invalid --fleet', async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const sweep = await targon(['sweep', '--fleet', 'Not A Fleet', '--json'], {env: heartbeatEnv()})
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(2)
+    expect(parseJson(sweep).error.message).toContain('fleet "Not A Fleet" is not valid')
+    expect(pings()).toEqual([`GET /ping/${HEARTBEAT_TOKEN}/fail`])
+    expectNoSecrets(sweep)
+  })
+
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
     await ctx.setup()
     hook.received.length = 0
