@@ -226,7 +226,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           : undefined
         await this.report(result, runwayError?.exitCode ?? 0)
         await this.warnAhead(result)
-        if (runwayError)
+        // A dry run reports the short runway in its result and exit code; only the real sweep sends it.
+        if (runwayError && !result.dry_run)
           await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
         if (!this.jsonEnabled()) this.render(result)
         if (runwayError) throw runwayError

@@ -126,6 +126,12 @@ describe('targon sweep', () => {
     const ttl = await upOne('--ttl', '1h')
     await upOne('--ttl', '5h')
     expireTtl(ttl.name)
+    // A dry run reads the runway and says so in its exit code, but sends nothing and pings nothing.
+    const dry = await targon(['sweep', '--min-runway', '365d', '--dry-run', '--json'], {env: heartbeatEnv()})
+    expect(dry.code, dry.stdout + dry.stderr).toBe(14)
+    expect(parseJson(dry).data.runway).toMatchObject({short: true})
+    expect(notifications()).toEqual([])
+    expect(pings()).toEqual([])
     const short = await targon(['sweep', '--min-runway', '365d', '--json'], {env: heartbeatEnv()})
     expect(short.code, short.stdout + short.stderr).toBe(14)
     const doc = parseJson(short)
