@@ -203,8 +203,8 @@ export function hookSummary(hook: HookOutcome): string {
 }
 
 /**
- * Runs the hooks of the VMs about to be deleted, `parallel` at once (as many as deletions), before any deletion
- * starts, so that hook time is outside each deletion's budget. The outcome of each VM that has a hook, by uid.
+ * Runs the hooks of the VMs about to be deleted, `parallel` at once (as many as deletions), before their deletions
+ * start, so that hook time is outside each deletion's budget. The outcome of each VM that has a hook, by uid.
  */
 export async function runHooks(
   vms: KnownVm[],
