@@ -96,14 +96,28 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
 
   public async run(): Promise<SweepResult> {
     const {flags} = this
-    const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    const owners = await ownerScope(flags['any-owner'])
-    await this.useNotifyUrl(flags.notify, false)
     if (flags['heartbeat-url'] !== undefined)
       this.addWarning(
         '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
       )
+    // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
     const heartbeat = await resolveSetting('heartbeat-url', flags['heartbeat-url'])
+    try {
+      const result = await this.lockedRun()
+      if (result.skipped === null) await this.beat(heartbeat, 0)
+      return result
+    } catch (error) {
+      await this.beat(heartbeat, toTargonError(error).exitCode)
+      throw error
+    }
+  }
+
+  /** The sweep under its lock (one at a time per config directory and profile), or the skip when another holds it. */
+  private async lockedRun(): Promise<SweepResult> {
+    const {flags} = this
+    const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
+    const owners = await ownerScope(flags['any-owner'])
+    await this.useNotifyUrl(flags.notify, false)
     const profile = (await activeProfile()).name
     const dir = ensureConfigDir()
     const startedAt = Date.now()
@@ -124,12 +138,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const outcome = await ifFileLockFree(lock, async () => {
       try {
         const result = await this.sweep(fleet, owners, profile)
-        await this.beat(heartbeat, 0)
         record(0, result)
         return result
       } catch (error) {
         const failure = toTargonError(error)
-        await this.beat(heartbeat, failure.exitCode)
         record(failure.exitCode, failure.data as SweepResult | undefined)
         throw error
       }
@@ -214,7 +226,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           : undefined
         await this.report(result, runwayError?.exitCode ?? 0)
         await this.warnAhead(result)
-        if (runwayError)
+        // A dry run reports the short runway in its result and exit code; only the real sweep sends it.
+        if (runwayError && !result.dry_run)
           await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
         if (!this.jsonEnabled()) this.render(result)
         if (runwayError) throw runwayError

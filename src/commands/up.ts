@@ -394,7 +394,11 @@ existing VM instead of creating a second one.`)
       this.flags['max-cost'] !== undefined && '--max-cost',
       this.flags.idle !== undefined && '--idle',
     ].filter(Boolean)
-    if (limits.length === 0 || guardCoverage(configDir(), (await activeProfile()).name).kind !== null) return
+    if (
+      limits.length === 0 ||
+      guardCoverage(configDir(), (await activeProfile()).name, (message) => this.addWarning(message)).kind !== null
+    )
+      return
     this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
   }
 

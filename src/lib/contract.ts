@@ -413,7 +413,12 @@ export const StatusResultSchema = z.object({
     .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
   guard: z
     .object({
-      kind: z.enum(['cron', 'systemd']).nullable().describe('the guard on this machine that sweeps this directory and profile; null: none'),
+      kind: z
+        .enum(['cron', 'systemd', 'unknown'])
+        .nullable()
+        .describe(
+          'the guard on this machine that sweeps this directory and profile; null: none; "unknown": the crontab or its files could not be read (a warning says why)',
+        ),
       every_seconds: z.number().nullable(),
       last_run_at: z.string().nullable().describe("its last sweep's start; null: none recorded"),
       last_exit_code: z.number().nullable(),

@@ -63,6 +63,26 @@ describe('pre-delete hooks', () => {
     expect(billing().has(vm.uid)).toBe(false)
   })
 
+  it('a VM without a hook is deleted at once, without waiting for the slow hook of another VM', async () => {
+    const slow = await upWith('--on-delete', 'sleep 4; echo "ended $(date +%s%3N)"')
+    const plain = await upWith()
+    const down = await targon(['down', slow.name, plain.name, '--json'])
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    const results = parseJson(down).data.results
+    expect(results.map((each: {uid: string; action: string}) => `${each.uid} ${each.action}`).sort()).toEqual(
+      [`${slow.uid} deleted`, `${plain.uid} deleted`].sort(),
+    )
+    const hooked = results.find((each: {uid: string}) => each.uid === slow.uid)
+    expect(hooked.hook).toMatchObject({exit_code: 0, status: 'ok'})
+    const hookEnded = Number(/ended (\d+)/.exec(hooked.hook.output_tail)?.[1])
+    const deleteAt = (uid: string) =>
+      simulated.sim.log.find((each) => each.method === 'DELETE' && each.path.endsWith(`/workloads/${uid}`))?.at ?? Number.NaN
+    // The plain VM's DELETE went out while the hook still slept; the hooked VM's only after its hook ended.
+    expect(deleteAt(plain.uid)).toBeLessThan(hookEnded)
+    expect(deleteAt(slow.uid)).toBeGreaterThanOrEqual(hookEnded)
+    expect(billing().has(slow.uid) || billing().has(plain.uid)).toBe(false)
+  })
+
   it('sweep runs the hook of a VM past its TTL with reason ttl; --no-hooks deletes without it', async () => {
     const ttl = await upWith('--ttl', '1h', '--on-delete', 'echo "reason=$TARGON_DELETE_REASON"; exit 3')
     const file = join(configDir, 'vms', 'acme', `${ttl.name}.json`)

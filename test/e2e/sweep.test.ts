@@ -126,6 +126,12 @@ describe('targon sweep', () => {
     const ttl = await upOne('--ttl', '1h')
     await upOne('--ttl', '5h')
     expireTtl(ttl.name)
+    // A dry run reads the runway and says so in its exit code, but sends nothing and pings nothing.
+    const dry = await targon(['sweep', '--min-runway', '365d', '--dry-run', '--json'], {env: heartbeatEnv()})
+    expect(dry.code, dry.stdout + dry.stderr).toBe(14)
+    expect(parseJson(dry).data.runway).toMatchObject({short: true})
+    expect(notifications()).toEqual([])
+    expect(pings()).toEqual([])
     const short = await targon(['sweep', '--min-runway', '365d', '--json'], {env: heartbeatEnv()})
     expect(short.code, short.stdout + short.stderr).toBe(14)
     const doc = parseJson(short)
@@ -148,6 +154,16 @@ describe('targon sweep', () => {
     expect(notifications()[0]).toMatchObject({targon: {event: 'sweep-deleted', exit_code: 11, still_billing: [stuck.uid]}})
     expect(pings()).toEqual([`GET /ping/${HEARTBEAT_TOKEN}/fail`])
     expectNoSecrets(billing)
+  })
+
+  it('pings URL/fail when the sweep fails before its lock: an invalid --fleet', async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const sweep = await targon(['sweep', '--fleet', 'Not A Fleet', '--json'], {env: heartbeatEnv()})
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(2)
+    expect(parseJson(sweep).error.message).toContain('fleet "Not A Fleet" is not valid')
+    expect(pings()).toEqual([`GET /ping/${HEARTBEAT_TOKEN}/fail`])
+    expectNoSecrets(sweep)
   })
 
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {

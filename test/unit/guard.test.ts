@@ -1,5 +1,10 @@
 /** The guard's schedule, its crontab lines and units, and reading them back: logic alone, on a fixed clock. */
+import {chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {delimiter, join} from 'node:path'
 import {describe, expect, it} from 'vitest'
+
+import {coverageLine, guardCoverage} from '../../src/lib/guard/coverage.js'
 
 import {
   type GuardSpec,
@@ -77,5 +82,41 @@ describe('guard entries', () => {
     expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000})))
     expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'})))
     expect(units[0]).toMatch(/^targon-guard-[0-9a-f]{12}\.service$/)
+  })
+})
+
+describe('guard coverage', () => {
+  it('is unknown, with a warning, when the runs file cannot be read: never a failure of up or status', () => {
+    const configDir = mkdtempSync(join(tmpdir(), 'targon-coverage-'))
+    try {
+      // A directory where the runs file belongs: reading it fails (EISDIR), as a damaged file would.
+      mkdirSync(join(configDir, 'guard', 'default.runs'), {recursive: true})
+      const warnings: string[] = []
+      const coverage = guardCoverage(configDir, 'default', (message) => warnings.push(message))
+      expect(coverage).toEqual({every_seconds: null, kind: 'unknown', last_exit_code: null, last_run_at: null})
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/^whether a guard covers this config directory is unknown: /)
+      expect(coverageLine(coverage, 0)).toBe('Guard: unknown (it could not be read; see the warning)')
+    } finally {
+      rmSync(configDir, {force: true, recursive: true})
+    }
+  })
+
+  it('is unknown, with a warning, when crontab -l fails', () => {
+    const configDir = mkdtempSync(join(tmpdir(), 'targon-coverage-'))
+    const bin = join(configDir, 'bin')
+    const path = process.env.PATH
+    try {
+      mkdirSync(bin)
+      writeFileSync(join(bin, 'crontab'), '#!/bin/sh\necho "crontab: you are not allowed to use this program" >&2\nexit 1\n')
+      chmodSync(join(bin, 'crontab'), 0o755)
+      process.env.PATH = `${bin}${delimiter}${path}`
+      const warnings: string[] = []
+      expect(guardCoverage(configDir, 'default', (message) => warnings.push(message)).kind).toBe('unknown')
+      expect(warnings.join('\n')).toContain('crontab -l failed: crontab: you are not allowed to use this program')
+    } finally {
+      process.env.PATH = path
+      rmSync(configDir, {force: true, recursive: true})
+    }
   })
 })

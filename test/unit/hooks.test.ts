@@ -5,7 +5,15 @@
 import {execFileSync} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 
-import {TAIL_BYTES, TAIL_LINES, hookCommandProblem, hookEnvironment, hooksInWords, outputTail} from '../../src/lib/hooks/hook.js'
+import {
+  TAIL_BYTES,
+  TAIL_LINES,
+  hookCommandProblem,
+  hookEnvironment,
+  hooksInWords,
+  outputTail,
+  parseHookSetting,
+} from '../../src/lib/hooks/hook.js'
 import {slackText} from '../../src/lib/notify/notify.js'
 
 describe('outputTail', () => {
@@ -71,5 +79,26 @@ describe('hookEnvironment', () => {
   it('gives an empty value for a name or uid that fails the checks, whatever it holds', () => {
     expect(shell(hookEnvironment({name: "x'; touch /tmp/owned; '", uid: '$(reboot)'}, 'down'))).toBe('||down')
     expect(shell(hookEnvironment({name: null, uid: 'wrk-1'}, 'idle'))).toBe('|wrk-1|idle')
+  })
+})
+
+describe('parseHookSetting', () => {
+  it('reads back a setting that up --on-delete stores', () => {
+    expect(parseHookSetting(JSON.stringify({command: 'rsync -a out/ backup:', timeout_s: 600}))).toEqual({
+      command: 'rsync -a out/ backup:',
+      timeout_s: 600,
+    })
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: 86_400}))?.timeout_s).toBe(86_400)
+  })
+
+  it('refuses a hostile stored setting: a huge or fractional timeout, invalid JSON, control characters', () => {
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: 86_401}))).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: 1e12}))).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: 1.5}))).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: 0}))).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'true', timeout_s: '600'}))).toBeNull()
+    expect(parseHookSetting('{"command": "true", "timeout_s": ')).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'true\nrm -rf ~', timeout_s: 60}))).toBeNull()
+    expect(parseHookSetting(JSON.stringify({command: 'echo \u001b[2J', timeout_s: 60}))).toBeNull()
   })
 })

@@ -312,20 +312,41 @@ export async function runDown(
 
   options.onTargets?.(targets)
   const interruptedBefore = options.stop.aborted
-  const hooked = pending.filter((vm) => vm.record?.on_delete_hook === true)
-  const hooks =
-    options.hooks && !interruptedBefore && hooked.length > 0 ? await runPreDeleteHooks(hooked, options) : new Map<string, HookOutcome>()
-  // A signal during the hooks ended them; the VMs they were saving are deleted at once all the same.
-  const deletionStop = options.stop.aborted && !interruptedBefore ? new AbortController().signal : options.stop
+  const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
+  const hookedUids = new Set(hooked.map((vm) => vm.uid))
+  let hooks = new Map<string, HookOutcome>()
   const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
-  const results = await deleteWorkloads(cleanupClient, org, state, targets, {
-    concurrency: options.parallel,
-    onEvent: options.onEvent,
-    onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
-    reconcileMs: options.reconcileMs,
-    stop: deletionStop,
-    wakeRegistered: options.wakeRegistered,
-  }).then((each) => each.map(withHook))
+  const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
+    deleteWorkloads(cleanupClient, org, state, batch, {
+      concurrency: options.parallel,
+      onEvent: options.onEvent,
+      onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
+      reconcileMs: options.reconcileMs,
+      stop,
+      wakeRegistered: options.wakeRegistered,
+    })
+  // The VMs without a hook do not wait for the others' hooks: their deletions start at once. A signal during the hooks
+  // ends them and deletes at once, so while hooks run it does not hold these back either.
+  const unhooked = deleteBatch(
+    targets.filter((target) => !hookedUids.has(target.uid)),
+    hooked.length > 0 ? new AbortController().signal : options.stop,
+  )
+  const hookedDone = (async () => {
+    if (hooked.length === 0) return []
+    hooks = await runPreDeleteHooks(hooked, options)
+    // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
+    await unhooked
+    const deletionStop = options.stop.aborted ? new AbortController().signal : options.stop
+    return deleteBatch(
+      targets.filter((target) => hookedUids.has(target.uid)),
+      deletionStop,
+    )
+  })()
+  const byUid = new Map((await Promise.all([unhooked, hookedDone])).flat().map((result) => [result.uid, withHook(result)]))
+  const results = [...new Set(targets.map((target) => target.uid))].flatMap((uid) => {
+    const result = byUid.get(uid)
+    return result ? [result] : []
+  })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
   const final = await snapshot(cleanupClient, org, state, selection.owner !== null).catch((error: unknown) => {

@@ -31,6 +31,8 @@ const MAX_READ_BYTES = 2 * REMOTE_TAIL_BYTES
 const MAX_CONF_BYTES = 8 * MAX_HOOK_BYTES
 /** After the hook's own timeout, how long its end (TERM, then KILL 5 s later on the VM) is waited for here. */
 const END_GRACE_MS = 15_000
+/** The longest timeout a stored setting may carry, as up --hook-timeout allows: a hostile VM cannot hold a deletion longer. */
+const MAX_HOOK_TIMEOUT_S = 86_400
 
 export interface HookSetting {
   command: string
@@ -137,7 +139,7 @@ export async function runHook(
     if (stored.code !== 0 || stored.overflowed)
       return outcome('unreachable', null, '', `its hook could not be read (exit ${stored.code ?? stored.signal}): deleted without it`)
     if (stored.stdout.trim() === '') return null
-    const hook = parseSetting(stored.stdout)
+    const hook = parseHookSetting(stored.stdout)
     if (hook === null) return outcome('unreachable', null, '', 'its stored hook is not one (it fails the checks): deleted without it')
     const script = [
       'set -o pipefail',
@@ -166,11 +168,18 @@ export async function runHook(
   }
 }
 
-function parseSetting(text: string): HookSetting | null {
+/** The setting stored on the VM (untrusted bytes), or null when it fails the checks up --on-delete and --hook-timeout make. */
+export function parseHookSetting(text: string): HookSetting | null {
   try {
     const parsed = JSON.parse(text) as Partial<HookSetting>
     if (typeof parsed.command !== 'string' || hookCommandProblem(parsed.command) !== null || parsed.command === '') return null
-    if (typeof parsed.timeout_s !== 'number' || !Number.isInteger(parsed.timeout_s) || parsed.timeout_s < 1) return null
+    if (
+      typeof parsed.timeout_s !== 'number' ||
+      !Number.isInteger(parsed.timeout_s) ||
+      parsed.timeout_s < 1 ||
+      parsed.timeout_s > MAX_HOOK_TIMEOUT_S
+    )
+      return null
     return {command: parsed.command, timeout_s: parsed.timeout_s}
   } catch {
     return null
@@ -194,8 +203,8 @@ export function hookSummary(hook: HookOutcome): string {
 }
 
 /**
- * Runs the hooks of the VMs about to be deleted, `parallel` at once (as many as deletions), before any deletion
- * starts, so that hook time is outside each deletion's budget. The outcome of each VM that has a hook, by uid.
+ * Runs the hooks of the VMs about to be deleted, `parallel` at once (as many as deletions), before their deletions
+ * start, so that hook time is outside each deletion's budget. The outcome of each VM that has a hook, by uid.
  */
 export async function runHooks(
   vms: KnownVm[],

@@ -106,7 +106,7 @@ export async function runStatus(client: TargonClient, state: LocalState, options
     drift,
     dstack_fleet: dstack,
     fleet: options.fleet,
-    guard: guardCoverage(options.configDir, options.profile),
+    guard: guardCoverage(options.configDir, options.profile, options.warn),
     invalid_answers: invalid,
     org: options.org,
     outside_owner: [...outsideBilling].map(([owner, count]) => ({
