@@ -1,6 +1,7 @@
 /**
  * The contract of a run's event stream, with the stable names it speaks of: the phases of up and the remote steps
- * of the bootstrap, which `up --json` uses too.
+ * of the bootstrap, which `up --json` uses too. Those names are defined here, not in up/ or bootstrap/, because
+ * both of those (and what they build on) import the events module: the vocabulary sits below whoever reports in it.
  */
 import * as z from 'zod'
 
