@@ -7,7 +7,7 @@ import {parseCopySpec} from '../lib/copy/spec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {CopyResult, CopyVmResult} from '../lib/contract.js'
+import type {CopyResult, CopyVmResult} from '../lib/copy/schema.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag} from '../lib/cli/flags.js'
-import type {CreditsResult} from '../lib/contract.js'
+import type {CreditsResult} from '../lib/spend/schema.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usdPrecise} from '../lib/core/output.js'

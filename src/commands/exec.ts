@@ -6,7 +6,7 @@ import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.
 import {parseVmList} from '../lib/fleet/fan-out.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {ExecResult} from '../lib/contract.js'
+import type {ExecResult} from '../lib/exec/schema.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 

@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {ExtendResult} from '../lib/contract.js'
+import type {ExtendResult} from '../lib/extend/schema.js'
 import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
 import {runExtend} from '../lib/extend/extend.js'

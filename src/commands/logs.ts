@@ -5,7 +5,7 @@ import {isTargonError, usageError} from '../lib/core/errors.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
 import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {LogsResult} from '../lib/contract.js'
+import type {LogsResult} from '../lib/logs/schema.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 

@@ -5,7 +5,7 @@ import {BaseCommand} from '../lib/cli/base-command.js'
 import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
 import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
 import {usdFlag} from '../lib/cli/flags.js'
-import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
+import {OFFER_SORTS, type OffersResult} from '../lib/offers/schema.js'
 
 export default class Offers extends BaseCommand<typeof Offers, 'offers'> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'

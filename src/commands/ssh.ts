@@ -19,7 +19,7 @@ import {
   targetOf,
 } from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
-import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
+import {SshConfigResultSchema, type SshResult} from '../lib/ssh/schema.js'
 import {prose} from '../lib/core/output.js'
 import {ownerScope, scoped} from '../lib/fleet/owners.js'
 

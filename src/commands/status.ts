@@ -7,7 +7,7 @@ import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/o
 import {formatDuration} from '../lib/core/input.js'
 import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
-import type {StatusResult, StatusVm} from '../lib/contract.js'
+import type {StatusResult, StatusVm} from '../lib/status/schema.js'
 import {runStatus} from '../lib/status/status.js'
 import {coverageLine} from '../lib/guard/coverage.js'
 import {ownerScope} from '../lib/fleet/owners.js'

@@ -18,7 +18,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import type {TargonClient} from '../lib/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/notify/notify.js'
-import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/contract.js'
+import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/up/schema.js'
 import {type RunPlan, planUp} from '../lib/up/plan.js'
 
 const DEFAULT_TIMEOUT = '60m'

@@ -6,7 +6,7 @@ import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import type {VmFacts} from '../../src/lib/contract.js'
+import type {VmFacts} from '../../src/lib/ledger/schema.js'
 import {type Interval, type Sighting, intervalsOf} from '../../src/lib/ledger/intervals.js'
 import {recordListing, recordStart, recordStop} from '../../src/lib/ledger/ledger.js'
 import {LedgerStore} from '../../src/lib/ledger/store.js'

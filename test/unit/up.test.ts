@@ -5,7 +5,8 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import type {RunEvent, UpResult} from '../../src/lib/contract.js'
+import type {RunEvent} from '../../src/lib/events/schema.js'
+import type {UpResult} from '../../src/lib/up/schema.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {RunEvents} from '../../src/lib/events/run-events.js'
 import {DEFAULT_IMAGE} from '../../src/lib/settings/settings.js'

@@ -3,7 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/settings/config-command.js'
 import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import type {ConfigResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
   static summary = 'Print one setting of a profile (the API key masked).'

@@ -2,7 +2,7 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, readValues, targetProfile} from '../../lib/settings/config-command.js'
 import {renderTable} from '../../lib/core/output.js'
 import {type ActiveProfile, DEFAULT_PROFILE, activeProfile, configDir, profileNames, setProfileFlag} from '../../lib/settings/settings.js'
-import type {ConfigListResult} from '../../lib/contract.js'
+import type {ConfigListResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList, 'config list'> {
   static summary = 'Show every setting of a profile (the API key masked), and which profile is active.'

@@ -4,7 +4,7 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile} from '../../lib/settings/config-command.js'
 import {usageError} from '../../lib/core/errors.js'
 import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
-import type {ConfigProfileResult} from '../../lib/contract.js'
+import type {ConfigProfileResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'config remove'> {
   static summary = 'Delete a profile from the config file (runs that used it by config use go back to the default one).'

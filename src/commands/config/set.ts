@@ -4,7 +4,7 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {parseKey, setValue, targetProfile} from '../../lib/settings/config-command.js'
 import {usageError} from '../../lib/core/errors.js'
 import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import type {ConfigResult} from '../../lib/settings/config-schema.js'
 import {prose} from '../../lib/core/output.js'
 import {readSecret} from '../../lib/cli/prompt.js'
 

@@ -3,7 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/settings/config-command.js'
 import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import type {ConfigResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'

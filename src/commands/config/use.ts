@@ -3,7 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile} from '../../lib/settings/config-command.js'
 import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configDir, configFilePath, profileNames} from '../../lib/settings/settings.js'
-import type {ConfigProfileResult} from '../../lib/contract.js'
+import type {ConfigProfileResult} from '../../lib/settings/config-schema.js'
 import {prose} from '../../lib/core/output.js'
 
 export default class ConfigUse extends BaseCommand<typeof ConfigUse, 'config use'> {

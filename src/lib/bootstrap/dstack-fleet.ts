@@ -2,7 +2,15 @@
  * The dstack bridge: a dstack SSH fleet configuration for bootstrapped VMs (fields as in
  * dstack's fleet schema: type, name, ssh_config.user, identity_file, hosts[].hostname/port).
  */
-import type {DstackFleet} from '../contract.js'
+import * as z from 'zod'
+
+export const DstackFleetSchema = z.object({
+  name: z.string(),
+  yaml: z.string().describe('the fleet file, ready for dstack apply -f'),
+  hosts: z.array(z.object({hostname: z.string(), port: z.number(), uid: z.string(), name: z.string().nullable()})),
+  shared_ips: z.array(z.string()).describe('public IPs used by more than one VM (see the shared-IP caveat)'),
+})
+export type DstackFleet = z.infer<typeof DstackFleetSchema>
 
 export interface FleetHost {
   uid: string

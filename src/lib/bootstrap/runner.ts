@@ -9,7 +9,7 @@ import {LineSplitter, textDecoder} from '../core/lines.js'
 import {randomBytes} from 'node:crypto'
 import * as z from 'zod'
 
-import type {BootstrapStep} from '../contract.js'
+import type {BootstrapStep} from '../events/schema.js'
 import {TargonError} from '../core/errors.js'
 import {poll} from '../core/poll.js'
 import {BACKOFF} from '../core/backoff.js'
@@ -39,7 +39,7 @@ const LOG_READ_BYTES = 4 * 1024 * 1024
 export interface Substep {
   /** The script's own id (TARGON_STEP lines, last-run.json): internal to the bootstrap. */
   id: string
-  /** What events and up --json call it (contract.ts BOOTSTRAP_STEPS). */
+  /** What events and up --json call it (BOOTSTRAP_STEPS, events/schema.ts). */
   name: BootstrapStep
   title: string
 }

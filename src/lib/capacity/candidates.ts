@@ -2,7 +2,7 @@
  * Which offers a run of `targon up` may rent: those matching its resource or GPU model, with
  * capacity, at or under its price cap, cheapest first; and, when there are none, why not.
  */
-import type {Offer} from '../contract.js'
+import type {Offer} from '../offers/schema.js'
 import {filterOffers, matchesGpu, sortOffers, withinCap} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
 

@@ -8,7 +8,7 @@
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import type {Offer} from '../contract.js'
+import type {Offer} from '../offers/schema.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {formatDuration} from '../core/input.js'

@@ -2,7 +2,7 @@
  * What a deleting command (down, sweep) shows of its deletions as they happen: each one's events, a line per result
  * on stderr, and, for a forced exit (a second Ctrl-C), which of the selected VMs may still bill.
  */
-import type {DeleteResult} from '../contract.js'
+import type {DeleteResult} from '../deletion/schema.js'
 import type {DeleteTarget, DeletionEvent} from '../deletion/delete-workloads.js'
 import type {RunEvents} from '../events/run-events.js'
 

@@ -9,7 +9,7 @@
  */
 import type {ListrTask} from 'listr2'
 
-import type {PhaseName, RunEvent} from '../contract.js'
+import type {PhaseName, RunEvent} from '../events/schema.js'
 import type {PipelineLayout} from '../up/pipeline.js'
 import type {ProgressDisplay} from '../up/up.js'
 import {Deferred} from '../core/deferred.js'

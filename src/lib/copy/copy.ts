@@ -6,7 +6,7 @@
 import {mkdir} from 'node:fs/promises'
 import {posix} from 'node:path'
 
-import type {CopyResult, CopyVmResult} from '../contract.js'
+import type {CopyResult, CopyVmResult} from './schema.js'
 import {type VmSelection, announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {folderName} from '../fleet/naming.js'

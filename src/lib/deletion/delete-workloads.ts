@@ -26,10 +26,10 @@ import {apiTrouble, isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {BACKOFF} from '../core/backoff.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {type Look, reconcile} from '../core/reconcile.js'
-import type {DeleteAction, DeleteResult} from '../contract.js'
+import type {DeleteAction, DeleteResult} from './schema.js'
 import {type EventVm, vmRef} from '../events/run-events.js'
 import {recordStart, recordStop} from '../ledger/ledger.js'
-import type {VmFacts} from '../contract.js'
+import type {VmFacts} from '../ledger/schema.js'
 
 export interface DeleteTarget {
   uid: string

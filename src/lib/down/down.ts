@@ -28,7 +28,9 @@ import type {LocalState, VmRecord} from '../state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../deletion/delete-workloads.js'
 import {vmRef} from '../events/run-events.js'
 import {idlePastLimit, probeUsages} from '../idle/idle.js'
-import type {DeleteReason, DeleteResult, DownResult, HookOutcome, Usage} from '../contract.js'
+import type {DeleteReason, DeleteResult, HookOutcome} from '../deletion/schema.js'
+import type {DownResult} from './schema.js'
+import type {Usage} from '../idle/schema.js'
 import {hookSummary, runHooks} from '../hooks/hook.js'
 
 const STALE_INTENT_MS = 60 * 60_000

@@ -4,7 +4,7 @@
  */
 import {closeSync, openSync, rmSync, writeSync} from 'node:fs'
 
-import type {RunEvent} from '../contract.js'
+import type {RunEvent} from './schema.js'
 import {TargonError} from '../core/errors.js'
 import type {EventListener} from './run-events.js'
 

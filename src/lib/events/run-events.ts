@@ -4,7 +4,7 @@
  */
 import {randomBytes} from 'node:crypto'
 
-import {EVENT_VERSION, type RunEvent} from '../contract.js'
+import {EVENT_VERSION, type RunEvent} from './schema.js'
 import {asTargonError} from '../core/errors.js'
 import {printable} from '../core/output.js'
 

@@ -4,7 +4,7 @@
  * of different VMs never interleave.
  */
 import {LineSplitter} from '../core/lines.js'
-import type {ExecResult, ExecVmResult} from '../contract.js'
+import type {ExecResult, ExecVmResult} from './schema.js'
 import {announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'

@@ -4,7 +4,7 @@
  * duration, so an extension never shortens one and a lapsed TTL gets the full duration from now; an idle deletion is
  * held off for the duration; --max-cost sets the budget.
  */
-import type {ExtendResult} from '../contract.js'
+import type {ExtendResult} from './schema.js'
 import {TargonError} from '../core/errors.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {type KnownVm, findOneVm, snapshot, vmPrice} from '../fleet/workloads.js'

@@ -13,7 +13,7 @@ import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../state/local-state.js'
 import {recordListing} from '../ledger/ledger.js'
-import type {VmFacts} from '../contract.js'
+import type {VmFacts} from '../ledger/schema.js'
 
 export interface KnownVm {
   uid: string

@@ -3,14 +3,14 @@
  * in one line, and what up checks before saying that nothing enforces a limit yet. Reading it is optional: a crontab
  * or file that cannot be read makes the coverage unknown and a warning, never a failure of up or status.
  */
-import type {StatusResult} from '../contract.js'
+import type {GuardCoverage} from './schema.js'
 import {asTargonError} from '../core/errors.js'
 import {formatDuration} from '../core/input.js'
 import {installedGuards} from './entries.js'
 import {sameGuard} from './installed.js'
 import {readRuns} from './runs.js'
 
-export function guardCoverage(configDir: string, profile: string, warn: (message: string) => void): StatusResult['guard'] {
+export function guardCoverage(configDir: string, profile: string, warn: (message: string) => void): GuardCoverage {
   try {
     const guard = installedGuards().find((each) => sameGuard(each.marker, {configDir, profile}))
     const last = readRuns(configDir, profile).at(-1)
@@ -27,7 +27,7 @@ export function guardCoverage(configDir: string, profile: string, warn: (message
 }
 
 /** The line status prints. */
-export function coverageLine(guard: StatusResult['guard'], now: number): string {
+export function coverageLine(guard: GuardCoverage, now: number): string {
   if (guard.kind === null) return 'No guard on this machine enforces the limits of this directory: targon guard install --cron'
   if (guard.kind === 'unknown') return 'Guard: unknown (it could not be read; see the warning)'
   const every = guard.every_seconds === null ? '' : ` every ${formatDuration(guard.every_seconds * 1000)}`

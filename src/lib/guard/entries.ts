@@ -2,7 +2,7 @@
  * The guards of this directory and profile as the JSON contract shows them, and the one place that reads them all
  * (the crontab, when cron is installed, and the unit directory).
  */
-import type {GuardEntry} from '../contract.js'
+import type {GuardEntry} from './schema.js'
 import {type GuardSpec} from './guard.js'
 import {type InstalledGuard, cronGuards, readCrontab, systemdGuards, unitDir} from './installed.js'
 

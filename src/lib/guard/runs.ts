@@ -5,7 +5,7 @@
 import {appendFileSync, chmodSync, mkdirSync, renameSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {type GuardRun, GuardRunSchema} from '../contract.js'
+import {type GuardRun, GuardRunSchema} from './schema.js'
 import {assertOwnDir, readOwnFile} from '../state/trust.js'
 import {guardDir, logFile} from './guard.js'
 

@@ -8,7 +8,7 @@
  *
  * Nothing here stops a deletion: a hook that fails, times out or cannot run is reported and the VM is deleted.
  */
-import type {DeleteReason, HookOutcome} from '../contract.js'
+import type {DeleteReason, HookOutcome} from '../deletion/schema.js'
 import {mapBounded} from '../core/concurrency.js'
 import {TargonError, asTargonError} from '../core/errors.js'
 import {openVm} from '../fleet/fan-out.js'

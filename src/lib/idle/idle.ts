@@ -9,7 +9,7 @@
  */
 import * as z from 'zod'
 
-import type {Usage} from '../contract.js'
+import type {Usage} from './schema.js'
 import {mapBounded} from '../core/concurrency.js'
 import {asTargonError} from '../core/errors.js'
 import {openVm} from '../fleet/fan-out.js'

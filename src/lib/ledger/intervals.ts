@@ -9,7 +9,7 @@
  *   as an unclassified `error` record (`bounded`: billing stopped between then and the listing that found it gone);
  * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
  */
-import type {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFacts} from '../contract.js'
+import type {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFacts} from './schema.js'
 import type {LedgerLine} from './lines.js'
 
 export type BillingStartSource = (typeof BILLING_START_SOURCES)[number]

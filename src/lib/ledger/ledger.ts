@@ -4,7 +4,7 @@
  * Each returns a warning instead of failing: a ledger that cannot be written must never stop an `up` or a `down`.
  */
 import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
-import type {VmFacts} from '../contract.js'
+import type {VmFacts} from './schema.js'
 import {LedgerStore} from './store.js'
 
 /** A VM whose billing began: which, what it is, and why it began (see recordStart). */

@@ -9,7 +9,7 @@
  */
 import * as z from 'zod'
 
-import {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFactsSchema} from '../contract.js'
+import {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFactsSchema} from './schema.js'
 
 const time = z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'is not a time')
 

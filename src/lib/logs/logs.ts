@@ -3,7 +3,7 @@
  * polling. Also the console tail that `up` attaches to an error when a VM never came up.
  */
 
-import type {LogsResult} from '../contract.js'
+import type {LogsResult} from './schema.js'
 import {findOneVm, snapshot} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../core/errors.js'

@@ -4,7 +4,7 @@
  */
 
 import type {RawOffer} from '../targon/schemas.js'
-import type {Offer} from '../contract.js'
+import type {Offer} from './schema.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 export type OfferSort = (typeof OFFER_SORTS)[number]

@@ -3,7 +3,7 @@
  * (settings.ts) on the way in and on the way out. The API key is read from stdin or a hidden
  * prompt, never from argv, and never printed unmasked.
  */
-import {type ConfigResult, configJsonKey} from '../contract.js'
+import {type ConfigResult, configJsonKey} from './config-schema.js'
 import {usageError} from '../core/errors.js'
 import {maskedNotifyUrl} from '../notify/notify.js'
 import {

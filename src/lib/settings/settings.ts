@@ -141,7 +141,7 @@ export type SettingValue<K extends SettingKey> = ReturnType<Spec<K>['parse']>
 type WithDefault = {[K in SettingKey]: Spec<K> extends {default: unknown} ? K : never}[SettingKey]
 
 /** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
-export const CONFIG_KEYS = (Object.keys(SETTINGS) as SettingKey[]).filter((key) => SETTINGS[key].stored) as ConfigKey[]
+export {CONFIG_KEYS} from './config-keys.js'
 export type ConfigKey = {[K in SettingKey]: Spec<K>['stored'] extends true ? K : never}[SettingKey]
 
 /** A setting by precedence: the flag's value if given, else the environment, else the config file, else the default. */

@@ -4,7 +4,7 @@
  * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
  * excluded, never in the totals and never dropped.
  */
-import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from '../contract.js'
+import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../ledger/intervals.js'

@@ -8,7 +8,7 @@
  * the known plus the possible one. Only a conclusive measurement may show that: one that sees at least what is known
  * to bill (credits debited in batches, or never, fall slower than that and prove nothing).
  */
-import type {CreditsResult} from '../contract.js'
+import type {CreditsResult} from './schema.js'
 import {roundUsd} from '../fleet/cost.js'
 import {type OwnerScope} from '../fleet/owners.js'
 import {type KnownVm, billingUncertain, snapshot, vmPrice} from '../fleet/workloads.js'

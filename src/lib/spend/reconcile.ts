@@ -3,7 +3,7 @@
  * estimates against what Targon charged. The drop in credits between two readings is put next to the estimate of
  * every VM the ledger knows, any fleet and any owner, over the same interval.
  */
-import type {Reconcile} from '../contract.js'
+import type {Reconcile} from './schema.js'
 import {TargonError} from '../core/errors.js'
 import {roundUsd} from '../fleet/cost.js'
 import {type Interval, billedWithin} from '../ledger/intervals.js'

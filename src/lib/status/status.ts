@@ -3,8 +3,10 @@
  * (fleet/workloads.ts), reduced to the selected VMs with their billing, estimated cost, TTL and
  * drift, plus the dstack fleet file when asked. Read-only: it never deletes anything.
  */
-import {dstackFleet} from '../bootstrap/dstack-fleet.js'
-import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contract.js'
+import {type DstackFleet, dstackFleet} from '../bootstrap/dstack-fleet.js'
+import type {Usage} from '../idle/schema.js'
+import type {Offer} from '../offers/schema.js'
+import type {StatusResult, StatusVm} from './schema.js'
 import {markerSaysBootstrapped, readMarker} from '../bootstrap/runner.js'
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'

@@ -4,7 +4,8 @@
  * the limits as its last say), so a sweep can never take a VM that `down` would not; what bills under no limit is
  * reported, and the credits are read after the deletions.
  */
-import type {DownResult, SweepReason, SweepResult} from '../contract.js'
+import type {DownResult} from '../down/schema.js'
+import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, isTargonError} from '../core/errors.js'
 import {estimatedCost} from '../fleet/cost.js'
 import type {OwnerScope} from '../fleet/owners.js'

@@ -8,7 +8,7 @@ import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import * as z from 'zod'
 
-import type {SweepResult} from '../contract.js'
+import type {SweepResult} from './schema.js'
 import {createdAt} from '../fleet/cost.js'
 import {type KnownVm, vmPrice} from '../fleet/workloads.js'
 import {readOwnFile} from '../state/trust.js'

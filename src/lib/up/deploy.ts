@@ -16,7 +16,7 @@ import {allRefused, createOnCandidates} from './register.js'
 import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
 import {recordStart} from '../ledger/ledger.js'
-import type {VmFacts} from '../contract.js'
+import type {VmFacts} from '../ledger/schema.js'
 
 export async function deploy(ctx: RunContext, track: VmTrack, registered: Registered, report: Report): Promise<Deployed> {
   const refusals: TargonError[] = []

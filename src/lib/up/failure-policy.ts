@@ -4,7 +4,8 @@
  * Deletion follows the workload until it no longer bills (deletion/), on the clean-up client,
  * which neither Ctrl-C nor --timeout stops.
  */
-import type {DeleteResult, OnFailure} from '../contract.js'
+import type {DeleteResult} from '../deletion/schema.js'
+import type {OnFailure} from './schema.js'
 import {type RunContext, deleteClaim} from './run-context.js'
 import type {Claim, VmTrack} from './stages.js'
 

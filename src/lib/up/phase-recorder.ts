@@ -3,7 +3,8 @@
  * (relative to the run, since phases overlap), how long it took, and the remote steps of the bootstrap phases.
  */
 import type {Substep} from '../bootstrap/runner.js'
-import type {PhaseName, PhaseResult, RunEvent, StepResult} from '../contract.js'
+import type {PhaseName, RunEvent} from '../events/schema.js'
+import type {PhaseResult, StepResult} from './schema.js'
 import type {EventListener} from '../events/run-events.js'
 import type {PipelineLayout} from './pipeline.js'
 import type {VmTrack} from './stages.js'

@@ -16,7 +16,7 @@
  */
 import type {StepEvent, Substep} from '../bootstrap/runner.js'
 import {INSTALL_STEPS, SHIM_STEPS, substepOf} from '../bootstrap/runner.js'
-import type {PhaseName} from '../contract.js'
+import type {PhaseName} from '../events/schema.js'
 import {eventError} from '../events/run-events.js'
 import {mapBounded} from '../core/concurrency.js'
 import {TargonError, abortError} from '../core/errors.js'

@@ -9,7 +9,8 @@ import {TargonError} from '../core/errors.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {OfferUnits, chooseCandidates, offersUnderCap} from '../capacity/candidates.js'
 import {workloadName} from '../fleet/naming.js'
-import type {Offer, UpPlan} from '../contract.js'
+import type {Offer} from '../offers/schema.js'
+import type {UpPlan} from './schema.js'
 import {type UpOptions, resolveImage} from './up.js'
 
 /** What a run is asked for: the part of its options that decides what it rents, and where. */

@@ -7,7 +7,7 @@
 import {randomInt} from 'node:crypto'
 
 import type {Report} from '../capacity/watch.js'
-import type {Offer} from '../contract.js'
+import type {Offer} from '../offers/schema.js'
 import {workloadName} from '../fleet/naming.js'
 import {TargonError, asTargonError} from '../core/errors.js'
 import type {VmRecord} from '../state/local-state.js'

@@ -6,7 +6,9 @@
 
 import type {HookSetting} from '../hooks/hook.js'
 import type {BootstrapParams, IdleSettings} from '../bootstrap/runner.js'
-import type {DeleteResult, Leftover, Offer, OnFailure} from '../contract.js'
+import type {DeleteResult} from '../deletion/schema.js'
+import type {Offer} from '../offers/schema.js'
+import type {Leftover, OnFailure} from './schema.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {forgetVm} from '../deletion/forget.js'
 import {judge} from '../deletion/lifecycle.js'

@@ -16,7 +16,8 @@
  * only the claim; the result reads the latest stage.
  */
 import type {Marker, ShimRun} from '../bootstrap/runner.js'
-import type {Offer, PhaseResult} from '../contract.js'
+import type {Offer} from '../offers/schema.js'
+import type {PhaseResult} from './schema.js'
 import type {HostKey, SshSession} from '../ssh/session.js'
 import type {EventVm} from '../events/run-events.js'
 

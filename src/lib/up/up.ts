@@ -30,7 +30,9 @@ import {IDLE_GPU_THRESHOLD_PCT} from '../bootstrap/runner.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../core/version.js'
-import {type Cleanup, type DeleteResult, type Offer, type OnFailure, type UpResult} from '../contract.js'
+import type {DeleteResult} from '../deletion/schema.js'
+import type {Offer} from '../offers/schema.js'
+import type {Cleanup, OnFailure, UpResult} from './schema.js'
 
 export interface UpOptions {
   resource?: string
