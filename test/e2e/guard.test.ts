@@ -196,6 +196,43 @@ describe('guard --cron', () => {
   })
 })
 
+describe('limits the guard reads from the config file', () => {
+  it('sweep takes min-runway and idle-limit from the config when no flag gives them, and a flag wins', async () => {
+    const dir = guardedDir()
+    const set = async (key: string, value: string) => {
+      const done = await targon(['config', 'set', key, value], dir)
+      expect(done.code, done.stderr).toBe(0)
+    }
+
+    await set('min-runway', '365d')
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '5h', '--json'], dir)
+    expect(up.code, up.stderr).toBe(0)
+    try {
+      const fromConfig = await targon(['sweep', '--json'], dir)
+      expect(fromConfig.code, fromConfig.stdout + fromConfig.stderr).toBe(14)
+      const doc = parseJson(fromConfig)
+      expect(doc.error.code).toBe('RUNWAY_SHORT')
+      expect(doc.data.selection).toMatchObject({min_runway_hours: 8760})
+      const flagged = await targon(['sweep', '--min-runway', '1h', '--json'], dir)
+      expect(flagged.code, flagged.stdout + flagged.stderr).toBe(0)
+      expect(parseJson(flagged).data.selection).toMatchObject({min_runway_hours: 1})
+    } finally {
+      expect((await targon(['down', '--all', '--json'], dir)).code).toBe(0)
+    }
+
+    // The idle limit of VMs without their own (none bill here: the selection says which limit the sweep applied).
+    await set('idle-limit', '45m')
+    const idle = await targon(['sweep', '--json'], dir)
+    expect(idle.code, idle.stdout + idle.stderr).toBe(0)
+    expect(parseJson(idle).data.selection).toMatchObject({idle_limit_seconds: 2700, min_runway_hours: 8760})
+    const idleFlag = await targon(['sweep', '--idle-limit', '1h', '--json'], dir)
+    expect(parseJson(idleFlag).data.selection).toMatchObject({idle_limit_seconds: 3600})
+    // A value that is not a duration is refused when set, and the crontab line never carries these limits.
+    expect((await targon(['config', 'set', 'min-runway', '6'], dir)).code).toBe(2)
+    expect((await targon(['guard', 'print', '--cron'], dir)).stdout).not.toMatch(/runway|idle/)
+  })
+})
+
 describe('guard --systemd', () => {
   it('prints units that systemd-analyze verify accepts, with no secret in them', async () => {
     const dir = guardedDir()
