@@ -175,6 +175,19 @@ describe('guard --cron', () => {
     }
   })
 
+  it('uninstall leaves a marker whose next line is not the guard entry, with a warning', async () => {
+    const dir = guardedDir()
+    const edited = `# targon guard: org=acme owner=- profile=default dir=${dir} (targon guard uninstall removes it)\n17 3 * * * /usr/local/bin/backup\n`
+    setCrontab(edited)
+    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    expect(uninstall.code, uninstall.stderr).toBe(0)
+    const doc = parseJson(uninstall)
+    expect(doc.data.removed).toEqual([])
+    expect(doc.warnings.join('\n')).toContain("whose next line is not the guard's entry: both are left as they are")
+    expect(crontabOf()).toBe(edited)
+    setCrontab('')
+  })
+
   it("installs into another local user's own crontab when that user runs it", async () => {
     const dir = otherUsersDir('targon-guard-other-')
     const config = join(dir, 'config')
@@ -253,6 +266,31 @@ describe('guard --systemd', () => {
     const cron = await targon(['guard', 'print', '--cron'], dir)
     expect(cron.stdout).toMatch(/^# targon guard: org=acme /)
     expectNoSecrets(cron.stdout)
+  })
+
+  it('refuses a second guard of either kind for the same directory, or the same org and owner, with the fix', async () => {
+    setCrontab('')
+    const first = guardedDir({owner: 'alice'})
+    const other = guardedDir({owner: 'alice'})
+    const fix = `remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`
+    for (const [kind, second] of [
+      ['--cron', '--systemd'],
+      ['--systemd', '--cron'],
+    ] as const) {
+      const installed = await targon(['guard', 'install', kind, '--json'], first)
+      expect(installed.code, installed.stdout + installed.stderr).toBe(0)
+      for (const dir of [first, other]) {
+        const refused = await targon(['guard', 'install', second, '--json'], dir)
+        expect(refused.code, refused.stdout).toBe(3)
+        expect(parseJson(refused).error).toMatchObject({code: 'CONFIG', hint: fix})
+      }
+      // Nothing of the second kind was written, and the first stays.
+      expect(crontabOf().match(/# targon guard:/g)?.length ?? 0).toBe(kind === '--cron' ? 1 : 0)
+      expect(ourUnits().length).toBe(unitsBefore.length + (kind === '--systemd' ? 2 : 0))
+      expect(parseJson(await targon(['guard', 'uninstall', '--json'], first)).data.removed).toHaveLength(1)
+    }
+    expect(crontabOf()).toBe('')
+    expect(ourUnits()).toEqual(unitsBefore)
   })
 
   it('as root writes system units (enabling them needs a running systemd: a warning here), status shows them, uninstall removes them', async () => {

@@ -72,9 +72,17 @@ describe('guard entries', () => {
         node: SPEC.node,
       },
     ])
-    expect(withoutCronGuard(crontab, SPEC)).toBe(mine)
+    expect(withoutCronGuard(crontab, SPEC)).toMatchObject({left: 0, removed: [{kind: 'cron', node: SPEC.node}], text: mine})
     // Another profile's guard of the same directory stays.
-    expect(withoutCronGuard(crontab, {...SPEC, profile: 'team'})).toBe(crontab)
+    expect(withoutCronGuard(crontab, {...SPEC, profile: 'team'})).toEqual({left: 0, removed: [], text: crontab})
+  })
+
+  it('leaves a marker whose next line is not the guard entry, and the line after it', () => {
+    const [marker, entry] = cronLines(SPEC) as [string, string]
+    for (const next of ['17 3 * * * /usr/local/bin/backup', entry.replace('--profile default', '--profile team'), '']) {
+      const crontab = `MAILTO=ops@example.com\n${marker}\n${next}\n`
+      expect(withoutCronGuard(crontab, SPEC)).toEqual({left: 1, removed: [], text: crontab})
+    }
   })
 
   it('names the same units for the same directory and profile, and others for another profile', () => {
