@@ -262,10 +262,22 @@ describe('guard --systemd', () => {
     const text = files.map((file) => readFileSync(file, 'utf8')).join('\n')
     expect(text).toContain('OnCalendar=*-*-* 00/2:00:00')
     expect(text).toContain(`Environment=TARGON_CONFIG_DIR=${dir}`)
+    // Printed as root: a system service, run as the owner of the config directory (root's here), said explicitly.
+    expect(text).toContain('\nUser=root\n')
     expectNoSecrets(text)
     const cron = await targon(['guard', 'print', '--cron'], dir)
     expect(cron.stdout).toMatch(/^# targon guard: org=acme /)
     expectNoSecrets(cron.stdout)
+  })
+
+  it("refuses, as root, a system guard for another user's config directory: never a sweep of theirs run as root", async () => {
+    const config = join(otherUsersDir('targon-guard-other-'), 'config')
+    const stored = await targon(['config', 'set', 'api-key'], config, {input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
+    expect(stored.code, stored.stderr).toBe(0)
+    const refused = await targon(['guard', 'install', '--systemd', '--json'], config)
+    expect(refused.code, refused.stdout).toBe(3)
+    expect(parseJson(refused).error.message).toContain('belongs to another user')
+    expect(ourUnits()).toEqual(unitsBefore)
   })
 
   it('refuses a second guard of either kind for the same directory, or the same org and owner, with the fix', async () => {
@@ -305,6 +317,7 @@ describe('guard --systemd', () => {
     const verify = spawnSync('systemd-analyze', ['verify', '--man=no', ...files], {encoding: 'utf8'})
     expect(verify.status, verify.stdout + verify.stderr).toBe(0)
     expectNoSecrets(files.map((file) => readFileSync(file, 'utf8')).join('\n'))
+    expect(readFileSync(files[0] as string, 'utf8')).toContain('\nType=oneshot\nUser=root\n')
     expect(parseJson(await targon(['guard', 'status', '--json'], dir)).data.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
     const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
     expect(parseJson(uninstall).data.removed).toMatchObject([{kind: 'systemd'}])

@@ -86,10 +86,16 @@ describe('guard entries', () => {
   })
 
   it('names the same units for the same directory and profile, and others for another profile', () => {
-    const units = Object.keys(systemdUnits(SPEC))
-    expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000})))
-    expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'})))
+    const units = Object.keys(systemdUnits(SPEC, null))
+    expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000}, null)))
+    expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'}, null)))
     expect(units[0]).toMatch(/^targon-guard-[0-9a-f]{12}\.service$/)
+  })
+
+  it('names the user of a system service, and none in a user unit', () => {
+    const service = (user: string | null) => Object.values(systemdUnits(SPEC, user))[0] as string
+    expect(service('alice')).toMatch(/^\[Service\]\nType=oneshot\nUser=alice\n/m)
+    expect(service(null)).not.toContain('User=')
   })
 })
 

@@ -4,7 +4,7 @@ import {TargonError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
 import {type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/guard/guard.js'
-import {cronMissing, readCrontab, systemctl, unitDir, writeCrontab, writeUnits} from '../../lib/guard/installed.js'
+import {cronMissing, readCrontab, systemctl, unitDir, unitUser, writeCrontab, writeUnits} from '../../lib/guard/installed.js'
 import {removeGuard} from '../../lib/guard/remove.js'
 import {ensureGuardDir} from '../../lib/guard/runs.js'
 import {checkSelection, environmentOnlySecrets, localSpec, refuseEnvironmentOnly} from '../../lib/guard/spec.js'
@@ -14,7 +14,8 @@ export default class GuardInstall extends BaseCommand<typeof GuardInstall, 'guar
   static summary = 'Schedule targon sweep on this machine for this config directory and profile.'
 
   static description = prose(`Writes one crontab line for this user (--cron), or a systemd service and timer (--systemd:
-system units as root, user units otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
+system units as root, which run the sweep as the owner of the config directory, User=root for root's; user units
+otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
 TARGON_CONFIG_DIR and --profile: cron and systemd give it no environment. Nothing secret is written: the sweep reads
 the API key, the notify and heartbeat URLs from the config file at run time, so the key must be stored there (exit 3
 otherwise, with the fix); an owner or org that only the environment gives is refused the same way, and so is a
@@ -68,7 +69,7 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
 
   private installSystemd(spec: GuardSpec, replaced: boolean): CommandResult<'guard install'> {
     const dir = unitDir()
-    const files = writeUnits(dir, systemdUnits(spec))
+    const files = writeUnits(dir, systemdUnits(spec, unitUser(spec.configDir)))
     const timer = `${unitName(spec)}.timer`
     const reload = systemctl(['daemon-reload'])
     const enable = reload.ok ? systemctl(['enable', '--now', timer]) : reload

@@ -4,8 +4,8 @@
  * user units otherwise).
  */
 import {spawnSync} from 'node:child_process'
-import {mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
-import {homedir} from 'node:os'
+import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {homedir, userInfo} from 'node:os'
 import {join} from 'node:path'
 
 import {TargonError} from '../core/errors.js'
@@ -117,6 +117,17 @@ export const SYSTEM_UNIT_DIR = '/etc/systemd/system'
 /** Where this user's units go: system units as root, user units otherwise. */
 export function unitDir(env: NodeJS.ProcessEnv = process.env): string {
   return process.getuid?.() === 0 ? SYSTEM_UNIT_DIR : userUnitDir(env)
+}
+
+/**
+ * Whom a system unit runs its sweep as: the owner of the config directory, never root by default. The trust rules
+ * make that the installing user (sudo with another user's directory is refused before this), so root's directory
+ * gives User=root, said explicitly. Null for user units, which run as their user.
+ */
+export function unitUser(configDir: string): string | null {
+  if (unitDir() !== SYSTEM_UNIT_DIR) return null
+  const owner = statSync(configDir).uid
+  return owner === process.getuid?.() ? userInfo().username : String(owner)
 }
 
 export function userUnitDir(env: NodeJS.ProcessEnv = process.env): string {
