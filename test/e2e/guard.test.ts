@@ -5,7 +5,7 @@
  * written into a crontab line or a unit.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -318,7 +318,14 @@ describe('guard --systemd', () => {
     expect(verify.status, verify.stdout + verify.stderr).toBe(0)
     expectNoSecrets(files.map((file) => readFileSync(file, 'utf8')).join('\n'))
     expect(readFileSync(files[0] as string, 'utf8')).toContain('\nType=oneshot\nUser=root\n')
-    expect(parseJson(await targon(['guard', 'status', '--json'], dir)).data.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    const status = parseJson(await targon(['guard', 'status', '--json'], dir)).data
+    expect(status.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    expect(status.problems).toEqual([])
+    // Installed an hour ago (as install recorded it) and never run: a problem, with the fix, in JSON and in text.
+    writeFileSync(join(dir, 'guard', 'default.installed'), `${new Date(Date.now() - 3_600_000).toISOString()}\n`, {mode: 0o600})
+    const never = parseJson(await targon(['guard', 'status', '--json'], dir)).data.problems.join('\n')
+    expect(never).toMatch(/no sweep has run since the guard was installed 1h\S* ago, with one due every 5m: is cron or the timer running/)
+    expect((await targon(['guard', 'status'], dir)).stderr).toContain('no sweep has run since the guard was installed')
     const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
     expect(parseJson(uninstall).data.removed).toMatchObject([{kind: 'systemd'}])
     expect(files.some((file) => existsSync(file))).toBe(false)

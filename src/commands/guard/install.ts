@@ -6,7 +6,7 @@ import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/gu
 import {type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/guard/guard.js'
 import {cronMissing, readCrontab, systemctl, unitDir, unitUser, writeCrontab, writeUnits} from '../../lib/guard/installed.js'
 import {removeGuard} from '../../lib/guard/remove.js'
-import {ensureGuardDir} from '../../lib/guard/runs.js'
+import {ensureGuardDir, recordInstall} from '../../lib/guard/runs.js'
 import {checkSelection, environmentOnlySecrets, localSpec, refuseEnvironmentOnly} from '../../lib/guard/spec.js'
 import {conflictingGuard, specEntry, uninstallCommand} from '../../lib/guard/entries.js'
 
@@ -52,6 +52,7 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
     ensureGuardDir(spec.configDir)
     const replaced = removeGuard(spec, (message) => this.addWarning(message)).length > 0
     const result = kind === 'cron' ? this.installCron(spec, replaced) : this.installSystemd(spec, replaced)
+    recordInstall(spec.configDir, spec.profile, Date.now())
     this.info(
       `${result.replaced ? 'replaced' : 'installed'}: targon sweep every ${spec.everyMs / 60_000} min (${kind}) for ${spec.configDir} (profile ${spec.profile}); output in ${result.log}`,
     )
