@@ -70,10 +70,12 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         'Ping URL of a dead-man switch (healthchecks-style), pinged on exit 0 or 14, URL/fail otherwise; prefer TARGON_HEARTBEAT_URL or config heartbeat-url, as a command line shows in ps.',
     }),
     'idle-limit': durationFlag('--idle-limit', {
-      summary: "The idle limit of VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins).",
+      summary:
+        "The idle limit of VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins; default: config idle-limit).",
     }),
     'min-runway': durationFlag('--min-runway', {
-      summary: 'After the deletions, exit 14 (RUNWAY_SHORT) and notify when the credits last less than this: 6h, 2d.',
+      summary:
+        'After the deletions, exit 14 (RUNWAY_SHORT) and notify when the credits last less than this: 6h, 2d (default: config min-runway).',
     }),
     notify: Flags.string({
       summary:
@@ -120,6 +122,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     await this.useNotifyUrl(flags.notify, false)
     const profile = (await activeProfile()).name
     const dir = ensureConfigDir()
+    const limits = await this.limits()
     const startedAt = Date.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
@@ -137,7 +140,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
     const outcome = await ifFileLockFree(lock, async () => {
       try {
-        const result = await this.sweep(fleet, owners, profile)
+        const result = await this.sweep(fleet, owners, profile, limits)
         record(0, result)
         return result
       } catch (error) {
@@ -158,8 +161,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       selection: {
         any_owner: owners.anyOwner,
         fleet,
-        idle_limit_seconds: this.idleLimitS(),
-        min_runway_hours: flags['min-runway'] === undefined ? null : flags['min-runway'] / 3_600_000,
+        idle_limit_seconds: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
+        min_runway_hours: limits.minRunwayMs === null ? null : limits.minRunwayMs / 3_600_000,
         over_cost_usd: flags['over-cost'] ?? null,
         owner: owners.owner,
       },
@@ -172,11 +175,20 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     return result
   }
 
-  private idleLimitS(): number | null {
-    return this.flags['idle-limit'] === undefined ? null : this.flags['idle-limit'] / 1000
+  /** The limits a flag gives, else the config file: the guard's scheduled command carries none. */
+  private async limits(): Promise<{idleLimitMs: number | null; minRunwayMs: number | null}> {
+    return {
+      idleLimitMs: this.flags['idle-limit'] ?? (await resolveSetting('idle-limit')) ?? null,
+      minRunwayMs: this.flags['min-runway'] ?? (await resolveSetting('min-runway')) ?? null,
+    }
   }
 
-  private async sweep(fleet: string | null, owners: Awaited<ReturnType<typeof ownerScope>>, profile: string): Promise<SweepResult> {
+  private async sweep(
+    fleet: string | null,
+    owners: Awaited<ReturnType<typeof ownerScope>>,
+    profile: string,
+    limits: {idleLimitMs: number | null; minRunwayMs: number | null},
+  ): Promise<SweepResult> {
     const {flags} = this
     const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
@@ -189,9 +201,9 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             dryRun: flags['dry-run'],
             fleet,
             hooks: flags.hooks,
-            idleLimitS: this.idleLimitS(),
+            idleLimitS: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
             labelFleet: await resolveSetting('fleet'),
-            minRunwayMs: flags['min-runway'] ?? null,
+            minRunwayMs: limits.minRunwayMs,
             profile,
             warnWindowMs: flags.warn ?? (await resolveSetting('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
             onEvent: deletions.onEvent,

@@ -5,7 +5,7 @@
  * written into a crontab line or a unit.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -175,6 +175,19 @@ describe('guard --cron', () => {
     }
   })
 
+  it('uninstall leaves a marker whose next line is not the guard entry, with a warning', async () => {
+    const dir = guardedDir()
+    const edited = `# targon guard: org=acme owner=- profile=default dir=${dir} (targon guard uninstall removes it)\n17 3 * * * /usr/local/bin/backup\n`
+    setCrontab(edited)
+    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    expect(uninstall.code, uninstall.stderr).toBe(0)
+    const doc = parseJson(uninstall)
+    expect(doc.data.removed).toEqual([])
+    expect(doc.warnings.join('\n')).toContain("whose next line is not the guard's entry: both are left as they are")
+    expect(crontabOf()).toBe(edited)
+    setCrontab('')
+  })
+
   it("installs into another local user's own crontab when that user runs it", async () => {
     const dir = otherUsersDir('targon-guard-other-')
     const config = join(dir, 'config')
@@ -196,6 +209,43 @@ describe('guard --cron', () => {
   })
 })
 
+describe('limits the guard reads from the config file', () => {
+  it('sweep takes min-runway and idle-limit from the config when no flag gives them, and a flag wins', async () => {
+    const dir = guardedDir()
+    const set = async (key: string, value: string) => {
+      const done = await targon(['config', 'set', key, value], dir)
+      expect(done.code, done.stderr).toBe(0)
+    }
+
+    await set('min-runway', '365d')
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '5h', '--json'], dir)
+    expect(up.code, up.stderr).toBe(0)
+    try {
+      const fromConfig = await targon(['sweep', '--json'], dir)
+      expect(fromConfig.code, fromConfig.stdout + fromConfig.stderr).toBe(14)
+      const doc = parseJson(fromConfig)
+      expect(doc.error.code).toBe('RUNWAY_SHORT')
+      expect(doc.data.selection).toMatchObject({min_runway_hours: 8760})
+      const flagged = await targon(['sweep', '--min-runway', '1h', '--json'], dir)
+      expect(flagged.code, flagged.stdout + flagged.stderr).toBe(0)
+      expect(parseJson(flagged).data.selection).toMatchObject({min_runway_hours: 1})
+    } finally {
+      expect((await targon(['down', '--all', '--json'], dir)).code).toBe(0)
+    }
+
+    // The idle limit of VMs without their own (none bill here: the selection says which limit the sweep applied).
+    await set('idle-limit', '45m')
+    const idle = await targon(['sweep', '--json'], dir)
+    expect(idle.code, idle.stdout + idle.stderr).toBe(0)
+    expect(parseJson(idle).data.selection).toMatchObject({idle_limit_seconds: 2700, min_runway_hours: 8760})
+    const idleFlag = await targon(['sweep', '--idle-limit', '1h', '--json'], dir)
+    expect(parseJson(idleFlag).data.selection).toMatchObject({idle_limit_seconds: 3600})
+    // A value that is not a duration is refused when set, and the crontab line never carries these limits.
+    expect((await targon(['config', 'set', 'min-runway', '6'], dir)).code).toBe(2)
+    expect((await targon(['guard', 'print', '--cron'], dir)).stdout).not.toMatch(/runway|idle/)
+  })
+})
+
 describe('guard --systemd', () => {
   it('prints units that systemd-analyze verify accepts, with no secret in them', async () => {
     const dir = guardedDir()
@@ -212,10 +262,47 @@ describe('guard --systemd', () => {
     const text = files.map((file) => readFileSync(file, 'utf8')).join('\n')
     expect(text).toContain('OnCalendar=*-*-* 00/2:00:00')
     expect(text).toContain(`Environment=TARGON_CONFIG_DIR=${dir}`)
+    // Printed as root: a system service, run as the owner of the config directory (root's here), said explicitly.
+    expect(text).toContain('\nUser=root\n')
     expectNoSecrets(text)
     const cron = await targon(['guard', 'print', '--cron'], dir)
     expect(cron.stdout).toMatch(/^# targon guard: org=acme /)
     expectNoSecrets(cron.stdout)
+  })
+
+  it("refuses, as root, a system guard for another user's config directory: never a sweep of theirs run as root", async () => {
+    const config = join(otherUsersDir('targon-guard-other-'), 'config')
+    const stored = await targon(['config', 'set', 'api-key'], config, {input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
+    expect(stored.code, stored.stderr).toBe(0)
+    const refused = await targon(['guard', 'install', '--systemd', '--json'], config)
+    expect(refused.code, refused.stdout).toBe(3)
+    expect(parseJson(refused).error.message).toContain('belongs to another user')
+    expect(ourUnits()).toEqual(unitsBefore)
+  })
+
+  it('refuses a second guard of either kind for the same directory, or the same org and owner, with the fix', async () => {
+    setCrontab('')
+    const first = guardedDir({owner: 'alice'})
+    const other = guardedDir({owner: 'alice'})
+    const fix = `remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`
+    for (const [kind, second] of [
+      ['--cron', '--systemd'],
+      ['--systemd', '--cron'],
+    ] as const) {
+      const installed = await targon(['guard', 'install', kind, '--json'], first)
+      expect(installed.code, installed.stdout + installed.stderr).toBe(0)
+      for (const dir of [first, other]) {
+        const refused = await targon(['guard', 'install', second, '--json'], dir)
+        expect(refused.code, refused.stdout).toBe(3)
+        expect(parseJson(refused).error).toMatchObject({code: 'CONFIG', hint: fix})
+      }
+      // Nothing of the second kind was written, and the first stays.
+      expect(crontabOf().match(/# targon guard:/g)?.length ?? 0).toBe(kind === '--cron' ? 1 : 0)
+      expect(ourUnits().length).toBe(unitsBefore.length + (kind === '--systemd' ? 2 : 0))
+      expect(parseJson(await targon(['guard', 'uninstall', '--json'], first)).data.removed).toHaveLength(1)
+    }
+    expect(crontabOf()).toBe('')
+    expect(ourUnits()).toEqual(unitsBefore)
   })
 
   it('as root writes system units (enabling them needs a running systemd: a warning here), status shows them, uninstall removes them', async () => {
@@ -230,7 +317,15 @@ describe('guard --systemd', () => {
     const verify = spawnSync('systemd-analyze', ['verify', '--man=no', ...files], {encoding: 'utf8'})
     expect(verify.status, verify.stdout + verify.stderr).toBe(0)
     expectNoSecrets(files.map((file) => readFileSync(file, 'utf8')).join('\n'))
-    expect(parseJson(await targon(['guard', 'status', '--json'], dir)).data.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    expect(readFileSync(files[0] as string, 'utf8')).toContain('\nType=oneshot\nUser=root\n')
+    const status = parseJson(await targon(['guard', 'status', '--json'], dir)).data
+    expect(status.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    expect(status.problems).toEqual([])
+    // Installed an hour ago (as install recorded it) and never run: a problem, with the fix, in JSON and in text.
+    writeFileSync(join(dir, 'guard', 'default.installed'), `${new Date(Date.now() - 3_600_000).toISOString()}\n`, {mode: 0o600})
+    const never = parseJson(await targon(['guard', 'status', '--json'], dir)).data.problems.join('\n')
+    expect(never).toMatch(/no sweep has run since the guard was installed 1h\S* ago, with one due every 5m: is cron or the timer running/)
+    expect((await targon(['guard', 'status'], dir)).stderr).toContain('no sweep has run since the guard was installed')
     const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
     expect(parseJson(uninstall).data.removed).toMatchObject([{kind: 'systemd'}])
     expect(files.some((file) => existsSync(file))).toBe(false)

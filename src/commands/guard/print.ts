@@ -6,7 +6,7 @@ import {usageError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
 import {checkEvery, cronLines, systemdUnits} from '../../lib/guard/guard.js'
-import {writeUnits} from '../../lib/guard/installed.js'
+import {unitUser, writeUnits} from '../../lib/guard/installed.js'
 import {checkSelection, localSpec} from '../../lib/guard/spec.js'
 
 export default class GuardPrint extends BaseCommand<typeof GuardPrint, 'guard print'> {
@@ -41,7 +41,7 @@ written into D instead of printed. Nothing secret is in them.`)
       return {files: null, kind, text}
     }
 
-    const units = systemdUnits(spec)
+    const units = systemdUnits(spec, unitUser(spec.configDir))
     const text = Object.entries(units)
       .map(([name, unit]) => `# ${name}\n${unit}`)
       .join('\n')

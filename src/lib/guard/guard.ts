@@ -137,8 +137,11 @@ export function unitName(spec: Pick<GuardSpec, 'configDir' | 'profile'>): string
   return `targon-guard-${createHash('sha256').update(`${spec.configDir}\0${spec.profile}`).digest('hex').slice(0, 12)}`
 }
 
-/** The service and the timer of a guard, by file name. */
-export function systemdUnits(spec: GuardSpec): Record<string, string> {
+/**
+ * The service and the timer of a guard, by file name. `user`: whom a system unit runs the sweep as (see unitUser);
+ * null for user units, which run as their user.
+ */
+export function systemdUnits(spec: GuardSpec, user: string | null): Record<string, string> {
   const name = unitName(spec)
   const what = `targon sweep of ${spec.configDir} (profile ${spec.profile})`
   const log = logFile(spec.configDir, spec.profile)
@@ -152,6 +155,7 @@ export function systemdUnits(spec: GuardSpec): Record<string, string> {
       '',
       '[Service]',
       'Type=oneshot',
+      ...(user === null ? [] : [`User=${user}`]),
       `Environment=TARGON_CONFIG_DIR=${spec.configDir}`,
       `ExecStart=${sweepArgv(spec).join(' ')}`,
       `StandardOutput=append:${log}`,

@@ -4,8 +4,8 @@
  * user units otherwise).
  */
 import {spawnSync} from 'node:child_process'
-import {mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
-import {homedir} from 'node:os'
+import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {homedir, userInfo} from 'node:os'
 import {join} from 'node:path'
 
 import {TargonError} from '../core/errors.js'
@@ -73,26 +73,64 @@ export function cronGuards(crontab: string): InstalledGuard[] {
   })
 }
 
-/** The crontab without the guard of this directory and profile (its marker and its entry). */
-export function withoutCronGuard(crontab: string, guard: Pick<GuardMarker, 'configDir' | 'profile'>): string {
+/** Whether a crontab line is the entry install writes for this directory and profile (see cronLines). */
+export function isGuardEntry(line: string, guard: Pick<GuardMarker, 'configDir' | 'profile'>): boolean {
+  const match = /^(?:\S+ ){5}TARGON_CONFIG_DIR=(\S+) \S+ \S+ sweep --profile (\S+) --guard /.exec(line)
+  return match !== null && match[1] === guard.configDir && match[2] === guard.profile
+}
+
+/**
+ * The crontab without the guard of this directory and profile: each marker of it with the entry after it. A marker
+ * whose next line is not that entry (edited by hand) is kept with that line, and counted in `left`.
+ */
+export function withoutCronGuard(
+  crontab: string,
+  guard: Pick<GuardMarker, 'configDir' | 'profile'>,
+): {text: string; removed: InstalledGuard[]; left: number} {
   const lines = crontab.split('\n')
   const kept: string[] = []
+  const removed: InstalledGuard[] = []
+  let left = 0
   for (let index = 0; index < lines.length; index++) {
-    const marker = parseMarker(lines[index] as string)
+    const line = lines[index] as string
+    const marker = parseMarker(line)
     if (marker && sameGuard(marker, guard)) {
-      index++
-      continue
+      const entry = lines[index + 1] ?? ''
+      if (isGuardEntry(entry, guard)) {
+        removed.push(...cronGuards(`${line}\n${entry}`))
+        index++
+        continue
+      }
+
+      left++
     }
 
-    kept.push(lines[index] as string)
+    kept.push(line)
   }
 
-  return kept.join('\n')
+  return {left, removed, text: kept.join('\n')}
 }
+
+/** Where root's units go: the system unit directory. */
+export const SYSTEM_UNIT_DIR = '/etc/systemd/system'
 
 /** Where this user's units go: system units as root, user units otherwise. */
 export function unitDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (process.getuid?.() === 0) return '/etc/systemd/system'
+  return process.getuid?.() === 0 ? SYSTEM_UNIT_DIR : userUnitDir(env)
+}
+
+/**
+ * Whom a system unit runs its sweep as: the owner of the config directory, never root by default. The trust rules
+ * make that the installing user (sudo with another user's directory is refused before this), so root's directory
+ * gives User=root, said explicitly. Null for user units, which run as their user.
+ */
+export function unitUser(configDir: string): string | null {
+  if (unitDir() !== SYSTEM_UNIT_DIR) return null
+  const owner = statSync(configDir).uid
+  return owner === process.getuid?.() ? userInfo().username : String(owner)
+}
+
+export function userUnitDir(env: NodeJS.ProcessEnv = process.env): string {
   const config = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
   return join(config, 'systemd', 'user')
 }

@@ -21,6 +21,27 @@ export function ensureGuardDir(configDir: string): void {
   assertOwnDir(guardDir(configDir), 'guard directory')
 }
 
+function installedFile(configDir: string, profile: string): string {
+  return join(guardDir(configDir), `${profile}.installed`)
+}
+
+/** When install last wrote the guard: what tells a guard that never ran from one just installed. */
+export function recordInstall(configDir: string, profile: string, at: number): void {
+  ensureGuardDir(configDir)
+  writeFileSync(installedFile(configDir, profile), `${new Date(at).toISOString()}\n`, {mode: 0o600})
+}
+
+/** The install time recorded, or null (none, or a guard installed before it was recorded). */
+export function readInstalledAt(configDir: string, profile: string): number | null {
+  try {
+    const at = Date.parse(readOwnFile(installedFile(configDir, profile)).trim())
+    return Number.isNaN(at) ? null : at
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+}
+
 /** Appends a run; past MAX_RUNS the oldest are dropped. */
 export function recordRun(configDir: string, profile: string, run: GuardRun): void {
   ensureGuardDir(configDir)

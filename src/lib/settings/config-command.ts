@@ -65,7 +65,9 @@ export async function readValues(dir: string, profile: string, keys: readonly Co
 
 /** Stores a setting; the result shows that setting only, so that a bad value elsewhere in the file cannot fail it. */
 export async function setValue(dir: string, profile: string, key: ConfigKey, raw: string): Promise<ConfigResult> {
-  const value = String(SETTINGS[key].parse(raw.trim(), key))
+  const parsed = SETTINGS[key].parse(raw.trim(), key)
+  // Numbers are kept as given once checked: a duration stored as its milliseconds would not read back as one.
+  const value = typeof parsed === 'string' ? parsed : raw.trim()
   ensureConfigDir(dir)
   await writeStoredValue(dir, profile, key, value)
   return readValues(dir, profile, [key])

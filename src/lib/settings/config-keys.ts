@@ -14,4 +14,6 @@ export const CONFIG_KEYS = [
   'notify-url',
   'heartbeat-url',
   'warn-window',
+  'min-runway',
+  'idle-limit',
 ] as const

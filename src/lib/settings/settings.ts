@@ -119,6 +119,9 @@ export const SETTINGS = {
   },
   // sweep --warn from the config file, so that the guard's crontab line or unit need not carry it.
   'warn-window': {parse: (raw: string) => parseDuration(raw, '--warn'), stored: true},
+  // sweep --min-runway and --idle-limit from the config file, likewise: limits the guard enforces without a flag.
+  'min-runway': {parse: (raw: string) => parseDuration(raw, '--min-runway'), stored: true},
+  'idle-limit': {parse: (raw: string) => parseDuration(raw, '--idle-limit'), stored: true},
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
