@@ -3,12 +3,13 @@
  * deletes its VM and nothing else, what no limit covers is reported and kept, the runway is read after the deletions,
  * one notification per run, the heartbeat pinged on success and on failure, and one sweep at a time.
  */
-import {readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {readFileSync, readdirSync} from 'node:fs'
 import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, type CliResult, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {setTtl} from '../helpers/records.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
@@ -30,17 +31,9 @@ async function upOne(...extra: string[]): Promise<{name: string; uid: string}> {
   return parseJson(up).data.vms[0]
 }
 
-/** Sets a VM's TTL deadline, in its local record (where targon keeps it). */
-function setTtl(name: string, at: number): void {
-  const file = join(ctx.configDir, 'vms', 'acme', `${name}.json`)
-  const record = JSON.parse(readFileSync(file, 'utf8'))
-  record.ttl_expires_at = new Date(at).toISOString()
-  writeFileSync(file, JSON.stringify(record), {mode: 0o600})
-}
-
 /** Moves a VM's TTL into the past. */
 function expireTtl(name: string): void {
-  setTtl(name, Date.now() - 60_000)
+  setTtl(ctx.configDir, name, Date.now() - 60_000)
 }
 
 /** Makes a workload look created `ms` ago, as the API reports it. */
@@ -177,7 +170,7 @@ describe('targon sweep', () => {
     hook.received.length = 0
     const ttl = await upOne('--ttl', '1h')
     const budget = await upOne('--max-cost', '2')
-    setTtl(ttl.name, Date.now() + 10 * 60_000)
+    setTtl(ctx.configDir, ttl.name, Date.now() + 10 * 60_000)
     // 2 USD at 1.69 USD/h is spent about 71 minutes after creation: 10 minutes from now.
     age(budget.uid, (2 / 1.69) * HOUR - 10 * 60_000)
     const warned = () =>
@@ -205,13 +198,13 @@ describe('targon sweep', () => {
     // Extended past the window: no warning; a new deadline inside it (time passing) warns again, once.
     expect((await targon(['extend', ttl.name, '--by', '1h', '--max-cost', '10'])).code).toBe(0)
     expect(parseJson(await targon(['sweep', '--warn', '15m', '--json'], {env: heartbeatEnv()})).data.warned).toEqual([])
-    setTtl(ttl.name, Date.now() + 5 * 60_000)
+    setTtl(ctx.configDir, ttl.name, Date.now() + 5 * 60_000)
     const later = await targon(['sweep', '--guard', '--json'], {env: heartbeatEnv()})
     expect(parseJson(later).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
     expect(warned()).toHaveLength(3)
 
     // Then it fires, and the sweep deletes it.
-    setTtl(ttl.name, Date.now() - 1000)
+    setTtl(ctx.configDir, ttl.name, Date.now() - 1000)
     const fired = await targon(['sweep', '--json'], {env: heartbeatEnv()})
     expect(parseJson(fired).data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: ttl.uid}])
   })
