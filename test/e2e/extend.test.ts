@@ -2,11 +2,10 @@
  * targon extend against the simulator: a TTL moves from the later of now and its deadline, a lapsed TTL gets the
  * full duration and the sweep keeps the VM, a budget is raised, and another owner's VM is refused unless --any-owner.
  */
-import {readFileSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, parseJson, runCli} from '../helpers/cli.js'
+import {setTtl} from '../helpers/records.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 
 const ctx = useFreshSimulator()
@@ -22,19 +21,12 @@ async function upOne(...extra: string[]): Promise<{name: string; uid: string; tt
   return parseJson(up).data.vms[0]
 }
 
-function setTtl(name: string, at: number): void {
-  const file = join(ctx.configDir, 'vms', 'acme', `${name}.json`)
-  writeFileSync(file, JSON.stringify({...JSON.parse(readFileSync(file, 'utf8')), ttl_expires_at: new Date(at).toISOString()}), {
-    mode: 0o600,
-  })
-}
-
 describe('targon extend', () => {
   it('moves a TTL from the later of now and its deadline, holds off idleness, raises a budget; the sweep keeps the VM', async () => {
     await ctx.setup()
     const vm = await upOne('--ttl', '1h', '--max-cost', '5')
     const deadline = Date.now() + HOUR / 2
-    setTtl(vm.name, deadline)
+    setTtl(ctx.configDir, vm.name, deadline)
     const before = Date.now()
     const extend = await targon(['extend', vm.name, '--by', '2h', '--max-cost', '40', '--json'])
     expect(extend.code, extend.stdout + extend.stderr).toBe(0)
@@ -46,7 +38,7 @@ describe('targon extend', () => {
     expect(Date.parse(moved.budget_ends_at) - Date.now()).toBeGreaterThan(23 * HOUR)
 
     // A TTL that lapsed gets the full duration from now, and the next sweep keeps the VM.
-    setTtl(vm.name, Date.now() - 10 * 60_000)
+    setTtl(ctx.configDir, vm.name, Date.now() - 10 * 60_000)
     const lapsed = await targon(['extend', vm.name, '--by', '1h', '--ttl-only', '--json'])
     const [renewed] = parseJson(lapsed).data.vms
     expect(Math.abs(Date.parse(renewed.ttl_expires_at) - (Date.now() + HOUR))).toBeLessThan(30_000)

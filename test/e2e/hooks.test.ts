@@ -3,11 +3,12 @@
  * private to root; down and sweep run it there as ubuntu before the deletion, with the VM's name, uid and the reason
  * in its environment, and report its exit code, duration and last output lines; --dry-run and --no-hooks run none.
  */
-import {readFileSync, statSync, writeFileSync} from 'node:fs'
+import {statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {setTtl} from '../helpers/records.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
@@ -85,10 +86,7 @@ describe('pre-delete hooks', () => {
 
   it('sweep runs the hook of a VM past its TTL with reason ttl; --no-hooks deletes without it', async () => {
     const ttl = await upWith('--ttl', '1h', '--on-delete', 'echo "reason=$TARGON_DELETE_REASON"; exit 3')
-    const file = join(configDir, 'vms', 'acme', `${ttl.name}.json`)
-    const record = JSON.parse(readFileSync(file, 'utf8'))
-    record.ttl_expires_at = new Date(Date.now() - 60_000).toISOString()
-    writeFileSync(file, JSON.stringify(record), {mode: 0o600})
+    setTtl(configDir, ttl.name, Date.now() - 60_000)
 
     const sweep = await targon(['sweep', '--json'], {env: {TARGON_NOTIFY_URL: webhook.url}})
     // A failed hook is reported and changes no exit code.

@@ -158,6 +158,8 @@ export interface Fault {
   contentType?: string
   retryAfter?: string
   delayMs?: number
+  /** Answer only once this settles: a request held for exactly as long as a test needs, with no timing to guess. */
+  holdUntil?: Promise<unknown>
   /** Drop the connection without an answer, before anything is done. */
   reset?: boolean
   /** Do the work (e.g. commit a create), then drop the connection without an answer. */
@@ -566,6 +568,7 @@ export class TargonSimulator {
     const trouble = this.chaosFor(method, url.pathname)
     const fault: Fault | undefined = this.takeFault(method, url.pathname) ?? (trouble && chaosFault(trouble))
     if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+    if (fault?.holdUntil) await fault.holdUntil
     if (fault?.reset) {
       entry.status = -1
       request.socket.destroy()
