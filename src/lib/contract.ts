@@ -8,7 +8,7 @@ import * as z from 'zod'
 
 import {EXIT_CODES, type ErrorCode} from './core/errors.js'
 
-import {CONFIG_KEYS} from './settings/settings.js'
+import {CONFIG_KEYS} from './settings/table.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 

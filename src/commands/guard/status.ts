@@ -8,7 +8,6 @@ import {entryOf, installedGuards} from '../../lib/guard/entries.js'
 import {logFile, nextRun} from '../../lib/guard/guard.js'
 import {sameGuard} from '../../lib/guard/installed.js'
 import {readRuns} from '../../lib/guard/runs.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
 
 /** Runs shown. */
 const SHOWN_RUNS = 5
@@ -24,8 +23,8 @@ ran for more than two periods (is cron or the timer running?). It reads no API.`
   static examples = [{command: '<%= config.bin %> guard status', description: 'Is this directory guarded, and is the guard running?'}]
 
   public async run(): Promise<CommandResult<'guard status'>> {
-    const dir = configDir()
-    const profile = (await activeProfile()).name
+    const dir = this.ctx.settings.dir
+    const profile = (await this.ctx.settings.profile()).name
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
     const runs = readRuns(dir, profile)

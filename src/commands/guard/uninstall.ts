@@ -13,7 +13,6 @@ import {
   writeCrontab,
 } from '../../lib/guard/installed.js'
 import {unitName} from '../../lib/guard/guard.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
 
 export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, 'guard uninstall'> {
   static summary = 'Remove the guard of this config directory and profile: exactly what guard install wrote.'
@@ -24,7 +23,7 @@ export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, '
   static examples = [{command: '<%= config.bin %> guard uninstall', description: 'Stop sweeping this directory on a schedule'}]
 
   public async run(): Promise<CommandResult<'guard uninstall'>> {
-    const guard = {configDir: configDir(), profile: (await activeProfile()).name}
+    const guard = {configDir: this.ctx.settings.dir, profile: (await this.ctx.settings.profile()).name}
     this.acting.profile = guard.profile
     const removed = []
     const crontab = readCrontab()
