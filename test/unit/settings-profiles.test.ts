@@ -72,6 +72,18 @@ describe('the key and the org', () => {
   })
 })
 
+describe('two runs in one process', () => {
+  it('each read their own --profile: the profile is an input of a run, not a state of the process', async () => {
+    const env = {TARGON_CONFIG_DIR: configWithProfiles()}
+    const team = new SettingsResolver({env, profileFlag: 'team'})
+    const personal = new SettingsResolver({env})
+    expect(await team.get('api-key')).toBe(TEAM)
+    expect(await personal.get('api-key')).toBe(PERSONAL)
+    expect(await team.get('org')).toBe('acme-research')
+    expect((await team.withoutProfileFlag().profile()).name).toBe('default')
+  })
+})
+
 describe('trusted files and directories', () => {
   it('refuses secrets others can read and directories others can write, with the fix', () => {
     const dir = tempDir('targon-trust-')
