@@ -71,7 +71,7 @@ over the same interval.`)
         reconcile: this.flags.reconcile,
         retentionDays,
         to: this.flags.to ?? null,
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

@@ -63,7 +63,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
           return await runCopy(client, new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             fleet,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
             info: (message) => {
               bar?.clear()
               this.info(message)
@@ -74,7 +74,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               this.report(result)
               bar?.finish(result.vm)
             },
-            events: this.events,
+            events: this.ctx.events,
             onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
             org: await this.resolveOrg(client),
             owners: await ownerScope(this.ctx.settings, false),

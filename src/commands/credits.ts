@@ -47,7 +47,7 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       if (result.short) {

@@ -174,7 +174,7 @@ otherwise, with a per-VM result.`)
             selection,
             stop: signal,
             wakeRegistered: flags['wake-registered'],
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
           const scheduled = [flags.expired && '--expired', overCost !== null && `--over-cost ${overCost}`, flags.idle && '--idle'].filter(
             Boolean,

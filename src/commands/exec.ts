@@ -62,9 +62,9 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
             command,
             configDir: this.ctx.settings.dir,
             fleet,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
             info: (message) => this.info(message),
-            events: this.events,
+            events: this.ctx.events,
             onLine: (vm, stream, line) => {
               // With --events ndjson, stderr carries events only: the VM's stderr goes there as progress events.
               if (text && stream === 'stderr' && this.eventsOnStderr())

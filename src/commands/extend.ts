@@ -57,7 +57,7 @@ Prints the new deadlines.`)
         owners,
         targets: this.positionals,
         ttl: !flags['idle-only'],
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled())
         this.log(

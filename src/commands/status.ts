@@ -72,7 +72,7 @@ bill; --any-owner shows them all.`)
     const configuredFleet = await this.ctx.settings.get('fleet', this.flags.fleet)
     const owners = await ownerScope(this.ctx.settings, this.flags['any-owner'])
     return this.withApi(async (client) => {
-      const result = await runStatus(client, new LocalState(this.ctx.settings.dir), {
+      const result = await runStatus(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
@@ -82,9 +82,6 @@ bill; --any-owner shows them all.`)
         showDeleted: this.flags['show-deleted'],
         targets,
         usage: this.flags.usage,
-        configDir: this.ctx.settings.dir,
-        profile: (await this.ctx.settings.profile()).name,
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

@@ -203,7 +203,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             stop: signal,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
         } catch (error) {
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined

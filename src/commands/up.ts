@@ -253,7 +253,7 @@ existing VM instead of creating a second one.`)
           const result = await runUp(client, {
             ...wanted,
             configDir: this.ctx.settings.dir,
-            events: this.events,
+            events: this.ctx.events,
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             signal,
@@ -266,7 +266,7 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
           for (const failure of result.failed)
