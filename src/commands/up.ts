@@ -395,10 +395,7 @@ existing VM instead of creating a second one.`)
       this.flags['max-cost'] !== undefined && '--max-cost',
       this.flags.idle !== undefined && '--idle',
     ].filter(Boolean)
-    if (
-      limits.length === 0 ||
-      guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, (message) => this.addWarning(message)).kind !== null
-    )
+    if (limits.length === 0 || guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn).kind !== null)
       return
     this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
   }

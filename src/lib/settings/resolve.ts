@@ -24,6 +24,7 @@ export class SettingsResolver {
   readonly dir: string
   readonly profileFlag: string | undefined
   private readonly env: NodeJS.ProcessEnv
+  private chosenProfile: Promise<ActiveProfile> | undefined
 
   constructor({env, profileFlag}: SettingsInputs) {
     this.env = env
@@ -75,14 +76,15 @@ export class SettingsResolver {
     return new SettingsResolver({env: this.env})
   }
 
-  /** The profile the run reads its stored settings from (see profiles.ts). */
+  /** The profile the run reads its stored settings from (see profiles.ts), resolved on first use and then kept. */
   profile(): Promise<ActiveProfile> {
-    return activeProfile({
+    this.chosenProfile ??= activeProfile({
       dir: this.dir,
       envApiKey: this.fromEnvironment('api-key') !== undefined,
       envProfile: this.profileFromEnvironment(),
       flag: this.profileFlag,
     })
+    return this.chosenProfile
   }
 }
 
