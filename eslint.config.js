@@ -52,6 +52,29 @@ export default tseslint.config(
     },
   },
   {
+    // A run's settings are one value, resolved by the settings resolver from the environment it is given (see
+    // src/lib/settings/resolve.ts): nothing else reads process.env, but for what is not a setting.
+    files: ['src/**/*.ts'],
+    ignores: [
+      // The settings resolver itself: the one reader of the settings' variables.
+      'src/lib/settings/resolve.ts',
+      // CI and TERM: whether stderr can show live progress.
+      'src/lib/core/output.ts',
+      // XDG_CONFIG_HOME and HOME: where systemd looks for user units.
+      'src/lib/guard/installed.ts',
+      // The sanitised environment handed on to the ssh child.
+      'src/lib/ssh/connect-info.ts',
+      // SUDO_UID and SUDO_USER: whose HOME the config directory is in when run under sudo, for the hint only.
+      'src/lib/state/trust.ts',
+    ],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {message: 'read settings through the run context (SettingsResolver), not process.env', object: 'process', property: 'env'},
+      ],
+    },
+  },
+  {
     // The bundle ships only part of undici: import undici-subset.ts.
     files: ['src/cli.ts', 'src/commands/**/*.ts'],
     rules: {'no-restricted-imports': ['error', {paths: [UNDICI]}]},

@@ -7,7 +7,6 @@ import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {runCost} from '../lib/spend/cost.js'
 import {LocalState} from '../lib/state/local-state.js'
 
@@ -62,9 +61,9 @@ over the same interval.`)
     if (from >= now) throw usageError(`--from ${new Date(from).toISOString()} is not in the past`, 'give a start before now')
     if (from >= to) throw usageError('--from must come before --to', 'give an earlier --from or a later --to')
     const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
-    const retentionDays = await resolveSetting('ledger-days')
+    const retentionDays = await this.ctx.settings.get('ledger-days')
     return this.withApi(async (client) => {
-      const result = await runCost(client, new LocalState(configDir()), {
+      const result = await runCost(client, new LocalState(this.ctx.settings.dir), {
         by: this.flags.by,
         fleet,
         from,
@@ -72,7 +71,7 @@ over the same interval.`)
         reconcile: this.flags.reconcile,
         retentionDays,
         to: this.flags.to ?? null,
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

@@ -5,7 +5,6 @@ import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
 import {CopyBar, size} from '../lib/copy/progress.js'
 import {parseCopySpec} from '../lib/copy/spec.js'
 import {parseVmList} from '../lib/fleet/fan-out.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/copy/schema.js'
 import {printable, prose} from '../lib/core/output.js'
@@ -56,15 +55,15 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
   public async run(): Promise<CopyResult> {
     const spec = parseCopySpec(this.args.source, this.args.destination)
     const targets = parseVmList(this.flags.vms)
-    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
     let bar: CopyBar | undefined
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runCopy(client, new LocalState(configDir()), {
-            configDir: configDir(),
+          return await runCopy(client, new LocalState(this.ctx.settings.dir), {
+            configDir: this.ctx.settings.dir,
             fleet,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
             info: (message) => {
               bar?.clear()
               this.info(message)
@@ -75,10 +74,10 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               this.report(result)
               bar?.finish(result.vm)
             },
-            events: this.events,
+            events: this.ctx.events,
             onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
             org: await this.resolveOrg(client),
-            owners: await ownerScope(false),
+            owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,
             spec,

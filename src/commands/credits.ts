@@ -7,7 +7,6 @@ import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usdPrecise} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
-import {configDir} from '../lib/settings/settings.js'
 import {runCredits} from '../lib/spend/credits.js'
 import {LocalState} from '../lib/state/local-state.js'
 
@@ -42,13 +41,13 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
 
   public async run(): Promise<CreditsResult> {
     await this.useNotifyUrl(this.flags.notify, true)
-    const owners = await ownerScope(false)
+    const owners = await ownerScope(this.ctx.settings, false)
     return this.withApi(async (client) => {
-      const result = await runCredits(client, new LocalState(configDir()), {
+      const result = await runCredits(client, new LocalState(this.ctx.settings.dir), {
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       if (result.short) {

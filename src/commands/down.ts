@@ -10,7 +10,6 @@ import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
 import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/down/schema.js'
@@ -124,7 +123,7 @@ otherwise, with a per-VM result.`)
     const olderThan = flags['older-than'] === undefined ? null : flags['older-than'] / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
     const overCost = flags['over-cost'] ?? null
-    const owners = await ownerScope(flags['any-owner'])
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     const selection = {
       all: flags.all,
       any_origin: flags['any-origin'],
@@ -159,14 +158,14 @@ otherwise, with a per-VM result.`)
       async (client, signal) => {
         try {
           const org = await this.resolveOrg(client)
-          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
-            configDir: configDir(),
+          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
+            configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
             hooks: flags.hooks,
             ignoreMissing: flags['ignore-missing'],
-            labelFleet: await resolveSetting('fleet'),
-            reconcileMs: await resolveSetting('reconcile-window'),
+            labelFleet: await this.ctx.settings.get('fleet'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             onEvent: deletions.onEvent,
             onTargets: deletions.onTargets,
             onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
@@ -175,7 +174,7 @@ otherwise, with a per-VM result.`)
             selection,
             stop: signal,
             wakeRegistered: flags['wake-registered'],
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
           const scheduled = [flags.expired && '--expired', overCost !== null && `--over-cost ${overCost}`, flags.idle && '--idle'].filter(
             Boolean,

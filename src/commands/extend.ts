@@ -7,7 +7,6 @@ import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
 import {runExtend} from '../lib/extend/extend.js'
 import {ownerScope} from '../lib/fleet/owners.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 
 export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
@@ -45,12 +44,12 @@ Prints the new deadlines.`)
       throw usageError('nothing to extend', 'pass --by DURATION or --max-cost USD')
     if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
       throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
-    const owners = await ownerScope(flags['any-owner'])
-    const labelFleet = flags.fleet ?? (await resolveSetting('fleet'))
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
+    const labelFleet = flags.fleet ?? (await this.ctx.settings.get('fleet'))
     return this.withApi(async (client) => {
-      const result = await runExtend(client, new LocalState(configDir()), {
+      const result = await runExtend(client, new LocalState(this.ctx.settings.dir), {
         byMs: flags.by ?? null,
-        configDir: configDir(),
+        configDir: this.ctx.settings.dir,
         idle: !flags['ttl-only'],
         labelFleet,
         maxCostUsd: flags['max-cost'] ?? null,
@@ -58,7 +57,7 @@ Prints the new deadlines.`)
         owners,
         targets: this.positionals,
         ttl: !flags['idle-only'],
-        warn: (message) => this.addWarning(message),
+        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled())
         this.log(

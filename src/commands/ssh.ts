@@ -5,7 +5,6 @@ import * as z from 'zod'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/fleet/workloads.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {
   type Forwarding,
@@ -15,7 +14,7 @@ import {
   forwardingArgs,
   hostConfigEntry,
   sshArgv,
-  sshEnvironment,
+  sshChildEnvironment,
   targetOf,
 } from '../lib/ssh/connect-info.js'
 import {shellQuote} from '../lib/ssh/session.js'
@@ -107,14 +106,14 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     })
     if (forwarding.noCommand && command.length > 0)
       throw usageError('-N runs no remote command, but one was given', 'drop -N or the command')
-    const dir = configDir()
+    const dir = this.ctx.settings.dir
     return this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
-      const owners = await ownerScope(false)
+      const owners = await ownerScope(this.ctx.settings, false)
       const view = await snapshot(client, org, state, owners.owner !== null)
       const vms = view.vms.filter((vm) => !vm.gone)
-      const fleet = await resolveSetting('fleet', this.flags.fleet)
+      const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {
         if (command.length > 0) throw usageError('--config takes no command', 'drop the words after --')
         const chosen = target
@@ -142,7 +141,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
 
       // The ssh session may last hours: no API connection stays open meanwhile.
       await client.close()
-      const code = await runSsh(result.argv, sshEnvironment(process.env, await resolveSetting('api-key')))
+      const code = await runSsh(result.argv, sshChildEnvironment(await this.ctx.settings.get('api-key')))
       if (code !== 0) this.exit(code)
       return result
     })

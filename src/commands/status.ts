@@ -5,7 +5,6 @@ import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
-import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
 import {LocalState} from '../lib/state/local-state.js'
 import type {StatusResult, StatusVm} from '../lib/status/schema.js'
 import {runStatus} from '../lib/status/status.js'
@@ -70,10 +69,10 @@ bill; --any-owner shows them all.`)
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
-    const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
-    const owners = await ownerScope(this.flags['any-owner'])
+    const configuredFleet = await this.ctx.settings.get('fleet', this.flags.fleet)
+    const owners = await ownerScope(this.ctx.settings, this.flags['any-owner'])
     return this.withApi(async (client) => {
-      const result = await runStatus(client, new LocalState(configDir()), {
+      const result = await runStatus(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
@@ -83,9 +82,6 @@ bill; --any-owner shows them all.`)
         showDeleted: this.flags['show-deleted'],
         targets,
         usage: this.flags.usage,
-        configDir: configDir(),
-        profile: (await activeProfile()).name,
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

@@ -13,7 +13,7 @@ import {countOf, dash, prose, renderTable, usdPrecise} from '../lib/core/output.
 import {validateFleet} from '../lib/fleet/naming.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {ping} from '../lib/notify/heartbeat.js'
-import {activeProfile, configDir, ensureConfigDir, resolveSetting} from '../lib/settings/settings.js'
+import {ensureConfigDir} from '../lib/settings/store.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
@@ -103,7 +103,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
       )
     // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
-    const heartbeat = await resolveSetting('heartbeat-url', flags['heartbeat-url'])
+    const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
     try {
       const result = await this.lockedRun()
       if (result.skipped === null) await this.beat(heartbeat, 0)
@@ -118,10 +118,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private async lockedRun(): Promise<SweepResult> {
     const {flags} = this
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    const owners = await ownerScope(flags['any-owner'])
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     await this.useNotifyUrl(flags.notify, false)
-    const profile = (await activeProfile()).name
-    const dir = ensureConfigDir()
+    const profile = (await this.ctx.settings.profile()).name
+    const dir = ensureConfigDir(this.ctx.settings.dir)
     const limits = await this.limits()
     const startedAt = Date.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
@@ -178,8 +178,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   /** The limits a flag gives, else the config file: the guard's scheduled command carries none. */
   private async limits(): Promise<{idleLimitMs: number | null; minRunwayMs: number | null}> {
     return {
-      idleLimitMs: this.flags['idle-limit'] ?? (await resolveSetting('idle-limit')) ?? null,
-      minRunwayMs: this.flags['min-runway'] ?? (await resolveSetting('min-runway')) ?? null,
+      idleLimitMs: this.flags['idle-limit'] ?? (await this.ctx.settings.get('idle-limit')) ?? null,
+      minRunwayMs: this.flags['min-runway'] ?? (await this.ctx.settings.get('min-runway')) ?? null,
     }
   }
 
@@ -196,16 +196,16 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         const org = await this.resolveOrg(client)
         let result: SweepResult
         try {
-          result = await runSweep(client, client.withSignal(undefined), new LocalState(configDir()), {
-            configDir: configDir(),
+          result = await runSweep(client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
+            configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
             fleet,
             hooks: flags.hooks,
             idleLimitS: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
-            labelFleet: await resolveSetting('fleet'),
+            labelFleet: await this.ctx.settings.get('fleet'),
             minRunwayMs: limits.minRunwayMs,
             profile,
-            warnWindowMs: flags.warn ?? (await resolveSetting('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
+            warnWindowMs: flags.warn ?? (await this.ctx.settings.get('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
             onEvent: deletions.onEvent,
             onResult: deletions.onResult,
             onTargets: deletions.onTargets,
@@ -213,9 +213,9 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             overCostUsd: flags['over-cost'] ?? null,
             owners,
             parallel: flags.parallel,
-            reconcileMs: await resolveSetting('reconcile-window'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             stop: signal,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
         } catch (error) {
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined

@@ -9,7 +9,7 @@ import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/up/stages.js'
-import {DEFAULT_IMAGE, activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
+import {DEFAULT_IMAGE} from '../lib/settings/table.js'
 import {guardCoverage} from '../lib/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
 import {runUp} from '../lib/up/up.js'
@@ -185,27 +185,27 @@ existing VM instead of creating a second one.`)
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
-    const maxPrice = (await resolveSetting('max-price', flags['max-price'])) ?? null
+    const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
     const adoptOnly = !resource && !flags.gpu
     if (maxPrice === null && !adoptOnly)
       throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
     if (maxPrice === null) this.addWarning(`no price cap: the price of ${flags.name} is not checked against one`)
-    const fleet = await resolveSetting('fleet', flags.fleet)
-    const image = await resolveSetting('image', flags.image)
+    const fleet = await this.ctx.settings.get('fleet', flags.fleet)
+    const image = await this.ctx.settings.get('image', flags.image)
     // Checked before anything is rented, not when a phase needs them.
     const bootstrap = flags.bootstrap
       ? {
-          dstackVersion: await resolveSetting('dstack-version', flags['dstack-version']),
+          dstackVersion: await this.ctx.settings.get('dstack-version', flags['dstack-version']),
           gpuTest: flags['gpu-test'],
-          pullRetryDelayMs: await resolveSetting('pull-retry-delay'),
+          pullRetryDelayMs: await this.ctx.settings.get('pull-retry-delay'),
           reinstall: flags.reinstall,
           shim: flags.shim,
-          shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
-          stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
+          shimHealthTimeoutMs: await this.ctx.settings.get('shim-health-timeout'),
+          stateWatchIntervalMs: await this.ctx.settings.get('state-watch-interval'),
           idle: {
             check: flags['idle-check'],
             containers: flags['idle-containers'],
-            intervalMs: await resolveSetting('idle-sample-interval'),
+            intervalMs: await this.ctx.settings.get('idle-sample-interval'),
             limitMs: flags.idle,
           },
           onDelete:
@@ -216,9 +216,10 @@ existing VM instead of creating a second one.`)
                 : {command: flags['on-delete'], timeout_s: Math.ceil((flags['hook-timeout'] ?? DEFAULT_HOOK_TIMEOUT_MS) / 1000)},
         }
       : null
-    const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
+    const capacity =
+      flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await this.ctx.settings.get('capacity-poll-interval')}
 
-    const owner = (await resolveSetting('owner')) ?? null
+    const owner = (await this.ctx.settings.get('owner')) ?? null
     const wanted: RunPlan = {
       bootstrap,
       capacity,
@@ -251,10 +252,10 @@ existing VM instead of creating a second one.`)
         try {
           const result = await runUp(client, {
             ...wanted,
-            configDir: configDir(),
-            events: this.events,
+            configDir: this.ctx.settings.dir,
+            events: this.ctx.events,
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            reconcileMs: await resolveSetting('reconcile-window'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             signal,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
@@ -265,7 +266,7 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
           for (const failure of result.failed)
@@ -322,7 +323,7 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const view = await snapshot(client, result.org, new LocalState(configDir()), owner !== null)
+      const view = await snapshot(client, result.org, new LocalState(this.ctx.settings.dir), owner !== null)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)
@@ -394,10 +395,7 @@ existing VM instead of creating a second one.`)
       this.flags['max-cost'] !== undefined && '--max-cost',
       this.flags.idle !== undefined && '--idle',
     ].filter(Boolean)
-    if (
-      limits.length === 0 ||
-      guardCoverage(configDir(), (await activeProfile()).name, (message) => this.addWarning(message)).kind !== null
-    )
+    if (limits.length === 0 || guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn).kind !== null)
       return
     this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
   }

@@ -2,7 +2,7 @@
 import {describe, expect, it} from 'vitest'
 
 import {type Forwarding, checkForwarding, sshArgv, sshEnvironment} from '../../src/lib/ssh/connect-info.js'
-import {isLoopback} from '../../src/lib/settings/settings.js'
+import {isLoopback} from '../../src/lib/settings/urls.js'
 
 const accepts = (kind: 'dynamic' | 'local' | 'remote', spec: string) => {
   const forwarding: Forwarding = {dynamic: [], local: [], noCommand: false, remote: []}

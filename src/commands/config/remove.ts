@@ -3,7 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile} from '../../lib/settings/config-command.js'
 import {usageError} from '../../lib/core/errors.js'
-import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
+import {DEFAULT_PROFILE, checkProfileName, configFilePath, profileNames, removeProfile} from '../../lib/settings/store.js'
 import type {ConfigProfileResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'config remove'> {
@@ -12,7 +12,7 @@ export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'conf
   static args = {profile: Args.string({ignoreStdin: true, description: 'a profile of the file', required: true})}
 
   public async run(): Promise<ConfigProfileResult> {
-    const dir = configDir()
+    const dir = this.ctx.settings.dir
     const profile = checkProfileName(this.args.profile, 'the profile')
     if (profile === DEFAULT_PROFILE)
       throw usageError('the default profile cannot be removed', 'unset its keys with targon config unset KEY')

@@ -2,7 +2,8 @@ import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/settings/config-command.js'
-import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
+import {DEFAULT_PROFILE} from '../../lib/settings/store.js'
+import {CONFIG_KEYS} from '../../lib/settings/table.js'
 import type {ConfigResult} from '../../lib/settings/config-schema.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
@@ -12,8 +13,8 @@ export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
-    const dir = configDir()
-    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    const dir = this.ctx.settings.dir
+    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
     this.acting.profile = profile
     const result = await unsetValue(dir, profile, key)
     this.info(`unset ${key}${profile === DEFAULT_PROFILE ? '' : ` in profile ${profile}`}`)

@@ -33,13 +33,13 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
 
   public async run(): Promise<CommandResult<'guard install'>> {
     const kind = kindOf(this.flags)
-    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
-    await refuseEnvironmentOnly(local.configDir, local.profile, this.flags.org)
+    const local = await localSpec(this.ctx.settings, checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    await refuseEnvironmentOnly(this.ctx.settings, local.configDir, local.profile, this.flags.org)
     const spec: GuardSpec = await this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+      return {...local, org, owner: await checkSelection(client, this.ctx, org, local.profile)}
     })
-    for (const warning of await environmentOnlySecrets(spec.configDir, spec.profile)) this.addWarning(warning)
+    for (const warning of await environmentOnlySecrets(this.ctx.settings, spec.configDir, spec.profile)) this.addWarning(warning)
     const other = conflictingGuard(spec, kind)
     if (other)
       throw new TargonError(

@@ -30,10 +30,10 @@ written into D instead of printed. Nothing secret is in them.`)
   public async run(): Promise<CommandResult<'guard print'>> {
     const kind = kindOf(this.flags)
     if (this.flags.dir !== undefined && kind !== 'systemd') throw usageError('--dir writes unit files', 'use it with --systemd')
-    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    const local = await localSpec(this.ctx.settings, checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
     const spec = await this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+      return {...local, org, owner: await checkSelection(client, this.ctx, org, local.profile)}
     })
     if (kind === 'cron') {
       const text = `${cronLines(spec).join('\n')}\n`

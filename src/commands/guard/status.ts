@@ -7,7 +7,6 @@ import {logFile, nextRun} from '../../lib/guard/guard.js'
 import {sameGuard} from '../../lib/guard/installed.js'
 import {guardProblems} from '../../lib/guard/problems.js'
 import {readInstalledAt, readRuns} from '../../lib/guard/runs.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
 
 /** Runs shown. */
 const SHOWN_RUNS = 5
@@ -24,8 +23,8 @@ every sweep for two periods was skipped because one is stuck holding the sweep l
   static examples = [{command: '<%= config.bin %> guard status', description: 'Is this directory guarded, and is the guard running?'}]
 
   public async run(): Promise<CommandResult<'guard status'>> {
-    const dir = configDir()
-    const profile = (await activeProfile()).name
+    const dir = this.ctx.settings.dir
+    const profile = (await this.ctx.settings.profile()).name
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
     const runs = readRuns(dir, profile)

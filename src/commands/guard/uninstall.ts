@@ -2,7 +2,6 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import type {CommandResult} from '../../lib/contract.js'
 import {entryOf} from '../../lib/guard/entries.js'
 import {removeGuard} from '../../lib/guard/remove.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
 
 export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, 'guard uninstall'> {
   static summary = 'Remove the guard of this config directory and profile: exactly what guard install wrote.'
@@ -13,7 +12,7 @@ export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, '
   static examples = [{command: '<%= config.bin %> guard uninstall', description: 'Stop sweeping this directory on a schedule'}]
 
   public async run(): Promise<CommandResult<'guard uninstall'>> {
-    const guard = {configDir: configDir(), profile: (await activeProfile()).name}
+    const guard = {configDir: this.ctx.settings.dir, profile: (await this.ctx.settings.profile()).name}
     this.acting.profile = guard.profile
     const removed = removeGuard(guard, (message) => this.addWarning(message))
     this.info(

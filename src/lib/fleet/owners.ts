@@ -6,7 +6,8 @@
  * The listing's own `project_id` filter is never relied on: a server that ignored it would hand over everyone's VMs.
  */
 import {mapBounded} from '../core/concurrency.js'
-import {OWNER_PATTERN, resolveSetting} from '../settings/settings.js'
+import type {SettingsResolver} from '../settings/resolve.js'
+import {OWNER_PATTERN} from '../settings/table.js'
 import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
 import type {Workload} from '../targon/schemas.js'
@@ -24,8 +25,8 @@ export interface OwnerScope {
 }
 
 /** The scope of a run: the owner set (config key `owner`, TARGON_OWNER), widened by --any-owner. */
-export async function ownerScope(anyOwner: boolean): Promise<OwnerScope> {
-  return {anyOwner, owner: (await resolveSetting('owner')) ?? null}
+export async function ownerScope(settings: SettingsResolver, anyOwner: boolean): Promise<OwnerScope> {
+  return {anyOwner, owner: (await settings.get('owner')) ?? null}
 }
 
 /** Project uid → owner, for the org's owner projects. */

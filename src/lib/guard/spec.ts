@@ -6,30 +6,37 @@
 import {realpathSync} from 'node:fs'
 
 import {TargonError, isTargonError} from '../core/errors.js'
-import {activeProfile, configDir, ensureConfigDir, readStoredValue, resolveSetting} from '../settings/settings.js'
+import type {RunContext} from '../events/run-context.js'
+import type {SettingsResolver} from '../settings/resolve.js'
+import {ensureConfigDir, readStoredValue} from '../settings/store.js'
 import {LocalState} from '../state/local-state.js'
 import {checkSweepSelection} from '../sweep/sweep.js'
 import type {TargonClient} from '../targon/client.js'
 import {type GuardSpec, checkPlainPath} from './guard.js'
 
 /** The directory and profile of a guard, and the paths it runs, before the API is asked anything. */
-export async function localSpec(everyMs: number): Promise<Omit<GuardSpec, 'org' | 'owner'>> {
-  const dir = checkPlainPath(ensureConfigDir(), 'config directory')
-  const profile = (await activeProfile()).name
+export async function localSpec(settings: SettingsResolver, everyMs: number): Promise<Omit<GuardSpec, 'org' | 'owner'>> {
+  const dir = checkPlainPath(ensureConfigDir(settings.dir), 'config directory')
+  const profile = (await settings.profile()).name
   // The CLI as this process was started (bin/run.js, or the npm link to it), resolved: a link may move.
   const cli = process.argv[1] === undefined ? '' : realpathSync(process.argv[1])
   return {cli: checkPlainPath(cli, 'CLI'), configDir: dir, everyMs, node: checkPlainPath(process.execPath, 'node'), profile}
 }
 
 /** Refuses (exit 3) what the guard's run would not have: a key, an owner or an org that only this environment gives. */
-export async function refuseEnvironmentOnly(dir: string, profile: string, orgFlag: string | undefined): Promise<void> {
+export async function refuseEnvironmentOnly(
+  settings: SettingsResolver,
+  dir: string,
+  profile: string,
+  orgFlag: string | undefined,
+): Promise<void> {
   if ((await readStoredValue('api-key', dir, profile)) === undefined)
     throw new TargonError('CONFIG', 'the API key is not in the config file: cron and systemd give the guard no environment', {
       hint: `store it for the guard: targon config set api-key${profile === 'default' ? '' : ` --profile ${profile}`}`,
     })
   for (const [key, variable, given] of [
-    ['owner', 'TARGON_OWNER', process.env.TARGON_OWNER?.trim()],
-    ['org', orgFlag === undefined ? 'TARGON_ORG' : '--org', orgFlag ?? process.env.TARGON_ORG?.trim()],
+    ['owner', 'TARGON_OWNER', settings.fromEnvironment('owner')],
+    ['org', orgFlag === undefined ? 'TARGON_ORG' : '--org', orgFlag ?? settings.fromEnvironment('org')],
   ] as const) {
     if (!given) continue
     const stored = await readStoredValue(key, dir, profile)
@@ -45,13 +52,13 @@ export async function refuseEnvironmentOnly(dir: string, profile: string, orgFla
 }
 
 /** Secrets a run reads from the environment that the guard would miss: named in a warning, never quoted. */
-export async function environmentOnlySecrets(dir: string, profile: string): Promise<string[]> {
+export async function environmentOnlySecrets(settings: SettingsResolver, dir: string, profile: string): Promise<string[]> {
   const missing: string[] = []
   for (const [key, variable] of [
     ['notify-url', 'TARGON_NOTIFY_URL'],
     ['heartbeat-url', 'TARGON_HEARTBEAT_URL'],
   ] as const) {
-    if (process.env[variable]?.trim() && (await readStoredValue(key, dir, profile)) === undefined)
+    if (settings.fromEnvironment(key) !== undefined && (await readStoredValue(key, dir, profile)) === undefined)
       missing.push(`${variable} is set here but not in the config file: the guard will not see it (targon config set ${key})`)
   }
 
@@ -64,18 +71,18 @@ export async function environmentOnlySecrets(dir: string, profile: string): Prom
  */
 export async function checkSelection(
   client: TargonClient,
+  {settings, warn}: RunContext,
   org: string,
   profile: string,
-  warn: (message: string) => void,
 ): Promise<string | null> {
-  const owner = ((await readStoredValue('owner', configDir(), profile)) as string | undefined) ?? null
+  const owner = ((await readStoredValue('owner', settings.dir, profile)) as string | undefined) ?? null
   try {
-    await checkSweepSelection(client, new LocalState(configDir()), {
-      configDir: configDir(),
-      labelFleet: await resolveSetting('fleet'),
+    await checkSweepSelection(client, new LocalState(settings.dir), {
+      configDir: settings.dir,
+      labelFleet: await settings.get('fleet'),
       org,
       owners: {anyOwner: false, owner},
-      reconcileMs: await resolveSetting('reconcile-window'),
+      reconcileMs: await settings.get('reconcile-window'),
       warn,
     })
   } catch (error) {

@@ -1,25 +1,23 @@
 /**
  * `targon config`: the user's settings in the 0600 config file, checked by the settings table
- * (settings.ts) on the way in and on the way out. The API key is read from stdin or a hidden
+ * (settings/table.ts) on the way in and on the way out. The API key is read from stdin or a hidden
  * prompt, never from argv, and never printed unmasked.
  */
 import {type ConfigResult, configJsonKey} from './config-schema.js'
 import {usageError} from '../core/errors.js'
 import {maskedNotifyUrl} from '../notify/notify.js'
+import {type SettingsResolver, parseStored} from './resolve.js'
 import {
-  CONFIG_KEYS,
-  type ConfigKey,
   DEFAULT_PROFILE,
-  SETTINGS,
   checkProfileName,
   configFilePath,
   configuredProfile,
   ensureConfigDir,
-  parseStored,
   profileNames,
   readStoredValue,
   writeStoredValue,
-} from './settings.js'
+} from './store.js'
+import {CONFIG_KEYS, type ConfigKey, SETTINGS} from './table.js'
 
 export function parseKey(key: string): ConfigKey {
   if (!(CONFIG_KEYS as readonly string[]).includes(key))
@@ -37,11 +35,11 @@ function mask(key: ConfigKey, value: string): string {
  * default one. Unlike a run's (activeProfile), the environment's API key does not matter here, and a named profile
  * need not exist yet: `config set` creates it.
  */
-export async function targetProfile(dir: string, flag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  if (flag !== undefined) return checkProfileName(flag, '--profile')
-  const fromEnv = env.TARGON_PROFILE?.trim()
+export async function targetProfile(settings: SettingsResolver): Promise<string> {
+  if (settings.profileFlag !== undefined) return checkProfileName(settings.profileFlag, '--profile')
+  const fromEnv = settings.profileFromEnvironment()
   if (fromEnv) return checkProfileName(fromEnv, 'TARGON_PROFILE')
-  return (await configuredProfile(dir)) ?? DEFAULT_PROFILE
+  return (await configuredProfile(settings.dir)) ?? DEFAULT_PROFILE
 }
 
 /** Refuses a named profile that the file does not hold. */
@@ -57,7 +55,7 @@ export async function readValues(dir: string, profile: string, keys: readonly Co
   for (const key of keys) {
     const stored = await readStoredValue(key, dir, profile)
     values[configJsonKey(key)] =
-      stored === undefined || stored === null || stored === '' ? null : mask(key, String(parseStored(key, stored, undefined, dir)))
+      stored === undefined || stored === null || stored === '' ? null : mask(key, String(parseStored(key, stored, dir)))
   }
 
   return {path: configFilePath(dir), profile, values}

@@ -1,10 +1,10 @@
 /** Which organization a command acts on: --org, then TARGON_ORG, then config, then discovery. */
 import {TargonError} from '../core/errors.js'
 import type {TargonClient} from '../targon/client.js'
-import {resolveSetting} from './settings.js'
+import type {SettingsResolver} from './resolve.js'
 
-export async function resolveOrg(client: TargonClient, fromFlag: string | undefined): Promise<string> {
-  const explicit = await resolveSetting('org', fromFlag)
+export async function resolveOrg(client: TargonClient, settings: SettingsResolver, fromFlag: string | undefined): Promise<string> {
+  const explicit = await settings.get('org', fromFlag)
   if (explicit !== undefined) {
     await assertVisible(client, explicit)
     return explicit

@@ -251,3 +251,8 @@ export function sshEnvironment(env: NodeJS.ProcessEnv, apiKey: string | undefine
     ),
   )
 }
+
+/** The environment of the ssh child, made from this process's (see sshEnvironment). */
+export function sshChildEnvironment(apiKey: string | undefined): NodeJS.ProcessEnv {
+  return sshEnvironment(process.env, apiKey)
+}

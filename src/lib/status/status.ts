@@ -30,6 +30,7 @@ import {countOf} from '../core/output.js'
 import {formatDuration} from '../core/input.js'
 import {guardCoverage} from '../guard/coverage.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
+import type {RunContext} from '../events/run-context.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import type {SshSession} from '../ssh/session.js'
@@ -51,15 +52,15 @@ export interface StatusOptions {
   dstackFleet: boolean
   /** --usage: read each running VM's idle clock and a live sample over SSH. */
   usage: boolean
-  configDir: string
-  /** The profile, for the guard that covers this directory and profile. */
-  profile: string
-  warn: (message: string) => void
 }
 
-export async function runStatus(client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
+/** The run's settings give the config directory and the profile (for the guard that covers them); warnings go to its warn. */
+export async function runStatus(ctx: RunContext, client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
+  const {warn} = ctx
+  const configDir = ctx.settings.dir
+  const profile = (await ctx.settings.profile()).name
   const view = await snapshot(client, options.org, state, options.owners.owner !== null || options.owners.anyOwner)
-  for (const problem of view.problems) options.warn(problem)
+  for (const problem of view.problems) warn(problem)
   const picked = select(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
   // out is every billing VM of this tool outside the owner's, whatever the other selectors.
@@ -67,11 +68,11 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   const outside = options.targets.length > 0 ? {billing: new Map<VmOwner, number>(), unknown: 0} : outsideOwner(view.vms, options.owners)
   const outsideBilling = outside.billing
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
-  if (outsideNote) options.warn(outsideNote)
-  const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
+  if (outsideNote) warn(outsideNote)
+  const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, warn) : new Map<string, Offer>()
   const now = Date.now()
   const markers = new Map<string, boolean>()
-  const usages = options.usage ? await usageOf(selected, options, markers) : new Map<string, Usage>()
+  const usages = options.usage ? await usageOf(selected, configDir, markers) : new Map<string, Usage>()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
@@ -81,16 +82,16 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   ]
   for (const item of drift) {
     if (item.kind === 'local-only')
-      options.warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
+      warn(`${item.name} has a local record but no live VM; tidy up with targon down ${item.uid ?? item.name}`)
   }
 
-  for (const vm of vms) warnAboutBilling(vm, options.owners, options.warn)
+  for (const vm of vms) warnAboutBilling(vm, options.owners, warn)
   const unknown = selected.filter(billingUncertain)
   // One line for all of them, however many: each is listed by --show-deleted (and in --json). Targon's teardown text
   // changes the wording only: it is no contract, and exit code 137 is also an out-of-memory kill.
   const teardown = unknown.filter((vm) => TEARDOWN_TEXT.test(vm.workload.state?.message ?? '')).length
   if (unknown.length > 0)
-    options.warn(
+    warn(
       `${countOf(unknown.length, 'record')} of unknown billing (an error record: the remains of a deletion, or a crash that bills; the server's history could not tell${teardown > 0 ? `; ${teardown} probably deleted, by Targon's teardown message` : ''}): --show-deleted lists them, and targon down <uid> settles one of yours`,
     )
   // The tombstones the selection leaves out, to say how many.
@@ -100,15 +101,15 @@ export async function runStatus(client: TargonClient, state: LocalState, options
       : scoped(select(view.vms, {...options, showDeleted: true}), options.owners).seen.filter((vm) => vm.gone).length
   // Whatever the selection: nothing can tell which fleet or owner such an item has, and it may bill.
   const invalid = view.invalid.map((item) => ({billing: null, problem: item.problem, uid: item.uid}))
-  if (invalid.length > 0) options.warn(invalidWarning(invalid))
-  const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, options.warn) : null
+  if (invalid.length > 0) warn(invalidWarning(invalid))
+  const dstack = options.dstackFleet ? dstackFleetOf(options.fleet ?? options.configuredFleet, vms, state.dir, warn) : null
   const totals = totalsOf(vms, deletedHidden)
   totals.unknown_billing_count += invalid.length
   return {
     drift,
     dstack_fleet: dstack,
     fleet: options.fleet,
-    guard: guardCoverage(options.configDir, options.profile, options.warn),
+    guard: guardCoverage(configDir, profile, warn),
     invalid_answers: invalid,
     org: options.org,
     outside_owner: [...outsideBilling].map(([owner, count]) => ({
@@ -200,13 +201,13 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(vms: KnownVm[], options: StatusOptions, markers: Map<string, boolean>): Promise<Map<string, Usage>> {
+async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, boolean>): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {
     if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
   }
-  return probeUsages(running, {alsoRead, configDir: options.configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  return probeUsages(running, {alsoRead, configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
 /**

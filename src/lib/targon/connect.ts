@@ -1,6 +1,7 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
 import {TargonError} from '../core/errors.js'
-import {DEFAULT_PROFILE, activeProfile, configDir, configFilePath, readStoredValue, resolveSetting} from '../settings/settings.js'
+import type {SettingsResolver} from '../settings/resolve.js'
+import {DEFAULT_PROFILE, configFilePath, readStoredValue} from '../settings/store.js'
 import {TargonClient} from './client.js'
 
 export interface ConnectOptions {
@@ -10,28 +11,28 @@ export interface ConnectOptions {
   trace?: (line: string) => void
 }
 
-export async function connect(options: ConnectOptions): Promise<TargonClient> {
+export async function connect(settings: SettingsResolver, options: ConnectOptions): Promise<TargonClient> {
   return new TargonClient({
-    baseUrl: await resolveSetting('api-url'),
-    requestTimeoutMs: await resolveSetting('http-timeout'),
+    baseUrl: await settings.get('api-url'),
+    requestTimeoutMs: await settings.get('http-timeout'),
     signal: options.signal,
-    token: options.auth ? await apiKey() : undefined,
-    tokenSource: options.auth ? await apiKeySource() : undefined,
+    token: options.auth ? await apiKey(settings) : undefined,
+    tokenSource: options.auth ? await apiKeySource(settings) : undefined,
     trace: options.trace,
   })
 }
 
-/** Where the key came from, as resolveSetting decides: a named profile's key, else TARGON_API_KEY, else the profile's. */
-async function apiKeySource(): Promise<string> {
-  const profile = await activeProfile()
-  const inFile = `the api-key${profile.name === DEFAULT_PROFILE ? '' : ` of profile ${profile.name}`} in ${configFilePath()}`
+/** Where the key came from, as the settings resolver decides: a named profile's key, else TARGON_API_KEY, else the profile's. */
+async function apiKeySource(settings: SettingsResolver): Promise<string> {
+  const profile = await settings.profile()
+  const inFile = `the api-key${profile.name === DEFAULT_PROFILE ? '' : ` of profile ${profile.name}`} in ${configFilePath(settings.dir)}`
   const named = profile.source === 'flag' || profile.source === 'env'
-  if (named && (await readStoredValue('api-key', configDir(), profile.name)) !== undefined) return inFile
-  return process.env.TARGON_API_KEY?.trim() ? 'TARGON_API_KEY' : inFile
+  if (named && (await readStoredValue('api-key', settings.dir, profile.name)) !== undefined) return inFile
+  return settings.fromEnvironment('api-key') !== undefined ? 'TARGON_API_KEY' : inFile
 }
 
-async function apiKey(): Promise<string> {
-  const key = await resolveSetting('api-key')
+async function apiKey(settings: SettingsResolver): Promise<string> {
+  const key = await settings.get('api-key')
   if (key === undefined)
     throw new TargonError('AUTH', 'no Targon API key is configured', {
       hint: 'export TARGON_API_KEY=<key>, or store it with: targon config set api-key',
