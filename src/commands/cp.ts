@@ -62,6 +62,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
       async (client, signal) => {
         try {
           return await runCopy(client, new LocalState(configDir()), {
+            clock: this.clock,
             configDir: configDir(),
             fleet,
             warn: (message) => this.addWarning(message),
@@ -76,7 +77,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               bar?.finish(result.vm)
             },
             events: this.events,
-            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
+            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.clock)),
             org: await this.resolveOrg(client),
             owners: await ownerScope(false),
             parallel: this.flags.parallel,

@@ -45,6 +45,7 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
     const owners = await ownerScope(false)
     return this.withApi(async (client) => {
       const result = await runCredits(client, new LocalState(configDir()), {
+        clock: this.clock,
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,

@@ -160,6 +160,7 @@ otherwise, with a per-VM result.`)
         try {
           const org = await this.resolveOrg(client)
           const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
+            clock: this.clock,
             configDir: configDir(),
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],

@@ -60,6 +60,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
       async (client, signal) => {
         try {
           return await runExec(client, new LocalState(configDir()), {
+            clock: this.clock,
             command,
             configDir: configDir(),
             fleet,

@@ -48,18 +48,23 @@ Prints the new deadlines.`)
     const owners = await ownerScope(flags['any-owner'])
     const labelFleet = flags.fleet ?? (await resolveSetting('fleet'))
     return this.withApi(async (client) => {
-      const result = await runExtend(client, new LocalState(configDir()), {
-        byMs: flags.by ?? null,
-        configDir: configDir(),
-        idle: !flags['ttl-only'],
-        labelFleet,
-        maxCostUsd: flags['max-cost'] ?? null,
-        org: await this.resolveOrg(client),
-        owners,
-        targets: this.positionals,
-        ttl: !flags['idle-only'],
-        warn: (message) => this.addWarning(message),
-      })
+      const result = await runExtend(
+        client,
+        new LocalState(configDir()),
+        {
+          byMs: flags.by ?? null,
+          configDir: configDir(),
+          idle: !flags['ttl-only'],
+          labelFleet,
+          maxCostUsd: flags['max-cost'] ?? null,
+          org: await this.resolveOrg(client),
+          owners,
+          targets: this.positionals,
+          ttl: !flags['idle-only'],
+          warn: (message) => this.addWarning(message),
+        },
+        this.clock,
+      )
       if (!this.jsonEnabled())
         this.log(
           renderTable(

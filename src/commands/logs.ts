@@ -46,6 +46,7 @@ also one that is crashed or still provisioning.`)
         try {
           const text = !this.jsonEnabled()
           const result = await runLogs(client, new LocalState(configDir()), {
+            clock: this.clock,
             fleet,
             follow: this.flags.follow,
             onLines: (lines) => {

@@ -74,6 +74,7 @@ bill; --any-owner shows them all.`)
     const owners = await ownerScope(this.flags['any-owner'])
     return this.withApi(async (client) => {
       const result = await runStatus(client, new LocalState(configDir()), {
+        clock: this.clock,
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
@@ -152,7 +153,7 @@ bill; --any-owner shows them all.`)
       )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
-    this.info(coverageLine(result.guard, Date.now()))
+    this.info(coverageLine(result.guard, this.clock.now()))
     this.info(
       `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
     )

@@ -120,13 +120,13 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     await this.useNotifyUrl(flags.notify, false)
     const profile = (await activeProfile()).name
     const dir = ensureConfigDir()
-    const startedAt = Date.now()
+    const startedAt = this.clock.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
       recordRun(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
-        duration_ms: Date.now() - startedAt,
+        duration_ms: this.clock.now() - startedAt,
         exit_code: exitCode,
         skipped: typeof result?.skipped === 'string',
         still_billing: result?.survivors.length ?? 0,
@@ -185,6 +185,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         let result: SweepResult
         try {
           result = await runSweep(client, client.withSignal(undefined), new LocalState(configDir()), {
+            clock: this.clock,
             configDir: configDir(),
             dryRun: flags['dry-run'],
             fleet,

@@ -250,6 +250,7 @@ existing VM instead of creating a second one.`)
       async (client, signal) => {
         try {
           const result = await runUp(client, {
+            clock: this.clock,
             ...wanted,
             configDir: configDir(),
             events: this.events,

@@ -29,7 +29,7 @@ ran for more than two periods (is cron or the timer running?). It reads no API.`
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
     const runs = readRuns(dir, profile)
-    const now = Date.now()
+    const now = this.clock.now()
     const problems: string[] = []
     for (const guard of guards) {
       for (const [what, path] of [

@@ -17,6 +17,7 @@ import {RunEvents, eventError} from '../events/run-events.js'
 import {fileLines, stderrLines} from '../events/ndjson.js'
 import {printable} from '../core/output.js'
 import {startHistoryBudget} from '../deletion/history.js'
+import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {
@@ -69,7 +70,9 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   private eventLines: 'none' | 'stderr' = 'none'
   private closeEventsFile: (() => void) | undefined
   private disposeExitEvent: (() => void) | undefined
-  private runStartedAt = Date.now()
+  /** The time every workflow of the run reads. */
+  protected readonly clock: Clock = REAL_CLOCK
+  private readonly runElapsed = stopwatch(this.clock)
 
   public abstract run(): Promise<CommandResult<Id>>
 
@@ -93,7 +96,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
 
   /** Sets up --events and --events-file, and announces the run. */
   private followEvents(flags: {events?: 'ndjson'; 'events-file'?: string}): void {
-    this.events = new RunEvents(this.commandName())
+    this.events = new RunEvents(this.commandName(), this.clock)
     if (flags.events === 'ndjson') {
       if (this.verbose())
         throw usageError(
@@ -115,7 +118,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     // A second signal exits at once, past `finally`: the stream still ends with how the run ended.
     this.disposeExitEvent = registerExitCallback(() => {
       this.events.emit({
-        duration_ms: Date.now() - this.runStartedAt,
+        duration_ms: this.runElapsed(),
         error: {code: 'INTERRUPTED', hint: 'run targon status to see what is left', message: 'exited at once on a second signal'},
         status: 'failed',
         type: 'run',
@@ -135,7 +138,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     const failure = error ? toTargonError(error) : undefined
     this.events.emit({
       detail: failure ? `exit code ${failure.exitCode}` : 'exit code 0',
-      duration_ms: Date.now() - this.runStartedAt,
+      duration_ms: this.runElapsed(),
       error: failure ? eventError(failure) : null,
       status: failure ? 'failed' : 'done',
       type: 'run',
@@ -225,19 +228,23 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     facts: {exitCode: number; owner?: string | null; vms: {name: string | null; uid: string}[]; stillBilling?: string[]},
   ): Promise<void> {
     if (!this.notifyUrl) return
-    const warning = await deliver(this.notifyUrl, {
-      targon: {
-        command: this.commandName(),
-        event,
-        exit_code: facts.exitCode,
-        org: this.acting.org,
-        owner: facts.owner ?? null,
-        profile: this.acting.profile,
-        still_billing: facts.stillBilling ?? [],
-        vms: facts.vms,
+    const warning = await deliver(
+      this.notifyUrl,
+      {
+        targon: {
+          command: this.commandName(),
+          event,
+          exit_code: facts.exitCode,
+          org: this.acting.org,
+          owner: facts.owner ?? null,
+          profile: this.acting.profile,
+          still_billing: facts.stillBilling ?? [],
+          vms: facts.vms,
+        },
+        text: printable(text),
       },
-      text: printable(text),
-    })
+      this.clock,
+    )
     if (warning) this.addWarning(warning)
   }
 

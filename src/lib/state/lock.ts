@@ -8,6 +8,7 @@ import {mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 
+import {REAL_CLOCK} from '../core/clock.js'
 import {poll} from '../core/poll.js'
 import {BACKOFF} from '../core/backoff.js'
 import {TargonError} from '../core/errors.js'
@@ -41,7 +42,8 @@ export async function withFileLock<T>(
       waited = true
       return undefined
     },
-    {deadline: Date.now() + options.timeoutMs, delayMs: BACKOFF.lockLook},
+    // Another process holds it: waited out in real time, whatever clock the run reads.
+    {clock: REAL_CLOCK, deadline: REAL_CLOCK.now() + options.timeoutMs, delayMs: BACKOFF.lockLook},
   )
   if (!taken)
     throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {
@@ -191,7 +193,8 @@ const STALE_WRITE_MS = 5000
 
 function olderThan(path: string, ms: number): boolean {
   try {
-    return Date.now() - statSync(path).mtimeMs > ms
+    // A file's modification time is on the real clock.
+    return REAL_CLOCK.now() - statSync(path).mtimeMs > ms
   } catch {
     return false
   }

@@ -3,6 +3,7 @@
  * (fleet/workloads.ts), reduced to the selected VMs with their billing, estimated cost, TTL and
  * drift, plus the dstack fleet file when asked. Read-only: it never deletes anything.
  */
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {DstackFleet, Offer, StatusResult, StatusVm, Usage} from '../contract.js'
 import {markerSaysBootstrapped, readMarker} from '../bootstrap/runner.js'
@@ -53,10 +54,12 @@ export interface StatusOptions {
   /** The profile, for the guard that covers this directory and profile. */
   profile: string
   warn: (message: string) => void
+  clock?: Clock
 }
 
 export async function runStatus(client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null || options.owners.anyOwner)
+  const clock = options.clock ?? REAL_CLOCK
+  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
   for (const problem of view.problems) options.warn(problem)
   const picked = select(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
@@ -67,7 +70,7 @@ export async function runStatus(client: TargonClient, state: LocalState, options
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
   if (outsideNote) options.warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, options.warn) : new Map<string, Offer>()
-  const now = Date.now()
+  const now = clock.now()
   const markers = new Map<string, boolean>()
   const usages = options.usage ? await usageOf(selected, options, markers) : new Map<string, Usage>()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null))
@@ -204,7 +207,13 @@ async function usageOf(vms: KnownVm[], options: StatusOptions, markers: Map<stri
   const alsoRead = async (vm: KnownVm, session: SshSession) => {
     if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
   }
-  return probeUsages(running, {alsoRead, configDir: options.configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  return probeUsages(running, {
+    alsoRead,
+    clock: options.clock,
+    configDir: options.configDir,
+    limitS: null,
+    parallel: MAX_MUTATIONS_IN_FLIGHT,
+  })
 }
 
 /**
