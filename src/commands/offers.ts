@@ -31,7 +31,7 @@ By default only offers with capacity available now are shown, cheapest first.`)
 
   public async run(): Promise<OffersResult> {
     const {all, gpu, 'max-price': maxPrice, 'min-gpus': minGpus, sort} = this.flags
-    const client = await connect({auth: false, trace: this.traceSink()})
+    const client = await connect({auth: false, clock: this.clock, trace: this.traceSink()})
     const inventory = await client.inventory().finally(() => client.close())
     for (const skipped of inventory.skipped) this.addWarning(`skipped a malformed offer (${skipped})`)
 

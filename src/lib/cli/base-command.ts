@@ -161,7 +161,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       : undefined
     const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
     try {
-      const client = await connect({auth: true, signal: guard?.signal, trace: this.traceSink()})
+      const client = await connect({auth: true, clock: this.clock, signal: guard?.signal, trace: this.traceSink()})
       try {
         // Without a guard the work takes no signal (the overload without one).
         return await work(client, guard?.signal as AbortSignal)

@@ -1,4 +1,5 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
+import type {Clock} from '../core/clock.js'
 import {TargonError} from '../core/errors.js'
 import {DEFAULT_PROFILE, activeProfile, configDir, configFilePath, readStoredValue, resolveSetting} from '../settings/settings.js'
 import {TargonClient} from './client.js'
@@ -8,11 +9,14 @@ export interface ConnectOptions {
   auth: boolean
   signal?: AbortSignal
   trace?: (line: string) => void
+  /** The time retries sleep on and exchanges are timed with. */
+  clock: Clock
 }
 
 export async function connect(options: ConnectOptions): Promise<TargonClient> {
   return new TargonClient({
     baseUrl: await resolveSetting('api-url'),
+    clock: options.clock,
     requestTimeoutMs: await resolveSetting('http-timeout'),
     signal: options.signal,
     token: options.auth ? await apiKey() : undefined,
