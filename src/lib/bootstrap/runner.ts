@@ -327,6 +327,7 @@ export async function runInstall(
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
   thenShim = false,
+  clock: Clock = REAL_CLOCK,
 ): Promise<{marker: Marker; shim?: ShimRun}> {
   const runId = params.runId ?? randomBytes(6).toString('hex')
   let check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
@@ -382,7 +383,7 @@ export async function runInstall(
       return undefined
     },
     // The run's signal and deadline bound it.
-    {deadline: Number.POSITIVE_INFINITY, delayMs: BACKOFF.bootstrapLook, signal},
+    {clock, deadline: Number.POSITIVE_INFINITY, delayMs: BACKOFF.bootstrapLook, signal},
   )
   // Without a deadline, only a value (or an error) ends the wait.
   return done as {marker: Marker}

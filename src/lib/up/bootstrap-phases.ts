@@ -87,7 +87,7 @@ async function installAt(
     if (!pinned) pinHostKey(ctx.state, {name: claim.name, org: ctx.request.org, uid: claim.uid}, endpoint, hostKey)
 
     const password = ctx.state.readVm(org, claim.name)?.password
-    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
+    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim, ctx.clock)
     await configureIdle(ssh, bootstrap.idle)
     // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
     if (bootstrap.onDelete !== undefined) await storeHook(ssh, bootstrap.onDelete)
