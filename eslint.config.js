@@ -16,6 +16,19 @@ const ONLY_CORE = {
   message: 'src/lib/core is the foundation: it imports nothing else of the project',
 }
 
+// Time is read only through the clock a run is given (src/lib/core/clock.ts), so that every wait and deadline can run
+// on a fake clock in tests. `new Date(ms)` converts a given time and stays allowed.
+const CLOCK_READS = [
+  {
+    message: 'read the time through the injected Clock (clock.now()), not Date.now',
+    selector: "MemberExpression[object.name='Date'][property.name='now']",
+  },
+  {
+    message: 'read the time through the injected Clock: new Date(clock.now()), or isoNow(clock)',
+    selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+  },
+]
+
 export default tseslint.config(
   {ignores: ['dist/**', 'node_modules/**', 'coverage/**']},
   js.configs.recommended,
@@ -73,6 +86,12 @@ export default tseslint.config(
         {message: 'read settings through the run context (SettingsResolver), not process.env', object: 'process', property: 'env'},
       ],
     },
+  },
+  {
+    // Time is read through the injected Clock (src/lib/core/clock.ts), so that tests can run it fake.
+    files: ['src/**/*.ts'],
+    ignores: ['src/lib/core/clock.ts'],
+    rules: {'no-restricted-syntax': ['error', ...CLOCK_READS]},
   },
   {
     // The bundle ships only part of undici: import undici-subset.ts.

@@ -53,7 +53,7 @@ over the same interval.`)
   }
 
   public async run(): Promise<CostResult> {
-    const now = Date.now()
+    const now = this.ctx.clock.now()
     if (this.flags.from !== undefined && this.flags.since !== undefined)
       throw usageError('--since and --from cannot be combined', 'give a span with --since (and --to), or a range with --from and --to')
     const to = this.flags.to ?? now
@@ -70,6 +70,7 @@ over the same interval.`)
         org: await this.resolveOrg(client),
         reconcile: this.flags.reconcile,
         retentionDays,
+        clock: this.ctx.clock,
         to: this.flags.to ?? null,
         warn: this.ctx.warn,
       })

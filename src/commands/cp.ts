@@ -61,6 +61,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
       async (client, signal) => {
         try {
           return await runCopy(client, new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
             configDir: this.ctx.settings.dir,
             fleet,
             warn: this.ctx.warn,
@@ -75,7 +76,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               bar?.finish(result.vm)
             },
             events: this.ctx.events,
-            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
+            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.ctx.clock)),
             org: await this.resolveOrg(client),
             owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,

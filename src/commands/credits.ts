@@ -44,6 +44,7 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
     const owners = await ownerScope(this.ctx.settings, false)
     return this.withApi(async (client) => {
       const result = await runCredits(client, new LocalState(this.ctx.settings.dir), {
+        clock: this.ctx.clock,
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,

@@ -159,6 +159,7 @@ otherwise, with a per-VM result.`)
         try {
           const org = await this.resolveOrg(client)
           const result = await runDown(client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
             configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],

@@ -59,6 +59,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
       async (client, signal) => {
         try {
           return await runExec(client, new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
             command,
             configDir: this.ctx.settings.dir,
             fleet,

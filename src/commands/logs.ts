@@ -45,6 +45,7 @@ also one that is crashed or still provisioning.`)
         try {
           const text = !this.jsonEnabled()
           const result = await runLogs(client, new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
             fleet,
             follow: this.flags.follow,
             onLines: (lines) => {

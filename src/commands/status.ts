@@ -148,7 +148,7 @@ bill; --any-owner shows them all.`)
       )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
-    this.info(coverageLine(result.guard, Date.now()))
+    this.info(coverageLine(result.guard, this.ctx.clock.now()))
     this.info(
       `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
     )

@@ -123,13 +123,13 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const profile = (await this.ctx.settings.profile()).name
     const dir = ensureConfigDir(this.ctx.settings.dir)
     const limits = await this.limits()
-    const startedAt = Date.now()
+    const startedAt = this.ctx.clock.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
       recordRun(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
-        duration_ms: Date.now() - startedAt,
+        duration_ms: this.ctx.clock.now() - startedAt,
         exit_code: exitCode,
         skipped: typeof result?.skipped === 'string',
         still_billing: result?.survivors.length ?? 0,
@@ -197,6 +197,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         let result: SweepResult
         try {
           result = await runSweep(client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
             configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
             fleet,

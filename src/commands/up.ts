@@ -251,6 +251,7 @@ existing VM instead of creating a second one.`)
       async (client, signal) => {
         try {
           const result = await runUp(client, {
+            clock: this.ctx.clock,
             ...wanted,
             configDir: this.ctx.settings.dir,
             events: this.ctx.events,

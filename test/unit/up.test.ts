@@ -1,7 +1,8 @@
 /**
  * The up workflow in process, against the Targon simulator on loopback (no subprocess, any user): the failure
  * policies (all-or-nothing, --min, roll-back on a signal, a refusal for the whole org) and the event stream that the
- * progress display and the --json phase record follow.
+ * progress display and the --json phase record follow. The run, its client and the simulator share one fake clock:
+ * boots, waits and back-offs take no real time.
  */
 import {describe, expect, it} from 'vitest'
 
@@ -13,15 +14,18 @@ import {DEFAULT_IMAGE} from '../../src/lib/settings/table.js'
 import type {TargonClient} from '../../src/lib/targon/client.js'
 import {type UpOptions, runUp} from '../../src/lib/up/up.js'
 import {tempDir} from '../helpers/cli.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
 const simulated = useSimulatorClient()
 let sim: TargonSimulator | undefined
 let client: TargonClient | undefined
+let clock = fakeClock()
 
 async function simulator(options: SimulatorOptions = {}): Promise<TargonSimulator> {
-  ;({client, sim} = await simulated.start(options))
+  clock = fakeClock(Date.parse('2026-06-01T00:00:00Z'))
+  ;({client, sim} = await simulated.start({clock, ...options}))
   return sim
 }
 
@@ -30,7 +34,7 @@ async function simulator(options: SimulatorOptions = {}): Promise<TargonSimulato
  * announced; `listen` hears each event as it happens.
  */
 async function up(options: Partial<UpOptions> = {}, listen?: (event: RunEvent) => void) {
-  const events = new RunEvents('up')
+  const events = new RunEvents('up', clock)
   const seen: RunEvent[] = []
   events.on((event) => seen.push(event))
   if (listen) events.on(listen)
@@ -38,6 +42,7 @@ async function up(options: Partial<UpOptions> = {}, listen?: (event: RunEvent) =
   const outcome = await runUp(client as TargonClient, {
     bootstrap: null,
     capacity: null,
+    clock,
     configDir: tempDir('targon-unit-up-'),
     count: 1,
     events,

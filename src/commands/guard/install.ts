@@ -50,9 +50,9 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
 
     if (kind === 'cron' && readCrontab() === null) throw cronMissing()
     ensureGuardDir(spec.configDir)
-    const replaced = removeGuard(spec, (message) => this.addWarning(message)).length > 0
+    const replaced = removeGuard(spec, this.ctx.warn).length > 0
     const result = kind === 'cron' ? this.installCron(spec, replaced) : this.installSystemd(spec, replaced)
-    recordInstall(spec.configDir, spec.profile, Date.now())
+    recordInstall(spec.configDir, spec.profile, this.ctx.clock.now())
     this.info(
       `${result.replaced ? 'replaced' : 'installed'}: targon sweep every ${spec.everyMs / 60_000} min (${kind}) for ${spec.configDir} (profile ${spec.profile}); output in ${result.log}`,
     )

@@ -28,7 +28,7 @@ every sweep for two periods was skipped because one is stuck holding the sweep l
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
     const runs = readRuns(dir, profile)
-    const now = Date.now()
+    const now = this.ctx.clock.now()
     const every = guards.find((guard) => guard.everyMs !== null)?.everyMs ?? null
     const log = logFile(dir, profile)
     const problems = guardProblems({configDir: dir, guards, installedAt: readInstalledAt(dir, profile), log, now, runs})

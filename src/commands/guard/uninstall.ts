@@ -14,7 +14,7 @@ export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, '
   public async run(): Promise<CommandResult<'guard uninstall'>> {
     const guard = {configDir: this.ctx.settings.dir, profile: (await this.ctx.settings.profile()).name}
     this.acting.profile = guard.profile
-    const removed = removeGuard(guard, (message) => this.addWarning(message))
+    const removed = removeGuard(guard, this.ctx.warn)
     this.info(
       removed.length === 0
         ? `no guard for ${guard.configDir} (profile ${guard.profile}) to remove`

@@ -12,6 +12,7 @@ import * as z from 'zod'
 import type {BootstrapStep} from '../events/schema.js'
 import {TargonError} from '../core/errors.js'
 import {poll} from '../core/poll.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {BACKOFF} from '../core/backoff.js'
 import {validateDstackVersion} from './dstack-version.js'
 import {type ExecResult, type SshSession, shellQuote} from '../ssh/session.js'
@@ -326,6 +327,7 @@ export async function runInstall(
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
   thenShim = false,
+  clock: Clock = REAL_CLOCK,
 ): Promise<{marker: Marker; shim?: ShimRun}> {
   const runId = params.runId ?? randomBytes(6).toString('hex')
   let check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
@@ -381,7 +383,7 @@ export async function runInstall(
       return undefined
     },
     // The run's signal and deadline bound it.
-    {deadline: Number.POSITIVE_INFINITY, delayMs: BACKOFF.bootstrapLook, signal},
+    {clock, deadline: Number.POSITIVE_INFINITY, delayMs: BACKOFF.bootstrapLook, signal},
   )
   // Without a deadline, only a value (or an error) ends the wait.
   return done as {marker: Marker}
@@ -439,6 +441,7 @@ export async function runShim(
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
   done?: ShimRun,
+  clock: Clock = REAL_CLOCK,
 ): Promise<{version: string}> {
   for (const event of done?.events ?? []) onEvent(event)
   const result = done?.result ?? (await execShim(session, params, onEvent, signal))
@@ -450,9 +453,9 @@ export async function runShim(
     })
   }
 
-  onEvent({at: Date.now(), detail: '', event: 'start', id: 'S7'})
-  const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, signal)
-  onEvent({at: Date.now(), detail: version, event: 'ok', id: 'S7'})
+  onEvent({at: clock.now(), detail: '', event: 'start', id: 'S7'})
+  const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, clock, signal)
+  onEvent({at: clock.now(), detail: version, event: 'ok', id: 'S7'})
   return {version}
 }
 
@@ -473,7 +476,7 @@ function execShim(
 
 const HealthSchema = z.object({service: z.string(), version: z.string()})
 
-async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, signal?: AbortSignal): Promise<string> {
+async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, clock: Clock, signal?: AbortSignal): Promise<string> {
   let last = ''
   const version = await poll(
     async () => {
@@ -494,7 +497,7 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
 
       return undefined
     },
-    {deadline: Date.now() + timeoutMs, delayMs: BACKOFF.shimHealthLook, signal},
+    {clock, deadline: clock.now() + timeoutMs, delayMs: BACKOFF.shimHealthLook, signal},
   )
   if (version !== undefined) return version
   const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log', {maxBytes: CHECK_OUTPUT_BYTES})).stdout

@@ -6,8 +6,7 @@
  * to a VM counts as taken until its deploy is answered (the inventory lists it as free until then),
  * so that a fleet does not rush at one free unit.
  */
-import {setTimeout as sleep} from 'node:timers/promises'
-
+import type {Clock} from '../core/clock.js'
 import type {Offer} from '../offers/schema.js'
 import {normalizeOffer} from '../offers/offers.js'
 import {TargonError, abortError} from '../core/errors.js'
@@ -18,10 +17,11 @@ import {poll} from '../core/poll.js'
 import {type OfferWanted, describeWanted, offersUnderCap, rentableOffers, whyNoOffer} from './candidates.js'
 import {capacityPollDelay} from './poll-delay.js'
 
-/** What waiting holds: the run's --timeout does not run while a VM waits for capacity. */
+/** What waiting holds: the run's --timeout does not run while a VM waits for capacity; and the run's clock. */
 export interface WaitClock {
   hold(): void
   release(): void
+  readonly clock: Clock
 }
 
 export interface CapacityWatchOptions {
@@ -147,13 +147,13 @@ export class CapacityWatch {
       const found = await poll(
         async () => {
           // No read after --wait ran out: capacity then is not for this run.
-          if (Date.now() >= this.options.until) return undefined
+          if (this.options.clock.clock.now() >= this.options.until) return undefined
           report(status())
           await this.read()
           return this.reads >= wanted ? find() : undefined
         },
         // The shared read paces the wait (read() waits until the next read is due), so no delay of its own.
-        {deadline: this.options.until, delayMs: () => 0, signal: this.stopping.signal},
+        {clock: this.options.clock.clock, deadline: this.options.until, delayMs: () => 0, signal: this.stopping.signal},
       )
       if (found !== undefined) this.options.onFound?.()
       return found
@@ -171,12 +171,11 @@ export class CapacityWatch {
   private async readWhenDue(): Promise<void> {
     const due = this.readAt + capacityPollDelay(this.misses, this.options.floorMs)
     const {signal, until} = this.options
-    await sleep(Math.max(0, Math.min(due, until) - Date.now()), undefined, {signal: AbortSignal.any([signal, this.stopping.signal])}).catch(
-      () => {
-        if (signal.aborted) throw abortError(signal)
-        this.stopping.signal.throwIfAborted()
-      },
-    )
+    const {clock} = this.options.clock
+    await clock.sleep(Math.max(0, Math.min(due, until) - clock.now()), AbortSignal.any([signal, this.stopping.signal])).catch(() => {
+      if (signal.aborted) throw abortError(signal)
+      this.stopping.signal.throwIfAborted()
+    })
     this.stopping.signal.throwIfAborted()
     // --wait runs out before the next read is due: no read closer than the floor, not even a last one.
     if (due > until) return
@@ -189,7 +188,7 @@ export class CapacityWatch {
       if (signal.aborted || !isTransient(error)) throw error
       this.misses++
     } finally {
-      this.readAt = Date.now()
+      this.readAt = this.options.clock.clock.now()
       this.reads++
     }
   }
@@ -213,6 +212,6 @@ export class CapacityWatch {
   }
 
   private left(): string {
-    return formatDuration(this.options.until - Date.now())
+    return formatDuration(this.options.until - this.options.clock.clock.now())
   }
 }

@@ -130,7 +130,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
     guard?.signal.addEventListener('abort', () => this.interrupted.abort(guard.signal.reason), {once: true})
     try {
-      const client = await connect(this.ctx.settings, {auth: true, signal: guard?.signal, trace: this.traceSink()})
+      const client = await connect(this.ctx.settings, {auth: true, clock: this.ctx.clock, signal: guard?.signal, trace: this.traceSink()})
       try {
         // Without a guard the work takes no signal (the overload without one).
         return await work(client, guard?.signal as AbortSignal)

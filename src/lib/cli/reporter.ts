@@ -33,7 +33,7 @@ export class RunReporter {
     private readonly clock: Clock,
     private readonly warn: (message: string) => void,
   ) {
-    this.events = new RunEvents(command)
+    this.events = new RunEvents(command, clock)
     this.startedAt = clock.now()
   }
 
@@ -116,19 +116,23 @@ export class RunReporter {
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
   async notify(event: NotifyEvent, text: string, facts: NotifyFacts, acting: {org: string | null; profile: string | null}): Promise<void> {
     if (!this.notifyUrl) return
-    const warning = await deliver(this.notifyUrl, {
-      targon: {
-        command: this.command,
-        event,
-        exit_code: facts.exitCode,
-        org: acting.org,
-        owner: facts.owner ?? null,
-        profile: acting.profile,
-        still_billing: facts.stillBilling ?? [],
-        vms: facts.vms,
+    const warning = await deliver(
+      this.notifyUrl,
+      {
+        targon: {
+          command: this.command,
+          event,
+          exit_code: facts.exitCode,
+          org: acting.org,
+          owner: facts.owner ?? null,
+          profile: acting.profile,
+          still_billing: facts.stillBilling ?? [],
+          vms: facts.vms,
+        },
+        text: printable(text),
       },
-      text: printable(text),
-    })
+      this.clock,
+    )
     if (warning) this.warn(warning)
   }
 }

@@ -11,6 +11,7 @@ import {type VmSelection, announced, fanOut, openVm, selectVms, settle} from '..
 import type {KnownVm} from '../fleet/workloads.js'
 import {folderName} from '../fleet/naming.js'
 import {TargonError, asTargonError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {nameOf, placeRoot, safeJoin, unsafeName} from './paths.js'
@@ -34,6 +35,7 @@ export interface CopyOptions extends VmSelection {
   onResult?: (result: CopyVmResult) => void
   /** Where each VM's copy is announced (started, then done or failed). */
   events?: RunEvents
+  clock?: Clock
 }
 
 export async function runCopy(client: TargonClient, state: LocalState, options: CopyOptions): Promise<CopyResult> {
@@ -127,7 +129,7 @@ async function statLocal(path: string): Promise<Entry | null> {
 async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promise<CopyVmResult> {
   const {spec} = options
   const name = vm.name ?? vm.uid
-  const started = Date.now()
+  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
   const result: CopyVmResult = {
     bytes: 0,
     copied: [],
@@ -199,7 +201,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
   }
 
   result.ok = result.error === null
-  result.duration_ms = Date.now() - started
+  result.duration_ms = elapsed()
   return result
 }
 

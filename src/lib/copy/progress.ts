@@ -2,6 +2,7 @@
  * The progress bar of `targon cp`: one line on stderr, redrawn in place, summing every VM's files and bytes.
  * Only on a live terminal (see liveTerminal); elsewhere the per-VM result lines say it all.
  */
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {liveTerminal} from '../core/output.js'
 import type {TreeProgress} from './tree.js'
 
@@ -17,16 +18,17 @@ export class CopyBar {
   constructor(
     private readonly total: number,
     private readonly stream: NodeJS.WriteStream = process.stderr,
+    private readonly clock: Pick<Clock, 'now'> = REAL_CLOCK,
   ) {}
 
   /** A bar when stderr is a live terminal and the run is not silent; otherwise undefined. */
-  static forTerminal(vmCount: number, silent: boolean): CopyBar | undefined {
-    return silent || !liveTerminal() ? undefined : new CopyBar(vmCount)
+  static forTerminal(vmCount: number, silent: boolean, clock: Pick<Clock, 'now'>): CopyBar | undefined {
+    return silent || !liveTerminal() ? undefined : new CopyBar(vmCount, process.stderr, clock)
   }
 
   update(vm: string, progress: TreeProgress): void {
     this.vms.set(vm, {...progress})
-    if (Date.now() - this.last >= REDRAW_MS) this.draw()
+    if (this.clock.now() - this.last >= REDRAW_MS) this.draw()
   }
 
   finish(_vm: string): void {
@@ -41,7 +43,7 @@ export class CopyBar {
   }
 
   private draw(): void {
-    this.last = Date.now()
+    this.last = this.clock.now()
     const sum = {bytes: 0, files: 0, totalBytes: 0, totalFiles: 0}
     for (const each of this.vms.values()) {
       sum.bytes += each.bytes

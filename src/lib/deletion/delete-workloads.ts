@@ -135,7 +135,7 @@ class Deletion {
     const result = await this.settle()
     // This run stopped its billing (what was gone already, the listing ends in the ledger).
     if (!result.billing && (result.action === 'deleted' || result.action === 'woken-and-deleted'))
-      this.unrecorded(recordStop(this.state.dir, this.org, this.target.uid))
+      this.unrecorded(recordStop(this.state.dir, this.org, this.target.uid, this.clock.now()))
     this.say(
       result.billing ? 'failed' : 'done',
       `${this.label()}: ${result.action}${result.error ? ` (${result.error})` : ''}`,
@@ -379,7 +379,9 @@ class Deletion {
   private started(source: 'api-created' | 'wake-registered'): void {
     const none = {fleet: null, gpu_count: null, gpu_model: null, owner: null, price_per_hour: null, resource: null}
     const facts = this.target.facts ?? {...none, name: this.target.name}
-    this.unrecorded(recordStart(this.state.dir, this.org, {createdAt: this.target.createdAt, facts, source, uid: this.target.uid}))
+    this.unrecorded(
+      recordStart(this.state.dir, this.org, {createdAt: this.target.createdAt, facts, source, uid: this.target.uid}, this.clock.now()),
+    )
   }
 
   private unrecorded(warning: string | undefined): void {

@@ -17,7 +17,7 @@
  * a short deadline of its own (targon/client.ts HISTORY_PAGE), and a run spends at most `runMs` on history reads, so
  * that a slow or hanging endpoint never holds up a command (a `down` above all): what is not read by then stays unknown.
  */
-import type {Clock} from '../core/clock.js'
+import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
 import {mapBounded} from '../core/concurrency.js'
 import {TargonError} from '../core/errors.js'
 import type {HistoryVerdict, LocalState} from '../state/local-state.js'
@@ -170,7 +170,8 @@ export async function classifyByHistory(
   const timer = setTimeout(spend, Math.max(0, msLeft))
   const userSignal = client.http.options.signal
   const reader = client.withSignal(userSignal ? AbortSignal.any([userSignal, outOfTime.signal]) : outOfTime.signal)
-  const started = Date.now()
+  // The budget's timer above is a real one: what it spent is measured on the real clock too.
+  const spent = stopwatch(REAL_CLOCK)
   // Once the API is in trouble, each read still queued would wait out the same retries: they are not sent.
   let trouble = false
   try {
@@ -195,7 +196,7 @@ export async function classifyByHistory(
     })
   } finally {
     clearTimeout(timer)
-    budget.msLeft = msLeft - (Date.now() - started)
+    budget.msLeft = msLeft - spent()
   }
   return answers
 }

@@ -7,6 +7,7 @@
 import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {
   type FleetSnapshot,
@@ -66,6 +67,7 @@ export interface DownOptions {
   onStillBilling?: (uids: string[], fromListing: boolean) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
+  clock?: Clock
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
@@ -86,7 +88,7 @@ export function select(
   vms: KnownVm[],
   selection: DownSelection & {tombstones?: boolean},
   labelFleet: string,
-  now = Date.now(),
+  now: number,
 ): {chosen: KnownVm[]; unlisted: string[]} {
   const chosen = new Map<string, KnownVm>()
   const unlisted: string[] = []
@@ -156,10 +158,11 @@ export function limitReached(vm: KnownVm, now: number): 'max-cost' | 'ttl' | nul
  */
 export async function keepUnlessIdle(
   chosen: KnownVm[],
-  options: Pick<DownOptions, 'configDir' | 'parallel' | 'stop' | 'warn'> & {selection: Pick<DownSelection, 'idle_limit_seconds'>},
+  options: Pick<DownOptions, 'clock' | 'configDir' | 'parallel' | 'stop' | 'warn'> & {selection: Pick<DownSelection, 'idle_limit_seconds'>},
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
   const usages = await probeUsages(live, {
+    clock: options.clock,
     configDir: options.configDir,
     limitS: options.selection.idle_limit_seconds,
     parallel: options.parallel,
@@ -169,7 +172,7 @@ export async function keepUnlessIdle(
   // targon extend held off its idle deletion: idle or not, it stays until then.
   const heldUntil = (vm: KnownVm) => {
     const until = Date.parse(vm.record?.idle_hold_until ?? '')
-    return until > Date.now() ? new Date(until).toISOString() : null
+    return until > (options.clock ?? REAL_CLOCK).now() ? new Date(until).toISOString() : null
   }
   const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
   const kept = live
@@ -238,12 +241,13 @@ export async function runDown(
   options: DownOptions,
 ): Promise<DownResult> {
   const {selection} = options
-  const view = await snapshot(client, org, state, isBulk(selection) || selection.owner !== null)
+  const clock = options.clock ?? REAL_CLOCK
+  const view = await snapshot(client, org, state, {clock, readOwners: isBulk(selection) || selection.owner !== null})
   for (const problem of view.problems) options.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
-  state.pruneDeleteNotes(org, listed)
-  state.pruneHistoryVerdicts(org, listed)
-  const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
+  state.pruneDeleteNotes(org, listed, clock.now())
+  state.pruneHistoryVerdicts(org, listed, clock.now())
+  const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet, clock.now())
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
     refuseMixedOwners(
@@ -286,7 +290,7 @@ export async function runDown(
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const deletedListed = isBulk(selection) ? select(view.vms, {...selection, tombstones: true}, options.labelFleet).chosen : []
+  const deletedListed = isBulk(selection) ? select(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen : []
   const base = {
     deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
     dry_run: options.dryRun,
@@ -320,6 +324,7 @@ export async function runDown(
   const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
   const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
     deleteWorkloads(cleanupClient, org, state, batch, {
+      clock,
       concurrency: options.parallel,
       onEvent: options.onEvent,
       onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
@@ -351,7 +356,7 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const final = await snapshot(cleanupClient, org, state, selection.owner !== null).catch((error: unknown) => {
+  const final = await snapshot(cleanupClient, org, state, {clock, readOwners: selection.owner !== null}).catch((error: unknown) => {
     options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })
@@ -359,7 +364,7 @@ export async function runDown(
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
-  tidyLocalState(state, org, verified, view.localOnly, options.selection)
+  tidyLocalState(state, org, verified, view.localOnly, options.selection, clock.now())
   const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
   options.onStillBilling?.(
     billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),
@@ -399,7 +404,7 @@ export async function runDown(
 /** The hooks of the VMs about to be deleted, each outcome said as a progress line of its deletion. */
 function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
   const {selection} = options
-  const now = Date.now()
+  const now = (options.clock ?? REAL_CLOCK).now()
   const reasonOf =
     options.reasonOf ??
     ((vm: KnownVm): DeleteReason =>
@@ -411,6 +416,7 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
             ? 'over-cost'
             : 'down')
   return runHooks(vms, reasonOf, {
+    clock: options.clock,
     configDir: options.configDir,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
@@ -431,14 +437,21 @@ function bills(vm: KnownVm | undefined): boolean {
 }
 
 /** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */
-function tidyLocalState(state: LocalState, org: string, results: DeleteResult[], localOnly: VmRecord[], selection: DownSelection): void {
+function tidyLocalState(
+  state: LocalState,
+  org: string,
+  results: DeleteResult[],
+  localOnly: VmRecord[],
+  selection: DownSelection,
+  now: number,
+): void {
   const settled = new Set(results.filter((result) => result.billing === false).map((result) => result.uid))
   for (const uid of settled) forgetVm(state, org, uid)
 
   if (selection.all || selection.fleet !== null) {
     for (const record of localOnly) {
       // A record without a uid may belong to an `up` that is creating its VM right now.
-      const stale = record.uid !== null || Date.now() - Date.parse(record.created_at) > STALE_INTENT_MS
+      const stale = record.uid !== null || now - Date.parse(record.created_at) > STALE_INTENT_MS
       if (stale && (selection.fleet === null || record.fleet === selection.fleet)) state.removeVm(org, record.name)
     }
   }

@@ -5,6 +5,7 @@
 import {randomBytes} from 'node:crypto'
 
 import {EVENT_VERSION, type RunEvent} from './schema.js'
+import {type Clock, REAL_CLOCK, isoNow} from '../core/clock.js'
 import {asTargonError} from '../core/errors.js'
 import {printable} from '../core/output.js'
 
@@ -23,7 +24,11 @@ export class RunEvents {
   private readonly queued: RunEvent[] = []
   private dispatching = false
 
-  constructor(readonly command: string) {}
+  constructor(
+    readonly command: string,
+    /** The clock of each event's time. */
+    private readonly clock: Pick<Clock, 'now'> = REAL_CLOCK,
+  ) {}
 
   on(listener: EventListener): void {
     this.listeners.push(listener)
@@ -43,7 +48,7 @@ export class RunEvents {
       run: this.run,
       status: input.status,
       step: input.step ?? null,
-      time: new Date().toISOString(),
+      time: isoNow(this.clock),
       type: input.type,
       vm: vm ? {index: vm.index, name: text(vm.name), uid: text(vm.uid)} : null,
     })

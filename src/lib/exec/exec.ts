@@ -10,6 +10,7 @@ import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {PinnedKey} from '../ssh/connect-info.js'
 import {asTargonError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
@@ -37,6 +38,7 @@ export interface ExecOptions {
   warn?: (message: string) => void
   /** Where each VM's command is announced (started, then done or failed). */
   events?: RunEvents
+  clock?: Clock
 }
 
 export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
@@ -67,7 +69,7 @@ export async function runExec(client: TargonClient, state: LocalState, options: 
 
 async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
   const name = vm.name ?? vm.uid
-  const started = Date.now()
+  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
   const tail: string[] = []
   const emit = (stream: 'stderr' | 'stdout', line: string) => {
     tail.push(line.length > TAIL_LINE_CHARS ? `${line.slice(0, TAIL_LINE_CHARS)}…` : line)
@@ -91,7 +93,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
       stdout.flush()
       stderr.flush()
       return {
-        duration_ms: Date.now() - started,
+        duration_ms: elapsed(),
         error: run.aborted ? 'interrupted: the remote command was sent SIGTERM' : run.signal ? `killed by ${run.signal}` : null,
         exit_code: run.aborted ? null : (run.code ?? 255),
         host_key: hostKey,
@@ -107,8 +109,9 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
     stderr.flush()
     const failure = asTargonError(error)
     return {
-      duration_ms: Date.now() - started,
-      error: `${failure.code}: ${failure.message}`,
+      duration_ms: elapsed(),
+      error: `${failure.code}
+: ${failure.message}`,
       exit_code: null,
       host_key: hostKey,
       name,

@@ -4,6 +4,7 @@
  * duration, so an extension never shortens one and a lapsed TTL gets the full duration from now; an idle deletion is
  * held off for the duration; --max-cost sets the budget.
  */
+import type {Clock} from '../core/clock.js'
 import type {ExtendResult} from './schema.js'
 import {TargonError} from '../core/errors.js'
 import type {OwnerScope} from '../fleet/owners.js'
@@ -30,8 +31,9 @@ export interface ExtendOptions {
   configDir: string
 }
 
-export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, now = Date.now()): Promise<ExtendResult> {
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
+export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, clock: Clock): Promise<ExtendResult> {
+  const now = clock.now()
+  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null})
   for (const problem of view.problems) options.warn(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.

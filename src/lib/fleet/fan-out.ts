@@ -5,6 +5,7 @@
  */
 import {mapBounded} from '../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../core/errors.js'
+import type {Clock} from '../core/clock.js'
 import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import {type RunEvents, vmRef} from '../events/run-events.js'
@@ -57,11 +58,12 @@ export function parseVmList(flag: string | undefined): string[] {
 /** One SSH session to a VM of the run, with its pinned host key (and whether it was pinned now); none once the run is interrupted. */
 export async function openVm(
   vm: KnownVm,
-  options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void},
+  options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void; clock?: Clock},
 ): Promise<{session: SshSession; hostKey: PinnedKey}> {
   if (options.signal?.aborted) throw asTargonError(options.signal.reason)
   let pinnedNow = false
   const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
+    clock: options.clock,
     deadlineMs: CONNECT_MS,
     onPinned: () => (pinnedNow = true),
     signal: options.signal,

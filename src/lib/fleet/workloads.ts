@@ -141,7 +141,7 @@ export async function snapshot(
       vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
   const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
-  const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable})
+  const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable}, clock.now())
   if (unrecorded) problems.push(unrecorded)
   return {invalid, localOnly, problems, vms}
 }

@@ -11,6 +11,7 @@
 import type {DeleteReason, HookOutcome} from '../deletion/schema.js'
 import {mapBounded} from '../core/concurrency.js'
 import {TargonError, asTargonError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
@@ -117,12 +118,12 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {configDir: string; signal: AbortSignal},
+  options: {configDir: string; signal: AbortSignal; clock?: Clock},
 ): Promise<HookOutcome | null> {
-  const startedAt = Date.now()
+  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
     detail,
-    duration_ms: Date.now() - startedAt,
+    duration_ms: elapsed(),
     exit_code: exitCode,
     output_tail: outputTail(output),
     status,
@@ -130,7 +131,7 @@ export async function runHook(
   if (vm.status !== 'running') return outcome('unreachable', null, '', `not running (${vm.status}): deleted without its hook`)
   let session: SshSession | undefined
   try {
-    session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session
+    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, signal: options.signal})).session
     const stored = await session.exec(`sudo -n sh -c ${shellQuote(`[ ! -e ${HOOK_CONF} ] || cat ${HOOK_CONF}`)}`, {
       maxBytes: MAX_CONF_BYTES,
       signal: options.signal,
@@ -209,7 +210,13 @@ export function hookSummary(hook: HookOutcome): string {
 export async function runHooks(
   vms: KnownVm[],
   reasonOf: (vm: KnownVm) => DeleteReason,
-  options: {configDir: string; parallel: number; signal: AbortSignal; onOutcome?: (vm: KnownVm, hook: HookOutcome) => void},
+  options: {
+    configDir: string
+    parallel: number
+    signal: AbortSignal
+    clock?: Clock
+    onOutcome?: (vm: KnownVm, hook: HookOutcome) => void
+  },
 ): Promise<Map<string, HookOutcome>> {
   const outcomes = new Map<string, HookOutcome>()
   await mapBounded(vms, options.parallel, async (vm) => {

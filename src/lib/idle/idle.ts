@@ -12,6 +12,7 @@ import * as z from 'zod'
 import type {Usage} from './schema.js'
 import {mapBounded} from '../core/concurrency.js'
 import {asTargonError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
@@ -64,8 +65,8 @@ export type Probe = z.infer<typeof ProbeSchema>
 
 export type IdleState = Usage['state']
 
-/** What a probe's answer says of a VM, under `limitS` when the VM has no limit of its own. */
-export function judgeIdle(probe: Probe, limitS: number | null): Usage {
+/** What a probe's answer says of a VM, under `limitS` when the VM has no limit of its own; `now` is this machine's. */
+export function judgeIdle(probe: Probe, limitS: number | null, now: number): Usage {
   const {clock, live} = probe
   const seen = {
     // The probe runs as ubuntu, who may not see Docker: the sampler's own view then.
@@ -104,7 +105,7 @@ export function judgeIdle(probe: Probe, limitS: number | null): Usage {
   if (over && heldS > 0)
     return {
       ...seen,
-      idle_hold_until: new Date(Date.now() + heldS * 1000).toISOString(),
+      idle_hold_until: new Date(now + heldS * 1000).toISOString(),
       idle_limit_seconds: floor,
       idle_reason: `idle ${idle} s, over its limit of ${floor} s; idle deletion held off on the VM for ${Math.ceil(heldS)} s more (targon extend)`,
       idle_seconds: idle,
@@ -140,11 +141,12 @@ export function idlePastLimit(usage: Usage): boolean {
  */
 export async function probeUsages(
   vms: KnownVm[],
-  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead},
+  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock?: Clock},
 ): Promise<Map<string, Usage>> {
   const usages = await mapBounded(vms, options.parallel, (vm) =>
     probeUsage(vm, {
       alsoRead: options.alsoRead,
+      clock: options.clock ?? REAL_CLOCK,
       configDir: options.configDir,
       limitS: vm.record?.idle_limit_s ?? options.limitS,
       signal: options.signal,
@@ -169,13 +171,13 @@ export type AlsoRead = (vm: KnownVm, session: SshSession) => Promise<void>
 
 async function probeUsage(
   vm: KnownVm,
-  options: {configDir: string; limitS: number | null; signal?: AbortSignal; alsoRead?: AlsoRead},
+  options: {configDir: string; limitS: number | null; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
 ): Promise<Usage> {
   const unreadable = (reason: string) => unreadableUsage(reason)
   if (vm.status !== 'running') return unreadable(`${NOT_RUNNING} (${vm.status})`)
   let session: SshSession | undefined
   try {
-    session = (await openVm(vm, {configDir: options.configDir, signal: options.signal})).session
+    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, signal: options.signal})).session
     // A VM that does not answer in time is unreadable, and the run goes on with the others.
     const within = AbortSignal.timeout(PROBE_TIMEOUT_MS)
     const answer = await session.exec(PROBE_COMMAND, {
@@ -191,7 +193,7 @@ async function probeUsage(
       return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)
     const parsed = ProbeSchema.safeParse(JSON.parse(answer.stdout))
     if (!parsed.success) return unreadable('the idle clock is not one (it fails the checks)')
-    return judgeIdle(parsed.data, options.limitS)
+    return judgeIdle(parsed.data, options.limitS, options.clock.now())
   } catch (error) {
     return unreadable(error instanceof SyntaxError ? 'the probe did not answer JSON' : asTargonError(error).message)
   } finally {

@@ -20,7 +20,7 @@ export interface StartedVm {
  * Billing of a VM began: its deploy was accepted (by `up`, or by `down --wake-registered` to delete it), or, for
  * `api-created`, a DELETE refused proved that a VM nobody here knew of bills (a crash), since its creation.
  */
-export function recordStart(configDir: string, org: string, vm: StartedVm, now = Date.now()): string | undefined {
+export function recordStart(configDir: string, org: string, vm: StartedVm, now: number): string | undefined {
   const {createdAt: at, facts, source, uid} = vm
   const began = source === 'api-created' && at && Date.parse(at) <= now ? at : null
   const recorded = new Date(now).toISOString()
@@ -42,7 +42,7 @@ export function recordStart(configDir: string, org: string, vm: StartedVm, now =
 }
 
 /** Billing of `uid` is confirmed to have stopped now: this run's deletion of it was confirmed. */
-export function recordStop(configDir: string, org: string, uid: string, now = Date.now()): string | undefined {
+export function recordStop(configDir: string, org: string, uid: string, now: number): string | undefined {
   const at = new Date(now).toISOString()
   return guarded(() => new LedgerStore(configDir, org).append([{at, how: 'deleted', kind: 'stop', recorded_at: at, uid}], now))
 }
@@ -51,7 +51,7 @@ export function recordStop(configDir: string, org: string, uid: string, now = Da
  * What a listing of the org's VMs tells the ledger; a warning when it could not be written. (What could not be read
  * is said by the reports that read it, not by every command that lists.)
  */
-export function recordListing(configDir: string, org: string, listing: Listing, now = Date.now()): string | undefined {
+export function recordListing(configDir: string, org: string, listing: Listing, now: number): string | undefined {
   return guarded(() => {
     const store = new LedgerStore(configDir, org)
     // The latest file holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.

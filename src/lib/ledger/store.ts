@@ -68,7 +68,7 @@ export class LedgerStore {
    * month's file is made first, whole, with what it carries forward. A warning when that failed (the run goes on: the
    * ledger must never stop it).
    */
-  append(lines: LedgerLine[], now = Date.now()): string | undefined {
+  append(lines: LedgerLine[], now: number): string | undefined {
     if (lines.length === 0) return undefined
     const latest = this.months().at(-1)
     const month = latest !== undefined && latest > monthOf(now) ? latest : monthOf(now)
@@ -141,7 +141,7 @@ export class LedgerStore {
    * Deletes whole months that ended more than `retentionDays` before `now`, once a line that says so is written (a
    * report reaching back to them must know it is incomplete); the months deleted, or why none could be.
    */
-  prune(retentionDays: number, now = Date.now()): {deleted: string[]; problem?: string} {
+  prune(retentionDays: number, now: number): {deleted: string[]; problem?: string} {
     this.removeStaleTemps(now)
     const cutoff = now - retentionDays * 86_400_000
     const old = this.months().filter((month) => monthEnd(month) <= cutoff)

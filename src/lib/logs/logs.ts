@@ -7,7 +7,7 @@ import type {LogsResult} from './schema.js'
 import {findOneVm, snapshot} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../core/errors.js'
-import {REAL_CLOCK} from '../core/clock.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {poll} from '../core/poll.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -34,6 +34,7 @@ export interface LogsOptions {
   /** Receives the lines as they come: the first read, then each new batch with --follow. */
   onLines?: (lines: string[]) => void
   warn?: (message: string) => void
+  clock?: Clock
 }
 
 export async function runLogs(client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
@@ -68,7 +69,8 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
 
   let failures = 0
   // The first read was just made: the next comes an interval later.
-  await REAL_CLOCK.sleep(options.intervalMs ?? FOLLOW_INTERVAL_MS, options.signal)
+  const clock = options.clock ?? REAL_CLOCK
+  await clock.sleep(options.intervalMs ?? FOLLOW_INTERVAL_MS, options.signal)
   const followed = await poll(
     async () => {
       let next: string[]
@@ -99,7 +101,7 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
       return undefined
     },
     // Until the VM is gone or the user stops it (Ctrl-C).
-    {deadline: Number.POSITIVE_INFINITY, delayMs: () => options.intervalMs ?? FOLLOW_INTERVAL_MS, signal: options.signal},
+    {clock, deadline: Number.POSITIVE_INFINITY, delayMs: () => options.intervalMs ?? FOLLOW_INTERVAL_MS, signal: options.signal},
   )
   return followed ?? result
 }

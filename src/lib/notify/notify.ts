@@ -8,6 +8,7 @@
 
 import {usd} from '../core/output.js'
 import {poll} from '../core/poll.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {Agent, request} from '../targon/undici-subset.js'
 
 export type NotifyEvent =
@@ -64,14 +65,14 @@ async function drainReply(body: AsyncIterable<Buffer> & {destroy: () => void}): 
 }
 
 /** Posts the notification; undefined when delivered, else a warning that does not name the URL. */
-export async function deliver(url: string, notification: Notification): Promise<string | undefined> {
-  const deadline = Date.now() + DELIVERY_BUDGET_MS
+export async function deliver(url: string, notification: Notification, clock: Clock = REAL_CLOCK): Promise<string | undefined> {
+  const deadline = clock.now() + DELIVERY_BUDGET_MS
   const agent = new Agent({connect: {timeout: DELIVERY_BUDGET_MS}})
   let problem = `no answer within ${DELIVERY_BUDGET_MS / 1000} s`
   try {
     const delivered = await poll(
       async () => {
-        const left = deadline - Date.now()
+        const left = deadline - clock.now()
         if (left <= 0) return false
         try {
           const answer = await request(url, {
@@ -94,7 +95,7 @@ export async function deliver(url: string, notification: Notification): Promise<
 
         return undefined
       },
-      {deadline, delayMs: (attempt) => 250 * 2 ** attempt},
+      {clock, deadline, delayMs: (attempt) => 250 * 2 ** attempt},
     )
     if (delivered) return undefined
   } finally {

@@ -4,6 +4,7 @@
  * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
  * excluded, never in the totals and never dropped.
  */
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
@@ -30,14 +31,16 @@ export interface CostOptions {
   /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
   retentionDays: number
   warn: (message: string) => void
+  clock?: Clock
 }
 
 export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
-  const view = await snapshot(client, options.org, state)
+  const clock = options.clock ?? REAL_CLOCK
+  const view = await snapshot(client, options.org, state, {clock})
   for (const problem of view.problems) options.warn(problem)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const now = Date.now()
+  const now = clock.now()
   const to = options.to === null ? now : Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
@@ -99,6 +102,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
           intervals,
           {endsNow: options.to === null || options.to >= now, excluded: new Set(excluded.map((vm) => vm.uid)), from: options.from, to},
           options.warn,
+          clock,
         )
       : null,
     to: new Date(to).toISOString(),

@@ -8,6 +8,7 @@
  * the known plus the possible one. Only a conclusive measurement may show that: one that sees at least what is known
  * to bill (credits debited in batches, or never, fall slower than that and prove nothing).
  */
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {CreditsResult} from './schema.js'
 import {roundUsd} from '../fleet/cost.js'
 import {type OwnerScope} from '../fleet/owners.js'
@@ -43,13 +44,15 @@ export interface CreditsOptions {
   /** --min-runway in ms, or null. */
   minRunwayMs: number | null
   warn: (message: string) => void
+  clock?: Clock
 }
 
 export async function runCredits(client: TargonClient, state: LocalState, options: CreditsOptions): Promise<CreditsResult> {
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
+  const clock = options.clock ?? REAL_CLOCK
+  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null})
   for (const problem of view.problems) options.warn(problem)
   const store = new LedgerStore(state.dir, options.org)
-  const reading = await readCredits(client, store, options.warn)
+  const reading = await readCredits(client, store, options.warn, clock)
   const lines = store.readLatest().lines
   // An uncertain record whose billing the ledger saw end (a deletion seen, its tombstone) is not burning credits.
   const ended = intervalsOf(lines)

@@ -5,6 +5,7 @@
  */
 import type {Reconcile} from './schema.js'
 import {TargonError} from '../core/errors.js'
+import type {Clock} from '../core/clock.js'
 import {roundUsd} from '../fleet/cost.js'
 import {type Interval, billedWithin} from '../ledger/intervals.js'
 import type {LedgerLine} from '../ledger/lines.js'
@@ -30,7 +31,12 @@ export interface Reading {
 }
 
 /** Reads the credits now and keeps the reading in the ledger. */
-export async function readCredits(client: TargonClient, store: LedgerStore, warn: (message: string) => void): Promise<Reading> {
+export async function readCredits(
+  client: TargonClient,
+  store: LedgerStore,
+  warn: (message: string) => void,
+  clock: Pick<Clock, 'now'>,
+): Promise<Reading> {
   let answer
   try {
     answer = await client.getCredits(store.org)
@@ -42,10 +48,11 @@ export async function readCredits(client: TargonClient, store: LedgerStore, warn
     throw error
   }
 
-  const reading = {at: Date.now(), credits: answer.credits, currency: answer.currency ?? null}
-  const unrecorded = store.append([
-    {at: new Date(reading.at).toISOString(), credits: reading.credits, currency: reading.currency, kind: 'credits'},
-  ])
+  const reading = {at: clock.now(), credits: answer.credits, currency: answer.currency ?? null}
+  const unrecorded = store.append(
+    [{at: new Date(reading.at).toISOString(), credits: reading.credits, currency: reading.currency, kind: 'credits'}],
+    reading.at,
+  )
   if (unrecorded) warn(unrecorded)
   return reading
 }
@@ -70,6 +77,7 @@ export async function reconcile(
   intervals: ReadonlyMap<string, Interval>,
   range: ReconcileRange,
   warn: (message: string) => void,
+  clock: Pick<Clock, 'now'>,
 ): Promise<Reconcile> {
   const none = {
     credits_drop_usd: null,
@@ -82,7 +90,7 @@ export async function reconcile(
   }
   let now: Reading
   try {
-    now = await readCredits(client, store, warn)
+    now = await readCredits(client, store, warn, clock)
   } catch (error) {
     if (!(error instanceof TargonError)) throw error
     warn(`the credits could not be read: ${error.message}`)

@@ -6,6 +6,7 @@
 import {readFileSync} from 'node:fs'
 
 import {TargonError, usageError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {hostAlias} from '../fleet/naming.js'
 import {checkedPrivateKeyPath} from './project-key.js'
@@ -86,7 +87,7 @@ function knownKey(target: SshTarget, say: (message: string) => void): string | u
 export async function openPinned(
   target: SshTarget,
   say: (message: string) => void,
-  options: {deadlineMs?: number; signal?: AbortSignal; onPinned?: (pin: PinnedKey) => void} = {},
+  options: {deadlineMs?: number; signal?: AbortSignal; onPinned?: (pin: PinnedKey) => void; clock?: Clock} = {},
 ): Promise<SshSession> {
   let privateKey: Buffer
   try {
@@ -99,7 +100,8 @@ export async function openPinned(
 
   const pinned = knownKey(target, say)
   const session = await SshSession.open({
-    deadline: Date.now() + (options.deadlineMs ?? 30_000),
+    clock: options.clock,
+    deadline: (options.clock ?? REAL_CLOCK).now() + (options.deadlineMs ?? 30_000),
     host: target.host,
     pinned,
     port: target.port,

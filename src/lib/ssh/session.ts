@@ -8,6 +8,7 @@ import {createHash} from 'node:crypto'
 import type {Client, ClientChannel, SFTPWrapper} from 'ssh2'
 
 import {TargonError} from '../core/errors.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {poll} from '../core/poll.js'
 
 export interface HostKey {
@@ -30,6 +31,8 @@ export interface ConnectOptions {
   onRetry?: (reason: string) => void
   /** The longest wait between attempts (1 s at first, then 1.5 times longer each time); default 15 s. */
   maxRetryDelayMs?: number
+  /** The clock of the deadline and of the waits between attempts. */
+  clock?: Clock
 }
 
 /** What httpGet reads of an answer from a VM's local service (the shim's health check is a few bytes). */
@@ -127,6 +130,7 @@ export class SshSession {
         get deadline() {
           return options.deadline
         },
+        clock: options.clock,
         delayMs: (attempt) => Math.min(1000 * 1.5 ** attempt, options.maxRetryDelayMs ?? 15_000),
         signal: options.signal,
       },
@@ -153,7 +157,7 @@ export class SshSession {
           keepaliveInterval: 15_000,
           port: options.port,
           privateKey: options.privateKey,
-          readyTimeout: Math.max(5000, Math.min(20_000, options.deadline - Date.now())),
+          readyTimeout: Math.max(5000, Math.min(20_000, options.deadline - (options.clock ?? REAL_CLOCK).now())),
           username: options.username,
         })
       })

@@ -176,7 +176,7 @@ export class LocalState {
   }
 
   /** Drops notes whose workload the listing no longer shows and that are older than the retention. */
-  pruneDeleteNotes(org: string, listed: Set<string>, now = Date.now()): void {
+  pruneDeleteNotes(org: string, listed: Set<string>, now: number): void {
     for (const note of this.deleteNotes(org).values()) {
       if (!listed.has(note.uid) && now - Date.parse(note.at) > NOTE_RETENTION_MS) rmSync(this.noteFile(org, note.uid), {force: true})
     }
@@ -208,7 +208,7 @@ export class LocalState {
    * Drops verdicts whose workload left the listing more than the retention ago (by last_listed_at, else asked_at);
    * the listed ones are kept.
    */
-  pruneHistoryVerdicts(org: string, listed: Set<string>, now = Date.now()): void {
+  pruneHistoryVerdicts(org: string, listed: Set<string>, now: number): void {
     for (const file of jsonFiles(this.historyDir(org))) {
       const verdict = this.readHistoryVerdict(org, idOfChild(file, '.json'))
       const lastListed = Date.parse(verdict?.last_listed_at ?? verdict?.asked_at ?? '')

@@ -8,6 +8,7 @@ import {mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {poll} from '../core/poll.js'
 import {BACKOFF} from '../core/backoff.js'
 import {TargonError} from '../core/errors.js'
@@ -20,6 +21,8 @@ export interface LockOptions {
   timeoutMs: number
   /** Called once when the lock is held by another live process (or by this one, for another task). */
   onWait?: () => void
+  /** What the wait for a live holder runs on: the real clock, as the holder is another process (a test may fake it). */
+  clock?: Clock
 }
 
 interface Holder {
@@ -32,6 +35,7 @@ export async function withFileLock<T>(
   critical: (waited: boolean) => Promise<T>,
   options: LockOptions = {timeoutMs: 90_000},
 ): Promise<T> {
+  const clock = options.clock ?? REAL_CLOCK
   const me = lockHolderText(path)
   let waited = false
   const taken = await poll(
@@ -41,7 +45,7 @@ export async function withFileLock<T>(
       waited = true
       return undefined
     },
-    {deadline: Date.now() + options.timeoutMs, delayMs: BACKOFF.lockLook},
+    {clock, deadline: clock.now() + options.timeoutMs, delayMs: BACKOFF.lockLook},
   )
   if (!taken)
     throw new TargonError('TIMEOUT', `waited too long for the lock ${path}`, {
@@ -191,7 +195,8 @@ const STALE_WRITE_MS = 5000
 
 function olderThan(path: string, ms: number): boolean {
   try {
-    return Date.now() - statSync(path).mtimeMs > ms
+    // A file's modification time is on the real clock.
+    return REAL_CLOCK.now() - statSync(path).mtimeMs > ms
   } catch {
     return false
   }

@@ -27,6 +27,7 @@ import {notFoundHint, suggestVmName} from '../fleet/suggest.js'
 import {displayGpuModel, normalizeOffer} from '../offers/offers.js'
 import {TargonError} from '../core/errors.js'
 import {countOf} from '../core/output.js'
+import type {Clock} from '../core/clock.js'
 import {formatDuration} from '../core/input.js'
 import {guardCoverage} from '../guard/coverage.js'
 import {checkedPrivateKeyPath} from '../ssh/project-key.js'
@@ -56,10 +57,10 @@ export interface StatusOptions {
 
 /** The run's settings give the config directory and the profile (for the guard that covers them); warnings go to its warn. */
 export async function runStatus(ctx: RunContext, client: TargonClient, state: LocalState, options: StatusOptions): Promise<StatusResult> {
-  const {warn} = ctx
+  const {clock, warn} = ctx
   const configDir = ctx.settings.dir
   const profile = (await ctx.settings.profile()).name
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null || options.owners.anyOwner)
+  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
   for (const problem of view.problems) warn(problem)
   const picked = select(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
@@ -70,9 +71,9 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
   if (outsideNote) warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, warn) : new Map<string, Offer>()
-  const now = Date.now()
+  const now = clock.now()
   const markers = new Map<string, boolean>()
-  const usages = options.usage ? await usageOf(selected, configDir, markers) : new Map<string, Usage>()
+  const usages = options.usage ? await usageOf(selected, configDir, markers, clock) : new Map<string, Usage>()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
@@ -201,13 +202,18 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, boolean>): Promise<Map<string, Usage>> {
+async function usageOf(
+  vms: KnownVm[],
+  configDir: string,
+  markers: Map<string, boolean>,
+  clock: Clock,
+): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {
     if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
   }
-  return probeUsages(running, {alsoRead, configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  return probeUsages(running, {alsoRead, clock, configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
 /**

@@ -7,6 +7,7 @@
 import type {DownResult} from '../down/schema.js'
 import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, isTargonError} from '../core/errors.js'
+import {REAL_CLOCK} from '../core/clock.js'
 import {estimatedCost} from '../fleet/cost.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice} from '../fleet/workloads.js'
@@ -18,7 +19,7 @@ import type {TargonClient} from '../targon/client.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs' | 'stop' | 'warn'
+  'clock' | 'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs' | 'stop' | 'warn'
 > {
   org: string
   dryRun: boolean
@@ -45,6 +46,7 @@ export async function runSweep(
   state: LocalState,
   options: SweepOptions,
 ): Promise<SweepResult> {
+  const clock = options.clock ?? REAL_CLOCK
   const reasons = new Map<string, SweepReason>()
   let unlimited: SweepResult['unlimited'] = []
   // What --warn looks at: the VMs of the selection, the idle ones with how long, and every uid listed.
@@ -52,7 +54,7 @@ export async function runSweep(
   const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
   let listed = new Set<string>()
   const narrow = async (chosen: KnownVm[], view: FleetSnapshot) => {
-    const now = Date.now()
+    const now = clock.now()
     const live = chosen.filter((vm) => !vm.gone)
     for (const vm of live) {
       const reason = limitReached(vm, now) ?? (overCost(vm, options.overCostUsd, now) ? 'over-cost' : null)
@@ -68,7 +70,7 @@ export async function runSweep(
     for (const kept of idle.kept) {
       const vm = live.find((each) => each.uid === kept.uid) as KnownVm
       const limitS = idleLimitOf(vm, options.idleLimitS)
-      const held = Date.parse(vm.record?.idle_hold_until ?? '') > Date.now()
+      const held = Date.parse(vm.record?.idle_hold_until ?? '') > clock.now()
       if (kept.state === 'idle' && kept.idle_seconds !== null && limitS !== null && !held)
         idleNow.set(vm.uid, {idleSeconds: kept.idle_seconds, limitS})
     }
@@ -128,7 +130,7 @@ export async function runSweep(
     const due = dueWarnings(
       scopedVms.filter((vm) => !gone.has(vm.uid) && !reasons.has(vm.uid)),
       idleNow,
-      Date.now(),
+      clock.now(),
       options.warnWindowMs,
     )
     if (options.dryRun) swept.warned = due

@@ -1,4 +1,5 @@
 /** Builds a TargonClient from the settings (origin, key, timeouts). */
+import type {Clock} from '../core/clock.js'
 import {TargonError} from '../core/errors.js'
 import type {SettingsResolver} from '../settings/resolve.js'
 import {DEFAULT_PROFILE, configFilePath, readStoredValue} from '../settings/store.js'
@@ -9,11 +10,14 @@ export interface ConnectOptions {
   auth: boolean
   signal?: AbortSignal
   trace?: (line: string) => void
+  /** The time retries sleep on and exchanges are timed with. */
+  clock: Clock
 }
 
 export async function connect(settings: SettingsResolver, options: ConnectOptions): Promise<TargonClient> {
   return new TargonClient({
     baseUrl: await settings.get('api-url'),
+    clock: options.clock,
     requestTimeoutMs: await settings.get('http-timeout'),
     signal: options.signal,
     token: options.auth ? await apiKey(settings) : undefined,

@@ -57,12 +57,14 @@ async function installAt(
   // While the VM boots, SSH may take as long as booting may; once the state says running, SSH_WAIT_MS more at most.
   // The last attempt comes a moment before the run's own deadline, so that an sshd that never answers is the error
   // reported (SSH_FAILED), not the time-out that would otherwise end the run while that attempt fails.
-  let deadline = Math.min(ctx.deadline.at - LAST_ATTEMPT_MARGIN_MS, Date.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0))
+  const {clock} = ctx
+  let deadline = Math.min(ctx.deadline.at - LAST_ATTEMPT_MARGIN_MS, clock.now() + SSH_WAIT_MS + (watch ? WAIT_RUNNING_MS : 0))
   void watch?.running.then(
-    () => (deadline = Math.min(deadline, Date.now() + SSH_WAIT_MS)),
+    () => (deadline = Math.min(deadline, clock.now() + SSH_WAIT_MS)),
     () => undefined,
   )
   const ssh = await SshSession.open({
+    clock,
     // Read on every attempt, so that it moves in once the VM runs.
     get deadline() {
       return deadline
@@ -85,7 +87,7 @@ async function installAt(
     if (!pinned) pinHostKey(ctx.state, {name: claim.name, org: ctx.request.org, uid: claim.uid}, endpoint, hostKey)
 
     const password = ctx.state.readVm(org, claim.name)?.password
-    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim)
+    const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim, ctx.clock)
     await configureIdle(ssh, bootstrap.idle)
     // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
     if (bootstrap.onDelete !== undefined) await storeHook(ssh, bootstrap.onDelete)
@@ -107,7 +109,7 @@ export async function startShim(
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
   const {version} = await watched(ctx, bootstrapped.watch, (signal) =>
-    runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimRun ?? undefined),
+    runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimRun ?? undefined, ctx.clock),
   )
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
   return {...bootstrapped, kind: 'ready', shimVersion: version}

@@ -92,7 +92,7 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
   claim.status = 'provisioning'
   // Billing starts here: the ledger hears of it before anything else can fail.
   const facts = deployedFacts(ctx, registered, answer)
-  const unrecorded = recordStart(ctx.state.dir, org, {facts, source: 'deploy', uid: claim.uid})
+  const unrecorded = recordStart(ctx.state.dir, org, {facts, source: 'deploy', uid: claim.uid}, ctx.clock.now())
   if (unrecorded) ctx.warn(unrecorded)
   return {
     ...registered,

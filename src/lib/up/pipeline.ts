@@ -139,11 +139,11 @@ async function runPhase(
   startsLate: boolean,
 ): Promise<void> {
   const vm = () => track.ref
-  const calledAt = Date.now()
+  const calledAt = ctx.clock.now()
   let startedAt: number | undefined
   const began = () => {
     if (startedAt !== undefined) return
-    startedAt = Date.now()
+    startedAt = ctx.clock.now()
     ctx.events.emit({phase: name, status: 'started', type: 'phase', vm: vm()})
   }
 
@@ -176,7 +176,7 @@ async function runPhase(
   const report = (line: string) => ctx.events.emit({detail: line, phase: name, status: 'progress', type: 'progress', vm: vm()})
   try {
     const outcome = await work({began, onStep, report})
-    ctx.events.emit({duration_ms: Date.now() - (startedAt ?? calledAt), phase: name, status: outcome, type: 'phase', vm: vm()})
+    ctx.events.emit({duration_ms: ctx.clock.now() - (startedAt ?? calledAt), phase: name, status: outcome, type: 'phase', vm: vm()})
   } catch (thrown) {
     // Whatever a phase failed with once the run was interrupted (or ran out of time) is the interruption's doing: a
     // remote step stopped by it reports an exit by SIGTERM, which is no failure of that step.
@@ -184,7 +184,7 @@ async function runPhase(
     // The first error is the VM's cause; told before the event, so that the VM's line already says it failed.
     fail(track, error)
     ctx.events.emit({
-      duration_ms: Date.now() - (startedAt ?? calledAt),
+      duration_ms: ctx.clock.now() - (startedAt ?? calledAt),
       error: eventError(error),
       phase: name,
       status: 'failed',

@@ -176,6 +176,7 @@ export async function deleteClaim(
 ): Promise<{billing: boolean; results: DeleteResult[]}> {
   const index = ctx.tracks.find((track) => track.claim?.uid === claim.uid)?.index
   const results = await deleteWorkloads(ctx.cleanupClient, ctx.request.org, ctx.state, [claim], {
+    clock: ctx.clock,
     // Its progress is worth a warning; its start and end are the VM's roll-back.
     onEvent: (event) =>
       event.status === 'progress'

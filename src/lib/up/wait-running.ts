@@ -37,7 +37,7 @@ export class PolledStateWatch implements StateWatch {
   private readonly halt = new AbortController()
   private readonly addressed = new Deferred<Endpoint>()
   private readonly ran = new Deferred<Endpoint>()
-  private readonly started = Date.now()
+  private readonly started: number
   private bootstrapping: boolean
   private hasAddress = false
   private isRunning = false
@@ -50,6 +50,7 @@ export class PolledStateWatch implements StateWatch {
     private readonly claim: Claim,
     options: {bootstrapping: boolean},
   ) {
+    this.started = ctx.clock.now()
     this.bootstrapping = options.bootstrapping
     this.last = claim.status
     void this.watchState()
@@ -122,6 +123,7 @@ export class PolledStateWatch implements StateWatch {
           // While the bootstrap runs on a VM with an address, the state only has to say that it did not fail.
           delayMs: (attempt, elapsed) =>
             this.bootstrapping && this.hasAddress ? this.ctx.request.stateWatchIntervalMs : BACKOFF.runningLook(attempt, elapsed),
+          clock: this.ctx.clock,
           onTrouble: apiTrouble,
           signal: AbortSignal.any([this.ctx.signal, this.halt.signal]),
         },
@@ -133,7 +135,7 @@ export class PolledStateWatch implements StateWatch {
     }
 
     if (ended) return
-    const waited = Math.round((Date.now() - this.started) / 1000)
+    const waited = Math.round((this.ctx.clock.now() - this.started) / 1000)
     this.fail(
       new TargonError('TIMEOUT', `${this.claim.name} was not running after ${waited} s in wait-running (last status: ${this.last})`, {
         hint: 'raise --timeout, or try another offer',
