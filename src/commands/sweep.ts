@@ -9,7 +9,7 @@ import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/contract.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {countOf, prose, usdPrecise} from '../lib/core/output.js'
+import {countOf, dash, prose, usdPrecise} from '../lib/core/output.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {ping} from '../lib/notify/heartbeat.js'
@@ -281,7 +281,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private render(result: SweepResult): void {
     for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
     if (result.results.length === 0) this.info('Nothing past a limit.')
-    else for (const line of deletionResultLines(result.results, [{header: 'LIMIT', value: (row) => row.reason}])) this.log(line)
+    else for (const line of deletionResultLines(result.results, [{header: 'LIMIT', value: (row) => dash(row.reason)}])) this.log(line)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,

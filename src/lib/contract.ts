@@ -754,8 +754,17 @@ export const SweepResultSchema = z.object({
     min_runway_hours: z.number().nullable().describe('--min-runway'),
   }),
   results: z
-    .array(DeleteResultSchema.extend({reason: z.enum(SWEEP_REASONS).describe('the limit it reached')}))
-    .describe('each VM past a limit, deleted (or, with --dry-run, that would be)'),
+    .array(
+      DeleteResultSchema.extend({
+        reason: z
+          .enum(SWEEP_REASONS)
+          .nullable()
+          .describe('the limit it reached; null for an invalid-answer item, whose limits cannot be read'),
+      }),
+    )
+    .describe(
+      'each VM past a limit, deleted (or, with --dry-run, that would be), and each listed item that failed the checks of the API answer (invalid-answer: reported as down reports it, never deleted; it keeps the exit at 11)',
+    ),
   survivors: z.array(z.string()).describe('uids selected that still bill (or may) after the sweep: exit 11'),
   kept: DownResultSchema.shape.kept.describe('VMs with an idle limit kept: busy, not idle long enough, or their clock unreadable'),
   unlimited: z

@@ -275,10 +275,11 @@ export async function runDown(
   }
 
   // A listed item that failed the API checks may bill, but nothing can tell whose it is: a bulk selector never deletes
-  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above).
-  // Under --idle they are not idle VMs selected: the warning names them, the exit code is the idle VMs' alone.
+  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above). A sweep
+  // (narrow) reports it as down --expired does. Under --idle they are not idle VMs selected: the exit code is the idle
+  // VMs' alone.
   const invalid: DeleteResult[] =
-    isBulk(options.selection) && !options.selection.idle && !options.narrow
+    isBulk(options.selection) && !options.selection.idle
       ? view.invalid
           .filter((item) => !targets.some((target) => target.uid === item.uid))
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))

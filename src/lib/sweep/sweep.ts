@@ -83,8 +83,8 @@ export async function runSweep(
     dry_run: options.dryRun,
     kept: down.kept,
     org: options.org,
-    // Every result is of a VM that narrow chose, for its reason.
-    results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) as SweepReason})),
+    // Every result is of a VM that narrow chose, for its reason, or a listed item that failed the API checks (none).
+    results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) ?? null})),
     runway: null,
     warned: [],
     selection: {
