@@ -787,7 +787,11 @@ export const SweepResultSchema = z.object({
         fires_at: z.string().describe('when the limit fires: its TTL, when the estimate reaches its budget, or idle since + limit'),
         idle_since: z.string().nullable().describe('idle: since when it is idle (one warning per idle stretch)'),
         price_per_hour: z.number().nullable(),
-        extend_command: z.string().describe('the command that postpones it'),
+        extend_command: z
+          .string()
+          .describe(
+            'the targon extend command that postpones it, shell-quoted, to paste as it is: with TARGON_CONFIG_DIR and --profile when not the defaults, and --any-owner when the VM is not of the owner the sweep ran as',
+          ),
       }),
     )
     .describe('with --warn: the limits that fire within the window, warned about now (each VM and deadline once)'),

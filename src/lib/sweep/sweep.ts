@@ -129,6 +129,7 @@ export async function runSweep(
       idleNow,
       Date.now(),
       options.warnWindowMs,
+      {configDir: options.configDir, owner: options.owners.owner, profile: options.profile},
     )
     if (options.dryRun) swept.warned = due
     else {
