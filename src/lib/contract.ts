@@ -897,7 +897,7 @@ export const RunEventSchema = z.object({
   type: z
     .enum(EVENT_TYPES)
     .describe(
-      'run: the command itself; phase and step: a phase of up and a remote bootstrap step; progress: what a phase waits for; warning: what stderr would say; rollback: up deleting what it made; deletion: one VM in down (started, progress on a wake-up, probe or re-send, then done or failed); exec and transfer: one VM of exec and cp',
+      'run: the command itself; phase and step: a phase of up and a remote bootstrap step; progress: what a phase waits for; warning: what stderr would say; rollback: up deleting what it made; deletion: one VM in down or sweep (started, progress on a wake-up, probe, re-send or its pre-delete hook, then done or failed); exec and transfer: one VM of exec and cp',
     ),
   vm: z
     .object({
@@ -919,6 +919,9 @@ export const RunEventSchema = z.object({
     .object({code: z.string(), message: z.string(), hint: z.string().nullable()})
     .nullable()
     .describe('on status failed: the error code of the exit-code table, and the fix'),
+  hook: HookOutcomeSchema.nullable().describe(
+    "on the deletion event (status progress) that ends a VM's pre-delete hook in down or sweep: what the hook did; null elsewhere",
+  ),
 })
 export type RunEvent = z.infer<typeof RunEventSchema>
 

@@ -395,7 +395,7 @@ export async function runDown(
   return result
 }
 
-/** The hooks of the VMs about to be deleted, each outcome said as a progress line of its deletion. */
+/** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */
 function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
   const {selection} = options
   const now = Date.now()
@@ -413,7 +413,7 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
     configDir: options.configDir,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
-      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, status: 'progress', vm: vmRef(vm.uid, vm.name)})
+      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})
       if (hook.status !== 'ok') options.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
     },
     parallel: options.parallel,
