@@ -82,6 +82,7 @@ describe('hostile answers', () => {
     const text = await runInProcess(['sweep'], {env})
     expect(text.code).toBe(11)
     expect(text.stderr).toContain('fail the checks of the API')
+    expect(text.stdout.trimEnd().split('\n')).toEqual(['NAME\tUID\tLIMIT\tRESULT\tBILLING', `-\t${uid}\t-\tinvalid-answer\t?`])
   })
 
   it('an address that is not an address (SSH options in public_ip) makes the VM an invalid answer: no ssh command is built', async () => {
