@@ -2,13 +2,13 @@ import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {isBulk, runDown} from '../lib/down/down.js'
 import {NOT_RUNNING} from '../lib/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import type {KnownVm} from '../lib/fleet/workloads.js'
-import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
+import {countOf, prose} from '../lib/core/output.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
@@ -258,18 +258,7 @@ otherwise, with a per-VM result.`)
       return
     }
 
-    this.log(
-      renderTable(
-        [
-          {header: 'NAME', value: (row) => dash(row.name)},
-          {header: 'UID', value: (row) => row.uid},
-          {header: 'RESULT', value: (row) => row.action},
-          {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
-        ],
-        result.results,
-      ),
-    )
-    for (const line of hooksInWords(result.results)) this.log(line)
+    for (const line of deletionResultLines(result.results)) this.log(line)
   }
 }
 

@@ -4,12 +4,12 @@ import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/sweep/schema.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {countOf, dash, prose, renderTable, usdPrecise} from '../lib/core/output.js'
+import {countOf, dash, prose, usdPrecise} from '../lib/core/output.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {ping} from '../lib/notify/heartbeat.js'
@@ -294,20 +294,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private render(result: SweepResult): void {
     for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
     if (result.results.length === 0) this.info('Nothing past a limit.')
-    else
-      this.log(
-        renderTable(
-          [
-            {header: 'NAME', value: (row) => dash(row.name)},
-            {header: 'UID', value: (row) => row.uid},
-            {header: 'LIMIT', value: (row) => row.reason},
-            {header: 'RESULT', value: (row) => row.action},
-            {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
-          ],
-          result.results,
-        ),
-      )
-    for (const line of hooksInWords(result.results)) this.log(line)
+    else for (const line of deletionResultLines(result.results, [{header: 'LIMIT', value: (row) => dash(row.reason)}])) this.log(line)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,

@@ -94,4 +94,50 @@ describe('targon extend', () => {
     expect(none.code).toBe(2)
     expect(parseJson(none).error.message).toBe('nothing to extend')
   })
+
+  it('refuses a VM whose owner could not be read (exit 2) unless --any-owner', async () => {
+    await ctx.setup({summaryProjectId: false})
+    const vm = await upOne('--ttl', '1h')
+    // The listing leaves project_id out, and the full read of the VM fails: its owner is unknown.
+    ctx.sim.inject({method: 'GET', path: new RegExp(`/workloads/${vm.uid}$`), status: 500})
+    const refused = await targon(['extend', vm.name, '--by', '1h', '--json'])
+    expect(refused.code, refused.stdout).toBe(2)
+    expect(parseJson(refused).error).toMatchObject({
+      hint: 'try again, or pass --any-owner to extend it all the same',
+      message: `the owner of ${vm.name} could not be read`,
+    })
+    const forced = await targon(['extend', vm.name, '--by', '1h', '--any-owner', '--json'])
+    expect(forced.code, forced.stdout).toBe(0)
+  })
+
+  it('raises a budget, never lowers one (exit 2), and sets one where there was none', async () => {
+    await ctx.setup()
+    const vm = await upOne('--max-cost', '5')
+    const lower = await targon(['extend', vm.name, '--max-cost', '4', '--json'])
+    expect(lower.code, lower.stdout).toBe(2)
+    expect(parseJson(lower).error.message).toBe(`--max-cost 4 is below the budget of ${vm.name} (5 USD)`)
+    const same = await targon(['extend', vm.name, '--max-cost', '5', '--json'])
+    expect(same.code, same.stdout).toBe(0)
+    const raised = await targon(['extend', vm.name, '--max-cost', '8', '--json'])
+    expect(parseJson(raised).data.vms[0].max_cost_usd).toBe(8)
+    const free = await upOne()
+    const set = await targon(['extend', free.name, '--max-cost', '3', '--json'])
+    expect(set.code, set.stdout).toBe(0)
+    expect(parseJson(set).data.vms[0].max_cost_usd).toBe(3)
+  })
+
+  it('--ttl-only warns of each VM without a TTL, and exits 2 when none has one', async () => {
+    await ctx.setup()
+    const timed = await upOne('--ttl', '1h')
+    const free = await upOne()
+    const both = await targon(['extend', timed.name, free.name, '--by', '1h', '--ttl-only', '--json'])
+    expect(both.code, both.stdout).toBe(0)
+    expect(parseJson(both).warnings).toContain(`${free.name} has no TTL: --ttl-only leaves it as it was`)
+    expect(parseJson(both).data.vms.map((each: {ttl_expires_at: string | null}) => each.ttl_expires_at === null)).toEqual([false, true])
+    const none = await targon(['extend', free.name, '--by', '1h', '--ttl-only'])
+    expect(none.code).toBe(2)
+    expect(none.stderr.trim().split('\n').slice(-1)).toEqual([
+      `Error: ${free.name} has no TTL to move. Hint: drop --ttl-only to hold off the idle deletion, or set a TTL with targon up --name NAME --ttl DURATION`,
+    ])
+  })
 })

@@ -3,12 +3,13 @@
  * deletes its VM and nothing else, what no limit covers is reported and kept, the runway is read after the deletions,
  * one notification per run, the heartbeat pinged on success and on failure, and one sweep at a time.
  */
-import {readFileSync, readdirSync} from 'node:fs'
+import {execFile} from 'node:child_process'
+import {readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, type CliResult, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
 import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
@@ -187,7 +188,9 @@ describe('targon sweep', () => {
     ).toEqual([`${ttl.uid} ttl`, `${budget.uid} max-cost`].sort())
     expect(warned()).toHaveLength(2)
     expect(warned().join('\n')).toContain(`${ttl.name} will be deleted at `)
-    expect(warned().join('\n')).toContain(`by its TTL, at 1.69 USD/h; to postpone it: targon extend ${ttl.name} --by 1h --ttl-only`)
+    expect(warned().join('\n')).toContain(
+      `by its TTL, at 1.69 USD/h; to postpone it: TARGON_CONFIG_DIR=${ctx.configDir} targon extend ${ttl.name} --by 1h --ttl-only`,
+    )
 
     // The same deadlines: nothing new. Nothing is deleted either: the limits have not fired yet.
     const again = await targon(['sweep', '--warn', '15m', '--json'], {env: heartbeatEnv()})
@@ -318,5 +321,34 @@ describe('targon sweep', () => {
     const argv = await targon(['config', 'set', 'heartbeat-url', `https://hc-ping.com/${HEARTBEAT_TOKEN}`], {env: {TARGON_CONFIG_DIR: dir}})
     expect(argv.code).toBe(2)
     expectNoSecrets(argv)
+  })
+})
+
+describe('the extend command of a warning', () => {
+  it('works pasted in a shell: it names the config directory, quoted, and moves the deadline', async () => {
+    await ctx.setup()
+    const dir = join(tempDir('targon-paste-'), "guard's config")
+    const vm = await targon([...UP, '--ttl', '1h'], {env: {TARGON_CONFIG_DIR: dir}})
+    expect(vm.code, vm.stderr).toBe(0)
+    const {name, uid} = parseJson(vm).data.vms[0]
+    const file = join(dir, 'vms', 'acme', `${name}.json`)
+    const deadline = Date.now() + 10 * 60_000
+    writeFileSync(file, JSON.stringify({...JSON.parse(readFileSync(file, 'utf8')), ttl_expires_at: new Date(deadline).toISOString()}))
+    const sweep = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_CONFIG_DIR: dir}})
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const [warning] = parseJson(sweep).data.warned
+    expect(warning).toMatchObject({limit: 'ttl', uid})
+    expect(warning.extend_command).not.toContain(DEFAULT_TOKEN)
+
+    // A shell of another home, where the default config directory is not the sweep's: the command alone says which.
+    // Asynchronous: the simulator answers from this process.
+    const pasted = await new Promise<CliResult>((resolve) => {
+      const script = `targon() { "${process.execPath}" "${BIN}" "$@"; }\n${warning.extend_command} --json`
+      execFile('bash', ['-c', script], {env: baseEnv(simulatorEnv(ctx.sim))}, (error, stdout, stderr) =>
+        resolve({code: error ? Number(error.code) : 0, signal: null, stderr, stdout}),
+      )
+    })
+    expect(pasted.code, pasted.stdout + pasted.stderr).toBe(0)
+    expect(Date.parse(parseJson(pasted).data.vms[0].ttl_expires_at)).toBe(deadline + HOUR)
   })
 })

@@ -3,8 +3,10 @@
  * on stderr, and, for a forced exit (a second Ctrl-C), which of the selected VMs may still bill.
  */
 import type {DeleteResult} from '../deletion/schema.js'
+import {type Column, dash, renderTable} from '../core/output.js'
 import type {DeleteTarget, DeletionEvent} from '../deletion/delete-workloads.js'
 import type {RunEvents} from '../events/run-events.js'
+import {hooksInWords} from '../hooks/hook.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {
   const settled = new Set<string>()
@@ -33,4 +35,22 @@ export function followDeletions(events: RunEvents, info: (line: string) => void)
     /** The VMs the run selected for deletion, with the facts the listing gave of them. */
     selected: (): DeleteTarget[] => selected,
   }
+}
+
+/**
+ * The lines a deleting command prints of its results: the table (NAME, UID, the `after` columns, RESULT, BILLING),
+ * then what each pre-delete hook did.
+ */
+export function deletionResultLines<Row extends DeleteResult>(results: Row[], after: Column<Row>[] = []): string[] {
+  const table = renderTable<Row>(
+    [
+      {header: 'NAME', value: (row) => dash(row.name)},
+      {header: 'UID', value: (row) => row.uid},
+      ...after,
+      {header: 'RESULT', value: (row) => row.action},
+      {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
+    ],
+    results,
+  )
+  return [table, ...hooksInWords(results)]
 }

@@ -26,7 +26,7 @@ import {apiTrouble, isOutcomeUnknown, pollUntil} from '../targon/wait.js'
 import {BACKOFF} from '../core/backoff.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {type Look, reconcile} from '../core/reconcile.js'
-import type {DeleteAction, DeleteResult} from './schema.js'
+import type {DeleteAction, DeleteResult, HookOutcome} from './schema.js'
 import {type EventVm, vmRef} from '../events/run-events.js'
 import {recordStart, recordStop} from '../ledger/ledger.js'
 import type {VmFacts} from '../ledger/schema.js'
@@ -83,6 +83,8 @@ export interface DeletionEvent {
   status: 'done' | 'failed' | 'progress' | 'started'
   detail: string
   duration_ms?: number
+  /** What the VM's pre-delete hook did, on the progress event that ends it. */
+  hook?: HookOutcome
 }
 
 export async function deleteWorkloads(

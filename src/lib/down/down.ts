@@ -281,10 +281,11 @@ export async function runDown(
   }
 
   // A listed item that failed the API checks may bill, but nothing can tell whose it is: a bulk selector never deletes
-  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above).
-  // Under --idle they are not idle VMs selected: the warning names them, the exit code is the idle VMs' alone.
+  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above). A sweep
+  // (narrow) reports it as down --expired does. Under --idle they are not idle VMs selected: the exit code is the idle
+  // VMs' alone.
   const invalid: DeleteResult[] =
-    isBulk(options.selection) && !options.selection.idle && !options.narrow
+    isBulk(options.selection) && !options.selection.idle
       ? view.invalid
           .filter((item) => !targets.some((target) => target.uid === item.uid))
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
@@ -401,7 +402,7 @@ export async function runDown(
   return result
 }
 
-/** The hooks of the VMs about to be deleted, each outcome said as a progress line of its deletion. */
+/** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */
 function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
   const {selection} = options
   const now = (options.clock ?? REAL_CLOCK).now()
@@ -420,7 +421,7 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
     configDir: options.configDir,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
-      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, status: 'progress', vm: vmRef(vm.uid, vm.name)})
+      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})
       if (hook.status !== 'ok') options.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
     },
     parallel: options.parallel,

@@ -4,6 +4,7 @@
  * both of those (and what they build on) import the events module: the vocabulary sits below whoever reports in it.
  */
 import * as z from 'zod'
+import {HookOutcomeSchema} from '../deletion/schema.js'
 
 /** The phases of up, by the names events and `up --json` use, in the order they start. */
 export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
@@ -54,7 +55,7 @@ export const RunEventSchema = z.object({
   type: z
     .enum(EVENT_TYPES)
     .describe(
-      'run: the command itself; phase and step: a phase of up and a remote bootstrap step; progress: what a phase waits for; warning: what stderr would say; rollback: up deleting what it made; deletion: one VM in down (started, progress on a wake-up, probe or re-send, then done or failed); exec and transfer: one VM of exec and cp',
+      'run: the command itself; phase and step: a phase of up and a remote bootstrap step; progress: what a phase waits for; warning: what stderr would say; rollback: up deleting what it made; deletion: one VM in down or sweep (started, progress on a wake-up, probe, re-send or its pre-delete hook, then done or failed); exec and transfer: one VM of exec and cp',
     ),
   vm: z
     .object({
@@ -76,5 +77,8 @@ export const RunEventSchema = z.object({
     .object({code: z.string(), message: z.string(), hint: z.string().nullable()})
     .nullable()
     .describe('on status failed: the error code of the exit-code table, and the fix'),
+  hook: HookOutcomeSchema.nullable().describe(
+    "on the deletion event (status progress) that ends a VM's pre-delete hook in down or sweep: what the hook did; null elsewhere",
+  ),
 })
 export type RunEvent = z.infer<typeof RunEventSchema>

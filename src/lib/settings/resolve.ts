@@ -93,7 +93,8 @@ export function processSettings(profileFlag?: string): SettingsResolver {
   return new SettingsResolver({env: process.env, profileFlag})
 }
 
-function configDir(env: NodeJS.ProcessEnv): string {
+/** The config directory that this environment names (an empty one gives the default). */
+export function configDir(env: NodeJS.ProcessEnv): string {
   if (env.TARGON_CONFIG_DIR) return env.TARGON_CONFIG_DIR
   const xdg = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config')
   return join(xdg, 'targon-fleet')

@@ -25,8 +25,17 @@ export const SweepResultSchema = z.object({
     min_runway_hours: z.number().nullable().describe('--min-runway'),
   }),
   results: z
-    .array(DeleteResultSchema.extend({reason: z.enum(SWEEP_REASONS).describe('the limit it reached')}))
-    .describe('each VM past a limit, deleted (or, with --dry-run, that would be)'),
+    .array(
+      DeleteResultSchema.extend({
+        reason: z
+          .enum(SWEEP_REASONS)
+          .nullable()
+          .describe('the limit it reached; null for an invalid-answer item, whose limits cannot be read'),
+      }),
+    )
+    .describe(
+      'each VM past a limit, deleted (or, with --dry-run, that would be), and each listed item that failed the checks of the API answer (invalid-answer: reported as down reports it, never deleted; it keeps the exit at 11)',
+    ),
   survivors: z.array(z.string()).describe('uids selected that still bill (or may) after the sweep: exit 11'),
   kept: DownResultSchema.shape.kept.describe('VMs with an idle limit kept: busy, not idle long enough, or their clock unreadable'),
   unlimited: z
@@ -49,7 +58,11 @@ export const SweepResultSchema = z.object({
         fires_at: z.string().describe('when the limit fires: its TTL, when the estimate reaches its budget, or idle since + limit'),
         idle_since: z.string().nullable().describe('idle: since when it is idle (one warning per idle stretch)'),
         price_per_hour: z.number().nullable(),
-        extend_command: z.string().describe('the command that postpones it'),
+        extend_command: z
+          .string()
+          .describe(
+            'the targon extend command that postpones it, shell-quoted, to paste as it is: with TARGON_CONFIG_DIR and --profile when not the defaults, and --any-owner when the VM is not of the owner the sweep ran as',
+          ),
       }),
     )
     .describe('with --warn: the limits that fire within the window, warned about now (each VM and deadline once)'),

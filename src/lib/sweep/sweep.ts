@@ -86,8 +86,8 @@ export async function runSweep(
     dry_run: options.dryRun,
     kept: down.kept,
     org: options.org,
-    // Every result is of a VM that narrow chose, for its reason.
-    results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) as SweepReason})),
+    // Every result is of a VM that narrow chose, for its reason, or a listed item that failed the API checks (none).
+    results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) ?? null})),
     runway: null,
     warned: [],
     selection: {
@@ -132,6 +132,7 @@ export async function runSweep(
       idleNow,
       clock.now(),
       options.warnWindowMs,
+      {configDir: options.configDir, owner: options.owners.owner, profile: options.profile},
     )
     if (options.dryRun) swept.warned = due
     else {

@@ -11,9 +11,44 @@ import * as z from 'zod'
 import type {SweepResult} from './schema.js'
 import {createdAt} from '../fleet/cost.js'
 import {type KnownVm, vmPrice} from '../fleet/workloads.js'
+import {configDir} from '../settings/resolve.js'
+import {DEFAULT_PROFILE} from '../settings/store.js'
+import {shellQuote} from '../ssh/session.js'
 import {readOwnFile} from '../state/trust.js'
 
 export type Warning = SweepResult['warned'][number]
+
+/** Where the sweep ran, so that the extend command of a warning acts on the same records when pasted in a shell. */
+export interface SweepPlace {
+  configDir: string
+  profile: string
+  /** The owner the sweep ran as (config key owner, TARGON_OWNER); null: none. */
+  owner: string | null
+}
+
+/**
+ * The `targon extend` command that postpones a VM's limit, to paste in a shell: with TARGON_CONFIG_DIR and --profile
+ * when the sweep's are not the defaults, and --any-owner when extend would otherwise refuse the VM (another owner's,
+ * or one whose owner could not be read). Every word from outside is shell-quoted; nothing secret is in it.
+ */
+export function extendCommand(vm: KnownVm, limit: Warning['limit'], place: SweepPlace): string {
+  // An untrusted name that would read as a flag is named by its uid.
+  const target = vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name
+  return [
+    ...(place.configDir === configDir({}) ? [] : [`TARGON_CONFIG_DIR=${shellWord(place.configDir)}`]),
+    'targon extend',
+    shellWord(target),
+    '--by 1h',
+    ...(limit === 'idle' ? ['--idle-only'] : limit === 'ttl' ? ['--ttl-only'] : []),
+    ...(place.profile === DEFAULT_PROFILE ? [] : [`--profile ${shellWord(place.profile)}`]),
+    ...(vm.owner === null || vm.owner === place.owner ? [] : ['--any-owner']),
+  ].join(' ')
+}
+
+/** A word as a POSIX shell reads it back: bare when it holds nothing the shell treats specially, else quoted. */
+function shellWord(value: string): string {
+  return /^[\w./:@%+,=-]+$/.test(value) ? value : shellQuote(value)
+}
 
 /** Two idle-since readings this close apart are one stretch: they move with the sampling, not with activity. */
 const SAME_STRETCH_MS = 2 * 60_000
@@ -24,13 +59,13 @@ export function dueWarnings(
   idle: Map<string, {idleSeconds: number; limitS: number}>,
   now: number,
   windowMs: number,
+  place: SweepPlace,
 ): Warning[] {
   const due: Warning[] = []
   const warn = (vm: KnownVm, limit: Warning['limit'], firesAt: number, since: number | null) => {
     if (firesAt <= now || firesAt > now + windowMs) return
-    const name = vm.name ?? vm.uid
     due.push({
-      extend_command: `targon extend ${name} --by 1h${limit === 'idle' ? ' --idle-only' : limit === 'ttl' ? ' --ttl-only' : ''}`,
+      extend_command: extendCommand(vm, limit, place),
       fires_at: new Date(firesAt).toISOString(),
       idle_since: since === null ? null : new Date(since).toISOString(),
       limit,
