@@ -163,10 +163,13 @@ async function planTree(from: Side, root: string, entry: Entry, shown: (rel: str
   return plan
 }
 
-/** Makes a directory; one already there is used only if it is a real directory, never a link. True when made here. */
-async function ensureDir(to: Side, path: string): Promise<boolean> {
+/**
+ * Makes a directory (with `mode`, 0700 until copyTree gives it the source's); one already there is used only if it is
+ * a real directory, never a link. True when made here.
+ */
+export async function ensureDir(to: Side, path: string, mode = 0o700): Promise<boolean> {
   try {
-    await to.mkdir(path, 0o700)
+    await to.mkdir(path, mode)
     return true
   } catch (error) {
     const existing = await to.lstat(path).catch(() => null)
@@ -184,11 +187,11 @@ class Described extends Error {}
 const CHUNK = 64 * 1024
 const IN_FLIGHT = 16
 
-/** One file, through a temporary name in the destination directory, renamed into place once whole. */
-async function copyFile(
+/** One file, through a temporary name in the destination directory, renamed into place once whole (with `mtime`, when given). */
+export async function copyFile(
   from: Side,
   to: Side,
-  file: {source: string; target: string; mode: number; size: number},
+  file: {source: string; target: string; mode: number; size: number; mtime?: number},
   options: TreeOptions,
   onBytes: (bytes: number) => void,
 ): Promise<void> {
@@ -204,6 +207,7 @@ async function copyFile(
     await output.close()
     output = undefined
     await to.chmod(temp, file.mode & 0o777)
+    if (file.mtime !== undefined) await to.setMtime(temp, file.mtime)
     await to.rename(temp, target)
   } catch (error) {
     await output?.close().catch(() => undefined)
