@@ -92,7 +92,16 @@ function project(dir: string): void {
   symlinkSync('/etc/hostname', join(dir, 'hostname-link'))
 }
 
-const SENT = ['.gitignore', '.targonignore', 'keep.log', 'lib/model.py', 'lib/util.py', "notes/name with spaces & $quotes'.txt", 'run.sh', 'train.py']
+const SENT = [
+  '.gitignore',
+  '.targonignore',
+  'keep.log',
+  'lib/model.py',
+  'lib/util.py',
+  "notes/name with spaces & $quotes'.txt",
+  'run.sh',
+  'train.py',
+]
 
 function files(dir: string): Record<string, string> {
   return Object.fromEntries(Object.entries(tree(dir)).filter(([, value]) => value !== 'dir'))
@@ -123,7 +132,9 @@ describe('syncWorkdir', () => {
     const options = pair()
     project(options.localDir)
     await syncWorkdir(session, options)
-    await onVm(`cd ${options.remoteDir} && mkdir -p out && echo made > out/result.txt && echo vm > vm-made.log && echo data > lib/cache.bin`)
+    await onVm(
+      `cd ${options.remoteDir} && mkdir -p out && echo made > out/result.txt && echo vm > vm-made.log && echo data > lib/cache.bin`,
+    )
     // One real change (same size, so only the contents tell); one file touched but the same; one made executable.
     const later = Date.now() / 1000 + 5
     write(options.localDir, 'lib/util.py', 'def f(): return 2\n')
@@ -135,7 +146,9 @@ describe('syncWorkdir', () => {
     const remote = tree(onHost(options.remoteDir))
     expect(readFileSync(onHost(`${options.remoteDir}/lib/util.py`), 'utf8')).toBe('def f(): return 2\n')
     expect(remote['train.py']).toMatch(/ 755$/)
-    expect(Math.floor(statSync(onHost(`${options.remoteDir}/notes/name with spaces & $quotes'.txt`)).mtimeMs / 1000)).toBe(Math.floor(later))
+    expect(Math.floor(statSync(onHost(`${options.remoteDir}/notes/name with spaces & $quotes'.txt`)).mtimeMs / 1000)).toBe(
+      Math.floor(later),
+    )
     for (const made of ['out/result.txt', 'vm-made.log', 'lib/cache.bin']) expect(remote[made], made).toBeDefined()
 
     const third = await syncWorkdir(session, options)
@@ -166,7 +179,10 @@ describe('syncWorkdir', () => {
 
   it.each([
     ['a path that climbs out', (victim: {size: number; mtime_ms: number}) => manifestText({'../victim.txt': victim, 'victim.txt': victim})],
-    ['an absolute path', (victim: {size: number; mtime_ms: number}) => manifestText({'/home/ubuntu/victim.txt': victim, 'victim.txt': victim})],
+    [
+      'an absolute path',
+      (victim: {size: number; mtime_ms: number}) => manifestText({'/home/ubuntu/victim.txt': victim, 'victim.txt': victim}),
+    ],
     ['a control character', (victim: {size: number; mtime_ms: number}) => manifestText({'victim.txt': victim, 'x\ny': victim})],
     ['an unknown field', (victim: {size: number; mtime_ms: number}) => manifestText({'victim.txt': {...victim, run: 'rm -rf ~'}})],
     ['not JSON', () => '{"format": "targon-sync-manifest", '],
@@ -181,9 +197,9 @@ describe('syncWorkdir', () => {
     await onVm(`printf '%s' ${shellQuote(text)} > ${options.manifestPath}`)
     const report = await syncWorkdir(session, options)
     expect(report).toEqual(expect.objectContaining({files_removed: 0, files_sent: SENT.length}))
-    expect(options.warnings.some((warning) => warning.startsWith(`the sync manifest on the VM (${options.manifestPath}) is refused: `))).toBe(
-      true,
-    )
+    expect(
+      options.warnings.some((warning) => warning.startsWith(`the sync manifest on the VM (${options.manifestPath}) is refused: `)),
+    ).toBe(true)
     expect(readFileSync(onHost('/home/ubuntu/victim.txt'), 'utf8')).toBe('victim\n')
     expect(readFileSync(onHost(`${options.remoteDir}/victim.txt`), 'utf8')).toBe('victim\n')
     // A good manifest replaces it.
@@ -193,7 +209,9 @@ describe('syncWorkdir', () => {
   it('refuses a manifest that is a link, and replaces the link instead of writing through it', async () => {
     const options = pair()
     project(options.localDir)
-    await onVm(`mkdir -p /home/ubuntu/.targon/sync && echo precious > /home/ubuntu/precious && ln -s /home/ubuntu/precious ${options.manifestPath}`)
+    await onVm(
+      `mkdir -p /home/ubuntu/.targon/sync && echo precious > /home/ubuntu/precious && ln -s /home/ubuntu/precious ${options.manifestPath}`,
+    )
     const report = await syncWorkdir(session, options)
     expect(report.files_sent).toBe(SENT.length)
     expect(options.warnings).toContain(

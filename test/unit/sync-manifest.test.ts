@@ -54,7 +54,8 @@ describe('reading a manifest back', () => {
   })
 
   it('takes plain relative paths, odd characters included', () => {
-    for (const path of ['a', 'a/b/c.txt', "name with spaces & $quotes'", '-rf', 'src/targon-out/x', 'ünïcode/名前']) expect(refusedPath(path)).toBeNull()
+    for (const path of ['a', 'a/b/c.txt', "name with spaces & $quotes'", '-rf', 'src/targon-out/x', 'ünïcode/名前'])
+      expect(refusedPath(path)).toBeNull()
   })
 })
 

@@ -90,7 +90,8 @@ export async function syncWorkdir(session: SshSession, options: SyncOptions): Pr
 async function checkOptions(options: SyncOptions): Promise<void> {
   const {localDir, manifestPath, remoteDir} = options
   for (const path of [remoteDir, manifestPath])
-    if (!posix.isAbsolute(path) || posix.normalize(path) !== path || path === '/') throw new Error(`sync: ${path} is not a plain absolute path`)
+    if (!posix.isAbsolute(path) || posix.normalize(path) !== path || path === '/')
+      throw new Error(`sync: ${path} is not a plain absolute path`)
   if (manifestPath.startsWith(`${remoteDir}/`)) throw new Error(`sync: the manifest ${manifestPath} must be outside ${remoteDir}`)
   const local = posix.isAbsolute(localDir) ? await stat(localDir).catch(() => null) : null
   if (!local?.isDirectory())
@@ -197,7 +198,8 @@ async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree
   }
 
   // Entries of files this run did not get to stay: what was placed before is still there.
-  for (const file of tree.files) if (!placed.has(file.rel) && manifest?.has(file.rel)) placed.set(file.rel, manifest.get(file.rel) as ManifestEntry)
+  for (const file of tree.files)
+    if (!placed.has(file.rel) && manifest?.has(file.rel)) placed.set(file.rel, manifest.get(file.rel) as ManifestEntry)
   if (!lost()) await writeManifest(remote, options.manifestPath, serializeManifest(placed))
   stopped()
   if (failures.length > 0) {
@@ -343,7 +345,9 @@ function parentOf(rel: string): string {
  */
 async function sameContents(session: SshSession, files: LocalFile[], options: SyncOptions): Promise<Set<string>> {
   if (files.length === 0) return new Set()
-  const localHashes = await mapBounded(files, PARALLEL_HASHES, (file) => hashLocal(posix.join(options.localDir, file.rel)).catch(() => null))
+  const localHashes = await mapBounded(files, PARALLEL_HASHES, (file) =>
+    hashLocal(posix.join(options.localDir, file.rel)).catch(() => null),
+  )
   const names = files.map((file) => `./${file.rel}`)
   const result = await session.exec(`cd -- ${shellQuote(options.remoteDir)} && LC_ALL=C xargs -0 -r sha256sum -z --`, {
     maxBytes: names.reduce((sum, name) => sum + Buffer.byteLength(name) + 80, 4096),
@@ -356,7 +360,9 @@ async function sameContents(session: SshSession, files: LocalFile[], options: Sy
     if (match) remoteHashes.set(match[2] as string, match[1] as string)
   }
 
-  return new Set(files.filter((file, index) => localHashes[index] && remoteHashes.get(file.rel) === localHashes[index]).map((file) => file.rel))
+  return new Set(
+    files.filter((file, index) => localHashes[index] && remoteHashes.get(file.rel) === localHashes[index]).map((file) => file.rel),
+  )
 }
 
 function hashLocal(path: string): Promise<string> {
