@@ -4,7 +4,19 @@
  * changed and leaves what the VM made, a file gone locally goes on the VM, and a hostile manifest on the VM is
  * refused without anything removed or followed.
  */
-import {chmodSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync} from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -32,13 +44,17 @@ beforeAll(async () => {
     timeoutMs: 120_000,
   })
   expect(up.code, up.stdout + up.stderr).toBe(0)
-  const {uid} = parseJson(up).data.vms[0]
-  vm = farm.vm(uid)
-  session = await openPinned(
-    {configDir, host: '127.0.0.1', identityFile: checkedPrivateKeyPath(configDir), name: 'sync', port: vm.port, uid},
+  vm = farm.vm(parseJson(up).data.vms[0].uid)
+  session = await reconnect()
+}, 150_000)
+
+/** An SSH session to the VM as `targon run` opens one: the project key, the VM's pinned host key. */
+function reconnect(): Promise<SshSession> {
+  return openPinned(
+    {configDir, host: '127.0.0.1', identityFile: checkedPrivateKeyPath(configDir), name: 'sync', port: vm.port, uid: vm.uid},
     () => undefined,
   )
-}, 150_000)
+}
 
 afterAll(async () => {
   session?.close()
@@ -219,6 +235,25 @@ describe('syncWorkdir', () => {
     )
     expect(readFileSync(onHost('/home/ubuntu/precious'), 'utf8')).toBe('precious\n')
     expect(JSON.parse(readFileSync(onHost(options.manifestPath), 'utf8')).format).toBe('targon-sync-manifest')
+  })
+
+  it('stops when the connection drops, leaving whole files only; the next sync sends just the rest', async () => {
+    const options = pair()
+    for (let index = 0; index < 40; index++) write(options.localDir, `shard${index}.bin`, Buffer.alloc(1024 * 1024, index))
+    const remoteDir = onHost(options.remoteDir)
+    const first = syncWorkdir(session, options)
+    // The drop comes once the first file is in place.
+    while (!existsSync(remoteDir) || !readdirSync(remoteDir).some((name) => name.startsWith('shard'))) await sleep(20)
+    vm.dropConnections()
+    await expect(first).rejects.toThrow(/the SSH connection to the VM was lost|the SFTP session on the VM ended/)
+    const placed = readdirSync(remoteDir).filter((name) => name.startsWith('shard'))
+    for (const name of placed) expect(statSync(join(remoteDir, name)).size, name).toBe(1024 * 1024)
+
+    session = await reconnect()
+    const second = await syncWorkdir(session, options)
+    expect(second.files_sent).toBe(40 - placed.length)
+    expect(placed.length).toBeGreaterThan(0)
+    expect(files(remoteDir)).toEqual(expect.objectContaining(files(options.localDir)))
   })
 
   it('never writes through a directory the VM replaced with a link', async () => {
