@@ -167,8 +167,17 @@ describe('syncWorkdir', () => {
     )
     for (const made of ['out/result.txt', 'vm-made.log', 'lib/cache.bin']) expect(remote[made], made).toBeDefined()
 
+    // Size and time that agree on both sides are trusted without reading the file: a change on the VM that keeps
+    // both goes unnoticed (as with rsync), which shows that nothing was hashed.
+    const mtime = Math.floor(statSync(join(options.localDir, 'train.py')).mtimeMs / 1000)
+    await onVm(`cd ${options.remoteDir} && printf 'print("TRAIN")\\n' > train.py && touch -d @${mtime} train.py`)
     const third = await syncWorkdir(session, options)
     expect(third).toMatchObject({bytes_sent: 0, files_removed: 0, files_sent: 0})
+    expect(readFileSync(onHost(`${options.remoteDir}/train.py`), 'utf8')).toBe('print("TRAIN")\n')
+    // A local touch makes the contents decide.
+    utimesSync(join(options.localDir, 'train.py'), later + 1, later + 1)
+    expect(await syncWorkdir(session, options)).toMatchObject({files_sent: 1})
+    expect(readFileSync(onHost(`${options.remoteDir}/train.py`), 'utf8')).toBe('print("train")\n')
   })
 
   it('removes on the VM a file it sent that is gone locally, but leaves one changed on the VM and one now ignored', async () => {

@@ -64,7 +64,12 @@ const PARALLEL_HASHES = 4
 
 export async function syncWorkdir(session: SshSession, options: SyncOptions): Promise<SyncReport> {
   await checkOptions(options)
-  const tree = await walkLocal(options.localDir)
+  const tree = await walkLocal(options.localDir).catch((error: unknown) => {
+    throw new TargonError('COPY_FAILED', `the sync of ${options.localDir} failed locally: ${oneLine(error)}`, {
+      cause: error,
+      hint: 'check the permissions of the directory, or ignore what cannot be read',
+    })
+  })
   const report: SyncReport = {bytes_sent: 0, files_removed: 0, files_sent: 0, links_skipped: 0}
   for (const skipped of tree.skipped) {
     if (skipped.link) report.links_skipped++
