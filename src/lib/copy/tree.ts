@@ -180,6 +180,16 @@ export async function ensureDir(to: Side, path: string, mode = 0o700): Promise<b
   }
 }
 
+/** The temporary name a file is written under, beside `target`, until it is whole. */
+export function partialPath(target: string): string {
+  return posix.join(posix.dirname(target), `.${posix.basename(target).slice(0, 180)}.targon-part-${randomBytes(4).toString('hex')}`)
+}
+
+/** For a name made by partialPath: the start of the final file's name it stands for (its first 180 characters); else null. */
+export function partialOf(name: string): string | null {
+  return /^\.(.+)\.targon-part-[0-9a-f]{8}$/s.exec(name)?.[1] ?? null
+}
+
 /** An error whose message already names the path and the side. */
 class Described extends Error {}
 
@@ -196,7 +206,7 @@ export async function copyFile(
   onBytes: (bytes: number) => void,
 ): Promise<void> {
   const {source, target} = file
-  const temp = posix.join(posix.dirname(target), `.${posix.basename(target).slice(0, 180)}.targon-part-${randomBytes(4).toString('hex')}`)
+  const temp = partialPath(target)
   const input = await from.openRead(source).catch((error: unknown) => {
     throw new Described(describeFsError(error, source, from.where), {cause: error})
   })

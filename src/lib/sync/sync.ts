@@ -11,7 +11,7 @@
  * changed is never touched. Directories are not removed. The manifest is written last, also after a partial failure,
  * so that it always names what is there; it lives outside the synced directory, which the VM's user may rewrite.
  */
-import {createHash, randomBytes} from 'node:crypto'
+import {createHash} from 'node:crypto'
 import {createReadStream} from 'node:fs'
 import {lstat, stat} from 'node:fs/promises'
 import {posix} from 'node:path'
@@ -20,7 +20,7 @@ import {mapBounded} from '../core/concurrency.js'
 import {TargonError, abortError, isAbortError} from '../core/errors.js'
 import {safeJoin} from '../copy/paths.js'
 import {type Entry, LocalSide, RemoteSide} from '../copy/sides.js'
-import {copyFile, ensureDir} from '../copy/tree.js'
+import {copyFile, ensureDir, partialOf, partialPath} from '../copy/tree.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {
   MAX_MANIFEST_BYTES,
@@ -184,6 +184,12 @@ async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree
     report.bytes_sent += file.size
   })
 
+  // What an earlier sync cut short left (a dropped connection does): temporary copies of the tree's own files.
+  for (const rel of view.partials(tree.files)) {
+    if (signal?.aborted || lost()) break
+    await attempt(rel, () => remote.remove(target(rel)))
+  }
+
   for (const rel of plan.gone) {
     if (signal?.aborted || lost()) break
     const entry = manifest?.get(rel) as ManifestEntry
@@ -282,7 +288,7 @@ async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<M
 /** Written whole under a temporary name, then renamed over the old one (a link there is replaced, not followed). */
 async function writeManifest(remote: RemoteSide, path: string, text: string): Promise<void> {
   await makeDirectory(remote, posix.dirname(path))
-  const temp = `${path}.targon-part-${randomBytes(4).toString('hex')}`
+  const temp = partialPath(path)
   const bytes = Buffer.from(text)
   const file = await remote.openWrite(temp, 0o600)
   try {
@@ -299,6 +305,8 @@ interface RemoteView {
   /** The VM's lstat of a path of the tree. */
   at: (rel: string) => RemoteState
   isDirectory: (dir: string) => boolean
+  /** The temporary copies (copy/tree.ts, partialPath) of these files that lie beside them: regular files, by name. */
+  partials: (files: LocalFile[]) => string[]
 }
 
 /**
@@ -335,7 +343,18 @@ async function viewRemote(remote: RemoteSide, root: string, needed: string[]): P
   }
 
   const isDirectory = (dir: string) => listings.get(dir) instanceof Map
-  return {at, isDirectory}
+  const partials = (files: LocalFile[]) => {
+    const stems = new Set(files.map((file) => posix.join(parentOf(file.rel), posix.basename(file.rel).slice(0, 180))))
+    return [...listings].flatMap(([dir, listing]) =>
+      listing instanceof Map
+        ? [...listing.values()]
+            .filter((entry) => entry.kind === 'file' && stems.has(posix.join(dir, partialOf(entry.name) ?? '/')))
+            .map((entry) => posix.join(dir, entry.name))
+        : [],
+    )
+  }
+
+  return {at, isDirectory, partials}
 }
 
 function parentOf(rel: string): string {
