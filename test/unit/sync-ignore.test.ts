@@ -279,8 +279,8 @@ describe('the walk', () => {
     expect(rels.filter((rel) => rel.includes('.git/') || rel.startsWith('targon-out'))).toEqual([])
     expect(rels).toContain('src/targon-out/kept')
     expect(tree.skipped).toEqual([
-      {link: false, reason: 'its name has a control character', rel: '"line\\nbreak"'},
-      {link: true, reason: 'a symbolic link (not followed)', rel: 'passwd-link'},
+      {link: false, path: '"line\\nbreak"', reason: 'its name has a control character'},
+      {link: true, path: 'passwd-link', reason: 'a symbolic link (not followed)'},
     ])
   })
 

@@ -73,7 +73,7 @@ export async function syncWorkdir(session: SshSession, options: SyncOptions): Pr
   const report: SyncReport = {bytes_sent: 0, files_removed: 0, files_sent: 0, links_skipped: 0}
   for (const skipped of tree.skipped) {
     if (skipped.link) report.links_skipped++
-    options.warn(`${skipped.rel}: not synced: ${skipped.reason}`)
+    options.warn(`${skipped.path}: not synced: ${skipped.reason}`)
   }
 
   const sftp = await session.sftp()
@@ -321,7 +321,9 @@ async function viewRemote(remote: RemoteSide, root: string, needed: string[]): P
   const levels = new Map<number, string[]>()
   for (const dir of wanted) {
     const depth = dir === '' ? 0 : dir.split('/').length
-    levels.set(depth, [...(levels.get(depth) ?? []), dir])
+    const level = levels.get(depth)
+    if (level) level.push(dir)
+    else levels.set(depth, [dir])
   }
 
   for (const depth of [...levels.keys()].sort((a, b) => a - b)) {

@@ -31,8 +31,8 @@ export interface LocalTree {
   files: LocalFile[]
   /** The directories that are not ignored, parents first ('' is the root). */
   dirs: string[]
-  /** Not sent: symbolic links, special files, unusable names; each with why. */
-  skipped: {rel: string; link: boolean; reason: string}[]
+  /** Not sent: symbolic links, special files, unusable names; each with why, its path as a warning shows it. */
+  skipped: {path: string; link: boolean; reason: string}[]
 }
 
 /** Never sent, whatever the ignore files say: by name at any depth, and by path at the root. */
@@ -45,8 +45,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/
 export async function walkLocal(root: string): Promise<LocalTree> {
   const tree: LocalTree = {dirs: [], files: [], skipped: []}
   const pending: {rel: string; rules: IgnoreRule[]}[] = [{rel: '', rules: []}]
-  while (pending.length > 0) {
-    const {rel: dirRel, rules: inherited} = pending.shift() as {rel: string; rules: IgnoreRule[]}
+  for (let next = 0; next < pending.length; next++) {
+    const {rel: dirRel, rules: inherited} = pending[next] as {rel: string; rules: IgnoreRule[]}
     const dir = dirRel === '' ? root : posix.join(root, dirRel)
     const rules = [...inherited]
     for (const name of IGNORE_FILES) rules.push(...parseIgnoreFile(await readIgnoreFile(posix.join(dir, name)), dirRel))
@@ -57,11 +57,11 @@ export async function walkLocal(root: string): Promise<LocalTree> {
       if (NEVER_ANY_DEPTH.has(name) || (dirRel === '' && NEVER_AT_ROOT.has(name))) continue
       const info = await lstat(posix.join(dir, name))
       if (isIgnored(rules, rel, info.isDirectory())) continue
-      if (CONTROL.test(name)) tree.skipped.push({link: false, reason: 'its name has a control character', rel: JSON.stringify(rel)})
+      if (CONTROL.test(name)) tree.skipped.push({link: false, path: JSON.stringify(rel), reason: 'its name has a control character'})
       else if (info.isDirectory()) pending.push({rel, rules})
       else if (info.isFile()) tree.files.push({mode: info.mode & 0o777, mtimeMs: info.mtimeMs, rel, size: info.size})
-      else if (info.isSymbolicLink()) tree.skipped.push({link: true, reason: 'a symbolic link (not followed)', rel})
-      else tree.skipped.push({link: false, reason: 'not a regular file or directory', rel})
+      else if (info.isSymbolicLink()) tree.skipped.push({link: true, path: rel, reason: 'a symbolic link (not followed)'})
+      else tree.skipped.push({link: false, path: rel, reason: 'not a regular file or directory'})
     }
   }
 
