@@ -45,7 +45,7 @@ const FILES = [
   'Zed/UPPER.TXT',
 ]
 
-/** Lines to draw from: wildcards, anchors, directory-only, negations, escapes, trailing spaces, comments. */
+/** Lines to draw from: wildcards, anchors, directory-only, negations, escapes, trailing spaces, comments, CRLF ends. */
 const LINES = [
   '*.log',
   '!keep.log',
@@ -127,6 +127,9 @@ const LINES = [
   '/*/*.c',
   'main.c',
   '/main.c',
+  'keep.log\r',
+  '!*.md\r',
+  'trail \r',
 ]
 
 /** Directories that get ignore files. */
