@@ -3,9 +3,8 @@
  * with their checksums, scp's placement rules, a fleet with one failing VM, refused input, path traversal from
  * the VM's side, and interrupted copies. The VMs are deleted at the end and the ledger must show nothing billing.
  */
-import {createHash} from 'node:crypto'
 import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
-import {join, relative} from 'node:path'
+import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
@@ -13,6 +12,7 @@ import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
+import {tree} from '../helpers/files.js'
 
 let sim: TargonSimulator
 let farm: VmFarm
@@ -41,25 +41,6 @@ function targon(args: string[], options: CliOptions = {}) {
 async function onVm(vm: {name: string}, script: string): Promise<void> {
   const run = await targon(['exec', '--vms', vm.name, '--', script])
   expect(run.code, run.stdout + run.stderr).toBe(0)
-}
-
-/** Every file and directory under `dir`: relative path to "dir", or the file's SHA-256 and permission bits. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (path: string) => {
-    for (const name of readdirSync(path)) {
-      const full = join(path, name)
-      const info = statSync(full)
-      const key = relative(dir, full)
-      if (info.isDirectory()) {
-        out[key] = 'dir'
-        walk(full)
-      } else out[key] = `${createHash('sha256').update(readFileSync(full)).digest('hex')} ${(info.mode & 0o777).toString(8)}`
-    }
-  }
-
-  walk(dir)
-  return out
 }
 
 /** Files whose names mark them as temporary copies. */

@@ -120,7 +120,7 @@ class CraftedSide implements Side {
   constructor(private readonly listing: Record<string, (Entry & {content?: string})[]>) {}
 
   async stat(path: string): Promise<Entry | null> {
-    return this.listing[path] ? {kind: 'dir', mode: 0o755, name: nameOf(path), size: 0} : null
+    return this.listing[path] ? {kind: 'dir', mode: 0o755, mtime: 0, name: nameOf(path), size: 0} : null
   }
 
   lstat(path: string): Promise<Entry | null> {
@@ -143,6 +143,7 @@ class CraftedSide implements Side {
 
   async mkdir(): Promise<void> {}
   async chmod(): Promise<void> {}
+  async setMtime(): Promise<void> {}
   openWrite(): never {
     throw new Error('read-only')
   }
@@ -160,6 +161,7 @@ describe('the copy engine, fed a crafted listing', () => {
       content,
       kind: 'file',
       mode: 0o644,
+      mtime: 0,
       name,
       size: content.length,
     })
@@ -171,8 +173,8 @@ describe('the copy engine, fed a crafted listing', () => {
         file('..'),
         file('.'),
         file(''),
-        {kind: 'dir', mode: 0o755, name: '..', size: 0},
-        {kind: 'dir', mode: 0o755, name: 'sub', size: 0},
+        {kind: 'dir', mode: 0o755, mtime: 0, name: '..', size: 0},
+        {kind: 'dir', mode: 0o755, mtime: 0, name: 'sub', size: 0},
       ],
       '/src/sub': [file('inner.txt', 'inner'), file('a/../../../../x')],
     })
@@ -183,7 +185,7 @@ describe('the copy engine, fed a crafted listing', () => {
       from,
       new LocalSide(),
       '/src',
-      {kind: 'dir', mode: 0o755, name: 'src', size: 0},
+      {kind: 'dir', mode: 0o755, mtime: 0, name: 'src', size: 0},
       join(dest, 'src'),
       'src',
       {

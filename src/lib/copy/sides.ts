@@ -2,7 +2,7 @@
  * The two ends of a copy behind one interface, so that upload and download are the same walk: this machine's
  * filesystem, and the VM's over SFTP. Errors come out as one line naming the path and the side.
  */
-import {chmod, lstat, mkdir, open, readdir, realpath, rename, stat, unlink} from 'node:fs/promises'
+import {chmod, lstat, mkdir, open, readdir, realpath, rename, stat, unlink, utimes} from 'node:fs/promises'
 import {posix, resolve} from 'node:path'
 import type {SFTPWrapper, Stats} from 'ssh2'
 
@@ -14,6 +14,8 @@ export interface Entry {
   /** Permission bits. */
   mode: number
   size: number
+  /** Modification time in whole seconds since the epoch (SFTP's resolution). */
+  mtime: number
 }
 
 /** An open file, read or written at explicit offsets, so that several requests can be in flight at once. */
@@ -35,6 +37,8 @@ export interface Side {
   list(dir: string): Promise<Entry[]>
   mkdir(path: string, mode: number): Promise<void>
   chmod(path: string, mode: number): Promise<void>
+  /** Sets the modification (and access) time, in whole seconds since the epoch. */
+  setMtime(path: string, seconds: number): Promise<void>
   openRead(path: string): Promise<OpenFile>
   /** Creates the file (it must not exist) with the given mode. */
   openWrite(path: string, mode: number): Promise<OpenFile>
@@ -81,11 +85,11 @@ export class LocalSide implements Side {
   readonly where = 'locally'
 
   async stat(path: string): Promise<Entry | null> {
-    return entryOrNull(() => stat(path), path, this.where)
+    return entryOrNull(async () => localInfo(await stat(path)), path, this.where)
   }
 
   async lstat(path: string): Promise<Entry | null> {
-    return entryOrNull(() => lstat(path), path, this.where)
+    return entryOrNull(async () => localInfo(await lstat(path)), path, this.where)
   }
 
   async list(dir: string): Promise<Entry[]> {
@@ -93,7 +97,7 @@ export class LocalSide implements Side {
     const entries: Entry[] = []
     for (const name of names) {
       const info = await lstat(posix.join(dir, name))
-      entries.push({kind: kindOf(info.mode), mode: info.mode & 0o7777, name, size: info.size})
+      entries.push({kind: kindOf(info.mode), mode: info.mode & 0o7777, mtime: Math.floor(info.mtimeMs / 1000), name, size: info.size})
     }
 
     return entries
@@ -106,6 +110,10 @@ export class LocalSide implements Side {
   /** As cp and scp do, the user's umask applies to the modes a download brings along. */
   async chmod(path: string, mode: number): Promise<void> {
     await chmod(path, mode & ~process.umask())
+  }
+
+  async setMtime(path: string, seconds: number): Promise<void> {
+    await utimes(path, seconds, seconds)
   }
 
   async openRead(path: string): Promise<OpenFile> {
@@ -139,10 +147,19 @@ function localFile(handle: import('node:fs/promises').FileHandle): OpenFile {
   }
 }
 
-async function entryOrNull(read: () => Promise<{mode: number; size: number}>, path: string, where: string): Promise<Entry | null> {
+/** A local stat in SFTP's terms: the modification time in whole seconds. */
+function localInfo(info: {mode: number; size: number; mtimeMs: number}): {mode: number; size: number; mtime: number} {
+  return {mode: info.mode, mtime: Math.floor(info.mtimeMs / 1000), size: info.size}
+}
+
+async function entryOrNull(
+  read: () => Promise<{mode: number; size: number; mtime: number}>,
+  path: string,
+  where: string,
+): Promise<Entry | null> {
   try {
     const info = await read()
-    return {kind: kindOf(info.mode), mode: info.mode & 0o7777, name: posix.basename(path), size: info.size}
+    return {kind: kindOf(info.mode), mode: info.mode & 0o7777, mtime: info.mtime, name: posix.basename(path), size: info.size}
   } catch (error) {
     const code = (error as {code?: number | string}).code
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 2) return null
@@ -211,7 +228,7 @@ export class RemoteSide implements Side {
     const entries: Entry[] = []
     try {
       for (;;) {
-        const batch = await this.call<{filename: string; attrs: {mode: number; size: number}}[]>((done) =>
+        const batch = await this.call<{filename: string; attrs: {mode: number; size: number; mtime: number}}[]>((done) =>
           this.sftp.readdir(handle, done),
         ).catch((error: {code?: number}) => {
           if (error.code === SFTP_EOF) return null
@@ -221,7 +238,13 @@ export class RemoteSide implements Side {
         // readdir's attributes are the server's lstat of each entry: a link shows as a link.
         for (const entry of batch) {
           if (entry.filename === '.' || entry.filename === '..') continue
-          entries.push({kind: kindOf(entry.attrs.mode), mode: entry.attrs.mode & 0o7777, name: entry.filename, size: entry.attrs.size})
+          entries.push({
+            kind: kindOf(entry.attrs.mode),
+            mode: entry.attrs.mode & 0o7777,
+            mtime: entry.attrs.mtime,
+            name: entry.filename,
+            size: entry.attrs.size,
+          })
         }
 
         if (entries.length > MAX_DIR_ENTRIES)
@@ -238,6 +261,10 @@ export class RemoteSide implements Side {
 
   chmod(path: string, mode: number): Promise<void> {
     return this.call((done) => this.sftp.chmod(path, mode, done))
+  }
+
+  setMtime(path: string, seconds: number): Promise<void> {
+    return this.call((done) => this.sftp.utimes(path, seconds, seconds, done))
   }
 
   openRead(path: string): Promise<OpenFile> {

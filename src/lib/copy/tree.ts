@@ -163,10 +163,13 @@ async function planTree(from: Side, root: string, entry: Entry, shown: (rel: str
   return plan
 }
 
-/** Makes a directory; one already there is used only if it is a real directory, never a link. True when made here. */
-async function ensureDir(to: Side, path: string): Promise<boolean> {
+/**
+ * Makes a directory (with `mode`, 0700 until copyTree gives it the source's); one already there is used only if it is
+ * a real directory, never a link. True when made here.
+ */
+export async function ensureDir(to: Side, path: string, mode = 0o700): Promise<boolean> {
   try {
-    await to.mkdir(path, 0o700)
+    await to.mkdir(path, mode)
     return true
   } catch (error) {
     const existing = await to.lstat(path).catch(() => null)
@@ -177,6 +180,16 @@ async function ensureDir(to: Side, path: string): Promise<boolean> {
   }
 }
 
+/** The temporary name a file is written under, beside `target`, until it is whole. */
+export function partialPath(target: string): string {
+  return posix.join(posix.dirname(target), `.${posix.basename(target).slice(0, 180)}.targon-part-${randomBytes(4).toString('hex')}`)
+}
+
+/** For a name made by partialPath: the start of the final file's name it stands for (its first 180 characters); else null. */
+export function partialOf(name: string): string | null {
+  return /^\.(.+)\.targon-part-[0-9a-f]{8}$/s.exec(name)?.[1] ?? null
+}
+
 /** An error whose message already names the path and the side. */
 class Described extends Error {}
 
@@ -184,16 +197,16 @@ class Described extends Error {}
 const CHUNK = 64 * 1024
 const IN_FLIGHT = 16
 
-/** One file, through a temporary name in the destination directory, renamed into place once whole. */
-async function copyFile(
+/** One file, through a temporary name in the destination directory, renamed into place once whole (with `mtime`, when given). */
+export async function copyFile(
   from: Side,
   to: Side,
-  file: {source: string; target: string; mode: number; size: number},
+  file: {source: string; target: string; mode: number; size: number; mtime?: number},
   options: TreeOptions,
   onBytes: (bytes: number) => void,
 ): Promise<void> {
   const {source, target} = file
-  const temp = posix.join(posix.dirname(target), `.${posix.basename(target).slice(0, 180)}.targon-part-${randomBytes(4).toString('hex')}`)
+  const temp = partialPath(target)
   const input = await from.openRead(source).catch((error: unknown) => {
     throw new Described(describeFsError(error, source, from.where), {cause: error})
   })
@@ -204,6 +217,7 @@ async function copyFile(
     await output.close()
     output = undefined
     await to.chmod(temp, file.mode & 0o777)
+    if (file.mtime !== undefined) await to.setMtime(temp, file.mtime)
     await to.rename(temp, target)
   } catch (error) {
     await output?.close().catch(() => undefined)

@@ -302,10 +302,11 @@ export class SshSession {
     return this.lost
   }
 
-  /** Calls `listener` once the connection drops (at once if it has). */
-  onLost(listener: () => void): void {
+  /** Calls `listener` once the connection drops (at once if it has); the function returned stops listening. */
+  onLost(listener: () => void): () => void {
     if (this.lost) listener()
     else this.client.once('close', listener)
+    return () => void this.client.removeListener('close', listener)
   }
 
   /** An SFTP channel on this connection (the VM's sshd runs the sftp subsystem). */
