@@ -7,21 +7,18 @@ import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, signalWhen, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson, signalWhen, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import {useWebhook} from '../helpers/webhook.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture()
+const {targon} = ctx
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 /**
  * The stated tolerance: a VM's billed time here runs from the deploy answer to the confirmed deletion, so it may
  * exceed the server's by those round trips and the confirming poll; 2 s per VM on this machine.
  */
 const TOLERANCE_S = 2
-
-function targon(args: string[], options: CliOptions & {config?: string} = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: options.config ?? ctx.configDir, ...options.env})})
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -1,13 +1,10 @@
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, waitFor} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {CONFIG_FILE_VARIANTS, errorLines, parseJson, waitFor} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
+const ctx = useFreshFixture()
+const {targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 

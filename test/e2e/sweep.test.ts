@@ -8,18 +8,15 @@ import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {type CliResult, parseJson, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture()
+const {targon} = ctx
 const hook = useWebhook()
 const HEARTBEAT_TOKEN = 'b1e3c0de-heartbeat-secret'
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 const HOUR = 3_600_000
