@@ -82,7 +82,7 @@ export interface DownOptions {
  * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
  * the listing does not show come back as `unlisted`.
  */
-export function select(
+export function chooseTargets(
   vms: KnownVm[],
   selection: DownSelection & {tombstones?: boolean},
   labelFleet: string,
@@ -104,7 +104,7 @@ export function select(
   }
 
   if (isBulk(selection)) {
-    for (const vm of scoped(vms, scope).seen) {
+    for (const vm of scoped(vms, scope).inScope) {
       // tombstones: only the deleted VMs the selectors would take, to count them.
       if (vm.gone !== (selection.tombstones ?? false)) continue
       if (!selection.any_origin && !vm.owned) continue
@@ -243,7 +243,7 @@ export async function runDown(
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed)
   state.pruneHistoryVerdicts(org, listed)
-  const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet)
+  const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet)
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
     refuseMixedOwners(
@@ -286,7 +286,7 @@ export async function runDown(
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const deletedListed = isBulk(selection) ? select(view.vms, {...selection, tombstones: true}, options.labelFleet).chosen : []
+  const deletedListed = isBulk(selection) ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet).chosen : []
   const base = {
     deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
     dry_run: options.dryRun,
