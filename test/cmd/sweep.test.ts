@@ -13,7 +13,7 @@ import {useFreshFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 const hook = useWebhook()
 const HEARTBEAT_TOKEN = 'b1e3c0de-heartbeat-secret'

@@ -9,7 +9,7 @@ import {describe, expect, it} from 'vitest'
 import {parseJson} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 const HOUR = 3_600_000
 

@@ -11,7 +11,7 @@ import {parseJson, tempDir} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 const HOUR = 3_600_000
 const PRICE = 1.69

@@ -3,7 +3,7 @@ import {describe, expect, it} from 'vitest'
 import {parseJson, tempDir} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
