@@ -20,7 +20,12 @@ export interface TargonResult extends CliResult {
 export interface RunOptions extends CliOptions {
   /** Another config directory than the fixture's, for this run. */
   config?: string
+  /** Overrides the fixture's choice for this run: false for what only a process shows (signals, pipes, start-up). */
+  inProcess?: boolean
 }
+
+/** What only a subprocess run can honour. */
+const PROCESS_ONLY = ['cwd', 'nodeArgs', 'onSpawn', 'umask', 'user'] as const
 
 export type Targon = (args: string[], options?: RunOptions) => Promise<TargonResult>
 
@@ -45,12 +50,12 @@ export interface Target {
 /** `targon()` against whatever simulator and config directory `target` names at the time of the run. */
 export function targonFor(target: () => Target, fixture: FixtureOptions = {}): Targon {
   return async (args, options = {}) => {
-    const {config, ...run} = options
+    const {config, inProcess = fixture.inProcess, ...run} = options
     const {sim, configDir} = target()
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...fixture.env, ...run.env})
-    const result = fixture.inProcess
-      ? await runInProcess(args, {env, input: run.input})
-      : await runCli(args, {...fixture.defaults, ...run, env})
+    const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
+    if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
+    const result = inProcess ? await runInProcess(args, {env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})
     return withJson(result)
   }
 }

@@ -3,7 +3,7 @@ import {describe, expect, it} from 'vitest'
 import {CONFIG_FILE_VARIANTS, errorLines, parseJson, waitFor} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
@@ -80,6 +80,7 @@ describe('targon logs', () => {
       variant.prepare(ctx.configDir)
       const vm = await upOne()
       const follow = await targon(['logs', vm.name, '--follow', '--tail', '1'], {
+        inProcess: false,
         onSpawn: (child) => {
           void (async () => {
             await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 1)
@@ -101,6 +102,7 @@ describe('targon logs', () => {
     await ctx.setup()
     const vm = await upOne()
     const follow = await targon(['logs', vm.uid, '--follow', '--tail', '0'], {
+      inProcess: false,
       onSpawn: () => {
         void waitFor(() => ctx.sim.requests('GET', '/logs').length >= 2).then(() => ctx.sim.deleteExternally(vm.uid))
       },

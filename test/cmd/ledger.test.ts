@@ -11,7 +11,7 @@ import {parseJson, signalWhen, tempDir} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {useWebhook} from '../helpers/webhook.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {targon} = ctx
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 /**
@@ -109,10 +109,13 @@ describe('targon cost', () => {
 
   it('keeps whole lines through a SIGKILL and two concurrent runs, and counts a VM the killed run left billing', async () => {
     await ctx.setup({deployTiming: {addressMs: 4000, runningMs: 4000}})
-    const killed = await targon(UP, {onSpawn: signalWhen(() => ctx.sim.billing().length > 0, 'SIGKILL', 300)})
+    const killed = await targon(UP, {inProcess: false, onSpawn: signalWhen(() => ctx.sim.billing().length > 0, 'SIGKILL', 300)})
     expect(killed.signal).toBe('SIGKILL')
     const [orphan] = ctx.sim.billing()
-    const [a, b] = await Promise.all([targon([...UP, '--fleet', 'a']), targon([...UP, '--fleet', 'b'])])
+    const [a, b] = await Promise.all([
+      targon([...UP, '--fleet', 'a'], {inProcess: false}),
+      targon([...UP, '--fleet', 'b'], {inProcess: false}),
+    ])
     expect(a.code, a.stderr).toBe(0)
     expect(b.code, b.stderr).toBe(0)
     const lines = ledgerLines(ctx.configDir)
