@@ -8,7 +8,7 @@ import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
-const ctx = useFreshFixture()
+const ctx = useFreshFixture({inProcess: true})
 const {setup, targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
@@ -243,6 +243,7 @@ describe('up, status, down', () => {
       await setup({provisioning: 'stuck'})
       variant.prepare(ctx.configDir)
       const result = await targon([...UP, '--json'], {
+        inProcess: false,
         onSpawn(child) {
           const timer = setInterval(() => {
             if (ctx.sim.live().some((workload) => workload.status === 'provisioning')) {
@@ -378,7 +379,7 @@ describe('up, status, down', () => {
 
   it('two processes racing on a fresh org end with one registered key and two VMs', async () => {
     await setup()
-    const [a, b] = await Promise.all([targon([...UP, '--json']), targon([...UP, '--json'])])
+    const [a, b] = await Promise.all([targon([...UP, '--json'], {inProcess: false}), targon([...UP, '--json'], {inProcess: false})])
     expect([a.code, b.code]).toEqual([0, 0])
     expect(ctx.sim.sshKeys.size).toBe(1)
     expect(ctx.sim.live()).toHaveLength(2)
@@ -431,6 +432,7 @@ describe('the event stream', () => {
     await setup({deleteLatencyMs: 3000, provisioning: 'stuck'})
     const file = join(tempDir('targon-events-'), 'up.ndjson')
     const result = await targon([...UP, '--events-file', file], {
+      inProcess: false,
       onSpawn(child) {
         const timer = setInterval(() => {
           if (!ctx.sim.live().some((workload) => workload.status === 'provisioning')) return
