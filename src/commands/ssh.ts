@@ -118,7 +118,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
         if (command.length > 0) throw usageError('--config takes no command', 'drop the words after --')
         const chosen = target
           ? [findOneVm(vms, target, fleet, owners)]
-          : scoped(vms, owners).seen.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
+          : scoped(vms, owners).inScope.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
         const refused = refusedNamesWarning(chosen.filter((vm) => vm.workload.name_refused))
         if (refused) this.addWarning(refused)
         const hosts: SshResult[] = []

@@ -7,21 +7,17 @@ import {readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
 import {parseEvents} from '../helpers/events.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {useVmFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
-const simulated = useSimulatedVms()
-const webhook = useWebhook()
-const configDir = tempDir('targon-config-')
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const simulated = useVmFixture({env: ENV})
+const webhook = useWebhook()
+const {configDir, targon} = simulated
 const CONF = '/etc/targon-fleet/on-delete.conf'
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
-}
 
 /** Prints 30 numbered lines (more than the tail keeps), then writes a file in ubuntu's home and prints it with its user. */
 const SAVING_HOOK =

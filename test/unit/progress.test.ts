@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/bootstrap/runner.js'
+import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/bootstrap/steps.js'
 import type {PhaseName} from '../../src/lib/events/schema.js'
 import {RunEvents} from '../../src/lib/events/run-events.js'
 import {phaseProgress} from '../../src/lib/cli/progress.js'

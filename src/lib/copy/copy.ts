@@ -7,7 +7,7 @@ import {mkdir} from 'node:fs/promises'
 import {posix} from 'node:path'
 
 import type {CopyResult, CopyVmResult} from './schema.js'
-import {type VmSelection, announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
+import {type VmSelection, announced, fanOut, openVm, selectVms, resultOrFailure} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {folderName} from '../fleet/naming.js'
 import {TargonError, asTargonError} from '../core/errors.js'
@@ -80,7 +80,7 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
     source: spec.direction === 'upload' ? spec.local : `${spec.vm ?? ''}:${spec.remote}`,
   }
   const what = failed.map((each) => `${each.vm} (${each.error})`).join(', ')
-  return settle(result, failed.length, {
+  return resultOrFailure(result, failed.length, {
     code: 'COPY_FAILED',
     hint: 'see the per-VM results (copied, failed); files under their final names are whole',
     message: results.length === 1 ? `the copy failed on ${what}` : `the copy failed on ${failed.length} of ${results.length} VMs: ${what}`,

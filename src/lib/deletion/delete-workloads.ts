@@ -134,7 +134,7 @@ class Deletion {
   async run(): Promise<DeleteResult> {
     const startedAt = this.clock.now()
     this.say('started', `deleting ${this.label()}`)
-    const result = await this.settle()
+    const result = await this.deleteUnderLock()
     // This run stopped its billing (what was gone already, the listing ends in the ledger).
     if (!result.billing && (result.action === 'deleted' || result.action === 'woken-and-deleted'))
       this.unrecorded(recordStop(this.state.dir, this.org, this.target.uid, this.clock.now()))
@@ -146,7 +146,7 @@ class Deletion {
     return result
   }
 
-  private async settle(): Promise<DeleteResult> {
+  private async deleteUnderLock(): Promise<DeleteResult> {
     try {
       return await withFileLock(deleteLockPath(this.org, this.target.uid, this.state.dir), (waited) => this.start(waited), {
         onWait: () => this.say('progress', `${this.label()}: another targon run is deleting it; waiting for that`),
@@ -186,7 +186,7 @@ class Deletion {
         classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
         look: async (): Promise<Look<ObservedStatus>> => {
           last = await this.readOnce()
-          if (last === 'not-found' || last === 'deleted') return {seen: last}
+          if (last === 'not-found' || last === 'deleted') return {observed: last}
           // Sent again once the state no longer moves (no DELETE of it is in flight: the last one answered): for an
           // `error` record the answer tells a tombstone (204) from a crash (500).
           return RUNNING.has(last) ? 'watch' : 'send-again'
@@ -206,7 +206,7 @@ class Deletion {
     })
     if (outcome instanceof TargonError) return this.result('failed', true, outcome.message)
     this.sends = outcome.sends
-    if (outcome.kind === 'seen') {
+    if (outcome.kind === 'observed') {
       this.note('accepted')
       return this.result('deleted', false)
     }
@@ -309,7 +309,7 @@ class Deletion {
         look: async (): Promise<Look<ObservedStatus>> => {
           const now = await this.readOnce()
           seen(now)
-          return now === status ? 'watch' : {seen: now}
+          return now === status ? 'watch' : {observed: now}
         },
         lookDelay: BACKOFF.wakeLook,
         lookTrouble: apiTrouble,

@@ -84,7 +84,7 @@ export interface DownOptions {
  * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
  * the listing does not show come back as `unlisted`.
  */
-export function select(
+export function chooseTargets(
   vms: KnownVm[],
   selection: DownSelection & {tombstones?: boolean},
   labelFleet: string,
@@ -106,7 +106,7 @@ export function select(
   }
 
   if (isBulk(selection)) {
-    for (const vm of scoped(vms, scope).seen) {
+    for (const vm of scoped(vms, scope).inScope) {
       // tombstones: only the deleted VMs the selectors would take, to count them.
       if (vm.gone !== (selection.tombstones ?? false)) continue
       if (!selection.any_origin && !vm.owned) continue
@@ -247,7 +247,7 @@ export async function runDown(
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
   state.pruneHistoryVerdicts(org, listed, clock.now())
-  const {chosen, unlisted} = select(view.vms, options.selection, options.labelFleet, clock.now())
+  const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
     refuseMixedOwners(
@@ -291,7 +291,7 @@ export async function runDown(
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const deletedListed = isBulk(selection) ? select(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen : []
+  const deletedListed = isBulk(selection) ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen : []
   const base = {
     deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
     dry_run: options.dryRun,

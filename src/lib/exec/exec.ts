@@ -5,7 +5,7 @@
  */
 import {LineSplitter} from '../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
-import {announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
+import {announced, fanOut, openVm, selectVms, resultOrFailure} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {PinnedKey} from '../ssh/connect-info.js'
@@ -59,7 +59,7 @@ export async function runExec(client: TargonClient, state: LocalState, options: 
   )
   const failed = results.filter((result) => result.exit_code !== 0)
   const result: ExecResult = {command: options.command, fleet: options.targets.length > 0 ? null : options.fleet, org: options.org, results}
-  return settle(result, failed.length, {
+  return resultOrFailure(result, failed.length, {
     code: 'REMOTE_COMMAND_FAILED',
     hint: 'see the per-VM results (exit_code, error, tail)',
     message: `the command failed on ${failed.length} of ${results.length} VMs: ${failed.map((each) => each.name).join(', ')}`,

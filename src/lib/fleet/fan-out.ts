@@ -39,7 +39,7 @@ export async function selectVms(client: TargonClient, state: LocalState, selecti
   const vms =
     selection.targets.length > 0
       ? [...new Map(selection.targets.map((target) => findOneVm(live, target, selection.fleet, owners)).map((vm) => [vm.uid, vm])).values()]
-      : scoped(live, owners).seen.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
+      : scoped(live, owners).inScope.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
   if (vms.length === 0)
     throw new TargonError('NOT_FOUND', `no running VMs in fleet ${selection.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
   return vms
@@ -116,7 +116,7 @@ export async function announced<R>(
 }
 
 /** The run's result, or the error that carries it: the interrupt, else `end` when any VM failed. */
-export function settle<T extends object>(result: T, failedCount: number, end: FanOutEnd): T {
+export function resultOrFailure<T extends object>(result: T, failedCount: number, end: FanOutEnd): T {
   if (end.signal?.aborted) {
     const interrupted = asTargonError(end.signal.reason)
     interrupted.data = result as Record<string, unknown>

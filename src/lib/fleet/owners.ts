@@ -92,7 +92,7 @@ export async function ensureOwnerProject(client: TargonClient, org: string, owne
       classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
       look: async () => {
         const uid = (await client.listProjects(org)).find((project) => project.name === name)?.uid
-        return uid ? {seen: uid} : 'watch'
+        return uid ? {observed: uid} : 'watch'
       },
       lookDelay: BACKOFF.projectLook,
       lookTrouble: apiTrouble,
@@ -102,20 +102,20 @@ export async function ensureOwnerProject(client: TargonClient, org: string, owne
     {lookFirst: true},
   )
   if (outcome.kind === 'answered') return outcome.value
-  if (outcome.kind === 'seen') return outcome.state
+  if (outcome.kind === 'observed') return outcome.state
   throw outcome.error
 }
 
 /** The VMs a scope sees, and how many of the rest it leaves out, by owner (null: none; undefined: unknown). */
-export function scoped<T extends {owner: VmOwner}>(vms: T[], scope: OwnerScope): {seen: T[]; outside: Map<VmOwner, number>} {
+export function scoped<T extends {owner: VmOwner}>(vms: T[], scope: OwnerScope): {inScope: T[]; outside: Map<VmOwner, number>} {
   const outside = new Map<VmOwner, number>()
-  const seen: T[] = []
+  const inScope: T[] = []
   for (const vm of vms) {
-    if (scope.anyOwner || scope.owner === null || vm.owner === scope.owner) seen.push(vm)
+    if (scope.anyOwner || scope.owner === null || vm.owner === scope.owner) inScope.push(vm)
     else outside.set(vm.owner, (outside.get(vm.owner) ?? 0) + 1)
   }
 
-  return {outside, seen}
+  return {inScope, outside}
 }
 
 /**

@@ -26,7 +26,7 @@ async function registerReconciled(client: TargonClient, org: string, key: Projec
       classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
       look: async () => {
         const existing = (await client.listSshKeys(org)).find((remote) => sameKey(remote.public_key_raw, key.publicKey))
-        return existing ? {seen: existing.uid} : 'watch'
+        return existing ? {observed: existing.uid} : 'watch'
       },
       lookDelay: BACKOFF.keyLook,
       lookTrouble: apiTrouble,
@@ -36,7 +36,7 @@ async function registerReconciled(client: TargonClient, org: string, key: Projec
     {clock, deadline: clock.now() + REGISTER_MS, lookFirst: true},
   )
   if (outcome.kind === 'answered') return outcome.value
-  if (outcome.kind === 'seen') return outcome.state
+  if (outcome.kind === 'observed') return outcome.state
   if (outcome.kind === 'refused') throw outcome.error
   if (outcome.why === 'deadline')
     throw new TargonError('TIMEOUT', `registering the project key with org ${org} did not settle in time`, {hint: 'retry later'})

@@ -7,7 +7,7 @@ import {type DstackFleet, dstackFleet} from '../bootstrap/dstack-fleet.js'
 import type {Usage} from '../idle/schema.js'
 import type {Offer} from '../offers/schema.js'
 import type {StatusResult, StatusVm} from './schema.js'
-import {markerSaysBootstrapped, readMarker} from '../bootstrap/runner.js'
+import {markerSaysBootstrapped, readMarker} from '../bootstrap/marker.js'
 import {probeUsages} from '../idle/idle.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {ageSeconds, budgetLeft, estimatedCost, roundUsd} from '../fleet/cost.js'
@@ -62,10 +62,10 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const profile = (await ctx.settings.profile()).name
   const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
   for (const problem of view.problems) warn(problem)
-  const picked = select(view.vms, options)
+  const picked = shownVms(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
   // out is every billing VM of this tool outside the owner's, whatever the other selectors.
-  const selected = options.targets.length > 0 ? picked : scoped(picked, options.owners).seen
+  const selected = options.targets.length > 0 ? picked : scoped(picked, options.owners).inScope
   const outside = options.targets.length > 0 ? {billing: new Map<VmOwner, number>(), unknown: 0} : outsideOwner(view.vms, options.owners)
   const outsideBilling = outside.billing
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
@@ -99,7 +99,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const deletedHidden =
     options.showDeleted || options.targets.length > 0
       ? 0
-      : scoped(select(view.vms, {...options, showDeleted: true}), options.owners).seen.filter((vm) => vm.gone).length
+      : scoped(shownVms(view.vms, {...options, showDeleted: true}), options.owners).inScope.filter((vm) => vm.gone).length
   // Whatever the selection: nothing can tell which fleet or owner such an item has, and it may bill.
   const invalid = view.invalid.map((item) => ({billing: null, problem: item.problem, uid: item.uid}))
   if (invalid.length > 0) warn(invalidWarning(invalid))
@@ -125,7 +125,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
 }
 
 /** Tombstones only with --show-deleted; this tool's VMs unless --any-origin; the fleet, or the named VMs. */
-function select(all: KnownVm[], options: StatusOptions): KnownVm[] {
+function shownVms(all: KnownVm[], options: StatusOptions): KnownVm[] {
   const shown = all.filter((vm) => options.showDeleted || !vm.gone)
   // A VM of this tool whose fleet cannot be told (its name was refused, and no local record says) shows in every fleet.
   if (options.targets.length === 0)

@@ -8,7 +8,10 @@
 import {hasHook, storeHook} from '../hooks/hook.js'
 import {readFileSync} from 'node:fs'
 
-import {type StepEvent, configureIdle, runInstall, runShim} from '../bootstrap/runner.js'
+import {configureIdle} from '../bootstrap/idle-config.js'
+import {runInstall} from '../bootstrap/runner.js'
+import {runShim} from '../bootstrap/shim.js'
+import type {StepEvent} from '../bootstrap/steps.js'
 import {withConsoleTail} from '../logs/logs.js'
 import {pinHostKey, readPin} from '../ssh/pins.js'
 import {SshSession} from '../ssh/session.js'

@@ -69,7 +69,7 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
       classify: (error) => deployVerdict(ctx, error),
       look: async () => {
         const status = workloadStatus({state: await ctx.client.getWorkloadState(org, claim.uid)})
-        return status === 'registered' ? 'watch' : {seen: status}
+        return status === 'registered' ? 'watch' : {observed: status}
       },
       lookDelay: BACKOFF.deployLook,
       lookTrouble: apiTrouble,
@@ -85,7 +85,7 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
   )
   if (outcome.kind === 'refused') return outcome.error as TargonError
   // Out of sends or time, or a deploy that left the workload in error: the unclear answer says what is known.
-  if (outcome.kind === 'unsettled' || (outcome.kind === 'seen' && outcome.state === 'error'))
+  if (outcome.kind === 'unsettled' || (outcome.kind === 'observed' && outcome.state === 'error'))
     return unclear ?? new TargonError('TIMEOUT', `the deploy of ${claim.name} did not settle in time`)
   const answer: SparseWorkload = outcome.kind === 'answered' ? outcome.value : {}
 

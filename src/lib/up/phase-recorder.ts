@@ -2,7 +2,7 @@
  * How each phase of each VM went, as `up --json` reports it, recorded from the run's events: when the phase started
  * (relative to the run, since phases overlap), how long it took, and the remote steps of the bootstrap phases.
  */
-import type {Substep} from '../bootstrap/runner.js'
+import type {Substep} from '../bootstrap/steps.js'
 import type {PhaseName, RunEvent} from '../events/schema.js'
 import type {PhaseResult, StepResult} from './schema.js'
 import type {EventListener} from '../events/run-events.js'

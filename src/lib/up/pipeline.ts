@@ -14,8 +14,8 @@
  * progress display and the `--json` phase record listen there and decide nothing. A failed VM is handed to `fail`
  * the moment its phase fails, so that its roll-back starts at once.
  */
-import type {StepEvent, Substep} from '../bootstrap/runner.js'
-import {INSTALL_STEPS, SHIM_STEPS, substepOf} from '../bootstrap/runner.js'
+import type {StepEvent, Substep} from '../bootstrap/steps.js'
+import {INSTALL_STEPS, SHIM_STEPS, substepOf} from '../bootstrap/steps.js'
 import type {PhaseName} from '../events/schema.js'
 import {eventError} from '../events/run-events.js'
 import {mapBounded} from '../core/concurrency.js'

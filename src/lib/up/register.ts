@@ -231,7 +231,7 @@ async function sendCreate(
         },
         look: async () => {
           const found = (await findByName(ctx, name))[0]
-          return found ? {seen: found} : 'watch'
+          return found ? {observed: found} : 'watch'
         },
         lookDelay: BACKOFF.createLook,
         lookTrouble: apiTrouble,
@@ -242,7 +242,7 @@ async function sendCreate(
       {clock: ctx.clock, deadline: ctx.deadline.at, signal: ctx.signal},
     )
     if (outcome.kind === 'answered') return outcome.value
-    if (outcome.kind === 'seen') return outcome.state
+    if (outcome.kind === 'observed') return outcome.state
     outOfTime = outcome.kind === 'unsettled' && outcome.why === 'deadline'
     error = outcome.error === undefined ? undefined : asError(outcome.error)
   } catch (failure) {

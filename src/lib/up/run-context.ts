@@ -5,7 +5,8 @@
  */
 
 import type {HookSetting} from '../hooks/hook.js'
-import type {BootstrapParams, IdleSettings} from '../bootstrap/runner.js'
+import type {IdleSettings} from '../bootstrap/idle-config.js'
+import type {BootstrapParams} from '../bootstrap/remote-call.js'
 import type {DeleteResult} from '../deletion/schema.js'
 import type {Offer} from '../offers/schema.js'
 import type {Leftover, OnFailure} from './schema.js'

@@ -15,7 +15,8 @@
  * soon as one exists (even when the phase that made it then fails). The failure policy reads
  * only the claim; the result reads the latest stage.
  */
-import type {Marker, ShimRun} from '../bootstrap/runner.js'
+import type {Marker} from '../bootstrap/marker.js'
+import type {ShimRun} from '../bootstrap/shim.js'
 import type {Offer} from '../offers/schema.js'
 import type {PhaseResult} from './schema.js'
 import type {HostKey, SshSession} from '../ssh/session.js'

@@ -1,6 +1,6 @@
 /**
  * `targon up` end to end: choose offers under the cap, resolve org, image and SSH key,
- * provision N VMs in parallel, and settle the fleet (all-or-nothing, or at least --min).
+ * provision N VMs in parallel, and keep or roll back the fleet (all-or-nothing, or at least --min).
  */
 
 import type {HookSetting} from '../hooks/hook.js'
@@ -26,7 +26,7 @@ import type {EventListener, RunEvents} from '../events/run-events.js'
 import {LocalState} from '../state/local-state.js'
 import {ensureOwnerProject} from '../fleet/owners.js'
 import {mapBounded} from '../core/concurrency.js'
-import {IDLE_GPU_THRESHOLD_PCT} from '../bootstrap/runner.js'
+import {IDLE_GPU_THRESHOLD_PCT} from '../bootstrap/idle-config.js'
 import {ensureKeyRegistered} from '../ssh/key-registrar.js'
 import {ensureProjectKey} from '../ssh/project-key.js'
 import {VERSION} from '../core/version.js'
@@ -134,7 +134,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
     const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, tracks, options)
     const failures = await provision(ctx, tracks, options, (error) => orgRefusal.abort(error))
     try {
-      return await settle(ctx, tracks, failures, options)
+      return await keepOrRollBack(ctx, tracks, failures, options)
     } finally {
       for (const track of tracks) track.closeSsh()
     }
@@ -321,7 +321,7 @@ async function provision(
 }
 
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
-async function settle(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack, Failure>, options: UpOptions): Promise<UpResult> {
+async function keepOrRollBack(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack, Failure>, options: UpOptions): Promise<UpResult> {
   const interrupted = options.signal.aborted
   const failed = tracks.filter((track) => failures.has(track) || interrupted)
   const succeeded = tracks.filter((track) => !failed.includes(track))

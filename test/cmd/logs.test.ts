@@ -1,13 +1,10 @@
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, waitFor} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {CONFIG_FILE_VARIANTS, errorLines, parseJson, waitFor} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 
@@ -83,6 +80,7 @@ describe('targon logs', () => {
       variant.prepare(ctx.configDir)
       const vm = await upOne()
       const follow = await targon(['logs', vm.name, '--follow', '--tail', '1'], {
+        inProcess: false,
         onSpawn: (child) => {
           void (async () => {
             await waitFor(() => ctx.sim.requests('GET', '/logs').length >= 1)
@@ -104,6 +102,7 @@ describe('targon logs', () => {
     await ctx.setup()
     const vm = await upOne()
     const follow = await targon(['logs', vm.uid, '--follow', '--tail', '0'], {
+      inProcess: false,
       onSpawn: () => {
         void waitFor(() => ctx.sim.requests('GET', '/logs').length >= 2).then(() => ctx.sim.deleteExternally(vm.uid))
       },

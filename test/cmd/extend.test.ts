@@ -4,16 +4,13 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli} from '../helpers/cli.js'
+import {parseJson} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 const HOUR = 3_600_000
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
 
 async function upOne(...extra: string[]): Promise<{name: string; uid: string; ttl_expires_at: string | null}> {
   const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json', ...extra])

@@ -7,17 +7,14 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 const HOUR = 3_600_000
 const PRICE = 1.69
-
-function targon(args: string[], config: string, options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: config, ...options.env})})
-}
 
 /** A VM that ran for an hour, listed as `status` (running by default). */
 function vm(sim: TargonSimulator, name: string, fields: {project_id?: string | null} = {}) {
@@ -46,7 +43,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     await ctx.setup({tombstoneBounceMs: 0})
     const live = vm(ctx.sim, 'tcli-default-live')
     for (let index = 0; index < 5; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
-    const credits = await targon(['credits', '--min-runway', '6h', '--json'], tempDir('targon-fresh-'))
+    const credits = await targon(['credits', '--min-runway', '6h', '--json'], {config: tempDir('targon-fresh-')})
     expect(credits.code, credits.stderr).toBe(0)
     expect(parseJson(credits).data).toMatchObject({
       billing_vms: 1,
@@ -65,7 +62,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     const gone = Array.from({length: 5}, (_, index) => tombstone(ctx.sim, `tcli-default-gone${index}`))
     const config = tempDir('targon-fresh-')
     // 40 USD less 6 VM-hours billed: about 29.9 USD, 17.7 h at 1.69 USD/h, but 2.9 h if the five tombstones billed.
-    const first = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    const first = await targon(['credits', '--min-runway', '6h', '--json'], {config})
     expect(first.code, first.stdout).toBe(14)
     const data = parseJson(first).data
     expect(data).toMatchObject({burn_usd_per_hour: PRICE, measured_burn_usd_per_hour: null, short: true})
@@ -78,7 +75,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     const credits = data.credits as number
     const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: credits + PRICE, currency: 'USD', kind: 'credits'}
     appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
-    const second = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    const second = await targon(['credits', '--min-runway', '6h', '--json'], {config})
     expect(second.code, second.stdout).toBe(0)
     expect(parseJson(second).data).toMatchObject({
       measured_burn_conclusive: true,
@@ -86,7 +83,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
       possible_runway_hours: null,
       short: false,
     })
-    const text = await targon(['credits'], config)
+    const text = await targon(['credits'], {config})
     expect(text.stdout).toMatch(/Measured burn: 1\.\d+ USD\/h/)
     expect(text.stdout).toMatch(/Possible burn: 8\.45 USD\/h more over 5 record\(s\) of unknown billing/)
   })
@@ -97,12 +94,12 @@ describe('tombstones seen from a directory that did not delete them', () => {
     vm(ctx.sim, 'tcli-default-live')
     for (let index = 0; index < 5; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
     const config = tempDir('targon-fresh-')
-    const first = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    const first = await targon(['credits', '--min-runway', '6h', '--json'], {config})
     expect(first.code, first.stdout).toBe(14)
     const [month] = readdirSync(join(config, 'ledger', 'acme'))
     const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: parseJson(first).data.credits, currency: 'USD', kind: 'credits'}
     appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
-    const second = await targon(['credits', '--min-runway', '6h', '--json'], config)
+    const second = await targon(['credits', '--min-runway', '6h', '--json'], {config})
     expect(second.code, second.stdout).toBe(14)
     expect(parseJson(second).data).toMatchObject({
       measured_burn_conclusive: false,
@@ -111,7 +108,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
       short: true,
     })
     expect(parseJson(second).warnings.join('\n')).toMatch(/proves nothing/)
-    const text = await targon(['credits'], config)
+    const text = await targon(['credits'], {config})
     expect(text.stdout).toMatch(/Measured burn: 0(\.0+)? USD\/h .*inconclusive/)
   })
 
@@ -119,11 +116,11 @@ describe('tombstones seen from a directory that did not delete them', () => {
     await ctx.setup({tombstoneBounceMs: 0})
     vm(ctx.sim, 'tcli-default-live')
     const config = tempDir('targon-fresh-')
-    expect((await targon(['credits', '--json'], config)).code).toBe(0)
+    expect((await targon(['credits', '--json'], {config})).code).toBe(0)
     const [month] = readdirSync(join(config, 'ledger', 'acme'))
     const before = {at: new Date(Date.now() - HOUR).toISOString(), credits: 100, currency: 'USD', kind: 'credits'}
     appendFileSync(join(config, 'ledger', 'acme', month as string), `${JSON.stringify(before)}\n`)
-    const credits = await targon(['credits', '--json'], config)
+    const credits = await targon(['credits', '--json'], {config})
     expect(credits.code).toBe(0)
     expect(parseJson(credits).warnings.join('\n')).toMatch(/faster than the 1\.69 USD\/h known to bill/)
   })
@@ -133,7 +130,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     for (let index = 0; index < 20; index++) vm(ctx.sim, `tcli-default-vm${index}`)
     const gone = Array.from({length: 50}, (_, index) => tombstone(ctx.sim, `tcli-default-old${index}`))
     const config = tempDir('targon-fresh-')
-    const first = await targon(['status', '--json'], config)
+    const first = await targon(['status', '--json'], {config})
     expect(first.code, first.stderr).toBe(0)
     expect(parseJson(first).data.totals).toMatchObject({billing_count: 20, count: 20, unknown_billing_count: 0})
     const reads = eventReads(ctx.sim)
@@ -141,7 +138,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     for (const uid of gone) expect(reads.filter((request) => request.path.includes(`/${uid}/`)).length).toBeLessThanOrEqual(5)
     expect(reads).toHaveLength(50)
 
-    const second = await targon(['status', '--json', '--show-deleted'], config)
+    const second = await targon(['status', '--json', '--show-deleted'], {config})
     expect(parseJson(second).data.totals).toMatchObject({billing_count: 20, count: 70, unknown_billing_count: 0})
     expect(eventReads(ctx.sim)).toHaveLength(50)
   })
@@ -152,7 +149,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
       const gone = tombstone(ctx.sim, 'tcli-default-gone')
       const revived = tombstone(ctx.sim, 'tcli-default-revived')
       ctx.sim.addHistory(revived, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'running'})
-      const status = parseJson(await targon(['status', '--json', '--show-deleted'], tempDir('targon-fresh-')))
+      const status = parseJson(await targon(['status', '--json', '--show-deleted'], {config: tempDir('targon-fresh-')}))
       const byUid = new Map(status.data.vms.map((each: {uid: string}) => [each.uid, each]))
       expect(byUid.get(gone), historyOrder).toMatchObject({billing: false, deleted: true, history: 'deleted'})
       expect(byUid.get(revived), historyOrder).toMatchObject({billing: true, deleted: false, history: 'crashed'})
@@ -165,10 +162,10 @@ describe('tombstones seen from a directory that did not delete them', () => {
     const crashed = vm(ctx.sim, 'tcli-default-crashed')
     ctx.sim.crash(crashed.uid)
     const config = tempDir('targon-fresh-')
-    const status = await targon(['status', '--json'], config)
+    const status = await targon(['status', '--json'], {config})
     expect(parseJson(status).data.vms).toMatchObject([{billing: true, billing_assumed: false, uid: crashed.uid}])
-    expect(parseJson(await targon(['credits', '--json'], config)).data).toMatchObject({burn_usd_per_hour: PRICE, billing_vms: 1})
-    const down = await targon(['down', '--all', '--json'], config)
+    expect(parseJson(await targon(['credits', '--json'], {config})).data).toMatchObject({burn_usd_per_hour: PRICE, billing_vms: 1})
+    const down = await targon(['down', '--all', '--json'], {config})
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{action: 'woken-and-deleted', billing: false, uid: crashed.uid}])
     expect(ctx.sim.billing()).toEqual([])
@@ -178,7 +175,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
     await ctx.setup({tombstoneBounceMs: 0})
     tombstone(ctx.sim, 'tcli-default-w1')
     const live = vm(ctx.sim, 'tcli-default-w1')
-    const down = await targon(['down', 'tcli-default-w1', '--dry-run', '--json'], tempDir('targon-fresh-'))
+    const down = await targon(['down', 'tcli-default-w1', '--dry-run', '--json'], {config: tempDir('targon-fresh-')})
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{action: 'would-delete', uid: live.uid}])
   })
@@ -186,10 +183,9 @@ describe('tombstones seen from a directory that did not delete them', () => {
   it('up --name takes a name whose only workload is another directory tombstone: it rents anew', async () => {
     await ctx.setup({tombstoneBounceMs: 0})
     const gone = tombstone(ctx.sim, 'tcli-default-w1')
-    const up = await targon(
-      ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--name', 'w1', '--json'],
-      tempDir('targon-fresh-'),
-    )
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--name', 'w1', '--json'], {
+      config: tempDir('targon-fresh-'),
+    })
     expect(up.code, up.stdout + up.stderr).toBe(0)
     const made = parseJson(up).data.vms[0].uid
     expect(made).not.toBe(gone)
@@ -199,7 +195,7 @@ describe('tombstones seen from a directory that did not delete them', () => {
   it('down still sends its one DELETE to a tombstone named by uid: Targon answer outranks the history', async () => {
     await ctx.setup({tombstoneBounceMs: 0})
     const uid = tombstone(ctx.sim, 'tcli-default-gone')
-    const down = await targon(['down', uid, '--json'], tempDir('targon-fresh-'))
+    const down = await targon(['down', uid, '--json'], {config: tempDir('targon-fresh-')})
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{billing: false, uid}])
     expect(ctx.sim.requests('DELETE', `/workloads/${uid}`)).toHaveLength(1)
@@ -216,7 +212,7 @@ describe('two owners and a cron directory', () => {
     const bobs = vm(ctx.sim, 'tcli-default-b2', {project_id: bob})
     for (let index = 0; index < 3; index++) tombstone(ctx.sim, `tcli-default-n${index}`)
 
-    const status = await targon(['status', '--json'], tempDir('targon-bob-'), {env: {TARGON_OWNER: 'bob'}})
+    const status = await targon(['status', '--json'], {config: tempDir('targon-bob-'), env: {TARGON_OWNER: 'bob'}})
     expect(status.code, status.stderr).toBe(0)
     const doc = parseJson(status)
     expect(doc.data.outside_owner).toEqual([])
@@ -228,11 +224,11 @@ describe('two owners and a cron directory', () => {
       ['down', '--all', '--dry-run', '--json'],
       ['down', '--idle', '--dry-run', '--json'],
     ]) {
-      const down = await targon(args, cron)
+      const down = await targon(args, {config: cron})
       // Not refused for the deleted records (exit 2): a dry run that only plans exits 0.
       expect(down.code, `${args.join(' ')}: ${down.stdout}`).toBe(0)
     }
-    const plan = parseJson(await targon(['down', '--all', '--dry-run', '--json'], cron))
+    const plan = parseJson(await targon(['down', '--all', '--dry-run', '--json'], {config: cron}))
     expect(plan.data.results).toMatchObject([{action: 'would-delete', uid: bobs.uid}])
   })
 })
@@ -241,17 +237,17 @@ describe('cost in the directory that rented, when another directory deleted', ()
   it('matches the billed time within 15 %', async () => {
     await ctx.setup()
     const renter = tempDir('targon-renter-')
-    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '2', '--json'], renter)
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '2', '--json'], {config: renter})
     expect(up.code, up.stderr).toBe(0)
     const uids: string[] = parseJson(up).data.vms.map((each: {uid: string}) => each.uid)
     await sleep(4000)
-    const down = await targon(['down', '--all', '--json'], tempDir('targon-cron-'))
+    const down = await targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
     expect(down.code, down.stdout).toBe(0)
     // The records have turned into `error` tombstones when the renter next looks.
     await sleep(500)
     for (const uid of uids) expect(ctx.sim.current(uid)?.status).toBe('error')
 
-    const cost = await targon(['cost', '--since', '1d', '--json'], renter)
+    const cost = await targon(['cost', '--since', '1d', '--json'], {config: renter})
     expect(cost.code, cost.stderr).toBe(0)
     const report = parseJson(cost).data
     expect(report.excluded).toEqual([])
@@ -264,19 +260,19 @@ describe('the directory that rented, when another deleted and the history is mis
   it('shows billing unknown (null), made here, never billing; credits counts it possible and down --all deletes it', async () => {
     await ctx.setup({history: 'missing', tombstoneBounceMs: 0})
     const renter = tempDir('targon-renter-')
-    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], renter)
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], {config: renter})
     expect(up.code, up.stderr).toBe(0)
     const uid: string = parseJson(up).data.vms[0].uid
-    expect((await targon(['down', '--all', '--json'], tempDir('targon-cron-'))).code).toBe(0)
+    expect((await targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})).code).toBe(0)
     await sleep(500)
     expect(ctx.sim.current(uid)?.status).toBe('error')
 
-    const status = parseJson(await targon(['status', '--json', '--show-deleted'], renter))
+    const status = parseJson(await targon(['status', '--json', '--show-deleted'], {config: renter}))
     expect(status.data.vms).toMatchObject([{billing: null, billing_assumed: true, history: 'unknown', uid}])
     expect(status.data.totals).toMatchObject({billing_count: 0, price_per_hour: 0, unknown_billing_count: 1})
-    const credits = parseJson(await targon(['credits', '--json'], renter))
+    const credits = parseJson(await targon(['credits', '--json'], {config: renter}))
     expect(credits.data).toMatchObject({billing_vms: 0, burn_usd_per_hour: 0, uncertain_vms: [uid]})
-    const down = await targon(['down', '--all', '--json'], renter)
+    const down = await targon(['down', '--all', '--json'], {config: renter})
     expect(down.code, down.stdout).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{billing: false, uid}])
     expect(ctx.sim.requests('DELETE', `/workloads/${uid}`)).toHaveLength(2)
@@ -291,20 +287,22 @@ describe('summaries, not walls', () => {
     const live = vm(ctx.sim, 'tcli-default-live')
     for (let index = 0; index < 12; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
     const config = tempDir('targon-fresh-')
-    const status = await targon(['status'], config)
+    const status = await targon(['status'], {config})
     expect(status.code, status.stderr).toBe(0)
     expect(lines(status.stderr, /deleted VM/)).toEqual(['12 deleted VMs still listed by Targon, not billing: --show-deleted lists them'])
     expect(lines(status.stdout, /tcli-default-/)).toHaveLength(1)
-    expect(lines((await targon(['status', '--show-deleted'], config)).stdout, /tcli-default-/)).toHaveLength(13)
-    expect(parseJson(await targon(['status', '--json'], config)).data.totals.deleted_hidden_count).toBe(12)
+    expect(lines((await targon(['status', '--show-deleted'], {config})).stdout, /tcli-default-/)).toHaveLength(13)
+    expect(parseJson(await targon(['status', '--json'], {config})).data.totals.deleted_hidden_count).toBe(12)
 
-    const down = await targon(['down', '--all', '--dry-run'], config)
+    const down = await targon(['down', '--all', '--dry-run'], {config})
     expect(down.code, down.stderr).toBe(0)
     expect(lines(down.stderr, /deleted VM/)).toEqual([
       '12 deleted VMs still listed by Targon, not billing, left alone: --show-deleted lists them',
     ])
     expect(lines(down.stdout, /tcli-default-/)).toEqual([expect.stringContaining(live.uid)])
-    expect(lines((await targon(['down', '--all', '--dry-run', '--show-deleted'], config)).stdout, /deleted, still listed/)).toHaveLength(12)
+    expect(lines((await targon(['down', '--all', '--dry-run', '--show-deleted'], {config})).stdout, /deleted, still listed/)).toHaveLength(
+      12,
+    )
   })
 
   it('without the history: one warning for the records of unknown billing on status, cost and down --idle', async () => {
@@ -312,24 +310,24 @@ describe('summaries, not walls', () => {
     vm(ctx.sim, 'tcli-default-live')
     for (let index = 0; index < 12; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
     const config = tempDir('targon-fresh-')
-    const status = await targon(['status'], config)
+    const status = await targon(['status'], {config})
     expect(lines(status.stderr, /unknown billing/)).toHaveLength(1)
     expect(lines(status.stderr, /unknown billing/)[0]).toMatch(/^Warning: 12 records of unknown billing .*--show-deleted lists them/)
     expect(status.stderr).toMatch(/12 probably deleted, by Targon's teardown message/)
-    expect(parseJson(await targon(['status', '--json'], config)).data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 12})
+    expect(parseJson(await targon(['status', '--json'], {config})).data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 12})
     expect(status.stderr).not.toMatch(/settles it/)
     expect(lines(status.stdout, /tcli-default-/)).toHaveLength(1)
-    expect(lines((await targon(['status', '--show-deleted'], config)).stdout, /tcli-default-/)).toHaveLength(13)
+    expect(lines((await targon(['status', '--show-deleted'], {config})).stdout, /tcli-default-/)).toHaveLength(13)
 
-    const cost = await targon(['cost'], config)
+    const cost = await targon(['cost'], {config})
     expect(cost.code, cost.stderr).toBe(0)
     expect(lines(cost.stdout, /Excluded from the total/)).toEqual([
       'Excluded from the total: 12 of unknown billing (an error record: a crash, or deleted elsewhere): --show-deleted lists them (--json: excluded).',
     ])
-    expect(lines((await targon(['cost', '--show-deleted'], config)).stdout, /Excluded from the total/)).toHaveLength(12)
+    expect(lines((await targon(['cost', '--show-deleted'], {config})).stdout, /Excluded from the total/)).toHaveLength(12)
 
     ctx.sim.deleteExternally(ctx.sim.billing()[0]!.uid)
-    const idle = await targon(['down', '--idle', '--dry-run'], config)
+    const idle = await targon(['down', '--idle', '--dry-run'], {config})
     expect(idle.code, idle.stderr).toBe(0)
     expect(lines(idle.stdout, /^kept /)).toEqual([])
     const warning = lines(idle.stderr, /not running/)

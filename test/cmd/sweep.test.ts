@@ -9,19 +9,17 @@ import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {BIN, type CliResult, baseEnv, parseJson, tempDir, waitFor} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {simulatorEnv} from '../helpers/simulator.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 const hook = useWebhook()
 const HEARTBEAT_TOKEN = 'b1e3c0de-heartbeat-secret'
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 const HOUR = 3_600_000
@@ -226,12 +224,12 @@ describe('targon sweep', () => {
       times: 1,
     })
     let firstPid: number | undefined
-    const first = targon(['sweep', '--json'], {env: heartbeatEnv(), onSpawn: (child) => (firstPid = child.pid)})
+    const first = targon(['sweep', '--json'], {env: heartbeatEnv(), inProcess: false, onSpawn: (child) => (firstPid = child.pid)})
     try {
       await waitFor(() => ctx.sim.requests('DELETE', `/workloads/${ttl.uid}`).length === 1)
       // The lock file names the first sweep as its holder.
       expect(sweepLocks().map((file) => JSON.parse(readFileSync(file, 'utf8')).pid)).toEqual([firstPid])
-      const second = await targon(['sweep', '--json'], {env: heartbeatEnv()})
+      const second = await targon(['sweep', '--json'], {env: heartbeatEnv(), inProcess: false})
       expect(second.code, second.stdout + second.stderr).toBe(0)
       const skipped = parseJson(second).data
       expect(skipped.skipped).toBe(`another sweep of ${ctx.configDir} (profile default) is running; this one does nothing`)

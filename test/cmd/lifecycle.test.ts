@@ -1,40 +1,27 @@
 import {execFile, execFileSync} from 'node:child_process'
 import {existsSync, lstatSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {BIN, CONFIG_FILE_VARIANTS, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, CONFIG_FILE_VARIANTS, baseEnv, parseJson, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import {useFreshFixture} from '../helpers/fixture.js'
+import {simulatorEnv} from '../helpers/simulator.js'
 
-let sim: TargonSimulator
-let configDir: string
-
-afterEach(async () => {
-  await sim?.stop()
-})
-
-async function setup(options: SimulatorOptions = {}) {
-  sim = await startSimulator(options)
-  configDir = tempDir('targon-config-')
-}
-
-function targon(args: string[], options: CliOptions & {config?: string} = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: options.config ?? configDir, ...options.env})})
-}
+const ctx = useFreshFixture({inProcess: true})
+const {setup, targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 
 function liveNames(): string[] {
-  return sim
+  return ctx.sim
     .live()
     .map((workload) => workload.name)
     .sort()
 }
 
 function billingNames(): string[] {
-  return sim
+  return ctx.sim
     .billing()
     .map((workload) => workload.name)
     .sort()
@@ -42,7 +29,7 @@ function billingNames(): string[] {
 
 /** Registered workloads left behind: Targon refuses to delete them (500) and they do not run. */
 function registeredUids(): string[] {
-  return sim
+  return ctx.sim
     .live()
     .filter((workload) => workload.status === 'registered')
     .map((workload) => workload.uid)
@@ -58,7 +45,7 @@ function onTerminal(args: string[], answer: string, prompt = '[y/N]'): Promise<{
     const child = execFile(
       'python3',
       ['-c', 'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)', process.execPath, BIN, ...args],
-      {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))},
+      {env: baseEnv(simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir}))},
       () => {},
     )
     let output = ''
@@ -103,17 +90,17 @@ describe('up, status, down', () => {
       'deploy:done',
       'wait-running:done',
     ])
-    expect(sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vm.uid, 'running']])
+    expect(ctx.sim.live().map((workload) => [workload.uid, workload.status])).toEqual([[vm.uid, 'running']])
 
     // What was sent: a VM with our key uid and a strong password, stored 0600 and never printed.
-    const workload = sim.workloads.get(vm.uid)!
+    const workload = ctx.sim.workloads.get(vm.uid)!
     expect(workload.password).toMatch(/^[A-Za-z0-9]{24}$/)
     expect(workload.ssh_keys).toHaveLength(1)
     expect(up.stdout).not.toContain(workload.password)
-    const record = join(configDir, 'vms', 'acme', `${vm.name}.json`)
+    const record = join(ctx.configDir, 'vms', 'acme', `${vm.name}.json`)
     expect(statSync(record).mode & 0o777).toBe(0o600)
-    expect(statSync(join(configDir, 'keys', 'id_ed25519')).mode & 0o777).toBe(0o600)
-    expect(statSync(configDir).mode & 0o777).toBe(0o700)
+    expect(statSync(join(ctx.configDir, 'keys', 'id_ed25519')).mode & 0o777).toBe(0o600)
+    expect(statSync(ctx.configDir).mode & 0o777).toBe(0o700)
 
     const status = parseJson(await targon(['status', '--json']))
     expect(status.data.vms).toHaveLength(1)
@@ -132,7 +119,7 @@ describe('up, status, down', () => {
     expect(parseJson(down).data).toMatchObject({results: [{action: 'deleted', name: vm.name, uid: vm.uid}], survivors: []})
     expect(liveNames()).toEqual([])
     expect(existsSync(record)).toBe(false)
-    expect(sim.billableSeconds(vm.uid)).toBeGreaterThan(0)
+    expect(ctx.sim.billableSeconds(vm.uid)).toBeGreaterThan(0)
   })
 
   it('exits 9 and creates nothing when no offer is under the cap, naming the cheapest', async () => {
@@ -142,12 +129,12 @@ describe('up, status, down', () => {
     const doc = parseJson(result)
     expect(doc.error).toMatchObject({code: 'PRICE_CAP_EXCEEDED', exit_code: 9})
     expect(doc.error.message).toContain('h200-small at 2.49 USD/h')
-    expect(sim.requests('POST', '/workloads')).toHaveLength(0)
+    expect(ctx.sim.requests('POST', '/workloads')).toHaveLength(0)
   })
 
   it('deletes a refused workload and deploys the next offer, paying for one', async () => {
     await setup({deleteLifecycle: 'ideal'})
-    sim.inject({
+    ctx.sim.inject({
       method: 'POST',
       path: '/deploy',
       status: 503,
@@ -159,13 +146,13 @@ describe('up, status, down', () => {
     const doc = parseJson(result)
     expect(doc.data.vms[0].resource).toBe('rtx6000b-small-b')
     expect(doc.warnings.join(' ')).toContain('refused')
-    expect(sim.live().map((workload) => workload.resource_name)).toEqual(['rtx6000b-small-b'])
-    expect(sim.workloads.size).toBe(2)
+    expect(ctx.sim.live().map((workload) => workload.resource_name)).toEqual(['rtx6000b-small-b'])
+    expect(ctx.sim.workloads.size).toBe(2)
   })
 
   it('exits 10 when every offer refuses for capacity or credits; what Targon refuses to delete is named and does not bill', async () => {
     await setup()
-    sim.inject({
+    ctx.sim.inject({
       method: 'POST',
       path: '/deploy',
       status: 402,
@@ -182,12 +169,12 @@ describe('up, status, down', () => {
 
   it('reconciles a lost create answer by name instead of creating twice', async () => {
     await setup()
-    sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})
+    ctx.sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})
     const result = await targon([...UP, '--json'])
     expect(result.code, result.stdout).toBe(0)
-    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
-    expect(sim.live()).toHaveLength(1)
-    expect(parseJson(result).data.vms[0].uid).toBe(sim.live()[0]?.uid)
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+    expect(ctx.sim.live()).toHaveLength(1)
+    expect(parseJson(result).data.vms[0].uid).toBe(ctx.sim.live()[0]?.uid)
   })
 
   it('cleans up and exits 5 when the VM turns to error while waiting', async () => {
@@ -212,7 +199,7 @@ describe('up, status, down', () => {
     await setup({provisioning: 'error'})
     const result = await targon([...UP, '--on-failure', 'keep', '--json'])
     expect(result.code).toBe(5)
-    expect(sim.live()).toHaveLength(1)
+    expect(ctx.sim.live()).toHaveLength(1)
   })
 
   it('deletes the workload and exits 9 when the server price is above the cap', async () => {
@@ -220,7 +207,7 @@ describe('up, status, down', () => {
     const result = await targon([...UP, '--json'])
     expect(result.code).toBe(9)
     expect(parseJson(result).error.message).toContain('1.89 USD/h, above the cap 1.80')
-    expect(sim.requests('POST', '/deploy')).toHaveLength(0)
+    expect(ctx.sim.requests('POST', '/deploy')).toHaveLength(0)
     expect(billingNames()).toEqual([])
     expect(parseJson(result).data.leftovers.map((leftover: {uid: string}) => leftover.uid)).toEqual(registeredUids())
   })
@@ -233,7 +220,7 @@ describe('up, status, down', () => {
     expect(doc.error.code).toBe('PARTIAL_FAILURE')
     expect(doc.data.failed).toHaveLength(1)
     expect(liveNames()).toEqual([])
-    expect(sim.workloads.size).toBe(3)
+    expect(ctx.sim.workloads.size).toBe(3)
   })
 
   it('--count 3 --min 2 keeps the partial fleet and says which VM failed', async () => {
@@ -244,7 +231,7 @@ describe('up, status, down', () => {
     expect(doc.data.vms).toHaveLength(2)
     expect(doc.data.failed).toHaveLength(1)
     expect(
-      sim
+      ctx.sim
         .live()
         .map((workload) => workload.uid)
         .sort(),
@@ -254,11 +241,12 @@ describe('up, status, down', () => {
   for (const variant of CONFIG_FILE_VARIANTS)
     it(`SIGINT during wait-running deletes what the run created and exits 130 (${variant.label})`, async () => {
       await setup({provisioning: 'stuck'})
-      variant.prepare(configDir)
+      variant.prepare(ctx.configDir)
       const result = await targon([...UP, '--json'], {
+        inProcess: false,
         onSpawn(child) {
           const timer = setInterval(() => {
-            if (sim.live().some((workload) => workload.status === 'provisioning')) {
+            if (ctx.sim.live().some((workload) => workload.status === 'provisioning')) {
               clearInterval(timer)
               child.kill('SIGINT')
             }
@@ -278,13 +266,13 @@ describe('up, status, down', () => {
     const vm = parseJson(second).data.vms[0]
     expect(vm).toMatchObject({adopted: true, name: 'tcli-default-worker1', uid: first.data.vms[0].uid})
     expect(vm.phases.map((phase: {status: string}) => phase.status)).toEqual(['skipped', 'skipped', 'skipped'])
-    expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(1)
   })
 
   it("down --all from an empty config dir finds and deletes this tool's VMs only", async () => {
     await setup()
     expect((await targon([...UP, '--count', '2', '--json'])).code).toBe(0)
-    sim.addWorkload({name: 'someone-elses-vm', status: 'running'})
+    ctx.sim.addWorkload({name: 'someone-elses-vm', status: 'running'})
     const fresh = tempDir('targon-fresh-')
     const down = await targon(['down', '--all', '--json'], {config: fresh})
     expect(down.code).toBe(0)
@@ -297,14 +285,14 @@ describe('up, status, down', () => {
     await setup()
     const up = parseJson(await targon([...UP, '--count', '2', '--json']))
     const [keep, drop] = up.data.vms.map((vm: {uid: string}) => vm.uid)
-    sim.inject({method: 'DELETE', path: keep, status: 403, body: JSON.stringify({error: 'forbidden', reason: 'FORBIDDEN'})})
+    ctx.sim.inject({method: 'DELETE', path: keep, status: 403, body: JSON.stringify({error: 'forbidden', reason: 'FORBIDDEN'})})
     const down = await targon(['down', '--all', '--json'])
     expect(down.code).toBe(11)
     const doc = parseJson(down)
     expect(doc.error.code).toBe('PARTIAL_FAILURE')
     expect(doc.data.survivors).toEqual([keep])
     expect(doc.data.results.find((result: {uid: string}) => result.uid === drop).action).toBe('deleted')
-    expect(sim.live().map((workload) => workload.uid)).toEqual([keep])
+    expect(ctx.sim.live().map((workload) => workload.uid)).toEqual([keep])
   })
 
   it('down --dry-run deletes nothing, and a second down finds nothing and exits 0', async () => {
@@ -312,7 +300,7 @@ describe('up, status, down', () => {
     await targon([...UP, '--json'])
     const dry = parseJson(await targon(['down', '--all', '--dry-run', '--json']))
     expect(dry.data.results[0].action).toBe('would-delete')
-    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    expect(ctx.sim.requests('DELETE', '/workloads')).toHaveLength(0)
     expect((await targon(['down', '--all'])).code).toBe(0)
     const again = await targon(['down', '--all', '--json'])
     expect(again.code).toBe(0)
@@ -326,11 +314,11 @@ describe('up, status, down', () => {
     expect(declined.output).toContain('Delete 1 VM')
     expect(declined.code).toBe(2)
     expect(declined.output).toContain('"code": "USAGE"')
-    expect(sim.billing()).toHaveLength(1)
-    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    expect(ctx.sim.billing()).toHaveLength(1)
+    expect(ctx.sim.requests('DELETE', '/workloads')).toHaveLength(0)
     const confirmed = await onTerminal(['down', '--all', '--json', '--yes'], '')
     expect(confirmed.code).toBe(0)
-    expect(sim.billing()).toEqual([])
+    expect(ctx.sim.billing()).toEqual([])
   })
 
   it('Ctrl-C at a prompt is an interrupt: exit 130, the envelope, nothing deleted or stored', async () => {
@@ -340,7 +328,7 @@ describe('up, status, down', () => {
     expect(atDelete.code).toBe(130)
     expect(atDelete.output).toContain('"code": "INTERRUPTED"')
     expect(atDelete.output).toContain('interrupted at the prompt; nothing was deleted')
-    expect(sim.billing()).toHaveLength(1)
+    expect(ctx.sim.billing()).toHaveLength(1)
     const atKey = await onTerminal(['config', 'set', 'api-key'], 'tgn_half\u0003', 'Targon API key: ')
     expect(atKey.code).toBe(130)
     expect(atKey.output).toContain('Error: interrupted at the prompt; nothing was stored')
@@ -361,8 +349,8 @@ describe('up, status, down', () => {
       expect(killed.output).toContain('"code": "INTERRUPTED"')
       expect(killed.output).toContain(`interrupted by ${signal} at the prompt; nothing was deleted`)
     }
-    expect(sim.requests('DELETE', '/workloads')).toHaveLength(0)
-    expect(sim.billing()).toHaveLength(1)
+    expect(ctx.sim.requests('DELETE', '/workloads')).toHaveLength(0)
+    expect(ctx.sim.billing()).toHaveLength(1)
     expect((await targon(['down', '--all', '--yes'])).code).toBe(0)
   })
 
@@ -381,20 +369,20 @@ describe('up, status, down', () => {
     await setup()
     await targon([...UP, '--json'])
     await targon([...UP, '--json'])
-    expect(sim.requests('POST', '/ssh-keys')).toHaveLength(1)
-    expect(sim.sshKeys.size).toBe(1)
+    expect(ctx.sim.requests('POST', '/ssh-keys')).toHaveLength(1)
+    expect(ctx.sim.sshKeys.size).toBe(1)
     // Deleted remotely: registered again on next use.
-    sim.sshKeys.clear()
+    ctx.sim.sshKeys.clear()
     expect((await targon([...UP, '--json'])).code).toBe(0)
-    expect(sim.requests('POST', '/ssh-keys')).toHaveLength(2)
+    expect(ctx.sim.requests('POST', '/ssh-keys')).toHaveLength(2)
   })
 
   it('two processes racing on a fresh org end with one registered key and two VMs', async () => {
     await setup()
-    const [a, b] = await Promise.all([targon([...UP, '--json']), targon([...UP, '--json'])])
+    const [a, b] = await Promise.all([targon([...UP, '--json'], {inProcess: false}), targon([...UP, '--json'], {inProcess: false})])
     expect([a.code, b.code]).toEqual([0, 0])
-    expect(sim.sshKeys.size).toBe(1)
-    expect(sim.live()).toHaveLength(2)
+    expect(ctx.sim.sshKeys.size).toBe(1)
+    expect(ctx.sim.live()).toHaveLength(2)
   })
 })
 
@@ -434,19 +422,20 @@ describe('the event stream', () => {
     expect(failed?.error?.hint).toContain('targon logs')
     expect(failed?.phase).toBe('wait-running')
     const rolledBack = events.filter((event) => event.type === 'rollback' && event.status === 'done')
-    expect(rolledBack.map((event) => event.vm?.uid).sort()).toEqual([...sim.workloads.keys()].sort())
+    expect(rolledBack.map((event) => event.vm?.uid).sort()).toEqual([...ctx.sim.workloads.keys()].sort())
     expect(events.at(-1)).toMatchObject({error: {code: 'PARTIAL_FAILURE'}, status: 'failed', type: 'run'})
     expect(events.at(-1)?.error?.hint).toContain('--min')
-    expect(sim.billing()).toEqual([])
+    expect(ctx.sim.billing()).toEqual([])
   })
 
   it('a second Ctrl-C exits at once, and the events file still ends with how the run ended', async () => {
     await setup({deleteLatencyMs: 3000, provisioning: 'stuck'})
     const file = join(tempDir('targon-events-'), 'up.ndjson')
     const result = await targon([...UP, '--events-file', file], {
+      inProcess: false,
       onSpawn(child) {
         const timer = setInterval(() => {
-          if (!sim.live().some((workload) => workload.status === 'provisioning')) return
+          if (!ctx.sim.live().some((workload) => workload.status === 'provisioning')) return
           clearInterval(timer)
           child.kill('SIGINT')
           // The clean-up's DELETE takes 3 s: the second Ctrl-C comes while it waits.
@@ -469,17 +458,17 @@ describe('the event stream', () => {
     const refused = await onTerminal(['down', '--all', '--events', 'ndjson'], '')
     expect(refused.code).toBe(2)
     expect(refused.output).not.toContain('[y/N]')
-    expect(sim.billing()).toHaveLength(2)
+    expect(ctx.sim.billing()).toHaveLength(2)
     const result = await targon(['down', '--all', '--events', 'ndjson', '--json'])
     expect(result.code, result.stderr).toBe(0)
     expect(parseJson(result).data.results).toHaveLength(2)
     const events = parseEvents(result.stderr)
     expectOneRunInOrder(events)
-    for (const uid of [...sim.workloads.keys()]) {
+    for (const uid of [...ctx.sim.workloads.keys()]) {
       const own = events.filter((event) => event.type === 'deletion' && event.vm?.uid === uid).map((event) => event.status)
       expect(own[0]).toBe('started')
       expect(own.at(-1)).toBe('done')
     }
-    expect(sim.billing()).toEqual([])
+    expect(ctx.sim.billing()).toEqual([])
   })
 })

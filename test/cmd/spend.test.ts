@@ -1,13 +1,10 @@
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
-
-function targon(args: string[], options: CliOptions & {config?: string} = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: options.config ?? ctx.configDir, ...options.env})})
-}
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 const HOUR = 3_600_000

@@ -7,21 +7,18 @@ import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, signalWhen, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson, signalWhen, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import {useWebhook} from '../helpers/webhook.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
 /**
  * The stated tolerance: a VM's billed time here runs from the deploy answer to the confirmed deletion, so it may
  * exceed the server's by those round trips and the confirming poll; 2 s per VM on this machine.
  */
 const TOLERANCE_S = 2
-
-function targon(args: string[], options: CliOptions & {config?: string} = {}) {
-  return runCli(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: options.config ?? ctx.configDir, ...options.env})})
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -112,10 +109,13 @@ describe('targon cost', () => {
 
   it('keeps whole lines through a SIGKILL and two concurrent runs, and counts a VM the killed run left billing', async () => {
     await ctx.setup({deployTiming: {addressMs: 4000, runningMs: 4000}})
-    const killed = await targon(UP, {onSpawn: signalWhen(() => ctx.sim.billing().length > 0, 'SIGKILL', 300)})
+    const killed = await targon(UP, {inProcess: false, onSpawn: signalWhen(() => ctx.sim.billing().length > 0, 'SIGKILL', 300)})
     expect(killed.signal).toBe('SIGKILL')
     const [orphan] = ctx.sim.billing()
-    const [a, b] = await Promise.all([targon([...UP, '--fleet', 'a']), targon([...UP, '--fleet', 'b'])])
+    const [a, b] = await Promise.all([
+      targon([...UP, '--fleet', 'a'], {inProcess: false}),
+      targon([...UP, '--fleet', 'b'], {inProcess: false}),
+    ])
     expect(a.code, a.stderr).toBe(0)
     expect(b.code, b.stderr).toBe(0)
     const lines = ledgerLines(ctx.configDir)
