@@ -291,7 +291,9 @@ export async function runDown(
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
   if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
-  const deletedListed = isBulk(selection) ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen : []
+  const deletedListed = isBulk(selection)
+    ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen
+    : []
   const base = {
     deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
     dry_run: options.dryRun,
