@@ -66,19 +66,19 @@ export default tseslint.config(
   },
   {
     // A run's settings are one value, resolved by the settings resolver from the environment it is given (see
-    // src/lib/settings/resolve.ts): nothing else reads process.env, but for what is not a setting.
+    // src/lib/adapters/settings/resolve.ts): nothing else reads process.env, but for what is not a setting.
     files: ['src/**/*.ts'],
     ignores: [
       // The settings resolver itself: the one reader of the settings' variables.
-      'src/lib/settings/resolve.ts',
+      'src/lib/adapters/settings/resolve.ts',
       // CI and TERM: whether stderr can show live progress.
       'src/lib/core/output.ts',
       // XDG_CONFIG_HOME and HOME: where systemd looks for user units.
-      'src/lib/guard/installed.ts',
+      'src/lib/workflows/guard/installed.ts',
       // The sanitised environment handed on to the ssh child.
-      'src/lib/ssh/connect-info.ts',
+      'src/lib/adapters/ssh/connect-info.ts',
       // SUDO_UID and SUDO_USER: whose HOME the config directory is in when run under sudo, for the hint only.
-      'src/lib/state/trust.ts',
+      'src/lib/adapters/state/trust.ts',
     ],
     rules: {
       'no-restricted-properties': [

@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {SplitOutput, type StepEvent, StepParser, parseMarker} from '../../src/lib/bootstrap/runner.js'
+import {SplitOutput, type StepEvent, StepParser, parseMarker} from '../../src/lib/adapters/bootstrap/runner.js'
 
 function parse(chunks: string[]): StepEvent[] {
   const events: StepEvent[] = []

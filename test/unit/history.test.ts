@@ -7,9 +7,9 @@ import {
   readHistory,
   startHistoryBudget,
   tombstoneSince,
-} from '../../src/lib/deletion/history.js'
-import {snapshot} from '../../src/lib/fleet/workloads.js'
-import {LocalState} from '../../src/lib/state/local-state.js'
+} from '../../src/lib/domain/deletion/history.js'
+import {snapshot} from '../../src/lib/domain/fleet/workloads.js'
+import {LocalState} from '../../src/lib/adapters/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
