@@ -6,7 +6,7 @@ import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from
 import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/domain/fleet/naming.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
 import {runCost} from '../lib/workflows/spend/cost-report.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
 

@@ -6,7 +6,7 @@ import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.
 import {isBulk, runDown} from '../lib/workflows/down/down.js'
 import {NOT_RUNNING} from '../lib/domain/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/domain/fleet/naming.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
 import type {KnownVm} from '../lib/domain/fleet/workloads.js'
 import {countOf, prose} from '../lib/core/output.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
@@ -15,7 +15,7 @@ import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/domain/deletion/delet
 import type {DownResult} from '../lib/workflows/down/schema.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
-import {priceAndOwners} from '../lib/adapters/sinks/notify.js'
+import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {

@@ -15,8 +15,8 @@ import {
   hostConfigEntry,
   sshArgv,
   sshChildEnvironment,
-  targetOf,
 } from '../lib/adapters/ssh/connect-info.js'
+import {targetOf} from '../lib/domain/fleet/fan-out.js'
 import {shellQuote} from '../lib/adapters/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
 import {prose} from '../lib/core/output.js'

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {DEFAULT_FLEET} from '../lib/domain/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'

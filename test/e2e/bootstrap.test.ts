@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 
-import {BOOTSTRAP_STEPS} from '../../src/lib/domain/events/schema.js'
+import {BOOTSTRAP_STEPS} from '../../src/lib/adapters/events/schema.js'
 import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'

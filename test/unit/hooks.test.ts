@@ -14,7 +14,7 @@ import {
   outputTail,
   parseHookSetting,
 } from '../../src/lib/domain/hooks/hook.js'
-import {slackText} from '../../src/lib/adapters/sinks/notify.js'
+import {slackText} from '../../src/lib/adapters/notify/notify.js'
 
 describe('outputTail', () => {
   it('keeps the last 20 lines, without trailing blank lines', () => {

@@ -12,7 +12,8 @@ import {
   WorkloadSchema,
   checkListedWorkload,
 } from '../../src/lib/adapters/targon/schemas.js'
-import {folderName, hostAlias, isOwned} from '../../src/lib/domain/fleet/naming.js'
+import {folderName, isOwned} from '../../src/lib/domain/fleet/naming.js'
+import {hostAlias} from '../../src/lib/adapters/ssh/connect-info.js'
 import {hostConfigEntry} from '../../src/lib/adapters/ssh/connect-info.js'
 
 const HOSTILE = [

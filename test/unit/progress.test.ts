@@ -5,8 +5,8 @@
 import {describe, expect, it} from 'vitest'
 
 import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/adapters/bootstrap/runner.js'
-import type {PhaseName} from '../../src/lib/domain/events/schema.js'
-import {RunEvents} from '../../src/lib/domain/events/run-events.js'
+import type {PhaseName} from '../../src/lib/adapters/events/schema.js'
+import {RunEvents} from '../../src/lib/adapters/events/run-events.js'
 import {phaseProgress} from '../../src/lib/cli/progress.js'
 import type {PipelineLayout} from '../../src/lib/workflows/up/pipeline.js'
 

@@ -1,7 +1,7 @@
 import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/cli/contract.js'
-import {CONFIG_KEYS} from '../../src/lib/workflows/config/keys.js'
+import {CONFIG_KEYS} from '../../src/lib/adapters/settings/config-keys.js'
 import {SETTINGS} from '../../src/lib/adapters/settings/table.js'
 
 describe('the --json contract', () => {

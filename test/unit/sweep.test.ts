@@ -6,7 +6,7 @@ import {describe, expect, it} from 'vitest'
 
 import {limitReached} from '../../src/lib/workflows/down/down.js'
 import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
-import {failUrl, pingSucceeds} from '../../src/lib/adapters/sinks/heartbeat.js'
+import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
 import {configDir} from '../../src/lib/adapters/settings/resolve.js'
 import {dueWarnings, extendCommand, unsent} from '../../src/lib/workflows/sweep/warnings.js'
 

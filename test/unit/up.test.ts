@@ -6,10 +6,10 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import type {RunEvent} from '../../src/lib/domain/events/schema.js'
+import type {RunEvent} from '../../src/lib/adapters/events/schema.js'
 import type {UpResult} from '../../src/lib/workflows/up/schema.js'
 import {TargonError} from '../../src/lib/core/errors.js'
-import {RunEvents} from '../../src/lib/domain/events/run-events.js'
+import {RunEvents} from '../../src/lib/adapters/events/run-events.js'
 import {DEFAULT_IMAGE} from '../../src/lib/adapters/settings/table.js'
 import type {TargonClient} from '../../src/lib/adapters/targon/client.js'
 import {type UpOptions, runUp} from '../../src/lib/workflows/up/up.js'

@@ -9,7 +9,7 @@ import * as z from 'zod'
 import {EXIT_CODES, type ErrorCode} from '../core/errors.js'
 import {CopyResultSchema} from '../workflows/copy/schema.js'
 import {DownResultSchema} from '../workflows/down/schema.js'
-import {RunEventSchema} from '../domain/events/schema.js'
+import {RunEventSchema} from '../adapters/events/schema.js'
 import {ExecResultSchema} from '../workflows/exec/schema.js'
 import {ExtendResultSchema} from '../workflows/extend/schema.js'
 import {

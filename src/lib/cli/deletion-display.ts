@@ -5,7 +5,7 @@
 import type {DeleteResult} from '../domain/deletion/schema.js'
 import {type Column, dash, renderTable} from '../core/output.js'
 import type {DeleteTarget, DeletionEvent} from '../domain/deletion/delete-workloads.js'
-import type {RunEvents} from '../domain/events/run-events.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
 import {hooksInWords} from '../domain/hooks/hook.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {

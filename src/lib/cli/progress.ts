@@ -9,7 +9,7 @@
  */
 import type {ListrTask} from 'listr2'
 
-import type {PhaseName, RunEvent} from '../domain/events/schema.js'
+import type {PhaseName, RunEvent} from '../adapters/events/schema.js'
 import type {PipelineLayout} from '../workflows/up/pipeline.js'
 import type {ProgressDisplay} from '../workflows/up/up.js'
 import {Deferred} from '../core/deferred.js'

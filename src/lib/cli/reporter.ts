@@ -6,9 +6,9 @@
 import type {Clock} from '../core/clock.js'
 import {type TargonError, isTargonError, usageError} from '../core/errors.js'
 import {printable} from '../core/output.js'
-import {fileLines, stderrLines} from '../adapters/sinks/ndjson.js'
-import {RunEvents, eventError} from '../domain/events/run-events.js'
-import {type NotifyEvent, deliver} from '../adapters/sinks/notify.js'
+import {fileLines, stderrLines} from '../adapters/events/ndjson.js'
+import {RunEvents, eventError} from '../adapters/events/run-events.js'
+import {type NotifyEvent, deliver} from '../adapters/notify/notify.js'
 import type {SettingsResolver} from '../adapters/settings/resolve.js'
 import {registerExitCallback} from './exit-hooks.js'
 

@@ -5,7 +5,7 @@
  */
 import type {Clock} from '../core/clock.js'
 import type {SettingsResolver} from '../adapters/settings/resolve.js'
-import type {RunEvents} from '../domain/events/run-events.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
 
 export interface RunContext {
   readonly settings: SettingsResolver

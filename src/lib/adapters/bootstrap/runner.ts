@@ -9,7 +9,7 @@ import {LineSplitter, textDecoder} from '../../core/lines.js'
 import {randomBytes} from 'node:crypto'
 import * as z from 'zod'
 
-import type {BootstrapStep} from '../../domain/events/schema.js'
+import type {BootstrapStep} from '../events/schema.js'
 import {TargonError} from '../../core/errors.js'
 import {poll} from '../../core/poll.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'

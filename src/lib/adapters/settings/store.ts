@@ -2,7 +2,7 @@
  * The config file (config.json in the config directory, 0600): the default profile's keys at the top level, so that a
  * file from before profiles needs no migration, the named profiles under `profiles`, and the `config use` choice.
  */
-import {mkdirSync, statSync} from 'node:fs'
+import {statSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {assertConfigDir, assertSecretFile} from '../state/trust.js'
@@ -21,20 +21,6 @@ export function checkProfileName(raw: string, source: string): string {
 
 export function configFilePath(dir: string): string {
   return join(dir, 'config.json')
-}
-
-/** Creates the config directory (0700) if needed and returns it; an existing one must be trusted (see trust.ts). */
-export function ensureConfigDir(dir: string): string {
-  try {
-    mkdirSync(dir, {mode: 0o700, recursive: true})
-  } catch (error) {
-    throw new TargonError('CONFIG', `cannot create the config directory ${dir}: ${(error as Error).message}`, {
-      hint: 'make it writable, or point TARGON_CONFIG_DIR at a writable directory',
-    })
-  }
-
-  assertConfigDir(dir)
-  return dir
 }
 
 type ConfigStore = import('conf').default<Record<string, unknown>>

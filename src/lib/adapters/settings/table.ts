@@ -6,10 +6,20 @@
  * the config file is a configuration error (exit 3) that names where it came from.
  */
 import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack-version.js'
-import {DEFAULT_FLEET, validateFleet} from '../../domain/fleet/naming.js'
 import {TargonError, usageError} from '../../core/errors.js'
 import {parseDuration, parsePrice} from '../../core/input.js'
 import {apiOrigin, secretUrl} from './urls.js'
+
+export const DEFAULT_FLEET = 'default'
+const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
+
+export function validateFleet(fleet: string): string {
+  if (!FLEET_PATTERN.test(fleet)) {
+    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. --fleet train')
+  }
+
+  return fleet
+}
 
 export const DEFAULT_IMAGE = 'ubuntu-24-04-lts-595'
 
@@ -139,7 +149,7 @@ export type SettingValue<K extends SettingKey> = ReturnType<Spec<K>['parse']>
 export type WithDefault = {[K in SettingKey]: Spec<K> extends {default: unknown} ? K : never}[SettingKey]
 
 /** Keys a user may keep in the config file (`targon config set KEY VALUE`). */
-export {CONFIG_KEYS} from '../../workflows/config/keys.js'
+export {CONFIG_KEYS} from './config-keys.js'
 export type ConfigKey = {[K in SettingKey]: Spec<K>['stored'] extends true ? K : never}[SettingKey]
 
 /**

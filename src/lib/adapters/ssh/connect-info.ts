@@ -7,8 +7,7 @@ import {readFileSync} from 'node:fs'
 
 import {TargonError, usageError} from '../../core/errors.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
-import {hostAlias} from '../../domain/fleet/naming.js'
+import {WORKLOAD_NAME_PATTERN} from '../targon/schemas.js'
 import {checkedPrivateKeyPath} from './project-key.js'
 import {LocalState} from '../state/local-state.js'
 import {checkPinDir, hostKeyAlias, pinFile, pinHostKey, readPin, writePin} from './pins.js'
@@ -31,22 +30,9 @@ export interface PinnedKey {
   new: boolean
 }
 
-export function targetOf(vm: KnownVm, configDir: string): SshTarget {
-  const host = vm.workload.state?.public_ip
-  const port = vm.workload.state?.ssh_port
-  if (vm.status !== 'running' || !host || !port) {
-    const which = vm.name ?? vm.uid
-    // A crashed or suspended VM will not come to run by itself, and it may bill meanwhile.
-    const stuck = vm.status === 'error' || vm.status === 'suspended'
-    throw new TargonError('API_ERROR', `${which} is ${vm.status}${stuck ? '' : ', with no SSH address yet'}`, {
-      hint: stuck
-        ? `it will not run again by itself and may still bill: delete it with targon down ${which}`
-        : 'wait for it to run (targon status), or run targon up --name <vm>',
-    })
-  }
-
-  const record = vm.record?.uid === vm.uid ? {key: vm.record.host_key?.key, name: vm.record.name, org: vm.record.org} : undefined
-  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, record, uid: vm.uid}
+/** An ssh_config Host line: the name when it keeps Targon's rule, else the uid. */
+export function hostAlias(vm: {name: string | null; uid: string}): string {
+  return vm.name !== null && WORKLOAD_NAME_PATTERN.test(vm.name) ? vm.name : vm.uid
 }
 
 /** What every SSH use of a config directory needs, checked before any VM is touched: a private key and pins only the user controls. */

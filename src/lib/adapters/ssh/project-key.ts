@@ -9,7 +9,7 @@ import {dirname, join} from 'node:path'
 import type {ParsedKey} from 'ssh2'
 
 import {TargonError} from '../../core/errors.js'
-import {ensureConfigDir} from '../settings/store.js'
+import {ensureConfigDir} from '../state/trust.js'
 import {assertConfigDir, assertOwnDir, assertSecretFile} from '../state/trust.js'
 
 export interface ProjectKey {

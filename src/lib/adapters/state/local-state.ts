@@ -9,7 +9,7 @@ import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
 import {TargonError} from '../../core/errors.js'
-import {ensureConfigDir} from '../settings/store.js'
+import {ensureConfigDir} from './trust.js'
 import {childPath, idOfChild} from './paths.js'
 import {assertConfigDir, readOwnFile} from './trust.js'
 

@@ -5,7 +5,7 @@
  * secrets are readable by nobody else either. Nothing here changes a mode: a failed check is refused (CONFIG,
  * exit 3) with the fix, and the user decides.
  */
-import {closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, type Stats} from 'node:fs'
+import {closeSync, constants, mkdirSync, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, type Stats} from 'node:fs'
 import {dirname, resolve} from 'node:path'
 
 import {TargonError} from '../../core/errors.js'
@@ -106,4 +106,18 @@ function lstatOrUndefined(path: string): Stats | undefined {
   } catch {
     return undefined
   }
+}
+
+/** Creates the config directory (0700) if needed and returns it; an existing one must be trusted (see trust.ts). */
+export function ensureConfigDir(dir: string): string {
+  try {
+    mkdirSync(dir, {mode: 0o700, recursive: true})
+  } catch (error) {
+    throw new TargonError('CONFIG', `cannot create the config directory ${dir}: ${(error as Error).message}`, {
+      hint: 'make it writable, or point TARGON_CONFIG_DIR at a writable directory',
+    })
+  }
+
+  assertConfigDir(dir)
+  return dir
 }

@@ -1,6 +1,8 @@
 /** The JSON contract of one deletion, as down, sweep and up's clean-up report it, and why a VM is deleted. */
 import * as z from 'zod'
 
+import {HookOutcomeSchema} from '../../adapters/events/schema.js'
+
 export const DELETE_ACTIONS = [
   'deleted',
   'woken-and-deleted',
@@ -16,21 +18,6 @@ export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
 export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down'] as const
 export type DeleteReason = (typeof DELETE_REASONS)[number]
-
-export const HookOutcomeSchema = z
-  .object({
-    status: z
-      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable'])
-      .describe('unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook'),
-    exit_code: z.number().int().nullable().describe('the exit code of the hook on the VM; null when it did not end by itself'),
-    duration_ms: z.number().int().nonnegative(),
-    output_tail: z
-      .string()
-      .describe('the last lines of its output (stdout and stderr), at most 20 lines or 4 KiB, control characters removed'),
-    detail: z.string().nullable().describe('why it did not succeed, for a person; null when it did'),
-  })
-  .describe('the pre-delete hook (up --on-delete) run on the VM before its deletion; the deletion went on whatever it did')
-export type HookOutcome = z.infer<typeof HookOutcomeSchema>
 
 export const DeleteResultSchema = z.object({
   uid: z.string(),

@@ -6,9 +6,10 @@
 import {mapBounded} from '../../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
-import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../../adapters/ssh/connect-info.js'
+import {type PinnedKey, type SshTarget, checkSshFiles, openPinned} from '../../adapters/ssh/connect-info.js'
+import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
-import {type RunEvents, vmRef} from '../events/run-events.js'
+import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type OwnerScope, scoped} from './owners.js'
@@ -125,4 +126,23 @@ export function settle<T extends object>(result: T, failedCount: number, end: Fa
 
   if (failedCount > 0) throw new TargonError(end.code, end.message, {data: result as Record<string, unknown>, hint: end.hint})
   return result
+}
+
+/** Where to reach a known VM over SSH; a VM that is not running, or has no address yet, is refused with what to do. */
+export function targetOf(vm: KnownVm, configDir: string): SshTarget {
+  const host = vm.workload.state?.public_ip
+  const port = vm.workload.state?.ssh_port
+  if (vm.status !== 'running' || !host || !port) {
+    const which = vm.name ?? vm.uid
+    // A crashed or suspended VM will not come to run by itself, and it may bill meanwhile.
+    const stuck = vm.status === 'error' || vm.status === 'suspended'
+    throw new TargonError('API_ERROR', `${which} is ${vm.status}${stuck ? '' : ', with no SSH address yet'}`, {
+      hint: stuck
+        ? `it will not run again by itself and may still bill: delete it with targon down ${which}`
+        : 'wait for it to run (targon status), or run targon up --name <vm>',
+    })
+  }
+
+  const record = vm.record?.uid === vm.uid ? {key: vm.record.host_key?.key, name: vm.record.name, org: vm.record.org} : undefined
+  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, record, uid: vm.uid}
 }

@@ -5,22 +5,13 @@
 import {randomBytes} from 'node:crypto'
 
 import {usageError} from '../../core/errors.js'
+import {validateFleet} from '../../adapters/settings/table.js'
 import {WORKLOAD_NAME_PATTERN} from '../../adapters/targon/schemas.js'
 
 export const NAME_PREFIX = 'tcli-'
-export const DEFAULT_FLEET = 'default'
 const MAX_NAME = 32
-const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
 const TARGON_NAME = WORKLOAD_NAME_PATTERN
 const OWNED_NAME = /^tcli-([a-z0-9]{1,12})-([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)$/
-
-export function validateFleet(fleet: string): string {
-  if (!FLEET_PATTERN.test(fleet)) {
-    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. --fleet train')
-  }
-
-  return fleet
-}
 
 /** A random label: 8 base36 characters. */
 export function randomLabel(): string {
@@ -59,11 +50,6 @@ export function fleetOf(name: string | null | undefined): string | undefined {
  * What a writer may call a VM. The API boundary already dropped names that break Targon's rule (schemas.ts); these
  * are the writers' own checks, so that no later path around the boundary puts an API value in a file or a config.
  */
-
-/** An ssh_config Host line: the name when it keeps Targon's rule, else the uid. */
-export function hostAlias(vm: {name: string | null; uid: string}): string {
-  return vm.name !== null && TARGON_NAME.test(vm.name) ? vm.name : vm.uid
-}
 
 /** A per-VM folder (cp --fleet): only one of this tool's names (`tcli-<fleet>-<label>`), else the uid. */
 export function folderName(vm: {name: string | null; uid: string}): string {

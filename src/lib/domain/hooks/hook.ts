@@ -8,7 +8,8 @@
  *
  * Nothing here stops a deletion: a hook that fails, times out or cannot run is reported and the VM is deleted.
  */
-import type {DeleteReason, HookOutcome} from '../deletion/schema.js'
+import type {DeleteReason} from '../deletion/schema.js'
+import type {HookOutcome} from '../../adapters/events/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {type Clock, REAL_CLOCK, stopwatch} from '../../core/clock.js'

@@ -5,19 +5,19 @@
  */
 import {type ConfigResult, configJsonKey} from './schema.js'
 import {usageError} from '../../core/errors.js'
-import {maskedNotifyUrl} from '../../adapters/sinks/notify.js'
+import {maskedNotifyUrl} from '../../adapters/notify/notify.js'
 import {type SettingsResolver, parseStored} from '../../adapters/settings/resolve.js'
 import {
   DEFAULT_PROFILE,
   checkProfileName,
   configFilePath,
   configuredProfile,
-  ensureConfigDir,
   profileNames,
   readStoredValue,
   writeStoredValue,
 } from '../../adapters/settings/store.js'
 import {CONFIG_KEYS, type ConfigKey, SETTINGS} from '../../adapters/settings/table.js'
+import {ensureConfigDir} from '../../adapters/state/trust.js'
 
 export function parseKey(key: string): ConfigKey {
   if (!(CONFIG_KEYS as readonly string[]).includes(key))

@@ -1,7 +1,7 @@
 /** The JSON contract of the targon config commands. */
 import * as z from 'zod'
 
-import {CONFIG_KEYS} from './keys.js'
+import {CONFIG_KEYS} from '../../adapters/settings/config-keys.js'
 
 export const ConfigResultSchema = z.object({
   path: z.string(),

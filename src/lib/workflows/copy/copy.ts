@@ -19,7 +19,7 @@ import {type Entry, LocalSide, RemoteSide, type Side, describeFsError} from './s
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
-import type {RunEvents} from '../../domain/events/run-events.js'
+import type {RunEvents} from '../../adapters/events/run-events.js'
 
 export const DEFAULT_COPY_PARALLEL = 8
 

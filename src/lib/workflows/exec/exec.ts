@@ -14,7 +14,7 @@ import {type Clock, REAL_CLOCK, stopwatch} from '../../core/clock.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 
-import type {RunEvents} from '../../domain/events/run-events.js'
+import type {RunEvents} from '../../adapters/events/run-events.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */

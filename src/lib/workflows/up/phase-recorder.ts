@@ -3,9 +3,9 @@
  * (relative to the run, since phases overlap), how long it took, and the remote steps of the bootstrap phases.
  */
 import type {Substep} from '../../adapters/bootstrap/runner.js'
-import type {PhaseName, RunEvent} from '../../domain/events/schema.js'
+import type {PhaseName, RunEvent} from '../../adapters/events/schema.js'
 import type {PhaseResult, StepResult} from './schema.js'
-import type {EventListener} from '../../domain/events/run-events.js'
+import type {EventListener} from '../../adapters/events/run-events.js'
 import type {PipelineLayout} from './pipeline.js'
 import type {VmTrack} from './stages.js'
 

@@ -16,8 +16,8 @@
  */
 import type {StepEvent, Substep} from '../../adapters/bootstrap/runner.js'
 import {INSTALL_STEPS, SHIM_STEPS, substepOf} from '../../adapters/bootstrap/runner.js'
-import type {PhaseName} from '../../domain/events/schema.js'
-import {eventError} from '../../domain/events/run-events.js'
+import type {PhaseName} from '../../adapters/events/schema.js'
+import {eventError} from '../../adapters/events/run-events.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, abortError} from '../../core/errors.js'
 import {pinHostKey} from '../../adapters/ssh/pins.js'

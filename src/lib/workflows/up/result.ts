@@ -1,5 +1,5 @@
 /** The JSON result of one VM of `targon up`, from its latest stage, its claim and its local record. */
-import {PHASES} from '../../domain/events/schema.js'
+import {PHASES} from '../../adapters/events/schema.js'
 import type {VmResult} from './schema.js'
 import type {RunContext} from './run-context.js'
 import type {VmTrack} from './stages.js'

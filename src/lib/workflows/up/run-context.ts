@@ -25,7 +25,7 @@ import type {CapacityWatch} from '../../domain/capacity/watch.js'
 import type {OfferUnits} from '../../domain/capacity/candidates.js'
 import type {RunDeadline} from './deadline.js'
 import type {Claim, VmTrack} from './stages.js'
-import type {RunEvents} from '../../domain/events/run-events.js'
+import type {RunEvents} from '../../adapters/events/run-events.js'
 
 export interface UpRequest {
   org: string

@@ -2,7 +2,7 @@
 import * as z from 'zod'
 
 import {DeleteResultSchema} from '../../domain/deletion/schema.js'
-import {BOOTSTRAP_STEPS, PHASES} from '../../domain/events/schema.js'
+import {BOOTSTRAP_STEPS, PHASES} from '../../adapters/events/schema.js'
 import {OfferSchema} from '../../domain/offers/schema.js'
 
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const

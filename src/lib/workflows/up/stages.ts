@@ -19,7 +19,7 @@ import type {Marker, ShimRun} from '../../adapters/bootstrap/runner.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {PhaseResult} from './schema.js'
 import type {HostKey, SshSession} from '../../adapters/ssh/session.js'
-import type {EventVm} from '../../domain/events/run-events.js'
+import type {EventVm} from '../../adapters/events/run-events.js'
 
 /**
  * The workload this run holds for a VM, and whether the run created it or adopted an existing one. The one

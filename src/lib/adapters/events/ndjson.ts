@@ -4,9 +4,9 @@
  */
 import {closeSync, openSync, rmSync, writeSync} from 'node:fs'
 
-import type {RunEvent} from '../../domain/events/schema.js'
+import type {RunEvent} from './schema.js'
 import {TargonError} from '../../core/errors.js'
-import type {EventListener} from '../../domain/events/run-events.js'
+import type {EventListener} from './run-events.js'
 
 /** Lines on stderr. */
 export function stderrLines(): EventListener {

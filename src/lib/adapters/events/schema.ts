@@ -4,11 +4,26 @@
  * both of those (and what they build on) import the events module: the vocabulary sits below whoever reports in it.
  */
 import * as z from 'zod'
-import {HookOutcomeSchema} from '../deletion/schema.js'
 
 /** The phases of up, by the names events and `up --json` use, in the order they start. */
 export const PHASES = ['register', 'deploy', 'wait-running', 'install', 'shim-start'] as const
 export type PhaseName = (typeof PHASES)[number]
+
+/** What a VM's pre-delete hook did: a deletion result and the deletion event that ends the hook both carry it. */
+export const HookOutcomeSchema = z
+  .object({
+    status: z
+      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable'])
+      .describe('unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook'),
+    exit_code: z.number().int().nullable().describe('the exit code of the hook on the VM; null when it did not end by itself'),
+    duration_ms: z.number().int().nonnegative(),
+    output_tail: z
+      .string()
+      .describe('the last lines of its output (stdout and stderr), at most 20 lines or 4 KiB, control characters removed'),
+    detail: z.string().nullable().describe('why it did not succeed, for a person; null when it did'),
+  })
+  .describe('the pre-delete hook (up --on-delete) run on the VM before its deletion; the deletion went on whatever it did')
+export type HookOutcome = z.infer<typeof HookOutcomeSchema>
 
 /**
  * The remote steps of the bootstrap, by the stable names that events and `up --json` use (the script's own ids, B0 to
