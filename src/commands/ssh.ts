@@ -21,6 +21,7 @@ import {shellQuote} from '../lib/adapters/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
 import {prose} from '../lib/core/output.js'
 import {ownerScope, scoped} from '../lib/domain/fleet/owners.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
@@ -112,6 +113,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       const state = new LocalState(dir)
       const owners = await ownerScope(this.ctx.settings, false)
       const view = await snapshot(client, org, state, owners.owner !== null)
+      recordSnapshot(state.dir, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/bootstrap/dstack-version.js'
+import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
@@ -20,6 +20,7 @@ import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/workflows/up/schema.js'
 import {type RunPlan, planUp} from '../lib/workflows/up/plan.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -324,7 +325,9 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const view = await snapshot(client, result.org, new LocalState(this.ctx.settings.dir), owner !== null)
+      const state = new LocalState(this.ctx.settings.dir)
+      const view = await snapshot(client, result.org, state, owner !== null)
+      recordSnapshot(state.dir, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)

@@ -5,7 +5,7 @@
  * A bad value given as a flag is a usage error (exit 2); a bad value in the environment or in
  * the config file is a configuration error (exit 3) that names where it came from.
  */
-import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from '../bootstrap/dstack-version.js'
+import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from './dstack-version.js'
 import {TargonError, usageError} from '../../core/errors.js'
 import {parseDuration, parsePrice} from '../../core/input.js'
 import {apiOrigin, secretUrl} from './urls.js'

@@ -14,6 +14,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type OwnerScope, scoped} from './owners.js'
 import {type KnownVm, findOneVm, snapshot} from './workloads.js'
+import {recordSnapshot} from '../ledger/ledger.js'
 
 /** How long SSH may take to answer, per VM. */
 const CONNECT_MS = 30_000
@@ -35,6 +36,7 @@ export async function selectVms(client: TargonClient, state: LocalState, selecti
   checkSshFiles(state.dir)
   const {owners} = selection
   const view = await snapshot(client, selection.org, state, owners.owner !== null)
+  recordSnapshot(state.dir, selection.org, view)
   for (const problem of view.problems) selection.warn?.(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =

@@ -13,7 +13,7 @@ import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../../adapters/state/local-state.js'
-import {recordListing} from '../ledger/ledger.js'
+import type {Listing} from '../ledger/intervals.js'
 import type {VmFacts} from '../ledger/schema.js'
 
 export interface KnownVm {
@@ -64,14 +64,16 @@ export interface FleetSnapshot {
   /** Listed items that failed the boundary's checks: they may bill, and nothing is known of them. */
   invalid: InvalidWorkload[]
   problems: string[]
+  /** What this listing tells the spend ledger; the workflows that list record it (ledger.ts, recordSnapshot). */
+  listing: Listing
 }
 
 /**
  * The org's VMs joined with local state, classified once for every reader: `error` records this machine has no delete
  * note for are told apart (tombstone or crash) by the server's history (deletion/history.ts). `readOwners`: read in
  * full the listing items that come without project_id, to know their owner (see owners.ts); runs that do not scope by
- * owner leave those owners unknown. Every listing is told to the spend ledger: it is how VMs made or deleted
- * elsewhere get their start and end.
+ * owner leave those owners unknown. It writes nothing to the spend ledger: a workflow that lists records the listing
+ * (recordSnapshot), which is how VMs made or deleted elsewhere get their start and end.
  */
 export async function snapshot(
   client: TargonClient,
@@ -142,9 +144,7 @@ export async function snapshot(
       vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
   const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
-  const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable}, clock.now())
-  if (unrecorded) problems.push(unrecorded)
-  return {invalid, localOnly, problems, vms}
+  return {invalid, listing: {listedAt, sightings, unreadable}, localOnly, problems, vms}
 }
 
 /**

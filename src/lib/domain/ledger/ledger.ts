@@ -3,6 +3,7 @@
  * confirmed (a stop), and a listing seen (the starts of VMs found billing, sightings, and the ends of VMs found gone).
  * Each returns a warning instead of failing: a ledger that cannot be written must never stop an `up` or a `down`.
  */
+import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
 import type {VmFacts} from './schema.js'
 import {LedgerStore} from './store.js'
@@ -57,6 +58,20 @@ export function recordListing(configDir: string, org: string, listing: Listing, 
     // The latest file holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.
     return store.append(linesFromListing(intervalsOf(store.readLatest().lines), listing, now), now)
   })
+}
+
+/**
+ * Records what a fleet snapshot listed (FleetSnapshot.listing); a failed write becomes one more of its problems, said
+ * like the listing's own. The snapshot itself only reads: every workflow that lists calls this after it.
+ */
+export function recordSnapshot(
+  configDir: string,
+  org: string,
+  view: {listing: Listing; problems: string[]},
+  clock: Pick<Clock, 'now'> = REAL_CLOCK,
+): void {
+  const unrecorded = recordListing(configDir, org, view.listing, clock.now())
+  if (unrecorded) view.problems.push(unrecorded)
 }
 
 function guarded(write: () => string | undefined): string | undefined {

@@ -34,6 +34,7 @@ import type {HookOutcome} from '../../adapters/events/schema.js'
 import type {DownResult} from './schema.js'
 import type {Usage} from '../../domain/idle/schema.js'
 import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -244,6 +245,7 @@ export async function runDown(
   const {selection} = options
   const clock = options.clock ?? REAL_CLOCK
   const view = await snapshot(client, org, state, {clock, readOwners: isBulk(selection) || selection.owner !== null})
+  recordSnapshot(state.dir, org, view, clock)
   for (const problem of view.problems) options.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
@@ -362,6 +364,7 @@ export async function runDown(
     options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })
+  if (final) recordSnapshot(state.dir, org, final, clock)
   const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,

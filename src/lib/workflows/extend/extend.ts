@@ -15,6 +15,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../../adapters/targon/http.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {holdIdleOnVm} from '../../domain/idle/idle.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 export interface ExtendOptions {
   org: string
@@ -35,6 +36,7 @@ export async function runExtend(client: TargonClient, state: LocalState, options
   const now = clock.now()
   // Owners are read in full when the listing leaves them out: an owner not known is refused, never taken for none.
   const view = await snapshot(client, options.org, state, {clock, readOwners: true})
+  recordSnapshot(state.dir, options.org, view, clock)
   for (const problem of view.problems) options.warn(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.

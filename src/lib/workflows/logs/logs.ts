@@ -12,6 +12,7 @@ import {poll} from '../../core/poll.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_BODY_BYTES} from '../../adapters/targon/http.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 /** How often --follow asks for the console again. */
 export const FOLLOW_INTERVAL_MS = 2000
@@ -39,6 +40,7 @@ export interface LogsOptions {
 
 export async function runLogs(client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
   const view = await snapshot(client, options.org, state, options.owners.owner !== null)
+  recordSnapshot(state.dir, options.org, view, options.clock)
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,

@@ -13,6 +13,7 @@ import {LedgerStore, monthEnd} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {reconcile} from './reconcile.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 const COST_BASIS =
   "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing; a VM still billing counts up to now; Targon reports no charges per VM"
@@ -37,6 +38,7 @@ export interface CostOptions {
 export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
   const clock = options.clock ?? REAL_CLOCK
   const view = await snapshot(client, options.org, state, {clock})
+  recordSnapshot(state.dir, options.org, view, clock)
   for (const problem of view.problems) options.warn(problem)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))

@@ -19,6 +19,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type Reading, readCredits} from './reconcile.js'
 import type {LedgerLine} from '../../domain/ledger/lines.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 /** Two readings closer than this are too close to measure a burn (credits may be debited in steps). */
 export const MEASURE_MIN_MS = 15 * 60_000
@@ -50,6 +51,7 @@ export interface CreditsOptions {
 export async function runCredits(client: TargonClient, state: LocalState, options: CreditsOptions): Promise<CreditsResult> {
   const clock = options.clock ?? REAL_CLOCK
   const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null})
+  recordSnapshot(state.dir, options.org, view, clock)
   for (const problem of view.problems) options.warn(problem)
   const store = new LedgerStore(state.dir, options.org)
   const reading = await readCredits(client, store, options.warn, clock)

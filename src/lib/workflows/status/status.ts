@@ -35,6 +35,7 @@ import type {RunContext} from '../run-context.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (targon-api.md §8.6). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -61,6 +62,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const configDir = ctx.settings.dir
   const profile = (await ctx.settings.profile()).name
   const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
+  recordSnapshot(state.dir, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
   const picked = select(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
