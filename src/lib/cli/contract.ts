@@ -19,7 +19,7 @@ import {
   GuardUninstallResultSchema,
 } from '../workflows/guard/schema.js'
 import {LogsResultSchema} from '../workflows/logs/schema.js'
-import {OffersResultSchema} from '../domain/offers/schema.js'
+import {OffersResultSchema} from '../workflows/offers/schema.js'
 import {ConfigListResultSchema, ConfigProfileResultSchema, ConfigResultSchema} from '../workflows/config/schema.js'
 import {CostResultSchema, CreditsResultSchema} from '../workflows/spend/schema.js'
 import {SshConfigResultSchema, SshResultSchema} from '../workflows/ssh/schema.js'

@@ -1,7 +1,5 @@
-/** The JSON contract of targon offers: an offer as every command shows it, and the listing. */
+/** An offer as every command shows it in its JSON (targon offers, up --plan, status). */
 import * as z from 'zod'
-
-export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 
 export const OfferSchema = z.object({
   resource: z.string().describe('SKU; the resource name given to `targon up`'),
@@ -17,16 +15,3 @@ export const OfferSchema = z.object({
   within_cap: z.boolean().nullable().describe('null without --max-price'),
 })
 export type Offer = z.infer<typeof OfferSchema>
-
-export const OffersResultSchema = z.object({
-  offers: z.array(OfferSchema),
-  filters: z.object({
-    gpu: z.string().nullable(),
-    min_gpus: z.number().nullable(),
-    max_price: z.number().nullable(),
-    include_sold_out: z.boolean(),
-    sort: z.enum(OFFER_SORTS),
-  }),
-  as_of: z.string().describe('RFC 3339 time of the inventory read'),
-})
-export type OffersResult = z.infer<typeof OffersResultSchema>
