@@ -10,10 +10,19 @@ const NOT_CLI = {
   group: ['**/cli/*', '**/cli/**'],
   message: 'only commands and src/lib/cli use the CLI adapters: pass what a workflow needs as a value or a listener',
 }
+const NOT_WORKFLOWS = {
+  group: ['**/workflows/*', '**/workflows/**'],
+  message:
+    'the domain, adapters and core stand below the workflows: move the shared piece down into src/lib/domain, or pass it in as a value or a callback',
+}
+const NOT_DOMAIN = {
+  group: ['**/domain/*', '**/domain/**'],
+  message: 'adapters stand below the domain: move what the adapter needs into the adapter (or src/lib/core), or take it as a parameter',
+}
 const ONLY_CORE = {
   // Anything outside the folder but the package's own version.
   regex: String.raw`^\.\./(?!\.\./\.\./package\.json$)`,
-  message: 'src/lib/core is the foundation: it imports nothing else of the project',
+  message: 'src/lib/core is the foundation: it imports nothing else of the project; move the piece into core or out of it',
 }
 
 // Time is read only through the clock a run is given (src/lib/core/clock.ts), so that every wait and deadline can run
@@ -66,19 +75,19 @@ export default tseslint.config(
   },
   {
     // A run's settings are one value, resolved by the settings resolver from the environment it is given (see
-    // src/lib/settings/resolve.ts): nothing else reads process.env, but for what is not a setting.
+    // src/lib/adapters/settings/resolve.ts): nothing else reads process.env, but for what is not a setting.
     files: ['src/**/*.ts'],
     ignores: [
       // The settings resolver itself: the one reader of the settings' variables.
-      'src/lib/settings/resolve.ts',
+      'src/lib/adapters/settings/resolve.ts',
       // CI and TERM: whether stderr can show live progress.
       'src/lib/core/output.ts',
       // XDG_CONFIG_HOME and HOME: where systemd looks for user units.
-      'src/lib/guard/installed.ts',
+      'src/lib/workflows/guard/installed.ts',
       // The sanitised environment handed on to the ssh child.
-      'src/lib/ssh/connect-info.ts',
+      'src/lib/adapters/ssh/connect-info.ts',
       // SUDO_UID and SUDO_USER: whose HOME the config directory is in when run under sudo, for the hint only.
-      'src/lib/state/trust.ts',
+      'src/lib/adapters/state/trust.ts',
     ],
     rules: {
       'no-restricted-properties': [
@@ -98,9 +107,11 @@ export default tseslint.config(
     files: ['src/cli.ts', 'src/commands/**/*.ts'],
     rules: {'no-restricted-imports': ['error', {paths: [UNDICI]}]},
   },
-  // Dependencies point one way: commands -> lib/cli (the oclif base, the listr2 display, prompts, signals) -> the
-  // workflows and what they use -> lib/core (errors, input parsing, output, clocks, lines, concurrency), which
-  // depends on nothing of the project. Type-only imports count too.
+  // Dependencies point one way, each layer of src/lib importing only those below it (type-only imports count too):
+  // commands -> lib/cli (the oclif base, display, prompts, the JSON contract) -> lib/workflows (one folder per command
+  // family) -> lib/domain (the fleet view, deletion, ledger, capacity, idle, hooks, offers) -> lib/adapters (Targon
+  // API, SSH, bootstrap, local state, settings, events, notify) -> lib/core, which depends on nothing of the project.
+  // scripts/cycles.mjs --folders refuses cycles between the folders of one layer.
   {
     files: ['src/lib/**/*.ts'],
     ignores: ['**/undici-subset.ts'],
@@ -109,6 +120,15 @@ export default tseslint.config(
   {
     files: ['src/lib/cli/**/*.ts'],
     rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS]}]},
+  },
+  {
+    files: ['src/lib/domain/**/*.ts'],
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS, NOT_CLI, NOT_WORKFLOWS]}]},
+  },
+  {
+    files: ['src/lib/adapters/**/*.ts'],
+    ignores: ['**/undici-subset.ts'],
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_COMMANDS, NOT_CLI, NOT_WORKFLOWS, NOT_DOMAIN]}]},
   },
   {
     files: ['src/lib/core/**/*.ts'],

@@ -2,13 +2,13 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
-import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/spend/schema.js'
+import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/workflows/spend/schema.js'
 import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/fleet/naming.js'
-import {runCost} from '../lib/spend/cost.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
+import {runCost} from '../lib/workflows/spend/cost-report.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 const DEFAULT_SINCE_MS = 7 * 86_400_000
 const BAR_WIDTH = 30

@@ -1,14 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
-import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
-import {CopyBar, size} from '../lib/copy/progress.js'
-import {parseCopySpec} from '../lib/copy/spec.js'
-import {parseVmList} from '../lib/fleet/fan-out.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {CopyResult, CopyVmResult} from '../lib/copy/schema.js'
+import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/workflows/copy/copy.js'
+import {CopyBar, size} from '../lib/workflows/copy/progress.js'
+import {parseCopySpec} from '../lib/workflows/copy/spec.js'
+import {parseVmList} from '../lib/domain/fleet/fan-out.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Cp extends BaseCommand<typeof Cp, 'cp'> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'

@@ -2,13 +2,13 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag} from '../lib/cli/flags.js'
-import type {CreditsResult} from '../lib/spend/schema.js'
+import type {CreditsResult} from '../lib/workflows/spend/schema.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usdPrecise} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {runCredits} from '../lib/spend/credits.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {runCredits} from '../lib/workflows/spend/credits.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Credits extends BaseCommand<typeof Credits, 'credits'> {
   static summary = "Show the org's credits, what burns them now, and how many hours they last."

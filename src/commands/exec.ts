@@ -2,12 +2,12 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
-import {parseVmList} from '../lib/fleet/fan-out.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {ExecResult} from '../lib/exec/schema.js'
+import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/workflows/exec/exec.js'
+import {parseVmList} from '../lib/domain/fleet/fan-out.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {ExecResult} from '../lib/workflows/exec/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Exec extends BaseCommand<typeof Exec, 'exec'> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'

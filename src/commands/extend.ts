@@ -2,12 +2,12 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {ExtendResult} from '../lib/extend/schema.js'
+import type {ExtendResult} from '../lib/workflows/extend/schema.js'
 import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
-import {runExtend} from '../lib/extend/extend.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {runExtend} from '../lib/workflows/extend/extend.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'

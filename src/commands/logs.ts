@@ -2,11 +2,11 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {LogsResult} from '../lib/logs/schema.js'
+import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/workflows/logs/logs.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {LogsResult} from '../lib/workflows/logs/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Logs extends BaseCommand<typeof Logs, 'logs'> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."

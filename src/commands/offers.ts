@@ -1,12 +1,12 @@
 import {Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
+import {connect} from '../lib/adapters/targon/connect.js'
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
+import {OFFER_SORTS, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/domain/offers/offers.js'
 import {isoNow} from '../lib/core/clock.js'
 import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
 import {usdFlag} from '../lib/cli/flags.js'
-import {OFFER_SORTS, type OffersResult} from '../lib/offers/schema.js'
+import type {OffersResult} from '../lib/workflows/offers/schema.js'
 
 export default class Offers extends BaseCommand<typeof Offers, 'offers'> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'

@@ -4,8 +4,8 @@ import * as z from 'zod'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
-import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/fleet/workloads.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/domain/fleet/workloads.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 import {
   type Forwarding,
   type SshTarget,
@@ -15,12 +15,13 @@ import {
   hostConfigEntry,
   sshArgv,
   sshChildEnvironment,
-  targetOf,
-} from '../lib/ssh/connect-info.js'
-import {shellQuote} from '../lib/ssh/session.js'
-import {SshConfigResultSchema, type SshResult} from '../lib/ssh/schema.js'
+} from '../lib/adapters/ssh/connect-info.js'
+import {targetOf} from '../lib/domain/fleet/fan-out.js'
+import {shellQuote} from '../lib/adapters/ssh/session.js'
+import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
 import {prose} from '../lib/core/output.js'
-import {ownerScope, scoped} from '../lib/fleet/owners.js'
+import {ownerScope, scoped} from '../lib/domain/fleet/owners.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
@@ -112,6 +113,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       const state = new LocalState(dir)
       const owners = await ownerScope(this.ctx.settings, false)
       const view = await snapshot(client, org, state, owners.owner !== null)
+      recordSnapshot(state.dir, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {

@@ -1,15 +1,15 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {StatusResult, StatusVm} from '../lib/status/schema.js'
-import {runStatus} from '../lib/status/status.js'
-import {coverageLine} from '../lib/guard/coverage.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {StatusResult, StatusVm} from '../lib/workflows/status/schema.js'
+import {runStatus} from '../lib/workflows/status/status.js'
+import {coverageLine} from '../lib/workflows/guard/coverage.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Status extends BaseCommand<typeof Status, 'status'> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'

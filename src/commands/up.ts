@@ -1,25 +1,26 @@
 import {Args, Flags} from '@oclif/core'
 
-import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
-import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/hooks/hook.js'
+import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js'
+import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {VmTrack} from '../lib/up/stages.js'
-import {DEFAULT_IMAGE} from '../lib/settings/table.js'
-import {guardCoverage} from '../lib/guard/coverage.js'
-import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
-import {runUp} from '../lib/up/up.js'
-import {billingOfTool, snapshot} from '../lib/fleet/workloads.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {TargonClient} from '../lib/targon/client.js'
+import type {VmTrack} from '../lib/workflows/up/stages.js'
+import {DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
+import {guardCoverage} from '../lib/workflows/guard/coverage.js'
+import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
+import {runUp} from '../lib/workflows/up/up.js'
+import {billingOfTool, snapshot} from '../lib/domain/fleet/workloads.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {TargonClient} from '../lib/adapters/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
-import {priceAndOwners} from '../lib/notify/notify.js'
-import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/up/schema.js'
-import {type RunPlan, planUp} from '../lib/up/plan.js'
+import {priceAndOwners} from '../lib/adapters/notify/notify.js'
+import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/workflows/up/schema.js'
+import {type RunPlan, planUp} from '../lib/workflows/up/plan.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -324,7 +325,9 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const view = await snapshot(client, result.org, new LocalState(this.ctx.settings.dir), owner !== null)
+      const state = new LocalState(this.ctx.settings.dir)
+      const view = await snapshot(client, result.org, state, owner !== null)
+      recordSnapshot(state.dir, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)

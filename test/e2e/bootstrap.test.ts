@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 
-import {BOOTSTRAP_STEPS} from '../../src/lib/events/schema.js'
+import {BOOTSTRAP_STEPS} from '../../src/lib/adapters/events/schema.js'
 import {parseJson, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {targonFor} from '../helpers/fixture.js'

@@ -9,7 +9,7 @@ import {readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {writePin} from '../../src/lib/ssh/pins.js'
+import {writePin} from '../../src/lib/adapters/ssh/pins.js'
 import {BIN, CONFIG_FILE_VARIANTS, type CliResult, ROOT, baseEnv, parseJson, signalWhen, tempDir} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'

@@ -3,7 +3,7 @@ import {afterAll, afterEach, beforeAll} from 'vitest'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
-import {TargonClient} from '../../src/lib/targon/client.js'
+import {TargonClient} from '../../src/lib/adapters/targon/client.js'
 import {tempDir} from './cli.js'
 
 export function simulatorEnv(sim: TargonSimulator, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {

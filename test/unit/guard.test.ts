@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {delimiter, join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {coverageLine, guardCoverage} from '../../src/lib/guard/coverage.js'
+import {coverageLine, guardCoverage} from '../../src/lib/workflows/guard/coverage.js'
 
 import {
   type GuardSpec,
@@ -16,10 +16,10 @@ import {
   everyOf,
   nextRun,
   systemdUnits,
-} from '../../src/lib/guard/guard.js'
-import {type InstalledGuard, cronGuards, withoutCronGuard} from '../../src/lib/guard/installed.js'
-import {guardProblems} from '../../src/lib/guard/problems.js'
-import type {GuardRun} from '../../src/lib/guard/schema.js'
+} from '../../src/lib/workflows/guard/guard.js'
+import {type InstalledGuard, cronGuards, withoutCronGuard} from '../../src/lib/workflows/guard/installed.js'
+import {guardProblems} from '../../src/lib/workflows/guard/problems.js'
+import type {GuardRun} from '../../src/lib/workflows/guard/schema.js'
 
 const SPEC: GuardSpec = {
   cli: '/opt/targon/bin/run.js',

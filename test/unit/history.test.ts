@@ -1,3 +1,6 @@
+import {existsSync, readdirSync} from 'node:fs'
+import {join} from 'node:path'
+
 import {describe, expect, it} from 'vitest'
 
 import {
@@ -7,9 +10,10 @@ import {
   readHistory,
   startHistoryBudget,
   tombstoneSince,
-} from '../../src/lib/deletion/history.js'
-import {snapshot} from '../../src/lib/fleet/workloads.js'
-import {LocalState} from '../../src/lib/state/local-state.js'
+} from '../../src/lib/domain/deletion/history.js'
+import {snapshot} from '../../src/lib/domain/fleet/workloads.js'
+import {recordSnapshot} from '../../src/lib/domain/ledger/ledger.js'
+import {LocalState} from '../../src/lib/adapters/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
@@ -290,5 +294,17 @@ describe('classifying error records for every reader', () => {
     expect(byUid.get(crash)).toMatchObject({billing: true, billingAssumed: false, gone: false, history: 'crashed'})
     expect(byUid.get(noted)?.history).toBeUndefined()
     expect(sim.requests('GET', `/workloads/${noted}/events`)).toHaveLength(0)
+  })
+
+  it('reads the fleet without writing the spend ledger, which recordSnapshot then writes', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-live', status: 'running'})
+    const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    expect(view.listing.sightings.map((sighting) => sighting.uid)).toHaveLength(1)
+    expect(existsSync(join(state.dir, 'ledger'))).toBe(false)
+    recordSnapshot(state.dir, ORG, view)
+    expect(readdirSync(join(state.dir, 'ledger', ORG)).filter((file) => file.endsWith('.ndjson'))).toHaveLength(1)
+    expect(view.problems).toEqual([])
   })
 })

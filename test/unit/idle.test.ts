@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {type Probe, idlePastLimit, judgeIdle as judgeIdleAt} from '../../src/lib/idle/idle.js'
+import {type Probe, idlePastLimit, judgeIdle as judgeIdleAt} from '../../src/lib/domain/idle/idle.js'
 
 const NOW = 1_800_000_000
 /** Judged at NOW by this machine's clock too. */

@@ -1,7 +1,7 @@
 /** Owner scoping in a shared org: what a scope sees, what it leaves out, and when a bulk deletion is refused. */
 import {describe, expect, it} from 'vitest'
 
-import {findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../src/lib/fleet/owners.js'
+import {findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../src/lib/domain/fleet/owners.js'
 
 const vm = (uid: string, owner: string | null, name = uid) => ({name, owner, uid})
 const vms = [

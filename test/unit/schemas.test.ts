@@ -1,8 +1,8 @@
 import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
-import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/contract.js'
-import {CONFIG_KEYS} from '../../src/lib/settings/config-keys.js'
-import {SETTINGS} from '../../src/lib/settings/table.js'
+import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/cli/contract.js'
+import {CONFIG_KEYS} from '../../src/lib/adapters/settings/config-keys.js'
+import {SETTINGS} from '../../src/lib/adapters/settings/table.js'
 
 describe('the --json contract', () => {
   it('matches the JSON Schema snapshots under schemas/ (run npm run schemas after an intended change)', () => {

@@ -3,9 +3,9 @@ import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {SettingsResolver} from '../../src/lib/settings/resolve.js'
-import type {SettingKey} from '../../src/lib/settings/table.js'
-import {assertConfigDir, assertOwnDir, assertSecretFile} from '../../src/lib/state/trust.js'
+import {SettingsResolver} from '../../src/lib/adapters/settings/resolve.js'
+import type {SettingKey} from '../../src/lib/adapters/settings/table.js'
+import {assertConfigDir, assertOwnDir, assertSecretFile} from '../../src/lib/adapters/state/trust.js'
 import {tempDir} from '../helpers/cli.js'
 
 const PERSONAL = 'tgn_personal_key_1'

@@ -4,11 +4,11 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {limitReached} from '../../src/lib/down/down.js'
-import type {KnownVm} from '../../src/lib/fleet/workloads.js'
-import {failUrl, pingSucceeds} from '../../src/lib/notify/heartbeat.js'
-import {configDir} from '../../src/lib/settings/resolve.js'
-import {dueWarnings, extendCommand, unsent} from '../../src/lib/sweep/warnings.js'
+import {limitReached} from '../../src/lib/workflows/down/down.js'
+import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
+import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
+import {configDir} from '../../src/lib/adapters/settings/resolve.js'
+import {dueWarnings, extendCommand, unsent} from '../../src/lib/workflows/sweep/warnings.js'
 
 const NOW = Date.parse('2026-12-01T12:00:00Z')
 const HOUR = 3_600_000

@@ -8,8 +8,8 @@ import {mkdirSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {isIgnored, parseIgnoreFile} from '../../src/lib/sync/ignore.js'
-import {walkLocal} from '../../src/lib/sync/walk.js'
+import {isIgnored, parseIgnoreFile} from '../../src/lib/workflows/sync/ignore.js'
+import {walkLocal} from '../../src/lib/workflows/sync/walk.js'
 import {tempDir} from '../helpers/cli.js'
 
 /** The files of every generated tree; directories follow from them. */

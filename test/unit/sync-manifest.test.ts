@@ -10,8 +10,8 @@ import {
   refusedPath,
   removal,
   serializeManifest,
-} from '../../src/lib/sync/manifest.js'
-import type {LocalFile} from '../../src/lib/sync/walk.js'
+} from '../../src/lib/workflows/sync/manifest.js'
+import type {LocalFile} from '../../src/lib/workflows/sync/walk.js'
 
 const MTIME = 1_764_000_000_123.456
 const file = (rel: string, size = 10, mtimeMs = MTIME, mode = 0o644): LocalFile => ({mode, mtimeMs, rel, size})

@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/settings/config-command.js'
-import {CONFIG_KEYS} from '../../lib/settings/table.js'
-import type {ConfigResult} from '../../lib/settings/config-schema.js'
+import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/workflows/config/config.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
   static summary = 'Print one setting of a profile (the API key masked).'

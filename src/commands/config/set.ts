@@ -1,11 +1,11 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {parseKey, setValue, targetProfile} from '../../lib/settings/config-command.js'
+import {parseKey, setValue, targetProfile} from '../../lib/workflows/config/config.js'
 import {usageError} from '../../lib/core/errors.js'
-import {DEFAULT_PROFILE} from '../../lib/settings/store.js'
-import {CONFIG_KEYS} from '../../lib/settings/table.js'
-import type {ConfigResult} from '../../lib/settings/config-schema.js'
+import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 import {prose} from '../../lib/core/output.js'
 import {readSecret} from '../../lib/cli/prompt.js'
 

@@ -1,10 +1,10 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/settings/config-command.js'
-import {DEFAULT_PROFILE} from '../../lib/settings/store.js'
-import {CONFIG_KEYS} from '../../lib/settings/table.js'
-import type {ConfigResult} from '../../lib/settings/config-schema.js'
+import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/workflows/config/config.js'
+import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'

@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile} from '../../lib/settings/config-command.js'
-import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configFilePath, profileNames} from '../../lib/settings/store.js'
-import type {ConfigProfileResult} from '../../lib/settings/config-schema.js'
+import {existingProfile} from '../../lib/workflows/config/config.js'
+import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configFilePath, profileNames} from '../../lib/adapters/settings/store.js'
+import type {ConfigProfileResult} from '../../lib/workflows/config/schema.js'
 import {prose} from '../../lib/core/output.js'
 
 export default class ConfigUse extends BaseCommand<typeof ConfigUse, 'config use'> {

@@ -1,13 +1,13 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
 import {usageError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
-import {checkEvery, cronLines, systemdUnits} from '../../lib/guard/guard.js'
-import {unitUser, writeUnits} from '../../lib/guard/installed.js'
-import {checkSelection, localSpec} from '../../lib/guard/spec.js'
+import {checkEvery, cronLines, systemdUnits} from '../../lib/workflows/guard/guard.js'
+import {unitUser, writeUnits} from '../../lib/workflows/guard/installed.js'
+import {checkSelection, localSpec} from '../../lib/workflows/guard/spec.js'
 
 export default class GuardPrint extends BaseCommand<typeof GuardPrint, 'guard print'> {
   static summary = 'Print the crontab lines or systemd units that guard install would write, without installing them.'

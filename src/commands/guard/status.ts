@@ -1,12 +1,12 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
 import {formatDuration} from '../../lib/core/input.js'
 import {prose} from '../../lib/core/output.js'
-import {entryOf, installedGuards} from '../../lib/guard/entries.js'
-import {logFile, nextRun} from '../../lib/guard/guard.js'
-import {sameGuard} from '../../lib/guard/installed.js'
-import {guardProblems} from '../../lib/guard/problems.js'
-import {readInstalledAt, readRuns} from '../../lib/guard/runs.js'
+import {entryOf, installedGuards} from '../../lib/workflows/guard/entries.js'
+import {logFile, nextRun} from '../../lib/workflows/guard/guard.js'
+import {sameGuard} from '../../lib/workflows/guard/installed.js'
+import {guardProblems} from '../../lib/workflows/guard/problems.js'
+import {readInstalledAt, readRuns} from '../../lib/workflows/guard/runs.js'
 
 /** Runs shown. */
 const SHOWN_RUNS = 5

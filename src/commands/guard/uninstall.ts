@@ -1,7 +1,7 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
-import {entryOf} from '../../lib/guard/entries.js'
-import {removeGuard} from '../../lib/guard/remove.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
+import {entryOf} from '../../lib/workflows/guard/entries.js'
+import {removeGuard} from '../../lib/workflows/guard/remove.js'
 
 export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, 'guard uninstall'> {
   static summary = 'Remove the guard of this config directory and profile: exactly what guard install wrote.'

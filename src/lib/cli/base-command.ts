@@ -4,20 +4,20 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
-import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from '../contract.js'
-import {resolveOrg} from '../settings/org.js'
-import {processSettings} from '../settings/resolve.js'
-import type {NotifyEvent} from '../notify/notify.js'
-import type {TargonClient} from '../targon/client.js'
-import {connect} from '../targon/connect.js'
+import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from './contract.js'
+import {resolveOrg} from '../adapters/targon/org.js'
+import {processSettings} from '../adapters/settings/resolve.js'
+import type {NotifyEvent} from '../adapters/notify/notify.js'
+import type {TargonClient} from '../adapters/targon/client.js'
+import {connect} from '../adapters/targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
 import {type NotifyFacts, RunReporter} from './reporter.js'
 import {TargonError, asTargonError, isTargonError} from '../core/errors.js'
 import {REAL_CLOCK} from '../core/clock.js'
-import type {RunContext} from '../events/run-context.js'
-import type {RunEvents} from '../events/run-events.js'
+import type {RunContext} from '../workflows/run-context.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
 import {printable} from '../core/output.js'
-import {startHistoryBudget} from '../deletion/history.js'
+import {startHistoryBudget} from '../domain/deletion/history.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {

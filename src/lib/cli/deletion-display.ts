@@ -2,11 +2,11 @@
  * What a deleting command (down, sweep) shows of its deletions as they happen: each one's events, a line per result
  * on stderr, and, for a forced exit (a second Ctrl-C), which of the selected VMs may still bill.
  */
-import type {DeleteResult} from '../deletion/schema.js'
+import type {DeleteResult} from '../domain/deletion/schema.js'
 import {type Column, dash, renderTable} from '../core/output.js'
-import type {DeleteTarget, DeletionEvent} from '../deletion/delete-workloads.js'
-import type {RunEvents} from '../events/run-events.js'
-import {hooksInWords} from '../hooks/hook.js'
+import type {DeleteTarget, DeletionEvent} from '../domain/deletion/delete-workloads.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
+import {hooksInWords} from '../domain/hooks/hook.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {
   const settled = new Set<string>()

@@ -6,10 +6,10 @@
 import type {Clock} from '../core/clock.js'
 import {type TargonError, isTargonError, usageError} from '../core/errors.js'
 import {printable} from '../core/output.js'
-import {fileLines, stderrLines} from '../events/ndjson.js'
-import {RunEvents, eventError} from '../events/run-events.js'
-import {type NotifyEvent, deliver} from '../notify/notify.js'
-import type {SettingsResolver} from '../settings/resolve.js'
+import {fileLines, stderrLines} from '../adapters/events/ndjson.js'
+import {RunEvents, eventError} from '../adapters/events/run-events.js'
+import {type NotifyEvent, deliver} from '../adapters/notify/notify.js'
+import type {SettingsResolver} from '../adapters/settings/resolve.js'
 import {registerExitCallback} from './exit-hooks.js'
 
 /** The facts of one notification that the command knows. */
