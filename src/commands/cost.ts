@@ -72,6 +72,7 @@ over the same interval.`)
         retentionDays,
         clock: this.ctx.clock,
         to: this.flags.to ?? null,
+        historyBudget: this.ctx.historyBudget,
         warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)

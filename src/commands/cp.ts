@@ -64,6 +64,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
             clock: this.ctx.clock,
             configDir: this.ctx.settings.dir,
             fleet,
+            historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
             info: (message) => {
               bar?.clear()

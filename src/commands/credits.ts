@@ -48,6 +48,7 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,
+        historyBudget: this.ctx.historyBudget,
         warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)

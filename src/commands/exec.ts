@@ -63,6 +63,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
             command,
             configDir: this.ctx.settings.dir,
             fleet,
+            historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
             info: (message) => this.info(message),
             events: this.ctx.events,

@@ -72,6 +72,7 @@ Prints the new deadlines.`)
           owners,
           targets: this.positionals,
           ttl: !flags['idle-only'],
+          historyBudget: this.ctx.historyBudget,
           warn: this.ctx.warn,
         },
         this.ctx.clock,

@@ -56,6 +56,7 @@ also one that is crashed or still provisioning.`)
             signal,
             tail: this.flags.tail,
             target,
+            historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
           })
           if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)

@@ -255,6 +255,7 @@ existing VM instead of creating a second one.`)
             ...wanted,
             configDir: this.ctx.settings.dir,
             events: this.ctx.events,
+            historyBudget: this.ctx.historyBudget,
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             signal,
@@ -324,7 +325,10 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const view = await snapshot(client, result.org, new LocalState(this.ctx.settings.dir), owner !== null)
+      const view = await snapshot(client, result.org, new LocalState(this.ctx.settings.dir), {
+        historyBudget: this.ctx.historyBudget,
+        readOwners: owner !== null,
+      })
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)

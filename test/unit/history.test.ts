@@ -1,13 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {
-  HISTORY_LIMITS,
-  RUN_BUDGET,
-  classifyByHistory,
-  readHistory,
-  startHistoryBudget,
-  tombstoneSince,
-} from '../../src/lib/deletion/history.js'
+import {HISTORY_LIMITS, classifyByHistory, newHistoryBudget, readHistory, tombstoneSince} from '../../src/lib/deletion/history.js'
 import {snapshot} from '../../src/lib/fleet/workloads.js'
 import {LocalState} from '../../src/lib/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
@@ -192,10 +185,8 @@ describe('classifying error records for every reader', () => {
     expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
     expect(historyReads(sim)).toBe(2)
 
-    // A run's default ration, spent, comes back whole when the next run starts.
-    RUN_BUDGET.left = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
+    // Each run starts with the whole ration, whatever an earlier run spent.
+    expect(newHistoryBudget()).toEqual({left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs})
   })
 
   it('spends at most the run time on history reads: a hanging endpoint is abandoned, and a spent run asks nothing', async () => {
@@ -211,9 +202,6 @@ describe('classifying error records for every reader', () => {
     const again = await classifyByHistory(client, state, ORG, [tombstone(sim)], {budget, clock: fakeClock()})
     expect([...again.values()]).toMatchObject([{kind: 'unknown', why: expect.stringMatching(/time for history reads is spent/)}])
     expect(historyReads(sim)).toBe(asked)
-    RUN_BUDGET.msLeft = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.msLeft).toBe(HISTORY_LIMITS.runMs)
   })
 
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {

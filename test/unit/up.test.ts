@@ -9,6 +9,7 @@ import {describe, expect, it} from 'vitest'
 import type {RunEvent} from '../../src/lib/events/schema.js'
 import type {UpResult} from '../../src/lib/up/schema.js'
 import {TargonError} from '../../src/lib/core/errors.js'
+import {newHistoryBudget} from '../../src/lib/deletion/history.js'
 import {RunEvents} from '../../src/lib/events/run-events.js'
 import {DEFAULT_IMAGE} from '../../src/lib/settings/table.js'
 import type {TargonClient} from '../../src/lib/targon/client.js'
@@ -43,6 +44,7 @@ async function up(options: Partial<UpOptions> = {}, listen?: (event: RunEvent) =
     bootstrap: null,
     capacity: null,
     clock,
+    historyBudget: newHistoryBudget(),
     configDir: tempDir('targon-unit-up-'),
     count: 1,
     events,

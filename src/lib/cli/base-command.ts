@@ -17,7 +17,7 @@ import {REAL_CLOCK} from '../core/clock.js'
 import type {RunContext} from '../events/run-context.js'
 import type {RunEvents} from '../events/run-events.js'
 import {printable} from '../core/output.js'
-import {startHistoryBudget} from '../deletion/history.js'
+import {newHistoryBudget} from '../deletion/history.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {
@@ -85,13 +85,12 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
-    // Each run has its own ration of history reads, also when several run in one process (tests, embedding).
-    startHistoryBudget()
     const warn = (message: string) => this.addWarning(message)
     this.reporter = new RunReporter(this.commandName(), REAL_CLOCK, warn)
     this.ctx = {
       clock: REAL_CLOCK,
       events: this.reporter.events,
+      historyBudget: newHistoryBudget(),
       settings: processSettings(this.flags.profile),
       signal: this.interrupted.signal,
       warn,

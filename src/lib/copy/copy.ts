@@ -47,6 +47,7 @@ export async function runCopy(client: TargonClient, state: LocalState, options: 
   const targets = spec.vm === null ? options.targets : [spec.vm]
   const vms = await selectVms(client, state, {
     fleet: options.fleet,
+    historyBudget: options.historyBudget,
     org: options.org,
     owners: options.owners,
     targets,

@@ -8,6 +8,7 @@ import type {TargonClient} from '../targon/client.js'
 import {workloadStatus} from '../targon/schemas.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import {budgetLeft, estimatedCost} from '../fleet/cost.js'
 import {
   type FleetSnapshot,
@@ -68,6 +69,8 @@ export interface DownOptions {
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
@@ -242,7 +245,11 @@ export async function runDown(
 ): Promise<DownResult> {
   const {selection} = options
   const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, org, state, {clock, readOwners: isBulk(selection) || selection.owner !== null})
+  const view = await snapshot(client, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: isBulk(selection) || selection.owner !== null,
+  })
   for (const problem of view.problems) options.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
@@ -357,7 +364,11 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const final = await snapshot(cleanupClient, org, state, {clock, readOwners: selection.owner !== null}).catch((error: unknown) => {
+  const final = await snapshot(cleanupClient, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: selection.owner !== null,
+  }).catch((error: unknown) => {
     options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })

@@ -1,9 +1,10 @@
 /**
  * What one run of a command carries to its workflow, resolved once by the command's base: its settings (bound to the
  * run's environment, --profile and config directory), its clock, the stream of its events, where a warning goes, and
- * the signal a first interrupt aborts. Workflows take this value instead of reaching for process-wide state.
+ * the signal a first interrupt aborts, and its ration of workload-history reads. Workflows take this value instead of reaching for process-wide state.
  */
 import type {Clock} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import type {SettingsResolver} from '../settings/resolve.js'
 import type {RunEvents} from './run-events.js'
 
@@ -15,4 +16,6 @@ export interface RunContext {
   readonly warn: (message: string) => void
   /** Aborted by the first interrupt of a run that guards its interrupts; never aborted otherwise. */
   readonly signal: AbortSignal
+  /** The history reads left to this run, spent by every listing it makes (deletion/history.ts). */
+  readonly historyBudget: HistoryBudget
 }

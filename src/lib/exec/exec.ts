@@ -3,6 +3,7 @@
  * connection per VM with its pinned host key. Output comes back line by line, each whole line at once, so lines
  * of different VMs never interleave.
  */
+import type {HistoryBudget} from '../deletion/history.js'
 import {LineSplitter} from '../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
 import {announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
@@ -28,6 +29,8 @@ export interface ExecOptions {
   fleet: string
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
   command: string
   parallel: number
   configDir: string

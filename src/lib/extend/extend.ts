@@ -15,8 +15,11 @@ import type {TargonClient} from '../targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../targon/http.js'
 import {mapBounded} from '../core/concurrency.js'
 import {holdIdleOnVm} from '../idle/idle.js'
+import type {HistoryBudget} from '../deletion/history.js'
 
 export interface ExtendOptions {
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
   org: string
   targets: string[]
   byMs: number | null
@@ -34,7 +37,7 @@ export interface ExtendOptions {
 export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, clock: Clock): Promise<ExtendResult> {
   const now = clock.now()
   // Owners are read in full when the listing leaves them out: an owner not known is refused, never taken for none.
-  const view = await snapshot(client, options.org, state, {clock, readOwners: true})
+  const view = await snapshot(client, options.org, state, {clock, historyBudget: options.historyBudget, readOwners: true})
   for (const problem of view.problems) options.warn(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.

@@ -6,6 +6,7 @@
 import {mapBounded} from '../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../core/errors.js'
 import type {Clock} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import {type RunEvents, vmRef} from '../events/run-events.js'
@@ -26,6 +27,8 @@ export interface VmSelection {
   targets: string[]
   /** What the listing's checks found (a name refused at the API boundary, say): said, never fatal. */
   warn?: (message: string) => void
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
 }
 
 /** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
@@ -33,7 +36,7 @@ export async function selectVms(client: TargonClient, state: LocalState, selecti
   // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
   checkSshFiles(state.dir)
   const {owners} = selection
-  const view = await snapshot(client, selection.org, state, owners.owner !== null)
+  const view = await snapshot(client, selection.org, state, {historyBudget: selection.historyBudget, readOwners: owners.owner !== null})
   for (const problem of view.problems) selection.warn?.(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =

@@ -8,6 +8,7 @@ import {findOneVm, snapshot} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import {TargonError, abortError} from '../core/errors.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import {poll} from '../core/poll.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -35,10 +36,12 @@ export interface LogsOptions {
   onLines?: (lines: string[]) => void
   warn?: (message: string) => void
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
 }
 
 export async function runLogs(client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
+  const view = await snapshot(client, options.org, state, {historyBudget: options.historyBudget, readOwners: options.owners.owner !== null})
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,

@@ -5,6 +5,7 @@
  * excluded, never in the totals and never dropped.
  */
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
@@ -32,11 +33,13 @@ export interface CostOptions {
   retentionDays: number
   warn: (message: string) => void
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
 }
 
 export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
   const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, options.org, state, {clock})
+  const view = await snapshot(client, options.org, state, {clock, historyBudget: options.historyBudget})
   for (const problem of view.problems) options.warn(problem)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))

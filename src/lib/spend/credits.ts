@@ -9,6 +9,7 @@
  * to bill (credits debited in batches, or never, fall slower than that and prove nothing).
  */
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import type {CreditsResult} from './schema.js'
 import {roundUsd} from '../fleet/cost.js'
 import {type OwnerScope} from '../fleet/owners.js'
@@ -45,11 +46,17 @@ export interface CreditsOptions {
   minRunwayMs: number | null
   warn: (message: string) => void
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
 }
 
 export async function runCredits(client: TargonClient, state: LocalState, options: CreditsOptions): Promise<CreditsResult> {
   const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null})
+  const view = await snapshot(client, options.org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: options.owners.owner !== null,
+  })
   for (const problem of view.problems) options.warn(problem)
   const store = new LedgerStore(state.dir, options.org)
   const reading = await readCredits(client, store, options.warn, clock)

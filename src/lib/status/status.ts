@@ -60,7 +60,11 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const {clock, warn} = ctx
   const configDir = ctx.settings.dir
   const profile = (await ctx.settings.profile()).name
-  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
+  const view = await snapshot(client, options.org, state, {
+    clock,
+    historyBudget: ctx.historyBudget,
+    readOwners: options.owners.owner !== null || options.owners.anyOwner,
+  })
   for (const problem of view.problems) warn(problem)
   const picked = select(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves
@@ -202,12 +206,7 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(
-  vms: KnownVm[],
-  configDir: string,
-  markers: Map<string, boolean>,
-  clock: Clock,
-): Promise<Map<string, Usage>> {
+async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, boolean>, clock: Clock): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {

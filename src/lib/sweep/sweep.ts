@@ -19,7 +19,17 @@ import type {TargonClient} from '../targon/client.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  'clock' | 'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs' | 'stop' | 'warn'
+  | 'clock'
+  | 'configDir'
+  | 'historyBudget'
+  | 'labelFleet'
+  | 'onEvent'
+  | 'onResult'
+  | 'onTargets'
+  | 'parallel'
+  | 'reconcileMs'
+  | 'stop'
+  | 'warn'
 > {
   org: string
   dryRun: boolean
@@ -145,6 +155,7 @@ export async function runSweep(
   // An interrupted sweep reads nothing more: its signal said stop.
   if (options.minRunwayMs !== null && !options.stop.aborted) {
     const credits = await runCredits(client, state, {
+      historyBudget: options.historyBudget,
       minRunwayMs: options.minRunwayMs,
       org: options.org,
       owners: options.owners,
@@ -189,7 +200,7 @@ function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'ow
 export async function checkSweepSelection(
   client: TargonClient,
   state: LocalState,
-  options: Pick<SweepOptions, 'configDir' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
+  options: Pick<SweepOptions, 'configDir' | 'historyBudget' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
 ): Promise<void> {
   await runDown(client, client, options.org, state, {
     ...options,

@@ -12,7 +12,7 @@ import type {Leftover, OnFailure} from './schema.js'
 import {deleteWorkloads} from '../deletion/delete-workloads.js'
 import {forgetVm} from '../deletion/forget.js'
 import {judge} from '../deletion/lifecycle.js'
-import {type HistoryAnswer, classifyByHistory} from '../deletion/history.js'
+import {type HistoryAnswer, type HistoryBudget, classifyByHistory} from '../deletion/history.js'
 import type {Clock} from '../core/clock.js'
 import {TargonError} from '../core/errors.js'
 import {withinCap} from '../offers/offers.js'
@@ -76,6 +76,8 @@ export interface RunContext {
   deadline: RunDeadline
   /** The time the run reads (the deadline's). */
   clock: Clock
+  /** The history reads left to the run (deletion/history.ts). */
+  historyBudget: HistoryBudget
   /** With --wait: where VMs wait for capacity; null without. */
   capacity: CapacityWatch | null
   warn: (message: string) => void
@@ -154,7 +156,7 @@ export async function findByName(
               ctx.state,
               ctx.request.org,
               unexplained.map((workload) => workload.uid),
-              {clock: ctx.clock},
+              {budget: ctx.historyBudget, clock: ctx.clock},
             )
           : new Map<string, HistoryAnswer>()
       const live = named.filter((workload) => history.get(workload.uid)?.kind !== 'deleted')

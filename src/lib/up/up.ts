@@ -19,6 +19,7 @@ import {vmResult} from './result.js'
 import type {RunContext} from './run-context.js'
 import {RunDeadline} from './deadline.js'
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
+import type {HistoryBudget} from '../deletion/history.js'
 import {VmTrack} from './stages.js'
 import {phaseRecorder} from './phase-recorder.js'
 import {type PipelineLayout, pipelineLayout, provisionAll} from './pipeline.js'
@@ -80,6 +81,8 @@ export interface UpOptions {
   track: (tracks: VmTrack[]) => void
   /** The time the run's deadline, reconciling and back-offs read; the real one unless a test fakes it. */
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget), spent by the look-ups by name. */
+  historyBudget: HistoryBudget
   /** A VM that waited for capacity (--wait) found it. */
   onCapacityFound?: () => void
   /** Where the run says what it does: each phase, step and roll-back of each VM. */
@@ -245,6 +248,7 @@ async function prepare(
     clock: deadline.clock,
     deadline,
     events: options.events,
+    historyBudget: options.historyBudget,
     leftovers: [],
     request,
     signal,
