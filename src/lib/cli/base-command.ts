@@ -17,6 +17,7 @@ import {REAL_CLOCK} from '../core/clock.js'
 import type {RunContext} from '../events/run-context.js'
 import type {RunEvents} from '../events/run-events.js'
 import {printable} from '../core/output.js'
+import {OwnedByAnother, sudoHint} from '../state/trust.js'
 import {newHistoryBudget} from '../deletion/history.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
@@ -111,7 +112,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /** The run's last event: how it ended. */
   public async finally(error: Error | undefined): Promise<void> {
     if (error instanceof Errors.ExitError) return super.finally(error)
-    this.reporter.finish(error ? toTargonError(error) : undefined)
+    this.reporter.finish(error ? this.runError(error) : undefined)
     return super.finally(error)
   }
 
@@ -196,6 +197,13 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     return this.verbose() ? (line) => process.stderr.write(`[http] ${printable(line)}\n`) : undefined
   }
 
+  /** What the run failed with, in the CLI's taxonomy, with what only the run's settings can add to its hint. */
+  private runError(error: unknown): TargonError {
+    const err = toTargonError(error)
+    const sudoUser = err.cause instanceof OwnedByAnother ? this.ctx?.settings.sudoUser(err.cause.ownerUid) : undefined
+    return sudoUser === undefined ? err : err.with({hint: sudoHint(sudoUser)})
+  }
+
   /** "config set", not oclif's internal "config:set". */
   private commandName(): string {
     return (this.id ?? '').replaceAll(':', ' ')
@@ -240,7 +248,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
 
   public async catch(error: Error & {oclif?: {exit?: number}}): Promise<void> {
     if (error instanceof Errors.ExitError) throw error
-    const err = toTargonError(error)
+    const err = this.runError(error)
     process.exitCode = err.exitCode
     if (this.jsonEnabled()) {
       this.logJson(this.toErrorJson(err))
