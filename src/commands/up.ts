@@ -250,14 +250,12 @@ existing VM instead of creating a second one.`)
     return this.withApi(
       async (client, signal) => {
         try {
+          const {resolveOrg, ...asked} = wanted
           const result = await runUp(client, {
-            clock: this.ctx.clock,
-            ...wanted,
-            configDir: this.ctx.settings.dir,
-            events: this.ctx.events,
-            historyBudget: this.ctx.historyBudget,
+            ask: {...asked, configDir: this.ctx.settings.dir, reconcileMs: await this.ctx.settings.get('reconcile-window')},
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            resolveOrg,
+            run: this.ctx,
             signal,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
@@ -268,7 +266,6 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            warn: this.ctx.warn,
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
           for (const failure of result.failed)
