@@ -19,3 +19,6 @@ export interface RunContext {
   /** The history reads left to this run, spent by every listing it makes (deletion/history.ts). */
   readonly historyBudget: HistoryBudget
 }
+
+/** What a workflow that lists the fleet reads of its run: the time, where warnings go, and the history reads left. */
+export type ListingRun = Pick<RunContext, 'clock' | 'historyBudget' | 'warn'>

@@ -4,8 +4,7 @@
  * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
  * excluded, never in the totals and never dropped.
  */
-import {type Clock, REAL_CLOCK} from '../core/clock.js'
-import type {HistoryBudget} from '../deletion/history.js'
+import type {ListingRun} from '../events/run-context.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../fleet/cost.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../fleet/workloads.js'
@@ -31,27 +30,23 @@ export interface CostOptions {
   reconcile: boolean
   /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
   retentionDays: number
-  warn: (message: string) => void
-  clock?: Clock
-  /** The run's history reads (RunContext.historyBudget). */
-  historyBudget: HistoryBudget
 }
 
-export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
-  const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, options.org, state, {clock, historyBudget: options.historyBudget})
-  for (const problem of view.problems) options.warn(problem)
+export async function runCost(run: ListingRun, client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
+  const {clock} = run
+  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
+  for (const problem of view.problems) run.warn(problem)
   // Nothing of them can enter the ledger: say so, since they may bill.
-  if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))
+  if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const now = clock.now()
   const to = options.to === null ? now : Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
-  if (pruned.problem) options.warn(`the ledger was not pruned: ${pruned.problem}`)
+  if (pruned.problem) run.warn(`the ledger was not pruned: ${pruned.problem}`)
   if (pruned.deleted.length > 0)
-    options.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
+    run.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
   const read = store.read(options.from)
-  for (const problem of read.problems) options.warn(problem)
+  for (const problem of read.problems) run.warn(problem)
   const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
   const vms: CostVm[] = []
@@ -104,7 +99,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
           read.lines,
           intervals,
           {endsNow: options.to === null || options.to >= now, excluded: new Set(excluded.map((vm) => vm.uid)), from: options.from, to},
-          options.warn,
+          run.warn,
           clock,
         )
       : null,

@@ -154,12 +154,10 @@ export async function runSweep(
 
   // An interrupted sweep reads nothing more: its signal said stop.
   if (options.minRunwayMs !== null && !options.stop.aborted) {
-    const credits = await runCredits(client, state, {
-      historyBudget: options.historyBudget,
+    const credits = await runCredits({clock, historyBudget: options.historyBudget, warn: options.warn}, client, state, {
       minRunwayMs: options.minRunwayMs,
       org: options.org,
       owners: options.owners,
-      warn: options.warn,
     }).catch((error: unknown) => {
       throw isTargonError(error) ? error.with({data: swept}) : error
     })
