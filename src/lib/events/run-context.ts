@@ -22,3 +22,6 @@ export interface RunContext {
 
 /** What a workflow that lists the fleet reads of its run: the time, where warnings go, and the history reads left. */
 export type ListingRun = Pick<RunContext, 'clock' | 'historyBudget' | 'warn'>
+
+/** What a workflow over many VMs (exec, cp) reads of its run: a listing's, and the events that announce each VM. */
+export type FanOutRun = Pick<RunContext, 'clock' | 'events' | 'historyBudget' | 'warn'>

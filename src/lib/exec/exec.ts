@@ -3,7 +3,7 @@
  * connection per VM with its pinned host key. Output comes back line by line, each whole line at once, so lines
  * of different VMs never interleave.
  */
-import type {HistoryBudget} from '../deletion/history.js'
+import type {FanOutRun} from '../events/run-context.js'
 import {LineSplitter} from '../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
 import {announced, fanOut, openVm, selectVms, settle} from '../fleet/fan-out.js'
@@ -11,11 +11,9 @@ import type {KnownVm} from '../fleet/workloads.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {PinnedKey} from '../ssh/connect-info.js'
 import {asTargonError} from '../core/errors.js'
-import {type Clock, REAL_CLOCK, stopwatch} from '../core/clock.js'
+import {type Clock, stopwatch} from '../core/clock.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
-
-import type {RunEvents} from '../events/run-events.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
@@ -29,29 +27,23 @@ export interface ExecOptions {
   fleet: string
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
-  /** The run's history reads (RunContext.historyBudget). */
-  historyBudget: HistoryBudget
   command: string
   parallel: number
   configDir: string
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void
-  /** What the listing's checks found (see VmSelection). */
-  warn?: (message: string) => void
-  /** Where each VM's command is announced (started, then done or failed). */
-  events?: RunEvents
-  clock?: Clock
 }
 
-export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
-  const vms = await selectVms(client, state, options)
+/** Each VM's command is announced on the run's events (started, then done or failed). */
+export async function runExec(run: FanOutRun, client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
+  const vms = await selectVms(run, client, state, options)
   const results = await fanOut(vms, options.parallel, (vm) =>
     announced(
-      options.events,
+      run.events,
       'exec',
       vm,
-      () => runOne(vm, options),
+      () => runOne(vm, options, run.clock),
       (result) => ({
         detail: result.exit_code === null ? result.error : `exit code ${result.exit_code}`,
         durationMs: result.duration_ms,
@@ -70,9 +62,9 @@ export async function runExec(client: TargonClient, state: LocalState, options: 
   })
 }
 
-async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
+async function runOne(vm: KnownVm, options: ExecOptions, clock: Clock): Promise<ExecVmResult> {
   const name = vm.name ?? vm.uid
-  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
+  const elapsed = stopwatch(clock)
   const tail: string[] = []
   const emit = (stream: 'stderr' | 'stdout', line: string) => {
     tail.push(line.length > TAIL_LINE_CHARS ? `${line.slice(0, TAIL_LINE_CHARS)}…` : line)
@@ -84,7 +76,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
   const stderr = new LineSplitter((line) => emit('stderr', line))
   let hostKey: PinnedKey | null = null
   try {
-    const opened = await openVm(vm, options)
+    const opened = await openVm(vm, {...options, clock})
     const {session} = opened
     hostKey = opened.hostKey
     try {

@@ -6,7 +6,7 @@
 import {mapBounded} from '../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../core/errors.js'
 import type {Clock} from '../core/clock.js'
-import type {HistoryBudget} from '../deletion/history.js'
+import type {ListingRun} from '../events/run-context.js'
 import {type PinnedKey, checkSshFiles, openPinned, targetOf} from '../ssh/connect-info.js'
 import type {SshSession} from '../ssh/session.js'
 import {type RunEvents, vmRef} from '../events/run-events.js'
@@ -25,19 +25,22 @@ export interface VmSelection {
   owners: OwnerScope
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
-  /** What the listing's checks found (a name refused at the API boundary, say): said, never fatal. */
-  warn?: (message: string) => void
-  /** The run's history reads (RunContext.historyBudget). */
-  historyBudget: HistoryBudget
 }
 
-/** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
-export async function selectVms(client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
+/**
+ * The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one
+ * running. What the listing's checks found (a name refused at the API boundary, say) is a warning of the run, never fatal.
+ */
+export async function selectVms(run: ListingRun, client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
   // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
   checkSshFiles(state.dir)
   const {owners} = selection
-  const view = await snapshot(client, selection.org, state, {historyBudget: selection.historyBudget, readOwners: owners.owner !== null})
-  for (const problem of view.problems) selection.warn?.(problem)
+  const view = await snapshot(client, selection.org, state, {
+    clock: run.clock,
+    historyBudget: run.historyBudget,
+    readOwners: owners.owner !== null,
+  })
+  for (const problem of view.problems) run.warn(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0
