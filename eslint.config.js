@@ -86,8 +86,6 @@ export default tseslint.config(
       'src/lib/workflows/guard/installed.ts',
       // The sanitised environment handed on to the ssh child.
       'src/lib/adapters/ssh/connect-info.ts',
-      // SUDO_UID and SUDO_USER: whose HOME the config directory is in when run under sudo, for the hint only.
-      'src/lib/adapters/state/trust.ts',
     ],
     rules: {
       'no-restricted-properties': [

@@ -63,16 +63,14 @@ over the same interval.`)
     const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
     const retentionDays = await this.ctx.settings.get('ledger-days')
     return this.withApi(async (client) => {
-      const result = await runCost(client, new LocalState(this.ctx.settings.dir), {
+      const result = await runCost(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         by: this.flags.by,
         fleet,
         from,
         org: await this.resolveOrg(client),
         reconcile: this.flags.reconcile,
         retentionDays,
-        clock: this.ctx.clock,
         to: this.flags.to ?? null,
-        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

@@ -60,11 +60,9 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runCopy(client, new LocalState(this.ctx.settings.dir), {
-            clock: this.ctx.clock,
+          return await runCopy(this.ctx, client, new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             fleet,
-            warn: this.ctx.warn,
             info: (message) => {
               bar?.clear()
               this.info(message)
@@ -75,7 +73,6 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               this.report(result)
               bar?.finish(result.vm)
             },
-            events: this.ctx.events,
             onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.ctx.clock)),
             org: await this.resolveOrg(client),
             owners: await ownerScope(this.ctx.settings, false),

@@ -43,12 +43,10 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
     await this.useNotifyUrl(this.flags.notify, true)
     const owners = await ownerScope(this.ctx.settings, false)
     return this.withApi(async (client) => {
-      const result = await runCredits(client, new LocalState(this.ctx.settings.dir), {
-        clock: this.ctx.clock,
+      const result = await runCredits(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,
-        warn: this.ctx.warn,
       })
       if (!this.jsonEnabled()) this.render(result)
       if (result.short) {

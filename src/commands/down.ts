@@ -175,6 +175,7 @@ otherwise, with a per-VM result.`)
             selection,
             stop: signal,
             wakeRegistered: flags['wake-registered'],
+            historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
           })
           const scheduled = [flags.expired && '--expired', overCost !== null && `--over-cost ${overCost}`, flags.idle && '--idle'].filter(

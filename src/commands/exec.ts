@@ -58,14 +58,11 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runExec(client, new LocalState(this.ctx.settings.dir), {
-            clock: this.ctx.clock,
+          return await runExec(this.ctx, client, new LocalState(this.ctx.settings.dir), {
             command,
             configDir: this.ctx.settings.dir,
             fleet,
-            warn: this.ctx.warn,
             info: (message) => this.info(message),
-            events: this.ctx.events,
             onLine: (vm, stream, line) => {
               // With --events ndjson, stderr carries events only: the VM's stderr goes there as progress events.
               if (text && stream === 'stderr' && this.eventsOnStderr())

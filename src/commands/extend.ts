@@ -59,23 +59,17 @@ Prints the new deadlines.`)
     const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     const labelFleet = flags.fleet ?? (await this.ctx.settings.get('fleet'))
     return this.withApi(async (client) => {
-      const result = await runExtend(
-        client,
-        new LocalState(this.ctx.settings.dir),
-        {
-          byMs: flags.by ?? null,
-          configDir: this.ctx.settings.dir,
-          idle: !flags['ttl-only'],
-          labelFleet,
-          maxCostUsd: flags['max-cost'] ?? null,
-          org: await this.resolveOrg(client),
-          owners,
-          targets: this.positionals,
-          ttl: !flags['idle-only'],
-          warn: this.ctx.warn,
-        },
-        this.ctx.clock,
-      )
+      const result = await runExtend(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+        byMs: flags.by ?? null,
+        configDir: this.ctx.settings.dir,
+        idle: !flags['ttl-only'],
+        labelFleet,
+        maxCostUsd: flags['max-cost'] ?? null,
+        org: await this.resolveOrg(client),
+        owners,
+        targets: this.positionals,
+        ttl: !flags['idle-only'],
+      })
       if (!this.jsonEnabled())
         this.log(
           renderTable(

@@ -44,8 +44,7 @@ also one that is crashed or still provisioning.`)
       async (client, signal) => {
         try {
           const text = !this.jsonEnabled()
-          const result = await runLogs(client, new LocalState(this.ctx.settings.dir), {
-            clock: this.ctx.clock,
+          const result = await runLogs(this.ctx, client, new LocalState(this.ctx.settings.dir), {
             fleet,
             follow: this.flags.follow,
             onLines: (lines) => {
@@ -56,7 +55,6 @@ also one that is crashed or still provisioning.`)
             signal,
             tail: this.flags.tail,
             target,
-            warn: this.ctx.warn,
           })
           if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
           return result

@@ -216,6 +216,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             stop: signal,
+            historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
           })
         } catch (error) {

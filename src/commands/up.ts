@@ -4,12 +4,11 @@ import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js
 import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
+import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/workflows/up/stages.js'
-import {DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
 import {runUp} from '../lib/workflows/up/up.js'
@@ -251,13 +250,12 @@ existing VM instead of creating a second one.`)
     return this.withApi(
       async (client, signal) => {
         try {
+          const {resolveOrg, ...asked} = wanted
           const result = await runUp(client, {
-            clock: this.ctx.clock,
-            ...wanted,
-            configDir: this.ctx.settings.dir,
-            events: this.ctx.events,
+            ask: {...asked, configDir: this.ctx.settings.dir, reconcileMs: await this.ctx.settings.get('reconcile-window')},
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            resolveOrg,
+            run: this.ctx,
             signal,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
@@ -268,7 +266,6 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            warn: this.ctx.warn,
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
           for (const failure of result.failed)
@@ -326,7 +323,10 @@ existing VM instead of creating a second one.`)
     if (!this.notifying()) return made
     try {
       const state = new LocalState(this.ctx.settings.dir)
-      const view = await snapshot(client, result.org, state, owner !== null)
+      const view = await snapshot(client, result.org, state, {
+        historyBudget: this.ctx.historyBudget,
+        readOwners: owner !== null,
+      })
       recordSnapshot(state.dir, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {

@@ -3,14 +3,7 @@ import {join} from 'node:path'
 
 import {describe, expect, it} from 'vitest'
 
-import {
-  HISTORY_LIMITS,
-  RUN_BUDGET,
-  classifyByHistory,
-  readHistory,
-  startHistoryBudget,
-  tombstoneSince,
-} from '../../src/lib/domain/deletion/history.js'
+import {HISTORY_LIMITS, classifyByHistory, readHistory, tombstoneSince, newHistoryBudget} from '../../src/lib/domain/deletion/history.js'
 import {snapshot} from '../../src/lib/domain/fleet/workloads.js'
 import {recordSnapshot} from '../../src/lib/domain/ledger/ledger.js'
 import {LocalState} from '../../src/lib/adapters/state/local-state.js'
@@ -196,10 +189,8 @@ describe('classifying error records for every reader', () => {
     expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
     expect(historyReads(sim)).toBe(2)
 
-    // A run's default ration, spent, comes back whole when the next run starts.
-    RUN_BUDGET.left = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
+    // Each run starts with the whole ration, whatever an earlier run spent.
+    expect(newHistoryBudget()).toEqual({left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs})
   })
 
   it('spends at most the run time on history reads: a hanging endpoint is abandoned, and a spent run asks nothing', async () => {
@@ -215,9 +206,6 @@ describe('classifying error records for every reader', () => {
     const again = await classifyByHistory(client, state, ORG, [tombstone(sim)], {budget, clock: fakeClock()})
     expect([...again.values()]).toMatchObject([{kind: 'unknown', why: expect.stringMatching(/time for history reads is spent/)}])
     expect(historyReads(sim)).toBe(asked)
-    RUN_BUDGET.msLeft = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.msLeft).toBe(HISTORY_LIMITS.runMs)
   })
 
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {

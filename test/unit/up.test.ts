@@ -12,7 +12,9 @@ import {TargonError} from '../../src/lib/core/errors.js'
 import {RunEvents} from '../../src/lib/adapters/events/run-events.js'
 import {DEFAULT_IMAGE} from '../../src/lib/adapters/settings/table.js'
 import type {TargonClient} from '../../src/lib/adapters/targon/client.js'
-import {type UpOptions, runUp} from '../../src/lib/workflows/up/up.js'
+import {runUp} from '../../src/lib/workflows/up/up.js'
+import {newHistoryBudget} from '../../src/lib/domain/deletion/history.js'
+import type {UpAsk} from '../../src/lib/workflows/up/run-context.js'
 import {tempDir} from '../helpers/cli.js'
 import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
@@ -33,32 +35,32 @@ async function simulator(options: SimulatorOptions = {}): Promise<TargonSimulato
  * A run of `targon up rtx6000b-small --max-price 1.8 --no-bootstrap` on the simulator started last, with what it
  * announced; `listen` hears each event as it happens.
  */
-async function up(options: Partial<UpOptions> = {}, listen?: (event: RunEvent) => void) {
+async function up(ask: Partial<UpAsk> = {}, listen?: (event: RunEvent) => void, signal = new AbortController().signal) {
   const events = new RunEvents('up', clock)
   const seen: RunEvent[] = []
   events.on((event) => seen.push(event))
   if (listen) events.on(listen)
   const warnings: string[] = []
   const outcome = await runUp(client as TargonClient, {
-    bootstrap: null,
-    capacity: null,
-    clock,
-    configDir: tempDir('targon-unit-up-'),
-    count: 1,
-    events,
-    fleet: 'unit',
-    image: DEFAULT_IMAGE,
-    maxPrice: 1.8,
-    onFailure: 'auto',
-    owner: null,
-    reconcileMs: 3000,
+    ask: {
+      bootstrap: null,
+      capacity: null,
+      configDir: tempDir('targon-unit-up-'),
+      count: 1,
+      fleet: 'unit',
+      image: DEFAULT_IMAGE,
+      maxPrice: 1.8,
+      onFailure: 'auto',
+      owner: null,
+      reconcileMs: 3000,
+      resource: 'rtx6000b-small',
+      timeoutMs: 60_000,
+      ...ask,
+    },
     resolveOrg: async () => 'acme',
-    resource: 'rtx6000b-small',
-    signal: new AbortController().signal,
-    timeoutMs: 60_000,
+    run: {clock, events, historyBudget: newHistoryBudget(), warn: (message) => warnings.push(message)},
+    signal,
     track: () => {},
-    warn: (message) => warnings.push(message),
-    ...options,
   }).then(
     (result: UpResult) => ({error: undefined, result}),
     (error: unknown) => ({error: error as TargonError, result: undefined}),
@@ -108,7 +110,7 @@ describe('up: the failure policies', () => {
     }
 
     await simulator({bootDelayMs: 2000})
-    const {error, events, sim} = await up({count: 2, signal: controller.signal}, interrupt)
+    const {error, events, sim} = await up({count: 2}, interrupt, controller.signal)
     expect(error?.code).toBe('INTERRUPTED')
     expect(sim.workloads.size).toBeGreaterThan(0)
     // Every workload the run made was rolled back, and the stream says so.

@@ -17,7 +17,8 @@ import {REAL_CLOCK} from '../core/clock.js'
 import type {RunContext} from '../workflows/run-context.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
 import {printable} from '../core/output.js'
-import {startHistoryBudget} from '../domain/deletion/history.js'
+import {OwnedByAnother, sudoHint} from '../adapters/state/trust.js'
+import {newHistoryBudget} from '../domain/deletion/history.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {
@@ -85,13 +86,12 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
-    // Each run has its own ration of history reads, also when several run in one process (tests, embedding).
-    startHistoryBudget()
     const warn = (message: string) => this.addWarning(message)
     this.reporter = new RunReporter(this.commandName(), REAL_CLOCK, warn)
     this.ctx = {
       clock: REAL_CLOCK,
       events: this.reporter.events,
+      historyBudget: newHistoryBudget(),
       settings: processSettings(this.flags.profile),
       signal: this.interrupted.signal,
       warn,
@@ -112,7 +112,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /** The run's last event: how it ended. */
   public async finally(error: Error | undefined): Promise<void> {
     if (error instanceof Errors.ExitError) return super.finally(error)
-    this.reporter.finish(error ? toTargonError(error) : undefined)
+    this.reporter.finish(error ? this.runError(error) : undefined)
     return super.finally(error)
   }
 
@@ -197,6 +197,13 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     return this.verbose() ? (line) => process.stderr.write(`[http] ${printable(line)}\n`) : undefined
   }
 
+  /** What the run failed with, in the CLI's taxonomy, with what only the run's settings can add to its hint. */
+  private runError(error: unknown): TargonError {
+    const err = toTargonError(error)
+    const sudoUser = err.cause instanceof OwnedByAnother ? this.ctx?.settings.sudoUser(err.cause.ownerUid) : undefined
+    return sudoUser === undefined ? err : err.with({hint: sudoHint(sudoUser)})
+  }
+
   /** "config set", not oclif's internal "config:set". */
   private commandName(): string {
     return (this.id ?? '').replaceAll(':', ' ')
@@ -241,7 +248,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
 
   public async catch(error: Error & {oclif?: {exit?: number}}): Promise<void> {
     if (error instanceof Errors.ExitError) throw error
-    const err = toTargonError(error)
+    const err = this.runError(error)
     process.exitCode = err.exitCode
     if (this.jsonEnabled()) {
       this.logJson(this.toErrorJson(err))

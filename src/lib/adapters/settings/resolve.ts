@@ -71,6 +71,11 @@ export class SettingsResolver {
     return this.env.TARGON_PROFILE?.trim() || undefined
   }
 
+  /** The user who ran sudo (SUDO_USER), when this uid is theirs (SUDO_UID); undefined otherwise, or without sudo. */
+  sudoUser(uid: number): string | undefined {
+    return this.env.SUDO_UID === String(uid) ? this.env.SUDO_USER : undefined
+  }
+
   /** The same settings as a run without --profile reads them. */
   withoutProfileFlag(): SettingsResolver {
     return new SettingsResolver({env: this.env})

@@ -24,22 +24,13 @@ export function configFilePath(dir: string): string {
 }
 
 type ConfigStore = import('conf').default<Record<string, unknown>>
-/** One store per directory and process: conf re-reads the file on every get, so opening it again gains nothing. */
-const openStores = new Map<string, Promise<ConfigStore>>()
 
-/** The user's settings file, through conf (loaded lazily: it pulls in ajv, which most runs never need). */
-export function openConfig(dir: string): Promise<ConfigStore> {
-  let store = openStores.get(dir)
-  if (!store) {
-    store = loadConfig(dir)
-    openStores.set(dir, store)
-    store.catch(() => openStores.delete(dir))
-  }
-
-  return store
-}
-
-async function loadConfig(dir: string): Promise<ConfigStore> {
+/**
+ * The user's settings file, through conf (loaded lazily: it pulls in ajv, which most runs never need). Opened anew on
+ * each use, with its trust checks: conf re-reads the file on every get anyway, so a cache of open stores would only
+ * be process-wide state.
+ */
+async function openConfig(dir: string): Promise<ConfigStore> {
   const {default: Conf} = await import('conf')
   const path = configFilePath(dir)
   assertConfigDir(dir)

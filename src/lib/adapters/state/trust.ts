@@ -13,6 +13,23 @@ import {TargonError} from '../../core/errors.js'
 const currentUid = (): number | undefined => process.getuid?.()
 
 /**
+ * The cause of a refusal, run as root, of what another user owns: under sudo, HOME (and so the default config
+ * directory) may still be the invoking user's. Who that is, the run's settings know (SettingsResolver.sudoUser); the
+ * command's base then says so in the hint (see sudoHint).
+ */
+export class OwnedByAnother extends Error {
+  constructor(readonly ownerUid: number) {
+    super(`owned by uid ${ownerUid}`)
+    this.name = 'OwnedByAnother'
+  }
+}
+
+/** The hint of a refusal of another user's file or directory, when that user is the one who ran sudo. */
+export function sudoHint(sudoUser: string): string {
+  return `it is ${sudoUser}'s: run targon without sudo, or set TARGON_CONFIG_DIR to a directory of root's`
+}
+
+/**
  * The config directory: a symbolic link (into a dotfiles repository, say) is followed once and its target checked;
  * a link to a link is refused. A missing directory passes (it is created 0700 when needed).
  */
@@ -91,12 +108,9 @@ function checkFile(path: string, stats: Stats, what: string, mask: number): void
 function checkOwner(path: string, stats: Stats, what: string): void {
   const uid = currentUid()
   if (uid === undefined || stats.uid === uid) return
-  // Under sudo, HOME (and so the default config directory) may still be the invoking user's.
-  const sudoUser = uid === 0 && process.env.SUDO_UID === String(stats.uid) ? process.env.SUDO_USER : undefined
   throw new TargonError('CONFIG', `${what} ${path} belongs to another user (uid ${stats.uid})`, {
-    hint: sudoUser
-      ? `it is ${sudoUser}'s: run targon without sudo, or set TARGON_CONFIG_DIR to a directory of root's`
-      : 'use a directory of your own (TARGON_CONFIG_DIR), or have its owner remove it',
+    cause: uid === 0 ? new OwnedByAnother(stats.uid) : undefined,
+    hint: 'use a directory of your own (TARGON_CONFIG_DIR), or have its owner remove it',
   })
 }
 

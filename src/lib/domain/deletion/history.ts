@@ -46,27 +46,25 @@ export type HistoryAnswer =
   | {kind: 'unknown'; why: string; trouble?: boolean}
 
 /** Failures of the API rather than of one workload's history: the reads still queued in the run are not sent. */
-const TROUBLE = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
+const TROUBLE: ReadonlySet<string> = new Set(['API_ERROR', 'NETWORK_ERROR', 'TIMEOUT'])
 
 /**
- * How many history reads, and how much time for them, are left to this run, shared by every listing the run makes
- * (restarted per command). `msLeft` absent: the full HISTORY_LIMITS.runMs.
+ * How many history reads, and how much time for them, are left to one run, shared by every listing the run makes.
+ * Each run owns its own (RunContext.historyBudget), so that runs in one process (tests, embedding) never share one.
+ * `msLeft` absent: the full HISTORY_LIMITS.runMs.
  */
 export interface HistoryBudget {
   left: number
   msLeft?: number
 }
 
-export const RUN_BUDGET: HistoryBudget = {left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs}
-
-/** Gives a new run its full ration of history reads (a command's start). */
-export function startHistoryBudget(): void {
-  RUN_BUDGET.left = HISTORY_LIMITS.readsPerRun
-  RUN_BUDGET.msLeft = HISTORY_LIMITS.runMs
+/** A new run's full ration of history reads. */
+export function newHistoryBudget(): HistoryBudget {
+  return {left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs}
 }
 
 /** Statuses after a `deleted` event that leave it a tombstone: Targon's record flips to `error` after a delete. */
-export const STILL_DELETED = new Set(['deleted', 'error'])
+export const STILL_DELETED: ReadonlySet<string> = new Set(['deleted', 'error'])
 
 interface Event {
   status: string
@@ -131,7 +129,8 @@ export function tombstoneSince(events: readonly Event[]): number | undefined {
 
 export interface ClassifyOptions {
   clock: Pick<Clock, 'now'>
-  budget?: HistoryBudget
+  /** The run's budget, spent by this call. */
+  budget: HistoryBudget
 }
 
 /**
@@ -146,7 +145,7 @@ export async function classifyByHistory(
   uids: readonly string[],
   options: ClassifyOptions,
 ): Promise<Map<string, HistoryAnswer>> {
-  const budget = options.budget ?? RUN_BUDGET
+  const {budget} = options
   const now = options.clock.now()
   const answers = new Map<string, HistoryAnswer>()
   const toRead: string[] = []

@@ -12,6 +12,7 @@ import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
+import type {ListingRun} from './run.js'
 import {type OwnerScope, scoped} from './owners.js'
 import {type KnownVm, findOneVm, snapshot} from './workloads.js'
 import {recordSnapshot} from '../ledger/ledger.js'
@@ -26,18 +27,23 @@ export interface VmSelection {
   owners: OwnerScope
   /** VM names, uids or labels; empty: every running VM of the fleet. */
   targets: string[]
-  /** What the listing's checks found (a name refused at the API boundary, say): said, never fatal. */
-  warn?: (message: string) => void
 }
 
-/** The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one running. */
-export async function selectVms(client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
+/**
+ * The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one
+ * running. What the listing's checks found (a name refused at the API boundary, say) is a warning of the run, never fatal.
+ */
+export async function selectVms(run: ListingRun, client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
   // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
   checkSshFiles(state.dir)
   const {owners} = selection
-  const view = await snapshot(client, selection.org, state, owners.owner !== null)
-  recordSnapshot(state.dir, selection.org, view)
-  for (const problem of view.problems) selection.warn?.(problem)
+  const view = await snapshot(client, selection.org, state, {
+    clock: run.clock,
+    historyBudget: run.historyBudget,
+    readOwners: owners.owner !== null,
+  })
+  for (const problem of view.problems) run.warn(problem)
+  recordSnapshot(state.dir, selection.org, view, run.clock)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0

@@ -52,8 +52,8 @@ export interface SnapshotOptions {
   /** Read in full the listing items without project_id, to know their owner (see owners.ts). */
   readOwners?: boolean
   clock?: Pick<Clock, 'now'>
-  /** History reads left to this run (deletion/history.ts); the process-wide budget unless given. */
-  historyBudget?: HistoryBudget
+  /** History reads left to this run (deletion/history.ts). */
+  historyBudget: HistoryBudget
 }
 
 export interface FleetSnapshot {
@@ -75,13 +75,7 @@ export interface FleetSnapshot {
  * owner leave those owners unknown. It writes nothing to the spend ledger: a workflow that lists records the listing
  * (recordSnapshot), which is how VMs made or deleted elsewhere get their start and end.
  */
-export async function snapshot(
-  client: TargonClient,
-  org: string,
-  state: LocalState,
-  readOwners: boolean | SnapshotOptions = false,
-): Promise<FleetSnapshot> {
-  const options = typeof readOwners === 'boolean' ? {readOwners} : readOwners
+export async function snapshot(client: TargonClient, org: string, state: LocalState, options: SnapshotOptions): Promise<FleetSnapshot> {
   const clock = options.clock ?? REAL_CLOCK
   const listedAt = clock.now()
   const {workloads, invalid} = await client.listWorkloads(org)

@@ -11,7 +11,7 @@ import {type VmSelection, announced, fanOut, openVm, selectVms, resultOrFailure}
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {folderName} from '../../domain/fleet/naming.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK, stopwatch} from '../../core/clock.js'
+import {type Clock, stopwatch} from '../../core/clock.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {nameOf, placeRoot, safeJoin, unsafeName} from './paths.js'
@@ -19,7 +19,7 @@ import {type Entry, LocalSide, RemoteSide, type Side, describeFsError} from './s
 import type {CopySpec} from './spec.js'
 import {type TreeProgress, copyTree} from './tree.js'
 
-import type {RunEvents} from '../../adapters/events/run-events.js'
+import type {FanOutRun} from '../../domain/fleet/run.js'
 
 export const DEFAULT_COPY_PARALLEL = 8
 
@@ -33,32 +33,24 @@ export interface CopyOptions extends VmSelection {
   onStart?: (vms: KnownVm[]) => void
   onProgress?: (vm: string, progress: TreeProgress) => void
   onResult?: (result: CopyVmResult) => void
-  /** Where each VM's copy is announced (started, then done or failed). */
-  events?: RunEvents
-  clock?: Clock
 }
 
-export async function runCopy(client: TargonClient, state: LocalState, options: CopyOptions): Promise<CopyResult> {
+/** Each VM's copy is announced on the run's events (started, then done or failed). */
+export async function runCopy(run: FanOutRun, client: TargonClient, state: LocalState, options: CopyOptions): Promise<CopyResult> {
   const {spec} = options
   if (spec.vm !== null && options.targets.length > 0)
     throw new TargonError('USAGE', `${spec.vm}: name the VM before the colon or with --vms, not both`, {hint: 'use :PATH with --vms'})
   const perVm = spec.vm === null && spec.direction === 'download'
   await checkLocal(spec, perVm)
   const targets = spec.vm === null ? options.targets : [spec.vm]
-  const vms = await selectVms(client, state, {
-    fleet: options.fleet,
-    org: options.org,
-    owners: options.owners,
-    targets,
-    warn: options.warn,
-  })
+  const vms = await selectVms(run, client, state, {fleet: options.fleet, org: options.org, owners: options.owners, targets})
   options.onStart?.(vms)
   const results = await fanOut(vms, options.parallel, async (vm) => {
     const result = await announced(
-      options.events,
+      run.events,
       'transfer',
       vm,
-      () => copyOne(vm, options, perVm),
+      () => copyOne(vm, options, perVm, run.clock),
       (copied) => ({
         detail: `${copied.files} files, ${copied.bytes} bytes`,
         durationMs: copied.duration_ms,
@@ -126,10 +118,10 @@ async function statLocal(path: string): Promise<Entry | null> {
   })
 }
 
-async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promise<CopyVmResult> {
+async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean, clock: Clock): Promise<CopyVmResult> {
   const {spec} = options
   const name = vm.name ?? vm.uid
-  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
+  const elapsed = stopwatch(clock)
   const result: CopyVmResult = {
     bytes: 0,
     copied: [],
@@ -148,7 +140,7 @@ async function copyOne(vm: KnownVm, options: CopyOptions, perVm: boolean): Promi
     vm: name,
   }
   try {
-    const {hostKey, session} = await openVm(vm, options)
+    const {hostKey, session} = await openVm(vm, {...options, clock})
     result.host_key = hostKey
     try {
       const local = new LocalSide()

@@ -9,6 +9,7 @@ import {workloadStatus} from '../../adapters/targon/schemas.js'
 import {TargonError, abortError} from '../../core/errors.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {budgetLeft, estimatedCost} from '../../domain/fleet/estimates.js'
+import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {
   type FleetSnapshot,
   type KnownVm,
@@ -70,6 +71,8 @@ export interface DownOptions {
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
   clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
@@ -244,7 +247,11 @@ export async function runDown(
 ): Promise<DownResult> {
   const {selection} = options
   const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, org, state, {clock, readOwners: isBulk(selection) || selection.owner !== null})
+  const view = await snapshot(client, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: isBulk(selection) || selection.owner !== null,
+  })
   recordSnapshot(state.dir, org, view, clock)
   for (const problem of view.problems) options.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
@@ -362,7 +369,11 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const final = await snapshot(cleanupClient, org, state, {clock, readOwners: selection.owner !== null}).catch((error: unknown) => {
+  const final = await snapshot(cleanupClient, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: selection.owner !== null,
+  }).catch((error: unknown) => {
     options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })

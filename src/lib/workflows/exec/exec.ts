@@ -10,11 +10,11 @@ import type {KnownVm} from '../../domain/fleet/workloads.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {PinnedKey} from '../../adapters/ssh/connect-info.js'
 import {asTargonError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK, stopwatch} from '../../core/clock.js'
+import {type Clock, stopwatch} from '../../core/clock.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 
-import type {RunEvents} from '../../adapters/events/run-events.js'
+import type {FanOutRun} from '../../domain/fleet/run.js'
 
 export const DEFAULT_EXEC_PARALLEL = 8
 /** Lines of output kept per VM for the result. */
@@ -34,21 +34,17 @@ export interface ExecOptions {
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void
-  /** What the listing's checks found (see VmSelection). */
-  warn?: (message: string) => void
-  /** Where each VM's command is announced (started, then done or failed). */
-  events?: RunEvents
-  clock?: Clock
 }
 
-export async function runExec(client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
-  const vms = await selectVms(client, state, options)
+/** Each VM's command is announced on the run's events (started, then done or failed). */
+export async function runExec(run: FanOutRun, client: TargonClient, state: LocalState, options: ExecOptions): Promise<ExecResult> {
+  const vms = await selectVms(run, client, state, options)
   const results = await fanOut(vms, options.parallel, (vm) =>
     announced(
-      options.events,
+      run.events,
       'exec',
       vm,
-      () => runOne(vm, options),
+      () => runOne(vm, options, run.clock),
       (result) => ({
         detail: result.exit_code === null ? result.error : `exit code ${result.exit_code}`,
         durationMs: result.duration_ms,
@@ -67,9 +63,9 @@ export async function runExec(client: TargonClient, state: LocalState, options: 
   })
 }
 
-async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> {
+async function runOne(vm: KnownVm, options: ExecOptions, clock: Clock): Promise<ExecVmResult> {
   const name = vm.name ?? vm.uid
-  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
+  const elapsed = stopwatch(clock)
   const tail: string[] = []
   const emit = (stream: 'stderr' | 'stdout', line: string) => {
     tail.push(line.length > TAIL_LINE_CHARS ? `${line.slice(0, TAIL_LINE_CHARS)}…` : line)
@@ -81,7 +77,7 @@ async function runOne(vm: KnownVm, options: ExecOptions): Promise<ExecVmResult> 
   const stderr = new LineSplitter((line) => emit('stderr', line))
   let hostKey: PinnedKey | null = null
   try {
-    const opened = await openVm(vm, options)
+    const opened = await openVm(vm, {...options, clock})
     const {session} = opened
     hostKey = opened.hostKey
     try {

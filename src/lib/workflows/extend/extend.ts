@@ -4,7 +4,7 @@
  * duration, so an extension never shortens one and a lapsed TTL gets the full duration from now; an idle deletion is
  * held off for the duration; --max-cost raises the budget.
  */
-import type {Clock} from '../../core/clock.js'
+import type {ListingRun} from '../../domain/fleet/run.js'
 import type {ExtendResult} from './schema.js'
 import {TargonError} from '../../core/errors.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
@@ -27,17 +27,17 @@ export interface ExtendOptions {
   maxCostUsd: number | null
   owners: OwnerScope
   labelFleet: string
-  warn: (message: string) => void
   /** Where the project key and the pins are, to write the idle hold-off on each VM. */
   configDir: string
 }
 
-export async function runExtend(client: TargonClient, state: LocalState, options: ExtendOptions, clock: Clock): Promise<ExtendResult> {
+export async function runExtend(run: ListingRun, client: TargonClient, state: LocalState, options: ExtendOptions): Promise<ExtendResult> {
+  const {clock} = run
   const now = clock.now()
   // Owners are read in full when the listing leaves them out: an owner not known is refused, never taken for none.
-  const view = await snapshot(client, options.org, state, {clock, readOwners: true})
+  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget, readOwners: true})
+  for (const problem of view.problems) run.warn(problem)
   recordSnapshot(state.dir, options.org, view, clock)
-  for (const problem of view.problems) options.warn(problem)
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.
   const chosen = options.targets.map((target) => {
@@ -45,7 +45,7 @@ export async function runExtend(client: TargonClient, state: LocalState, options
     checkRaise(vm, options.maxCostUsd)
     return vm
   })
-  checkTtls(chosen, options)
+  checkTtls(chosen, options, run.warn)
   const records = chosen.map((vm) => state.updateVm(options.org, vm.record.name, extended(vm.record, options, now)) ?? vm.record)
   // The idle limit lives on the VM too: the hold-off goes there, so that the VM's own judgement (its probe) says so.
   const holdS = options.byMs !== null && options.idle ? options.byMs / 1000 : null
@@ -54,7 +54,7 @@ export async function runExtend(client: TargonClient, state: LocalState, options
     if (holdS === null || !vm.record.bootstrapped) return null
     const problem = await holdIdleOnVm(vm, holdS, {configDir: options.configDir})
     if (problem === null) return 'written' as const
-    options.warn(
+    run.warn(
       `${vm.name ?? vm.uid}: the idle hold-off could not be written on the VM (${problem}); it is kept here, and the sweeps and down --idle of this directory honour it`,
     )
     return 'not-written' as const
@@ -98,7 +98,7 @@ function checkRaise(vm: KnownVm & {record: VmRecord}, maxCostUsd: number | null)
  * --ttl-only moves TTLs alone: a VM without one is warned about, and when no VM has one (and no budget is set) nothing
  * would change, which is refused (exit 2) before any record is touched.
  */
-function checkTtls(chosen: (KnownVm & {record: VmRecord})[], options: ExtendOptions): void {
+function checkTtls(chosen: (KnownVm & {record: VmRecord})[], options: ExtendOptions, warn: (message: string) => void): void {
   if (options.byMs === null || options.idle) return
   const without = chosen.filter((vm) => vm.record.ttl_expires_at === null)
   if (without.length === chosen.length && options.maxCostUsd === null)
@@ -109,7 +109,7 @@ function checkTtls(chosen: (KnownVm & {record: VmRecord})[], options: ExtendOpti
         hint: 'drop --ttl-only to hold off the idle deletion, or set a TTL with targon up --name NAME --ttl DURATION',
       },
     )
-  for (const vm of without) options.warn(`${vm.name ?? vm.uid} has no TTL: --ttl-only leaves it as it was`)
+  for (const vm of without) warn(`${vm.name ?? vm.uid} has no TTL: --ttl-only leaves it as it was`)
 }
 
 function names(vms: KnownVm[]): string {

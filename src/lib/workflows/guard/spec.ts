@@ -72,7 +72,7 @@ export async function environmentOnlySecrets(settings: SettingsResolver, dir: st
  */
 export async function checkSelection(
   client: TargonClient,
-  {settings, warn}: RunContext,
+  {historyBudget, settings, warn}: RunContext,
   org: string,
   profile: string,
 ): Promise<string | null> {
@@ -80,6 +80,7 @@ export async function checkSelection(
   try {
     await checkSweepSelection(client, new LocalState(settings.dir), {
       configDir: settings.dir,
+      historyBudget,
       labelFleet: await settings.get('fleet'),
       org,
       owners: {anyOwner: false, owner},

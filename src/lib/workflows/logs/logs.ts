@@ -7,12 +7,12 @@ import type {LogsResult} from './schema.js'
 import {findOneVm, snapshot} from '../../domain/fleet/workloads.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {TargonError, abortError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {poll} from '../../core/poll.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_BODY_BYTES} from '../../adapters/targon/http.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import type {ListingRun} from '../../domain/fleet/run.js'
 
 /** How often --follow asks for the console again. */
 export const FOLLOW_INTERVAL_MS = 2000
@@ -34,13 +34,15 @@ export interface LogsOptions {
   intervalMs?: number
   /** Receives the lines as they come: the first read, then each new batch with --follow. */
   onLines?: (lines: string[]) => void
-  warn?: (message: string) => void
-  clock?: Clock
 }
 
-export async function runLogs(client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
-  const view = await snapshot(client, options.org, state, options.owners.owner !== null)
-  recordSnapshot(state.dir, options.org, view, options.clock)
+export async function runLogs(run: ListingRun, client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
+  const view = await snapshot(client, options.org, state, {
+    clock: run.clock,
+    historyBudget: run.historyBudget,
+    readOwners: options.owners.owner !== null,
+  })
+  recordSnapshot(state.dir, options.org, view, run.clock)
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,
@@ -50,8 +52,7 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
   let warnedLarge = false
   // Over the body cap Targon's log keeps only its tail; said once.
   const onTruncated = () => {
-    if (!warnedLarge)
-      options.warn?.(`the console log of ${vm.name ?? vm.uid} is over ${MAX_BODY_BYTES / 1024 / 1024} MiB: only its end is shown`)
+    if (!warnedLarge) run.warn(`the console log of ${vm.name ?? vm.uid} is over ${MAX_BODY_BYTES / 1024 / 1024} MiB: only its end is shown`)
     warnedLarge = true
   }
 
@@ -71,7 +72,7 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
 
   let failures = 0
   // The first read was just made: the next comes an interval later.
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = run
   await clock.sleep(options.intervalMs ?? FOLLOW_INTERVAL_MS, options.signal)
   const followed = await poll(
     async () => {
@@ -82,12 +83,12 @@ export async function runLogs(client: TargonClient, state: LocalState, options: 
       } catch (error) {
         if (options.signal?.aborted) throw abortError(options.signal)
         if (error instanceof TargonError && error.code === 'NOT_FOUND') {
-          options.warn?.(`${vm.name ?? vm.uid} is gone: no more console output`)
+          run.warn(`${vm.name ?? vm.uid} is gone: no more console output`)
           return result
         }
 
         if (++failures >= FOLLOW_MAX_FAILURES) throw error
-        options.warn?.(`reading the console failed (${(error as Error).message}); trying again`)
+        run.warn(`reading the console failed (${(error as Error).message}); trying again`)
         return undefined
       }
 

@@ -4,7 +4,7 @@
  * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
  * excluded, never in the totals and never dropped.
  */
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {ListingRun} from '../../domain/fleet/run.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../../domain/fleet/estimates.js'
 import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../../domain/fleet/workloads.js'
@@ -31,26 +31,24 @@ export interface CostOptions {
   reconcile: boolean
   /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
   retentionDays: number
-  warn: (message: string) => void
-  clock?: Clock
 }
 
-export async function runCost(client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
-  const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, options.org, state, {clock})
+export async function runCost(run: ListingRun, client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
+  const {clock} = run
+  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
+  for (const problem of view.problems) run.warn(problem)
   recordSnapshot(state.dir, options.org, view, clock)
-  for (const problem of view.problems) options.warn(problem)
   // Nothing of them can enter the ledger: say so, since they may bill.
-  if (view.invalid.length > 0) options.warn(invalidWarning(view.invalid))
+  if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const now = clock.now()
   const to = options.to === null ? now : Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
   const pruned = store.prune(options.retentionDays, now)
-  if (pruned.problem) options.warn(`the ledger was not pruned: ${pruned.problem}`)
+  if (pruned.problem) run.warn(`the ledger was not pruned: ${pruned.problem}`)
   if (pruned.deleted.length > 0)
-    options.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
+    run.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
   const read = store.read(options.from)
-  for (const problem of read.problems) options.warn(problem)
+  for (const problem of read.problems) run.warn(problem)
   const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
   const vms: CostVm[] = []
@@ -103,7 +101,7 @@ export async function runCost(client: TargonClient, state: LocalState, options: 
           read.lines,
           intervals,
           {endsNow: options.to === null || options.to >= now, excluded: new Set(excluded.map((vm) => vm.uid)), from: options.from, to},
-          options.warn,
+          run.warn,
           clock,
         )
       : null,

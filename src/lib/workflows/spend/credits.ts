@@ -8,7 +8,6 @@
  * the known plus the possible one. Only a conclusive measurement may show that: one that sees at least what is known
  * to bill (credits debited in batches, or never, fall slower than that and prove nothing).
  */
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import type {CreditsResult} from './schema.js'
 import {roundUsd} from '../../domain/fleet/estimates.js'
 import {type OwnerScope} from '../../domain/fleet/owners.js'
@@ -20,6 +19,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {type Reading, readCredits} from './reconcile.js'
 import type {LedgerLine} from '../../domain/ledger/lines.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import type {ListingRun} from '../../domain/fleet/run.js'
 
 /** Two readings closer than this are too close to measure a burn (credits may be debited in steps). */
 export const MEASURE_MIN_MS = 15 * 60_000
@@ -44,17 +44,24 @@ export interface CreditsOptions {
   owners: OwnerScope
   /** --min-runway in ms, or null. */
   minRunwayMs: number | null
-  warn: (message: string) => void
-  clock?: Clock
 }
 
-export async function runCredits(client: TargonClient, state: LocalState, options: CreditsOptions): Promise<CreditsResult> {
-  const clock = options.clock ?? REAL_CLOCK
-  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null})
+export async function runCredits(
+  run: ListingRun,
+  client: TargonClient,
+  state: LocalState,
+  options: CreditsOptions,
+): Promise<CreditsResult> {
+  const {clock} = run
+  const view = await snapshot(client, options.org, state, {
+    clock,
+    historyBudget: run.historyBudget,
+    readOwners: options.owners.owner !== null,
+  })
+  for (const problem of view.problems) run.warn(problem)
   recordSnapshot(state.dir, options.org, view, clock)
-  for (const problem of view.problems) options.warn(problem)
   const store = new LedgerStore(state.dir, options.org)
-  const reading = await readCredits(client, store, options.warn, clock)
+  const reading = await readCredits(client, store, run.warn, clock)
   const lines = store.readLatest().lines
   // An uncertain record whose billing the ledger saw end (a deletion seen, its tombstone) is not burning credits.
   const ended = intervalsOf(lines)
@@ -69,18 +76,18 @@ export async function runCredits(client: TargonClient, state: LocalState, option
   const runwayHours = hoursOf(reading.credits, burn)
   const unpriced = billing.filter((vm) => vmPrice(vm) === null)
   if (runwayHours === null && unpriced.length > 0)
-    options.warn(`the runway is unknown: ${unpriced.length} billing VM(s) have no price in the listing`)
+    run.warn(`the runway is unknown: ${unpriced.length} billing VM(s) have no price in the listing`)
   const measured = measuredBurn(lines, reading)
   const fasterThanKnown = measured !== null && measured.usdPerHour > burn * (1 + FASTER.share) + FASTER.absoluteUsd
   if (measured !== null && fasterThanKnown)
-    options.warn(
+    run.warn(
       `the credits fell at ${measured.usdPerHour} USD/h over the last ${Math.round(measured.overMs / 60_000)} min, faster than the ${burn} USD/h known to bill: something not known to bill does (${possible.length} record(s) of unknown billing, or other workload types)`,
     )
   // The unknown records are cleared by a conclusive measurement nearer the known burn than the known plus the possible one.
   const conclusive = measurementConclusive(measured?.usdPerHour ?? null, burn)
   const unknownCleared = measured !== null && conclusive === true && measured.usdPerHour < burn + possibleBurn / 2
   if (measured !== null && !conclusive && possibleBurn > 0)
-    options.warn(
+    run.warn(
       `the measured burn (${measured.usdPerHour} USD/h) is below the ${burn} USD/h known to bill, so it proves nothing (credits debited in batches?): the records of unknown billing still count for the alarm`,
     )
   const withPossible = possibleBurn > 0 && !unknownCleared ? hoursOf(reading.credits, burn + possibleBurn) : null

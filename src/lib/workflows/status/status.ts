@@ -61,7 +61,11 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const {clock, warn} = ctx
   const configDir = ctx.settings.dir
   const profile = (await ctx.settings.profile()).name
-  const view = await snapshot(client, options.org, state, {clock, readOwners: options.owners.owner !== null || options.owners.anyOwner})
+  const view = await snapshot(client, options.org, state, {
+    clock,
+    historyBudget: ctx.historyBudget,
+    readOwners: options.owners.owner !== null || options.owners.anyOwner,
+  })
   recordSnapshot(state.dir, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
   const picked = shownVms(view.vms, options)

@@ -19,7 +19,17 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  'clock' | 'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs' | 'stop' | 'warn'
+  | 'clock'
+  | 'configDir'
+  | 'historyBudget'
+  | 'labelFleet'
+  | 'onEvent'
+  | 'onResult'
+  | 'onTargets'
+  | 'parallel'
+  | 'reconcileMs'
+  | 'stop'
+  | 'warn'
 > {
   org: string
   dryRun: boolean
@@ -144,11 +154,10 @@ export async function runSweep(
 
   // An interrupted sweep reads nothing more: its signal said stop.
   if (options.minRunwayMs !== null && !options.stop.aborted) {
-    const credits = await runCredits(client, state, {
+    const credits = await runCredits({clock, historyBudget: options.historyBudget, warn: options.warn}, client, state, {
       minRunwayMs: options.minRunwayMs,
       org: options.org,
       owners: options.owners,
-      warn: options.warn,
     }).catch((error: unknown) => {
       throw isTargonError(error) ? error.with({data: swept}) : error
     })
@@ -189,7 +198,7 @@ function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'ow
 export async function checkSweepSelection(
   client: TargonClient,
   state: LocalState,
-  options: Pick<SweepOptions, 'configDir' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
+  options: Pick<SweepOptions, 'configDir' | 'historyBudget' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
 ): Promise<void> {
   await runDown(client, client, options.org, state, {
     ...options,

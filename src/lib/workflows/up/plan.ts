@@ -12,28 +12,10 @@ import {workloadName} from '../../domain/fleet/naming.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {UpPlan} from './schema.js'
 import {type UpOptions, resolveImage} from './up.js'
+import type {UpAsk} from './run-context.js'
 
-/** What a run is asked for: the part of its options that decides what it rents, and where. */
-export type RunPlan = Pick<
-  UpOptions,
-  | 'bootstrap'
-  | 'capacity'
-  | 'count'
-  | 'fleet'
-  | 'gpu'
-  | 'image'
-  | 'label'
-  | 'maxCostUsd'
-  | 'maxPrice'
-  | 'min'
-  | 'minGpus'
-  | 'onFailure'
-  | 'owner'
-  | 'resolveOrg'
-  | 'resource'
-  | 'timeoutMs'
-  | 'ttlMs'
->
+/** What a run is asked for, but for what only a real run reads (its config directory and reconcile window), and who decides the org. */
+export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'> & Pick<UpOptions, 'resolveOrg'>
 
 export async function planUp(client: TargonClient, options: RunPlan): Promise<UpPlan> {
   const cap = options.maxPrice ?? 0

@@ -13,7 +13,7 @@ import type {Leftover, OnFailure} from './schema.js'
 import {deleteWorkloads} from '../../domain/deletion/delete-workloads.js'
 import {forgetVm} from '../../domain/deletion/forget.js'
 import {judge} from '../../domain/deletion/lifecycle.js'
-import {type HistoryAnswer, classifyByHistory} from '../../domain/deletion/history.js'
+import {type HistoryAnswer, classifyByHistory, type HistoryBudget} from '../../domain/deletion/history.js'
 import type {Clock} from '../../core/clock.js'
 import {TargonError} from '../../core/errors.js'
 import {withinCap} from '../../domain/offers/offers.js'
@@ -28,32 +28,65 @@ import type {RunDeadline} from './deadline.js'
 import type {Claim, VmTrack} from './stages.js'
 import type {RunEvents} from '../../adapters/events/run-events.js'
 
-export interface UpRequest {
-  org: string
-  fleet: string
-  /** null only when adopting without a cap: the adopted VM's price is then not checked. */
-  maxPrice: number | null
-  image: string
+/** What the user asked of a run, built once by the command: the request carries it as it is. */
+export interface UpAsk {
   /** Exact resource asked for; otherwise any candidate offer. */
   resource?: string
+  gpu?: string
+  minGpus?: number
+  /** The price cap; null only when adopting (--name without a resource or --gpu) without one. */
+  maxPrice: number | null
+  count: number
+  min?: number
+  fleet: string
   /** The user's --name (only with --count 1). */
   label?: string
-  /** --name without a resource or --gpu: take over the named VM, never rent one of whatever kind is cheapest. */
-  adoptOnly: boolean
+  /** The image asked for; the request carries the one resolved. */
+  image: string
+  timeoutMs: number
+  /** up --wait: how long VMs may wait for capacity, and the floor between two inventory reads; null without --wait. */
+  capacity: {waitMs: number; pollFloorMs: number} | null
   ttlMs?: number
+  /** up --max-cost: a per-VM budget in USD, kept locally. */
   maxCostUsd?: number
   onFailure: OnFailure
+  /** The owner whose project the VMs are created in (a shared org); null: none. */
+  owner: string | null
+  configDir: string
+  /** How long an unclear create or DELETE is reconciled before it is sent again (the reconcile-window setting). */
+  reconcileMs: number
+  /** null with --no-bootstrap. */
+  bootstrap: {
+    dstackVersion: string
+    reinstall: boolean
+    gpuTest: boolean
+    pullRetryDelayMs: number
+    shim: boolean
+    shimHealthTimeoutMs: number
+    /** How often the state is read while the bootstrap runs on a VM that is still booting. */
+    stateWatchIntervalMs: number
+    /** The VM's idle sampler: its interval, and what this run sets of the limit, the user's check and containers. */
+    idle: {intervalMs: number; limitMs?: number; check?: string; containers?: boolean}
+    /** up --on-delete: the hook to store on the VM; null removes it; undefined keeps what is there. */
+    onDelete?: HookSetting | null
+  } | null
+}
+
+/** The ask, with what the run resolved before the first VM: org, image, key, owner's project, and the bootstrap's settings. */
+export interface UpRequest extends Omit<UpAsk, 'bootstrap' | 'owner'> {
+  org: string
+  /** The image resolved (see resolveImage). */
+  image: string
+  /** --name without a resource or --gpu: take over the named VM, never rent one of whatever kind is cheapest. */
+  adoptOnly: boolean
   /** When the run started (epoch ms): phases report their start relative to it. */
   startedAt: number
   /** How often the state is read while the bootstrap runs on a VM that is still booting. */
   stateWatchIntervalMs: number
-  /** How long an unclear create or DELETE is reconciled before it is sent again (the reconcile-window setting). */
-  reconcileMs: number
   sshKeyUid: string
   /** The owner the VMs are created for, and its project; null: none. */
   owner: {name: string; projectId: string} | null
   identityFile: string
-  configDir: string
   /** null with --no-bootstrap. */
   bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleSettings; onDelete?: HookSetting | null} | null
 }
@@ -77,6 +110,8 @@ export interface RunContext {
   deadline: RunDeadline
   /** The time the run reads (the deadline's). */
   clock: Clock
+  /** The history reads left to the run (deletion/history.ts). */
+  historyBudget: HistoryBudget
   /** With --wait: where VMs wait for capacity; null without. */
   capacity: CapacityWatch | null
   warn: (message: string) => void
@@ -155,7 +190,7 @@ export async function findByName(
               ctx.state,
               ctx.request.org,
               unexplained.map((workload) => workload.uid),
-              {clock: ctx.clock},
+              {budget: ctx.historyBudget, clock: ctx.clock},
             )
           : new Map<string, HistoryAnswer>()
       const live = named.filter((workload) => history.get(workload.uid)?.kind !== 'deleted')

@@ -3,7 +3,6 @@
  * provision N VMs in parallel, and keep or roll back the fleet (all-or-nothing, or at least --min).
  */
 
-import type {HookSetting} from '../../domain/hooks/hook.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../../adapters/targon/http.js'
 import {API_IDENTIFIER_PATTERN} from '../../adapters/targon/schemas.js'
@@ -16,13 +15,13 @@ import {formatDuration} from '../../core/input.js'
 import {countOf} from '../../core/output.js'
 import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {vmResult} from './result.js'
-import type {RunContext} from './run-context.js'
+import type {RunContext, UpAsk, UpRequest} from './run-context.js'
+import type {RunContext as CommandRun} from '../run-context.js'
 import {RunDeadline} from './deadline.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {VmTrack} from './stages.js'
 import {phaseRecorder} from './phase-recorder.js'
 import {type PipelineLayout, pipelineLayout, provisionAll} from './pipeline.js'
-import type {EventListener, RunEvents} from '../../adapters/events/run-events.js'
+import type {EventListener} from '../../adapters/events/run-events.js'
 import {LocalState} from '../../adapters/state/local-state.js'
 import {ensureOwnerProject} from '../../domain/fleet/owners.js'
 import {mapBounded} from '../../core/concurrency.js'
@@ -32,58 +31,20 @@ import {ensureProjectKey} from '../../adapters/ssh/project-key.js'
 import {VERSION} from '../../core/version.js'
 import type {DeleteResult} from '../../domain/deletion/schema.js'
 import type {Offer} from '../../domain/offers/schema.js'
-import type {Cleanup, OnFailure, UpResult} from './schema.js'
+import type {Cleanup, UpResult} from './schema.js'
 
 export interface UpOptions {
-  resource?: string
-  gpu?: string
-  minGpus?: number
-  /** How long an unclear create or DELETE is reconciled before it is sent again. */
-  reconcileMs: number
-  /** The price cap; null only when adopting (--name without a resource or --gpu) without one. */
-  maxPrice: number | null
-  count: number
-  min?: number
-  fleet: string
-  label?: string
-  image: string
-  timeoutMs: number
-  /** up --wait: how long VMs may wait for capacity, and the floor between two inventory reads; null without --wait. */
-  capacity: {waitMs: number; pollFloorMs: number} | null
-  ttlMs?: number
-  /** up --max-cost: a per-VM budget in USD, kept locally. */
-  maxCostUsd?: number
-  onFailure: OnFailure
+  /** What the user asked for, built once by the command. */
+  ask: UpAsk
+  /** The run's clock (the deadline, reconciling and back-offs read it), events, warnings and history reads. */
+  run: Pick<CommandRun, 'clock' | 'events' | 'historyBudget' | 'warn'>
   /** Decides the org (--org, TARGON_ORG, the profile's, or the key's only one), once the offers are known. */
   resolveOrg: (client: TargonClient) => Promise<string>
-  /** The owner whose project the VMs are created in (a shared org); null: none. */
-  owner: string | null
-  configDir: string
-  /** null with --no-bootstrap. */
-  bootstrap: {
-    dstackVersion: string
-    reinstall: boolean
-    gpuTest: boolean
-    pullRetryDelayMs: number
-    shim: boolean
-    shimHealthTimeoutMs: number
-    /** How often the state is read while the bootstrap runs on a VM that is still booting. */
-    stateWatchIntervalMs: number
-    /** The VM's idle sampler: its interval, and what this run sets of the limit, the user's check and containers. */
-    idle: {intervalMs: number; limitMs?: number; check?: string; containers?: boolean}
-    /** up --on-delete: the hook to store on the VM; null removes it; undefined keeps what is there. */
-    onDelete?: HookSetting | null
-  } | null
   signal: AbortSignal
-  warn: (message: string) => void
   /** Lets the signal handler name what this run has created so far. */
   track: (tracks: VmTrack[]) => void
-  /** The time the run's deadline, reconciling and back-offs read; the real one unless a test fakes it. */
-  clock?: Clock
   /** A VM that waited for capacity (--wait) found it. */
   onCapacityFound?: () => void
-  /** Where the run says what it does: each phase, step and roll-back of each VM. */
-  events: RunEvents
   /** The progress display, laid out once the run knows its phases, then fed by the events (none under --json). */
   progress?: (layout: PipelineLayout) => Promise<ProgressDisplay>
 }
@@ -114,13 +75,13 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   // --timeout bounds every request and wait of the run's own work (a server that never answers included), and
   // ends it like an interrupt, as TIMEOUT; waiting for capacity holds it (see deadline.ts). Clean-up runs on a
   // client without this signal, with its own budget.
-  const clock = options.clock ?? REAL_CLOCK
+  const clock = options.run.clock
   const startedAt = clock.now()
   const deadline = new RunDeadline(
-    options.timeoutMs,
-    startedAt + (options.capacity?.waitMs ?? 0),
+    options.ask.timeoutMs,
+    startedAt + (options.ask.capacity?.waitMs ?? 0),
     () =>
-      new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.timeoutMs)}`, {
+      new TargonError('TIMEOUT', `targon up did not finish within --timeout ${formatDuration(options.ask.timeoutMs)}`, {
         hint: 'raise --timeout, or check the network',
       }),
     clock,
@@ -129,7 +90,7 @@ export async function runUp(client: TargonClient, options: UpOptions): Promise<U
   const orgRefusal = new AbortController()
   try {
     const signal = AbortSignal.any([options.signal, deadline.signal, orgRefusal.signal])
-    const tracks = Array.from({length: options.count}, (_, index) => new VmTrack(index))
+    const tracks = Array.from({length: options.ask.count}, (_, index) => new VmTrack(index))
     options.track(tracks)
     const ctx = await prepare(client.withSignal(signal), client.withSignal(undefined), signal, deadline, startedAt, tracks, options)
     const failures = await provision(ctx, tracks, options, (error) => orgRefusal.abort(error))
@@ -153,11 +114,12 @@ async function prepare(
   tracks: VmTrack[],
   options: UpOptions,
 ): Promise<RunContext> {
+  const {ask} = options
   const inventory = await client.inventory()
   const readAt = deadline.clock.now()
   // Only adopting needs no cap: then nothing can be rented.
-  const cap = options.maxPrice ?? 0
-  const wanted = {...options, maxPrice: cap}
+  const cap = ask.maxPrice ?? 0
+  const wanted = {...ask, maxPrice: cap}
   const offers = inventory.offers.map((raw) => normalizeOffer(raw, cap))
   // With --name the VM may already exist, and with --wait capacity may come: a missing offer only matters once
   // something must be created.
@@ -166,73 +128,40 @@ async function prepare(
   try {
     candidates = chooseCandidates(offers, wanted)
   } catch (error) {
-    const waitable = options.capacity !== null && offersUnderCap(offers, wanted).length > 0
-    if ((options.label === undefined && !waitable) || !(error instanceof TargonError)) throw error
+    const waitable = ask.capacity !== null && offersUnderCap(offers, wanted).length > 0
+    if ((ask.label === undefined && !waitable) || !(error instanceof TargonError)) throw error
     whyNoOffer = error
   }
 
   const org = await options.resolveOrg(client)
-  const image = await resolveImage(client, org, options.image)
-  const state = new LocalState(options.configDir)
-  const key = await ensureProjectKey(options.configDir)
-  const sshKeyUid = await ensureKeyRegistered(client, org, state, key, deadline.clock)
-  const owner =
-    options.owner === null
-      ? null
-      : {name: options.owner, projectId: await ensureOwnerProject(client, org, options.owner, options.reconcileMs)}
-  const bootstrap = options.bootstrap && {
-    params: {
-      dstackVersion: options.bootstrap.dstackVersion,
-      gpuTest: options.bootstrap.gpuTest,
-      pullRetryDelayMs: options.bootstrap.pullRetryDelayMs,
-      reinstall: options.bootstrap.reinstall,
-      shimHealthTimeoutMs: options.bootstrap.shimHealthTimeoutMs,
-      toolVersion: VERSION,
-    },
-    shim: options.bootstrap.shim,
-    idle: {
-      check: options.bootstrap.idle.check,
-      containers: options.bootstrap.idle.containers,
-      interval_s: options.bootstrap.idle.intervalMs / 1000,
-      limit_s: options.bootstrap.idle.limitMs === undefined ? undefined : options.bootstrap.idle.limitMs / 1000,
-      threshold_pct: IDLE_GPU_THRESHOLD_PCT,
-    },
-    onDelete: options.bootstrap.onDelete,
-  }
-  const request = {
-    bootstrap,
-    configDir: options.configDir,
-    fleet: options.fleet,
+  const state = new LocalState(ask.configDir)
+  const key = await ensureProjectKey(ask.configDir)
+  const request: UpRequest = {
+    ...ask,
+    adoptOnly: ask.resource === undefined && ask.gpu === undefined,
+    bootstrap: ask.bootstrap && bootstrapSettings(ask.bootstrap),
     identityFile: key.privateKeyPath,
-    image,
-    adoptOnly: options.resource === undefined && options.gpu === undefined,
-    label: options.label,
-    maxPrice: options.maxPrice,
-    onFailure: options.onFailure,
+    image: await resolveImage(client, org, ask.image),
     org,
-    owner,
-    resource: options.resource,
-    sshKeyUid,
+    owner: ask.owner === null ? null : {name: ask.owner, projectId: await ensureOwnerProject(client, org, ask.owner, ask.reconcileMs)},
+    sshKeyUid: await ensureKeyRegistered(client, org, state, key, deadline.clock),
     startedAt,
     // Read only while a bootstrap runs; without one, any value does.
-    stateWatchIntervalMs: options.bootstrap?.stateWatchIntervalMs ?? SETTINGS['state-watch-interval'].default,
-    ttlMs: options.ttlMs,
-    maxCostUsd: options.maxCostUsd,
-    reconcileMs: options.reconcileMs,
+    stateWatchIntervalMs: ask.bootstrap?.stateWatchIntervalMs ?? SETTINGS['state-watch-interval'].default,
   }
   const capacity =
-    options.capacity &&
+    ask.capacity &&
     new CapacityWatch(client, {
       clock: deadline,
-      floorMs: options.capacity.pollFloorMs,
+      floorMs: ask.capacity.pollFloorMs,
       offers,
       readAt,
       signal,
       until: deadline.waitUntil,
-      waitMs: options.capacity.waitMs,
+      waitMs: ask.capacity.waitMs,
       wanted,
       onFound: () => {
-        options.events.emit({detail: 'capacity found under the cap', status: 'progress', type: 'progress'})
+        options.run.events.emit({detail: 'capacity found under the cap', status: 'progress', type: 'progress'})
         options.onCapacityFound?.()
       },
     })
@@ -244,14 +173,39 @@ async function prepare(
     client,
     clock: deadline.clock,
     deadline,
-    events: options.events,
+    events: options.run.events,
+    historyBudget: options.run.historyBudget,
     leftovers: [],
     request,
     signal,
     state,
     tracks,
-    warn: options.warn,
+    warn: options.run.warn,
     whyNoOffer,
+  }
+}
+
+/** What the bootstrap of each VM is given, from what was asked of it. */
+function bootstrapSettings(asked: NonNullable<UpAsk['bootstrap']>): NonNullable<UpRequest['bootstrap']> {
+  const {idle} = asked
+  return {
+    idle: {
+      check: idle.check,
+      containers: idle.containers,
+      interval_s: idle.intervalMs / 1000,
+      limit_s: idle.limitMs === undefined ? undefined : idle.limitMs / 1000,
+      threshold_pct: IDLE_GPU_THRESHOLD_PCT,
+    },
+    onDelete: asked.onDelete,
+    params: {
+      dstackVersion: asked.dstackVersion,
+      gpuTest: asked.gpuTest,
+      pullRetryDelayMs: asked.pullRetryDelayMs,
+      reinstall: asked.reinstall,
+      shimHealthTimeoutMs: asked.shimHealthTimeoutMs,
+      toolVersion: VERSION,
+    },
+    shim: asked.shim,
   }
 }
 
@@ -276,7 +230,7 @@ async function provision(
   stopAll: (error: TargonError) => void,
 ): Promise<Map<VmTrack, Failure>> {
   const failures = new Map<VmTrack, Failure>()
-  const allowed = options.count - (options.min ?? options.count)
+  const allowed = options.ask.count - (options.ask.min ?? options.ask.count)
   const fail = (track: VmTrack, error: unknown) => {
     // The first error is the cause: a phase alongside it ends with the same one, or with a consequence of it.
     if (failures.has(track)) return
@@ -294,7 +248,7 @@ async function provision(
 
     if (failures.size > allowed && ctx.orgRefusal && !ctx.signal.aborted) stopAll(ctx.orgRefusal)
     if (failures.size > allowed && !ctx.signal.aborted) {
-      const needed = options.min === undefined ? `all ${options.count}` : `--min ${options.min}`
+      const needed = options.ask.min === undefined ? `all ${options.ask.count}` : `--min ${options.ask.min}`
       ctx.capacity?.stop(
         new TargonError(
           'NO_CAPACITY',
@@ -307,7 +261,7 @@ async function provision(
     }
   }
 
-  const layout = pipelineLayout(ctx.request, options.count)
+  const layout = pipelineLayout(ctx.request, options.ask.count)
   ctx.events.on(phaseRecorder(tracks, ctx.request.startedAt, layout))
   const display = await options.progress?.(layout)
   if (display) ctx.events.on(display.listener)
@@ -325,7 +279,7 @@ async function keepOrRollBack(ctx: RunContext, tracks: VmTrack[], failures: Map<
   const interrupted = options.signal.aborted
   const failed = tracks.filter((track) => failures.has(track) || interrupted)
   const succeeded = tracks.filter((track) => !failed.includes(track))
-  const keepPartial = !interrupted && options.min !== undefined && succeeded.length >= options.min
+  const keepPartial = !interrupted && options.ask.min !== undefined && succeeded.length >= options.ask.min
   const toRollBack = failed.length === 0 ? [] : keepPartial ? failed : tracks
 
   // Roll back in parallel, as many at once as any deletion: a fleet's clean-up should not take N times one.
@@ -346,14 +300,14 @@ async function keepOrRollBack(ctx: RunContext, tracks: VmTrack[], failures: Map<
     failed: failedResults,
     leftovers: ctx.leftovers,
     org: ctx.request.org,
-    owner: options.owner,
+    owner: options.ask.owner,
     vms: (keepPartial || failed.length === 0 ? succeeded : []).map((track) => vmResult(ctx, track)),
   }
   const kept = keptNote(
     toRollBack.flatMap((track, index) => (track.claim && !outcomes[index]?.attempted ? [track.claim] : [])),
-    options.onFailure,
+    options.ask.onFailure,
   )
-  if (keepPartial && kept) options.warn(kept)
+  if (keepPartial && kept) options.run.warn(kept)
   if (failed.length === 0 || keepPartial) return result
 
   const data = {...result, vms: tracks.map((track) => vmResult(ctx, track))} as unknown as Record<string, unknown>
@@ -363,9 +317,9 @@ async function keepOrRollBack(ctx: RunContext, tracks: VmTrack[], failures: Map<
   const error = interrupted
     ? asTargonError(options.signal.reason)
     : (orgWide ??
-      (options.count === 1 || (sameCause && succeeded.length === 0)
+      (options.ask.count === 1 || (sameCause && succeeded.length === 0)
         ? first
-        : partialFailure(failedResults.length, options.count, succeeded.length)))
+        : partialFailure(failedResults.length, options.ask.count, succeeded.length)))
   error.data = data
   const notes = [
     kept,
