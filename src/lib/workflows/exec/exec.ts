@@ -106,8 +106,7 @@ async function runOne(vm: KnownVm, options: ExecOptions, clock: Clock): Promise<
     const failure = asTargonError(error)
     return {
       duration_ms: elapsed(),
-      error: `${failure.code}
-: ${failure.message}`,
+      error: `${failure.code}: ${failure.message}`,
       exit_code: null,
       host_key: hostKey,
       name,
