@@ -36,6 +36,8 @@ origins) is reported, never deleted. With --min-runway the credits are read afte
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 
 Like down --expired, it needs the config directory that ran targon up: the limits and the project key live there.
+It removes a VM's record only once it verified the VM's deletion: unlike down --all, it never drops the record of a
+VM the listing leaves out or shows in a form that fails the checks, so that one odd listing never costs a VM its limits.
 One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing.
 
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.

@@ -77,6 +77,11 @@ export interface DownOptions {
   hooks: boolean
   /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
   reasonOf?: (vm: KnownVm) => DeleteReason
+  /**
+   * Keep the records of VMs the listing does not show, which --all and --fleet otherwise remove as stale: a sweep
+   * runs unattended and often, and one odd listing must never cost a VM its limits.
+   */
+  keepUnlistedRecords?: boolean
 }
 
 /**
@@ -365,7 +370,7 @@ export async function runDown(
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
-  tidyLocalState(state, org, verified, view.localOnly, options.selection, clock.now())
+  tidyLocalState(state, org, verified, options.keepUnlistedRecords ? [] : view.localOnly, options.selection, clock.now())
   const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
   options.onStillBilling?.(
     billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),

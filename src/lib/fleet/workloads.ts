@@ -128,7 +128,9 @@ export async function snapshot(
   )
   for (const vm of vms) vm.owner = owners.get(vm.uid)
   problems.push(...refusedNames(vms))
-  const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
+  const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
+  // A listed item that failed the checks is still listed: its record (its limits, its hook) is not a leftover.
+  const live = new Set([...vms.filter((vm) => !vm.gone).map((vm) => vm.uid), ...unreadable])
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   const sightings = vms.map((vm) => ({
     ...vmFacts(vm),
@@ -140,7 +142,6 @@ export async function snapshot(
     updatedAt:
       vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
-  const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
   const unrecorded = recordListing(state.dir, org, {listedAt, sightings, unreadable}, clock.now())
   if (unrecorded) problems.push(unrecorded)
   return {invalid, localOnly, problems, vms}

@@ -202,12 +202,7 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(
-  vms: KnownVm[],
-  configDir: string,
-  markers: Map<string, boolean>,
-  clock: Clock,
-): Promise<Map<string, Usage>> {
+async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, boolean>, clock: Clock): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {

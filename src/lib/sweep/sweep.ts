@@ -112,6 +112,7 @@ export async function runSweep(
         // The guard runs unattended: its limits are the consent.
         confirm: async () => true,
         ignoreMissing: false,
+        keepUnlistedRecords: true,
         narrow,
         reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
         selection,
