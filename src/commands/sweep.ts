@@ -18,6 +18,7 @@ import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
 import {runSweep} from '../lib/sweep/sweep.js'
+import type {Warning} from '../lib/sweep/warnings.js'
 import {hooksInWords} from '../lib/hooks/hook.js'
 import {recordRun, rotateLog} from '../lib/guard/runs.js'
 
@@ -217,6 +218,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             owners,
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            sendWarning: async (warning) => this.warnAhead(warning),
             stop: signal,
             warn: this.ctx.warn,
           })
@@ -224,7 +226,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined
           if (partial?.results) {
             await this.report(partial, toTargonError(error).exitCode)
-            await this.warnAhead(partial)
             if (!this.jsonEnabled()) this.render(partial)
           }
 
@@ -240,7 +241,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             )
           : undefined
         await this.report(result, runwayError?.exitCode ?? 0)
-        await this.warnAhead(result)
         // A dry run reports the short runway in its result and exit code; only the real sweep sends it.
         if (runwayError && !result.dry_run)
           await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
@@ -275,15 +275,12 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     )
   }
 
-  /** One notification per limit about to fire (each VM and deadline once: the sweep kept track). */
-  private async warnAhead(result: SweepResult): Promise<void> {
-    if (result.dry_run) return
-    for (const warning of result.warned) {
-      const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
-      const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
-      this.info(text)
-      await this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
-    }
+  /** Tells of a limit about to fire, on stderr and as a notification; false when the notification failed. */
+  private async warnAhead(warning: Warning): Promise<boolean> {
+    const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
+    const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
+    this.info(text)
+    return this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
   }
 
   /** The heartbeat of the run, when a URL is set; a failed ping is a warning. A dry run is not the guard at work. */

@@ -242,7 +242,7 @@ existing VM instead of creating a second one.`)
     if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(client, wanted)))
 
     await this.useNotifyUrl(flags.notify, true)
-    let capacityFound: Promise<void> | undefined
+    let capacityFound: Promise<boolean> | undefined
     let tracked: VmTrack[] = []
     // Whether the run got hold of any workload (created or adopted): a run that got none leaves nothing billing.
     let claimedAny = false

@@ -357,6 +357,30 @@ describe('the extend command of a warning', () => {
     expect(Date.parse(parseJson(pasted).data.vms[0].ttl_expires_at)).toBe(deadline + HOUR)
   })
 
+  it('a warning whose notification failed is sent again by the next sweep, then never again', async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const ttl = await upOne('--ttl', '1h')
+    setTtl(ctx.configDir, ttl.name, Date.now() + 10 * 60_000)
+    const warnings = () => notifications().filter((each) => each.targon.event === 'sweep-warning')
+    // The receiver refuses the first delivery.
+    hook.answerStatus = 404
+    try {
+      const failed = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+      expect(failed.code, failed.stdout + failed.stderr).toBe(0)
+      expect(parseJson(failed).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
+      expect(parseJson(failed).warnings).toContainEqual(expect.stringContaining('the notification was not delivered (HTTP 404)'))
+    } finally {
+      hook.answerStatus = 200
+    }
+    const again = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(parseJson(again).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
+    expect(warnings()).toHaveLength(2)
+    const then = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(parseJson(then).data.warned).toEqual([])
+    expect(warnings()).toHaveLength(2)
+  })
+
   it("a budget warning's pasted command raises the budget, and the next sweep keeps the VM past the old one", async () => {
     await ctx.setup()
     const budget = await upOne('--max-cost', '2', '--ttl', '8h')

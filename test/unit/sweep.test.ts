@@ -94,7 +94,7 @@ describe('warnings before a limit fires', () => {
       dueWarnings([vm(HOUR, {})], new Map([['wrk-a', {idleSeconds: seconds, limitS: 1800}]]), now, 15 * MIN, HERE)
     const send = (due: ReturnType<typeof dueWarnings>) => {
       const {fresh, remember} = unsent(dir, 'default', 'acme', due)
-      remember(new Set(['wrk-a']))
+      remember(new Set(['wrk-a']), fresh)
       return fresh.length
     }
 

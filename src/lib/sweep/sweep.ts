@@ -13,7 +13,7 @@ import type {OwnerScope} from '../fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice} from '../fleet/workloads.js'
 import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
-import {dueWarnings, unsent} from './warnings.js'
+import {type Warning, dueWarnings, unsent} from './warnings.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 
@@ -34,6 +34,11 @@ export interface SweepOptions extends Pick<
   profile: string
   /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). */
   hooks: boolean
+  /**
+   * Tells of one warning not sent before (never under --dry-run); true once it is delivered (or printed, when no
+   * notify URL is set), false when its delivery failed: then it is not marked as sent, and the next sweep warns again.
+   */
+  sendWarning: (warning: Warning) => Promise<boolean>
 }
 
 /**
@@ -138,7 +143,9 @@ export async function runSweep(
     if (options.dryRun) swept.warned = due
     else {
       const {fresh, remember} = unsent(options.configDir, options.profile, options.org, due)
-      remember(listed)
+      const delivered: Warning[] = []
+      for (const warning of fresh) if (await options.sendWarning(warning)) delivered.push(warning)
+      remember(listed, delivered)
       swept.warned = fresh
     }
   }

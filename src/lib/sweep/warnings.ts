@@ -130,13 +130,16 @@ function sentFile(dir: string, profile: string): string {
   return join(dir, 'guard', `${profile}.warned.json`)
 }
 
-/** The warnings of `due` not sent before; `remember` records them, and forgets VMs no longer listed. */
+/**
+ * The warnings of `due` not sent before; `remember` records those of them that were `sent` (delivered: one that failed
+ * is sent again next time), and forgets VMs no longer listed.
+ */
 export function unsent(
   dir: string,
   profile: string,
   org: string,
   due: Warning[],
-): {fresh: Warning[]; remember: (listed: Set<string>) => void} {
+): {fresh: Warning[]; remember: (listed: Set<string>, sent: Warning[]) => void} {
   let sent: Sent = {}
   try {
     const parsed = SentSchema.safeParse(JSON.parse(readOwnFile(sentFile(dir, profile))))
@@ -154,11 +157,11 @@ export function unsent(
   })
   return {
     fresh,
-    remember(listed) {
+    remember(listed, delivered) {
       const next: Sent = Object.fromEntries(
         Object.entries(sent).filter(([each]) => !each.startsWith(`${org}/`) || listed.has(each.slice(org.length + 1))),
       )
-      for (const warning of fresh)
+      for (const warning of delivered)
         next[key(warning.uid)] = {
           ...next[key(warning.uid)],
           [warning.limit]: warning.limit === 'idle' ? warning.idle_since : warning.fires_at,
