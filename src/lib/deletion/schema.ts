@@ -20,8 +20,10 @@ export type DeleteReason = (typeof DELETE_REASONS)[number]
 export const HookOutcomeSchema = z
   .object({
     status: z
-      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable'])
-      .describe('unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook'),
+      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable', 'unknown-here'])
+      .describe(
+        'unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook; unknown-here: this config directory has no record of the VM, so whether it has a hook is not known here, and it was deleted without running one',
+      ),
     exit_code: z.number().int().nullable().describe('the exit code of the hook on the VM; null when it did not end by itself'),
     duration_ms: z.number().int().nonnegative(),
     output_tail: z
@@ -43,7 +45,7 @@ export const DeleteResultSchema = z.object({
   billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
   hook: HookOutcomeSchema.optional().describe(
-    'present when the VM has a pre-delete hook and down or sweep tried to run it (not under --dry-run or --no-hooks)',
+    'present when the VM has a pre-delete hook and down or sweep tried to run it, or (unknown-here) when this directory cannot tell whether it has one; never under --dry-run or --no-hooks',
   ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>

@@ -326,7 +326,25 @@ export async function runDown(
   const interruptedBefore = options.stop.aborted
   const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
-  let hooks = new Map<string, HookOutcome>()
+  // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
+  // known here. The VM is deleted all the same (nothing optional stops a deletion), and that is said.
+  const unknownHere = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record === undefined) : []
+  if (unknownHere.length > 0)
+    options.warn(
+      `${unknownHere.map((vm) => vm.name ?? vm.uid).join(', ')}: no record in this config directory, so any pre-delete hook is not known here and is not run`,
+    )
+  let hooks = new Map<string, HookOutcome>(
+    unknownHere.map((vm) => [
+      vm.uid,
+      {
+        detail: 'no record of it in this config directory: whether it has a hook is not known here',
+        duration_ms: 0,
+        exit_code: null,
+        output_tail: '',
+        status: 'unknown-here',
+      },
+    ]),
+  )
   const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
   const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
     deleteWorkloads(cleanupClient, org, state, batch, {
@@ -346,7 +364,7 @@ export async function runDown(
   )
   const hookedDone = (async () => {
     if (hooked.length === 0) return []
-    hooks = await runPreDeleteHooks(hooked, options)
+    hooks = new Map([...hooks, ...(await runPreDeleteHooks(hooked, options))])
     // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
     await unhooked
     const deletionStop = options.stop.aborted ? new AbortController().signal : options.stop

@@ -194,8 +194,9 @@ export function hookSummary(hook: HookOutcome): string {
     case 'ok': {
       return `hook ran in ${took} (exit 0)`
     }
+    case 'unknown-here':
     case 'unreachable': {
-      return `hook not run: ${hook.detail ?? 'unreachable'}`
+      return `hook not run: ${hook.detail ?? hook.status}`
     }
     default: {
       return `hook ${hook.status} after ${took}${hook.exit_code === null ? '' : ` (exit ${hook.exit_code})`}: ${hook.detail ?? ''}`
