@@ -13,7 +13,7 @@ import {countOf, dash, prose, usdPrecise} from '../lib/core/output.js'
 import {validateFleet} from '../lib/fleet/naming.js'
 import {ownerScope} from '../lib/fleet/owners.js'
 import {ping} from '../lib/notify/heartbeat.js'
-import {ensureConfigDir} from '../lib/settings/store.js'
+import {DEFAULT_PROFILE, ensureConfigDir} from '../lib/settings/store.js'
 import {LocalState} from '../lib/state/local-state.js'
 import {ifFileLockFree} from '../lib/state/lock.js'
 import {childPath} from '../lib/state/paths.js'
@@ -105,15 +105,48 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       this.addWarning(
         '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
       )
-    // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
-    const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
+    const startedAt = this.ctx.clock.now()
     try {
-      const result = await this.lockedRun()
-      if (result.skipped === null) await this.beat(heartbeat, 0)
-      return result
+      // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
+      const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
+      try {
+        const result = await this.lockedRun()
+        if (result.skipped === null) await this.beat(heartbeat, 0)
+        return result
+      } catch (error) {
+        await this.beat(heartbeat, toTargonError(error).exitCode)
+        throw error
+      }
     } catch (error) {
-      await this.beat(heartbeat, toTargonError(error).exitCode)
+      if (!this.recorded) await this.recordEarlyFailure(startedAt, toTargonError(error).exitCode)
       throw error
+    }
+  }
+
+  /** Whether this run is in the guard's runs already (its lock was taken). */
+  private recorded = false
+
+  /**
+   * A guard's run that failed before its lock (a bad config, owner, profile or heartbeat URL) is recorded too, so that
+   * guard status says the last sweep exited N rather than that none ran. Recording is best effort: the exit code stands.
+   */
+  private async recordEarlyFailure(startedAt: number, exitCode: number): Promise<void> {
+    if (!this.flags.guard) return
+    try {
+      const profile = await this.ctx.settings
+        .profile()
+        .then((active) => active.name)
+        .catch(() => DEFAULT_PROFILE)
+      recordRun(ensureConfigDir(this.ctx.settings.dir), profile, {
+        at: new Date(startedAt).toISOString(),
+        deleted: 0,
+        duration_ms: this.ctx.clock.now() - startedAt,
+        exit_code: exitCode,
+        skipped: false,
+        still_billing: 0,
+      })
+    } catch (error) {
+      this.addWarning(`this run could not be recorded for guard status (${toTargonError(error).message})`)
     }
   }
 
@@ -129,6 +162,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const startedAt = this.ctx.clock.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
+      this.recorded = true
       recordRun(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,

@@ -177,6 +177,25 @@ describe('targon sweep', () => {
     expectNoSecrets(sweep)
   })
 
+  it("a guard's sweep that fails before its lock is in its runs, with its exit code, and guard status says so", async () => {
+    await ctx.setup()
+    const runs = () =>
+      readFileSync(join(ctx.configDir, 'guard', 'default.runs'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).exit_code)
+    const fleet = await targon(['sweep', '--guard', '--fleet', 'Not A Fleet', '--json'])
+    expect(fleet.code, fleet.stdout + fleet.stderr).toBe(2)
+    // A stored heartbeat URL that is refused fails the run as before, and is recorded all the same.
+    const heartbeat = await targon(['sweep', '--guard', '--json'], {
+      env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`},
+    })
+    expect(heartbeat.code, heartbeat.stdout + heartbeat.stderr).toBe(3)
+    expect(runs()).toEqual([2, 3])
+    const status = await targon(['guard', 'status'])
+    expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
+  })
+
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
     await ctx.setup()
     hook.received.length = 0
