@@ -272,6 +272,11 @@ export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: 
   return matches[0] as KnownVm
 }
 
+/** The idle limit the guard applies to a VM: its own (up --idle, in its record), else the configured one; null: none. */
+export function idleLimitOf(vm: KnownVm, configuredS: number | null): number | null {
+  return vm.record?.idle_limit_s ?? configuredS
+}
+
 export function vmPrice(vm: KnownVm): number | null {
   return workloadPrice(vm.workload) ?? null
 }

@@ -10,7 +10,7 @@ import {TargonError, isTargonError} from '../core/errors.js'
 import {REAL_CLOCK} from '../core/clock.js'
 import {estimatedCost} from '../fleet/cost.js'
 import type {OwnerScope} from '../fleet/owners.js'
-import {type FleetSnapshot, type KnownVm, vmPrice} from '../fleet/workloads.js'
+import {type FleetSnapshot, type KnownVm, idleLimitOf, vmPrice} from '../fleet/workloads.js'
 import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
 import {type Warning, dueWarnings, unsent} from './warnings.js'
@@ -215,11 +215,6 @@ export async function checkSweepSelection(
 
 function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
   return limitUsd !== null && (estimatedCost(vm, now) ?? 0) > limitUsd
-}
-
-/** The VM's own idle limit (up --idle, in its record), else --idle-limit; null for none. */
-function idleLimitOf(vm: KnownVm, idleLimitS: number | null): number | null {
-  return vm.record?.idle_limit_s ?? idleLimitS
 }
 
 /** Whether any limit covers the VM: a TTL, a budget, an idle limit, or --over-cost with a price to estimate by. */
