@@ -39,7 +39,8 @@ reads them. It asks nothing: the limits are the consent (--dry-run shows what it
 Like down --expired, it needs the config directory that ran targon up: the limits and the project key live there.
 It removes a VM's record only once it verified the VM's deletion: unlike down --all, it never drops the record of a
 VM the listing leaves out or shows in a form that fails the checks, so that one odd listing never costs a VM its limits.
-One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing.
+One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing. A
+lock left by a sweep that died is taken over (an unreadable one once it is 5 minutes old, with a warning).
 
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
 With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a
@@ -175,17 +176,21 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
 
     if (flags.guard) rotateLog(dir, profile)
     const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
-    const outcome = await ifFileLockFree(lock, async () => {
-      try {
-        const result = await this.sweep(fleet, owners, profile, limits)
-        record(0, result)
-        return result
-      } catch (error) {
-        const failure = toTargonError(error)
-        record(failure.exitCode, failure.data as SweepResult | undefined)
-        throw error
-      }
-    })
+    const outcome = await ifFileLockFree(
+      lock,
+      async () => {
+        try {
+          const result = await this.sweep(fleet, owners, profile, limits)
+          record(0, result)
+          return result
+        } catch (error) {
+          const failure = toTargonError(error)
+          record(failure.exitCode, failure.data as SweepResult | undefined)
+          throw error
+        }
+      },
+      this.ctx.warn,
+    )
     if (outcome.ran) return outcome.value
     const skipped = `another sweep of ${dir} (profile ${profile}) is running; this one does nothing`
     this.info(skipped)
