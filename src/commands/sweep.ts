@@ -40,7 +40,9 @@ Like down --expired, it needs the config directory that ran targon up: the limit
 It removes a VM's record only once it verified the VM's deletion: unlike down --all, it never drops the record of a
 VM the listing leaves out or shows in a form that fails the checks, so that one odd listing never costs a VM its limits.
 One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing. A
-lock left by a sweep that died is taken over (an unreadable one once it is 5 minutes old, with a warning).
+lock left by a sweep that died is taken over (an unreadable one once it is 5 minutes old, with a warning). A sweep
+holds its lock while pre-delete hooks run, so no other limit is enforced meanwhile: it waits for a hook 30 minutes at
+most, whatever the VM's --hook-timeout, then deletes the VM all the same.
 
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
 With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a

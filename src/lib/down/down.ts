@@ -82,6 +82,8 @@ export interface DownOptions {
    * runs unattended and often, and one odd listing must never cost a VM its limits.
    */
   keepUnlistedRecords?: boolean
+  /** The longest any hook may run in this run (a sweep's cap, as it holds its lock meanwhile); absent: no cap. */
+  hookTimeoutCapS?: number
 }
 
 /**
@@ -442,6 +444,7 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
   return runHooks(vms, reasonOf, {
     clock: options.clock,
     configDir: options.configDir,
+    timeoutCapS: options.hookTimeoutCapS ?? null,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
       options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})

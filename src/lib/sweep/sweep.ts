@@ -13,6 +13,7 @@ import type {OwnerScope} from '../fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, idleLimitOf, vmPrice} from '../fleet/workloads.js'
 import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
+import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../hooks/hook.js'
 import {type Warning, dueWarnings, unsent} from './warnings.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -117,6 +118,7 @@ export async function runSweep(
         // The guard runs unattended: its limits are the consent.
         confirm: async () => true,
         ignoreMissing: false,
+        hookTimeoutCapS: SWEEP_HOOK_TIMEOUT_CAP_S,
         keepUnlistedRecords: true,
         narrow,
         reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
