@@ -46,10 +46,14 @@ otherwise, with a per-VM result.`)
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
     {command: '<%= config.bin %> down --all --yes', description: 'Every VM this tool created, in every fleet'},
     {command: '<%= config.bin %> down --fleet train --older-than 6h', description: 'Fleet "train" VMs older than six hours'},
-    {command: '*/10 * * * * targon down --expired --json >> ~/targon-down.log', description: 'Cron: delete VMs whose --ttl ran out'},
+    {command: '<%= config.bin %> down --expired', description: 'Delete VMs whose --ttl ran out or budget is spent, once'},
     {
-      command: '*/10 * * * * targon down --over-cost 50 --json >> ~/targon-down.log',
-      description: 'Cron from any machine: delete VMs whose estimated cost (price x age) exceeds 50 USD',
+      command: '<%= config.bin %> guard install --cron',
+      description: 'Enforce the limits on a schedule instead: the guard sweeps every 5 minutes',
+    },
+    {
+      command: '<%= config.bin %> down --over-cost 50',
+      description: 'From any machine: delete VMs whose estimated cost (price x age) exceeds 50 USD',
     },
     {command: '<%= config.bin %> down --all --dry-run --json', description: 'What --all would delete, without deleting'},
   ]
@@ -78,7 +82,7 @@ otherwise, with a per-VM result.`)
     expired: Flags.boolean({
       default: false,
       description:
-        'TTLs and budgets are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than or --over-cost there, e.g. in cron. A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.',
+        'TTLs and budgets are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than or --over-cost there. To enforce the limits on a schedule, run targon guard install on the machine that ran targon up. A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.',
       summary: 'VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (both local: see below).',
     }),
     fleet: Flags.string({

@@ -77,6 +77,7 @@ bill; --any-owner shows them all.`)
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
         fleet: this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet,
+        idleLimitS: await this.configuredIdleLimitS(),
         org: await this.resolveOrg(client),
         owners,
         showDeleted: this.flags['show-deleted'],
@@ -86,6 +87,12 @@ bill; --any-owner shows them all.`)
       if (!this.jsonEnabled()) this.render(result)
       return result
     })
+  }
+
+  /** The config's idle-limit in seconds, as the guard's sweeps read it; null when none is set. */
+  private async configuredIdleLimitS(): Promise<number | null> {
+    const ms = await this.ctx.settings.get('idle-limit')
+    return ms === undefined || ms === null ? null : ms / 1000
   }
 
   private render(result: StatusResult): void {

@@ -20,6 +20,8 @@ import {childPath} from '../lib/adapters/state/paths.js'
 import {runSweep} from '../lib/workflows/sweep/sweep.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
 import {recordRun, rotateLog} from '../lib/workflows/guard/runs.js'
+import {DEFAULT_PROFILE} from '../lib/adapters/settings/store.js'
+import type {Warning} from '../lib/workflows/sweep/warnings.js'
 
 /** The guard's warning window when the config sets none. */
 const DEFAULT_GUARD_WARN_MS = 15 * 60_000
@@ -36,7 +38,12 @@ origins) is reported, never deleted. With --min-runway the credits are read afte
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 
 Like down --expired, it needs the config directory that ran targon up: the limits and the project key live there.
-One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing.
+It removes a VM's record only once it verified the VM's deletion: unlike down --all, it never drops the record of a
+VM the listing leaves out or shows in a form that fails the checks, so that one odd listing never costs a VM its limits.
+One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing. A
+lock left by a sweep that died is taken over (an unreadable one once it is 5 minutes old, with a warning). A sweep
+holds its lock while pre-delete hooks run, so no other limit is enforced meanwhile: it waits for a hook 30 minutes at
+most, whatever the VM's --hook-timeout, then deletes the VM all the same.
 
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
 With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a
@@ -102,15 +109,48 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       this.addWarning(
         '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
       )
-    // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
-    const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
+    const startedAt = this.ctx.clock.now()
     try {
-      const result = await this.lockedRun()
-      if (result.skipped === null) await this.beat(heartbeat, 0)
-      return result
+      // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
+      const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
+      try {
+        const result = await this.lockedRun()
+        if (result.skipped === null) await this.beat(heartbeat, 0)
+        return result
+      } catch (error) {
+        await this.beat(heartbeat, toTargonError(error).exitCode)
+        throw error
+      }
     } catch (error) {
-      await this.beat(heartbeat, toTargonError(error).exitCode)
+      if (!this.recorded) await this.recordEarlyFailure(startedAt, toTargonError(error).exitCode)
       throw error
+    }
+  }
+
+  /** Whether this run is in the guard's runs already (its lock was taken). */
+  private recorded = false
+
+  /**
+   * A guard's run that failed before its lock (a bad config, owner, profile or heartbeat URL) is recorded too, so that
+   * guard status says the last sweep exited N rather than that none ran. Recording is best effort: the exit code stands.
+   */
+  private async recordEarlyFailure(startedAt: number, exitCode: number): Promise<void> {
+    if (!this.flags.guard) return
+    try {
+      const profile = await this.ctx.settings
+        .profile()
+        .then((active) => active.name)
+        .catch(() => DEFAULT_PROFILE)
+      recordRun(ensureConfigDir(this.ctx.settings.dir), profile, {
+        at: new Date(startedAt).toISOString(),
+        deleted: 0,
+        duration_ms: this.ctx.clock.now() - startedAt,
+        exit_code: exitCode,
+        skipped: false,
+        still_billing: 0,
+      })
+    } catch (error) {
+      this.addWarning(`this run could not be recorded for guard status (${toTargonError(error).message})`)
     }
   }
 
@@ -126,6 +166,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const startedAt = this.ctx.clock.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
+      this.recorded = true
       recordRun(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
@@ -138,17 +179,21 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
 
     if (flags.guard) rotateLog(dir, profile)
     const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
-    const outcome = await ifFileLockFree(lock, async () => {
-      try {
-        const result = await this.sweep(fleet, owners, profile, limits)
-        record(0, result)
-        return result
-      } catch (error) {
-        const failure = toTargonError(error)
-        record(failure.exitCode, failure.data as SweepResult | undefined)
-        throw error
-      }
-    })
+    const outcome = await ifFileLockFree(
+      lock,
+      async () => {
+        try {
+          const result = await this.sweep(fleet, owners, profile, limits)
+          record(0, result)
+          return result
+        } catch (error) {
+          const failure = toTargonError(error)
+          record(failure.exitCode, failure.data as SweepResult | undefined)
+          throw error
+        }
+      },
+      this.ctx.warn,
+    )
     if (outcome.ran) return outcome.value
     const skipped = `another sweep of ${dir} (profile ${profile}) is running; this one does nothing`
     this.info(skipped)
@@ -215,6 +260,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             owners,
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            sendWarning: async (warning) => this.warnAhead(warning),
             stop: signal,
             historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
@@ -223,7 +269,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined
           if (partial?.results) {
             await this.report(partial, toTargonError(error).exitCode)
-            await this.warnAhead(partial)
             if (!this.jsonEnabled()) this.render(partial)
           }
 
@@ -239,7 +284,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             )
           : undefined
         await this.report(result, runwayError?.exitCode ?? 0)
-        await this.warnAhead(result)
         // A dry run reports the short runway in its result and exit code; only the real sweep sends it.
         if (runwayError && !result.dry_run)
           await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
@@ -274,15 +318,12 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     )
   }
 
-  /** One notification per limit about to fire (each VM and deadline once: the sweep kept track). */
-  private async warnAhead(result: SweepResult): Promise<void> {
-    if (result.dry_run) return
-    for (const warning of result.warned) {
-      const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
-      const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
-      this.info(text)
-      await this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
-    }
+  /** Tells of a limit about to fire, on stderr and as a notification; false when the notification failed. */
+  private async warnAhead(warning: Warning): Promise<boolean> {
+    const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
+    const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
+    this.info(text)
+    return this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
   }
 
   /** The heartbeat of the run, when a URL is set; a failed ping is a warning. A dry run is not the guard at work. */

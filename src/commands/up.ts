@@ -54,7 +54,7 @@ existing VM instead of creating a second one.`)
     },
     {
       command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --max-cost 20',
-      description: 'A budget of 20 USD: targon down --expired (e.g. from cron) deletes the VM once its estimated cost reaches it',
+      description: 'A budget of 20 USD: the guard (targon guard install) deletes the VM once its estimated cost reaches it',
     },
     {
       command: '<%= config.bin %> up rtx6000b-small --max-price 1.8 --wait 2h --timeout 30m',
@@ -91,8 +91,9 @@ existing VM instead of creating a second one.`)
     image: Flags.string({summary: `VM image (default: config, else ${DEFAULT_IMAGE}).`}),
     'max-cost': usdFlag('--max-cost', 'a budget in USD per VM', {
       description:
-        'The API has no place for a budget, so it is kept in this config directory only, like --ttl: targon down --expired deletes the VM once its estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches the budget. From any machine, targon down --over-cost USD does the same without local state.',
-      summary: 'Budget per VM in USD, e.g. 20; kept locally and enforced by targon down --expired (estimated cost = price x age).',
+        'The API has no place for a budget, so it is kept in this config directory only, like --ttl: the guard (targon guard install) deletes the VM once its estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches the budget (targon down --expired does so once). From any machine, targon down --over-cost USD does the same without local state.',
+      summary:
+        'Budget per VM in USD, e.g. 20; kept locally and enforced by the guard, targon guard install (estimated cost = price x age).',
     }),
     'max-price': Flags.string({
       helpValue: '<USD>',
@@ -121,8 +122,9 @@ existing VM instead of creating a second one.`)
     }),
     idle: durationFlag('--idle', {
       description:
-        "The bootstrap installs an idle sampler on every VM (targon-fleet-idle, an unprivileged service) that keeps the VM's idle clock: activity is a GPU at or above 10 % utilisation, an SSH session or port-forward (not targon's own probes, nor the dstack server's tunnel to the shim), a dstack task that is not terminated, and optionally a running container (--idle-containers) or what --idle-check says. --idle stores the limit on the VM and locally; targon down --idle (e.g. from cron) deletes VMs idle longer than it.",
-      summary: 'Idle limit, e.g. 30m (seconds allowed, e.g. 30s): targon down --idle deletes the VM once it has been idle this long.',
+        "The bootstrap installs an idle sampler on every VM (targon-fleet-idle, an unprivileged service) that keeps the VM's idle clock: activity is a GPU at or above 10 % utilisation, an SSH session or port-forward (not targon's own probes, nor the dstack server's tunnel to the shim), a dstack task that is not terminated, and optionally a running container (--idle-containers) or what --idle-check says. --idle stores the limit on the VM and locally; the guard's sweeps (targon guard install) delete VMs idle longer than it (targon down --idle does so once).",
+      summary:
+        'Idle limit, e.g. 30m (seconds allowed, e.g. 30s): the guard (targon guard install) deletes the VM once it has been idle this long.',
     }),
     'idle-check': Flags.string({
       summary:
@@ -140,7 +142,8 @@ existing VM instead of creating a second one.`)
         "Stored on the VM in /etc/targon-fleet/on-delete.conf (0600 root: it may carry a token), never locally and never on a command line. down and sweep run it over the VM's pinned SSH connection with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down) set, and report its exit code, duration and last output lines; a hook that fails or times out does not stop the deletion, and a VM that cannot be reached is deleted without it. The clean-up of a failed or interrupted up runs no hook. The VM bills while its hook runs: a --max-cost budget can be overshot by up to --hook-timeout of its price.",
     }),
     'hook-timeout': durationFlag('--hook-timeout', {
-      summary: 'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m).',
+      summary:
+        'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m; a sweep waits 30m at most, as it holds its lock meanwhile).',
     }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
@@ -157,8 +160,8 @@ existing VM instead of creating a second one.`)
     }),
     ttl: durationFlag('--ttl', {
       description:
-        'The API has no field for a lifetime, so the TTL is kept in this config directory only: targon down --expired enforces it from here, and finds nothing from another machine or a fresh directory. Cron jobs without this directory should use targon down --older-than.',
-      summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by targon down --expired.',
+        'The API has no field for a lifetime, so the TTL is kept in this config directory only: the guard (targon guard install) enforces it from here (targon down --expired does so once), and finds nothing from another machine or a fresh directory: there, targon down --older-than reads the creation time the API reports.',
+      summary: 'Lifetime with a unit, from 1m to 365d, e.g. 6h; kept locally and enforced by the guard (targon guard install).',
     }),
   }
 
@@ -242,7 +245,7 @@ existing VM instead of creating a second one.`)
     if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(client, wanted)))
 
     await this.useNotifyUrl(flags.notify, true)
-    let capacityFound: Promise<void> | undefined
+    let capacityFound: Promise<boolean> | undefined
     let tracked: VmTrack[] = []
     // Whether the run got hold of any workload (created or adopted): a run that got none leaves nothing billing.
     let claimedAny = false

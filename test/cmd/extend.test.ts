@@ -69,6 +69,19 @@ describe('targon extend', () => {
     expect(text.stderr).toContain('No guard on this machine enforces the limits of this directory: targon guard install --cron')
   })
 
+  it('status shows the configured idle limit in ENDS_BY for a VM without its own, as the sweep applies it', async () => {
+    await ctx.setup()
+    const free = await upOne()
+    const before = await targon(['sweep', '--dry-run', '--json'])
+    expect(parseJson(before).data.unlimited).toMatchObject([{uid: free.uid}])
+    expect((await targon(['config', 'set', 'idle-limit', '45m'])).code).toBe(0)
+    const status = await targon(['status', '--json'])
+    expect(parseJson(status).data.vms).toMatchObject([{ends_by: 'idle ?/45m', uid: free.uid}])
+    // The sweep covers it by the same limit: nothing is reported as unlimited.
+    const sweep = await targon(['sweep', '--dry-run', '--json'])
+    expect(parseJson(sweep).data.unlimited).toEqual([])
+  })
+
   it("refuses a name that matches nothing (exit 4) and another owner's VM (exit 2) unless --any-owner", async () => {
     await ctx.setup()
     const alices = await upOne('--ttl', '1h')

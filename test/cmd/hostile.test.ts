@@ -3,7 +3,7 @@
  * directory or add lines to an SSH config, and addresses that are not addresses. They stop at the API boundary
  * (BAD_RESPONSE, exit 5): nothing outside the config directory is touched, and no foreign directive is printed.
  */
-import {existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 
@@ -61,6 +61,53 @@ describe('hostile answers', () => {
       expect(readdirSync(sentinel)).toEqual(['authorized_keys'])
     })
   }
+
+  it("a listed item that fails the checks keeps its VM's record through sweeps and down --all", async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+    const up = await runInProcess(
+      ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '2h', '--max-cost', '5', '--json'],
+      {env},
+    )
+    expect(up.code, up.stdout).toBe(0)
+    const {name, uid} = parseJson(up).data.vms[0]
+    const recordFile = join(configDir, 'vms', 'acme', `${name}.json`)
+    const before = readFileSync(recordFile, 'utf8')
+    // A price of the wrong type: the item fails the checks, its uid is readable.
+    Object.assign(sim.workloads.get(uid)!, {cost_per_hour: 'a lot'})
+
+    const sweep = await runInProcess(['sweep', '--json'], {env})
+    expect(sweep.code, sweep.stdout).toBe(11)
+    expect(parseJson(sweep).data.results).toMatchObject([{action: 'invalid-answer', uid}])
+    const all = await runInProcess(['down', '--all', '--json'], {env})
+    expect(all.code, all.stdout).toBe(11)
+    expect(sim.requests('DELETE', /\/workloads\//)).toEqual([])
+    // Its TTL and budget are still known here.
+    expect(readFileSync(recordFile, 'utf8')).toBe(before)
+    expect(JSON.parse(before)).toMatchObject({max_cost_usd: 5, uid})
+  })
+
+  it('a sweep keeps the record of a VM the listing leaves out; down --all removes it as stale', async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+    const up = await runInProcess(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '2h', '--json'], {env})
+    expect(up.code, up.stdout).toBe(0)
+    const {name, uid} = parseJson(up).data.vms[0]
+    const recordFile = join(configDir, 'vms', 'acme', `${name}.json`)
+    // A listing that leaves it out, once.
+    const saved = sim.workloads.get(uid)!
+    sim.workloads.delete(uid)
+    const sweep = await runInProcess(['sweep', '--json'], {env})
+    expect(sweep.code, sweep.stdout).toBe(0)
+    expect(existsSync(recordFile)).toBe(true)
+    sim.workloads.set(uid, saved)
+    expect(parseJson(await runInProcess(['status', '--json'], {env})).data.vms).toMatchObject([{uid}])
+    sim.workloads.delete(uid)
+    expect((await runInProcess(['down', '--all', '--json'], {env})).code).toBe(0)
+    expect(existsSync(recordFile)).toBe(false)
+  })
 
   it('a sweep reports an invalid answer as down does: warned about, listed in --json, never deleted, exit 11', async () => {
     sim = await startSimulator()

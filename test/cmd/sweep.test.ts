@@ -40,6 +40,17 @@ function age(uid: string, ms: number): void {
   ctx.sim.workloads.get(uid)!.created_at = new Date(Date.now() - ms).toISOString()
 }
 
+/** Runs a printed command as a user pastes it in a shell of another home, `targon` being the built CLI. */
+function paste(command: string): Promise<CliResult> {
+  // Asynchronous: the simulator answers from this process.
+  return new Promise<CliResult>((resolve) => {
+    const script = `targon() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`
+    execFile('bash', ['-c', script], {env: baseEnv(simulatorEnv(ctx.sim))}, (error, stdout, stderr) =>
+      resolve({code: error ? Number(error.code) : 0, signal: null, stderr, stdout}),
+    )
+  })
+}
+
 /** The sweep locks of the config directory, one per profile while a sweep runs. */
 const sweepLocks = () =>
   readdirSync(join(ctx.configDir, 'locks'))
@@ -162,6 +173,25 @@ describe('targon sweep', () => {
     expect(parseJson(sweep).error.message).toContain('fleet "Not A Fleet" is not valid')
     expect(pings()).toEqual([`GET /ping/${HEARTBEAT_TOKEN}/fail`])
     expectNoSecrets(sweep)
+  })
+
+  it("a guard's sweep that fails before its lock is in its runs, with its exit code, and guard status says so", async () => {
+    await ctx.setup()
+    const runs = () =>
+      readFileSync(join(ctx.configDir, 'guard', 'default.runs'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).exit_code)
+    const fleet = await targon(['sweep', '--guard', '--fleet', 'Not A Fleet', '--json'])
+    expect(fleet.code, fleet.stdout + fleet.stderr).toBe(2)
+    // A stored heartbeat URL that is refused fails the run as before, and is recorded all the same.
+    const heartbeat = await targon(['sweep', '--guard', '--json'], {
+      env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`},
+    })
+    expect(heartbeat.code, heartbeat.stdout + heartbeat.stderr).toBe(3)
+    expect(runs()).toEqual([2, 3])
+    const status = await targon(['guard', 'status'])
+    expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
   })
 
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
@@ -339,14 +369,59 @@ describe('the extend command of a warning', () => {
     expect(warning.extend_command).not.toContain(DEFAULT_TOKEN)
 
     // A shell of another home, where the default config directory is not the sweep's: the command alone says which.
-    // Asynchronous: the simulator answers from this process.
-    const pasted = await new Promise<CliResult>((resolve) => {
-      const script = `targon() { "${process.execPath}" "${BIN}" "$@"; }\n${warning.extend_command} --json`
-      execFile('bash', ['-c', script], {env: baseEnv(simulatorEnv(ctx.sim))}, (error, stdout, stderr) =>
-        resolve({code: error ? Number(error.code) : 0, signal: null, stderr, stdout}),
-      )
-    })
+    const pasted = await paste(`${warning.extend_command} --json`)
     expect(pasted.code, pasted.stdout + pasted.stderr).toBe(0)
     expect(Date.parse(parseJson(pasted).data.vms[0].ttl_expires_at)).toBe(deadline + HOUR)
+  })
+
+  it('a warning whose notification failed is sent again by the next sweep, then never again', async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const ttl = await upOne('--ttl', '1h')
+    setTtl(ctx.configDir, ttl.name, Date.now() + 10 * 60_000)
+    const warnings = () => notifications().filter((each) => each.targon.event === 'sweep-warning')
+    // The receiver refuses the first delivery.
+    hook.answerStatus = 404
+    try {
+      const failed = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+      expect(failed.code, failed.stdout + failed.stderr).toBe(0)
+      expect(parseJson(failed).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
+      expect(parseJson(failed).warnings).toContainEqual(expect.stringContaining('the notification was not delivered (HTTP 404)'))
+    } finally {
+      hook.answerStatus = 200
+    }
+    const again = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(parseJson(again).data.warned).toMatchObject([{limit: 'ttl', uid: ttl.uid}])
+    expect(warnings()).toHaveLength(2)
+    const then = await targon(['sweep', '--warn', '15m', '--json'], {env: {TARGON_NOTIFY_URL: hook.url}})
+    expect(parseJson(then).data.warned).toEqual([])
+    expect(warnings()).toHaveLength(2)
+  })
+
+  it("a budget warning's pasted command raises the budget, and the next sweep keeps the VM past the old one", async () => {
+    await ctx.setup()
+    const budget = await upOne('--max-cost', '2', '--ttl', '8h')
+    const ttlBefore = JSON.parse(readFileSync(join(ctx.configDir, 'vms', 'acme', `${budget.name}.json`), 'utf8')).ttl_expires_at
+    // 2 USD at 1.69 USD/h is spent 10 minutes from now.
+    age(budget.uid, (2 / 1.69) * HOUR - 10 * 60_000)
+    const sweep = await targon(['sweep', '--warn', '15m', '--json'])
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const [warning] = parseJson(sweep).data.warned
+    // An hour more at 1.69 USD/h on top of 2 USD.
+    expect(warning).toMatchObject({
+      extend_command: `TARGON_CONFIG_DIR=${ctx.configDir} targon extend ${budget.name} --max-cost 3.69`,
+      limit: 'max-cost',
+    })
+
+    const pasted = await paste(`${warning.extend_command} --json`)
+    expect(pasted.code, pasted.stdout + pasted.stderr).toBe(0)
+    // The budget moved, the TTL did not.
+    expect(parseJson(pasted).data.vms[0]).toMatchObject({max_cost_usd: 3.69, ttl_expires_at: ttlBefore})
+    // The old budget is spent now: the sweep keeps the VM all the same.
+    age(budget.uid, (2 / 1.69) * HOUR + 5 * 60_000)
+    const next = await targon(['sweep', '--json'])
+    expect(next.code, next.stdout + next.stderr).toBe(0)
+    expect(parseJson(next).data.results).toEqual([])
+    expect(billingUids()).toEqual([budget.uid])
   })
 })

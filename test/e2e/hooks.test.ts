@@ -7,7 +7,7 @@ import {readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {parseJson, tempDir} from '../helpers/cli.js'
+import {parseJson, tempDir, waitFor} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
 import {parseEvents} from '../helpers/events.js'
 import {useVmFixture} from '../helpers/fixture.js'
@@ -36,6 +36,27 @@ function hookEvents(file: string) {
   return parseEvents(readFileSync(file, 'utf8'))
     .filter((event) => event.hook !== null)
     .map((event) => ({hook: event.hook, status: event.status, type: event.type, uid: event.vm?.uid}))
+}
+
+/**
+ * Runs `check` while the simulator holds the VM's DELETE (a hook runs before it, and the VM's files go with it), then
+ * lets the deletion finish: what `run` resolves to.
+ */
+async function atDelete<T>(uid: string, run: Promise<T>, check: () => void): Promise<T> {
+  let release = () => {}
+  simulated.sim.inject({
+    holdUntil: new Promise<void>((resolve) => (release = resolve)),
+    method: 'DELETE',
+    path: `/workloads/${uid}`,
+    times: 1,
+  })
+  try {
+    await waitFor(() => simulated.sim.requests('DELETE', `/workloads/${uid}`).length === 1)
+    check()
+  } finally {
+    release()
+  }
+  return run
 }
 
 afterAll(async () => {
@@ -109,11 +130,35 @@ describe('pre-delete hooks', () => {
     expect(text).toContain('reason=ttl')
     expect(billing().has(ttl.uid)).toBe(false)
 
-    const quiet = await upWith('--on-delete', 'touch ~/ran')
-    const down = await targon(['down', quiet.name, '--no-hooks', '--json'])
+    const quiet = await upWith('--ttl', '1h', '--on-delete', 'touch ~/ran')
+    const vm = simulated.farm.vm(quiet.uid)
+    // A dry sweep plans its deletion and runs no hook.
+    setTtl(configDir, quiet.name, Date.now() - 60_000)
+    const dry = await targon(['sweep', '--dry-run', '--json'])
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0)
+    expect(parseJson(dry).data.results).toMatchObject([{reason: 'ttl', uid: quiet.uid}])
+    expect(parseJson(dry).data.results[0]).not.toHaveProperty('hook')
+    expect(vm.hasFile('/home/ubuntu/ran')).toBe(false)
+    const down = await atDelete(quiet.uid, targon(['down', quiet.name, '--no-hooks', '--json']), () =>
+      expect(vm.hasFile('/home/ubuntu/ran')).toBe(false),
+    )
     expect(down.code, down.stderr).toBe(0)
     expect(parseJson(down).data.results[0]).not.toHaveProperty('hook')
     expect(billing().has(quiet.uid)).toBe(false)
+  })
+
+  it('down from a directory without the VM record deletes it without a hook, and says the hook is unknown here', async () => {
+    const vm = await upWith('--on-delete', 'touch ~/ran')
+    const elsewhere = tempDir('targon-elsewhere-')
+    const onVm = simulated.farm.vm(vm.uid)
+    const down = await atDelete(vm.uid, targon(['down', vm.uid, '--json'], {env: {TARGON_CONFIG_DIR: elsewhere}}), () =>
+      expect(onVm.hasFile('/home/ubuntu/ran')).toBe(false),
+    )
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    const [result] = parseJson(down).data.results
+    expect(result).toMatchObject({action: 'deleted', billing: false, hook: {status: 'unknown-here'}, uid: vm.uid})
+    expect(parseJson(down).warnings.join('\n')).toContain('any pre-delete hook is not known here and is not run')
+    expect(billing().has(vm.uid)).toBe(false)
   })
 
   it('an adopting up keeps the hook unless given one; --on-delete "" removes it', async () => {

@@ -50,6 +50,13 @@ describe('sweep and idle VMs', () => {
     expect(parseJson(extend).data.vms).toMatchObject([{idle_hold_on_vm: 'written', uid: role(2).uid}])
     const conf = JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf'))
     expect(conf.hold_until).toBeGreaterThan(Date.now() / 1000 + 3500)
+    // A shorter extension never brings the idle deletion closer, here or on the VM.
+    const shorter = await targon(['extend', role(2).name, '--by', '10m', '--idle-only', '--json'])
+    expect(shorter.code, shorter.stderr).toBe(0)
+    expect(parseJson(shorter).data.vms).toMatchObject([
+      {idle_hold_on_vm: 'written', idle_hold_until: parseJson(extend).data.vms[0].idle_hold_until},
+    ])
+    expect(JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf')).hold_until).toBe(conf.hold_until)
     const usage = parseJson(await targon(['status', '--usage', '--json'])).data.vms.find(
       (each: {uid: string}) => each.uid === role(2).uid,
     ).usage

@@ -9,7 +9,9 @@ import {
   TAIL_BYTES,
   TAIL_LINES,
   hookCommandProblem,
+  SWEEP_HOOK_TIMEOUT_CAP_S,
   hookEnvironment,
+  hookTimeoutS,
   hooksInWords,
   outputTail,
   parseHookSetting,
@@ -51,6 +53,15 @@ describe('outputTail', () => {
     expect(slackText(line as string)).toBe(
       'tcli-default-a: hook ran in 1.2 s (exit 0); its output ends:\n&lt;!channel&gt; &lt;https://evil|click&gt; &amp; done',
     )
+  })
+})
+
+describe('hookTimeoutS', () => {
+  it("keeps a hook's own timeout under a sweep's cap of 30 minutes, and caps a longer one", () => {
+    expect(SWEEP_HOOK_TIMEOUT_CAP_S).toBe(1800)
+    expect(hookTimeoutS(600, SWEEP_HOOK_TIMEOUT_CAP_S)).toBe(600)
+    expect(hookTimeoutS(86_400, SWEEP_HOOK_TIMEOUT_CAP_S)).toBe(1800)
+    expect(hookTimeoutS(86_400, null)).toBe(86_400)
   })
 })
 

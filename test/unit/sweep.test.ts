@@ -8,7 +8,7 @@ import {limitReached} from '../../src/lib/workflows/down/down.js'
 import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
 import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
 import {configDir} from '../../src/lib/adapters/settings/resolve.js'
-import {dueWarnings, extendCommand, unsent} from '../../src/lib/workflows/sweep/warnings.js'
+import {dueWarnings, extendCommand, unsent, raisedBudget} from '../../src/lib/workflows/sweep/warnings.js'
 
 const NOW = Date.parse('2026-12-01T12:00:00Z')
 const HOUR = 3_600_000
@@ -75,6 +75,8 @@ describe('warnings before a limit fires', () => {
       'wrk-b max-cost 10',
       'wrk-d idle 5',
     ])
+    // The budget's command raises it by an hour at 2 USD/h; --by would move its TTL and leave the budget as it was.
+    expect(due[1]?.extend_command).toBe('targon extend tcli-default-a --max-cost 7')
     expect(due[2]).toMatchObject({
       extend_command: 'targon extend tcli-default-a --by 1h --idle-only',
       idle_since: new Date(NOW - 25 * MIN).toISOString(),
@@ -92,7 +94,7 @@ describe('warnings before a limit fires', () => {
       dueWarnings([vm(HOUR, {})], new Map([['wrk-a', {idleSeconds: seconds, limitS: 1800}]]), now, 15 * MIN, HERE)
     const send = (due: ReturnType<typeof dueWarnings>) => {
       const {fresh, remember} = unsent(dir, 'default', 'acme', due)
-      remember(new Set(['wrk-a']))
+      remember(new Set(['wrk-a']), fresh)
       return fresh.length
     }
 
@@ -112,7 +114,22 @@ describe('the extend command of a warning', () => {
 
   it('is bare for the default config directory and profile, and a VM of no owner or the sweep owner', () => {
     expect(extendCommand(ttl, 'ttl', HERE)).toBe('targon extend tcli-default-a --by 1h --ttl-only')
-    expect(extendCommand({...ttl, owner: 'alice'}, 'max-cost', {...HERE, owner: 'alice'})).toBe('targon extend tcli-default-a --by 1h')
+    expect(extendCommand({...ttl, owner: 'alice'}, 'idle', {...HERE, owner: 'alice'})).toBe(
+      'targon extend tcli-default-a --by 1h --idle-only',
+    )
+  })
+
+  it('raises a budget by what the VM costs in the postponement, rounded up to cents, instead of moving its TTL', () => {
+    const budget = vm(HOUR, {max_cost_usd: 10})
+    // 2 USD/h for an hour on top of 10 USD.
+    expect(extendCommand(budget, 'max-cost', HERE)).toBe('targon extend tcli-default-a --max-cost 12')
+    // A 90-minute window at 1.69 USD/h: 2.535 USD, rounded up to cents.
+    const cheap = {...budget, workload: {...budget.workload, cost_per_hour: 1.69}}
+    expect(extendCommand(cheap, 'max-cost', HERE, 90 * 60_000)).toBe('targon extend tcli-default-a --max-cost 12.54')
+    expect(raisedBudget(10, 0.5, HOUR)).toBe(10.5)
+    expect(raisedBudget(0.1, 0.2, HOUR)).toBe(0.3)
+    // The TTL moves by the same window.
+    expect(extendCommand(ttl, 'ttl', HERE, 90 * 60_000)).toBe('targon extend tcli-default-a --by 90m --ttl-only')
   })
 
   it('names the config directory, the profile and --any-owner when a pasted command needs them, shell-quoted', () => {

@@ -173,7 +173,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   }
 
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
-  protected notify(event: NotifyEvent, text: string, facts: NotifyFacts): Promise<void> {
+  protected notify(event: NotifyEvent, text: string, facts: NotifyFacts): Promise<boolean> {
     return this.reporter.notify(event, text, facts, this.acting)
   }
 

@@ -113,9 +113,17 @@ export class RunReporter {
     return this.notifyUrl !== undefined
   }
 
-  /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
-  async notify(event: NotifyEvent, text: string, facts: NotifyFacts, acting: {org: string | null; profile: string | null}): Promise<void> {
-    if (!this.notifyUrl) return
+  /**
+   * Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more.
+   * False when it failed; true when delivered or when there is no URL to send to.
+   */
+  async notify(
+    event: NotifyEvent,
+    text: string,
+    facts: NotifyFacts,
+    acting: {org: string | null; profile: string | null},
+  ): Promise<boolean> {
+    if (!this.notifyUrl) return true
     const warning = await deliver(
       this.notifyUrl,
       {
@@ -134,5 +142,6 @@ export class RunReporter {
       this.clock,
     )
     if (warning) this.warn(warning)
+    return warning === undefined
   }
 }

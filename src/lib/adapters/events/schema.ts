@@ -13,8 +13,10 @@ export type PhaseName = (typeof PHASES)[number]
 export const HookOutcomeSchema = z
   .object({
     status: z
-      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable'])
-      .describe('unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook'),
+      .enum(['ok', 'failed', 'timed-out', 'interrupted', 'unreachable', 'unknown-here'])
+      .describe(
+        'unreachable: the VM (or its stored hook) could not be reached, so it was deleted without its hook; unknown-here: this config directory has no record of the VM, so whether it has a hook is not known here, and it was deleted without running one',
+      ),
     exit_code: z.number().int().nullable().describe('the exit code of the hook on the VM; null when it did not end by itself'),
     duration_ms: z.number().int().nonnegative(),
     output_tail: z

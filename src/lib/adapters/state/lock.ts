@@ -4,7 +4,7 @@
  * the lock over only when that holder is dead, never because the lock is old: a DELETE that
  * Targon takes minutes to answer must keep its lock for as long as it is in flight.
  */
-import {mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {userInfo} from 'node:os'
 import {dirname, join} from 'node:path'
 
@@ -63,8 +63,12 @@ export async function withFileLock<T>(
  * Runs `critical` under the lock if no live process holds it now; `{ran: false}` at once otherwise, without waiting:
  * for work that a second run should skip rather than repeat (a scheduled sweep).
  */
-export async function ifFileLockFree<T>(path: string, critical: () => Promise<T>): Promise<{ran: true; value: T} | {ran: false}> {
-  if (!take(path, lockHolderText(path))) return {ran: false}
+export async function ifFileLockFree<T>(
+  path: string,
+  critical: () => Promise<T>,
+  warn: (message: string) => void = () => {},
+): Promise<{ran: true; value: T} | {ran: false}> {
+  if (!take(path, lockHolderText(path), warn)) return {ran: false}
   try {
     return {ran: true, value: await critical()}
   } finally {
@@ -78,14 +82,24 @@ function lockHolderText(path: string): string {
   return JSON.stringify({pid: process.pid, started: processStart(process.pid)} satisfies Holder)
 }
 
-/** Takes the lock when its file can be created; a dead holder's file is taken over and tried once more at once. */
-function take(path: string, me: string): boolean {
+/**
+ * Takes the lock when its file can be created; a dead holder's file is taken over and tried once more at once. A lock
+ * file that cannot be read (a dangling link, say) names no holder: after UNREADABLE_STALE_MS it is taken over too, with
+ * a warning, as otherwise every later run would skip for good.
+ */
+function take(path: string, me: string, warn: (message: string) => void = () => {}): boolean {
   if (createLockFile(path, me)) return true
   const holder = readHolder(path)
-  if (holder === undefined || holderAlive(path, holder)) return false
+  if (holder === undefined) {
+    if (!olderThan(path, UNREADABLE_STALE_MS)) return false
+    warn(`the lock ${path} could not be read for over ${UNREADABLE_STALE_MS / 60_000} minutes: taken over`)
+  } else if (holderAlive(path, holder)) return false
   takeOver(path, holder)
   return createLockFile(path, me)
 }
+
+/** A lock file nobody can read for this long is left by a crash or by hand, not being written. */
+const UNREADABLE_STALE_MS = 5 * 60_000
 
 function createLockFile(path: string, me: string): boolean {
   try {
@@ -153,7 +167,7 @@ function readHolder(path: string): string | undefined {
  * has just taken (new locks are only ever created, never overwritten). A marker left by a process that died in
  * this window of microseconds is taken as stale after a few seconds.
  */
-function takeOver(path: string, deadHolder: string): void {
+function takeOver(path: string, deadHolder: string | undefined): void {
   const marker = `${path}.takeover`
   try {
     writeFileSync(marker, String(process.pid), {flag: 'wx', mode: 0o600})
@@ -195,8 +209,8 @@ const STALE_WRITE_MS = 5000
 
 function olderThan(path: string, ms: number): boolean {
   try {
-    // A file's modification time is on the real clock.
-    return REAL_CLOCK.now() - statSync(path).mtimeMs > ms
+    // A file's modification time is on the real clock; a link's own, for a link that points nowhere.
+    return REAL_CLOCK.now() - lstatSync(path).mtimeMs > ms
   } catch {
     return false
   }

@@ -30,7 +30,7 @@ export const DeleteResultSchema = z.object({
   billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
   error: z.string().optional(),
   hook: HookOutcomeSchema.optional().describe(
-    'present when the VM has a pre-delete hook and down or sweep tried to run it (not under --dry-run or --no-hooks)',
+    'present when the VM has a pre-delete hook and down or sweep tried to run it, or (unknown-here) when this directory cannot tell whether it has one; never under --dry-run or --no-hooks',
   ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>

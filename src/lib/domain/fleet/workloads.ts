@@ -125,7 +125,9 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
   )
   for (const vm of vms) vm.owner = owners.get(vm.uid)
   problems.push(...refusedNames(vms))
-  const live = new Set(vms.filter((vm) => !vm.gone).map((vm) => vm.uid))
+  const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
+  // A listed item that failed the checks is still listed: its record (its limits, its hook) is not a leftover.
+  const live = new Set([...vms.filter((vm) => !vm.gone).map((vm) => vm.uid), ...unreadable])
   const localOnly = records.filter((record) => !record.uid || !live.has(record.uid))
   const sightings = vms.map((vm) => ({
     ...vmFacts(vm),
@@ -137,7 +139,6 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     updatedAt:
       vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
-  const unreadable = new Set(invalid.flatMap((item) => (item.uid === null ? [] : [item.uid])))
   return {invalid, listing: {listedAt, sightings, unreadable}, localOnly, problems, vms}
 }
 
@@ -264,6 +265,11 @@ export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: 
       hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
     })
   return matches[0] as KnownVm
+}
+
+/** The idle limit the guard applies to a VM: its own (up --idle, in its record), else the configured one; null: none. */
+export function idleLimitOf(vm: KnownVm, configuredS: number | null): number | null {
+  return vm.record?.idle_limit_s ?? configuredS
 }
 
 export function vmPrice(vm: KnownVm): number | null {

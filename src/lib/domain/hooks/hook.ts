@@ -36,6 +36,17 @@ const END_GRACE_MS = 15_000
 /** The longest timeout a stored setting may carry, as up --hook-timeout allows: a hostile VM cannot hold a deletion longer. */
 const MAX_HOOK_TIMEOUT_S = 86_400
 
+/**
+ * The longest a sweep waits for one hook (30 min), whatever the VM's --hook-timeout: a sweep holds its lock while
+ * hooks run, and no other limit is enforced until it ends.
+ */
+export const SWEEP_HOOK_TIMEOUT_CAP_S = 1800
+
+/** How long a hook may run: its own timeout, capped by the run's cap when it has one. */
+export function hookTimeoutS(storedS: number, capS: number | null): number {
+  return capS === null ? storedS : Math.min(storedS, capS)
+}
+
 export interface HookSetting {
   command: string
   timeout_s: number
@@ -119,7 +130,7 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {configDir: string; signal: AbortSignal; clock?: Clock},
+  options: {configDir: string; signal: AbortSignal; clock?: Clock; timeoutCapS?: number | null},
 ): Promise<HookOutcome | null> {
   const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
@@ -141,8 +152,9 @@ export async function runHook(
     if (stored.code !== 0 || stored.overflowed)
       return outcome('unreachable', null, '', `its hook could not be read (exit ${stored.code ?? stored.signal}): deleted without it`)
     if (stored.stdout.trim() === '') return null
-    const hook = parseHookSetting(stored.stdout)
-    if (hook === null) return outcome('unreachable', null, '', 'its stored hook is not one (it fails the checks): deleted without it')
+    const setting = parseHookSetting(stored.stdout)
+    if (setting === null) return outcome('unreachable', null, '', 'its stored hook is not one (it fails the checks): deleted without it')
+    const hook = {...setting, timeout_s: hookTimeoutS(setting.timeout_s, options.timeoutCapS ?? null)}
     const script = [
       'set -o pipefail',
       'cd ~ 2>/dev/null || cd /',
@@ -195,8 +207,9 @@ export function hookSummary(hook: HookOutcome): string {
     case 'ok': {
       return `hook ran in ${took} (exit 0)`
     }
+    case 'unknown-here':
     case 'unreachable': {
-      return `hook not run: ${hook.detail ?? 'unreachable'}`
+      return `hook not run: ${hook.detail ?? hook.status}`
     }
     default: {
       return `hook ${hook.status} after ${took}${hook.exit_code === null ? '' : ` (exit ${hook.exit_code})`}: ${hook.detail ?? ''}`
@@ -216,6 +229,8 @@ export async function runHooks(
     parallel: number
     signal: AbortSignal
     clock?: Clock
+    /** The longest any hook may run here (a sweep's cap); null or absent: each hook's own timeout. */
+    timeoutCapS?: number | null
     onOutcome?: (vm: KnownVm, hook: HookOutcome) => void
   },
 ): Promise<Map<string, HookOutcome>> {

@@ -201,7 +201,10 @@ async function probeUsage(
   }
 }
 
-/** Sets hold_until in the VM's idle.conf to the VM's own now (its clock offset included) + argv[2] seconds. */
+/**
+ * Sets hold_until in the VM's idle.conf to the VM's own now (its clock offset included) + argv[2] seconds, unless it
+ * already holds longer.
+ */
 const HOLD_SCRIPT = [
   'import json, sys, time',
   'path = sys.argv[1]',
@@ -214,13 +217,18 @@ const HOLD_SCRIPT = [
   '    current = current if isinstance(current, dict) else {}',
   'except Exception:',
   '    current = {}',
-  'current["hold_until"] = time.time() + offset + int(sys.argv[2])',
+  'try:',
+  '    held = float(current.get("hold_until") or 0)',
+  'except Exception:',
+  '    held = 0',
+  '# A hold already further out stays: an extension never brings the idle deletion closer.',
+  'current["hold_until"] = max(held, time.time() + offset + int(sys.argv[2]))',
   'json.dump(current, open(path + ".new", "w"), sort_keys=True)',
 ].join('\n')
 
 /**
  * targon extend --by on the VM, where its idle limit lives: the sampler's config holds off the idle deletion for
- * `seconds` from the VM's own now, so that every probe of the VM (from any directory) says so. Null when written, else why not.
+ * `seconds` from the VM's own now (a longer hold stays), so that every probe of the VM (from any directory) says so. Null when written, else why not.
  */
 export async function holdIdleOnVm(vm: KnownVm, seconds: number, options: {configDir: string}): Promise<string | null> {
   if (vm.status !== 'running') return `not running (${vm.status})`

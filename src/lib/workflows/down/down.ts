@@ -82,6 +82,13 @@ export interface DownOptions {
   hooks: boolean
   /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
   reasonOf?: (vm: KnownVm) => DeleteReason
+  /**
+   * Keep the records of VMs the listing does not show, which --all and --fleet otherwise remove as stale: a sweep
+   * runs unattended and often, and one odd listing must never cost a VM its limits.
+   */
+  keepUnlistedRecords?: boolean
+  /** The longest any hook may run in this run (a sweep's cap, as it holds its lock meanwhile); absent: no cap. */
+  hookTimeoutCapS?: number
 }
 
 /**
@@ -333,7 +340,25 @@ export async function runDown(
   const interruptedBefore = options.stop.aborted
   const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
-  let hooks = new Map<string, HookOutcome>()
+  // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
+  // known here. The VM is deleted all the same (nothing optional stops a deletion), and that is said.
+  const unknownHere = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record === undefined) : []
+  if (unknownHere.length > 0)
+    options.warn(
+      `${unknownHere.map((vm) => vm.name ?? vm.uid).join(', ')}: no record in this config directory, so any pre-delete hook is not known here and is not run`,
+    )
+  let hooks = new Map<string, HookOutcome>(
+    unknownHere.map((vm) => [
+      vm.uid,
+      {
+        detail: 'no record of it in this config directory: whether it has a hook is not known here',
+        duration_ms: 0,
+        exit_code: null,
+        output_tail: '',
+        status: 'unknown-here',
+      },
+    ]),
+  )
   const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
   const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
     deleteWorkloads(cleanupClient, org, state, batch, {
@@ -353,7 +378,7 @@ export async function runDown(
   )
   const hookedDone = (async () => {
     if (hooked.length === 0) return []
-    hooks = await runPreDeleteHooks(hooked, options)
+    hooks = new Map([...hooks, ...(await runPreDeleteHooks(hooked, options))])
     // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
     await unhooked
     const deletionStop = options.stop.aborted ? new AbortController().signal : options.stop
@@ -382,7 +407,7 @@ export async function runDown(
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
   )
-  tidyLocalState(state, org, verified, view.localOnly, options.selection, clock.now())
+  tidyLocalState(state, org, verified, options.keepUnlistedRecords ? [] : view.localOnly, options.selection, clock.now())
   const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
   options.onStillBilling?.(
     billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),
@@ -436,6 +461,7 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
   return runHooks(vms, reasonOf, {
     clock: options.clock,
     configDir: options.configDir,
+    timeoutCapS: options.hookTimeoutCapS ?? null,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
       options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})

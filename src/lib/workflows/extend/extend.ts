@@ -120,7 +120,9 @@ function extended(record: VmRecord, options: ExtendOptions, now: number): Partia
   const change: Partial<VmRecord> = {}
   if (options.byMs !== null && options.ttl && record.ttl_expires_at !== null)
     change.ttl_expires_at = new Date(Math.max(now, Date.parse(record.ttl_expires_at)) + options.byMs).toISOString()
-  if (options.byMs !== null && options.idle) change.idle_hold_until = new Date(now + options.byMs).toISOString()
+  // A hold already further out stays: an extension never brings the idle deletion closer.
+  if (options.byMs !== null && options.idle)
+    change.idle_hold_until = new Date(Math.max(now + options.byMs, Date.parse(record.idle_hold_until ?? '') || 0)).toISOString()
   if (options.maxCostUsd !== null) change.max_cost_usd = options.maxCostUsd
   return change
 }

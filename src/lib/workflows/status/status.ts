@@ -15,6 +15,7 @@ import {
   type KnownVm,
   billingUncertain,
   findVm,
+  idleLimitOf,
   invalidWarning,
   outsideOwner,
   snapshot,
@@ -54,6 +55,8 @@ export interface StatusOptions {
   dstackFleet: boolean
   /** --usage: read each running VM's idle clock and a live sample over SSH. */
   usage: boolean
+  /** The configured idle-limit, which the guard applies to VMs without their own: ENDS_BY shows it as the sweep does. */
+  idleLimitS: number | null
 }
 
 /** The run's settings give the config directory and the profile (for the guard that covers them); warnings go to its warn. */
@@ -80,7 +83,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const now = clock.now()
   const markers = new Map<string, boolean>()
   const usages = options.usage ? await usageOf(selected, configDir, markers, clock) : new Map<string, Usage>()
-  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null))
+  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null, options.idleLimitS))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
     ...view.localOnly
@@ -221,7 +224,14 @@ async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, b
  * One VM as status shows it. Bootstrapped: the local record's word; for a VM without one, its marker when --usage
  * read it (`marker`), else null (not known).
  */
-function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage: Usage | null, marker: boolean | null): StatusVm {
+function toStatusVm(
+  vm: KnownVm,
+  now: number,
+  offers: Map<string, Offer>,
+  usage: Usage | null,
+  marker: boolean | null,
+  idleLimitS: number | null,
+): StatusVm {
   const {workload, record} = vm
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)
@@ -259,16 +269,19 @@ function toStatusVm(vm: KnownVm, now: number, offers: Map<string, Offer>, usage:
     ttl_expires_at: record?.ttl_expires_at ?? null,
     ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
     uid: vm.uid,
-    ends_by: endsBy(vm, now, usage),
+    ends_by: endsBy(vm, now, usage, idleLimitS),
   }
 }
 
-/** What ends a VM and when, in a few words: its TTL, its idle limit, its budget; "no limit" when none applies. */
-function endsBy(vm: KnownVm, now: number, usage: Usage | null): string {
+/**
+ * What ends a VM and when, in a few words: its TTL, its idle limit (as the VM reports it, else the one the guard
+ * applies), its budget; "no limit" when none applies.
+ */
+function endsBy(vm: KnownVm, now: number, usage: Usage | null, idleLimitS: number | null): string {
   const {record} = vm
   const ends: string[] = []
   if (record?.ttl_expires_at) ends.push(`TTL ${record.ttl_expires_at.slice(11, 16)}Z`)
-  const idleLimit = usage?.idle_limit_seconds ?? record?.idle_limit_s ?? null
+  const idleLimit = usage?.idle_limit_seconds ?? idleLimitOf(vm, idleLimitS)
   if (idleLimit !== null)
     ends.push(`idle ${usage?.idle_seconds == null ? '?' : formatDuration(usage.idle_seconds * 1000)}/${formatDuration(idleLimit * 1000)}`)
   if (record?.max_cost_usd != null) ends.push(`cost ${(estimatedCost(vm, now) ?? 0).toFixed(2)}/${record.max_cost_usd.toFixed(2)}`)

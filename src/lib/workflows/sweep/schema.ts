@@ -61,7 +61,7 @@ export const SweepResultSchema = z.object({
         extend_command: z
           .string()
           .describe(
-            'the targon extend command that postpones it, shell-quoted, to paste as it is: with TARGON_CONFIG_DIR and --profile when not the defaults, and --any-owner when the VM is not of the owner the sweep ran as',
+            'the targon extend command that postpones it by an hour or the window when longer (a budget: --max-cost, the budget plus the price for that time, rounded up to cents), shell-quoted, to paste as it is: with TARGON_CONFIG_DIR and --profile when not the defaults, and --any-owner when the VM is not of the owner the sweep ran as',
           ),
       }),
     )

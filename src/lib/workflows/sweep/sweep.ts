@@ -10,12 +10,13 @@ import {TargonError, isTargonError} from '../../core/errors.js'
 import {REAL_CLOCK} from '../../core/clock.js'
 import {estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../domain/fleet/workloads.js'
 import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
 import {runCredits} from '../spend/credits.js'
-import {dueWarnings, unsent} from './warnings.js'
+import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
+import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../../domain/hooks/hook.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
@@ -44,6 +45,11 @@ export interface SweepOptions extends Pick<
   profile: string
   /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). */
   hooks: boolean
+  /**
+   * Tells of one warning not sent before (never under --dry-run); true once it is delivered (or printed, when no
+   * notify URL is set), false when its delivery failed: then it is not marked as sent, and the next sweep warns again.
+   */
+  sendWarning: (warning: Warning) => Promise<boolean>
 }
 
 /**
@@ -122,6 +128,8 @@ export async function runSweep(
         // The guard runs unattended: its limits are the consent.
         confirm: async () => true,
         ignoreMissing: false,
+        hookTimeoutCapS: SWEEP_HOOK_TIMEOUT_CAP_S,
+        keepUnlistedRecords: true,
         narrow,
         reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
         selection,
@@ -147,7 +155,9 @@ export async function runSweep(
     if (options.dryRun) swept.warned = due
     else {
       const {fresh, remember} = unsent(options.configDir, options.profile, options.org, due)
-      remember(listed)
+      const delivered: Warning[] = []
+      for (const warning of fresh) if (await options.sendWarning(warning)) delivered.push(warning)
+      remember(listed, delivered)
       swept.warned = fresh
     }
   }
@@ -216,11 +226,6 @@ export async function checkSweepSelection(
 
 function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
   return limitUsd !== null && (estimatedCost(vm, now) ?? 0) > limitUsd
-}
-
-/** The VM's own idle limit (up --idle, in its record), else --idle-limit; null for none. */
-function idleLimitOf(vm: KnownVm, idleLimitS: number | null): number | null {
-  return vm.record?.idle_limit_s ?? idleLimitS
 }
 
 /** Whether any limit covers the VM: a TTL, a budget, an idle limit, or --over-cost with a price to estimate by. */

@@ -26,23 +26,49 @@ export interface SweepPlace {
   owner: string | null
 }
 
+/** How far a warning's extend command postpones a limit at least: an hour, or the warning window when longer. */
+const MIN_POSTPONE_MS = 3_600_000
+
 /**
- * The `targon extend` command that postpones a VM's limit, to paste in a shell: with TARGON_CONFIG_DIR and --profile
- * when the sweep's are not the defaults, and --any-owner when extend would otherwise refuse the VM (another owner's,
- * or one whose owner could not be read). Every word from outside is shell-quoted; nothing secret is in it.
+ * The budget that postpones a budget deadline by `postponeMs`: what the VM costs in that time on top, rounded up to
+ * cents (--by moves only the TTL and the idle hold, so a budget is postponed by raising it).
  */
-export function extendCommand(vm: KnownVm, limit: Warning['limit'], place: SweepPlace): string {
+export function raisedBudget(budget: number, pricePerHour: number, postponeMs: number): number {
+  // The epsilon keeps a sum that is a whole number of cents in binary rounding (10.5 as 10.500000001) from a cent more.
+  return Math.ceil((budget + (pricePerHour * postponeMs) / 3_600_000) * 100 - 1e-6) / 100
+}
+
+/**
+ * The `targon extend` command that postpones a VM's limit by `postponeMs`, to paste in a shell: with
+ * TARGON_CONFIG_DIR and --profile when the sweep's are not the defaults, and --any-owner when extend would otherwise
+ * refuse the VM (another owner's, or one whose owner could not be read). A TTL or idle limit moves by --by (whole
+ * minutes); a budget rises by what the VM costs in that time (--max-cost). Every word from outside is shell-quoted;
+ * nothing secret is in it.
+ */
+export function extendCommand(vm: KnownVm, limit: Warning['limit'], place: SweepPlace, postponeMs = MIN_POSTPONE_MS): string {
   // An untrusted name that would read as a flag is named by its uid.
   const target = vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name
+  const budget = vm.record?.max_cost_usd ?? null
+  const price = vmPrice(vm)
+  const postpone =
+    limit === 'max-cost' && budget !== null && price !== null
+      ? `--max-cost ${raisedBudget(budget, price, postponeMs)}`
+      : `--by ${byWords(postponeMs)}`
   return [
     ...(place.configDir === configDir({}) ? [] : [`TARGON_CONFIG_DIR=${shellWord(place.configDir)}`]),
     'targon extend',
     shellWord(target),
-    '--by 1h',
+    postpone,
     ...(limit === 'idle' ? ['--idle-only'] : limit === 'ttl' ? ['--ttl-only'] : []),
     ...(place.profile === DEFAULT_PROFILE ? [] : [`--profile ${shellWord(place.profile)}`]),
     ...(vm.owner === null || vm.owner === place.owner ? [] : ['--any-owner']),
   ].join(' ')
+}
+
+/** A duration as --by reads it, in whole hours when it is some, else in minutes (rounded up). */
+function byWords(ms: number): string {
+  const minutes = Math.ceil(ms / 60_000)
+  return minutes % 60 === 0 ? `${minutes / 60}h` : `${minutes}m`
 }
 
 /** A word as a POSIX shell reads it back: bare when it holds nothing the shell treats specially, else quoted. */
@@ -65,7 +91,7 @@ export function dueWarnings(
   const warn = (vm: KnownVm, limit: Warning['limit'], firesAt: number, since: number | null) => {
     if (firesAt <= now || firesAt > now + windowMs) return
     due.push({
-      extend_command: extendCommand(vm, limit, place),
+      extend_command: extendCommand(vm, limit, place, Math.max(windowMs, MIN_POSTPONE_MS)),
       fires_at: new Date(firesAt).toISOString(),
       idle_since: since === null ? null : new Date(since).toISOString(),
       limit,
@@ -104,13 +130,16 @@ function sentFile(dir: string, profile: string): string {
   return join(dir, 'guard', `${profile}.warned.json`)
 }
 
-/** The warnings of `due` not sent before; `remember` records them, and forgets VMs no longer listed. */
+/**
+ * The warnings of `due` not sent before; `remember` records those of them that were `sent` (delivered: one that failed
+ * is sent again next time), and forgets VMs no longer listed.
+ */
 export function unsent(
   dir: string,
   profile: string,
   org: string,
   due: Warning[],
-): {fresh: Warning[]; remember: (listed: Set<string>) => void} {
+): {fresh: Warning[]; remember: (listed: Set<string>, sent: Warning[]) => void} {
   let sent: Sent = {}
   try {
     const parsed = SentSchema.safeParse(JSON.parse(readOwnFile(sentFile(dir, profile))))
@@ -128,11 +157,11 @@ export function unsent(
   })
   return {
     fresh,
-    remember(listed) {
+    remember(listed, delivered) {
       const next: Sent = Object.fromEntries(
         Object.entries(sent).filter(([each]) => !each.startsWith(`${org}/`) || listed.has(each.slice(org.length + 1))),
       )
-      for (const warning of fresh)
+      for (const warning of delivered)
         next[key(warning.uid)] = {
           ...next[key(warning.uid)],
           [warning.limit]: warning.limit === 'idle' ? warning.idle_since : warning.fires_at,
