@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {limitReached} from '../../src/lib/workflows/down/down.js'
+import {limitReached} from '../../src/lib/workflows/down/selection.js'
 import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
 import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
 import {configDir} from '../../src/lib/adapters/settings/resolve.js'
