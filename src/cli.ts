@@ -21,6 +21,7 @@ import GuardStatus from './commands/guard/status.js'
 import GuardUninstall from './commands/guard/uninstall.js'
 import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
+import Run from './commands/run.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
 import Sweep from './commands/sweep.js'
@@ -50,6 +51,7 @@ export const COMMANDS = {
   'guard:uninstall': GuardUninstall,
   logs: Logs,
   offers: Offers,
+  run: Run,
   ssh: Ssh,
   status: Status,
   sweep: Sweep,

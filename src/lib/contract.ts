@@ -9,6 +9,7 @@ import * as z from 'zod'
 import {EXIT_CODES, type ErrorCode} from './core/errors.js'
 
 import {CONFIG_KEYS} from './settings/settings.js'
+import {RunResultSchema} from './run/schema.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 
@@ -152,7 +153,7 @@ export const DELETE_ACTIONS = [
 ] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
-export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down'] as const
+export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down', 'job-done'] as const
 export type DeleteReason = (typeof DELETE_REASONS)[number]
 
 export const HookOutcomeSchema = z
@@ -935,6 +936,7 @@ export const DATA_SCHEMAS = {
   'guard uninstall': GuardUninstallResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
+  run: RunResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
   sweep: SweepResultSchema,

@@ -2,18 +2,22 @@
  * `targon run` and `targon jobs` on simulated VMs that are real SSH hosts (needs root, like exec.test.ts); first, the
  * VMs' systemd-run and systemctl doubles, which play the transient units that jobs run as.
  */
+import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {type CliOptions, errorLines, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 const simulated = useSimulatedVms()
 const configDir = tempDir('targon-config-')
+/** A quick idle sampler and shim check on bootstrapped VMs. */
+const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 
 function targon(args: string[], options: CliOptions = {}) {
   return runCli(args, {
     ...options,
-    env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...options.env}),
+    env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env}),
     timeoutMs: options.timeoutMs ?? 120_000,
   })
 }
@@ -80,5 +84,154 @@ describe('the systemd doubles of a simulated VM', () => {
       'sudo -n systemd-run --unit=nodir -p WorkingDirectory=/nonexistent /bin/true >/dev/null; sleep 1; systemctl show -p Result,ExecMainStatus --value nodir',
     )
     expect(chdir.stdout).toBe('exit-code\n200')
+  })
+})
+
+const billing = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+/** A local project directory: a script that writes outputs, a data file, and a link (never sent). */
+function project(): string {
+  const dir = tempDir('targon-project-')
+  writeFileSync(
+    join(dir, 'train.sh'),
+    'echo "epochs=$EPOCHS note=$NOTE"; pwd; mkdir -p results/deep; echo model >results/model.txt; echo deep >results/deep/x.txt; printf "\\033[31mred\\n"; head -c 5000 /dev/zero | tr "\\0" a; echo; exit "${FAIL:-0}"\n',
+  )
+  mkdirSync(join(dir, 'data'))
+  writeFileSync(join(dir, 'data', 'input.txt'), 'input\n')
+  return dir
+}
+
+describe('targon run on an existing VM', () => {
+  it('syncs, runs the job as a unit, streams its log, fetches --out, and reports the job as JSON', async () => {
+    const vm = await rentBare('run')
+    const dir = project()
+    const result = await targon(
+      [
+        'run',
+        vm.name,
+        '--out',
+        'results',
+        '--out',
+        './results/model.txt',
+        '--env',
+        'EPOCHS=3',
+        '--env',
+        "NOTE=it's here",
+        '--json',
+        '--',
+        'bash',
+        'train.sh',
+      ],
+      {cwd: dir},
+    )
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    const {data} = doc
+    const id: string = data.job.id
+    expect(id).toMatch(/^j-\d{8}-\d{6}-[0-9a-f]{6}$/)
+    expect(data).toMatchObject({
+      exit_code: 0,
+      job: {
+        command: 'bash train.sh',
+        down: false,
+        exit_code: 0,
+        state: 'succeeded',
+        workdir: expect.stringMatching(/^\/home\/ubuntu\/targon\/work\/[0-9a-f]{16}$/),
+      },
+      sync: {files_sent: 2, local_dir: dir},
+      vm: {name: vm.name, uid: vm.uid},
+      deleted: null,
+    })
+    expect(data.sync.bytes_sent).toBeGreaterThan(0)
+    const workdir: string = data.job.workdir
+    // The log: --env values as given, the synced directory, control characters escaped, a long line cut at 4096.
+    expect(data.tail.slice(0, 3)).toEqual(["epochs=3 note=it's here", workdir, '\\x1b[31mred'])
+    expect(data.tail[3]).toBe(`${'a'.repeat(4096)}…`)
+    // Outputs came home under ./targon-out/<job>/, keeping their paths.
+    expect(data.fetch.destination).toBe(`targon-out/${id}/`)
+    expect(readFileSync(join(dir, 'targon-out', id, 'results', 'deep', 'x.txt'), 'utf8')).toBe('deep\n')
+    expect(readFileSync(join(dir, 'targon-out', id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    expect(data.fetch.failed).toEqual([])
+    // On the VM: the tree synced, the job's files beside it (not in it), the unit gone.
+    const simVm = simulated.farm.vm(vm.uid)
+    expect(simVm.readFile(`${workdir}/data/input.txt`)).toBe('input\n')
+    expect(simVm.readFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`)).toBe('0\n')
+    expect(simVm.readFile(`/home/ubuntu/.targon/jobs/${id}/log`)).toContain('epochs=3')
+    expect(simVm.calls().filter((call) => call.startsWith('systemd-run'))).toEqual([
+      expect.stringContaining(`systemd-run --unit=targon-job-${id} --uid=ubuntu --collect -p WorkingDirectory=${workdir}`),
+    ])
+
+    // Text mode: the log on stdout as it comes, progress on stderr.
+    const text = await targon(['run', vm.name, '--no-sync', '--', 'echo', 'hello;', 'echo', 'world'], {cwd: dir})
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toBe('hello\nworld\n')
+    expect(text.stderr).toMatch(/Job j-\S+ started on /)
+  })
+
+  it('a failing job exits 12 with its exit code and tail, and its outputs still come home', async () => {
+    const vm = await rentBare('fail')
+    const dir = project()
+    const result = await targon(['run', vm.name, '--out', 'results/model.txt', '--env', 'FAIL=3', '--json', '--', 'bash train.sh'], {
+      cwd: dir,
+    })
+    expect(result.code).toBe(12)
+    const doc = parseJson(result)
+    expect(doc.error).toMatchObject({code: 'REMOTE_COMMAND_FAILED', exit_code: 12})
+    expect(doc.error.message).toContain('exit code 3')
+    expect(doc.data).toMatchObject({exit_code: 3, job: {exit_code: 3, state: 'failed'}})
+    expect(readFileSync(join(dir, 'targon-out', doc.data.job.id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    // An --out path that is not there: the job succeeded, the fetch did not (12, COPY_FAILED).
+    const missing = await targon(['run', vm.name, '--no-sync', '--out', 'nothing-here', '--json', '--', 'true'], {cwd: dir})
+    expect(missing.code).toBe(12)
+    expect(parseJson(missing).error.code).toBe('COPY_FAILED')
+  })
+
+  it('refuses bad input with one line before anything starts', async () => {
+    const dir = project()
+    const cases: [string[], number][] = [
+      [['run', 'somevm', '--out', '/etc/passwd', '--', 'true'], 2],
+      [['run', 'somevm', '--out', 'a/../../x', '--', 'true'], 2],
+      [['run', 'somevm', '--out', '.', '--', 'true'], 2],
+      [['run', 'somevm'], 2],
+      [['run', 'somevm', '--', ' '], 2],
+      [['run', '--', 'true'], 2],
+      [['run', 'a', 'b', '--', 'true'], 2],
+      [['run', 'somevm', '--env', '1X=2', '--', 'true'], 2],
+      [['run', 'somevm', '--env', 'NOEQUALS', '--', 'true'], 2],
+      [['run', 'somevm', '--workdir', join(dir, 'missing'), '--', 'true'], 4],
+      [['run', 'nosuchvm', '--', 'true'], 2],
+    ]
+    for (const [args, code] of cases) {
+      const result = await targon(args, {cwd: dir})
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(code)
+      expect(errorLines(result.stderr)).toHaveLength(1)
+    }
+    expect(existsSync(join(dir, 'targon-out'))).toBe(false)
+  })
+
+  it('--down deletes the VM after the job, with its hook told job-done', async () => {
+    const up = await targon([
+      'up',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--fleet',
+      'down',
+      '--on-delete',
+      'echo "reason=$TARGON_DELETE_REASON"',
+      '--json',
+    ])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+    const dir = project()
+    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'bash train.sh'], {cwd: dir})
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const {data} = parseJson(result)
+    expect(data.deleted).toEqual([
+      {action: 'deleted', billing: false, hook: {exit_code: 0, output_tail: 'reason=job-done', status: 'ok'}, name: vm.name, uid: vm.uid},
+    ])
+    expect(data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(existsSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'))).toBe(true)
+    expect(billing().has(vm.uid)).toBe(false)
   })
 })

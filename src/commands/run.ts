@@ -1,0 +1,124 @@
+import {Flags} from '@oclif/core'
+import {stat} from 'node:fs/promises'
+import {resolve} from 'node:path'
+
+import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
+import {followDeletions} from '../lib/cli/deletion-display.js'
+import {hooksFlag} from '../lib/cli/flags.js'
+import {TargonError, usageError} from '../lib/core/errors.js'
+import {prose} from '../lib/core/output.js'
+import {ownerScope} from '../lib/fleet/owners.js'
+import {checkCommand, checkOutPath, parseEnv} from '../lib/run/job.js'
+import {TAIL_LINES} from '../lib/run/follow.js'
+import {runJob} from '../lib/run/run.js'
+import type {RunResult} from '../lib/run/schema.js'
+import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {LocalState} from '../lib/state/local-state.js'
+
+export default class Run extends BaseCommand<typeof Run, 'run'> {
+  static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
+
+  static description = prose(`VM is a name, uid or --name label, found among the selection's VMs as exec and down find them
+(with an owner set, that owner's VMs first). The working directory (--workdir, default the current one) is synced to
+/home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
+(--no-sync skips it). The command (the words after --, joined into one line for the remote shell, as exec reads it)
+then runs there as ubuntu in a login shell, as the systemd unit targon-job-<job id>, detached from the SSH session: a
+dropped connection or a closed laptop does not stop it. --env values are exported before it (quoted for the remote
+shell; they are visible on the VM, and to local ps in this command line). Its output goes to a log and its exit code
+to a file under /home/ubuntu/.targon/jobs/<job id>/, outside the synced directory.
+
+The log is streamed (stdout; lines cut at 4096 characters, control characters escaped) until the job ends; then each
+--out path (relative to the job's directory on the VM, a file or a tree, never outside it) is copied into
+./targon-out/<job id>/, also when the job failed. With --down, the VM is then deleted after its pre-delete hook
+(TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
+(REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
+
+Ctrl-C after the start leaves the job running (exit 130) and says how to follow and stop it; with --down it cancels
+the job, fetches the --out paths and deletes the VM instead.`)
+
+  static usage = ['run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--no-sync] -- COMMAND...']
+
+  static examples = [
+    {
+      command: "<%= config.bin %> run gpu1 --out results -- 'python train.py --epochs 3'",
+      description: 'Sync ., train, bring ./targon-out/<job>/results home',
+    },
+    {command: '<%= config.bin %> run gpu1 --down --out model.pt -- python train.py', description: 'Delete the VM once the job has ended'},
+    {
+      command: "<%= config.bin %> run gpu1 --json -- ./bench.sh | jq '.data | {id: .job.id, exit_code, tail}'",
+      description: 'The job, its exit code and the last log lines as JSON',
+    },
+  ]
+
+  static strict = false
+
+  static flags = {
+    ...EVENT_FLAGS,
+    down: Flags.boolean({
+      default: false,
+      summary: 'Delete the VM (after its pre-delete hook) once the job has ended and its outputs are fetched.',
+    }),
+    env: Flags.string({multiple: true, summary: 'NAME=VALUE exported for the command; repeatable (visible on the VM and to local ps).'}),
+    fleet: Flags.string({summary: 'The fleet of VMs named by label (default: config, else "default").'}),
+    hooks: hooksFlag(),
+    'no-sync': Flags.boolean({default: false, summary: 'Do not sync the working directory; run in its directory on the VM as it is.'}),
+    out: Flags.string({
+      multiple: true,
+      summary: "A file or directory the job makes, relative to the job's directory, to copy into ./targon-out/<job>/; repeatable.",
+    }),
+    workdir: Flags.string({summary: 'The local directory to sync and run in (default: the current directory).'}),
+  }
+
+  public async run(): Promise<RunResult> {
+    const {flags} = this
+    const {word, command} = this.split()
+    const out = (flags.out ?? []).map((path) => checkOutPath(path))
+    const env = (flags.env ?? []).map((assignment) => parseEnv(assignment))
+    const localDir = resolve(flags.workdir ?? '.')
+    const found = await stat(localDir).catch(() => undefined)
+    if (!found?.isDirectory())
+      throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
+    const fleet = await resolveSetting('fleet', flags.fleet)
+    const text = !this.jsonEnabled()
+    const deletions = followDeletions(this.events, (line) => this.info(line))
+    return this.withApi(
+      async (client, signal) =>
+        runJob(client, new LocalState(configDir()), {
+          command,
+          configDir: configDir(),
+          down: flags.down,
+          env,
+          fleet,
+          hooks: flags.hooks,
+          info: (message) => this.info(message),
+          localDir,
+          onDeletion: deletions.onEvent,
+          onLine: (line) => {
+            if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+            else this.events.emit({detail: line, status: 'progress', type: 'exec'})
+          },
+          onStarted: (job, vm) => this.info(`Job ${job.id} started on ${vm.name ?? vm.uid}`),
+          org: await this.resolveOrg(client),
+          out,
+          owners: await ownerScope(false),
+          reconcileMs: await resolveSetting('reconcile-window'),
+          signal,
+          sync: !flags['no-sync'],
+          warn: (message) => this.addWarning(message),
+          word,
+        }),
+      () => ['Exiting at once; the job, if it started, goes on on the VM.'],
+    )
+  }
+
+  /** VM before --, the command after it (oclif drops the -- itself from the positionals). */
+  private split(): {word: string; command: string} {
+    const dashes = this.argv.indexOf('--')
+    if (dashes < 0) throw usageError('no command given', "put it after --: targon run VM -- 'python train.py'")
+    const commandWords = this.argv.slice(dashes + 1)
+    const before = this.positionals.slice(0, this.positionals.length - commandWords.length)
+    if (before.length === 0) throw usageError('no VM named', 'targon run VM -- COMMAND (targon status lists the VMs)')
+    if (before.length > 1) throw usageError(`one VM only, got ${before.join(' ')}`, 'the command goes after --')
+    return {command: checkCommand(commandWords.join(' ')), word: before[0] as string}
+  }
+}
