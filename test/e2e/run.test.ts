@@ -2,7 +2,8 @@
  * `targon run` and `targon jobs` on simulated VMs that are real SSH hosts (needs root, like exec.test.ts); first, the
  * VMs' systemd-run and systemctl doubles, which play the transient units that jobs run as.
  */
-import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import type {ChildProcess} from 'node:child_process'
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -232,6 +233,53 @@ describe('targon run on an existing VM', () => {
     ])
     expect(data.job).toMatchObject({down: true, state: 'succeeded'})
     expect(existsSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'))).toBe(true)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+/** The ids of the jobs started on a simulated VM (its job directories). */
+function jobsOn(uid: string): string[] {
+  const dir = join(simulated.farm.vm(uid).dir, 'upper', 'home/ubuntu/.targon/jobs')
+  return existsSync(dir) ? readdirSync(dir) : []
+}
+
+describe('a running job and the limits of its VM', () => {
+  it('keeps down --idle away (an older sampler is updated first), but not --ttl', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'limits', '--idle', '3s', '--ttl', '1h', '--json'])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+    const sampler = '/usr/local/lib/targon-fleet/idle-sampler.py'
+    // The sampler of an earlier version, which knows nothing of jobs.
+    const older = await onVm(
+      vm.name,
+      `sudo sed -i 's/^VERSION = "3"$/VERSION = "2"/' ${sampler} && sudo systemctl restart targon-fleet-idle`,
+    )
+    expect(older.code).toBe(0)
+
+    let child: ChildProcess | undefined
+    const running = targon(['run', vm.name, '--no-sync', '--', 'sleep 120'], {onSpawn: (spawned) => (child = spawned)})
+    await waitFor(() => jobsOn(vm.uid).length === 1, 60_000)
+    const [id] = jobsOn(vm.uid)
+    expect(simulated.farm.vm(vm.uid).readFile(sampler)).toContain('VERSION = "3"')
+    // The run ends (as a closed laptop would end it): its SSH session goes, the job stays.
+    child?.kill('SIGKILL')
+    await running
+    await new Promise((resolve) => setTimeout(resolve, 6000))
+    const idle = await targon(['down', '--idle', '--json'])
+    expect(idle.code, idle.stdout + idle.stderr).toBe(0)
+    const kept = parseJson(idle).data.kept as {uid: string; reason: string; state: string}[]
+    expect(kept.find((each) => each.uid === vm.uid)).toMatchObject({reason: `busy: job ${id}`, state: 'busy'})
+    expect(billing().has(vm.uid)).toBe(true)
+
+    // Its TTL runs out: the job does not keep it.
+    const record = join(configDir, 'vms', 'acme', `${vm.name}.json`)
+    writeFileSync(
+      record,
+      JSON.stringify({...JSON.parse(readFileSync(record, 'utf8')), ttl_expires_at: new Date(Date.now() - 60_000).toISOString()}),
+    )
+    const expired = await targon(['down', '--expired', '--json'])
+    expect(expired.code, expired.stdout + expired.stderr).toBe(0)
+    expect(parseJson(expired).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
     expect(billing().has(vm.uid)).toBe(false)
   })
 })

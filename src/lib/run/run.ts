@@ -16,6 +16,7 @@ import {openVm, selectVms} from '../fleet/fan-out.js'
 import type {OwnerScope} from '../fleet/owners.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {runDown} from '../down/down.js'
+import {updateIdleSampler} from '../bootstrap/runner.js'
 import type {DeletionEvent} from '../deletion/delete-workloads.js'
 import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
@@ -66,6 +67,7 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   const open = () => openVm(vm, options).then((opened) => opened.session)
   let session = await open()
   try {
+    await updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
     const remoteDir = posix.join(WORK_ROOT, workId)
     let sync: RunResult['sync'] = null
@@ -139,6 +141,18 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
     if (error instanceof TargonError && error.code === 'NOT_FOUND')
       throw usageError(`${options.word} names no VM of the selection`, error.hint ?? 'targon status lists the VMs')
     throw error
+  }
+}
+
+/** A running job is activity only for a sampler of this version: an older one is updated first. */
+async function updateSampler(session: SshSession, name: string, options: Pick<RunOptions, 'info' | 'warn'>): Promise<void> {
+  try {
+    if ((await updateIdleSampler(session)) === 'updated')
+      options.info(`Updated the idle sampler on ${name}: a running job now counts as activity`)
+  } catch (error) {
+    options.warn(
+      `${name}: the idle sampler could not be updated (${asTargonError(error).message}); its idle limit may delete it while the job runs`,
+    )
   }
 }
 

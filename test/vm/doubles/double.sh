@@ -445,6 +445,16 @@ case $tool in
       show)
         show_unit "$unit" "$value" "${properties[@]}"
         ;;
+      # The running units whose names match the pattern (all without one), as `--plain --no-legend` prints them.
+      list-units)
+        for pidfile in "$STATE"/units/*.pid; do
+          [ -e "$pidfile" ] || continue
+          name=$(basename "$pidfile" .pid)
+          # shellcheck disable=SC2053 # the pattern is a glob, as systemctl matches it
+          [[ $name == ${unit:-*} ]] || continue
+          if pid_alive "$name"; then printf '%s.service loaded active running %s\n' "$name" "$name"; fi
+        done
+        ;;
       reset-failed)
         if transient "$unit" && ! pid_alive "$unit"; then forget_unit "$unit"; fi
         ;;
