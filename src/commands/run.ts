@@ -12,7 +12,8 @@ import {checkCommand, checkOutPath, parseEnv} from '../lib/run/job.js'
 import {TAIL_LINES} from '../lib/run/follow.js'
 import {runJob} from '../lib/run/run.js'
 import type {RunResult} from '../lib/run/schema.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
+import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
+import {guardCoverage} from '../lib/guard/coverage.js'
 import {LocalState} from '../lib/state/local-state.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
@@ -34,9 +35,11 @@ The log is streamed (stdout; lines cut at 4096 characters, control characters es
 (REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
 
 Ctrl-C after the start leaves the job running (exit 130) and says how to follow and stop it; with --down it cancels
-the job, fetches the --out paths and deletes the VM instead.`)
+the job, fetches the --out paths and deletes the VM instead. --detach returns once the job has started (exit 0, the job in
+data.job); a detached --down job is recorded on the VM, and down --jobs-done (a guard's sweep) deletes the VM once it
+has ended; without a guard for this directory, a warning says that nothing else will.`)
 
-  static usage = ['run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--no-sync] -- COMMAND...']
+  static usage = ['run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...']
 
   static examples = [
     {
@@ -54,6 +57,10 @@ the job, fetches the --out paths and deletes the VM instead.`)
 
   static flags = {
     ...EVENT_FLAGS,
+    detach: Flags.boolean({
+      default: false,
+      summary: 'Return once the job has started (follow it with targon jobs logs ID -f, or targon jobs wait ID).',
+    }),
     down: Flags.boolean({
       default: false,
       summary: 'Delete the VM (after its pre-delete hook) once the job has ended and its outputs are fetched.',
@@ -81,11 +88,13 @@ the job, fetches the --out paths and deletes the VM instead.`)
     const fleet = await resolveSetting('fleet', flags.fleet)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    if (flags.detach && flags.down) await this.warnUnguarded()
     return this.withApi(
       async (client, signal) =>
         runJob(client, new LocalState(configDir()), {
           command,
           configDir: configDir(),
+          detach: flags.detach,
           down: flags.down,
           env,
           fleet,
@@ -97,7 +106,10 @@ the job, fetches the --out paths and deletes the VM instead.`)
             if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
             else this.events.emit({detail: line, status: 'progress', type: 'exec'})
           },
-          onStarted: (job, vm) => this.info(`Job ${job.id} started on ${vm.name ?? vm.uid}`),
+          onStarted: (job, vm) =>
+            this.info(
+              `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: targon jobs logs ${job.id} -f follows it, targon jobs wait ${job.id} waits for it and fetches its outputs` : ''}`,
+            ),
           org: await this.resolveOrg(client),
           out,
           owners: await ownerScope(false),
@@ -109,6 +121,15 @@ the job, fetches the --out paths and deletes the VM instead.`)
         }),
       () => ['Exiting at once; the job, if it started, goes on on the VM.'],
     )
+  }
+
+  /** A detached --down job is deleted by a sweep (down --jobs-done) once it has ended: say when no guard runs one here. */
+  private async warnUnguarded(): Promise<void> {
+    const guard = guardCoverage(configDir(), (await activeProfile()).name, (message) => this.addWarning(message))
+    if (guard.kind === null)
+      this.addWarning(
+        'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+      )
   }
 
   /** VM before --, the command after it (oclif drops the -- itself from the positionals). */

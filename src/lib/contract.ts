@@ -9,7 +9,7 @@ import * as z from 'zod'
 import {EXIT_CODES, type ErrorCode} from './core/errors.js'
 
 import {CONFIG_KEYS} from './settings/settings.js'
-import {RunResultSchema} from './run/schema.js'
+import {JobCancelResultSchema, JobFetchResultSchema, JobLogsResultSchema, JobsResultSchema, RunResultSchema} from './run/schema.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 
@@ -287,6 +287,7 @@ export const DownResultSchema = z.object({
     any_owner: z.boolean(),
     idle: z.boolean().describe('--idle: VMs whose idle clock says idle past their limit'),
     idle_limit_seconds: z.number().nullable().describe("--idle-limit: the limit of VMs without one of their own (a VM's own wins)"),
+    jobs_done: z.boolean().describe('--jobs-done: VMs whose run --down job has ended (read on each VM); reason job-done'),
   }),
   results: z.array(DeleteResultSchema),
   survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
@@ -300,7 +301,9 @@ export const DownResultSchema = z.object({
         reason: z.string(),
       }),
     )
-    .describe('with --idle: VMs selected otherwise but kept, being busy, not idle long enough, or unreadable'),
+    .describe(
+      'with --idle or --jobs-done: VMs selected otherwise but kept, being busy, not idle long enough, without an ended --down job, or unreadable',
+    ),
   deleted_listed: z
     .array(z.object({uid: z.string(), name: z.string().nullable()}))
     .describe('bulk selectors: deleted VMs (tombstones) Targon still lists within the selection, left alone as they do not bill'),
@@ -736,7 +739,7 @@ export const CreditsResultSchema = z.object({
 export type CreditsResult = z.infer<typeof CreditsResultSchema>
 
 /** Why targon sweep deletes a VM: the limit it reached. */
-export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle'] as const
+export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle', 'job-done'] as const
 export type SweepReason = (typeof SWEEP_REASONS)[number]
 
 export const SweepResultSchema = z.object({
@@ -934,6 +937,11 @@ export const DATA_SCHEMAS = {
   'guard print': GuardPrintResultSchema,
   'guard status': GuardStatusResultSchema,
   'guard uninstall': GuardUninstallResultSchema,
+  jobs: JobsResultSchema,
+  'jobs cancel': JobCancelResultSchema,
+  'jobs fetch': JobFetchResultSchema,
+  'jobs logs': JobLogsResultSchema,
+  'jobs wait': RunResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
   run: RunResultSchema,

@@ -283,3 +283,155 @@ describe('a running job and the limits of its VM', () => {
     expect(billing().has(vm.uid)).toBe(false)
   })
 })
+
+describe('targon jobs', () => {
+  it('lists, shows, waits for, fetches and cancels jobs; an interrupted run leaves its job running', async () => {
+    const vm = await rentBare('jobs')
+    const dir = project()
+    // A job that waits for a file the test makes, then writes its output.
+    const gated = 'echo waiting; while [ ! -e go ]; do sleep 0.2; done; echo finished; mkdir -p out; echo result >out/r.txt'
+    let child: ChildProcess | undefined
+    const interrupted = targon(['run', vm.name, '--out', 'out', '--json', '--', gated], {cwd: dir, onSpawn: (spawned) => (child = spawned)})
+    await waitFor(
+      () => jobsOn(vm.uid).length === 1 && simulated.farm.vm(vm.uid).readFile(`/home/ubuntu/.targon/jobs/${jobsOn(vm.uid)[0]}/log`) !== '',
+      60_000,
+    )
+    const [id] = jobsOn(vm.uid) as [string]
+    child?.kill('SIGINT')
+    const stopped = await interrupted
+    expect(stopped.code).toBe(130)
+    const stoppedDoc = parseJson(stopped)
+    expect(stoppedDoc.error.message).toContain(`job ${id} still runs`)
+    expect(stoppedDoc.error.hint).toContain(`targon jobs wait ${id}`)
+    expect(stoppedDoc.data.job).toMatchObject({id, state: 'running'})
+
+    const listed = await targon(['jobs', '--vms', vm.name, '--json'])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect(parseJson(listed).data).toEqual({
+      jobs: [
+        expect.objectContaining({
+          command: gated,
+          down: false,
+          down_pending: false,
+          exit_code: null,
+          id,
+          state: 'running',
+          vm: {name: vm.name, uid: vm.uid},
+        }),
+      ],
+      unreadable: [],
+    })
+    const logs = await targon(['jobs', 'logs', id, '--vms', vm.name])
+    expect(logs.code, logs.stderr).toBe(0)
+    expect(logs.stdout).toBe('waiting\n')
+
+    // jobs wait picks it up: follows to the end, fetches --out, exits as run would.
+    const waiting = targon(['jobs', 'wait', id, '--vms', vm.name, '--json'], {cwd: dir})
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const workdir: string = stoppedDoc.data.job.workdir
+    expect((await onVm(vm.name, `touch ${workdir}/go`)).code).toBe(0)
+    const waited = await waiting
+    expect(waited.code, waited.stdout + waited.stderr).toBe(0)
+    expect(parseJson(waited).data).toMatchObject({exit_code: 0, job: {id, state: 'succeeded'}, tail: ['waiting', 'finished']})
+    expect(readFileSync(join(dir, 'targon-out', id, 'out', 'r.txt'), 'utf8')).toBe('result\n')
+    // And again, for the outputs alone.
+    const fetched = await targon(['jobs', 'fetch', id, '--vms', vm.name, '--json'], {cwd: tempDir('targon-elsewhere-')})
+    expect(fetched.code, fetched.stderr).toBe(0)
+    expect(parseJson(fetched).data.fetch).toMatchObject({copied: ['out/r.txt'], destination: `targon-out/${id}/`})
+
+    // A job cancelled: its unit stopped, its log kept; listed as cancelled; a second cancel changes nothing.
+    const sleeper = targon(['run', vm.name, '--no-sync', '--', 'echo started; sleep 300'], {cwd: dir})
+    await waitFor(() => jobsOn(vm.uid).length === 2, 60_000)
+    const other = jobsOn(vm.uid).find((each) => each !== id) as string
+    await waitFor(() => simulated.farm.vm(vm.uid).readFile(`/home/ubuntu/.targon/jobs/${other}/log`) !== '', 30_000)
+    const cancel = await targon(['jobs', 'cancel', other, '--vms', vm.name, '--json'])
+    expect(cancel.code, cancel.stderr).toBe(0)
+    expect(parseJson(cancel).data).toMatchObject({cancelled: true, job: {id: other, state: 'cancelled'}})
+    const ended = await sleeper
+    expect(ended.code).toBe(12)
+    expect(ended.stderr).toContain('it was cancelled')
+    expect((await onVm(vm.name, 'pgrep -x sleep || echo none')).stdout).toBe('none')
+    const again = await targon(['jobs', 'cancel', other, '--vms', vm.name, '--json'])
+    expect(parseJson(again).data).toMatchObject({cancelled: false, job: {state: 'cancelled'}})
+    expect((await targon(['jobs', 'logs', other, '--vms', vm.name])).stdout).toBe('started\n')
+
+    // A failed job, in the text table.
+    expect((await targon(['run', vm.name, '--no-sync', '--', 'exit 3'])).code).toBe(12)
+    const table = await targon(['jobs', '--vms', vm.name])
+    expect(table.code, table.stderr).toBe(0)
+    const rows = table.stdout.trimEnd().split('\n')
+    expect(rows[0]).toBe('ID\tVM\tSTATE\tSTARTED\tDURATION\tDOWN\tCOMMAND')
+    expect(rows.map((row) => row.split('\t')[2])).toEqual(['STATE', 'succeeded', 'cancelled', 'failed (3)'])
+
+    // Ids that no VM has, or that no job can have.
+    for (const bad of ['j-20990101-000000-abcdef', '../etc']) {
+      const missing = await targon(['jobs', 'logs', bad, '--vms', vm.name])
+      expect(missing.code, missing.stderr).toBe(4)
+      expect(errorLines(missing.stderr)).toHaveLength(1)
+    }
+  })
+})
+
+describe('run --detach', () => {
+  it('returns once the job has started; with --down, down --jobs-done deletes the VM once it has ended, outputs first', async () => {
+    const vm = await rentBare('detached')
+    const dir = project()
+    const started = await targon(
+      [
+        'run',
+        vm.name,
+        '--detach',
+        '--down',
+        '--out',
+        'out',
+        '--json',
+        '--',
+        'while [ ! -e go ]; do sleep 0.2; done; mkdir -p out; echo r >out/r.txt',
+      ],
+      {cwd: dir},
+    )
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const doc = parseJson(started)
+    const id: string = doc.data.job.id
+    expect(doc.data).toMatchObject({exit_code: null, job: {down: true, id, state: 'running'}, tail: []})
+    expect(doc.warnings.join('\n')).toContain('no guard covers this config directory')
+
+    // While it runs, the VM is kept, and listed with --down pending.
+    const early = await targon(['down', '--jobs-done', '--fleet', 'detached', '--json'])
+    expect(early.code, early.stdout + early.stderr).toBe(0)
+    expect(parseJson(early).data).toMatchObject({kept: [{reason: `busy: job ${id}`, state: 'busy', uid: vm.uid}], results: []})
+    expect(parseJson(await targon(['jobs', '--vms', vm.name, '--json'])).data.jobs).toEqual([
+      expect.objectContaining({down_pending: true, id}),
+    ])
+    expect(billing().has(vm.uid)).toBe(true)
+
+    expect((await onVm(vm.name, `touch ${doc.data.job.workdir}/go`)).code).toBe(0)
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    const done = await targon(['down', '--jobs-done', '--fleet', 'detached', '--json'])
+    expect(done.code, done.stdout + done.stderr).toBe(0)
+    expect(parseJson(done).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
+    // Its outputs were kept in the config directory's job store before the deletion.
+    expect(readFileSync(join(configDir, 'jobs', id, 'out', 'r.txt'), 'utf8')).toBe('r\n')
+
+    const refused = await targon(['down', '--jobs-done', vm.name])
+    expect(refused.code).toBe(2)
+  })
+
+  it('a sweep deletes the VM of a detached --down job started from its directory once the job has ended', async () => {
+    const vm = await rentBare('swept')
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 2'])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    const early = await targon(['sweep', '--fleet', 'swept', '--json'])
+    expect(early.code, early.stdout + early.stderr).toBe(0)
+    expect(parseJson(early).data.kept).toEqual([expect.objectContaining({reason: `busy: job ${id}`, uid: vm.uid})])
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    const swept = await targon(['sweep', '--fleet', 'swept', '--json'])
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    expect(parseJson(swept).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
+    ])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})

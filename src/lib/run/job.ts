@@ -27,6 +27,8 @@ const JOB_ID = /^j-\d{8}-\d{6}-[0-9a-f]{6}$/
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** The longest command line a job takes (it is written into the job's files and its record). */
 const MAX_COMMAND_CHARS = 64 * 1024
+/** What a job's record may take on the VM: the longest command, escaped, and the rest. */
+const MAX_RECORD_BYTES = 4 * MAX_COMMAND_CHARS
 
 export function newJobId(now: number, random: Buffer = randomBytes(3)): string {
   const stamp = new Date(now).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)
@@ -134,10 +136,76 @@ export interface EndState {
   exit_code: number | null
 }
 
+/**
+ * A shell function: `job_state ID` prints one line, running, exit N, cancelled or lost; `job_ended ID` prints when
+ * it ended (epoch seconds: its exit code's file, else its cancel mark, else its log), or - while it runs.
+ */
+const JOB_STATE_FUNCTIONS = [
+  `job_state() { if systemctl is-active --quiet "targon-job-$1"; then echo running; elif [ -f "${JOBS_DIR}/$1/exit_code" ]; then echo "exit $(head -c 16 "${JOBS_DIR}/$1/exit_code")"; elif [ -f "${JOBS_DIR}/$1/cancelled" ]; then echo cancelled; else echo lost; fi; }`,
+  `job_ended() { for f in exit_code cancelled log; do if [ -f "${JOBS_DIR}/$1/$f" ]; then stat -c %Y "${JOBS_DIR}/$1/$f"; return; fi; done; echo -; }`,
+].join('\n')
+
 /** Shell text that prints one line: running, exit N, cancelled or lost. */
 export function stateScript(id: string): string {
-  const dir = jobDir(id)
-  return `if systemctl is-active --quiet ${unitOf(id)}; then echo running; elif [ -f ${dir}/exit_code ]; then echo "exit $(head -c 16 ${dir}/exit_code)"; elif [ -f ${dir}/cancelled ]; then echo cancelled; else echo lost; fi`
+  return `${JOB_STATE_FUNCTIONS}\njob_state ${shellQuote(id)}`
+}
+
+/**
+ * Shell text that prints each job on the VM (only `id` when given): a line "@@job <dir name>", its state, when it
+ * ended, and its record in base64, each record cut at its bound. The directory names are the VM's: checked on reading.
+ */
+export function listScript(id?: string): string {
+  return [
+    JOB_STATE_FUNCTIONS,
+    `cd ${JOBS_DIR} 2>/dev/null || exit 0`,
+    `for d in ${id === undefined ? 'j-*' : shellQuote(id)}; do`,
+    '  [ -f "$d/job.json" ] || continue',
+    '  printf \'@@job %s\\n\' "$d"',
+    '  state=$(job_state "$d")',
+    '  [ "$state" = running ] && ended=- || ended=$(job_ended "$d")',
+    '  printf \'%s\\n%s\\n\' "$state" "$ended"',
+    `  head -c ${MAX_RECORD_BYTES} "$d/job.json" | base64 -w0`,
+    '  echo',
+    'done',
+  ].join('\n')
+}
+
+export interface ListedJob extends EndState {
+  record: JobRecord
+  /** Epoch ms; null while it runs or when unknown. */
+  endedAt: number | null
+}
+
+/** What listScript printed: the jobs whose id, state and record pass the checks; the others as problems. */
+export function parseListing(text: string): {jobs: ListedJob[]; problems: string[]} {
+  const jobs: ListedJob[] = []
+  const problems: string[] = []
+  for (const block of text.split('@@job ').slice(1)) {
+    const [dirName = '', stateLine = '', ended = '', encoded = ''] = block.split('\n')
+    if (!isJobId(dirName)) {
+      problems.push(`a job directory with a name no job has: ${JSON.stringify(dirName.slice(0, 80))}`)
+      continue
+    }
+
+    const state = parseState(stateLine)
+    let record: JobRecord | undefined
+    try {
+      const parsed = JobRecordSchema.safeParse(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')))
+      record = parsed.success && parsed.data.id === dirName ? parsed.data : undefined
+    } catch {
+      record = undefined
+    }
+
+    if (!state || !record) {
+      problems.push(`job ${dirName}: its ${state ? 'record' : 'state'} is unreadable`)
+      continue
+    }
+
+    const endedS = Number(ended)
+    jobs.push({...state, endedAt: ended !== '-' && Number.isFinite(endedS) && endedS > 0 ? endedS * 1000 : null, record})
+  }
+
+  return {jobs, problems}
 }
 
 /** The line stateScript printed; undefined when it is not one of its forms. */
@@ -148,4 +216,10 @@ export function parseState(line: string): EndState | undefined {
   const code = Number(exit?.[1])
   if (!exit || code > 255) return undefined
   return {exit_code: code, state: code === 0 ? 'succeeded' : 'failed'}
+}
+
+/** For an exit code above 128: the signal that probably ended the command (bash exits 128 + its number). */
+export function signalName(number: number): string | null {
+  const names: Record<string, number> = {SIGABRT: 6, SIGBUS: 7, SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGQUIT: 3, SIGSEGV: 11, SIGTERM: 15}
+  return Object.entries(names).find(([, value]) => value === number)?.[0] ?? null
 }

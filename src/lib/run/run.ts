@@ -23,7 +23,18 @@ import type {TargonClient} from '../targon/client.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
 import {type Followed, followJob} from './follow.js'
-import {type JobRecord, SYNC_MANIFESTS, WORK_ROOT, jobDir, newJobId, runScript, startScript, unitOf, workdirIdOf} from './job.js'
+import {
+  type JobRecord,
+  SYNC_MANIFESTS,
+  WORK_ROOT,
+  jobDir,
+  newJobId,
+  runScript,
+  signalName,
+  startScript,
+  unitOf,
+  workdirIdOf,
+} from './job.js'
 import type {FetchResult, Job, RunResult} from './schema.js'
 import type {DeleteResult} from '../contract.js'
 
@@ -43,6 +54,8 @@ export interface RunOptions {
   /** The absolute local working directory (checked to exist). */
   localDir: string
   sync: boolean
+  /** Return once the job has started. */
+  detach: boolean
   /** Checked --out paths. */
   out: string[]
   down: boolean
@@ -65,7 +78,7 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   const vm = await findVm(client, state, options)
   const name = vm.name ?? vm.uid
   const open = () => openVm(vm, options).then((opened) => opened.session)
-  let session = await open()
+  const session = await open()
   try {
     await updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
@@ -115,22 +128,55 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
       vm: {name: vm.name, uid: vm.uid},
     }
 
-    let followed: Followed
-    try {
-      followed = await followJob(session, record.id, {clock, fromStart: true, onLine: options.onLine, reopen: open, signal: options.signal})
-    } catch (error) {
-      if (!options.signal.aborted) throw asTargonError(error).with({data: result})
-      return await interrupted(client, state, session, record, result, options)
+    // --detach: the job is started, and the rest is left to jobs wait, or with --down to a sweep (down --jobs-done),
+    // which reads the VM's jobs when its record here names one.
+    if (options.detach) {
+      if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
+      return result
     }
-
-    session = followed.session
-    settle(result, followed, clock)
-    result.fetch = await fetchOutputs(session, record, options.signal)
-    if (options.down) result.deleted = await deleteVm(client, state, vm, options, options.signal)
-    return finish(result, name)
+    return await completeJob(client, state, vm, session, record, result, {...options, reopen: open})
   } finally {
     session.close()
   }
+}
+
+export type CompleteOptions = Omit<RunOptions, 'command' | 'detach' | 'env' | 'localDir' | 'onStarted' | 'out' | 'sync' | 'word'> & {
+  /** Opens the VM's connection again after a drop. */
+  reopen: () => Promise<SshSession>
+}
+
+/**
+ * The rest of a job's course, for run and jobs wait: follow its log to the end, fetch its --out paths, apply its
+ * --down, and end as run does. `result` carries what is known so far; the session is the caller's to close.
+ */
+export async function completeJob(
+  client: TargonClient,
+  state: LocalState,
+  vm: KnownVm,
+  session: SshSession,
+  record: JobRecord,
+  result: RunResult,
+  options: CompleteOptions,
+): Promise<RunResult> {
+  const clock = options.clock ?? REAL_CLOCK
+  let followed: Followed
+  try {
+    followed = await followJob(session, record.id, {
+      clock,
+      fromStart: true,
+      onLine: options.onLine,
+      reopen: options.reopen,
+      signal: options.signal,
+    })
+  } catch (error) {
+    if (!options.signal.aborted) throw asTargonError(error).with({data: result})
+    return interrupted(client, state, session, record, result, options)
+  }
+
+  settle(result, followed, clock)
+  result.fetch = await fetchOutputs(followed.session, record, options.signal)
+  if (options.down) result.deleted = await deleteVm(client, state, vm, options, options.signal)
+  return finish(result, vm.name ?? vm.uid)
 }
 
 async function findVm(client: TargonClient, state: LocalState, options: RunOptions): Promise<KnownVm> {
@@ -178,12 +224,7 @@ function settle(result: RunResult, followed: Followed, clock: Clock): void {
   result.tail = followed.tail
 }
 
-function signalName(number: number): string | null {
-  const names: Record<string, number> = {SIGABRT: 6, SIGBUS: 7, SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGQUIT: 3, SIGSEGV: 11, SIGTERM: 15}
-  return Object.entries(names).find(([, value]) => value === number)?.[0] ?? null
-}
-
-function emptyFetch(): FetchResult {
+export function emptyFetch(): FetchResult {
   return {bytes: 0, copied: [], destination: null, failed: [], skipped: []}
 }
 
@@ -191,10 +232,14 @@ function emptyFetch(): FetchResult {
  * Copies each --out path of the job (relative to its directory on the VM, files or trees) into ./targon-out/<job>/,
  * keeping its relative path. A path whose real location leaves the job's directory (through a link) is refused.
  */
-export async function fetchOutputs(session: SshSession, record: JobRecord, signal?: AbortSignal): Promise<FetchResult> {
+export async function fetchOutputs(
+  session: SshSession,
+  record: JobRecord,
+  signal?: AbortSignal,
+  root = join('targon-out', record.id),
+): Promise<FetchResult> {
   const fetch = emptyFetch()
   if (record.out.length === 0) return fetch
-  const root = join('targon-out', record.id)
   fetch.destination = `${root}/`
   const remote = new RemoteSide(await session.sftp(), (listener) => session.onLost(listener))
   const local = new LocalSide()
@@ -230,7 +275,7 @@ async function deleteVm(
   client: TargonClient,
   state: LocalState,
   vm: KnownVm,
-  options: RunOptions,
+  options: CompleteOptions,
   stop: AbortSignal,
 ): Promise<NonNullable<RunResult['deleted']>> {
   options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
@@ -262,6 +307,7 @@ async function deleteVm(
         fleet: null,
         idle: false,
         idle_limit_seconds: null,
+        jobs_done: false,
         older_than_seconds: null,
         over_cost_usd: null,
         owner: options.owners.owner,
@@ -291,7 +337,7 @@ function finish(result: RunResult, name: string): RunResult {
           : 'it ended without an exit code (killed with its unit, or the VM restarted)'
     throw new TargonError('REMOTE_COMMAND_FAILED', `job ${job.id} on ${name} failed: ${how}`, {
       data: result,
-      hint: 'see tail (--json) or the log: targon ssh <vm> -- cat ' + `${jobDir(job.id)}/log`,
+      hint: `see tail (--json) or the whole log: targon jobs logs ${job.id}`,
     })
   }
 
@@ -314,7 +360,7 @@ async function interrupted(
   session: SshSession,
   record: JobRecord,
   result: RunResult,
-  options: RunOptions,
+  options: CompleteOptions,
 ): Promise<never> {
   const reason = asTargonError(abortError(options.signal))
   const signal = reason.signal ?? 'SIGINT'
@@ -322,7 +368,7 @@ async function interrupted(
   if (!options.down) {
     throw reason.with({
       data: result,
-      hint: `the job goes on on ${name}, billing under that VM's own limits (--ttl, --idle, --max-cost): follow it with targon ssh ${name} -- tail -f ${jobDir(record.id)}/log; stop it with targon ssh ${name} -- sudo systemctl stop ${unitOf(record.id)}`,
+      hint: `${name} bills meanwhile, under its own limits (--ttl, --idle, --max-cost; a running job keeps idle deletion away): follow with targon jobs logs ${record.id} -f, wait for it (outputs included) with targon jobs wait ${record.id}, fetch with targon jobs fetch ${record.id}, stop it with targon jobs cancel ${record.id}`,
       message: `interrupted by ${signal}; job ${record.id} still runs on ${name}`,
     })
   }

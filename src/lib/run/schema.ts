@@ -68,3 +68,31 @@ export const RunResultSchema = z.object({
     .describe('with --down: the deletion of the VM after its pre-delete hook (reason job-done); null without'),
 })
 export type RunResult = z.infer<typeof RunResultSchema>
+
+export const ListedJobSchema = JobSchema.extend({
+  vm: VmRefSchema,
+  down_pending: z.boolean().describe('run --down: the VM is still there, to be deleted once the job has ended (jobs wait or a sweep)'),
+})
+
+export const JobsResultSchema = z.object({
+  jobs: z.array(ListedJobSchema).describe('oldest first'),
+  unreadable: z.array(VmRefSchema.extend({error: z.string()})).describe('VMs of the selection whose jobs could not be read'),
+})
+export type JobsResult = z.infer<typeof JobsResultSchema>
+
+export const JobLogsResultSchema = z.object({
+  job: JobSchema,
+  vm: VmRefSchema,
+  tail: z.array(z.string()).describe('the last 20 lines shown, each cut to 4096 characters, control characters escaped'),
+})
+export type JobLogsResult = z.infer<typeof JobLogsResultSchema>
+
+export const JobFetchResultSchema = z.object({job: JobSchema, vm: VmRefSchema, fetch: FetchResultSchema})
+export type JobFetchResult = z.infer<typeof JobFetchResultSchema>
+
+export const JobCancelResultSchema = z.object({
+  job: JobSchema,
+  vm: VmRefSchema,
+  cancelled: z.boolean().describe('false when the job had already ended (its state says how)'),
+})
+export type JobCancelResult = z.infer<typeof JobCancelResultSchema>

@@ -1,0 +1,54 @@
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {REAL_CLOCK} from '../../lib/core/clock.js'
+import {TargonError} from '../../lib/core/errors.js'
+import {prose} from '../../lib/core/output.js'
+import {checkJobId} from '../../lib/run/job.js'
+import {jobOf, withJob} from '../../lib/run/jobs.js'
+import {fetchOutputs} from '../../lib/run/run.js'
+import type {JobFetchResult} from '../../lib/run/schema.js'
+import {LocalState} from '../../lib/state/local-state.js'
+
+export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch'> {
+  static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."
+
+  static description = prose(`Copies what the run's --out named, relative to the job's directory on the VM, as run does at
+the end of a job; while the job runs, what is there now (with a warning). Exit 12 (COPY_FAILED) when a path was not
+copied; 4 for an id no VM of the selection has.`)
+
+  static examples = [
+    {command: '<%= config.bin %> jobs fetch j-20261202-030527-a1b2c3', description: 'The outputs again, or after a failed fetch'},
+  ]
+
+  static args = JOB_ID_ARG
+
+  static flags = {...JOB_SELECTION_FLAGS}
+
+  public async run(): Promise<JobFetchResult> {
+    const id = checkJobId(this.args.id)
+    return this.withApi(
+      async (client, signal) => {
+        const org = await this.resolveOrg(client)
+        const selection = await jobSelection(this.flags, org, {
+          info: (message) => this.info(message),
+          warn: (message) => this.addWarning(message),
+        })
+        return withJob(client, new LocalState(selection.configDir), id, {...selection, signal}, async ({listed, record, session, vm}) => {
+          if (listed.state === 'running') this.addWarning(`job ${id} still runs: its outputs may not be complete yet`)
+          if (record.out.length === 0) this.addWarning(`job ${id} was started without --out: nothing to fetch`)
+          const fetch = await fetchOutputs(session, record, signal)
+          const result: JobFetchResult = {fetch, job: jobOf(listed, REAL_CLOCK.now()), vm: {name: vm.name, uid: vm.uid}}
+          const failed = fetch.failed[0]
+          if (failed)
+            throw new TargonError('COPY_FAILED', `--out ${failed.path} was not fetched: ${failed.error}`, {
+              data: result,
+              hint: `the outputs stay on the VM in ${record.workdir}`,
+            })
+          if (!this.jsonEnabled()) for (const path of fetch.copied) this.log(`${fetch.destination ?? ''}${path}`)
+          return result
+        })
+      },
+      () => ['Exiting at once; files under their final names are whole.'],
+    )
+  }
+}

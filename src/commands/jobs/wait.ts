@@ -1,0 +1,76 @@
+import {BaseCommand, EVENT_FLAGS} from '../../lib/cli/base-command.js'
+import {followDeletions} from '../../lib/cli/deletion-display.js'
+import {hooksFlag} from '../../lib/cli/flags.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {REAL_CLOCK} from '../../lib/core/clock.js'
+import {prose} from '../../lib/core/output.js'
+import {openVm} from '../../lib/fleet/fan-out.js'
+import {checkJobId} from '../../lib/run/job.js'
+import {jobOf, withJob} from '../../lib/run/jobs.js'
+import {completeJob, emptyFetch} from '../../lib/run/run.js'
+import type {RunResult} from '../../lib/run/schema.js'
+import {resolveSetting} from '../../lib/settings/settings.js'
+import {LocalState} from '../../lib/state/local-state.js'
+
+export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
+  static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
+
+  static description = prose(`For a job whose run was interrupted or lost its connection: prints its log from the start,
+follows it until the job ends, copies the --out paths the run named into ./targon-out/<job id>/, and, if the run had
+--down, deletes the VM after its pre-delete hook (reason job-done). It exits as run does: 0, or 12 with the job's
+exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it cancels the job, fetches and deletes.`)
+
+  static examples = [
+    {command: '<%= config.bin %> jobs wait j-20261202-030527-a1b2c3', description: 'Pick up a job after a dropped connection'},
+  ]
+
+  static args = JOB_ID_ARG
+
+  static flags = {...EVENT_FLAGS, ...JOB_SELECTION_FLAGS, hooks: hooksFlag()}
+
+  public async run(): Promise<RunResult> {
+    const id = checkJobId(this.args.id)
+    const text = !this.jsonEnabled()
+    const deletions = followDeletions(this.events, (line) => this.info(line))
+    return this.withApi(
+      async (client, signal) => {
+        const org = await this.resolveOrg(client)
+        const selection = await jobSelection(this.flags, org, {
+          info: (message) => this.info(message),
+          warn: (message) => this.addWarning(message),
+        })
+        const state = new LocalState(selection.configDir)
+        return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
+          const result: RunResult = {
+            deleted: null,
+            exit_code: null,
+            fetch: emptyFetch(),
+            job: jobOf(listed, REAL_CLOCK.now()),
+            sync: null,
+            tail: [],
+            vm: {name: vm.name, uid: vm.uid},
+          }
+          return completeJob(client, state, vm, session, record, result, {
+            configDir: selection.configDir,
+            down: record.down,
+            fleet: selection.fleet,
+            hooks: this.flags.hooks,
+            info: (message) => this.info(message),
+            onDeletion: deletions.onEvent,
+            onLine: (line) => {
+              if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+              else this.events.emit({detail: line, status: 'progress', type: 'exec'})
+            },
+            org,
+            owners: selection.owners,
+            reconcileMs: await resolveSetting('reconcile-window'),
+            reopen: () => openVm(vm, {...selection, signal}).then((opened) => opened.session),
+            signal,
+            warn: (message) => this.addWarning(message),
+          })
+        })
+      },
+      () => ['Exiting at once; the job goes on on its VM.'],
+    )
+  }
+}
