@@ -4,10 +4,9 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {prose} from '../../lib/core/output.js'
-import {openVm} from '../../lib/fleet/fan-out.js'
 import {followJob} from '../../lib/run/follow.js'
 import {checkJobId} from '../../lib/run/job.js'
-import {afterFollow, jobOf, withJob} from '../../lib/run/jobs.js'
+import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/run/jobs.js'
 import type {JobLogsResult} from '../../lib/run/schema.js'
 import {LocalState} from '../../lib/state/local-state.js'
 
@@ -38,14 +37,15 @@ An id that no VM of the selection has exits 4.`)
           info: (message) => this.info(message),
           warn: (message) => this.addWarning(message),
         })
-        return withJob(client, new LocalState(selection.configDir), id, {...selection, signal}, async ({listed, session, vm}) => {
+        const state = new LocalState(selection.configDir)
+        return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
             fromStart: true,
             onLine: (line) => {
               if (text) process.stdout.write(`${line}\n`)
             },
             once: !this.flags.follow,
-            reopen: () => openVm(vm, {...selection, signal}).then((opened) => opened.session),
+            reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
           })
           const job = jobOf(afterFollow(listed, followed, REAL_CLOCK.now()), REAL_CLOCK.now())

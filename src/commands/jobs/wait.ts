@@ -4,9 +4,8 @@ import {hooksFlag} from '../../lib/cli/flags.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {prose} from '../../lib/core/output.js'
-import {openVm} from '../../lib/fleet/fan-out.js'
 import {checkJobId} from '../../lib/run/job.js'
-import {jobOf, withJob} from '../../lib/run/jobs.js'
+import {jobOf, reopenVm, withJob} from '../../lib/run/jobs.js'
 import {completeJob, emptyFetch} from '../../lib/run/run.js'
 import type {RunResult} from '../../lib/run/schema.js'
 import {resolveSetting} from '../../lib/settings/settings.js'
@@ -64,7 +63,7 @@ exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it
             org,
             owners: selection.owners,
             reconcileMs: await resolveSetting('reconcile-window'),
-            reopen: () => openVm(vm, {...selection, signal}).then((opened) => opened.session),
+            reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
             warn: (message) => this.addWarning(message),
           })

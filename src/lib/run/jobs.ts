@@ -128,3 +128,17 @@ export async function withJob<R>(
 export function afterFollow(listed: ListedJob, followed: EndState, now: number): ListedJob {
   return {...listed, ...followed, endedAt: followed.state === 'running' ? null : (listed.endedAt ?? now)}
 }
+
+/**
+ * A new session to a job's VM after a drop, from a fresh listing: a VM that crashed or vanished meanwhile fails with
+ * what the listing says of it (not running, or gone), not with a wait for an SSH port that will not answer.
+ */
+export async function reopenVm(
+  client: TargonClient,
+  state: LocalState,
+  vm: KnownVm,
+  options: VmSelection & {configDir: string; signal?: AbortSignal},
+): Promise<SshSession> {
+  const [fresh] = await selectVms(client, state, {...options, targets: [vm.uid]})
+  return (await openVm(fresh as KnownVm, options)).session
+}

@@ -22,6 +22,7 @@ import type {LocalState} from '../state/local-state.js'
 import type {TargonClient} from '../targon/client.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
+import {reopenVm} from './jobs.js'
 import {type Followed, followJob} from './follow.js'
 import {
   type JobRecord,
@@ -77,8 +78,7 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   const clock = options.clock ?? REAL_CLOCK
   const vm = await findVm(client, state, options)
   const name = vm.name ?? vm.uid
-  const open = () => openVm(vm, options).then((opened) => opened.session)
-  const session = await open()
+  const session = (await openVm(vm, options)).session
   try {
     await updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
@@ -134,7 +134,10 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
       if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
       return result
     }
-    return await completeJob(client, state, vm, session, record, result, {...options, reopen: open})
+    return await completeJob(client, state, vm, session, record, result, {
+      ...options,
+      reopen: () => reopenVm(client, state, vm, {...options, targets: []}),
+    })
   } finally {
     session.close()
   }
