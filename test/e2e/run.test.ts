@@ -412,7 +412,13 @@ describe('run --detach', () => {
     expect(parseJson(done).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
     expect(billing().has(vm.uid)).toBe(false)
     // Its outputs were kept in the config directory's job store before the deletion.
-    expect(readFileSync(join(configDir, 'jobs', id, 'out', 'r.txt'), 'utf8')).toBe('r\n')
+    expect(readFileSync(join(configDir, 'jobs', id, 'out', 'out', 'r.txt'), 'utf8')).toBe('r\n')
+    // From there, jobs fetch copies them once the VM is gone.
+    const elsewhere = tempDir('targon-fetch-')
+    const fetched = await targon(['jobs', 'fetch', id, '--json'], {cwd: elsewhere})
+    expect(fetched.code, fetched.stdout + fetched.stderr).toBe(0)
+    expect(parseJson(fetched).data).toMatchObject({fetch: {copied: ['out/r.txt']}, job: {id, state: 'succeeded'}, vm: {uid: vm.uid}})
+    expect(readFileSync(join(elsewhere, 'targon-out', id, 'out', 'r.txt'), 'utf8')).toBe('r\n')
 
     const refused = await targon(['down', '--jobs-done', vm.name])
     expect(refused.code).toBe(2)

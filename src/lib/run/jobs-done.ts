@@ -5,15 +5,21 @@
  * `targon jobs fetch` can still copy them once the VM is gone. A VM that cannot be read, or whose outputs do not come,
  * is kept (its --ttl, --max-cost and idle limit still apply) and said in a warning.
  */
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import * as z from 'zod'
 
 import type {DownResult} from '../contract.js'
+import {type Clock, REAL_CLOCK} from '../core/clock.js'
 import {mapBounded} from '../core/concurrency.js'
 import {asTargonError} from '../core/errors.js'
 import {countOf} from '../core/output.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
-import {readJobs} from './jobs.js'
+import {jobOf, readJobs} from './jobs.js'
+import {type FetchResult, JobSchema} from './schema.js'
+import {LocalSide} from '../copy/sides.js'
+import {copyTree} from '../copy/tree.js'
 import {fetchOutputs} from './run.js'
 
 type Kept = DownResult['kept'][number]
@@ -25,11 +31,25 @@ export interface JobsDoneOptions {
   warn: (message: string) => void
   /** Without deleting (--dry-run): nothing is fetched. */
   dryRun: boolean
+  clock?: Pick<Clock, 'now'>
 }
 
 /** Where the outputs of a job whose VM a sweep deleted are kept (the job id is checked before it gets here). */
 export function jobStoreDir(configDir: string, id: string): string {
   return join(configDir, 'jobs', id)
+}
+
+/** The job and its VM, beside its outputs in the store: what jobs fetch says once the VM is gone. */
+const STORED_JOB = 'job.json'
+
+const StoredJobSchema = z.object({job: JobSchema, vm: z.object({uid: z.string(), name: z.string().nullable()})})
+
+/** A job whose outputs are in the store, with where they are; undefined when the store has none of it. */
+export async function storedJob(configDir: string, id: string): Promise<(z.infer<typeof StoredJobSchema> & {dir: string}) | undefined> {
+  const dir = jobStoreDir(configDir, id)
+  const text = await readFile(join(dir, STORED_JOB), 'utf8').catch(() => undefined)
+  const parsed = text === undefined ? undefined : StoredJobSchema.safeParse(JSON.parse(text))
+  return parsed?.success ? {...parsed.data, dir: join(dir, 'out')} : undefined
 }
 
 export async function keepUnlessJobsDone(
@@ -60,9 +80,13 @@ async function verdictOf(vm: KnownVm, options: JobsDoneOptions): Promise<Kept | 
       if (done.length === 0) return keep('idle', 'no ended run --down job')
       if (options.dryRun) return true
       for (const job of done) {
-        const fetch = await fetchOutputs(session, job.record, options.stop, jobStoreDir(options.configDir, job.record.id))
+        const store = jobStoreDir(options.configDir, job.record.id)
+        const fetch = await fetchOutputs(session, job.record, options.stop, join(store, 'out'))
         const failed = fetch.failed[0]
         if (failed) return keep('unreadable', `job ${job.record.id}: --out ${failed.path} was not fetched (${failed.error})`)
+        await mkdir(store, {mode: 0o700, recursive: true})
+        const stored = {job: jobOf(job, (options.clock ?? REAL_CLOCK).now()), vm: {name: vm.name, uid: vm.uid}}
+        await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
       }
 
       return true
@@ -72,4 +96,21 @@ async function verdictOf(vm: KnownVm, options: JobsDoneOptions): Promise<Kept | 
   } catch (error) {
     return keep('unreadable', asTargonError(error).message)
   }
+}
+
+/** Copies a stored job's outputs into `root` (./targon-out/<job id>/), as a fetch from its VM would have placed them. */
+export async function fetchStored(dir: string, root: string): Promise<FetchResult> {
+  const local = new LocalSide()
+  const fetch: FetchResult = {bytes: 0, copied: [], destination: `${root}/`, failed: [], skipped: []}
+  for (const entry of await local.list(dir)) {
+    if (entry.kind !== 'dir' && entry.kind !== 'file') continue
+    await mkdir(root, {mode: 0o755, recursive: true})
+    const outcome = await copyTree(local, local, join(dir, entry.name), entry, join(root, entry.name), entry.name, {lost: () => null})
+    fetch.copied.push(...outcome.copied)
+    fetch.failed.push(...outcome.failed)
+    fetch.skipped.push(...outcome.skipped)
+    fetch.bytes += outcome.bytes
+  }
+
+  return fetch
 }
