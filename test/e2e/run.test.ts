@@ -285,7 +285,7 @@ describe('a running job and the limits of its VM', () => {
 })
 
 describe('targon jobs', () => {
-  it('lists, shows, waits for, fetches and cancels jobs; an interrupted run leaves its job running', async () => {
+  it('lists, shows, waits for, fetches and cancels jobs; an interrupted run leaves its job running, or with --down deletes its VM', async () => {
     const vm = await rentBare('jobs')
     const dir = project()
     // A job that waits for a file the test makes, then writes its output.
@@ -354,6 +354,31 @@ describe('targon jobs', () => {
     const again = await targon(['jobs', 'cancel', other, '--vms', vm.name, '--json'])
     expect(parseJson(again).data).toMatchObject({cancelled: false, job: {state: 'cancelled'}})
     expect((await targon(['jobs', 'logs', other, '--vms', vm.name])).stdout).toBe('started\n')
+
+    // Interrupted with --down: the job is cancelled, its outputs fetched, and its VM deleted.
+    const doomed = await rentBare('doomed')
+    let downChild: ChildProcess | undefined
+    const withDown = targon(
+      ['run', doomed.name, '--down', '--out', 'out', '--json', '--', 'mkdir -p out; echo partial >out/p.txt; echo up; sleep 300'],
+      {
+        cwd: dir,
+        onSpawn: (spawned) => (downChild = spawned),
+      },
+    )
+    await waitFor(
+      () =>
+        jobsOn(doomed.uid).length === 1 &&
+        simulated.farm.vm(doomed.uid).readFile(`/home/ubuntu/.targon/jobs/${jobsOn(doomed.uid)[0]}/log`) !== '',
+      60_000,
+    )
+    downChild?.kill('SIGINT')
+    const downed = await withDown
+    expect(downed.code, downed.stdout + downed.stderr).toBe(130)
+    const downedDoc = parseJson(downed)
+    expect(downedDoc.error.message).toMatch(/cancelled, .* deleted$/)
+    expect(downedDoc.data).toMatchObject({deleted: [{action: 'deleted', billing: false, uid: doomed.uid}], job: {state: 'cancelled'}})
+    expect(readFileSync(join(dir, 'targon-out', downedDoc.data.job.id, 'out', 'p.txt'), 'utf8')).toBe('partial\n')
+    expect(billing().has(doomed.uid)).toBe(false)
 
     // A failed job, in the text table.
     expect((await targon(['run', vm.name, '--no-sync', '--', 'exit 3'])).code).toBe(12)

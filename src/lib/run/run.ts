@@ -386,8 +386,10 @@ async function interrupted(
     ...emptyFetch(),
     failed: [{error: asTargonError(error).message, path: record.out.join(', ')}],
   }))
-  const vm = (await selectVms(client, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
-  result.deleted = await deleteVm(client, state, vm, options, new AbortController().signal)
+  // The run's own client stops with the interrupt: the deletion the user asked for goes on without it.
+  const calm = client.withSignal(undefined)
+  const vm = (await selectVms(calm, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
+  result.deleted = await deleteVm(calm, state, vm, options, new AbortController().signal)
   throw reason.with({data: result, message: `interrupted by ${signal}: job ${record.id} cancelled, ${name} deleted`})
 }
 
