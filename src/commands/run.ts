@@ -4,7 +4,8 @@ import {resolve} from 'node:path'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
-import {hooksFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
+import {rentForJob} from '../lib/run/rent.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/fleet/owners.js'
@@ -20,7 +21,10 @@ export default class Run extends BaseCommand<typeof Run, 'run'> {
   static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
 
   static description = prose(`VM is a name, uid or --name label, found among the selection's VMs as exec and down find them
-(with an owner set, that owner's VMs first). The working directory (--workdir, default the current one) is synced to
+(with an owner set, that owner's VMs first). When it names no VM but an offer (or --gpu names a model instead), run
+rents one exactly as up would (--max-price required, --ttl, --max-cost, --wait, --fleet, the bootstrap), with an idle
+limit of 30m unless --idle says otherwise; a word that names neither is refused (exit 2) before anything is rented,
+and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
 /home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
 (--no-sync skips it). The command (the words after --, joined into one line for the remote shell, as exec reads it)
 then runs there as ubuntu in a login shell, as the systemd unit targon-job-<job id>, detached from the SSH session: a
@@ -39,7 +43,10 @@ the job, fetches the --out paths and deletes the VM instead. --detach returns on
 data.job); a detached --down job is recorded on the VM, and down --jobs-done (a guard's sweep) deletes the VM once it
 has ended; without a guard for this directory, a warning says that nothing else will.`)
 
-  static usage = ['run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...']
+  static usage = [
+    'run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...',
+    'run OFFER|--gpu MODEL --max-price USD [--ttl DUR] [--idle DUR] [--max-cost USD] [--wait DUR] [...] -- COMMAND...',
+  ]
 
   static examples = [
     {
@@ -47,6 +54,10 @@ has ended; without a guard for this directory, a warning says that nothing else 
       description: 'Sync ., train, bring ./targon-out/<job>/results home',
     },
     {command: '<%= config.bin %> run gpu1 --down --out model.pt -- python train.py', description: 'Delete the VM once the job has ended'},
+    {
+      command: "<%= config.bin %> run rtx6000b-small --max-price 1.8 --down --out results -- 'python train.py'",
+      description: 'Rent a VM for the job, and delete it once the job has ended',
+    },
     {
       command: "<%= config.bin %> run gpu1 --json -- ./bench.sh | jq '.data | {id: .job.id, exit_code, tail}'",
       description: 'The job, its exit code and the last log lines as JSON',
@@ -66,7 +77,16 @@ has ended; without a guard for this directory, a warning says that nothing else 
       summary: 'Delete the VM (after its pre-delete hook) once the job has ended and its outputs are fetched.',
     }),
     env: Flags.string({multiple: true, summary: 'NAME=VALUE exported for the command; repeatable (visible on the VM and to local ps).'}),
-    fleet: Flags.string({summary: 'The fleet of VMs named by label (default: config, else "default").'}),
+    fleet: Flags.string({summary: 'The fleet of VMs named by label, and of a VM run rents (default: config, else "default").'}),
+    gpu: Flags.string({summary: 'Rent a VM with this GPU model for the job (the cheapest offer under --max-price), as up --gpu.'}),
+    idle: durationFlag('--idle', {summary: 'For a VM run rents: its idle limit (default 30m), as up --idle.'}),
+    'max-cost': usdFlag('--max-cost', 'a budget in USD per VM', {summary: 'For a VM run rents: its budget in USD, as up --max-cost.'}),
+    'max-price': Flags.string({
+      helpValue: '<USD>',
+      summary: 'For a VM run rents: the price cap in USD/h (required to rent, or targon config set max-price).',
+    }),
+    ttl: durationFlag('--ttl', {summary: 'For a VM run rents: its lifetime, e.g. 6h, as up --ttl.'}),
+    wait: durationFlag('--wait', {summary: 'For a VM run rents: wait up to this long for capacity under the cap, as up --wait.'}),
     hooks: hooksFlag(),
     'no-sync': Flags.boolean({default: false, summary: 'Do not sync the working directory; run in its directory on the VM as it is.'}),
     out: Flags.string({
@@ -86,6 +106,9 @@ has ended; without a guard for this directory, a warning says that nothing else 
     if (!found?.isDirectory())
       throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
     const fleet = await resolveSetting('fleet', flags.fleet)
+    const maxPrice = (await resolveSetting('max-price', flags['max-price'])) ?? null
+    if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
+    const owners = await ownerScope(false)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
     if (flags.detach && flags.down) await this.warnUnguarded()
@@ -112,8 +135,29 @@ has ended; without a guard for this directory, a warning says that nothing else 
             ),
           org: await this.resolveOrg(client),
           out,
-          owners: await ownerScope(false),
+          owners,
           reconcileMs: await resolveSetting('reconcile-window'),
+          rent:
+            maxPrice === null
+              ? undefined
+              : async () =>
+                  rentForJob(client, {
+                    configDir: configDir(),
+                    events: this.events,
+                    fleet,
+                    gpu: flags.gpu,
+                    idleMs: flags.idle,
+                    maxCostUsd: flags['max-cost'],
+                    maxPrice,
+                    owner: owners.owner,
+                    reconcileMs: await resolveSetting('reconcile-window'),
+                    resolveOrg: async () => this.acting.org ?? this.resolveOrg(client),
+                    resource: word,
+                    signal,
+                    ttlMs: flags.ttl,
+                    waitMs: flags.wait,
+                    warn: (message) => this.addWarning(message),
+                  }),
           signal,
           sync: !flags['no-sync'],
           warn: (message) => this.addWarning(message),
@@ -133,13 +177,16 @@ has ended; without a guard for this directory, a warning says that nothing else 
   }
 
   /** VM before --, the command after it (oclif drops the -- itself from the positionals). */
-  private split(): {word: string; command: string} {
+  private split(): {word: string | null; command: string} {
     const dashes = this.argv.indexOf('--')
     if (dashes < 0) throw usageError('no command given', "put it after --: targon run VM -- 'python train.py'")
     const commandWords = this.argv.slice(dashes + 1)
     const before = this.positionals.slice(0, this.positionals.length - commandWords.length)
-    if (before.length === 0) throw usageError('no VM named', 'targon run VM -- COMMAND (targon status lists the VMs)')
+    if (before.length === 0 && this.flags.gpu === undefined)
+      throw usageError('no VM named', 'targon run VM -- COMMAND (targon status lists the VMs), or --gpu MODEL to rent one')
+    if (before.length > 0 && this.flags.gpu !== undefined)
+      throw usageError(`${before.join(' ')} and --gpu both say where`, 'name a VM or an offer, or give --gpu alone')
     if (before.length > 1) throw usageError(`one VM only, got ${before.join(' ')}`, 'the command goes after --')
-    return {command: checkCommand(commandWords.join(' ')), word: before[0] as string}
+    return {command: checkCommand(commandWords.join(' ')), word: before[0] ?? null}
   }
 }

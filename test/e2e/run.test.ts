@@ -7,7 +7,7 @@ import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'n
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, errorLines, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {type CliOptions, errorLines, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 const simulated = useSimulatedVms()
@@ -464,5 +464,55 @@ describe('run --detach', () => {
       expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
     ])
     expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+describe('run renting its VM', () => {
+  it('rents when the word names an offer (idle limit 30m), runs, fetches, deletes with --down: nothing left billing', async () => {
+    const dir = project()
+    const before = billing()
+    const result = await targon(
+      ['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--down', '--out', 'results', '--json', '--', 'bash train.sh'],
+      {cwd: dir},
+    )
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const {data} = parseJson(result)
+    expect(data).toMatchObject({deleted: [{action: 'deleted', billing: false}], exit_code: 0, job: {state: 'succeeded'}})
+    expect(readFileSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+
+    // Detached, without --down: the rented VM stays, with the idle limit run gives it.
+    const detached = await targon([
+      'run',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--fleet',
+      'rented',
+      '--detach',
+      '--no-sync',
+      '--json',
+      '--',
+      'true',
+    ])
+    expect(detached.code, detached.stdout + detached.stderr).toBe(0)
+    const vm = parseJson(detached).data.vm as {name: string; uid: string}
+    const record = JSON.parse(readFileSync(join(configDir, 'vms', 'acme', `${vm.name}.json`), 'utf8'))
+    expect(record.idle_limit_s).toBe(1800)
+    expect((await targon(['down', vm.name, '--json'])).code).toBe(0)
+
+    // Ctrl-C while it rents: what it rented is deleted again.
+    const known = new Set(simulated.sim.workloads.keys())
+    const interrupted = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: signalWhen(() => [...simulated.sim.workloads.keys()].some((uid) => !known.has(uid))),
+    })
+    expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
+    await waitFor(() => [...billing()].every((uid) => before.has(uid)), 30_000)
+
+    // A word that names neither a VM nor an offer: refused, nothing rented.
+    const neither = await targon(['run', 'nosuchthing', '--max-price', '1.8', '--', 'true'])
+    expect(neither.code, neither.stderr).toBe(2)
+    expect(errorLines(neither.stderr)).toHaveLength(1)
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
   })
 })

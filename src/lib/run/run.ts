@@ -8,7 +8,7 @@ import {mkdir} from 'node:fs/promises'
 import {dirname, join, posix} from 'node:path'
 
 import {type Clock, REAL_CLOCK} from '../core/clock.js'
-import {TargonError, abortError, asTargonError, usageError} from '../core/errors.js'
+import {TargonError, abortError, asTargonError, isTargonError, usageError} from '../core/errors.js'
 import {LocalSide, RemoteSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
 import {safeJoin} from '../copy/paths.js'
@@ -37,7 +37,7 @@ import {
   workdirIdOf,
 } from './job.js'
 import type {FetchResult, Job, RunResult} from './schema.js'
-import type {DeleteResult} from '../contract.js'
+import type {DeleteReason, DeleteResult, UpResult} from '../contract.js'
 
 /** How long an interrupted run --down may spend fetching the --out paths before it deletes the VM. */
 const INTERRUPTED_FETCH_MS = 120_000
@@ -48,8 +48,10 @@ export interface RunOptions {
   /** The fleet whose --name labels name VMs. */
   fleet: string
   configDir: string
-  /** The VM: a name, uid or label. */
-  word: string
+  /** The VM: a name, uid or label; null with --gpu. */
+  word: string | null
+  /** Rents a VM (up's workflow) when the word names none; absent: run only uses existing VMs. */
+  rent?: () => Promise<UpResult>
   command: string
   env: {name: string; value: string}[]
   /** The absolute local working directory (checked to exist). */
@@ -75,8 +77,20 @@ export interface RunOptions {
 }
 
 export async function runJob(client: TargonClient, state: LocalState, options: RunOptions): Promise<RunResult> {
+  const {rented, vm} = await findVm(client, state, options)
+  try {
+    return await startAndFollow(client, state, vm, options)
+  } catch (error) {
+    // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
+    if (!rented || (isTargonError(error) && error.data?.job)) throw error
+    options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
+    const deleted = await deleteVm(client.withSignal(undefined), state, vm, options, new AbortController().signal, 'down')
+    throw asTargonError(error).with({data: {deleted}})
+  }
+}
+
+async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
   const clock = options.clock ?? REAL_CLOCK
-  const vm = await findVm(client, state, options)
   const name = vm.name ?? vm.uid
   const session = (await openVm(vm, options)).session
   try {
@@ -143,7 +157,10 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   }
 }
 
-export type CompleteOptions = Omit<RunOptions, 'command' | 'detach' | 'env' | 'localDir' | 'onStarted' | 'out' | 'sync' | 'word'> & {
+export type CompleteOptions = Omit<
+  RunOptions,
+  'command' | 'detach' | 'env' | 'localDir' | 'onStarted' | 'out' | 'rent' | 'sync' | 'word'
+> & {
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
 }
@@ -182,15 +199,26 @@ export async function completeJob(
   return finish(result, vm.name ?? vm.uid)
 }
 
-async function findVm(client: TargonClient, state: LocalState, options: RunOptions): Promise<KnownVm> {
+/** The VM that WORD names; else, when run may rent (WORD names an offer, or --gpu), the one it rents. */
+async function findVm(client: TargonClient, state: LocalState, options: RunOptions): Promise<{vm: KnownVm; rented: boolean}> {
   try {
+    if (options.word === null) throw new TargonError('NOT_FOUND', 'no VM named')
     const [vm] = await selectVms(client, state, {...options, targets: [options.word]})
-    return vm as KnownVm
+    return {rented: false, vm: vm as KnownVm}
   } catch (error) {
-    if (error instanceof TargonError && error.code === 'NOT_FOUND')
-      throw usageError(`${options.word} names no VM of the selection`, error.hint ?? 'targon status lists the VMs')
-    throw error
+    if (!(error instanceof TargonError && error.code === 'NOT_FOUND')) throw error
+    if (!options.rent) throw usageError(`${options.word} names no VM of the selection`, error.hint ?? 'targon status lists the VMs')
   }
+
+  const up = await options.rent().catch((error: unknown) => {
+    // Nothing was rented for a word that is no offer either.
+    if (isTargonError(error) && error.code === 'NOT_FOUND' && options.word !== null)
+      throw usageError(`${options.word} names no VM of the selection and no offer`, 'targon status lists the VMs, targon offers the offers')
+    throw error
+  })
+  const uid = up.vms[0]?.uid as string
+  const [vm] = await selectVms(client, state, {...options, targets: [uid]})
+  return {rented: true, vm: vm as KnownVm}
 }
 
 /** A running job is activity only for a sampler of this version: an older one is updated first. */
@@ -278,10 +306,11 @@ async function deleteVm(
   client: TargonClient,
   state: LocalState,
   vm: KnownVm,
-  options: CompleteOptions,
+  options: Pick<CompleteOptions, 'configDir' | 'fleet' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
   stop: AbortSignal,
+  reason: DeleteReason = 'job-done',
 ): Promise<NonNullable<RunResult['deleted']>> {
-  options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
+  if (reason === 'job-done') options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
   const report = (down: {results: DeleteResult[]}) =>
     down.results.map((each) => ({
       action: each.action,
@@ -300,7 +329,7 @@ async function deleteVm(
       labelFleet: options.fleet,
       onEvent: options.onDeletion,
       parallel: 1,
-      reasonOf: () => 'job-done',
+      reasonOf: () => reason,
       reconcileMs: options.reconcileMs,
       selection: {
         all: false,
