@@ -5,7 +5,7 @@
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
-SCRIPTS=(scripts/prerequisites.sh scripts/test.sh scripts/lint-shell.sh .ci/run src/lib/bootstrap/bootstrap.sh test/vm/vm-init.sh test/vm/doubles/double.sh)
+SCRIPTS=(scripts/prerequisites.sh scripts/test.sh scripts/lint-shell.sh .ci/run src/lib/adapters/bootstrap/bootstrap.sh test/vm/vm-init.sh test/vm/doubles/double.sh)
 
 if ! command -v shellcheck >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system tools that lint and the tests need: shellcheck, and what the simulated VMs run (namespaces,
-# sshd, sudo, socat, ...), crontab and systemd-analyze for the guard, and a second local user. Silent when all are present. When some are missing and this runs as root, it
+# sshd, sudo, socat, ...), crontab and systemd-analyze for the guard, git as the oracle of the sync's ignore rules, and a second local user. Silent when all are present. When some are missing and this runs as root, it
 # installs their Debian/Ubuntu packages; otherwise it stops with one line naming them.
 #   --check   never install, only report (for the test runner, which must not change the system)
 set -Eeuo pipefail
@@ -22,6 +22,7 @@ TOOLS=(
   python3:python3
   crontab:cron
   systemd-analyze:systemd
+  git:git
 )
 
 missing_packages() {

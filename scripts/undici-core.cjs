@@ -1,7 +1,7 @@
 // What the bundle uses of undici: Agent, request and the error classes. undici's own index also
 // loads fetch, WebSocket, caches, mocks and proxies, which is most of its start-up cost. The bundle
 // build (scripts/build.mjs) resolves `undici` to this file. The source imports undici only through
-// src/lib/api/undici-subset.ts, which declares what this file exports.
+// src/lib/adapters/targon/undici-subset.ts, which declares what this file exports.
 'use strict'
 
 const Agent = require('undici/lib/dispatcher/agent.js')

@@ -34,7 +34,7 @@ import Up from './commands/up.js'
 import Version from './commands/version.js'
 
 export {execute} from '@oclif/core'
-export {jsonSchemas} from './lib/contract.js'
+export {jsonSchemas} from './lib/cli/contract.js'
 export {commandNotFound} from './lib/cli/not-found.js'
 
 export const COMMANDS = {

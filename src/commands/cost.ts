@@ -2,14 +2,13 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
-import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/contract.js'
+import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/workflows/spend/schema.js'
 import {formatDuration} from '../lib/core/input.js'
 import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
 import {usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/fleet/naming.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {runCost} from '../lib/spend/cost.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
+import {runCost} from '../lib/workflows/spend/cost-report.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 const DEFAULT_SINCE_MS = 7 * 86_400_000
 const BAR_WIDTH = 30
@@ -54,7 +53,7 @@ over the same interval.`)
   }
 
   public async run(): Promise<CostResult> {
-    const now = Date.now()
+    const now = this.ctx.clock.now()
     if (this.flags.from !== undefined && this.flags.since !== undefined)
       throw usageError('--since and --from cannot be combined', 'give a span with --since (and --to), or a range with --from and --to')
     const to = this.flags.to ?? now
@@ -62,9 +61,9 @@ over the same interval.`)
     if (from >= now) throw usageError(`--from ${new Date(from).toISOString()} is not in the past`, 'give a start before now')
     if (from >= to) throw usageError('--from must come before --to', 'give an earlier --from or a later --to')
     const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
-    const retentionDays = await resolveSetting('ledger-days')
+    const retentionDays = await this.ctx.settings.get('ledger-days')
     return this.withApi(async (client) => {
-      const result = await runCost(client, new LocalState(configDir()), {
+      const result = await runCost(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         by: this.flags.by,
         fleet,
         from,
@@ -72,7 +71,6 @@ over the same interval.`)
         reconcile: this.flags.reconcile,
         retentionDays,
         to: this.flags.to ?? null,
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       return result

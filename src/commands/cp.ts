@@ -1,15 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
-import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/copy/copy.js'
-import {CopyBar, size} from '../lib/copy/progress.js'
-import {parseCopySpec} from '../lib/copy/spec.js'
-import {parseVmList} from '../lib/fleet/fan-out.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {CopyResult, CopyVmResult} from '../lib/contract.js'
+import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/workflows/copy/copy.js'
+import {CopyBar, size} from '../lib/workflows/copy/progress.js'
+import {parseCopySpec} from '../lib/workflows/copy/spec.js'
+import {parseVmList} from '../lib/domain/fleet/fan-out.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Cp extends BaseCommand<typeof Cp, 'cp'> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
@@ -56,15 +55,14 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
   public async run(): Promise<CopyResult> {
     const spec = parseCopySpec(this.args.source, this.args.destination)
     const targets = parseVmList(this.flags.vms)
-    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
     let bar: CopyBar | undefined
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runCopy(client, new LocalState(configDir()), {
-            configDir: configDir(),
+          return await runCopy(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+            configDir: this.ctx.settings.dir,
             fleet,
-            warn: (message) => this.addWarning(message),
             info: (message) => {
               bar?.clear()
               this.info(message)
@@ -75,10 +73,9 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               this.report(result)
               bar?.finish(result.vm)
             },
-            events: this.events,
-            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr())),
+            onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.ctx.clock)),
             org: await this.resolveOrg(client),
-            owners: await ownerScope(false),
+            owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,
             spec,

@@ -2,14 +2,13 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag} from '../lib/cli/flags.js'
-import type {CreditsResult} from '../lib/contract.js'
+import type {CreditsResult} from '../lib/workflows/spend/schema.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usdPrecise} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {configDir} from '../lib/settings/settings.js'
-import {runCredits} from '../lib/spend/credits.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {runCredits} from '../lib/workflows/spend/credits.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Credits extends BaseCommand<typeof Credits, 'credits'> {
   static summary = "Show the org's credits, what burns them now, and how many hours they last."
@@ -42,13 +41,12 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
 
   public async run(): Promise<CreditsResult> {
     await this.useNotifyUrl(this.flags.notify, true)
-    const owners = await ownerScope(false)
+    const owners = await ownerScope(this.ctx.settings, false)
     return this.withApi(async (client) => {
-      const result = await runCredits(client, new LocalState(configDir()), {
+      const result = await runCredits(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         minRunwayMs: this.flags['min-runway'] ?? null,
         org: await this.resolveOrg(client),
         owners,
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       if (result.short) {

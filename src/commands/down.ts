@@ -1,24 +1,23 @@
 import {Args, Flags} from '@oclif/core'
 
-import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {followDeletions} from '../lib/cli/deletion-display.js'
-import {isBulk, runDown} from '../lib/down/down.js'
-import {NOT_RUNNING} from '../lib/idle/idle.js'
+import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
+import {isBulk, runDown} from '../lib/workflows/down/down.js'
+import {NOT_RUNNING} from '../lib/domain/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/fleet/naming.js'
-import type {KnownVm} from '../lib/fleet/workloads.js'
-import {countOf, dash, renderTable, prose} from '../lib/core/output.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
+import type {KnownVm} from '../lib/domain/fleet/workloads.js'
+import {countOf, prose} from '../lib/core/output.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/deletion/delete-workloads.js'
-import type {DownResult} from '../lib/contract.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/domain/deletion/delete-workloads.js'
+import type {DownResult} from '../lib/workflows/down/schema.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
-import {priceAndOwners} from '../lib/notify/notify.js'
-import {hooksInWords} from '../lib/hooks/hook.js'
-import {keepUnlessJobsDone} from '../lib/run/jobs-done.js'
+import {priceAndOwners} from '../lib/adapters/notify/notify.js'
+import {hooksInWords} from '../lib/domain/hooks/hook.js'
+import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -131,7 +130,7 @@ otherwise, with a per-VM result.`)
     const olderThan = flags['older-than'] === undefined ? null : flags['older-than'] / 1000
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
     const overCost = flags['over-cost'] ?? null
-    const owners = await ownerScope(flags['any-owner'])
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     const selection = {
       all: flags.all,
       any_origin: flags['any-origin'],
@@ -171,14 +170,15 @@ otherwise, with a per-VM result.`)
       async (client, signal) => {
         try {
           const org = await this.resolveOrg(client)
-          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(configDir()), {
-            configDir: configDir(),
+          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
+            configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
             hooks: flags.hooks,
             ignoreMissing: flags['ignore-missing'],
-            labelFleet: await resolveSetting('fleet'),
-            reconcileMs: await resolveSetting('reconcile-window'),
+            labelFleet: await this.ctx.settings.get('fleet'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             onEvent: deletions.onEvent,
             onTargets: deletions.onTargets,
             onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
@@ -187,18 +187,20 @@ otherwise, with a per-VM result.`)
             ...(flags['jobs-done'] && {
               narrow: (chosen) =>
                 keepUnlessJobsDone(chosen, {
-                  configDir: configDir(),
+                  clock: this.ctx.clock,
+                  configDir: this.ctx.settings.dir,
                   dryRun: flags['dry-run'],
                   parallel: flags.parallel,
                   stop: signal,
-                  warn: (message) => this.addWarning(message),
+                  warn: this.ctx.warn,
                 }),
               reasonOf: () => 'job-done' as const,
             }),
             selection,
             stop: signal,
             wakeRegistered: flags['wake-registered'],
-            warn: (message) => this.addWarning(message),
+            historyBudget: this.ctx.historyBudget,
+            warn: this.ctx.warn,
           })
           const scheduled = [
             flags.expired && '--expired',
@@ -284,18 +286,7 @@ otherwise, with a per-VM result.`)
       return
     }
 
-    this.log(
-      renderTable(
-        [
-          {header: 'NAME', value: (row) => dash(row.name)},
-          {header: 'UID', value: (row) => row.uid},
-          {header: 'RESULT', value: (row) => row.action},
-          {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
-        ],
-        result.results,
-      ),
-    )
-    for (const line of hooksInWords(result.results)) this.log(line)
+    for (const line of deletionResultLines(result.results)) this.log(line)
   }
 }
 

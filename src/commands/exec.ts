@@ -2,13 +2,12 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/exec/exec.js'
-import {parseVmList} from '../lib/fleet/fan-out.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {ExecResult} from '../lib/contract.js'
+import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/workflows/exec/exec.js'
+import {parseVmList} from '../lib/domain/fleet/fan-out.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {ExecResult} from '../lib/workflows/exec/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Exec extends BaseCommand<typeof Exec, 'exec'> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
@@ -53,19 +52,17 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     const command = this.positionals.join(' ').trim()
     if (command === '') throw usageError('no command given', "targon exec --fleet F -- <command>, e.g. targon exec -- 'uptime'")
     const targets = parseVmList(this.flags.vms)
-    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
     const text = !this.jsonEnabled()
     const raw = this.flags.raw
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runExec(client, new LocalState(configDir()), {
+          return await runExec(this.ctx, client, new LocalState(this.ctx.settings.dir), {
             command,
-            configDir: configDir(),
+            configDir: this.ctx.settings.dir,
             fleet,
-            warn: (message) => this.addWarning(message),
             info: (message) => this.info(message),
-            events: this.events,
             onLine: (vm, stream, line) => {
               // With --events ndjson, stderr carries events only: the VM's stderr goes there as progress events.
               if (text && stream === 'stderr' && this.eventsOnStderr())
@@ -75,7 +72,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
                 (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
             },
             org: await this.resolveOrg(client),
-            owners: await ownerScope(false),
+            owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,
             targets,

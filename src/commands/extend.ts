@@ -2,23 +2,25 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {ExtendResult} from '../lib/contract.js'
+import type {ExtendResult} from '../lib/workflows/extend/schema.js'
 import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
-import {runExtend} from '../lib/extend/extend.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {runExtend} from '../lib/workflows/extend/extend.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'
 
   static description = prose(`--by moves each VM's TTL to (the later of now and its deadline) + the duration, and
 holds off its idle deletion (down --idle, sweep) for the duration; --ttl-only or --idle-only moves one of them.
---max-cost USD sets the budget. The limits are kept in this config directory's records (the API has no field for
+--max-cost USD raises the budget (or sets one where there is none); a value below the current budget is refused
+(exit 2). With --ttl-only, a VM without a TTL is left as it was, with a warning, and when none of them has one it
+exits 2. The limits are kept in this config directory's records (the API has no field for
 them), so extend works from the directory that ran targon up. The idle hold-off is also written on the VM (its idle
 sampler's config, on the VM's clock), so that its own idle judgement says it is held off; a VM that cannot be reached
-keeps the hold-off here only, and a warning says so (idle_hold_on_vm: not-written). A VM of another owner is refused (exit 2) unless --any-owner; a name that matches nothing exits 4.
+keeps the hold-off here only, and a warning says so (idle_hold_on_vm: not-written). A VM of another owner, or whose owner could not be read, is refused (exit 2) unless --any-owner; a name that
+matches nothing exits 4.
 Prints the new deadlines.`)
 
   static examples = [
@@ -30,12 +32,21 @@ Prints the new deadlines.`)
   static strict = false
 
   static flags = {
-    'any-owner': Flags.boolean({default: false, summary: "Extend another owner's VM too (default: refused, exit 2)."}),
+    'any-owner': Flags.boolean({
+      default: false,
+      summary: "Extend another owner's VM, or one whose owner could not be read, too (default: refused, exit 2).",
+    }),
     by: durationFlag('--by', {summary: 'How long to postpone: 30m, 2h, 1d.'}),
     fleet: Flags.string({summary: 'The fleet the VM labels belong to (default: the configured one).'}),
     'idle-only': Flags.boolean({default: false, exclusive: ['ttl-only'], summary: 'Only hold off the idle deletion.'}),
-    'max-cost': usdFlag('--max-cost', 'a budget in USD', {summary: 'Set the budget in USD (estimated cost: price x age).'}),
-    'ttl-only': Flags.boolean({default: false, exclusive: ['idle-only'], summary: 'Only move the TTL.'}),
+    'max-cost': usdFlag('--max-cost', 'a budget in USD', {
+      summary: 'Raise the budget to this many USD (estimated cost: price x age); never lower it.',
+    }),
+    'ttl-only': Flags.boolean({
+      default: false,
+      exclusive: ['idle-only'],
+      summary: 'Only move the TTL (a VM without one is warned about; exit 2 when none has one).',
+    }),
   }
 
   public async run(): Promise<ExtendResult> {
@@ -45,12 +56,12 @@ Prints the new deadlines.`)
       throw usageError('nothing to extend', 'pass --by DURATION or --max-cost USD')
     if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
       throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
-    const owners = await ownerScope(flags['any-owner'])
-    const labelFleet = flags.fleet ?? (await resolveSetting('fleet'))
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
+    const labelFleet = flags.fleet ?? (await this.ctx.settings.get('fleet'))
     return this.withApi(async (client) => {
-      const result = await runExtend(client, new LocalState(configDir()), {
+      const result = await runExtend(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         byMs: flags.by ?? null,
-        configDir: configDir(),
+        configDir: this.ctx.settings.dir,
         idle: !flags['ttl-only'],
         labelFleet,
         maxCostUsd: flags['max-cost'] ?? null,
@@ -58,7 +69,6 @@ Prints the new deadlines.`)
         owners,
         targets: this.positionals,
         ttl: !flags['idle-only'],
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled())
         this.log(

@@ -2,12 +2,11 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/logs/logs.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {LogsResult} from '../lib/contract.js'
+import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/workflows/logs/logs.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {LogsResult} from '../lib/workflows/logs/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Logs extends BaseCommand<typeof Logs, 'logs'> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
@@ -40,23 +39,22 @@ also one that is crashed or still provisioning.`)
   public async run(): Promise<LogsResult> {
     const target = this.args.vm
     if (target.trim() === '') throw usageError('no VM given', 'targon logs <name|uid>')
-    const fleet = await resolveSetting('fleet', this.flags.fleet)
+    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
     return this.withApi(
       async (client, signal) => {
         try {
           const text = !this.jsonEnabled()
-          const result = await runLogs(client, new LocalState(configDir()), {
+          const result = await runLogs(this.ctx, client, new LocalState(this.ctx.settings.dir), {
             fleet,
             follow: this.flags.follow,
             onLines: (lines) => {
               if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
             },
             org: await this.resolveOrg(client),
-            owners: await ownerScope(false),
+            owners: await ownerScope(this.ctx.settings, false),
             signal,
             tail: this.flags.tail,
             target,
-            warn: (message) => this.addWarning(message),
           })
           if (text && result.lines.length === 0 && !this.flags.follow) this.info(`No console output from ${result.name ?? result.uid} yet.`)
           return result

@@ -1,11 +1,12 @@
 import {Flags} from '@oclif/core'
 
-import {connect} from '../lib/targon/connect.js'
+import {connect} from '../lib/adapters/targon/connect.js'
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/offers/offers.js'
+import {OFFER_SORTS, type OfferSort, filterOffers, normalizeOffer, sortOffers} from '../lib/domain/offers/offers.js'
+import {isoNow} from '../lib/core/clock.js'
 import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
 import {usdFlag} from '../lib/cli/flags.js'
-import {OFFER_SORTS, type OffersResult} from '../lib/contract.js'
+import type {OffersResult} from '../lib/workflows/offers/schema.js'
 
 export default class Offers extends BaseCommand<typeof Offers, 'offers'> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'
@@ -30,7 +31,7 @@ By default only offers with capacity available now are shown, cheapest first.`)
 
   public async run(): Promise<OffersResult> {
     const {all, gpu, 'max-price': maxPrice, 'min-gpus': minGpus, sort} = this.flags
-    const client = await connect({auth: false, trace: this.traceSink()})
+    const client = await connect(this.ctx.settings, {auth: false, clock: this.ctx.clock, trace: this.traceSink()})
     const inventory = await client.inventory().finally(() => client.close())
     for (const skipped of inventory.skipped) this.addWarning(`skipped a malformed offer (${skipped})`)
 
@@ -42,7 +43,7 @@ By default only offers with capacity available now are shown, cheapest first.`)
       sort,
     )
     const result: OffersResult = {
-      as_of: new Date().toISOString(),
+      as_of: isoNow(this.ctx.clock),
       filters: {gpu: gpu ?? null, include_sold_out: Boolean(all), max_price: maxPrice ?? null, min_gpus: minGpus ?? null, sort},
       offers,
     }

@@ -5,17 +5,16 @@ import {resolve} from 'node:path'
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {rentForJob} from '../lib/run/rent.js'
+import {rentForJob} from '../lib/workflows/run/rent.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {checkCommand, checkOutPath, parseEnv} from '../lib/run/job.js'
-import {TAIL_LINES} from '../lib/run/follow.js'
-import {runJob} from '../lib/run/run.js'
-import type {RunResult} from '../lib/run/schema.js'
-import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
-import {guardCoverage} from '../lib/guard/coverage.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/run/job.js'
+import {TAIL_LINES} from '../lib/workflows/run/follow.js'
+import {runJob} from '../lib/workflows/run/run.js'
+import type {RunResult} from '../lib/workflows/run/schema.js'
+import {guardCoverage} from '../lib/workflows/guard/coverage.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
   static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
@@ -105,22 +104,24 @@ has ended; without a guard for this directory, a warning says that nothing else 
     const found = await stat(localDir).catch(() => undefined)
     if (!found?.isDirectory())
       throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
-    const fleet = await resolveSetting('fleet', flags.fleet)
-    const maxPrice = (await resolveSetting('max-price', flags['max-price'])) ?? null
+    const fleet = await this.ctx.settings.get('fleet', flags.fleet)
+    const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
     if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
-    const owners = await ownerScope(false)
+    const owners = await ownerScope(this.ctx.settings, false)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
     if (flags.detach && flags.down) await this.warnUnguarded()
     return this.withApi(
       async (client, signal) =>
-        runJob(client, new LocalState(configDir()), {
+        runJob(client, new LocalState(this.ctx.settings.dir), {
+          clock: this.ctx.clock,
           command,
-          configDir: configDir(),
+          configDir: this.ctx.settings.dir,
           detach: flags.detach,
           down: flags.down,
           env,
           fleet,
+          historyBudget: this.ctx.historyBudget,
           hooks: flags.hooks,
           info: (message) => this.info(message),
           localDir,
@@ -136,31 +137,30 @@ has ended; without a guard for this directory, a warning says that nothing else 
           org: await this.resolveOrg(client),
           out,
           owners,
-          reconcileMs: await resolveSetting('reconcile-window'),
+          reconcileMs: await this.ctx.settings.get('reconcile-window'),
           rent:
             maxPrice === null
               ? undefined
               : async () =>
                   rentForJob(client, {
-                    configDir: configDir(),
-                    events: this.events,
+                    configDir: this.ctx.settings.dir,
                     fleet,
                     gpu: flags.gpu,
                     idleMs: flags.idle,
                     maxCostUsd: flags['max-cost'],
                     maxPrice,
                     owner: owners.owner,
-                    reconcileMs: await resolveSetting('reconcile-window'),
+                    reconcileMs: await this.ctx.settings.get('reconcile-window'),
                     resolveOrg: async () => this.acting.org ?? this.resolveOrg(client),
                     resource: word,
+                    run: this.ctx,
                     signal,
                     ttlMs: flags.ttl,
                     waitMs: flags.wait,
-                    warn: (message) => this.addWarning(message),
                   }),
           signal,
           sync: !flags['no-sync'],
-          warn: (message) => this.addWarning(message),
+          warn: this.ctx.warn,
           word,
         }),
       () => ['Exiting at once; the job, if it started, goes on on the VM.'],
@@ -169,7 +169,7 @@ has ended; without a guard for this directory, a warning says that nothing else 
 
   /** A detached --down job is deleted by a sweep (down --jobs-done) once it has ended: say when no guard runs one here. */
   private async warnUnguarded(): Promise<void> {
-    const guard = guardCoverage(configDir(), (await activeProfile()).name, (message) => this.addWarning(message))
+    const guard = guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn)
     if (guard.kind === null)
       this.addWarning(
         'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',

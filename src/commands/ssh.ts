@@ -4,9 +4,8 @@ import * as z from 'zod'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
-import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/fleet/workloads.js'
-import {configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
+import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/domain/fleet/workloads.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
 import {
   type Forwarding,
   type SshTarget,
@@ -15,13 +14,14 @@ import {
   forwardingArgs,
   hostConfigEntry,
   sshArgv,
-  sshEnvironment,
-  targetOf,
-} from '../lib/ssh/connect-info.js'
-import {shellQuote} from '../lib/ssh/session.js'
-import {SshConfigResultSchema, type SshResult} from '../lib/contract.js'
+  sshChildEnvironment,
+} from '../lib/adapters/ssh/connect-info.js'
+import {targetOf} from '../lib/domain/fleet/fan-out.js'
+import {shellQuote} from '../lib/adapters/ssh/session.js'
+import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
 import {prose} from '../lib/core/output.js'
-import {ownerScope, scoped} from '../lib/fleet/owners.js'
+import {ownerScope, scoped} from '../lib/domain/fleet/owners.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
@@ -107,19 +107,20 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
     })
     if (forwarding.noCommand && command.length > 0)
       throw usageError('-N runs no remote command, but one was given', 'drop -N or the command')
-    const dir = configDir()
+    const dir = this.ctx.settings.dir
     return this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
-      const owners = await ownerScope(false)
-      const view = await snapshot(client, org, state, owners.owner !== null)
+      const owners = await ownerScope(this.ctx.settings, false)
+      const view = await snapshot(client, org, state, {historyBudget: this.ctx.historyBudget, readOwners: owners.owner !== null})
+      recordSnapshot(state.dir, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
-      const fleet = await resolveSetting('fleet', this.flags.fleet)
+      const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {
         if (command.length > 0) throw usageError('--config takes no command', 'drop the words after --')
         const chosen = target
           ? [findOneVm(vms, target, fleet, owners)]
-          : scoped(vms, owners).seen.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
+          : scoped(vms, owners).inScope.filter((each) => each.owned && each.fleet === fleet && each.status === 'running')
         const refused = refusedNamesWarning(chosen.filter((vm) => vm.workload.name_refused))
         if (refused) this.addWarning(refused)
         const hosts: SshResult[] = []
@@ -142,7 +143,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
 
       // The ssh session may last hours: no API connection stays open meanwhile.
       await client.close()
-      const code = await runSsh(result.argv, sshEnvironment(process.env, await resolveSetting('api-key')))
+      const code = await runSsh(result.argv, sshChildEnvironment(await this.ctx.settings.get('api-key')))
       if (code !== 0) this.exit(code)
       return result
     })

@@ -1,16 +1,15 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
-import {activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {StatusResult, StatusVm} from '../lib/contract.js'
-import {runStatus} from '../lib/status/status.js'
-import {coverageLine} from '../lib/guard/coverage.js'
-import {ownerScope} from '../lib/fleet/owners.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {StatusResult, StatusVm} from '../lib/workflows/status/schema.js'
+import {runStatus} from '../lib/workflows/status/status.js'
+import {coverageLine} from '../lib/workflows/guard/coverage.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Status extends BaseCommand<typeof Status, 'status'> {
   static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
@@ -70,10 +69,10 @@ bill; --any-owner shows them all.`)
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
-    const configuredFleet = await resolveSetting('fleet', this.flags.fleet)
-    const owners = await ownerScope(this.flags['any-owner'])
+    const configuredFleet = await this.ctx.settings.get('fleet', this.flags.fleet)
+    const owners = await ownerScope(this.ctx.settings, this.flags['any-owner'])
     return this.withApi(async (client) => {
-      const result = await runStatus(client, new LocalState(configDir()), {
+      const result = await runStatus(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
@@ -83,9 +82,6 @@ bill; --any-owner shows them all.`)
         showDeleted: this.flags['show-deleted'],
         targets,
         usage: this.flags.usage,
-        configDir: configDir(),
-        profile: (await activeProfile()).name,
-        warn: (message) => this.addWarning(message),
       })
       if (!this.jsonEnabled()) this.render(result)
       return result
@@ -152,7 +148,7 @@ bill; --any-owner shows them all.`)
       )
     const {billing_count: billing, count, unknown_billing_count: unknown} = result.totals
     const unknownNote = unknown > 0 ? `, ${unknown} not known yet` : ''
-    this.info(coverageLine(result.guard, Date.now()))
+    this.info(coverageLine(result.guard, this.ctx.clock.now()))
     this.info(
       `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
     )

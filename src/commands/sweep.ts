@@ -2,24 +2,24 @@ import {join} from 'node:path'
 
 import {Flags} from '@oclif/core'
 
-import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/targon/http.js'
+import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import type {SweepResult} from '../lib/contract.js'
+import type {SweepResult} from '../lib/workflows/sweep/schema.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {countOf, dash, prose, renderTable, usdPrecise} from '../lib/core/output.js'
-import {validateFleet} from '../lib/fleet/naming.js'
-import {ownerScope} from '../lib/fleet/owners.js'
-import {ping} from '../lib/notify/heartbeat.js'
-import {activeProfile, configDir, ensureConfigDir, resolveSetting} from '../lib/settings/settings.js'
-import {LocalState} from '../lib/state/local-state.js'
-import {ifFileLockFree} from '../lib/state/lock.js'
-import {childPath} from '../lib/state/paths.js'
-import {runSweep} from '../lib/sweep/sweep.js'
-import {hooksInWords} from '../lib/hooks/hook.js'
-import {recordRun, rotateLog} from '../lib/guard/runs.js'
+import {countOf, dash, prose, usdPrecise} from '../lib/core/output.js'
+import {validateFleet} from '../lib/adapters/settings/table.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {ping} from '../lib/adapters/notify/heartbeat.js'
+import {ensureConfigDir} from '../lib/adapters/state/trust.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import {ifFileLockFree} from '../lib/adapters/state/lock.js'
+import {childPath} from '../lib/adapters/state/paths.js'
+import {runSweep} from '../lib/workflows/sweep/sweep.js'
+import {hooksInWords} from '../lib/domain/hooks/hook.js'
+import {recordRun, rotateLog} from '../lib/workflows/guard/runs.js'
 
 /** The guard's warning window when the config sets none. */
 const DEFAULT_GUARD_WARN_MS = 15 * 60_000
@@ -71,10 +71,12 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         'Ping URL of a dead-man switch (healthchecks-style), pinged on exit 0 or 14, URL/fail otherwise; prefer TARGON_HEARTBEAT_URL or config heartbeat-url, as a command line shows in ps.',
     }),
     'idle-limit': durationFlag('--idle-limit', {
-      summary: "The idle limit of VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins).",
+      summary:
+        "The idle limit of VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins; default: config idle-limit).",
     }),
     'min-runway': durationFlag('--min-runway', {
-      summary: 'After the deletions, exit 14 (RUNWAY_SHORT) and notify when the credits last less than this: 6h, 2d.',
+      summary:
+        'After the deletions, exit 14 (RUNWAY_SHORT) and notify when the credits last less than this: 6h, 2d (default: config min-runway).',
     }),
     notify: Flags.string({
       summary:
@@ -102,7 +104,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         '--heartbeat-url puts the ping URL where ps and crontabs show it: prefer TARGON_HEARTBEAT_URL or targon config set heartbeat-url',
       )
     // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
-    const heartbeat = await resolveSetting('heartbeat-url', flags['heartbeat-url'])
+    const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
     try {
       const result = await this.lockedRun()
       if (result.skipped === null) await this.beat(heartbeat, 0)
@@ -117,17 +119,18 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private async lockedRun(): Promise<SweepResult> {
     const {flags} = this
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    const owners = await ownerScope(flags['any-owner'])
+    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     await this.useNotifyUrl(flags.notify, false)
-    const profile = (await activeProfile()).name
-    const dir = ensureConfigDir()
-    const startedAt = Date.now()
+    const profile = (await this.ctx.settings.profile()).name
+    const dir = ensureConfigDir(this.ctx.settings.dir)
+    const limits = await this.limits()
+    const startedAt = this.ctx.clock.now()
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
       recordRun(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
-        duration_ms: Date.now() - startedAt,
+        duration_ms: this.ctx.clock.now() - startedAt,
         exit_code: exitCode,
         skipped: typeof result?.skipped === 'string',
         still_billing: result?.survivors.length ?? 0,
@@ -138,7 +141,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const lock = childPath(join(dir, 'locks'), `sweep-${profile}`, '.lock')
     const outcome = await ifFileLockFree(lock, async () => {
       try {
-        const result = await this.sweep(fleet, owners, profile)
+        const result = await this.sweep(fleet, owners, profile, limits)
         record(0, result)
         return result
       } catch (error) {
@@ -159,8 +162,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       selection: {
         any_owner: owners.anyOwner,
         fleet,
-        idle_limit_seconds: this.idleLimitS(),
-        min_runway_hours: flags['min-runway'] === undefined ? null : flags['min-runway'] / 3_600_000,
+        idle_limit_seconds: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
+        min_runway_hours: limits.minRunwayMs === null ? null : limits.minRunwayMs / 3_600_000,
         over_cost_usd: flags['over-cost'] ?? null,
         owner: owners.owner,
       },
@@ -173,11 +176,20 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     return result
   }
 
-  private idleLimitS(): number | null {
-    return this.flags['idle-limit'] === undefined ? null : this.flags['idle-limit'] / 1000
+  /** The limits a flag gives, else the config file: the guard's scheduled command carries none. */
+  private async limits(): Promise<{idleLimitMs: number | null; minRunwayMs: number | null}> {
+    return {
+      idleLimitMs: this.flags['idle-limit'] ?? (await this.ctx.settings.get('idle-limit')) ?? null,
+      minRunwayMs: this.flags['min-runway'] ?? (await this.ctx.settings.get('min-runway')) ?? null,
+    }
   }
 
-  private async sweep(fleet: string | null, owners: Awaited<ReturnType<typeof ownerScope>>, profile: string): Promise<SweepResult> {
+  private async sweep(
+    fleet: string | null,
+    owners: Awaited<ReturnType<typeof ownerScope>>,
+    profile: string,
+    limits: {idleLimitMs: number | null; minRunwayMs: number | null},
+  ): Promise<SweepResult> {
     const {flags} = this
     const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
@@ -185,16 +197,17 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         const org = await this.resolveOrg(client)
         let result: SweepResult
         try {
-          result = await runSweep(client, client.withSignal(undefined), new LocalState(configDir()), {
-            configDir: configDir(),
+          result = await runSweep(client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
+            clock: this.ctx.clock,
+            configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
             fleet,
             hooks: flags.hooks,
-            idleLimitS: this.idleLimitS(),
-            labelFleet: await resolveSetting('fleet'),
-            minRunwayMs: flags['min-runway'] ?? null,
+            idleLimitS: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
+            labelFleet: await this.ctx.settings.get('fleet'),
+            minRunwayMs: limits.minRunwayMs,
             profile,
-            warnWindowMs: flags.warn ?? (await resolveSetting('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
+            warnWindowMs: flags.warn ?? (await this.ctx.settings.get('warn-window')) ?? (flags.guard ? DEFAULT_GUARD_WARN_MS : null),
             onEvent: deletions.onEvent,
             onResult: deletions.onResult,
             onTargets: deletions.onTargets,
@@ -202,9 +215,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             overCostUsd: flags['over-cost'] ?? null,
             owners,
             parallel: flags.parallel,
-            reconcileMs: await resolveSetting('reconcile-window'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             stop: signal,
-            warn: (message) => this.addWarning(message),
+            historyBudget: this.ctx.historyBudget,
+            warn: this.ctx.warn,
           })
         } catch (error) {
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined
@@ -282,20 +296,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private render(result: SweepResult): void {
     for (const kept of result.kept) this.log(`kept ${kept.name ?? kept.uid} (${kept.state}): ${kept.reason}`)
     if (result.results.length === 0) this.info('Nothing past a limit.')
-    else
-      this.log(
-        renderTable(
-          [
-            {header: 'NAME', value: (row) => dash(row.name)},
-            {header: 'UID', value: (row) => row.uid},
-            {header: 'LIMIT', value: (row) => row.reason},
-            {header: 'RESULT', value: (row) => row.action},
-            {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
-          ],
-          result.results,
-        ),
-      )
-    for (const line of hooksInWords(result.results)) this.log(line)
+    else for (const line of deletionResultLines(result.results, [{header: 'LIMIT', value: (row) => dash(row.reason)}])) this.log(line)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,

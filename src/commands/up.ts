@@ -1,25 +1,25 @@
 import {Args, Flags} from '@oclif/core'
 
-import {DEFAULT_DSTACK_VERSION} from '../lib/bootstrap/dstack-version.js'
-import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/hooks/hook.js'
+import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js'
+import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_FLEET} from '../lib/fleet/naming.js'
+import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
 import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {VmTrack} from '../lib/up/stages.js'
-import {DEFAULT_IMAGE, activeProfile, configDir, resolveSetting} from '../lib/settings/settings.js'
-import {guardCoverage} from '../lib/guard/coverage.js'
-import {CLEANUP_BUDGET_MS} from '../lib/deletion/delete-workloads.js'
-import {runUp} from '../lib/up/up.js'
-import {billingOfTool, snapshot} from '../lib/fleet/workloads.js'
-import {LocalState} from '../lib/state/local-state.js'
-import type {TargonClient} from '../lib/targon/client.js'
+import type {VmTrack} from '../lib/workflows/up/stages.js'
+import {guardCoverage} from '../lib/workflows/guard/coverage.js'
+import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
+import {runUp} from '../lib/workflows/up/up.js'
+import {billingOfTool, snapshot} from '../lib/domain/fleet/workloads.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+import type {TargonClient} from '../lib/adapters/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
-import {priceAndOwners} from '../lib/notify/notify.js'
-import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/contract.js'
-import {type RunPlan, planUp} from '../lib/up/plan.js'
+import {priceAndOwners} from '../lib/adapters/notify/notify.js'
+import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/workflows/up/schema.js'
+import {type RunPlan, planUp} from '../lib/workflows/up/plan.js'
+import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -185,27 +185,27 @@ existing VM instead of creating a second one.`)
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
-    const maxPrice = (await resolveSetting('max-price', flags['max-price'])) ?? null
+    const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
     const adoptOnly = !resource && !flags.gpu
     if (maxPrice === null && !adoptOnly)
       throw usageError('a price cap is required', 'pass --max-price <USD per hour>, e.g. --max-price 1.8')
     if (maxPrice === null) this.addWarning(`no price cap: the price of ${flags.name} is not checked against one`)
-    const fleet = await resolveSetting('fleet', flags.fleet)
-    const image = await resolveSetting('image', flags.image)
+    const fleet = await this.ctx.settings.get('fleet', flags.fleet)
+    const image = await this.ctx.settings.get('image', flags.image)
     // Checked before anything is rented, not when a phase needs them.
     const bootstrap = flags.bootstrap
       ? {
-          dstackVersion: await resolveSetting('dstack-version', flags['dstack-version']),
+          dstackVersion: await this.ctx.settings.get('dstack-version', flags['dstack-version']),
           gpuTest: flags['gpu-test'],
-          pullRetryDelayMs: await resolveSetting('pull-retry-delay'),
+          pullRetryDelayMs: await this.ctx.settings.get('pull-retry-delay'),
           reinstall: flags.reinstall,
           shim: flags.shim,
-          shimHealthTimeoutMs: await resolveSetting('shim-health-timeout'),
-          stateWatchIntervalMs: await resolveSetting('state-watch-interval'),
+          shimHealthTimeoutMs: await this.ctx.settings.get('shim-health-timeout'),
+          stateWatchIntervalMs: await this.ctx.settings.get('state-watch-interval'),
           idle: {
             check: flags['idle-check'],
             containers: flags['idle-containers'],
-            intervalMs: await resolveSetting('idle-sample-interval'),
+            intervalMs: await this.ctx.settings.get('idle-sample-interval'),
             limitMs: flags.idle,
           },
           onDelete:
@@ -216,9 +216,10 @@ existing VM instead of creating a second one.`)
                 : {command: flags['on-delete'], timeout_s: Math.ceil((flags['hook-timeout'] ?? DEFAULT_HOOK_TIMEOUT_MS) / 1000)},
         }
       : null
-    const capacity = flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await resolveSetting('capacity-poll-interval')}
+    const capacity =
+      flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await this.ctx.settings.get('capacity-poll-interval')}
 
-    const owner = (await resolveSetting('owner')) ?? null
+    const owner = (await this.ctx.settings.get('owner')) ?? null
     const wanted: RunPlan = {
       bootstrap,
       capacity,
@@ -249,12 +250,12 @@ existing VM instead of creating a second one.`)
     return this.withApi(
       async (client, signal) => {
         try {
+          const {resolveOrg, ...asked} = wanted
           const result = await runUp(client, {
-            ...wanted,
-            configDir: configDir(),
-            events: this.events,
+            ask: {...asked, configDir: this.ctx.settings.dir, reconcileMs: await this.ctx.settings.get('reconcile-window')},
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            reconcileMs: await resolveSetting('reconcile-window'),
+            resolveOrg,
+            run: this.ctx,
             signal,
             track: (vms) => (tracked = vms),
             // Once per run: the first VM that waited and found capacity.
@@ -265,7 +266,6 @@ existing VM instead of creating a second one.`)
                 {exitCode: 0, owner, vms: []},
               )
             },
-            warn: (message) => this.addWarning(message),
           })
           const rolledBack = new Set(result.cleanup?.results.filter((deleted) => deleted.billing === false).map((deleted) => deleted.uid))
           for (const failure of result.failed)
@@ -322,7 +322,12 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const view = await snapshot(client, result.org, new LocalState(configDir()), owner !== null)
+      const state = new LocalState(this.ctx.settings.dir)
+      const view = await snapshot(client, result.org, state, {
+        historyBudget: this.ctx.historyBudget,
+        readOwners: owner !== null,
+      })
+      recordSnapshot(state.dir, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)
@@ -394,10 +399,7 @@ existing VM instead of creating a second one.`)
       this.flags['max-cost'] !== undefined && '--max-cost',
       this.flags.idle !== undefined && '--idle',
     ].filter(Boolean)
-    if (
-      limits.length === 0 ||
-      guardCoverage(configDir(), (await activeProfile()).name, (message) => this.addWarning(message)).kind !== null
-    )
+    if (limits.length === 0 || guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn).kind !== null)
       return
     this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
   }

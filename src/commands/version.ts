@@ -1,5 +1,5 @@
 import {BaseCommand} from '../lib/cli/base-command.js'
-import type {VersionResult} from '../lib/contract.js'
+import type {VersionResult} from '../lib/cli/contract.js'
 import {VERSION} from '../lib/core/version.js'
 
 export default class Version extends BaseCommand<typeof Version, 'version'> {

@@ -62,6 +62,29 @@ describe('hostile answers', () => {
     })
   }
 
+  it('a sweep reports an invalid answer as down does: warned about, listed in --json, never deleted, exit 11', async () => {
+    sim = await startSimulator()
+    const {configDir} = sandbox()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir})
+    const uid = '../../sentinel/authorized_keys'
+    sim.addWorkload({name: 'tcli-default-evil', status: 'running', uid})
+
+    const sweep = await runInProcess(['sweep', '--json'], {env})
+    expect(sweep.code, sweep.stdout).toBe(11)
+    const json = parseJson(sweep)
+    expect(json.data.results).toEqual([
+      {action: 'invalid-answer', billing: null, error: expect.stringContaining('uid'), name: null, reason: null, uid},
+    ])
+    expect(json.data.survivors).toEqual([uid])
+    expect(json.warnings).toContainEqual(expect.stringContaining('fail the checks of the API'))
+    expect(sim.requests('DELETE', /\/workloads\//)).toEqual([])
+
+    const text = await runInProcess(['sweep'], {env})
+    expect(text.code).toBe(11)
+    expect(text.stderr).toContain('fail the checks of the API')
+    expect(text.stdout.trimEnd().split('\n')).toEqual(['NAME\tUID\tLIMIT\tRESULT\tBILLING', `-\t${uid}\t-\tinvalid-answer\t?`])
+  })
+
   it('an address that is not an address (SSH options in public_ip) makes the VM an invalid answer: no ssh command is built', async () => {
     sim = await startSimulator()
     const {configDir} = sandbox()

@@ -6,17 +6,13 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson} from '../helpers/cli.js'
-import {runInProcess} from '../helpers/in-process.js'
-import {useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
+// The key comes from each profile, not from the environment.
+const ctx = useFreshFixture({env: {TARGON_API_KEY: undefined}, inProcess: true})
+const {targon} = ctx
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
-
-/** targon with this test's simulator and config directory, and no key in the environment unless given. */
-function targon(args: string[], options: Pick<CliOptions, 'env' | 'input'> = {}) {
-  return runInProcess(args, {...options, env: {TARGON_API_URL: ctx.sim.url, TARGON_CONFIG_DIR: ctx.configDir, ...options.env}})
-}
 
 /** The org a successful up rented in, by the simulator's ledger, and what its envelope says. */
 async function rentsIn(args: string[], env: Record<string, string> = {}): Promise<{sim: string; profile: string; org: string}> {

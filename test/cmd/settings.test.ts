@@ -8,16 +8,12 @@ import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson} from '../helpers/cli.js'
-import {runInProcess} from '../helpers/in-process.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {parseJson} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 const setup = ctx.setup
-
-function targon(args: string[], options: Pick<CliOptions, 'env' | 'input'> = {}) {
-  return runInProcess(args, {...options, env: simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...options.env})})
-}
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 

@@ -10,10 +10,11 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 
-import {BOOTSTRAP_STEPS} from '../../src/lib/contract.js'
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {BOOTSTRAP_STEPS} from '../../src/lib/adapters/events/schema.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {targonFor} from '../helpers/fixture.js'
+import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 import {LATENCY_MODEL} from '../vm/latency.js'
@@ -22,6 +23,7 @@ let sim: TargonSimulator
 let farm: VmFarm
 let scenario: VmScenario = {}
 let configDir: string
+const targon = targonFor(() => ({configDir, sim}), {env: {TARGON_PULL_RETRY_DELAY: '0.2', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 
 beforeAll(async () => {
   sim = await startSimulator({bootDelayMs: 200})
@@ -39,13 +41,6 @@ afterAll(async () => {
   await farm?.stopAll()
   await sim?.stop()
 })
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {
-    ...options,
-    env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, TARGON_SHIM_HEALTH_TIMEOUT: '4', TARGON_PULL_RETRY_DELAY: '0.2', ...options.env}),
-  })
-}
 
 async function up(...extra: string[]) {
   const result = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--json', ...extra])

@@ -4,9 +4,10 @@
  */
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {CONFIG_FILE_VARIANTS, type CliOptions, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {targonFor} from '../helpers/fixture.js'
+import {startSimulator} from '../helpers/simulator.js'
 import type {CapacityChange, LoggedRequest, SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
 
@@ -16,6 +17,10 @@ const FLOOR_MS = 300
 let sim: TargonSimulator
 let farm: VmFarm | undefined
 let configDir: string
+const targon = targonFor(() => ({configDir, sim}), {
+  defaults: {timeoutMs: 90_000},
+  env: {TARGON_CAPACITY_POLL_INTERVAL: String(FLOOR_MS / 1000), TARGON_PULL_RETRY_DELAY: '0.2', TARGON_SHIM_HEALTH_TIMEOUT: '4'},
+})
 
 afterEach(async () => {
   await farm?.stopAll()
@@ -27,20 +32,6 @@ async function setup(options: SimulatorOptions & {vms?: boolean} = {}) {
   sim = await startSimulator({bootDelayMs: 300, ...options})
   if (options.vms) farm = new VmFarm(sim)
   configDir = tempDir('targon-config-')
-}
-
-function targon(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  return runCli(args, {
-    timeoutMs: 90_000,
-    ...options,
-    env: simulatorEnv(sim, {
-      TARGON_CAPACITY_POLL_INTERVAL: String(FLOOR_MS / 1000),
-      TARGON_CONFIG_DIR: configDir,
-      TARGON_PULL_RETRY_DELAY: '0.2',
-      TARGON_SHIM_HEALTH_TIMEOUT: '4',
-      ...options.env,
-    }),
-  })
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8']

@@ -3,25 +3,20 @@
  * with their checksums, scp's placement rules, a fleet with one failing VM, refused input, path traversal from
  * the VM's side, and interrupted copies. The VMs are deleted at the end and the ledger must show nothing billing.
  */
-import {createHash} from 'node:crypto'
 import {appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
-import {join, relative} from 'node:path'
-import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {join} from 'node:path'
+import {beforeAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, CONFIG_FILE_VARIANTS, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, errorLines, parseJson, tempDir} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm} from '../vm/farm.js'
+import {useVmFixture} from '../helpers/fixture.js'
+import {tree} from '../helpers/files.js'
 
-let sim: TargonSimulator
-let farm: VmFarm
-const configDir = tempDir('targon-config-')
+const simulated = useVmFixture()
+const {configDir, targon} = simulated
 let vms: {name: string; uid: string}[] = []
 
 beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
-  farm = new VmFarm(sim)
   const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--count', '3', '--fleet', 'cp', '--json'], {
     timeoutMs: 120_000,
   })
@@ -29,37 +24,9 @@ beforeAll(async () => {
   vms = parseJson(up).data.vms
 }, 150_000)
 
-afterAll(async () => {
-  await farm?.stopAll()
-  await sim?.stop()
-})
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
-}
-
 async function onVm(vm: {name: string}, script: string): Promise<void> {
   const run = await targon(['exec', '--vms', vm.name, '--', script])
   expect(run.code, run.stdout + run.stderr).toBe(0)
-}
-
-/** Every file and directory under `dir`: relative path to "dir", or the file's SHA-256 and permission bits. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (path: string) => {
-    for (const name of readdirSync(path)) {
-      const full = join(path, name)
-      const info = statSync(full)
-      const key = relative(dir, full)
-      if (info.isDirectory()) {
-        out[key] = 'dir'
-        walk(full)
-      } else out[key] = `${createHash('sha256').update(readFileSync(full)).digest('hex')} ${(info.mode & 0o777).toString(8)}`
-    }
-  }
-
-  walk(dir)
-  return out
 }
 
 /** Files whose names mark them as temporary copies. */
@@ -93,7 +60,7 @@ describe('targon cp', () => {
     ])
     expect(upDoc.data.results[0].bytes).toBe(300_000 + 4 + 18 + 1 + 4)
     expect(upDoc.data.results[0].copied).toContain('in/a/b/deep/data.bin')
-    expect(readFileSync(join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu/in/a/run.sh'), 'utf8')).toBe('#!/bin/sh\necho hi\n')
+    expect(readFileSync(join(simulated.farm.vm(vm!.uid).dir, 'upper/home/ubuntu/in/a/run.sh'), 'utf8')).toBe('#!/bin/sh\necho hi\n')
 
     const back = tempDir('targon-cp-back-')
     const down = await targon(['cp', `${vm!.name}:/home/ubuntu/in`, join(back, 'copy')])
@@ -112,13 +79,13 @@ describe('targon cp', () => {
     await onVm(vm!, 'mkdir -p /home/ubuntu/box')
 
     expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/box`])).code).toBe(0)
-    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/box/notes.txt')).toBe('hello\n')
+    expect(simulated.farm.vm(vm!.uid).readFile('/home/ubuntu/box/notes.txt')).toBe('hello\n')
     expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/renamed.txt`])).code).toBe(0)
-    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('hello\n')
+    expect(simulated.farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('hello\n')
     // A relative remote path is under the home directory; an existing file is replaced.
     writeFileSync(join(src, 'notes.txt'), 'second\n')
     expect((await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:renamed.txt`])).code).toBe(0)
-    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('second\n')
+    expect(simulated.farm.vm(vm!.uid).readFile('/home/ubuntu/renamed.txt')).toBe('second\n')
 
     const slash = await targon(['cp', join(src, 'notes.txt'), `${vm!.name}:/home/ubuntu/nodir/`, '--json'])
     expect(slash.code).toBe(12)
@@ -164,7 +131,7 @@ describe('targon cp', () => {
     )
     for (const vm of good) {
       expect(results.get(vm.name)).toMatchObject({error: null, files: 6, ok: true})
-      expect(farm.vm(vm.uid).readFile('/home/ubuntu/drop/in/a/b/deep/data.bin')).toBe(
+      expect(simulated.farm.vm(vm.uid).readFile('/home/ubuntu/drop/in/a/b/deep/data.bin')).toBe(
         readFileSync(join(src, 'in/a/b/deep/data.bin'), 'utf8'),
       )
     }
@@ -331,7 +298,7 @@ describe('targon cp', () => {
     writeFileSync(join(here, 'sub', 'f.txt'), 'from here\n')
     const up = await targon(['cp', '.', `${vm!.name}:/home/ubuntu/p`], {cwd: here})
     expect(up.code, up.stderr).toBe(0)
-    expect(farm.vm(vm!.uid).readFile('/home/ubuntu/p/sub/f.txt')).toBe('from here\n')
+    expect(simulated.farm.vm(vm!.uid).readFile('/home/ubuntu/p/sub/f.txt')).toBe('from here\n')
 
     // From a fleet into the working directory: ./<vm>/<name>.
     const all = tempDir('targon-cp-all-')
@@ -346,7 +313,7 @@ describe('targon cp', () => {
     const src = tempDir('targon-cp-grow-')
     writeFileSync(join(src, 'growing.bin'), '')
     truncateSync(join(src, 'growing.bin'), 200 * 1024 * 1024)
-    const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+    const home = join(simulated.farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
     const grown = await targon(['cp', join(src, 'growing.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
       onSpawn: () => {
         const timer = setInterval(() => {
@@ -381,7 +348,7 @@ describe('targon cp', () => {
           const part = readdirSync(dest).find((name) => name.includes('.targon-part-'))
           if (part && statSync(join(dest, part)).size > 1_000_000) {
             clearInterval(timer)
-            farm.vm(vm!.uid).dropConnections()
+            simulated.farm.vm(vm!.uid).dropConnections()
           }
         }, 20)
       },
@@ -397,7 +364,7 @@ describe('targon cp', () => {
       const src = tempDir('targon-cp-sigint-')
       writeFileSync(join(src, 'huge.bin'), '')
       truncateSync(join(src, 'huge.bin'), 400 * 1024 * 1024)
-      const home = join(farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
+      const home = join(simulated.farm.vm(vm!.uid).dir, 'upper/home/ubuntu')
       const interrupted = await targon(['cp', join(src, 'huge.bin'), `${vm!.name}:/home/ubuntu/`, '--json'], {
         onSpawn: (child) => {
           const timer = setInterval(() => {
@@ -421,6 +388,6 @@ describe('targon cp', () => {
   it('deleting the VMs leaves nothing billing', async () => {
     const down = await targon(['down', '--fleet', 'cp', '--yes', '--json'], {timeoutMs: 120_000})
     expect(down.code, down.stdout).toBe(0)
-    expect(sim.billing()).toEqual([])
+    expect(simulated.sim.billing()).toEqual([])
   })
 })

@@ -5,16 +5,12 @@ import {readFileSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, errorLines, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {errorLines, parseJson} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useSimulatedVms()
-const configDir = tempDir('targon-config-')
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
-}
+const simulated = useVmFixture()
+const {configDir, targon} = simulated
 
 describe('targon exec', () => {
   it('runs a command on every VM of a fleet; one failing host makes exit 12 with per-VM results', async () => {

@@ -5,15 +5,18 @@
  * written into a crontab line or a unit.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, readFileSync, readdirSync, statSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, OTHER_USER, parseJson, readableCli, runCli, otherUsersDir, tempDir, writeConfigFile} from '../helpers/cli.js'
+import {OTHER_USER, parseJson, readableCli, runCli, otherUsersDir, tempDir, writeConfigFile} from '../helpers/cli.js'
+import {targonFor} from '../helpers/fixture.js'
 import {simulatorEnv, startSimulator, useSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
 const sim = useSimulator()
+// Every run names its own config directory; the key comes from there unless a run sets it.
+const targon = targonFor(() => ({configDir: '', sim: sim.current}), {env: {TARGON_API_KEY: undefined}})
 const NOTIFY_SECRET = 'notify-secret-token-77'
 const HEARTBEAT_SECRET = 'heartbeat-secret-token-88'
 const SECRETS = [DEFAULT_TOKEN, NOTIFY_SECRET, HEARTBEAT_SECRET]
@@ -29,11 +32,6 @@ function guardedDir(settings: Record<string, unknown> = {}): string {
     ...settings,
   })
   return dir
-}
-
-/** Runs targon with the key only in the config file (TARGON_API_KEY unset), as the guard will. */
-function targon(args: string[], dir: string, options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(sim.current, {TARGON_API_KEY: undefined, TARGON_CONFIG_DIR: dir, ...options.env})})
 }
 
 function crontabOf(user?: string): string {
@@ -71,7 +69,7 @@ describe('guard --cron', () => {
     const before = '# a line of the user that the guard must keep\n17 3 * * * /bin/true\n'
     setCrontab(before)
     const dir = guardedDir()
-    const install = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], dir)
+    const install = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir})
     expect(install.code, install.stdout + install.stderr).toBe(0)
     const installed = parseJson(install).data
     expect(installed).toMatchObject({
@@ -90,7 +88,7 @@ describe('guard --cron', () => {
     expectNoSecrets(crontab)
 
     // Again: replaced, still one guard; the user's line kept.
-    const again = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], dir)
+    const again = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir})
     expect(parseJson(again).data.replaced).toBe(true)
     expect(crontabOf()).toBe(crontab)
 
@@ -110,7 +108,7 @@ describe('guard --cron', () => {
     expect(JSON.parse(log)).toMatchObject({command: 'sweep', ok: true})
     expectNoSecrets(log)
 
-    const status = await targon(['guard', 'status', '--json'], dir)
+    const status = await targon(['guard', 'status', '--json'], {config: dir})
     expect(status.code, status.stderr).toBe(0)
     const shown = parseJson(status).data
     expect(shown.guards).toMatchObject([{every_seconds: 600, kind: 'cron'}])
@@ -119,20 +117,20 @@ describe('guard --cron', () => {
     expect(shown.problems).toEqual([])
 
     // Covered: targon status says so, and up with a limit says nothing more about it.
-    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--json'], dir)
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--json'], {config: dir})
     expect(up.code, up.stderr).toBe(0)
     expect(parseJson(up).warnings.join('\n')).not.toContain('nothing on this machine enforces')
-    const covered = await targon(['status', '--json'], dir)
+    const covered = await targon(['status', '--json'], {config: dir})
     expect(parseJson(covered).data.guard).toMatchObject({every_seconds: 600, kind: 'cron', last_exit_code: 0})
-    expect((await targon(['status'], dir)).stderr).toMatch(/Guard: cron every 10m, last run \S+ ago \(exit 0\)/)
-    expect((await targon(['down', '--all', '--json'], dir)).code).toBe(0)
+    expect((await targon(['status'], {config: dir})).stderr).toMatch(/Guard: cron every 10m, last run \S+ ago \(exit 0\)/)
+    expect((await targon(['down', '--all', '--json'], {config: dir})).code).toBe(0)
 
     // A CLI that moved away is a problem that status names.
     setCrontab(crontabOf().replace(installed.installed.cli, '/opt/gone/bin/run.js'))
-    const moved = parseJson(await targon(['guard', 'status', '--json'], dir)).data
+    const moved = parseJson(await targon(['guard', 'status', '--json'], {config: dir})).data
     expect(moved.problems.join('\n')).toContain('/opt/gone/bin/run.js')
 
-    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    const uninstall = await targon(['guard', 'uninstall', '--json'], {config: dir})
     expect(uninstall.code, uninstall.stderr).toBe(0)
     expect(parseJson(uninstall).data.removed).toHaveLength(1)
     expect(crontabOf()).toBe(before)
@@ -141,20 +139,20 @@ describe('guard --cron', () => {
   it('refuses (exit 3, with the fix) a key only in the environment, an owner only in the environment, a mixed selection, and a second guard', async () => {
     setCrontab('')
     const envOnly = tempDir('targon-guard-')
-    const noKey = await targon(['guard', 'install', '--cron', '--json'], envOnly, {env: {TARGON_API_KEY: DEFAULT_TOKEN}})
+    const noKey = await targon(['guard', 'install', '--cron', '--json'], {config: envOnly, env: {TARGON_API_KEY: DEFAULT_TOKEN}})
     expect(noKey.code).toBe(3)
     expect(parseJson(noKey).error).toMatchObject({hint: 'store it for the guard: targon config set api-key'})
-    const ownerEnv = await targon(['guard', 'install', '--cron', '--json'], guardedDir(), {env: {TARGON_OWNER: 'alice'}})
+    const ownerEnv = await targon(['guard', 'install', '--cron', '--json'], {config: guardedDir(), env: {TARGON_OWNER: 'alice'}})
     expect(ownerEnv.code).toBe(3)
     expect(parseJson(ownerEnv).error.hint).toContain('targon config set owner alice')
 
     const first = guardedDir({owner: 'alice'})
-    expect((await targon(['guard', 'install', '--cron'], first)).code).toBe(0)
-    const second = await targon(['guard', 'install', '--cron', '--json'], guardedDir({owner: 'alice'}))
+    expect((await targon(['guard', 'install', '--cron'], {config: first})).code).toBe(0)
+    const second = await targon(['guard', 'install', '--cron', '--json'], {config: guardedDir({owner: 'alice'})})
     expect(second.code).toBe(3)
     expect(parseJson(second).error.hint).toBe(`remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`)
     expect(crontabOf().match(/# targon guard:/g)).toHaveLength(1)
-    expect((await targon(['guard', 'uninstall'], first)).code).toBe(0)
+    expect((await targon(['guard', 'uninstall'], {config: first})).code).toBe(0)
     expect(crontabOf()).toBe('')
 
     // Alice and Bob each rent a VM (in an org of their own here); a directory with no owner set would sweep a mix.
@@ -175,13 +173,26 @@ describe('guard --cron', () => {
     }
   })
 
+  it('uninstall leaves a marker whose next line is not the guard entry, with a warning', async () => {
+    const dir = guardedDir()
+    const edited = `# targon guard: org=acme owner=- profile=default dir=${dir} (targon guard uninstall removes it)\n17 3 * * * /usr/local/bin/backup\n`
+    setCrontab(edited)
+    const uninstall = await targon(['guard', 'uninstall', '--json'], {config: dir})
+    expect(uninstall.code, uninstall.stderr).toBe(0)
+    const doc = parseJson(uninstall)
+    expect(doc.data.removed).toEqual([])
+    expect(doc.warnings.join('\n')).toContain("whose next line is not the guard's entry: both are left as they are")
+    expect(crontabOf()).toBe(edited)
+    setCrontab('')
+  })
+
   it("installs into another local user's own crontab when that user runs it", async () => {
     const dir = otherUsersDir('targon-guard-other-')
     const config = join(dir, 'config')
     // Their key, stored by them in their own config directory.
-    const stored = await targon(['config', 'set', 'api-key'], config, {input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
+    const stored = await targon(['config', 'set', 'api-key'], {config, input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
     expect(stored.code, stored.stderr).toBe(0)
-    const install = await targon(['guard', 'install', '--cron', '--json'], config, {user: OTHER_USER})
+    const install = await targon(['guard', 'install', '--cron', '--json'], {config, user: OTHER_USER})
     expect(install.code, install.stdout + install.stderr).toBe(0)
     const theirs = crontabOf(OTHER_USER)
     expect(theirs).toContain(
@@ -190,9 +201,46 @@ describe('guard --cron', () => {
     expectNoSecrets(theirs)
     // Root's crontab is untouched.
     expect(crontabOf()).not.toContain(config)
-    const uninstall = await targon(['guard', 'uninstall', '--json'], config, {user: OTHER_USER})
+    const uninstall = await targon(['guard', 'uninstall', '--json'], {config, user: OTHER_USER})
     expect(uninstall.code, uninstall.stderr).toBe(0)
     expect(crontabOf(OTHER_USER)).toBe('')
+  })
+})
+
+describe('limits the guard reads from the config file', () => {
+  it('sweep takes min-runway and idle-limit from the config when no flag gives them, and a flag wins', async () => {
+    const dir = guardedDir()
+    const set = async (key: string, value: string) => {
+      const done = await targon(['config', 'set', key, value], {config: dir})
+      expect(done.code, done.stderr).toBe(0)
+    }
+
+    await set('min-runway', '365d')
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '5h', '--json'], {config: dir})
+    expect(up.code, up.stderr).toBe(0)
+    try {
+      const fromConfig = await targon(['sweep', '--json'], {config: dir})
+      expect(fromConfig.code, fromConfig.stdout + fromConfig.stderr).toBe(14)
+      const doc = parseJson(fromConfig)
+      expect(doc.error.code).toBe('RUNWAY_SHORT')
+      expect(doc.data.selection).toMatchObject({min_runway_hours: 8760})
+      const flagged = await targon(['sweep', '--min-runway', '1h', '--json'], {config: dir})
+      expect(flagged.code, flagged.stdout + flagged.stderr).toBe(0)
+      expect(parseJson(flagged).data.selection).toMatchObject({min_runway_hours: 1})
+    } finally {
+      expect((await targon(['down', '--all', '--json'], {config: dir})).code).toBe(0)
+    }
+
+    // The idle limit of VMs without their own (none bill here: the selection says which limit the sweep applied).
+    await set('idle-limit', '45m')
+    const idle = await targon(['sweep', '--json'], {config: dir})
+    expect(idle.code, idle.stdout + idle.stderr).toBe(0)
+    expect(parseJson(idle).data.selection).toMatchObject({idle_limit_seconds: 2700, min_runway_hours: 8760})
+    const idleFlag = await targon(['sweep', '--idle-limit', '1h', '--json'], {config: dir})
+    expect(parseJson(idleFlag).data.selection).toMatchObject({idle_limit_seconds: 3600})
+    // A value that is not a duration is refused when set, and the crontab line never carries these limits.
+    expect((await targon(['config', 'set', 'min-runway', '6'], {config: dir})).code).toBe(2)
+    expect((await targon(['guard', 'print', '--cron'], {config: dir})).stdout).not.toMatch(/runway|idle/)
   })
 })
 
@@ -200,7 +248,7 @@ describe('guard --systemd', () => {
   it('prints units that systemd-analyze verify accepts, with no secret in them', async () => {
     const dir = guardedDir()
     const out = tempDir('targon-units-')
-    const print = await targon(['guard', 'print', '--systemd', '--every', '2h', '--dir', out, '--json'], dir)
+    const print = await targon(['guard', 'print', '--systemd', '--every', '2h', '--dir', out, '--json'], {config: dir})
     expect(print.code, print.stdout + print.stderr).toBe(0)
     const files = parseJson(print).data.files as string[]
     expect(files.map((file) => file.slice(out.length + 1))).toEqual([
@@ -212,15 +260,52 @@ describe('guard --systemd', () => {
     const text = files.map((file) => readFileSync(file, 'utf8')).join('\n')
     expect(text).toContain('OnCalendar=*-*-* 00/2:00:00')
     expect(text).toContain(`Environment=TARGON_CONFIG_DIR=${dir}`)
+    // Printed as root: a system service, run as the owner of the config directory (root's here), said explicitly.
+    expect(text).toContain('\nUser=root\n')
     expectNoSecrets(text)
-    const cron = await targon(['guard', 'print', '--cron'], dir)
+    const cron = await targon(['guard', 'print', '--cron'], {config: dir})
     expect(cron.stdout).toMatch(/^# targon guard: org=acme /)
     expectNoSecrets(cron.stdout)
   })
 
+  it("refuses, as root, a system guard for another user's config directory: never a sweep of theirs run as root", async () => {
+    const config = join(otherUsersDir('targon-guard-other-'), 'config')
+    const stored = await targon(['config', 'set', 'api-key'], {config: config, input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
+    expect(stored.code, stored.stderr).toBe(0)
+    const refused = await targon(['guard', 'install', '--systemd', '--json'], {config: config})
+    expect(refused.code, refused.stdout).toBe(3)
+    expect(parseJson(refused).error.message).toContain('belongs to another user')
+    expect(ourUnits()).toEqual(unitsBefore)
+  })
+
+  it('refuses a second guard of either kind for the same directory, or the same org and owner, with the fix', async () => {
+    setCrontab('')
+    const first = guardedDir({owner: 'alice'})
+    const other = guardedDir({owner: 'alice'})
+    const fix = `remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`
+    for (const [kind, second] of [
+      ['--cron', '--systemd'],
+      ['--systemd', '--cron'],
+    ] as const) {
+      const installed = await targon(['guard', 'install', kind, '--json'], {config: first})
+      expect(installed.code, installed.stdout + installed.stderr).toBe(0)
+      for (const dir of [first, other]) {
+        const refused = await targon(['guard', 'install', second, '--json'], {config: dir})
+        expect(refused.code, refused.stdout).toBe(3)
+        expect(parseJson(refused).error).toMatchObject({code: 'CONFIG', hint: fix})
+      }
+      // Nothing of the second kind was written, and the first stays.
+      expect(crontabOf().match(/# targon guard:/g)?.length ?? 0).toBe(kind === '--cron' ? 1 : 0)
+      expect(ourUnits().length).toBe(unitsBefore.length + (kind === '--systemd' ? 2 : 0))
+      expect(parseJson(await targon(['guard', 'uninstall', '--json'], {config: first})).data.removed).toHaveLength(1)
+    }
+    expect(crontabOf()).toBe('')
+    expect(ourUnits()).toEqual(unitsBefore)
+  })
+
   it('as root writes system units (enabling them needs a running systemd: a warning here), status shows them, uninstall removes them', async () => {
     const dir = guardedDir()
-    const install = await targon(['guard', 'install', '--systemd', '--json'], dir)
+    const install = await targon(['guard', 'install', '--systemd', '--json'], {config: dir})
     expect(install.code, install.stdout + install.stderr).toBe(0)
     const doc = parseJson(install)
     const files = doc.data.installed.files as string[]
@@ -230,8 +315,16 @@ describe('guard --systemd', () => {
     const verify = spawnSync('systemd-analyze', ['verify', '--man=no', ...files], {encoding: 'utf8'})
     expect(verify.status, verify.stdout + verify.stderr).toBe(0)
     expectNoSecrets(files.map((file) => readFileSync(file, 'utf8')).join('\n'))
-    expect(parseJson(await targon(['guard', 'status', '--json'], dir)).data.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
-    const uninstall = await targon(['guard', 'uninstall', '--json'], dir)
+    expect(readFileSync(files[0] as string, 'utf8')).toContain('\nType=oneshot\nUser=root\n')
+    const status = parseJson(await targon(['guard', 'status', '--json'], {config: dir})).data
+    expect(status.guards).toMatchObject([{every_seconds: 300, kind: 'systemd'}])
+    expect(status.problems).toEqual([])
+    // Installed an hour ago (as install recorded it) and never run: a problem, with the fix, in JSON and in text.
+    writeFileSync(join(dir, 'guard', 'default.installed'), `${new Date(Date.now() - 3_600_000).toISOString()}\n`, {mode: 0o600})
+    const never = parseJson(await targon(['guard', 'status', '--json'], {config: dir})).data.problems.join('\n')
+    expect(never).toMatch(/no sweep has run since the guard was installed 1h\S* ago, with one due every 5m: is cron or the timer running/)
+    expect((await targon(['guard', 'status'], {config: dir})).stderr).toContain('no sweep has run since the guard was installed')
+    const uninstall = await targon(['guard', 'uninstall', '--json'], {config: dir})
     expect(parseJson(uninstall).data.removed).toMatchObject([{kind: 'systemd'}])
     expect(files.some((file) => existsSync(file))).toBe(false)
     expect(ourUnits()).toEqual(unitsBefore)

@@ -9,30 +9,17 @@ import {readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {writePin} from '../../src/lib/ssh/pins.js'
-import {
-  BIN,
-  CONFIG_FILE_VARIANTS,
-  type CliOptions,
-  type CliResult,
-  ROOT,
-  baseEnv,
-  parseJson,
-  runCli,
-  signalWhen,
-  tempDir,
-} from '../helpers/cli.js'
-import {simulatorEnv, useFreshSimulator} from '../helpers/simulator.js'
+import {writePin} from '../../src/lib/adapters/ssh/pins.js'
+import {BIN, CONFIG_FILE_VARIANTS, type CliResult, ROOT, baseEnv, parseJson, signalWhen, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
+import {simulatorEnv} from '../helpers/simulator.js'
 
-const ctx = useFreshSimulator()
+const ctx = useFreshFixture()
+const {targon} = ctx
 const setup = ctx.setup
 
 function env(extra: Record<string, string | undefined> = {}) {
   return simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...extra})
-}
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: env(options.env)})
 }
 
 /** Runs targon inside bash, e.g. with its output redirected: `targon up ... 2>&1 | head -1`. */

@@ -3,23 +3,21 @@
  * private to root; down and sweep run it there as ubuntu before the deletion, with the VM's name, uid and the reason
  * in its environment, and report its exit code, duration and last output lines; --dry-run and --no-hooks run none.
  */
-import {readFileSync, statSync, writeFileSync} from 'node:fs'
+import {readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {setTtl} from '../helpers/records.js'
+import {parseEvents} from '../helpers/events.js'
+import {useVmFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
-const simulated = useSimulatedVms()
-const webhook = useWebhook()
-const configDir = tempDir('targon-config-')
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const simulated = useVmFixture({env: ENV})
+const webhook = useWebhook()
+const {configDir, targon} = simulated
 const CONF = '/etc/targon-fleet/on-delete.conf'
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
-}
 
 /** Prints 30 numbered lines (more than the tail keeps), then writes a file in ubuntu's home and prints it with its user. */
 const SAVING_HOOK =
@@ -32,6 +30,13 @@ async function upWith(...extra: string[]): Promise<{name: string; uid: string}> 
 }
 
 const billing = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+/** The hook outcomes in an events file: the deletion events that carry one, by VM uid. */
+function hookEvents(file: string) {
+  return parseEvents(readFileSync(file, 'utf8'))
+    .filter((event) => event.hook !== null)
+    .map((event) => ({hook: event.hook, status: event.status, type: event.type, uid: event.vm?.uid}))
+}
 
 afterAll(async () => {
   await targon(['down', '--all', '--yes', '--no-hooks'])
@@ -50,11 +55,14 @@ describe('pre-delete hooks', () => {
     expect(parseJson(dry).data.results[0].hook).toBeUndefined()
     expect(sim.hasFile('/home/ubuntu/saved')).toBe(false)
 
-    const down = await targon(['down', vm.name, '--json'], {env: {TARGON_NOTIFY_URL: webhook.url}})
+    const events = join(tempDir('targon-hook-events-'), 'down.ndjson')
+    const down = await targon(['down', vm.name, '--json', '--events-file', events], {env: {TARGON_NOTIFY_URL: webhook.url}})
     expect(down.code, down.stdout + down.stderr).toBe(0)
     const [result] = parseJson(down).data.results
     expect(result).toMatchObject({action: 'deleted', billing: false, uid: vm.uid})
     expect(result.hook).toMatchObject({detail: null, exit_code: 0, status: 'ok'})
+    // The events carry the same outcome as a typed field of the deletion's progress event.
+    expect(hookEvents(events)).toEqual([{hook: result.hook, status: 'progress', type: 'deletion', uid: vm.uid}])
     expect(result.hook.duration_ms).toBeGreaterThanOrEqual(0)
     const tail = result.hook.output_tail.split('\n')
     expect(tail).toHaveLength(20)
@@ -85,17 +93,16 @@ describe('pre-delete hooks', () => {
 
   it('sweep runs the hook of a VM past its TTL with reason ttl; --no-hooks deletes without it', async () => {
     const ttl = await upWith('--ttl', '1h', '--on-delete', 'echo "reason=$TARGON_DELETE_REASON"; exit 3')
-    const file = join(configDir, 'vms', 'acme', `${ttl.name}.json`)
-    const record = JSON.parse(readFileSync(file, 'utf8'))
-    record.ttl_expires_at = new Date(Date.now() - 60_000).toISOString()
-    writeFileSync(file, JSON.stringify(record), {mode: 0o600})
+    setTtl(configDir, ttl.name, Date.now() - 60_000)
 
-    const sweep = await targon(['sweep', '--json'], {env: {TARGON_NOTIFY_URL: webhook.url}})
+    const events = join(tempDir('targon-hook-events-'), 'sweep.ndjson')
+    const sweep = await targon(['sweep', '--json', '--events-file', events], {env: {TARGON_NOTIFY_URL: webhook.url}})
     // A failed hook is reported and changes no exit code.
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const [result] = parseJson(sweep).data.results
     expect(result).toMatchObject({action: 'deleted', billing: false, reason: 'ttl', uid: ttl.uid})
     expect(result.hook).toMatchObject({exit_code: 3, output_tail: 'reason=ttl', status: 'failed'})
+    expect(hookEvents(events)).toEqual([{hook: result.hook, status: 'progress', type: 'deletion', uid: ttl.uid}])
     expect(parseJson(sweep).warnings.join('\n')).toContain(`${ttl.name}: hook failed after`)
     const text = webhook.received.filter((each) => each.path === HOOK_PATH).at(-1)?.body.text as string
     expect(text).toContain(`${ttl.name} (ttl)`)

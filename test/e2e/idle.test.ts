@@ -12,18 +12,15 @@ import {type AddressInfo, type Socket, connect} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {BIN, type CliOptions, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {BIN, baseEnv, parseJson, tempDir} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
+import {simulatorEnv} from '../helpers/simulator.js'
 
-const simulated = useSimulatedVms()
-const configDir = tempDir('targon-config-')
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const simulated = useVmFixture({env: ENV})
+const {configDir, targon} = simulated
 /** Long enough for a few samples (each one a second apart), short enough for a test. */
 const LIMIT_S = 3
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
-}
 
 let vms: {name: string; uid: string}[] = []
 const role = (index: number) => vms[index] as {name: string; uid: string}

@@ -10,19 +10,15 @@ import {join} from 'node:path'
 import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {BIN, CONFIG_FILE_VARIANTS, type CliOptions, baseEnv, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
-import {VmFarm} from '../vm/farm.js'
+import {BIN, CONFIG_FILE_VARIANTS, baseEnv, parseJson, tempDir, waitFor} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
+import {simulatorEnv} from '../helpers/simulator.js'
 
-let sim: TargonSimulator
-let farm: VmFarm
-const configDir = tempDir('targon-config-')
+const simulated = useVmFixture({defaults: {timeoutMs: 90_000}})
+const {configDir, targon} = simulated
 let vm: {name: string; uid: string}
 
 beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
-  farm = new VmFarm(sim)
   const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'rmt', '--json'])
   expect(up.code, up.stdout + up.stderr).toBe(0)
   vm = parseJson(up).data.vms[0]
@@ -32,13 +28,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await targon(['down', '--all', '--json'])
-  await farm?.stopAll()
-  await sim?.stop()
 })
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {timeoutMs: 90_000, ...options, env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
-}
 
 const processesMatching = (pattern: string) => {
   try {
@@ -211,7 +201,7 @@ describe('ssh', () => {
     const out = join(tempDir('targon-sshconf-'), 'targon.conf')
     writeFileSync(out, 'Host stale\n', {mode: 0o644})
     const line = `"${process.execPath}" "${BIN}" ssh --config --fleet rmt > "${out}"`
-    await promisify(execFile)('bash', ['-c', line], {env: baseEnv(simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}))})
+    await promisify(execFile)('bash', ['-c', line], {env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir}))})
     expect(statSync(out).mode & 0o777).toBe(0o600)
     expect(readFileSync(out, 'utf8')).not.toContain('Host stale')
     expect(readFileSync(out, 'utf8')).toContain(`HostKeyAlias targon-${vm.uid}`)
@@ -224,7 +214,7 @@ describe('cp', () => {
     writeFileSync(file, 'home')
     const result = await targon(['cp', file, `${vm.name}:~/tilde.txt`])
     expect(result.code, result.stderr).toBe(0)
-    expect(farm.vm(vm.uid).readFile('/home/ubuntu/tilde.txt')).toBe('home')
+    expect(simulated.farm.vm(vm.uid).readFile('/home/ubuntu/tilde.txt')).toBe('home')
   })
 })
 
@@ -232,7 +222,7 @@ describe('a crashed VM on the machine that created it', () => {
   it('is shown billing (its history shows no delete), counted in the totals, and ssh says to delete it', async () => {
     const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'crash', '--json'])
     const crashed = parseJson(up).data.vms[0] as {name: string; uid: string}
-    sim.crash(crashed.uid)
+    simulated.sim.crash(crashed.uid)
     const status = parseJson(await targon(['status', '--fleet', 'crash', '--json']))
     expect(status.data.vms).toMatchObject([{billing: true, billing_assumed: false, status: 'error', uid: crashed.uid}])
     expect(status.data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 0})

@@ -167,6 +167,16 @@ describe('targon run on an existing VM', () => {
     expect(text.code, text.stderr).toBe(0)
     expect(text.stdout).toBe('hello\nworld\n')
     expect(text.stderr).toMatch(/Job j-\S+ started on /)
+
+    // A second sync sends only what changed since the last one (the manifest on the VM says what is there).
+    const same = await targon(['run', vm.name, '--json', '--', 'true'], {cwd: dir})
+    expect(same.code, same.stderr).toBe(0)
+    expect(parseJson(same).data.sync).toMatchObject({bytes_sent: 0, files_removed: 0, files_sent: 0})
+    writeFileSync(join(dir, 'data', 'input.txt'), 'changed input\n')
+    const changed = await targon(['run', vm.name, '--json', '--', 'true'], {cwd: dir})
+    expect(changed.code, changed.stderr).toBe(0)
+    expect(parseJson(changed).data.sync).toMatchObject({bytes_sent: 'changed input\n'.length, files_sent: 1})
+    expect(simVm.readFile(`${workdir}/data/input.txt`)).toBe('changed input\n')
   })
 
   it('a failing job exits 12 with its exit code and tail, and its outputs still come home', async () => {

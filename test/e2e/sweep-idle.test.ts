@@ -5,17 +5,13 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {parseJson} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useSimulatedVms()
-const configDir = tempDir('targon-config-')
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const simulated = useVmFixture({env: ENV})
+const {targon} = simulated
 const LIMIT_S = 3
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env})})
-}
 
 let vms: {name: string; uid: string}[] = []
 const role = (index: number) => vms[index] as {name: string; uid: string}

@@ -10,20 +10,17 @@ import {createServer} from 'node:http'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {BIN, type CliOptions, type CliResult, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {BIN, type CliResult, baseEnv, parseJson, tempDir} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
+import {simulatorEnv} from '../helpers/simulator.js'
 import {useWebhook} from '../helpers/webhook.js'
 
-const simulated = useSimulatedVms()
+const simulated = useVmFixture()
 const hook = useWebhook()
-const configDir = tempDir('targon-untrusted-')
+const {configDir, targon} = simulated
 const PWNED = join(tempDir('targon-pwned-'), 'pwned')
 const INJECTION = `evil *\n  ProxyCommand touch ${PWNED}`
 const MARKUP = '<!channel> <https://evil.example/login|Re-authenticate targon>'
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {...options, env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...options.env})})
-}
 
 /** `ssh -G`: the options OpenSSH would use for `host` under the config `file`, as "key value" lines. */
 function effective(file: string, host: string): Set<string> {

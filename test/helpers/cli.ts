@@ -8,7 +8,7 @@ import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import * as z from 'zod'
-import {type CommandId, DATA_SCHEMAS, ErrorEnvelopeSchema, successEnvelope} from '../../src/lib/contract.js'
+import {type CommandId, DATA_SCHEMAS, ErrorEnvelopeSchema, successEnvelope} from '../../src/lib/cli/contract.js'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = join(ROOT, 'bin', 'run.js')

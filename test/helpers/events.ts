@@ -5,7 +5,7 @@
 import {expect} from 'vitest'
 import * as z from 'zod'
 
-import {PHASES, type PhaseName, type RunEvent, RunEventSchema} from '../../src/lib/contract.js'
+import {PHASES, type PhaseName, type RunEvent, RunEventSchema} from '../../src/lib/adapters/events/schema.js'
 
 /** Every line of `text` as a validated event; any other line fails the test. */
 export function parseEvents(text: string): RunEvent[] {

@@ -3,7 +3,7 @@ import {afterAll, afterEach, beforeAll} from 'vitest'
 
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm} from '../vm/farm.js'
-import {TargonClient} from '../../src/lib/targon/client.js'
+import {TargonClient} from '../../src/lib/adapters/targon/client.js'
 import {tempDir} from './cli.js'
 
 export function simulatorEnv(sim: TargonSimulator, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
@@ -45,7 +45,7 @@ export function useFreshSimulator(): {sim: TargonSimulator; configDir: string; s
 
 /**
  * In process: a fresh simulator and an API client for it per test; `start()` makes them, and both end after the
- * test.
+ * test. With a `clock` (a fake one), client and simulator both read it: waits and back-offs take no real time.
  */
 export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Promise<{sim: TargonSimulator; client: TargonClient}>} {
   let current: {sim: TargonSimulator; client: TargonClient} | undefined
@@ -61,7 +61,8 @@ export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Pr
     async start(options: SimulatorOptions = {}) {
       await stop()
       const sim = await startSimulator(options)
-      current = {client: new TargonClient({baseUrl: sim.url, retryBaseMs: 5, token: DEFAULT_TOKEN}), sim}
+      const clock = options.clock === undefined ? {} : {clock: options.clock}
+      current = {client: new TargonClient({...clock, baseUrl: sim.url, retryBaseMs: 5, token: DEFAULT_TOKEN}), sim}
       return current
     },
   }

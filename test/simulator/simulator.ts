@@ -7,6 +7,7 @@ import {createHash, randomBytes} from 'node:crypto'
 import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'
 import type {AddressInfo, Socket} from 'node:net'
 
+import {type Clock, REAL_CLOCK, isoNow} from '../../src/lib/core/clock.js'
 import {DEFAULT_TOKEN, type OfferSeed, type OrgSeed, SEED_IMAGES, SEED_OFFERS, SEED_ORGS, SEED_TOKENS, SERVICE_TOKENS} from './seed.js'
 
 export type InventoryVariant = 'a' | 'b' | 'both'
@@ -96,6 +97,8 @@ export interface SimulatorOptions {
    * many such requests came before), so that a seed replays. clearFaults() ends it.
    */
   chaos?: {seed: number; rate: number}
+  /** The time it reads and its delays: the real clock unless a test runs client and simulator on one fake clock. */
+  clock?: Clock
   /** The uid a created workload gets, by its name (a hostile answer, say); default: wrk- and random hex. */
   createdUid?: (name: string) => string
   /** A provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot delay. */
@@ -158,6 +161,8 @@ export interface Fault {
   contentType?: string
   retryAfter?: string
   delayMs?: number
+  /** Answer only once this settles: a request held for exactly as long as a test needs, with no timing to guess. */
+  holdUntil?: Promise<unknown>
   /** Drop the connection without an answer, before anything is done. */
   reset?: boolean
   /** Do the work (e.g. commit a create), then drop the connection without an answer. */
@@ -242,7 +247,9 @@ class TextBody {
 const BILLING = new Set(['provisioning', 'running', 'suspended', 'error', 'powering_off', 'stopped', 'frozen'])
 
 export class TargonSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'chaos' | 'createdUid' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>> &
+  readonly options: Required<
+    Omit<SimulatorOptions, 'chaos' | 'clock' | 'createdUid' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
+  > &
     Pick<SimulatorOptions, 'chaos' | 'createdUid' | 'deployTiming' | 'onBoot' | 'onDeleted' | 'runningEndpoint'>
   readonly workloads = new Map<string, SimWorkload>()
   readonly sshKeys = new Map<string, SimSshKey>()
@@ -269,7 +276,10 @@ export class TargonSimulator {
   private readonly capacityChanges: (Omit<CapacityChange, 'atMs'> & {at: number})[] = []
   url = ''
 
+  private readonly clock: Clock
+
   constructor(options: SimulatorOptions = {}) {
+    this.clock = options.clock ?? REAL_CLOCK
     this.options = {
       afterDelete: '404',
       bootDelayMs: 300,
@@ -356,7 +366,7 @@ export class TargonSimulator {
 
   /** Capacity over time, counted from now: e.g. an offer sold out now that lists 2 units after 3 s. */
   scheduleCapacity(changes: CapacityChange[]): void {
-    const now = Date.now()
+    const now = this.clock.now()
     for (const {atMs, ...change} of changes) this.capacityChanges.push({...change, at: now + atMs})
     this.capacityChanges.sort((a, b) => a.at - b.at)
     this.applyCapacity()
@@ -364,7 +374,7 @@ export class TargonSimulator {
 
   /** Applies the capacity changes that are due (lazily, like the rest of the simulator's clock). */
   private applyCapacity(): void {
-    while (this.capacityChanges.length > 0 && (this.capacityChanges[0]?.at ?? 0) <= Date.now()) {
+    while (this.capacityChanges.length > 0 && (this.capacityChanges[0]?.at ?? 0) <= this.clock.now()) {
       const change = this.capacityChanges.shift() as (typeof this.capacityChanges)[number]
       const offer = this.offers.find((candidate) => candidate.name === change.offer)
       if (!offer) throw new Error(`scheduleCapacity: no offer ${change.offer}`)
@@ -397,7 +407,7 @@ export class TargonSimulator {
   billableSeconds(uid: string): number {
     const workload = this.workloads.get(uid)
     if (workload?.billedFrom === undefined) return 0
-    return ((workload.deletedAt ?? Date.now()) - workload.billedFrom) / 1000
+    return ((workload.deletedAt ?? this.clock.now()) - workload.billedFrom) / 1000
   }
 
   /** USD billed so far to an org's workloads: price × billed time. */
@@ -430,7 +440,7 @@ export class TargonSimulator {
     const workload = this.workloads.get(uid)
     if (!workload) return
     workload.name = name
-    touch(workload)
+    touch(workload, this.clock.now())
   }
 
   /** Suspends a workload: its VM stops, the record keeps billing, and DELETE answers 500 until it is redeployed. */
@@ -454,10 +464,10 @@ export class TargonSimulator {
   private halt(uid: string, status: string, message: string): void {
     const workload = this.workloads.get(uid)
     if (!workload) return
-    setStatus(workload, status, message)
+    setStatus(workload, status, message, this.clock.now())
     workload.endpoint = undefined
     workload.boot = undefined
-    touch(workload)
+    touch(workload, this.clock.now())
     void this.options.onDeleted?.(workload)
   }
 
@@ -503,7 +513,7 @@ export class TargonSimulator {
   /** Adds a workload directly (e.g. one created by another tool). */
   addWorkload(fields: Partial<SimWorkload> & {name: string; org?: string}): SimWorkload {
     const offer = this.offers[0] as OfferSeed
-    const now = new Date().toISOString()
+    const now = isoNow(this.clock)
     const workload: SimWorkload = {
       cost_per_hour: offer.cost_per_hour,
       created_at: now,
@@ -553,7 +563,7 @@ export class TargonSimulator {
     const url = new URL(request.url ?? '/', 'http://sim')
     const body = await readBody(request)
     const entry: LoggedRequest = {
-      at: Date.now(),
+      at: this.clock.now(),
       authorized: request.headers.authorization !== undefined,
       method,
       path: url.pathname,
@@ -565,7 +575,8 @@ export class TargonSimulator {
 
     const trouble = this.chaosFor(method, url.pathname)
     const fault: Fault | undefined = this.takeFault(method, url.pathname) ?? (trouble && chaosFault(trouble))
-    if (fault?.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+    if (fault?.delayMs) await this.clock.sleep(fault.delayMs)
+    if (fault?.holdUntil) await fault.holdUntil
     if (fault?.reset) {
       entry.status = -1
       request.socket.destroy()
@@ -752,7 +763,7 @@ export class TargonSimulator {
       if (typeof sshKey !== 'string' || !/^ssh-(ed25519|rsa) [A-Za-z0-9+/=]+/.test(sshKey))
         throw new HttpFailure(400, 'INVALID_SSH_KEY', 'ssh_key is not a public key')
       const key: SimSshKey = {
-        created_at: new Date().toISOString(),
+        created_at: isoNow(this.clock),
         name: String(name),
         org: org.slug,
         public_key_raw: sshKey,
@@ -796,7 +807,7 @@ export class TargonSimulator {
   private answers(workload: SimWorkload): boolean {
     if (workload.status !== 'deleted' && !workload.tombstone) return true
     if (this.options.deleteLifecycle === 'ideal') return this.options.afterDelete === 'deleted'
-    return !workload.agedOut && Date.now() < (workload.deletedAt ?? 0) + this.options.tombstoneLifetimeMs
+    return !workload.agedOut && this.clock.now() < (workload.deletedAt ?? 0) + this.options.tombstoneLifetimeMs
   }
 
   private listWorkloads(org: OrgSeed, query: URLSearchParams) {
@@ -844,7 +855,7 @@ export class TargonSimulator {
     if (projectId !== undefined && (typeof projectId !== 'string' || this.projects.get(projectId)?.org !== org.slug))
       throw new HttpFailure(404, 'PROJECT_NOT_FOUND', `unknown project ${JSON.stringify(projectId)}`)
 
-    const now = new Date().toISOString()
+    const now = isoNow(this.clock)
     const workload: SimWorkload = {
       cost_per_hour: Math.round((offer.cost_per_hour + this.options.priceDrift) * 100) / 100,
       created_at: now,
@@ -860,7 +871,7 @@ export class TargonSimulator {
       uid: this.options.createdUid?.(name) ?? newUid('wrk'),
       updated_at: now,
     }
-    setStatus(workload, 'registered', '')
+    setStatus(workload, 'registered', '', this.clock.now())
     this.workloads.set(workload.uid, workload)
     return [201, this.options.sparse ? {uid: workload.uid} : this.workloadView(workload)]
   }
@@ -882,12 +893,12 @@ export class TargonSimulator {
     if (!offer || offer.available <= 0) throw this.noCapacity(workload.resource_name)
     if (this.creditsOf(org) < workload.cost_per_hour) throw new HttpFailure(402, 'INSUFFICIENT_CREDITS', 'insufficient credits')
     offer.available--
-    setStatus(workload, 'provisioning', '')
-    workload.deployedAt = Date.now()
+    setStatus(workload, 'provisioning', '', this.clock.now())
+    workload.deployedAt = this.clock.now()
     workload.billedFrom = workload.deployedAt
     workload.deployIndex = this.deployCount++
     if (this.provisioningOf(workload) === 'normal') this.startBoot(workload)
-    touch(workload)
+    touch(workload, this.clock.now())
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
   }
 
@@ -904,11 +915,11 @@ export class TargonSimulator {
 
   /** Redeploying a suspended or crashed workload brings it back to running (a wake boots normally). */
   private wake(workload: SimWorkload): [number, unknown] {
-    setStatus(workload, 'provisioning', '')
-    workload.deployedAt = Date.now()
+    setStatus(workload, 'provisioning', '', this.clock.now())
+    workload.deployedAt = this.clock.now()
     workload.woken = true
     this.startBoot(workload)
-    touch(workload)
+    touch(workload, this.clock.now())
     return [200, this.options.sparse ? {} : this.summaryView(workload)]
   }
 
@@ -924,17 +935,17 @@ export class TargonSimulator {
     }
 
     if (workload.deleteRequestedAt !== undefined) return this.secondDelete(workload)
-    workload.deleteRequestedAt = Date.now()
+    workload.deleteRequestedAt = this.clock.now()
     // The teardown runs before the answer; it completes even when the client gave up waiting.
-    if (this.options.deleteLatencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.options.deleteLatencyMs))
+    if (this.options.deleteLatencyMs > 0) await this.clock.sleep(this.options.deleteLatencyMs)
     this.finishDelete(workload)
     return [204, undefined]
   }
 
   private secondDelete(workload: SimWorkload): [number, unknown] {
     if (this.options.secondDelete === 'suspend') {
-      setStatus(workload, 'suspended', workload.message)
-      touch(workload)
+      setStatus(workload, 'suspended', workload.message, this.clock.now())
+      touch(workload, this.clock.now())
       return [204, undefined]
     }
 
@@ -945,7 +956,7 @@ export class TargonSimulator {
     if (workload.deleteRequestedAt !== undefined) return this.secondDelete(workload)
 
     if (workload.status === 'deleted') throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
-    workload.deleteRequestedAt = Date.now()
+    workload.deleteRequestedAt = this.clock.now()
     if (this.options.teardownDelayMs <= 0) this.finishDelete(workload)
     return [204, undefined]
   }
@@ -954,16 +965,16 @@ export class TargonSimulator {
     if (workload.status === 'deleted' || workload.tombstone) return
     const offer = this.offers.find((candidate) => candidate.name === workload.resource_name)
     if (offer && workload.deployedAt !== undefined) offer.available++
-    workload.deletedAt = Date.now()
+    workload.deletedAt = this.clock.now()
     setStatus(workload, 'deleted', 'deleted by request', workload.deletedAt)
     workload.endpoint = undefined
-    touch(workload)
+    touch(workload, this.clock.now())
     void this.options.onDeleted?.(workload)
   }
 
   /** Applies the passage of time to a workload (lazy state machine). */
   private advance(workload: SimWorkload): SimWorkload {
-    const now = Date.now()
+    const now = this.clock.now()
     const ideal = this.options.deleteLifecycle === 'ideal'
     if (
       ideal &&
@@ -989,8 +1000,8 @@ export class TargonSimulator {
     ) {
       const scenario = this.provisioningOf(workload)
       if (scenario === 'error') {
-        setStatus(workload, 'error', 'simulated boot failure')
-        touch(workload)
+        setStatus(workload, 'error', 'simulated boot failure', this.clock.now())
+        touch(workload, this.clock.now())
       } else if (scenario === 'normal') {
         this.bringUp(workload)
       }
@@ -1013,7 +1024,7 @@ export class TargonSimulator {
     if (workload.status === 'running') return workload.endpoint
     const timing = this.timingOf(workload)
     if (workload.status !== 'provisioning' || !timing || workload.deployedAt === undefined) return undefined
-    if (Date.now() < workload.deployedAt + timing.addressMs) return undefined
+    if (this.clock.now() < workload.deployedAt + timing.addressMs) return undefined
     return this.options.onBoot ? workload.boot?.endpoint : {public_ip: '127.0.0.1', ssh_port: 22}
   }
 
@@ -1043,8 +1054,8 @@ export class TargonSimulator {
     } else {
       this.startBoot(workload)
       if (workload.boot?.error !== undefined) {
-        setStatus(workload, 'error', `simulated VM failed to start: ${workload.boot.error}`)
-        touch(workload)
+        setStatus(workload, 'error', `simulated VM failed to start: ${workload.boot.error}`, this.clock.now())
+        touch(workload, this.clock.now())
         return
       }
 
@@ -1052,9 +1063,9 @@ export class TargonSimulator {
       workload.endpoint = this.options.runningEndpoint?.(workload, workload.boot.endpoint) ?? workload.boot.endpoint
     }
 
-    setStatus(workload, 'running', '')
-    workload.runningAt = Date.now()
-    touch(workload)
+    setStatus(workload, 'running', '', this.clock.now())
+    workload.runningAt = this.clock.now()
+    touch(workload, this.clock.now())
   }
 
   private stateView(workload: SimWorkload) {
@@ -1077,7 +1088,7 @@ export class TargonSimulator {
   /** With `transitional`, a provisioning workload shows `pending`, then `powering_on`, for the first two thirds of its boot. */
   private shownStatus(workload: SimWorkload): string {
     const third = this.options.bootDelayMs / 3
-    const elapsed = Date.now() - (workload.deployedAt ?? 0)
+    const elapsed = this.clock.now() - (workload.deployedAt ?? 0)
     const shown =
       !this.options.transitional || workload.status !== 'provisioning'
         ? workload.status
@@ -1224,7 +1235,7 @@ function isGone(workload: SimWorkload): boolean {
 }
 
 /** A status change: the record shows it, and its history keeps it (at `at`, now unless said). */
-function setStatus(workload: SimWorkload, status: string, message: string, at = Date.now()): void {
+function setStatus(workload: SimWorkload, status: string, message: string, at: number): void {
   workload.status = status
   workload.message = message
   const created_at = new Date(at).toISOString()
@@ -1243,8 +1254,8 @@ function hostileEvent(event: SimEvent): unknown {
   }
 }
 
-function touch(workload: SimWorkload): void {
-  workload.updated_at = new Date().toISOString()
+function touch(workload: SimWorkload, at: number): void {
+  workload.updated_at = new Date(at).toISOString()
 }
 
 function orgView(org: OrgSeed, credits: number) {

@@ -4,7 +4,8 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {SplitOutput, type StepEvent, StepParser, parseMarker} from '../../src/lib/bootstrap/runner.js'
+import {parseMarker} from '../../src/lib/adapters/bootstrap/marker.js'
+import {SplitOutput, type StepEvent, StepParser} from '../../src/lib/adapters/bootstrap/steps.js'
 
 function parse(chunks: string[]): StepEvent[] {
   const events: StepEvent[] = []

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 
-import {capacityPollDelay} from '../../src/lib/capacity/poll-delay.js'
+import {capacityPollDelay} from '../../src/lib/domain/capacity/poll-delay.js'
 
 describe('inventory reads while waiting for capacity', () => {
   it('never come closer than the floor, whatever the jitter', () => {

@@ -1,7 +1,7 @@
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {TargonClient} from '../../src/lib/targon/client.js'
-import {parseRetryAfter} from '../../src/lib/targon/http.js'
+import {TargonClient} from '../../src/lib/adapters/targon/client.js'
+import {parseRetryAfter} from '../../src/lib/adapters/targon/http.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {startSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, type TargonSimulator} from '../simulator/simulator.js'

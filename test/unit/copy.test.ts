@@ -6,12 +6,12 @@ import type {SFTPWrapper} from 'ssh2'
 import fc from 'fast-check'
 import {describe, expect, it} from 'vitest'
 
-import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/copy/paths.js'
-import {copiedName} from '../../src/lib/copy/copy.js'
-import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/copy/sides.js'
-import {parseCopySpec, parsePathSpec} from '../../src/lib/copy/spec.js'
-import {CopyBar, size} from '../../src/lib/copy/progress.js'
-import {copyTree} from '../../src/lib/copy/tree.js'
+import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/workflows/copy/paths.js'
+import {copiedName} from '../../src/lib/workflows/copy/copy.js'
+import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/workflows/copy/sides.js'
+import {parseCopySpec, parsePathSpec} from '../../src/lib/workflows/copy/spec.js'
+import {CopyBar, size} from '../../src/lib/workflows/copy/progress.js'
+import {copyTree} from '../../src/lib/workflows/copy/tree.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {tempDir} from '../helpers/cli.js'
 
@@ -120,7 +120,7 @@ class CraftedSide implements Side {
   constructor(private readonly listing: Record<string, (Entry & {content?: string})[]>) {}
 
   async stat(path: string): Promise<Entry | null> {
-    return this.listing[path] ? {kind: 'dir', mode: 0o755, name: nameOf(path), size: 0} : null
+    return this.listing[path] ? {kind: 'dir', mode: 0o755, mtime: 0, name: nameOf(path), size: 0} : null
   }
 
   lstat(path: string): Promise<Entry | null> {
@@ -143,6 +143,7 @@ class CraftedSide implements Side {
 
   async mkdir(): Promise<void> {}
   async chmod(): Promise<void> {}
+  async setMtime(): Promise<void> {}
   openWrite(): never {
     throw new Error('read-only')
   }
@@ -160,6 +161,7 @@ describe('the copy engine, fed a crafted listing', () => {
       content,
       kind: 'file',
       mode: 0o644,
+      mtime: 0,
       name,
       size: content.length,
     })
@@ -171,8 +173,8 @@ describe('the copy engine, fed a crafted listing', () => {
         file('..'),
         file('.'),
         file(''),
-        {kind: 'dir', mode: 0o755, name: '..', size: 0},
-        {kind: 'dir', mode: 0o755, name: 'sub', size: 0},
+        {kind: 'dir', mode: 0o755, mtime: 0, name: '..', size: 0},
+        {kind: 'dir', mode: 0o755, mtime: 0, name: 'sub', size: 0},
       ],
       '/src/sub': [file('inner.txt', 'inner'), file('a/../../../../x')],
     })
@@ -183,7 +185,7 @@ describe('the copy engine, fed a crafted listing', () => {
       from,
       new LocalSide(),
       '/src',
-      {kind: 'dir', mode: 0o755, name: 'src', size: 0},
+      {kind: 'dir', mode: 0o755, mtime: 0, name: 'src', size: 0},
       join(dest, 'src'),
       'src',
       {

@@ -5,12 +5,12 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
-import {HALTED, TRANSITIONAL, judge, meantByName, needsWake} from '../../src/lib/deletion/lifecycle.js'
-import {deleteLockPath, withFileLock} from '../../src/lib/state/lock.js'
-import type {DeleteNote} from '../../src/lib/state/local-state.js'
-import {pollUntil} from '../../src/lib/targon/wait.js'
-import {type DeleteOptions, type DeletionEvent, deleteWorkloads} from '../../src/lib/deletion/delete-workloads.js'
-import {LocalState} from '../../src/lib/state/local-state.js'
+import {HALTED, TRANSITIONAL, judge, meantByName, needsWake} from '../../src/lib/domain/deletion/lifecycle.js'
+import {deleteLockPath, withFileLock} from '../../src/lib/adapters/state/lock.js'
+import type {DeleteNote} from '../../src/lib/adapters/state/local-state.js'
+import {pollUntil} from '../../src/lib/core/wait.js'
+import {type DeleteOptions, type DeletionEvent, deleteWorkloads} from '../../src/lib/domain/deletion/delete-workloads.js'
+import {LocalState} from '../../src/lib/adapters/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
 import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
@@ -75,12 +75,15 @@ describe('the cross-process lock', () => {
   it('gives up with TIMEOUT when a live holder keeps it', async () => {
     const path = join(tempDir(), 'y.lock')
     writeFileSync(path, JSON.stringify({pid: process.pid, started: null}))
-    await expect(withFileLock(path, async () => 1, {timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
+    const clock = fakeClock()
+    await expect(withFileLock(path, async () => 1, {clock, timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
+    expect(clock.now()).toBe(200)
   })
 })
 
 describe('waits', () => {
   it('back off on transient API errors and end only on an answer or at the deadline', async () => {
+    const clock = fakeClock()
     let calls = 0
     const rateLimited = new TargonError('API_ERROR', '429', {details: {retry_after_ms: 30}, httpStatus: 429})
     const value = await pollUntil(
@@ -89,17 +92,23 @@ describe('waits', () => {
         if (calls <= 3) throw calls === 2 ? new TargonError('NETWORK_ERROR', 'reset') : rateLimited
         return calls === 5 ? 'running' : undefined
       },
-      {deadline: Date.now() + 5000, delayMs: () => 10},
+      {clock, deadline: clock.now() + 5000, delayMs: () => 10},
     )
     expect(value).toBe('running')
     expect(calls).toBe(5)
-    expect(await pollUntil(async () => undefined, {deadline: Date.now() + 50, delayMs: () => 20})).toBeUndefined()
+    // The 429's Retry-After is waited out: longer than the usual delay.
+    expect(clock.sleeps).toEqual([30, 10, 30, 10])
+    const end = clock.now() + 50
+    expect(await pollUntil(async () => undefined, {clock, deadline: end, delayMs: () => 20})).toBeUndefined()
+    expect(clock.now()).toBe(end)
   })
 
   it('end at once on a real failure', async () => {
+    const clock = fakeClock()
     await expect(
       pollUntil(async () => Promise.reject(new TargonError('API_ERROR', 'went to state error')), {
-        deadline: Date.now() + 5000,
+        clock,
+        deadline: clock.now() + 5000,
         delayMs: () => 10,
       }),
     ).rejects.toMatchObject({code: 'API_ERROR'})
@@ -110,7 +119,7 @@ describe('the lock, when its holder crashed or its directory is not private', ()
   it('takes over a lock file left empty by a crash, but not one being written right now', async () => {
     const path = join(tempDir(), 'z.lock')
     writeFileSync(path, '')
-    await expect(withFileLock(path, async () => 1, {timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
+    await expect(withFileLock(path, async () => 1, {clock: fakeClock(), timeoutMs: 200})).rejects.toMatchObject({code: 'TIMEOUT'})
     const old = new Date(Date.now() - 60_000)
     utimesSync(path, old, old)
     expect(await withFileLock(path, async () => 2, {timeoutMs: 1000})).toBe(2)
@@ -194,17 +203,21 @@ describe('meantByName', () => {
 describe('the deletion state machine, against the simulator', () => {
   const simulated = useSimulatorClient()
 
-  /** Deletes the workloads `seed` adds, with what each deletion announced. */
+  /**
+   * Deletes the workloads `seed` adds, with what each deletion announced. The deletions, their client and the
+   * simulator share one fake clock (`clock`, else a new one): the watches, back-offs and teardown take no real time.
+   */
   async function deleteSeeded(
     seed: (sim: TargonSimulator) => void,
-    options: Partial<DeleteOptions> = {},
+    {clock = fakeClock(Date.now()), ...options}: Partial<DeleteOptions> & {clock?: ReturnType<typeof fakeClock>} = {},
     simulator: SimulatorOptions = {},
   ) {
-    const {client, sim} = await simulated.start(simulator)
+    const {client, sim} = await simulated.start({clock, ...simulator})
     seed(sim)
     const events: DeletionEvent[] = []
     const targets = [...sim.workloads.values()].map((workload) => ({name: workload.name, uid: workload.uid}))
     const results = await deleteWorkloads(client, 'acme', new LocalState(tempDir('targon-unit-del-')), targets, {
+      clock,
       onEvent: (event) => events.push(event),
       reconcileMs: 600,
       ...options,
@@ -222,14 +235,9 @@ describe('the deletion state machine, against the simulator', () => {
     expect(events.map((event) => event.status)).toEqual(['started', 'done'])
   })
 
-  // A woken VM runs at once here, so that the wake's looks can run on a fake clock too.
-  const instantBoot = {bootDelayMs: 0}
-
   it('wakes a suspended VM to delete it, as Targon deletes only a running one', async () => {
-    const {events, results, sim} = await deleteSeeded(
-      (sim) => sim.addWorkload({deployedAt: Date.now(), name: 'w-sus', status: 'suspended'}),
-      {clock: fakeClock(Date.now())},
-      instantBoot,
+    const {events, results, sim} = await deleteSeeded((sim) =>
+      sim.addWorkload({deployedAt: Date.now(), name: 'w-sus', status: 'suspended'}),
     )
     expect(results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
     expect(sim.requests('POST', '/deploy').length).toBeGreaterThanOrEqual(1)
@@ -238,27 +246,19 @@ describe('the deletion state machine, against the simulator', () => {
   })
 
   it('leaves a never-deployed workload (Targon refuses its DELETE) unless asked to wake it', async () => {
-    const left = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}), {clock: fakeClock(Date.now())}, instantBoot)
+    const left = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}))
     expect(left.results).toMatchObject([{action: 'left-registered', billing: false}])
     expect(left.sim.live()).toHaveLength(1)
-    const woken = await deleteSeeded(
-      (sim) => sim.addWorkload({name: 'w-reg'}),
-      {clock: fakeClock(Date.now()), wakeRegistered: true},
-      instantBoot,
-    )
+    const woken = await deleteSeeded((sim) => sim.addWorkload({name: 'w-reg'}), {wakeRegistered: true})
     expect(woken.results).toMatchObject([{action: 'woken-and-deleted', billing: false}])
     expect(woken.sim.live()).toEqual([])
   })
 
-  // The watches and back-offs of a reconciled DELETE run on a fake clock: the simulator answers at once.
   it('a DELETE whose answer is lost is settled by watching the state, never by a second DELETE in flight', async () => {
-    const {results, sim} = await deleteSeeded(
-      (sim) => {
-        running(sim)
-        sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
-      },
-      {clock: fakeClock(Date.now())},
-    )
+    const {results, sim} = await deleteSeeded((sim) => {
+      running(sim)
+      sim.inject({dropAfterCommit: true, method: 'DELETE', path: '/workloads/', times: 1})
+    })
     expect(results).toMatchObject([{action: 'deleted', billing: false}])
     expect(sim.doubleDeletes.size).toBe(0)
     expect(sim.billing()).toEqual([])

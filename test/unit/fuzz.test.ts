@@ -2,9 +2,10 @@
 import fc from 'fast-check'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {TargonClient} from '../../src/lib/targon/client.js'
+import {TargonClient} from '../../src/lib/adapters/targon/client.js'
 import {TargonError} from '../../src/lib/core/errors.js'
-import {fleetOf, validateFleet, workloadName} from '../../src/lib/fleet/naming.js'
+import {fleetOf, workloadName} from '../../src/lib/domain/fleet/naming.js'
+import {validateFleet} from '../../src/lib/adapters/settings/table.js'
 import {DURATION_LIMITS, parseDuration, parsePrice} from '../../src/lib/core/input.js'
 import {startSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN, type TargonSimulator} from '../simulator/simulator.js'

@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {delimiter, join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {coverageLine, guardCoverage} from '../../src/lib/guard/coverage.js'
+import {coverageLine, guardCoverage} from '../../src/lib/workflows/guard/coverage.js'
 
 import {
   type GuardSpec,
@@ -16,8 +16,10 @@ import {
   everyOf,
   nextRun,
   systemdUnits,
-} from '../../src/lib/guard/guard.js'
-import {cronGuards, withoutCronGuard} from '../../src/lib/guard/installed.js'
+} from '../../src/lib/workflows/guard/guard.js'
+import {type InstalledGuard, cronGuards, withoutCronGuard} from '../../src/lib/workflows/guard/installed.js'
+import {guardProblems} from '../../src/lib/workflows/guard/problems.js'
+import type {GuardRun} from '../../src/lib/workflows/guard/schema.js'
 
 const SPEC: GuardSpec = {
   cli: '/opt/targon/bin/run.js',
@@ -72,16 +74,30 @@ describe('guard entries', () => {
         node: SPEC.node,
       },
     ])
-    expect(withoutCronGuard(crontab, SPEC)).toBe(mine)
+    expect(withoutCronGuard(crontab, SPEC)).toMatchObject({left: 0, removed: [{kind: 'cron', node: SPEC.node}], text: mine})
     // Another profile's guard of the same directory stays.
-    expect(withoutCronGuard(crontab, {...SPEC, profile: 'team'})).toBe(crontab)
+    expect(withoutCronGuard(crontab, {...SPEC, profile: 'team'})).toEqual({left: 0, removed: [], text: crontab})
+  })
+
+  it('leaves a marker whose next line is not the guard entry, and the line after it', () => {
+    const [marker, entry] = cronLines(SPEC) as [string, string]
+    for (const next of ['17 3 * * * /usr/local/bin/backup', entry.replace('--profile default', '--profile team'), '']) {
+      const crontab = `MAILTO=ops@example.com\n${marker}\n${next}\n`
+      expect(withoutCronGuard(crontab, SPEC)).toEqual({left: 1, removed: [], text: crontab})
+    }
   })
 
   it('names the same units for the same directory and profile, and others for another profile', () => {
-    const units = Object.keys(systemdUnits(SPEC))
-    expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000})))
-    expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'})))
+    const units = Object.keys(systemdUnits(SPEC, null))
+    expect(units).toEqual(Object.keys(systemdUnits({...SPEC, everyMs: 3_600_000}, null)))
+    expect(units).not.toEqual(Object.keys(systemdUnits({...SPEC, profile: 'team'}, null)))
     expect(units[0]).toMatch(/^targon-guard-[0-9a-f]{12}\.service$/)
+  })
+
+  it('names the user of a system service, and none in a user unit', () => {
+    const service = (user: string | null) => Object.values(systemdUnits(SPEC, user))[0] as string
+    expect(service('alice')).toMatch(/^\[Service\]\nType=oneshot\nUser=alice\n/m)
+    expect(service(null)).not.toContain('User=')
   })
 })
 
@@ -118,5 +134,51 @@ describe('guard coverage', () => {
       process.env.PATH = path
       rmSync(configDir, {force: true, recursive: true})
     }
+  })
+})
+
+describe('guard problems', () => {
+  const NOW = Date.parse('2026-12-01T12:00:00Z')
+  const MINUTE = 60_000
+  const GUARD: InstalledGuard = cronGuards(cronLines(SPEC).join('\n'))[0] as InstalledGuard
+  const run = (minutesAgo: number, skipped = false): GuardRun => ({
+    at: new Date(NOW - minutesAgo * MINUTE).toISOString(),
+    deleted: 0,
+    duration_ms: 1000,
+    exit_code: 0,
+    skipped,
+    still_billing: 0,
+  })
+  const problems = (runs: GuardRun[], installedMinutesAgo: number | null) =>
+    guardProblems({
+      configDir: SPEC.configDir,
+      exists: () => true,
+      guards: [GUARD],
+      installedAt: installedMinutesAgo === null ? null : NOW - installedMinutesAgo * MINUTE,
+      log: '/x/guard/default.log',
+      now: NOW,
+      runs,
+    })
+
+  it('names a guard that never ran once two periods (and a minute) passed since install, with the fix', () => {
+    expect(problems([], 11)).toEqual([])
+    expect(problems([], null)).toEqual([])
+    const [never] = problems([], 12)
+    expect(never).toMatch(/^no sweep has run since the guard was installed 12m ago, with one due every 5m: is cron or the timer running/)
+  })
+
+  it('names sweeps that all skipped on a stuck lock for two periods, not a skip now and then', () => {
+    expect(problems([run(20), run(15, true), run(10), run(5, true)], 60)).toEqual([])
+    expect(problems([run(9), run(5, true), run(0, true)], 60)).toEqual([])
+    const [stuck] = problems([run(30), run(25, true), run(20, true), run(15, true), run(10, true), run(5, true), run(0, true)], 60)
+    expect(stuck).toMatch(/^every sweep for 30m was skipped because another sweep holds the sweep lock: one is stuck/)
+    expect(stuck).toContain(`end the process whose pid is in ${SPEC.configDir}/locks/sweep-*.lock`)
+    // No real run ever: counted from the install.
+    expect(problems([run(10, true), run(5, true), run(0, true)], 15)[0]).toMatch(/^every sweep for 15m was skipped/)
+  })
+
+  it('still names a schedule that stopped, and a failed last sweep', () => {
+    expect(problems([run(12)], 60)[0]).toMatch(/^no sweep ran for 12m, with one due every 5m/)
+    expect(problems([{...run(1), exit_code: 11}], 60)).toEqual(['the last sweep exited 11: see /x/guard/default.log'])
   })
 })

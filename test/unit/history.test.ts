@@ -1,15 +1,12 @@
+import {existsSync, readdirSync} from 'node:fs'
+import {join} from 'node:path'
+
 import {describe, expect, it} from 'vitest'
 
-import {
-  HISTORY_LIMITS,
-  RUN_BUDGET,
-  classifyByHistory,
-  readHistory,
-  startHistoryBudget,
-  tombstoneSince,
-} from '../../src/lib/deletion/history.js'
-import {snapshot} from '../../src/lib/fleet/workloads.js'
-import {LocalState} from '../../src/lib/state/local-state.js'
+import {HISTORY_LIMITS, classifyByHistory, readHistory, tombstoneSince, newHistoryBudget} from '../../src/lib/domain/deletion/history.js'
+import {snapshot} from '../../src/lib/domain/fleet/workloads.js'
+import {recordSnapshot} from '../../src/lib/domain/ledger/ledger.js'
+import {LocalState} from '../../src/lib/adapters/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
@@ -192,10 +189,8 @@ describe('classifying error records for every reader', () => {
     expect([...answers.values()].map((answer) => answer.kind).sort()).toEqual(['deleted', 'deleted', 'unknown'])
     expect(historyReads(sim)).toBe(2)
 
-    // A run's default ration, spent, comes back whole when the next run starts.
-    RUN_BUDGET.left = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.left).toBe(HISTORY_LIMITS.readsPerRun)
+    // Each run starts with the whole ration, whatever an earlier run spent.
+    expect(newHistoryBudget()).toEqual({left: HISTORY_LIMITS.readsPerRun, msLeft: HISTORY_LIMITS.runMs})
   })
 
   it('spends at most the run time on history reads: a hanging endpoint is abandoned, and a spent run asks nothing', async () => {
@@ -211,9 +206,6 @@ describe('classifying error records for every reader', () => {
     const again = await classifyByHistory(client, state, ORG, [tombstone(sim)], {budget, clock: fakeClock()})
     expect([...again.values()]).toMatchObject([{kind: 'unknown', why: expect.stringMatching(/time for history reads is spent/)}])
     expect(historyReads(sim)).toBe(asked)
-    RUN_BUDGET.msLeft = 0
-    startHistoryBudget()
-    expect(RUN_BUDGET.msLeft).toBe(HISTORY_LIMITS.runMs)
   })
 
   it('keeps a verdict while its record is listed, and drops it 30 days after it left the listing', () => {
@@ -290,5 +282,17 @@ describe('classifying error records for every reader', () => {
     expect(byUid.get(crash)).toMatchObject({billing: true, billingAssumed: false, gone: false, history: 'crashed'})
     expect(byUid.get(noted)?.history).toBeUndefined()
     expect(sim.requests('GET', `/workloads/${noted}/events`)).toHaveLength(0)
+  })
+
+  it('reads the fleet without writing the spend ledger, which recordSnapshot then writes', async () => {
+    const {sim, client} = await start()
+    const state = new LocalState(tempDir('targon-config-'))
+    sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-live', status: 'running'})
+    const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    expect(view.listing.sightings.map((sighting) => sighting.uid)).toHaveLength(1)
+    expect(existsSync(join(state.dir, 'ledger'))).toBe(false)
+    recordSnapshot(state.dir, ORG, view)
+    expect(readdirSync(join(state.dir, 'ledger', ORG)).filter((file) => file.endsWith('.ndjson'))).toHaveLength(1)
+    expect(view.problems).toEqual([])
   })
 })

@@ -13,8 +13,8 @@ import {
   hooksInWords,
   outputTail,
   parseHookSetting,
-} from '../../src/lib/hooks/hook.js'
-import {slackText} from '../../src/lib/notify/notify.js'
+} from '../../src/lib/domain/hooks/hook.js'
+import {slackText} from '../../src/lib/adapters/notify/notify.js'
 
 describe('outputTail', () => {
   it('keeps the last 20 lines, without trailing blank lines', () => {

@@ -4,9 +4,11 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {type Probe, idlePastLimit, judgeIdle} from '../../src/lib/idle/idle.js'
+import {type Probe, idlePastLimit, judgeIdle as judgeIdleAt} from '../../src/lib/domain/idle/idle.js'
 
 const NOW = 1_800_000_000
+/** Judged at NOW by this machine's clock too. */
+const judgeIdle = (probe: Probe, limitS: number | null) => judgeIdleAt(probe, limitS, NOW * 1000)
 
 function probe(
   changes: {clock?: Partial<NonNullable<Probe['clock']>> | null; live?: Partial<Probe['live']>; active?: boolean; now?: number} = {},

@@ -9,7 +9,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
-import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/run/job.js'
+import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/workflows/run/job.js'
 
 describe('job ids', () => {
   it('are made from the clock and a random part, and only that form is accepted back', () => {

@@ -6,10 +6,10 @@ import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import type {VmFacts} from '../../src/lib/contract.js'
-import {type Interval, type Sighting, intervalsOf} from '../../src/lib/ledger/intervals.js'
-import {recordListing, recordStart, recordStop} from '../../src/lib/ledger/ledger.js'
-import {LedgerStore} from '../../src/lib/ledger/store.js'
+import type {VmFacts} from '../../src/lib/domain/ledger/schema.js'
+import {type Interval, type Sighting, intervalsOf} from '../../src/lib/domain/ledger/intervals.js'
+import {recordListing, recordStart, recordStop} from '../../src/lib/domain/ledger/ledger.js'
+import {LedgerStore} from '../../src/lib/domain/ledger/store.js'
 import {tempDir} from '../helpers/cli.js'
 
 const T = Date.parse('2026-11-03T10:00:00Z')

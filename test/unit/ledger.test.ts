@@ -25,10 +25,10 @@ import {
   billedWithin,
   intervalsOf,
   linesFromListing,
-} from '../../src/lib/ledger/intervals.js'
-import type {LedgerLine} from '../../src/lib/ledger/lines.js'
-import {LedgerStore} from '../../src/lib/ledger/store.js'
-import {MEASURE_MAX_MS, MEASURE_MIN_MS, measuredBurn} from '../../src/lib/spend/credits.js'
+} from '../../src/lib/domain/ledger/intervals.js'
+import type {LedgerLine} from '../../src/lib/domain/ledger/lines.js'
+import {LedgerStore} from '../../src/lib/domain/ledger/store.js'
+import {MEASURE_MAX_MS, MEASURE_MIN_MS, measuredBurn} from '../../src/lib/workflows/spend/credits.js'
 import {tempDir} from '../helpers/cli.js'
 
 const T0 = Date.parse('2026-11-30T22:00:00Z')

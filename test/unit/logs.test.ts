@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
-import {newLines} from '../../src/lib/logs/logs.js'
-import {consoleLines} from '../../src/lib/targon/client.js'
+import {newLines} from '../../src/lib/workflows/logs/logs.js'
+import {consoleLines} from '../../src/lib/adapters/targon/client.js'
 
 describe('consoleLines', () => {
   it('reads text/plain and the JSON shapes a console answer may take', () => {

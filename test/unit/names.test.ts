@@ -11,9 +11,10 @@ import {
   WORKLOAD_NAME_PATTERN,
   WorkloadSchema,
   checkListedWorkload,
-} from '../../src/lib/targon/schemas.js'
-import {folderName, hostAlias, isOwned} from '../../src/lib/fleet/naming.js'
-import {hostConfigEntry} from '../../src/lib/ssh/connect-info.js'
+} from '../../src/lib/adapters/targon/schemas.js'
+import {folderName, isOwned} from '../../src/lib/domain/fleet/naming.js'
+import {hostAlias} from '../../src/lib/adapters/ssh/connect-info.js'
+import {hostConfigEntry} from '../../src/lib/adapters/ssh/connect-info.js'
 
 const HOSTILE = [
   'evil *\n  ProxyCommand touch /tmp/pwned',

@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 
-import {RawOfferSchema} from '../../src/lib/targon/schemas.js'
-import {displayGpuModel, filterOffers, gpuKey, normalizeOffer, sortOffers, withinCap} from '../../src/lib/offers/offers.js'
+import {RawOfferSchema} from '../../src/lib/adapters/targon/schemas.js'
+import {displayGpuModel, filterOffers, gpuKey, normalizeOffer, sortOffers, withinCap} from '../../src/lib/domain/offers/offers.js'
 import {formatDuration, parseDuration, parsePrice} from '../../src/lib/core/input.js'
 
 describe('GPU names', () => {

@@ -1,7 +1,7 @@
 /** Owner scoping in a shared org: what a scope sees, what it leaves out, and when a bulk deletion is refused. */
 import {describe, expect, it} from 'vitest'
 
-import {findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../src/lib/fleet/owners.js'
+import {findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../src/lib/domain/fleet/owners.js'
 
 const vm = (uid: string, owner: string | null, name = uid) => ({name, owner, uid})
 const vms = [
@@ -14,8 +14,8 @@ const byName = (target: string) => (among: typeof vms) => among.filter((each) =>
 
 describe('owner scopes', () => {
   it("sees the owner's VMs and counts the rest by owner; without an owner, or with --any-owner, everything", () => {
-    const {seen, outside} = scoped(vms, {anyOwner: false, owner: 'alice'})
-    expect(seen.map((each) => each.uid)).toEqual(['a1', 'a2'])
+    const {inScope, outside} = scoped(vms, {anyOwner: false, owner: 'alice'})
+    expect(inScope.map((each) => each.uid)).toEqual(['a1', 'a2'])
     expect(outside).toEqual(
       new Map([
         ['bob', 1],
@@ -25,8 +25,8 @@ describe('owner scopes', () => {
     expect(outsideWarning(outside, {anyOwner: false, owner: 'alice'})).toBe(
       '2 more VM(s) of this tool bill in the org outside owner alice: 1 of bob, 1 without an owner; --any-owner shows them',
     )
-    expect(scoped(vms, {anyOwner: true, owner: 'alice'}).seen).toHaveLength(4)
-    expect(scoped(vms, {anyOwner: false, owner: null}).seen).toHaveLength(4)
+    expect(scoped(vms, {anyOwner: true, owner: 'alice'}).inScope).toHaveLength(4)
+    expect(scoped(vms, {anyOwner: false, owner: null}).inScope).toHaveLength(4)
     expect(outsideWarning(new Map(), {anyOwner: false, owner: 'alice'})).toBeUndefined()
   })
 

@@ -1,7 +1,7 @@
 /** The one way an identifier from an API answer becomes a local path. */
 import {describe, expect, it} from 'vitest'
 
-import {childPath, idOfChild} from '../../src/lib/state/paths.js'
+import {childPath, idOfChild} from '../../src/lib/adapters/state/paths.js'
 
 describe('childPath', () => {
   it('leaves safe names as they are, so existing files keep working', () => {

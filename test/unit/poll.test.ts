@@ -3,7 +3,7 @@ import {describe, expect, it} from 'vitest'
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {Clock} from '../../src/lib/core/clock.js'
 import {poll} from '../../src/lib/core/poll.js'
-import {pollUntil} from '../../src/lib/targon/wait.js'
+import {pollUntil} from '../../src/lib/core/wait.js'
 import {BACKOFF} from '../../src/lib/core/backoff.js'
 
 describe('state poll delays', () => {

@@ -4,11 +4,11 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/bootstrap/runner.js'
-import type {PhaseName} from '../../src/lib/contract.js'
-import {RunEvents} from '../../src/lib/events/run-events.js'
+import {INSTALL_STEPS, SHIM_STEPS} from '../../src/lib/adapters/bootstrap/steps.js'
+import type {PhaseName} from '../../src/lib/adapters/events/schema.js'
+import {RunEvents} from '../../src/lib/adapters/events/run-events.js'
 import {phaseProgress} from '../../src/lib/cli/progress.js'
-import type {PipelineLayout} from '../../src/lib/up/pipeline.js'
+import type {PipelineLayout} from '../../src/lib/workflows/up/pipeline.js'
 
 const LAYOUT: PipelineLayout = {
   alongside: 'wait-running',

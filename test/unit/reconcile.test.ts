@@ -70,8 +70,8 @@ describe('the reconciler', () => {
 
   it('after an unclear answer, takes what the state shows for the answer and sends nothing more', async () => {
     const clock = fakeClock()
-    const {looked, mutation, sent} = scripted(clock, [lost], ['watch', {seen: 'uid-7'}])
-    expect(await reconcile(mutation, {clock})).toEqual({kind: 'seen', sends: 1, state: 'uid-7'})
+    const {looked, mutation, sent} = scripted(clock, [lost], ['watch', {observed: 'uid-7'}])
+    expect(await reconcile(mutation, {clock})).toEqual({kind: 'observed', sends: 1, state: 'uid-7'})
     expect(sent).toEqual([0])
     // Looked at once at once, then after one back-off step.
     expect(looked).toEqual([0, 1000])
@@ -133,8 +133,8 @@ describe('the reconciler', () => {
 
   it('looks first when asked: what is there already is never sent again', async () => {
     const clock = fakeClock()
-    const there = scripted(clock, ['never'], [{seen: 'uid-old'}])
-    expect(await reconcile(there.mutation, {clock, lookFirst: true})).toEqual({kind: 'seen', sends: 0, state: 'uid-old'})
+    const there = scripted(clock, ['never'], [{observed: 'uid-old'}])
+    expect(await reconcile(there.mutation, {clock, lookFirst: true})).toEqual({kind: 'observed', sends: 0, state: 'uid-old'})
     expect(there.sent).toEqual([])
     const absent = scripted(clock, ['uid-new'], ['watch'])
     expect(await reconcile(absent.mutation, {clock, lookFirst: true})).toEqual({kind: 'answered', sends: 1, value: 'uid-new'})
@@ -154,10 +154,10 @@ describe('the reconciler', () => {
     const busy = new Error('busy')
     let looks = 0
     const passing = scripted(clock, [lost], ['watch'], {
-      look: async () => (++looks < 3 ? Promise.reject(busy) : {seen: 'uid-3'}),
+      look: async () => (++looks < 3 ? Promise.reject(busy) : {observed: 'uid-3'}),
       lookTrouble: (error) => (error === busy ? 1500 : undefined),
     })
-    expect(await reconcile(passing.mutation, {clock})).toEqual({kind: 'seen', sends: 1, state: 'uid-3'})
+    expect(await reconcile(passing.mutation, {clock})).toEqual({kind: 'observed', sends: 1, state: 'uid-3'})
     expect(clock.sleeps).toEqual([1500, 1500])
     const failing = scripted(clock, [lost], ['watch'], {look: async () => Promise.reject(broken)})
     await expect(reconcile(failing.mutation, {clock})).rejects.toBe(broken)

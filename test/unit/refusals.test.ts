@@ -1,7 +1,7 @@
 /** How a refusal from Targon is read: by its reason first, its HTTP status second. */
 import {describe, expect, it} from 'vitest'
 
-import {refusalCode, refusalKind} from '../../src/lib/targon/refusals.js'
+import {refusalCode, refusalKind} from '../../src/lib/adapters/targon/refusals.js'
 
 describe('refusalKind', () => {
   it('takes a capacity reason as capacity whatever the status, on any workload type', () => {

@@ -1,6 +1,8 @@
 import {readFileSync, readdirSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
-import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/contract.js'
+import {DATA_SCHEMAS, jsonSchemas, schemaVersion} from '../../src/lib/cli/contract.js'
+import {CONFIG_KEYS} from '../../src/lib/adapters/settings/config-keys.js'
+import {SETTINGS} from '../../src/lib/adapters/settings/table.js'
 
 describe('the --json contract', () => {
   it('matches the JSON Schema snapshots under schemas/ (run npm run schemas after an intended change)', () => {
@@ -22,5 +24,12 @@ describe('the --json contract', () => {
     const changes = readFileSync(new URL('../../docs/json-contract-changes.md', import.meta.url), 'utf8')
     for (const [command, version] of Object.entries(versions))
       if (version > 1) expect(changes, command).toContain(`| \`${command}\` | ${version} |`)
+  })
+
+  it('names the config keys the settings table stores, in its order', () => {
+    const stored = Object.entries(SETTINGS)
+      .filter(([, spec]) => spec.stored)
+      .map(([key]) => key)
+    expect([...CONFIG_KEYS]).toEqual(stored)
   })
 })

@@ -1,10 +1,11 @@
 /** Which profile a run reads, and where its key and org come from: the precedence rules, without any network. */
 import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {activeProfile, resolveSetting, setProfileFlag} from '../../src/lib/settings/settings.js'
-import {assertConfigDir, assertOwnDir, assertSecretFile} from '../../src/lib/state/trust.js'
+import {SettingsResolver} from '../../src/lib/adapters/settings/resolve.js'
+import type {SettingKey} from '../../src/lib/adapters/settings/table.js'
+import {assertConfigDir, assertOwnDir, assertSecretFile} from '../../src/lib/adapters/state/trust.js'
 import {tempDir} from '../helpers/cli.js'
 
 const PERSONAL = 'tgn_personal_key_1'
@@ -19,7 +20,11 @@ function configWithProfiles(extra: Record<string, unknown> = {}): string {
   return dir
 }
 
-afterEach(() => setProfileFlag(undefined))
+/** The profile a run with this environment and --profile reads. */
+const activeProfile = (env: NodeJS.ProcessEnv, profileFlag?: string) => new SettingsResolver({env, profileFlag}).profile()
+/** A setting of a run with this flag value, environment and --profile. */
+const resolveSetting = (key: SettingKey, flag: string | undefined, env: NodeJS.ProcessEnv, profileFlag?: string) =>
+  new SettingsResolver({env, profileFlag}).get(key, flag)
 
 describe('the profile of a run', () => {
   it('is --profile, then TARGON_PROFILE, then config use, then default', async () => {
@@ -27,8 +32,7 @@ describe('the profile of a run', () => {
     expect(await activeProfile({TARGON_CONFIG_DIR: dir})).toMatchObject({name: 'team', source: 'config'})
     expect(await activeProfile({TARGON_CONFIG_DIR: configWithProfiles()})).toMatchObject({name: 'default', source: 'default'})
     expect(await activeProfile({TARGON_CONFIG_DIR: dir, TARGON_PROFILE: 'default'})).toMatchObject({name: 'default', source: 'env'})
-    setProfileFlag('team')
-    expect(await activeProfile({TARGON_CONFIG_DIR: dir, TARGON_PROFILE: 'default'})).toMatchObject({by: '--profile', name: 'team'})
+    expect(await activeProfile({TARGON_CONFIG_DIR: dir, TARGON_PROFILE: 'default'}, 'team')).toMatchObject({by: '--profile', name: 'team'})
   })
 
   it('stays the default one for a run that takes its key from TARGON_API_KEY and names none, whatever config use says', async () => {
@@ -64,8 +68,19 @@ describe('the key and the org', () => {
     const dir = configWithProfiles({profile: 'team'})
     expect(await resolveSetting('org', undefined, {TARGON_CONFIG_DIR: dir, TARGON_ORG: 'acme'})).toBe('acme')
     expect(await resolveSetting('org', undefined, {TARGON_CONFIG_DIR: dir})).toBe('acme-research')
-    setProfileFlag('team')
-    expect(await resolveSetting('org', 'other-org', {TARGON_CONFIG_DIR: dir})).toBe('other-org')
+    expect(await resolveSetting('org', 'other-org', {TARGON_CONFIG_DIR: dir}, 'team')).toBe('other-org')
+  })
+})
+
+describe('two runs in one process', () => {
+  it('each read their own --profile: the profile is an input of a run, not a state of the process', async () => {
+    const env = {TARGON_CONFIG_DIR: configWithProfiles()}
+    const team = new SettingsResolver({env, profileFlag: 'team'})
+    const personal = new SettingsResolver({env})
+    expect(await team.get('api-key')).toBe(TEAM)
+    expect(await personal.get('api-key')).toBe(PERSONAL)
+    expect(await team.get('org')).toBe('acme-research')
+    expect((await team.withoutProfileFlag().profile()).name).toBe('default')
   })
 })
 

@@ -1,8 +1,8 @@
 /** The ssh command line and environment that targon ssh uses: forwarding specs as OpenSSH takes them, the remote command as one line, no secrets. */
 import {describe, expect, it} from 'vitest'
 
-import {type Forwarding, checkForwarding, sshArgv, sshEnvironment} from '../../src/lib/ssh/connect-info.js'
-import {isLoopback} from '../../src/lib/settings/settings.js'
+import {type Forwarding, checkForwarding, sshArgv, sshEnvironment} from '../../src/lib/adapters/ssh/connect-info.js'
+import {isLoopback} from '../../src/lib/adapters/settings/urls.js'
 
 const accepts = (kind: 'dynamic' | 'local' | 'remote', spec: string) => {
   const forwarding: Forwarding = {dynamic: [], local: [], noCommand: false, remote: []}

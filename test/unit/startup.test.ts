@@ -8,7 +8,7 @@ import {describe, expect, it} from 'vitest'
 
 import {chooseCache, v8FlagsFor} from '../../bin/start.js'
 import {IMPORTER_DEFINITION, assertImportsRouted} from '../../scripts/route-imports.mjs'
-import * as undiciSubset from '../../src/lib/targon/undici-subset.js'
+import * as undiciSubset from '../../src/lib/adapters/targon/undici-subset.js'
 
 describe('chooseCache', () => {
   it("uses Node's compile cache where node:module has enableCompileCache (Node 22.1 and later)", () => {

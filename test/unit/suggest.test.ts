@@ -2,8 +2,8 @@
 import {describe, expect, it} from 'vitest'
 
 import {closest, editDistance} from '../../src/lib/core/similar.js'
-import {suggestVmName} from '../../src/lib/fleet/suggest.js'
-import {priceAndOwners} from '../../src/lib/notify/notify.js'
+import {suggestVmName} from '../../src/lib/domain/fleet/suggest.js'
+import {priceAndOwners} from '../../src/lib/adapters/notify/notify.js'
 
 describe('closest', () => {
   it('takes the nearest word within a third of the typed length, never the typed word itself', () => {

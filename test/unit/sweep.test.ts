@@ -4,10 +4,11 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {limitReached} from '../../src/lib/down/down.js'
-import type {KnownVm} from '../../src/lib/fleet/workloads.js'
-import {failUrl, pingSucceeds} from '../../src/lib/notify/heartbeat.js'
-import {dueWarnings, unsent} from '../../src/lib/sweep/warnings.js'
+import {limitReached} from '../../src/lib/workflows/down/down.js'
+import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
+import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
+import {configDir} from '../../src/lib/adapters/settings/resolve.js'
+import {dueWarnings, extendCommand, unsent} from '../../src/lib/workflows/sweep/warnings.js'
 
 const NOW = Date.parse('2026-12-01T12:00:00Z')
 const HOUR = 3_600_000
@@ -60,13 +61,15 @@ describe('heartbeat', () => {
 
 describe('warnings before a limit fires', () => {
   const MIN = 60_000
+  /** A sweep of the default config directory and profile, with no owner set. */
+  const HERE = {configDir: configDir({}), owner: null, profile: 'default'}
   it('warns of a TTL or budget inside the window, and of an idle deadline only while the VM is idle', () => {
     const ttl = vm(HOUR, {ttl_expires_at: new Date(NOW + 10 * MIN).toISOString()})
     // 2 USD/h, 5 USD: spent 2.5 h after creation, 10 minutes from now.
     const budget = {...vm(2.5 * HOUR - 10 * MIN, {max_cost_usd: 5}), uid: 'wrk-b'}
     const far = {...vm(HOUR, {ttl_expires_at: new Date(NOW + 20 * MIN).toISOString()}), uid: 'wrk-c'}
     const idle = {...vm(HOUR, {}), uid: 'wrk-d'}
-    const due = dueWarnings([ttl, budget, far, idle], new Map([['wrk-d', {idleSeconds: 25 * 60, limitS: 30 * 60}]]), NOW, 15 * MIN)
+    const due = dueWarnings([ttl, budget, far, idle], new Map([['wrk-d', {idleSeconds: 25 * 60, limitS: 30 * 60}]]), NOW, 15 * MIN, HERE)
     expect(due.map((each) => `${each.uid} ${each.limit} ${(Date.parse(each.fires_at) - NOW) / MIN}`)).toEqual([
       'wrk-a ttl 10',
       'wrk-b max-cost 10',
@@ -78,7 +81,7 @@ describe('warnings before a limit fires', () => {
     })
     // Busy (no idle entry), or a TTL already past (the sweep deletes it): nothing to warn of.
     expect(
-      dueWarnings([idle, {...vm(HOUR, {ttl_expires_at: new Date(NOW - 1).toISOString()}), uid: 'wrk-e'}], new Map(), NOW, 15 * MIN),
+      dueWarnings([idle, {...vm(HOUR, {ttl_expires_at: new Date(NOW - 1).toISOString()}), uid: 'wrk-e'}], new Map(), NOW, 15 * MIN, HERE),
     ).toEqual([])
   })
 
@@ -86,19 +89,45 @@ describe('warnings before a limit fires', () => {
     const dir = mkdtempSync(join(tmpdir(), 'targon-warned-'))
     const ttlAt = (minutes: number) => vm(HOUR, {ttl_expires_at: new Date(NOW + minutes * MIN).toISOString()})
     const idleFor = (now: number, seconds: number) =>
-      dueWarnings([vm(HOUR, {})], new Map([['wrk-a', {idleSeconds: seconds, limitS: 1800}]]), now, 15 * MIN)
+      dueWarnings([vm(HOUR, {})], new Map([['wrk-a', {idleSeconds: seconds, limitS: 1800}]]), now, 15 * MIN, HERE)
     const send = (due: ReturnType<typeof dueWarnings>) => {
       const {fresh, remember} = unsent(dir, 'default', 'acme', due)
       remember(new Set(['wrk-a']))
       return fresh.length
     }
 
-    expect(send(dueWarnings([ttlAt(10)], new Map(), NOW, 15 * MIN))).toBe(1)
-    expect(send(dueWarnings([ttlAt(10)], new Map(), NOW + MIN, 15 * MIN))).toBe(0)
-    expect(send(dueWarnings([ttlAt(12)], new Map(), NOW + MIN, 15 * MIN))).toBe(1)
+    expect(send(dueWarnings([ttlAt(10)], new Map(), NOW, 15 * MIN, HERE))).toBe(1)
+    expect(send(dueWarnings([ttlAt(10)], new Map(), NOW + MIN, 15 * MIN, HERE))).toBe(0)
+    expect(send(dueWarnings([ttlAt(12)], new Map(), NOW + MIN, 15 * MIN, HERE))).toBe(1)
     // Idle 25 min of 30; a minute later, the same stretch (its start moved by sampling only); then busy, idle anew.
     expect(send(idleFor(NOW, 25 * 60))).toBe(1)
     expect(send(idleFor(NOW + MIN, 26 * 60 - 30))).toBe(0)
     expect(send(idleFor(NOW + 20 * MIN, 20 * 60))).toBe(1)
+  })
+})
+
+describe('the extend command of a warning', () => {
+  const HERE = {configDir: configDir({}), owner: null, profile: 'default'}
+  const ttl = vm(HOUR, {ttl_expires_at: new Date(NOW + 10 * 60_000).toISOString()})
+
+  it('is bare for the default config directory and profile, and a VM of no owner or the sweep owner', () => {
+    expect(extendCommand(ttl, 'ttl', HERE)).toBe('targon extend tcli-default-a --by 1h --ttl-only')
+    expect(extendCommand({...ttl, owner: 'alice'}, 'max-cost', {...HERE, owner: 'alice'})).toBe('targon extend tcli-default-a --by 1h')
+  })
+
+  it('names the config directory, the profile and --any-owner when a pasted command needs them, shell-quoted', () => {
+    const place = {configDir: "/srv/guard's dir", owner: 'bob', profile: 'team-a'}
+    expect(extendCommand({...ttl, owner: 'alice'}, 'idle', place)).toBe(
+      `TARGON_CONFIG_DIR='/srv/guard'\\''s dir' targon extend tcli-default-a --by 1h --idle-only --profile team-a --any-owner`,
+    )
+    // An owner that could not be read is refused by extend without --any-owner.
+    expect(extendCommand({...ttl, owner: undefined}, 'ttl', {...HERE, configDir: '/srv/targon'})).toBe(
+      'TARGON_CONFIG_DIR=/srv/targon targon extend tcli-default-a --by 1h --ttl-only --any-owner',
+    )
+  })
+
+  it('quotes a name the shell would split, and names by uid one that would read as a flag', () => {
+    expect(extendCommand({...ttl, name: 'a b;rm -rf ~'}, 'ttl', HERE)).toBe("targon extend 'a b;rm -rf ~' --by 1h --ttl-only")
+    expect(extendCommand({...ttl, name: '--any-owner'}, 'ttl', HERE)).toBe('targon extend wrk-a --by 1h --ttl-only')
   })
 })

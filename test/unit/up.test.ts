@@ -1,26 +1,33 @@
 /**
  * The up workflow in process, against the Targon simulator on loopback (no subprocess, any user): the failure
  * policies (all-or-nothing, --min, roll-back on a signal, a refusal for the whole org) and the event stream that the
- * progress display and the --json phase record follow.
+ * progress display and the --json phase record follow. The run, its client and the simulator share one fake clock:
+ * boots, waits and back-offs take no real time.
  */
 import {describe, expect, it} from 'vitest'
 
-import type {RunEvent, UpResult} from '../../src/lib/contract.js'
+import type {RunEvent} from '../../src/lib/adapters/events/schema.js'
+import type {UpResult} from '../../src/lib/workflows/up/schema.js'
 import {TargonError} from '../../src/lib/core/errors.js'
-import {RunEvents} from '../../src/lib/events/run-events.js'
-import {DEFAULT_IMAGE} from '../../src/lib/settings/settings.js'
-import type {TargonClient} from '../../src/lib/targon/client.js'
-import {type UpOptions, runUp} from '../../src/lib/up/up.js'
+import {RunEvents} from '../../src/lib/adapters/events/run-events.js'
+import {DEFAULT_IMAGE} from '../../src/lib/adapters/settings/table.js'
+import type {TargonClient} from '../../src/lib/adapters/targon/client.js'
+import {runUp} from '../../src/lib/workflows/up/up.js'
+import {newHistoryBudget} from '../../src/lib/domain/deletion/history.js'
+import type {UpAsk} from '../../src/lib/workflows/up/run-context.js'
 import {tempDir} from '../helpers/cli.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 
 const simulated = useSimulatorClient()
 let sim: TargonSimulator | undefined
 let client: TargonClient | undefined
+let clock = fakeClock()
 
 async function simulator(options: SimulatorOptions = {}): Promise<TargonSimulator> {
-  ;({client, sim} = await simulated.start(options))
+  clock = fakeClock(Date.parse('2026-06-01T00:00:00Z'))
+  ;({client, sim} = await simulated.start({clock, ...options}))
   return sim
 }
 
@@ -28,31 +35,32 @@ async function simulator(options: SimulatorOptions = {}): Promise<TargonSimulato
  * A run of `targon up rtx6000b-small --max-price 1.8 --no-bootstrap` on the simulator started last, with what it
  * announced; `listen` hears each event as it happens.
  */
-async function up(options: Partial<UpOptions> = {}, listen?: (event: RunEvent) => void) {
-  const events = new RunEvents('up')
+async function up(ask: Partial<UpAsk> = {}, listen?: (event: RunEvent) => void, signal = new AbortController().signal) {
+  const events = new RunEvents('up', clock)
   const seen: RunEvent[] = []
   events.on((event) => seen.push(event))
   if (listen) events.on(listen)
   const warnings: string[] = []
   const outcome = await runUp(client as TargonClient, {
-    bootstrap: null,
-    capacity: null,
-    configDir: tempDir('targon-unit-up-'),
-    count: 1,
-    events,
-    fleet: 'unit',
-    image: DEFAULT_IMAGE,
-    maxPrice: 1.8,
-    onFailure: 'auto',
-    owner: null,
-    reconcileMs: 3000,
+    ask: {
+      bootstrap: null,
+      capacity: null,
+      configDir: tempDir('targon-unit-up-'),
+      count: 1,
+      fleet: 'unit',
+      image: DEFAULT_IMAGE,
+      maxPrice: 1.8,
+      onFailure: 'auto',
+      owner: null,
+      reconcileMs: 3000,
+      resource: 'rtx6000b-small',
+      timeoutMs: 60_000,
+      ...ask,
+    },
     resolveOrg: async () => 'acme',
-    resource: 'rtx6000b-small',
-    signal: new AbortController().signal,
-    timeoutMs: 60_000,
+    run: {clock, events, historyBudget: newHistoryBudget(), warn: (message) => warnings.push(message)},
+    signal,
     track: () => {},
-    warn: (message) => warnings.push(message),
-    ...options,
   }).then(
     (result: UpResult) => ({error: undefined, result}),
     (error: unknown) => ({error: error as TargonError, result: undefined}),
@@ -102,7 +110,7 @@ describe('up: the failure policies', () => {
     }
 
     await simulator({bootDelayMs: 2000})
-    const {error, events, sim} = await up({count: 2, signal: controller.signal}, interrupt)
+    const {error, events, sim} = await up({count: 2}, interrupt, controller.signal)
     expect(error?.code).toBe('INTERRUPTED')
     expect(sim.workloads.size).toBeGreaterThan(0)
     // Every workload the run made was rolled back, and the stream says so.

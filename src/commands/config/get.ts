@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/settings/config-command.js'
-import {CONFIG_KEYS, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/workflows/config/config.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
   static summary = 'Print one setting of a profile (the API key masked).'
@@ -15,8 +15,8 @@ export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
-    const dir = configDir()
-    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    const dir = this.ctx.settings.dir
+    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
     this.acting.profile = profile
     const result = await readValues(dir, profile, [key])
     const value = Object.values(result.values)[0] ?? null

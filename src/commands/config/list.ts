@@ -1,8 +1,9 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, readValues, targetProfile} from '../../lib/settings/config-command.js'
+import {existingProfile, readValues, targetProfile} from '../../lib/workflows/config/config.js'
 import {renderTable} from '../../lib/core/output.js'
-import {type ActiveProfile, DEFAULT_PROFILE, activeProfile, configDir, profileNames, setProfileFlag} from '../../lib/settings/settings.js'
-import type {ConfigListResult} from '../../lib/contract.js'
+import {type ActiveProfile} from '../../lib/adapters/settings/profiles.js'
+import {DEFAULT_PROFILE, profileNames} from '../../lib/adapters/settings/store.js'
+import type {ConfigListResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList, 'config list'> {
   static summary = 'Show every setting of a profile (the API key masked), and which profile is active.'
@@ -15,12 +16,11 @@ export default class ConfigList extends BaseCommand<typeof ConfigList, 'config l
   ]
 
   public async run(): Promise<ConfigListResult> {
-    const dir = configDir()
-    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    const dir = this.ctx.settings.dir
+    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
     this.acting.profile = profile
     // What a run without --profile uses: this command's --profile only says which profile to show.
-    setProfileFlag(undefined)
-    const active = await activeProfile()
+    const active = await this.ctx.settings.withoutProfileFlag().profile()
     const result = {
       ...(await readValues(dir, profile)),
       active: {by: active.by, name: active.name},

@@ -1,10 +1,10 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile} from '../../lib/settings/config-command.js'
+import {existingProfile} from '../../lib/workflows/config/config.js'
 import {usageError} from '../../lib/core/errors.js'
-import {DEFAULT_PROFILE, checkProfileName, configDir, configFilePath, profileNames, removeProfile} from '../../lib/settings/settings.js'
-import type {ConfigProfileResult} from '../../lib/contract.js'
+import {DEFAULT_PROFILE, checkProfileName, configFilePath, profileNames, removeProfile} from '../../lib/adapters/settings/store.js'
+import type {ConfigProfileResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'config remove'> {
   static summary = 'Delete a profile from the config file (runs that used it by config use go back to the default one).'
@@ -12,7 +12,7 @@ export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'conf
   static args = {profile: Args.string({ignoreStdin: true, description: 'a profile of the file', required: true})}
 
   public async run(): Promise<ConfigProfileResult> {
-    const dir = configDir()
+    const dir = this.ctx.settings.dir
     const profile = checkProfileName(this.args.profile, 'the profile')
     if (profile === DEFAULT_PROFILE)
       throw usageError('the default profile cannot be removed', 'unset its keys with targon config unset KEY')

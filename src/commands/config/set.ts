@@ -1,10 +1,11 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {parseKey, setValue, targetProfile} from '../../lib/settings/config-command.js'
+import {parseKey, setValue, targetProfile} from '../../lib/workflows/config/config.js'
 import {usageError} from '../../lib/core/errors.js'
-import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 import {prose} from '../../lib/core/output.js'
 import {readSecret} from '../../lib/cli/prompt.js'
 
@@ -47,8 +48,8 @@ targon config use chose, else the default one (the file's top-level keys).`)
     }
 
     if (value === undefined) throw usageError(`no value for ${key}`, `targon config set ${key} <value>`)
-    const dir = configDir()
-    const profile = await targetProfile(dir, this.flags.profile)
+    const dir = this.ctx.settings.dir
+    const profile = await targetProfile(this.ctx.settings)
     this.acting.profile = profile
     const result = await setValue(dir, profile, key, value)
     this.info(`set ${key}${profile === DEFAULT_PROFILE ? '' : ` of profile ${profile}`} in ${result.path}`)

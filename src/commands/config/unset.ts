@@ -1,9 +1,10 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/settings/config-command.js'
-import {CONFIG_KEYS, DEFAULT_PROFILE, configDir} from '../../lib/settings/settings.js'
-import type {ConfigResult} from '../../lib/contract.js'
+import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/workflows/config/config.js'
+import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
+import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'
@@ -12,8 +13,8 @@ export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
-    const dir = configDir()
-    const profile = await existingProfile(dir, await targetProfile(dir, this.flags.profile))
+    const dir = this.ctx.settings.dir
+    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
     this.acting.profile = profile
     const result = await unsetValue(dir, profile, key)
     this.info(`unset ${key}${profile === DEFAULT_PROFILE ? '' : ` in profile ${profile}`}`)

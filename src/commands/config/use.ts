@@ -1,9 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile} from '../../lib/settings/config-command.js'
-import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configDir, configFilePath, profileNames} from '../../lib/settings/settings.js'
-import type {ConfigProfileResult} from '../../lib/contract.js'
+import {existingProfile} from '../../lib/workflows/config/config.js'
+import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configFilePath, profileNames} from '../../lib/adapters/settings/store.js'
+import type {ConfigProfileResult} from '../../lib/workflows/config/schema.js'
 import {prose} from '../../lib/core/output.js'
 
 export default class ConfigUse extends BaseCommand<typeof ConfigUse, 'config use'> {
@@ -20,7 +20,7 @@ from TARGON_API_KEY and names no profile keeps the default profile, so that a cr
   static args = {profile: Args.string({ignoreStdin: true, description: 'a profile of the file, or default', required: true})}
 
   public async run(): Promise<ConfigProfileResult> {
-    const dir = configDir()
+    const dir = this.ctx.settings.dir
     const profile = await existingProfile(dir, checkProfileName(this.args.profile, 'the profile'))
     await chooseProfile(dir, profile)
     this.acting.profile = profile

@@ -1,36 +1,27 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
 import {TargonError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
-import {specEntry} from '../../lib/guard/entries.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
-import {type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/guard/guard.js'
-import {
-  cronGuards,
-  cronMissing,
-  readCrontab,
-  sameGuard,
-  systemctl,
-  systemdGuards,
-  unitDir,
-  withoutCronGuard,
-  writeCrontab,
-  writeUnits,
-} from '../../lib/guard/installed.js'
-import {ensureGuardDir} from '../../lib/guard/runs.js'
-import {checkSelection, environmentOnlySecrets, localSpec, refuseEnvironmentOnly} from '../../lib/guard/spec.js'
-import {installedGuards} from '../../lib/guard/entries.js'
+import {type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/workflows/guard/guard.js'
+import {cronMissing, readCrontab, systemctl, unitDir, unitUser, writeCrontab, writeUnits} from '../../lib/workflows/guard/installed.js'
+import {removeGuard} from '../../lib/workflows/guard/remove.js'
+import {ensureGuardDir, recordInstall} from '../../lib/workflows/guard/runs.js'
+import {checkSelection, environmentOnlySecrets, localSpec, refuseEnvironmentOnly} from '../../lib/workflows/guard/spec.js'
+import {conflictingGuard, specEntry, uninstallCommand} from '../../lib/workflows/guard/entries.js'
 
 export default class GuardInstall extends BaseCommand<typeof GuardInstall, 'guard install'> {
   static summary = 'Schedule targon sweep on this machine for this config directory and profile.'
 
   static description = prose(`Writes one crontab line for this user (--cron), or a systemd service and timer (--systemd:
-system units as root, user units otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
+system units as root, which run the sweep as the owner of the config directory, User=root for root's; user units
+otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
 TARGON_CONFIG_DIR and --profile: cron and systemd give it no environment. Nothing secret is written: the sweep reads
 the API key, the notify and heartbeat URLs from the config file at run time, so the key must be stored there (exit 3
 otherwise, with the fix); an owner or org that only the environment gives is refused the same way, and so is a
 selection the sweep would refuse (VMs of several owners and no owner set). Installing again replaces the guard of this
-directory and profile; a guard of another directory for the same org and owner is refused, with the command that
+directory and profile of the same kind; any other guard this user can see on the machine (this user's crontab, the
+system units, this user's units) for the same org and owner, or for this directory, is refused, with the command that
 removes it. The sweeps' output goes to guard/<profile>.log in the config directory, rotated past 1 MiB.`)
 
   static examples = [
@@ -42,26 +33,26 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
 
   public async run(): Promise<CommandResult<'guard install'>> {
     const kind = kindOf(this.flags)
-    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
-    await refuseEnvironmentOnly(local.configDir, local.profile, this.flags.org)
+    const local = await localSpec(this.ctx.settings, checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    await refuseEnvironmentOnly(this.ctx.settings, local.configDir, local.profile, this.flags.org)
     const spec: GuardSpec = await this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+      return {...local, org, owner: await checkSelection(client, this.ctx, org, local.profile)}
     })
-    for (const warning of await environmentOnlySecrets(spec.configDir, spec.profile)) this.addWarning(warning)
-    const others = installedGuards().filter(
-      (guard) => guard.marker.org === spec.org && guard.marker.owner === spec.owner && !sameGuard(guard.marker, spec),
-    )
-    const other = others[0]
+    for (const warning of await environmentOnlySecrets(this.ctx.settings, spec.configDir, spec.profile)) this.addWarning(warning)
+    const other = conflictingGuard(spec, kind)
     if (other)
       throw new TargonError(
         'CONFIG',
-        `a guard for org ${spec.org}${spec.owner ? ` and owner ${spec.owner}` : ''} already runs from ${other.marker.configDir} (profile ${other.marker.profile}, ${other.kind})`,
-        {hint: `remove it first: TARGON_CONFIG_DIR=${other.marker.configDir} targon guard uninstall --profile ${other.marker.profile}`},
+        `a guard for org ${other.marker.org}${other.marker.owner ? ` and owner ${other.marker.owner}` : ''} already runs from ${other.marker.configDir} (profile ${other.marker.profile}, ${other.kind})`,
+        {hint: `remove it first: ${uninstallCommand(other)}`},
       )
 
+    if (kind === 'cron' && readCrontab() === null) throw cronMissing()
     ensureGuardDir(spec.configDir)
-    const result = kind === 'cron' ? this.installCron(spec) : this.installSystemd(spec)
+    const replaced = removeGuard(spec, this.ctx.warn).length > 0
+    const result = kind === 'cron' ? this.installCron(spec, replaced) : this.installSystemd(spec, replaced)
+    recordInstall(spec.configDir, spec.profile, this.ctx.clock.now())
     this.info(
       `${result.replaced ? 'replaced' : 'installed'}: targon sweep every ${spec.everyMs / 60_000} min (${kind}) for ${spec.configDir} (profile ${spec.profile}); output in ${result.log}`,
     )
@@ -69,19 +60,17 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
     return result
   }
 
-  private installCron(spec: GuardSpec): CommandResult<'guard install'> {
+  private installCron(spec: GuardSpec, replaced: boolean): CommandResult<'guard install'> {
     const crontab = readCrontab()
     if (crontab === null) throw cronMissing()
-    const replaced = cronGuards(crontab).some((guard) => sameGuard(guard.marker, spec))
-    const rest = withoutCronGuard(crontab, spec).replace(/\n*$/, '')
+    const rest = crontab.replace(/\n*$/, '')
     writeCrontab(`${rest === '' ? '' : `${rest}\n`}${cronLines(spec).join('\n')}\n`)
     return {enabled: null, installed: specEntry(spec, 'cron', null), log: logFile(spec.configDir, spec.profile), replaced}
   }
 
-  private installSystemd(spec: GuardSpec): CommandResult<'guard install'> {
+  private installSystemd(spec: GuardSpec, replaced: boolean): CommandResult<'guard install'> {
     const dir = unitDir()
-    const replaced = systemdGuards(dir).some((guard) => sameGuard(guard.marker, spec))
-    const files = writeUnits(dir, systemdUnits(spec))
+    const files = writeUnits(dir, systemdUnits(spec, unitUser(spec.configDir)))
     const timer = `${unitName(spec)}.timer`
     const reload = systemctl(['daemon-reload'])
     const enable = reload.ok ? systemctl(['enable', '--now', timer]) : reload

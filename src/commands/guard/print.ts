@@ -1,13 +1,13 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
 import {usageError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, kindOf} from '../../lib/cli/guard-flags.js'
-import {checkEvery, cronLines, systemdUnits} from '../../lib/guard/guard.js'
-import {writeUnits} from '../../lib/guard/installed.js'
-import {checkSelection, localSpec} from '../../lib/guard/spec.js'
+import {checkEvery, cronLines, systemdUnits} from '../../lib/workflows/guard/guard.js'
+import {unitUser, writeUnits} from '../../lib/workflows/guard/installed.js'
+import {checkSelection, localSpec} from '../../lib/workflows/guard/spec.js'
 
 export default class GuardPrint extends BaseCommand<typeof GuardPrint, 'guard print'> {
   static summary = 'Print the crontab lines or systemd units that guard install would write, without installing them.'
@@ -30,10 +30,10 @@ written into D instead of printed. Nothing secret is in them.`)
   public async run(): Promise<CommandResult<'guard print'>> {
     const kind = kindOf(this.flags)
     if (this.flags.dir !== undefined && kind !== 'systemd') throw usageError('--dir writes unit files', 'use it with --systemd')
-    const local = await localSpec(checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
+    const local = await localSpec(this.ctx.settings, checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
     const spec = await this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      return {...local, org, owner: await checkSelection(client, org, local.profile, (message) => this.addWarning(message))}
+      return {...local, org, owner: await checkSelection(client, this.ctx, org, local.profile)}
     })
     if (kind === 'cron') {
       const text = `${cronLines(spec).join('\n')}\n`
@@ -41,7 +41,7 @@ written into D instead of printed. Nothing secret is in them.`)
       return {files: null, kind, text}
     }
 
-    const units = systemdUnits(spec)
+    const units = systemdUnits(spec, unitUser(spec.configDir))
     const text = Object.entries(units)
       .map(([name, unit]) => `# ${name}\n${unit}`)
       .join('\n')

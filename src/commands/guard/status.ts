@@ -1,14 +1,12 @@
-import {existsSync} from 'node:fs'
-
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
 import {formatDuration} from '../../lib/core/input.js'
 import {prose} from '../../lib/core/output.js'
-import {entryOf, installedGuards} from '../../lib/guard/entries.js'
-import {logFile, nextRun} from '../../lib/guard/guard.js'
-import {sameGuard} from '../../lib/guard/installed.js'
-import {readRuns} from '../../lib/guard/runs.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
+import {entryOf, installedGuards} from '../../lib/workflows/guard/entries.js'
+import {logFile, nextRun} from '../../lib/workflows/guard/guard.js'
+import {sameGuard} from '../../lib/workflows/guard/installed.js'
+import {guardProblems} from '../../lib/workflows/guard/problems.js'
+import {readInstalledAt, readRuns} from '../../lib/workflows/guard/runs.js'
 
 /** Runs shown. */
 const SHOWN_RUNS = 5
@@ -18,47 +16,27 @@ export default class GuardStatus extends BaseCommand<typeof GuardStatus, 'guard 
 
   static description = prose(`Reads this user's crontab and systemd units for the guard that targon guard install wrote
 for this config directory and profile, and the runs its sweeps recorded. A problem is named when the scheduled node
-or CLI no longer exists (after an upgrade or a move: install again), when the last sweep failed, or when no sweep
-ran for more than two periods (is cron or the timer running?). It reads no API.`)
+or CLI no longer exists (after an upgrade or a move: install again), when the last sweep failed, when no sweep ran
+for more than two periods or none ever ran since install two periods ago (is cron or the timer running?), and when
+every sweep for two periods was skipped because one is stuck holding the sweep lock. It reads no API.`)
 
   static examples = [{command: '<%= config.bin %> guard status', description: 'Is this directory guarded, and is the guard running?'}]
 
   public async run(): Promise<CommandResult<'guard status'>> {
-    const dir = configDir()
-    const profile = (await activeProfile()).name
+    const dir = this.ctx.settings.dir
+    const profile = (await this.ctx.settings.profile()).name
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
     const runs = readRuns(dir, profile)
-    const now = Date.now()
-    const problems: string[] = []
-    for (const guard of guards) {
-      for (const [what, path] of [
-        ['node', guard.node],
-        ['CLI', guard.cli],
-      ] as const)
-        if (path === null || !existsSync(path))
-          problems.push(
-            `the ${guard.kind} guard runs a ${what} that is not there (${path ?? 'unreadable entry'}): run targon guard install again`,
-          )
-    }
-
-    const last = runs.at(-1)
+    const now = this.ctx.clock.now()
     const every = guards.find((guard) => guard.everyMs !== null)?.everyMs ?? null
-    if (last && last.exit_code !== 0 && last.exit_code !== 14)
-      problems.push(`the last sweep exited ${last.exit_code}: see ${logFile(dir, profile)}`)
-    if (every !== null && guards.length > 0) {
-      const since = last ? Date.parse(last.at) : null
-      if (since !== null && now - since > 2 * every + 60_000)
-        problems.push(
-          `no sweep ran for ${formatDuration(now - since)}, with one due every ${formatDuration(every)}: is cron or the timer running?`,
-        )
-    }
-
+    const log = logFile(dir, profile)
+    const problems = guardProblems({configDir: dir, guards, installedAt: readInstalledAt(dir, profile), log, now, runs})
     const result = {
       config_dir: dir,
       guards: guards.map(entryOf),
       last_runs: runs.slice(-SHOWN_RUNS),
-      log: logFile(dir, profile),
+      log,
       next_run_at: every === null ? null : new Date(nextRun(every, now)).toISOString(),
       problems,
       profile,

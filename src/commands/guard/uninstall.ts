@@ -1,49 +1,20 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import type {CommandResult} from '../../lib/contract.js'
-import {entryOf} from '../../lib/guard/entries.js'
-import {
-  cronGuards,
-  readCrontab,
-  removeFiles,
-  sameGuard,
-  systemctl,
-  systemdGuards,
-  unitDir,
-  withoutCronGuard,
-  writeCrontab,
-} from '../../lib/guard/installed.js'
-import {unitName} from '../../lib/guard/guard.js'
-import {activeProfile, configDir} from '../../lib/settings/settings.js'
+import type {CommandResult} from '../../lib/cli/contract.js'
+import {entryOf} from '../../lib/workflows/guard/entries.js'
+import {removeGuard} from '../../lib/workflows/guard/remove.js'
 
 export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, 'guard uninstall'> {
   static summary = 'Remove the guard of this config directory and profile: exactly what guard install wrote.'
 
   static description =
-    'Removes the crontab line (and its marker) and the systemd service and timer that targon guard install wrote for this config directory and profile, nothing else of the crontab or the unit directory. The log and the recorded runs stay.'
+    'Removes the crontab line (and its marker; a marker whose next line is not the entry is left, with a warning) and the systemd service and timer that targon guard install wrote for this config directory and profile, nothing else of the crontab or the unit directory. The log and the recorded runs stay.'
 
   static examples = [{command: '<%= config.bin %> guard uninstall', description: 'Stop sweeping this directory on a schedule'}]
 
   public async run(): Promise<CommandResult<'guard uninstall'>> {
-    const guard = {configDir: configDir(), profile: (await activeProfile()).name}
+    const guard = {configDir: this.ctx.settings.dir, profile: (await this.ctx.settings.profile()).name}
     this.acting.profile = guard.profile
-    const removed = []
-    const crontab = readCrontab()
-    if (crontab !== null) {
-      const cron = cronGuards(crontab).filter((each) => sameGuard(each.marker, guard))
-      if (cron.length > 0) {
-        writeCrontab(withoutCronGuard(crontab, guard))
-        removed.push(...cron)
-      }
-    }
-
-    for (const units of systemdGuards(unitDir()).filter((each) => sameGuard(each.marker, guard))) {
-      const stopped = systemctl(['disable', '--now', `${unitName(guard)}.timer`])
-      if (!stopped.ok) this.addWarning(`systemctl could not disable the timer (${stopped.problem}); its files are removed all the same`)
-      removeFiles(units.files ?? [])
-      systemctl(['daemon-reload'])
-      removed.push(units)
-    }
-
+    const removed = removeGuard(guard, this.ctx.warn)
     this.info(
       removed.length === 0
         ? `no guard for ${guard.configDir} (profile ${guard.profile}) to remove`

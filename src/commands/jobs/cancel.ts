@@ -1,12 +1,11 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
-import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/run/job.js'
-import {afterFollow, jobOf, readJobs, withJob} from '../../lib/run/jobs.js'
-import {cancelJob} from '../../lib/run/run.js'
-import type {JobCancelResult} from '../../lib/run/schema.js'
-import {LocalState} from '../../lib/state/local-state.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/run/jobs.js'
+import {cancelJob} from '../../lib/workflows/run/run.js'
+import type {JobCancelResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs cancel'> {
   static summary = 'Stop a running job (its unit, with all its processes); its log stays.'
@@ -26,15 +25,12 @@ targon down for that.`)
     const id = checkJobId(this.args.id)
     return this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      const selection = await jobSelection(this.flags, org, {
-        info: (message) => this.info(message),
-        warn: (message) => this.addWarning(message),
-      })
+      const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
       return withJob(client, new LocalState(selection.configDir), id, selection, async ({listed, session, vm}) => {
         const running = listed.state === 'running'
         if (running) await cancelJob(session, id)
         const [after = listed] = running ? (await readJobs(session, id)).jobs : [listed]
-        const job = jobOf(afterFollow(listed, after, REAL_CLOCK.now()), REAL_CLOCK.now())
+        const job = jobOf(afterFollow(listed, after, this.ctx.clock.now()), this.ctx.clock.now())
         if (!this.jsonEnabled())
           this.log(running ? `cancelled ${id} on ${vm.name ?? vm.uid}` : `${id} had already ended: ${stateInWords(job)}`)
         return {cancelled: running, job, vm: {name: vm.name, uid: vm.uid}}

@@ -1,17 +1,16 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
-import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {TargonError, isTargonError} from '../../lib/core/errors.js'
 import {join} from 'node:path'
-import {fetchStored, storedJob} from '../../lib/run/jobs-done.js'
-import type {JobsOptions} from '../../lib/run/jobs.js'
-import type {TargonClient} from '../../lib/targon/client.js'
+import {fetchStored, storedJob} from '../../lib/workflows/run/jobs-done.js'
+import type {JobsOptions} from '../../lib/workflows/run/jobs.js'
+import type {TargonClient} from '../../lib/adapters/targon/client.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/run/job.js'
-import {jobOf, withJob} from '../../lib/run/jobs.js'
-import {fetchOutputs} from '../../lib/run/run.js'
-import type {JobFetchResult} from '../../lib/run/schema.js'
-import {LocalState} from '../../lib/state/local-state.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {jobOf, withJob} from '../../lib/workflows/run/jobs.js'
+import {fetchOutputs} from '../../lib/workflows/run/run.js'
+import type {JobFetchResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch'> {
   static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."
@@ -44,10 +43,7 @@ copied; 4 for an id no VM of the selection has.`)
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
-        const selection = await jobSelection(this.flags, org, {
-          info: (message) => this.info(message),
-          warn: (message) => this.addWarning(message),
-        })
+        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const stored = await storedJob(selection.configDir, id)
         // Its VM was deleted once the job had ended (down --jobs-done, a sweep): its outputs are in the job store.
         if (stored && !(await this.onSomeVm(client, selection, id, signal))) {
@@ -60,7 +56,7 @@ copied; 4 for an id no VM of the selection has.`)
           if (listed.state === 'running') this.addWarning(`job ${id} still runs: its outputs may not be complete yet`)
           if (record.out.length === 0) this.addWarning(`job ${id} was started without --out: nothing to fetch`)
           const fetch = await fetchOutputs(session, record, signal)
-          const result: JobFetchResult = {fetch, job: jobOf(listed, REAL_CLOCK.now()), vm: {name: vm.name, uid: vm.uid}}
+          const result: JobFetchResult = {fetch, job: jobOf(listed, this.ctx.clock.now()), vm: {name: vm.name, uid: vm.uid}}
           const failed = fetch.failed[0]
           if (failed)
             throw new TargonError('COPY_FAILED', `--out ${failed.path} was not fetched: ${failed.error}`, {

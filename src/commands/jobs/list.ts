@@ -1,9 +1,9 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_SELECTION_FLAGS, durationInWords, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
 import {dash, prose, renderTable} from '../../lib/core/output.js'
-import {listJobs} from '../../lib/run/jobs.js'
-import type {JobsResult} from '../../lib/run/schema.js'
-import {LocalState} from '../../lib/state/local-state.js'
+import {listJobs} from '../../lib/workflows/run/jobs.js'
+import type {JobsResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class Jobs extends BaseCommand<typeof Jobs, 'jobs'> {
   static summary = 'List the jobs of targon run on the running VMs of a fleet, or on the VMs named.'
@@ -23,8 +23,7 @@ be deleted once it has ended). A VM whose jobs cannot be read is named in a warn
   public async run(): Promise<JobsResult> {
     return this.withApi(async (client) => {
       const org = await this.resolveOrg(client)
-      const say = {info: (message: string) => this.info(message), warn: (message: string) => this.addWarning(message)}
-      const selection = await jobSelection(this.flags, org, say)
+      const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
       const result = await listJobs(client, new LocalState(selection.configDir), selection)
       if (!this.jsonEnabled()) {
         if (result.jobs.length === 0) this.info('No jobs.')

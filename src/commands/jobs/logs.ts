@@ -2,13 +2,12 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
-import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {prose} from '../../lib/core/output.js'
-import {followJob} from '../../lib/run/follow.js'
-import {checkJobId} from '../../lib/run/job.js'
-import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/run/jobs.js'
-import type {JobLogsResult} from '../../lib/run/schema.js'
-import {LocalState} from '../../lib/state/local-state.js'
+import {followJob} from '../../lib/workflows/run/follow.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
+import type {JobLogsResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsLogs extends BaseCommand<typeof JobsLogs, 'jobs logs'> {
   static summary = "Print a job's log; with -f, follow it until the job ends."
@@ -33,10 +32,7 @@ An id that no VM of the selection has exits 4.`)
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
-        const selection = await jobSelection(this.flags, org, {
-          info: (message) => this.info(message),
-          warn: (message) => this.addWarning(message),
-        })
+        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const state = new LocalState(selection.configDir)
         return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
@@ -48,7 +44,7 @@ An id that no VM of the selection has exits 4.`)
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
           })
-          const job = jobOf(afterFollow(listed, followed, REAL_CLOCK.now()), REAL_CLOCK.now())
+          const job = jobOf(afterFollow(listed, followed, this.ctx.clock.now()), this.ctx.clock.now())
           return {job, tail: followed.tail, vm: {name: vm.name, uid: vm.uid}}
         })
       },

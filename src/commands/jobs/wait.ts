@@ -2,14 +2,12 @@ import {BaseCommand, EVENT_FLAGS} from '../../lib/cli/base-command.js'
 import {followDeletions} from '../../lib/cli/deletion-display.js'
 import {hooksFlag} from '../../lib/cli/flags.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
-import {REAL_CLOCK} from '../../lib/core/clock.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/run/job.js'
-import {jobOf, reopenVm, withJob} from '../../lib/run/jobs.js'
-import {completeJob, emptyFetch} from '../../lib/run/run.js'
-import type {RunResult} from '../../lib/run/schema.js'
-import {resolveSetting} from '../../lib/settings/settings.js'
-import {LocalState} from '../../lib/state/local-state.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
+import {completeJob, emptyFetch} from '../../lib/workflows/run/run.js'
+import type {RunResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
   static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
@@ -34,25 +32,24 @@ exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
-        const selection = await jobSelection(this.flags, org, {
-          info: (message) => this.info(message),
-          warn: (message) => this.addWarning(message),
-        })
+        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const state = new LocalState(selection.configDir)
         return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
           const result: RunResult = {
             deleted: null,
             exit_code: null,
             fetch: emptyFetch(),
-            job: jobOf(listed, REAL_CLOCK.now()),
+            job: jobOf(listed, this.ctx.clock.now()),
             sync: null,
             tail: [],
             vm: {name: vm.name, uid: vm.uid},
           }
           return completeJob(client, state, vm, session, record, result, {
+            clock: this.ctx.clock,
             configDir: selection.configDir,
             down: record.down,
             fleet: selection.fleet,
+            historyBudget: this.ctx.historyBudget,
             hooks: this.flags.hooks,
             info: (message) => this.info(message),
             onDeletion: deletions.onEvent,
@@ -62,10 +59,10 @@ exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it
             },
             org,
             owners: selection.owners,
-            reconcileMs: await resolveSetting('reconcile-window'),
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
-            warn: (message) => this.addWarning(message),
+            warn: this.ctx.warn,
           })
         })
       },

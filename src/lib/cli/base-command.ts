@@ -4,19 +4,21 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
-import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from '../contract.js'
-import {resolveOrg} from '../settings/org.js'
-import {activeProfile, resolveSetting, setProfileFlag} from '../settings/settings.js'
-import {type NotifyEvent, deliver} from '../notify/notify.js'
-import type {TargonClient} from '../targon/client.js'
-import {connect} from '../targon/connect.js'
+import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from './contract.js'
+import {resolveOrg} from '../adapters/targon/org.js'
+import {processSettings} from '../adapters/settings/resolve.js'
+import type {NotifyEvent} from '../adapters/notify/notify.js'
+import type {TargonClient} from '../adapters/targon/client.js'
+import {connect} from '../adapters/targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
-import {registerExitCallback} from './exit-hooks.js'
-import {TargonError, asTargonError, isTargonError, usageError} from '../core/errors.js'
-import {RunEvents, eventError} from '../events/run-events.js'
-import {fileLines, stderrLines} from '../events/ndjson.js'
+import {type NotifyFacts, RunReporter} from './reporter.js'
+import {TargonError, asTargonError, isTargonError} from '../core/errors.js'
+import {REAL_CLOCK} from '../core/clock.js'
+import type {RunContext} from '../workflows/run-context.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
 import {printable} from '../core/output.js'
-import {startHistoryBudget} from '../deletion/history.js'
+import {OwnedByAnother, sudoHint} from '../adapters/state/trust.js'
+import {newHistoryBudget} from '../domain/deletion/history.js'
 
 /** The flags of the commands whose run can be followed event by event (up, down, exec, cp). */
 export const EVENT_FLAGS = {
@@ -63,13 +65,12 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   protected readonly warnings: string[] = []
   /** What the envelope says the run acted on: the org and the profile of the settings; null where none applies. */
   protected acting: {org: string | null; profile: string | null} = {org: null, profile: null}
-  private notifyUrl: string | undefined
-  /** What the run does, for whoever follows it (--events, --events-file, and the command's own display). */
-  protected events = new RunEvents('')
-  private eventLines: 'none' | 'stderr' = 'none'
-  private closeEventsFile: (() => void) | undefined
-  private disposeExitEvent: (() => void) | undefined
-  private runStartedAt = Date.now()
+  /** What the run tells others (events, notifications); replaced by the run's own in init. */
+  private reporter = new RunReporter('', REAL_CLOCK, () => {})
+  /** The run's settings, clock, events, warn and signal, resolved once in init. */
+  protected ctx!: RunContext
+  /** Aborted by the first interrupt of a guarded withApi: the context's signal. */
+  private readonly interrupted = new AbortController()
 
   public abstract run(): Promise<CommandResult<Id>>
 
@@ -85,63 +86,33 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
-    setProfileFlag(this.flags.profile)
-    // Each run has its own ration of history reads, also when several run in one process (tests, embedding).
-    startHistoryBudget()
-    this.followEvents(flags as {events?: 'ndjson'; 'events-file'?: string})
+    const warn = (message: string) => this.addWarning(message)
+    this.reporter = new RunReporter(this.commandName(), REAL_CLOCK, warn)
+    this.ctx = {
+      clock: REAL_CLOCK,
+      events: this.reporter.events,
+      historyBudget: newHistoryBudget(),
+      settings: processSettings(this.flags.profile),
+      signal: this.interrupted.signal,
+      warn,
+    }
+    this.reporter.follow(flags as {events?: 'ndjson'; 'events-file'?: string}, this.verbose())
   }
 
-  /** Sets up --events and --events-file, and announces the run. */
-  private followEvents(flags: {events?: 'ndjson'; 'events-file'?: string}): void {
-    this.events = new RunEvents(this.commandName())
-    if (flags.events === 'ndjson') {
-      if (this.verbose())
-        throw usageError(
-          '--verbose writes diagnostics to stderr, where --events ndjson writes only events',
-          'use --events-file PATH with --verbose',
-        )
-      this.eventLines = 'stderr'
-      this.events.on(stderrLines())
-    }
-
-    const path = flags['events-file']
-    if (path !== undefined) {
-      const file = fileLines(path, (message) => this.addWarning(message))
-      this.closeEventsFile = file.close
-      this.events.on(file.listener)
-    }
-
-    this.events.emit({status: 'started', type: 'run'})
-    // A second signal exits at once, past `finally`: the stream still ends with how the run ended.
-    this.disposeExitEvent = registerExitCallback(() => {
-      this.events.emit({
-        duration_ms: Date.now() - this.runStartedAt,
-        error: {code: 'INTERRUPTED', hint: 'run targon status to see what is left', message: 'exited at once on a second signal'},
-        status: 'failed',
-        type: 'run',
-      })
-      this.closeEventsFile?.()
-    })
+  /** What the run does, for whoever follows it (--events, --events-file, and the command's own display). */
+  protected get events(): RunEvents {
+    return this.reporter.events
   }
 
   /** Whether stderr carries only event lines (--events ndjson): no progress, no prompt, warnings as events. */
   protected eventsOnStderr(): boolean {
-    return this.eventLines === 'stderr'
+    return this.reporter.eventsOnStderr()
   }
 
   /** The run's last event: how it ended. */
   public async finally(error: Error | undefined): Promise<void> {
     if (error instanceof Errors.ExitError) return super.finally(error)
-    const failure = error ? toTargonError(error) : undefined
-    this.events.emit({
-      detail: failure ? `exit code ${failure.exitCode}` : 'exit code 0',
-      duration_ms: Date.now() - this.runStartedAt,
-      error: failure ? eventError(failure) : null,
-      status: failure ? 'failed' : 'done',
-      type: 'run',
-    })
-    this.disposeExitEvent?.()
-    this.closeEventsFile?.()
+    this.reporter.finish(error ? this.runError(error) : undefined)
     return super.finally(error)
   }
 
@@ -157,8 +128,9 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       ? (line: string) => this.events.emit({detail: line.trim(), status: 'warning', type: 'warning'})
       : undefined
     const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
+    guard?.signal.addEventListener('abort', () => this.interrupted.abort(guard.signal.reason), {once: true})
     try {
-      const client = await connect({auth: true, signal: guard?.signal, trace: this.traceSink()})
+      const client = await connect(this.ctx.settings, {auth: true, clock: this.ctx.clock, signal: guard?.signal, trace: this.traceSink()})
       try {
         // Without a guard the work takes no signal (the overload without one).
         return await work(client, guard?.signal as AbortSignal)
@@ -176,8 +148,8 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
    * wrong account unawares.
    */
   protected async resolveOrg(client: TargonClient): Promise<string> {
-    const org = await resolveOrg(client, this.flags.org)
-    const profile = (await activeProfile()).name
+    const org = await resolveOrg(client, this.ctx.settings, this.flags.org)
+    const profile = (await this.ctx.settings.profile()).name
     this.acting = {org, profile}
     this.events.emit({detail: `org: ${org} (profile: ${profile})`, status: 'progress', type: 'run'})
     this.info(`org: ${org} (profile: ${profile})`)
@@ -190,55 +162,19 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     if (!this.jsonEnabled() || this.verbose()) process.stderr.write(`${printable(message)}\n`)
   }
 
-  /**
-   * The run's notify URL (--notify, TARGON_NOTIFY_URL, the profile's notify-url), read before the work starts. The
-   * flag is accepted with a warning: a command line shows in ps and in crontabs, and the URL is a secret.
-   *
-   * A URL the notify-url rule refuses (malformed, or plain http to another machine) is a warning and the run goes on
-   * without notifications: nothing optional may stop a deletion, and a cron line with a typo in its environment must
-   * still clean up. Only a --notify on the command line of a run that has created nothing yet (`refuseFlag`: up,
-   * credits) is refused, as the person who typed it is there to fix it.
-   */
-  protected async useNotifyUrl(flag: string | undefined, refuseFlag: boolean): Promise<void> {
-    if (flag !== undefined)
-      this.addWarning(
-        '--notify puts the webhook URL where ps and crontabs show it: prefer TARGON_NOTIFY_URL or targon config set notify-url',
-      )
-    try {
-      this.notifyUrl = await resolveSetting('notify-url', flag)
-    } catch (error) {
-      if (!isTargonError(error) || (refuseFlag && flag !== undefined)) throw error
-      // The refusal never quotes the URL (it may carry a token).
-      this.addWarning(`${error.message}: this run sends no notification${error.hint ? ` (${error.hint})` : ''}`)
-    }
+  /** See RunReporter.useNotifyUrl. */
+  protected useNotifyUrl(flag: string | undefined, refuseFlag: boolean): Promise<void> {
+    return this.reporter.useNotifyUrl(this.ctx.settings, flag, refuseFlag)
   }
 
   /** Whether this run sends notifications (a notify URL is set and was accepted): work only they need can be skipped. */
   protected notifying(): boolean {
-    return this.notifyUrl !== undefined
+    return this.reporter.notifying()
   }
 
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
-  protected async notify(
-    event: NotifyEvent,
-    text: string,
-    facts: {exitCode: number; owner?: string | null; vms: {name: string | null; uid: string}[]; stillBilling?: string[]},
-  ): Promise<void> {
-    if (!this.notifyUrl) return
-    const warning = await deliver(this.notifyUrl, {
-      targon: {
-        command: this.commandName(),
-        event,
-        exit_code: facts.exitCode,
-        org: this.acting.org,
-        owner: facts.owner ?? null,
-        profile: this.acting.profile,
-        still_billing: facts.stillBilling ?? [],
-        vms: facts.vms,
-      },
-      text: printable(text),
-    })
-    if (warning) this.addWarning(warning)
+  protected notify(event: NotifyEvent, text: string, facts: NotifyFacts): Promise<void> {
+    return this.reporter.notify(event, text, facts, this.acting)
   }
 
   /** The human result on stdout, without control characters from the API or a VM (--json goes out exactly, elsewhere). */
@@ -259,6 +195,13 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /** A line sink for HTTP traces when --verbose is on. */
   protected traceSink(): ((line: string) => void) | undefined {
     return this.verbose() ? (line) => process.stderr.write(`[http] ${printable(line)}\n`) : undefined
+  }
+
+  /** What the run failed with, in the CLI's taxonomy, with what only the run's settings can add to its hint. */
+  private runError(error: unknown): TargonError {
+    const err = toTargonError(error)
+    const sudoUser = err.cause instanceof OwnedByAnother ? this.ctx?.settings.sudoUser(err.cause.ownerUid) : undefined
+    return sudoUser === undefined ? err : err.with({hint: sudoHint(sudoUser)})
   }
 
   /** "config set", not oclif's internal "config:set". */
@@ -305,7 +248,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
 
   public async catch(error: Error & {oclif?: {exit?: number}}): Promise<void> {
     if (error instanceof Errors.ExitError) throw error
-    const err = toTargonError(error)
+    const err = this.runError(error)
     process.exitCode = err.exitCode
     if (this.jsonEnabled()) {
       this.logJson(this.toErrorJson(err))

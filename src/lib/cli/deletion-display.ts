@@ -2,9 +2,11 @@
  * What a deleting command (down, sweep) shows of its deletions as they happen: each one's events, a line per result
  * on stderr, and, for a forced exit (a second Ctrl-C), which of the selected VMs may still bill.
  */
-import type {DeleteResult} from '../contract.js'
-import type {DeleteTarget, DeletionEvent} from '../deletion/delete-workloads.js'
-import type {RunEvents} from '../events/run-events.js'
+import type {DeleteResult} from '../domain/deletion/schema.js'
+import {type Column, dash, renderTable} from '../core/output.js'
+import type {DeleteTarget, DeletionEvent} from '../domain/deletion/delete-workloads.js'
+import type {RunEvents} from '../adapters/events/run-events.js'
+import {hooksInWords} from '../domain/hooks/hook.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {
   const settled = new Set<string>()
@@ -33,4 +35,22 @@ export function followDeletions(events: RunEvents, info: (line: string) => void)
     /** The VMs the run selected for deletion, with the facts the listing gave of them. */
     selected: (): DeleteTarget[] => selected,
   }
+}
+
+/**
+ * The lines a deleting command prints of its results: the table (NAME, UID, the `after` columns, RESULT, BILLING),
+ * then what each pre-delete hook did.
+ */
+export function deletionResultLines<Row extends DeleteResult>(results: Row[], after: Column<Row>[] = []): string[] {
+  const table = renderTable<Row>(
+    [
+      {header: 'NAME', value: (row) => dash(row.name)},
+      {header: 'UID', value: (row) => row.uid},
+      ...after,
+      {header: 'RESULT', value: (row) => row.action},
+      {header: 'BILLING', value: (row) => (row.billing === null ? '?' : row.billing ? 'yes' : 'no')},
+    ],
+    results,
+  )
+  return [table, ...hooksInWords(results)]
 }

@@ -10,6 +10,7 @@
  */
 type ExitCallback = () => void
 
+// Process-wide by nature: the packages register from wherever they run, and the exit they guard is the process's.
 const callbacks = new Set<ExitCallback>()
 
 export function registerExitCallback(callback: ExitCallback): () => void {

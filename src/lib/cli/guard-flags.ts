@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 
 import {durationFlag} from './flags.js'
 import {usageError} from '../core/errors.js'
-import type {GuardKind} from '../guard/guard.js'
+import type {GuardKind} from '../workflows/guard/guard.js'
 
 export const KIND_FLAGS = {
   cron: Flags.boolean({default: false, summary: "A line in this user's crontab.", exclusive: ['systemd']}),

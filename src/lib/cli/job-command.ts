@@ -5,12 +5,11 @@
 import {Args, Flags} from '@oclif/core'
 
 import {formatDuration} from '../core/input.js'
-import {parseVmList} from '../fleet/fan-out.js'
-import {ownerScope} from '../fleet/owners.js'
-import {REAL_CLOCK} from '../core/clock.js'
-import type {JobsOptions} from '../run/jobs.js'
-import type {Job} from '../run/schema.js'
-import {configDir, resolveSetting} from '../settings/settings.js'
+import {parseVmList} from '../domain/fleet/fan-out.js'
+import {ownerScope} from '../domain/fleet/owners.js'
+import type {JobsOptions} from '../workflows/run/jobs.js'
+import type {Job} from '../workflows/run/schema.js'
+import type {RunContext} from '../workflows/run-context.js'
 
 export const JOB_SELECTION_FLAGS = {
   fleet: Flags.string({summary: 'The fleet whose running VMs are searched, and of VMs named by label (default: config, else "default").'}),
@@ -25,17 +24,19 @@ export const JOB_ID_ARG = {
 export async function jobSelection(
   flags: {fleet?: string; vms?: string},
   org: string,
-  say: {warn: (message: string) => void; info: (message: string) => void},
+  run: Pick<RunContext, 'clock' | 'historyBudget' | 'settings' | 'warn'>,
+  info: (message: string) => void,
 ): Promise<JobsOptions> {
   return {
-    configDir: configDir(),
-    fleet: await resolveSetting('fleet', flags.fleet),
-    info: say.info,
-    now: () => REAL_CLOCK.now(),
+    clock: run.clock,
+    configDir: run.settings.dir,
+    fleet: await run.settings.get('fleet', flags.fleet),
+    historyBudget: run.historyBudget,
+    info,
     org,
-    owners: await ownerScope(false),
+    owners: await ownerScope(run.settings, false),
     targets: parseVmList(flags.vms),
-    warn: say.warn,
+    warn: run.warn,
   }
 }
 

@@ -9,9 +9,9 @@
  */
 import type {ListrTask} from 'listr2'
 
-import type {PhaseName, RunEvent} from '../contract.js'
-import type {PipelineLayout} from '../up/pipeline.js'
-import type {ProgressDisplay} from '../up/up.js'
+import type {PhaseName, RunEvent} from '../adapters/events/schema.js'
+import type {PipelineLayout} from '../workflows/up/pipeline.js'
+import type {ProgressDisplay} from '../workflows/up/up.js'
 import {Deferred} from '../core/deferred.js'
 import {liveTerminal, printable} from '../core/output.js'
 

@@ -17,5 +17,16 @@ export const REAL_CLOCK: Clock = {
     }),
 }
 
+/** Milliseconds since the call, on `clock`: how long a step took. */
+export function stopwatch(clock: Pick<Clock, 'now'>): () => number {
+  const started = clock.now()
+  return () => clock.now() - started
+}
+
+/** The clock's present as an ISO 8601 timestamp. */
+export function isoNow(clock: Pick<Clock, 'now'>): string {
+  return new Date(clock.now()).toISOString()
+}
+
 /** setTimeout's limit (about 24.8 days); a longer delay would fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1

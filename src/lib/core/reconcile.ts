@@ -14,10 +14,10 @@ import {poll} from './poll.js'
 export type Verdict = 'fatal' | 'refused' | 'unclear'
 
 /**
- * What one look at the state says: the mutation's effect is seen (or an end that settles it: gone, crashed); keep
+ * What one look at the state says: the mutation's effect is observed (or an end that settles it: gone, crashed); keep
  * watching until the window closes; or send again now (the state no longer moves, and the answer will tell).
  */
-export type Look<S> = {seen: S} | 'send-again' | 'watch'
+export type Look<S> = {observed: S} | 'send-again' | 'watch'
 
 /** Every mutation is sent at most this many times while its answers stay unclear and the state does not show it. */
 export const MAX_SENDS = 4
@@ -53,7 +53,7 @@ export interface ReconcileOptions {
 
 export type Reconciled<A, S> =
   | {kind: 'answered'; value: A; sends: number}
-  | {kind: 'seen'; state: S; sends: number}
+  | {kind: 'observed'; state: S; sends: number}
   | {kind: 'refused'; error: unknown; sends: number}
   /** Out of sends or time with nothing seen; `error` is the last unclear answer, when there was one. */
   | {kind: 'unsettled'; error?: Error; sends: number; why: 'deadline' | 'sends'}
@@ -65,15 +65,15 @@ export async function reconcile<A, S>(mutation: Mutation<A, S>, options: Reconci
   let unclear = options.unclear
   if (options.lookFirst) {
     const look = await mutation.look()
-    if (typeof look === 'object') return {kind: 'seen', sends, state: look.seen}
+    if (typeof look === 'object') return {kind: 'observed', sends, state: look.observed}
   }
 
   for (;;) {
     if (unclear) {
       const look = await poll(
         async () => {
-          const seen = await mutation.look()
-          return seen === 'watch' ? undefined : seen
+          const answer = await mutation.look()
+          return answer === 'watch' ? undefined : answer
         },
         {
           clock,
@@ -83,7 +83,7 @@ export async function reconcile<A, S>(mutation: Mutation<A, S>, options: Reconci
           signal: options.signal,
         },
       )
-      if (typeof look === 'object') return {kind: 'seen', sends, state: look.seen}
+      if (typeof look === 'object') return {kind: 'observed', sends, state: look.observed}
       if (sends >= MAX_SENDS) return {error: unclear, kind: 'unsettled', sends, why: 'sends'}
       if (clock.now() >= deadline) return {error: unclear, kind: 'unsettled', sends, why: 'deadline'}
       mutation.onResend?.(unclear, sends)

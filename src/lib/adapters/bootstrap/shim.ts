@@ -1,0 +1,98 @@
+/** The shim phase of bootstrap.sh (S0-S9), then the dstack shim's health through a forwarded channel. */
+import {randomBytes} from 'node:crypto'
+import * as z from 'zod'
+
+import {BACKOFF} from '../../core/backoff.js'
+import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import {TargonError} from '../../core/errors.js'
+import {poll} from '../../core/poll.js'
+import type {ExecResult, SshSession} from '../ssh/session.js'
+import {type BootstrapParams, PHASE_OUTPUT_BYTES, CHECK_OUTPUT_BYTES, SCRIPT_PATH, envAssignments} from './remote-call.js'
+import {type StepEvent, StepParser} from './steps.js'
+
+const SHIM_PORT = 10998
+
+/** The shim phase's remote part, already run right after a check that found the VM bootstrapped. */
+export interface ShimRun {
+  result: ExecResult
+  events: StepEvent[]
+}
+
+/** Shim phase: S0-S9 (unless runInstall already ran them, `done`), then the health check through a forwarded channel. */
+export async function runShim(
+  session: SshSession,
+  params: BootstrapParams,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+  done?: ShimRun,
+  clock: Clock = REAL_CLOCK,
+): Promise<{version: string}> {
+  for (const event of done?.events ?? []) onEvent(event)
+  const result = done?.result ?? (await execShim(session, params, onEvent, signal))
+  if (result.code !== 0) {
+    const lines = `${result.stdout}\n${result.stderr}`.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
+    throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {
+      details: {log_tail: lines.slice(-40)},
+      hint: 'run targon up --name <vm> again',
+    })
+  }
+
+  onEvent({at: clock.now(), detail: '', event: 'start', id: 'S7'})
+  const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, clock, signal)
+  onEvent({at: clock.now(), detail: version, event: 'ok', id: 'S7'})
+  return {version}
+}
+
+function execShim(
+  session: SshSession,
+  params: BootstrapParams,
+  onEvent: (event: StepEvent) => void,
+  signal?: AbortSignal,
+): Promise<ExecResult> {
+  const parser = new StepParser(onEvent)
+  const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
+  return session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {
+    maxBytes: PHASE_OUTPUT_BYTES,
+    onStdout: (text) => parser.push(text),
+    signal,
+  })
+}
+
+const HealthSchema = z.object({service: z.string(), version: z.string()})
+
+async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, clock: Clock, signal?: AbortSignal): Promise<string> {
+  let last = ''
+  const version = await poll(
+    async () => {
+      try {
+        const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
+        const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
+        if (
+          status === 200 &&
+          health.success &&
+          health.data.service === 'dstack-shim' &&
+          (wanted === 'latest' || health.data.version === wanted)
+        )
+          return health.data.version
+        last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
+      } catch (error) {
+        last = (error as Error).message
+      }
+
+      return undefined
+    },
+    {clock, deadline: clock.now() + timeoutMs, delayMs: BACKOFF.shimHealthLook, signal},
+  )
+  if (version !== undefined) return version
+  const log = (await session.exec('sudo -n tail -n 20 /root/.dstack/shim.log', {maxBytes: CHECK_OUTPUT_BYTES})).stdout
+    .split('\n')
+    .filter(Boolean)
+  throw new TargonError(
+    'BOOTSTRAP_FAILED',
+    `dstack-shim is not healthy on 127.0.0.1:${SHIM_PORT} after ${Math.round(timeoutMs / 1000)} s (${last})`,
+    {
+      details: {log_tail: log},
+      hint: 'see /root/.dstack/shim.log on the VM (targon ssh <vm> -- sudo tail /root/.dstack/shim.log)',
+    },
+  )
+}

@@ -1,0 +1,80 @@
+/**
+ * Registers the project key with an org once: its uid is cached locally and verified with one
+ * GET; otherwise the org's keys are searched by key blob before anything is created, under a lock
+ * so that concurrent first runs register one key.
+ */
+import {TargonError} from '../../core/errors.js'
+import type {LocalState} from '../state/local-state.js'
+import {withFileLock} from '../state/lock.js'
+import type {TargonClient} from '../targon/client.js'
+import {apiTrouble, isOutcomeUnknown} from '../../core/wait.js'
+import {BACKOFF} from '../../core/backoff.js'
+import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import {reconcile} from '../../core/reconcile.js'
+import {type ProjectKey, keyName, sameKey} from './project-key.js'
+
+const REGISTER_MS = 2 * 60_000
+
+/**
+ * The key's uid in the org: found by its blob, else registered. An unclear answer (a 5xx, a reset: the key may well
+ * be registered) is reconciled by listing the keys again and matching the blob; only when it is not there is it sent
+ * again, a bounded number of times, with a back-off.
+ */
+async function registerReconciled(client: TargonClient, org: string, key: ProjectKey, clock: Clock): Promise<string> {
+  const outcome = await reconcile(
+    {
+      classify: (error) => (isOutcomeUnknown(error) ? 'unclear' : 'fatal'),
+      look: async () => {
+        const existing = (await client.listSshKeys(org)).find((remote) => sameKey(remote.public_key_raw, key.publicKey))
+        return existing ? {observed: existing.uid} : 'watch'
+      },
+      lookDelay: BACKOFF.keyLook,
+      lookTrouble: apiTrouble,
+      send: async () => (await client.createSshKey(org, {name: keyName(key.publicKey), ssh_key: key.publicKey})).uid,
+      watchMs: (_error, sends) => BACKOFF.keyLook(sends - 1),
+    },
+    {clock, deadline: clock.now() + REGISTER_MS, lookFirst: true},
+  )
+  if (outcome.kind === 'answered') return outcome.value
+  if (outcome.kind === 'observed') return outcome.state
+  if (outcome.kind === 'refused') throw outcome.error
+  if (outcome.why === 'deadline')
+    throw new TargonError('TIMEOUT', `registering the project key with org ${org} did not settle in time`, {hint: 'retry later'})
+  throw new TargonError('API_ERROR', `the project key could not be registered with org ${org}`, {hint: 'retry later'})
+}
+
+/** Makes sure the org knows our key and returns its uid. */
+export async function ensureKeyRegistered(
+  client: TargonClient,
+  org: string,
+  state: LocalState,
+  key: ProjectKey,
+  clock: Clock = REAL_CLOCK,
+): Promise<string> {
+  const verified = async (uid: string | undefined): Promise<string | undefined> => {
+    if (!uid) return undefined
+    try {
+      const remote = await client.getSshKey(org, uid)
+      return sameKey(remote.public_key_raw, key.publicKey) ? uid : undefined
+    } catch (error) {
+      if (error instanceof TargonError && error.code === 'NOT_FOUND') return undefined
+      throw error
+    }
+  }
+
+  const cached = state.readOrgCache(org).ssh_key_uid
+  const fromCache = await verified(cached)
+  if (fromCache) return fromCache
+
+  return withFileLock(`${state.orgFile(org)}.lock`, async () => {
+    const cachedNow = state.readOrgCache(org).ssh_key_uid
+    if (cachedNow && cachedNow !== cached) {
+      const fromOtherProcess = await verified(cachedNow)
+      if (fromOtherProcess) return fromOtherProcess
+    }
+
+    const uid = await registerReconciled(client, org, key, clock)
+    state.writeOrgCache(org, {...state.readOrgCache(org), ssh_key_uid: uid})
+    return uid
+  })
+}

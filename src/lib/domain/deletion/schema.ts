@@ -1,0 +1,36 @@
+/** The JSON contract of one deletion, as down, sweep and up's clean-up report it, and why a VM is deleted. */
+import * as z from 'zod'
+
+import {HookOutcomeSchema} from '../../adapters/events/schema.js'
+
+export const DELETE_ACTIONS = [
+  'deleted',
+  'woken-and-deleted',
+  'already-gone',
+  'left-registered',
+  'would-delete',
+  'not-attempted',
+  'failed',
+  'still-present',
+  'invalid-answer',
+] as const
+export type DeleteAction = (typeof DELETE_ACTIONS)[number]
+
+export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down', 'job-done'] as const
+export type DeleteReason = (typeof DELETE_REASONS)[number]
+
+export const DeleteResultSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  action: z
+    .enum(DELETE_ACTIONS)
+    .describe(
+      'woken-and-deleted: suspended or crashed, so deployed first, then deleted; left-registered: never deployed, Targon refuses to delete it, it does not run; invalid-answer: a listed item that failed the checks of the API answer (it may bill; name its exact uid to delete it)',
+    ),
+  billing: z.boolean().nullable().describe('whether it still costs money; null: not known'),
+  error: z.string().optional(),
+  hook: HookOutcomeSchema.optional().describe(
+    'present when the VM has a pre-delete hook and down or sweep tried to run it (not under --dry-run or --no-hooks)',
+  ),
+})
+export type DeleteResult = z.infer<typeof DeleteResultSchema>

@@ -1,0 +1,26 @@
+/**
+ * "Did you mean …?" for a VM name or label that matched nothing: the closest among the names a name typed there could
+ * reach (the owner's VMs and those without an owner, when an owner is set; tombstones left out), and their labels
+ * within the fleet that labels resolve in (worker1 for tcli-<fleet>-worker1).
+ */
+import {closest} from '../../core/similar.js'
+import {NAME_PREFIX} from './naming.js'
+import type {OwnerScope, VmOwner} from './owners.js'
+
+export function suggestVmName(
+  typed: string,
+  vms: readonly {name: string | null; owner: VmOwner; gone: boolean}[],
+  fleet: string,
+  scope: OwnerScope,
+): string | undefined {
+  const labelled = `${NAME_PREFIX}${fleet}-`
+  const names = vms
+    .filter((vm) => !vm.gone && (scope.owner === null || scope.anyOwner || vm.owner === scope.owner || vm.owner === null))
+    .flatMap((vm) => (vm.name === null ? [] : vm.name.startsWith(labelled) ? [vm.name.slice(labelled.length), vm.name] : [vm.name]))
+  return closest(typed, names)
+}
+
+/** The hint of a name that matched nothing: the suggestion first, if there is one. */
+export function notFoundHint(suggestion: string | undefined, otherwise: string): string {
+  return suggestion ? `did you mean ${suggestion}? Else ${otherwise}` : otherwise
+}

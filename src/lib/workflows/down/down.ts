@@ -1,0 +1,477 @@
+/**
+ * `targon down`: select from the API's listing (local state only adds), delete with bounded
+ * concurrency until nothing selected bills (deletion/delete-workloads.ts), verify against a fresh listing, and
+ * tidy local state for what no longer bills.
+ */
+
+import type {TargonClient} from '../../adapters/targon/client.js'
+import {workloadStatus} from '../../adapters/targon/schemas.js'
+import {TargonError, abortError} from '../../core/errors.js'
+import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import {budgetLeft, estimatedCost} from '../../domain/fleet/estimates.js'
+import type {HistoryBudget} from '../../domain/deletion/history.js'
+import {
+  type FleetSnapshot,
+  type KnownVm,
+  billingOfTool,
+  billingUncertain,
+  invalidWarning,
+  outsideOwner,
+  resolveVm,
+  snapshot,
+  vmFacts,
+} from '../../domain/fleet/workloads.js'
+import {type OwnerScope, findForOwner, outsideWarning, refuseMixedOwners, scoped} from '../../domain/fleet/owners.js'
+import {notFoundHint, suggestVmName} from '../../domain/fleet/suggest.js'
+import {judge} from '../../domain/deletion/lifecycle.js'
+import {countOf} from '../../core/output.js'
+import {forgetVm} from '../../domain/deletion/forget.js'
+import type {LocalState, VmRecord} from '../../adapters/state/local-state.js'
+import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../../domain/deletion/delete-workloads.js'
+import {vmRef} from '../../adapters/events/run-events.js'
+import {idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
+import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
+import type {HookOutcome} from '../../adapters/events/schema.js'
+import type {DownResult} from './schema.js'
+import type {Usage} from '../../domain/idle/schema.js'
+import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
+import {recordSnapshot} from '../../domain/ledger/ledger.js'
+
+const STALE_INTENT_MS = 60 * 60_000
+
+export type DownSelection = DownResult['selection']
+
+export interface DownOptions {
+  selection: DownSelection
+  dryRun: boolean
+  ignoreMissing: boolean
+  /** Deletions in flight at once (at most 8). */
+  parallel: number
+  /** Deploy registered leftovers briefly, so that Targon deletes them. */
+  wakeRegistered: boolean
+  /** Asked before a bulk deletion on a terminal; false aborts. */
+  confirm: (vms: KnownVm[]) => Promise<boolean>
+  warn: (message: string) => void
+  /** Once aborted (Ctrl-C), no further deletion starts; those under way finish. */
+  stop: AbortSignal
+  /** The fleet whose --name labels name VMs (the configured one). */
+  labelFleet: string
+  /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
+  reconcileMs: number
+  /** Every uid about to be deleted, before the first DELETE. */
+  onTargets?: (targets: DeleteTarget[]) => void
+  onResult?: (result: DeleteResult) => void
+  /** Each deletion's course (see deleteWorkloads). */
+  onEvent?: (event: DeletionEvent) => void
+  /**
+   * What of this tool still bills in the selection's fleet after the run (see billingOfTool): from the final listing,
+   * else (`fromListing` false: it failed) from the first one, less what the run settled.
+   */
+  onStillBilling?: (uids: string[], fromListing: boolean) => void
+  /** Where the project key and the pins are, for --idle's probes. */
+  configDir: string
+  clock?: Clock
+  /** The run's history reads (RunContext.historyBudget). */
+  historyBudget: HistoryBudget
+  /**
+   * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
+   * Without it, --idle decides, else every chosen VM is deleted.
+   */
+  narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<{chosen: KnownVm[]; kept: DownResult['kept']}>
+  /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). Never under --dry-run. */
+  hooks: boolean
+  /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
+  reasonOf?: (vm: KnownVm) => DeleteReason
+}
+
+/**
+ * Picks the VMs a selection names. Explicit targets are always allowed, and with them --fleet only says which fleet
+ * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
+ * the listing does not show come back as `unlisted`.
+ */
+export function chooseTargets(
+  vms: KnownVm[],
+  selection: DownSelection & {tombstones?: boolean},
+  labelFleet: string,
+  now: number,
+): {chosen: KnownVm[]; unlisted: string[]} {
+  const chosen = new Map<string, KnownVm>()
+  const unlisted: string[] = []
+  const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
+  for (const target of selection.targets) {
+    const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, selection.fleet ?? labelFleet))
+    if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {
+      throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}: ${matches.map((vm) => vm.uid).join(', ')}`, {
+        hint: 'name them by uid',
+      })
+    }
+
+    if (matches.length === 0) unlisted.push(target)
+    for (const vm of matches) chosen.set(vm.uid, vm)
+  }
+
+  if (isBulk(selection)) {
+    for (const vm of scoped(vms, scope).inScope) {
+      // tombstones: only the deleted VMs the selectors would take, to count them.
+      if (vm.gone !== (selection.tombstones ?? false)) continue
+      if (!selection.any_origin && !vm.owned) continue
+      if (selection.fleet !== null && vm.fleet !== selection.fleet) continue
+      if (selection.older_than_seconds !== null && !olderThan(vm, selection.older_than_seconds, now)) continue
+      if (selection.expired && !expired(vm, now)) continue
+      if (selection.over_cost_usd !== null && !((estimatedCost(vm, now) ?? 0) > selection.over_cost_usd)) continue
+      chosen.set(vm.uid, vm)
+    }
+  }
+
+  return {chosen: [...chosen.values()], unlisted}
+}
+
+/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost, --expired, --idle or --jobs-done rather than named. */
+export function isBulk(selection: DownSelection): boolean {
+  return (
+    selection.targets.length === 0 &&
+    (selection.all ||
+      selection.fleet !== null ||
+      selection.expired ||
+      selection.older_than_seconds !== null ||
+      selection.over_cost_usd !== null ||
+      selection.idle ||
+      selection.jobs_done)
+  )
+}
+
+function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
+  const created = Date.parse(vm.workload.created_at ?? vm.record?.created_at ?? '')
+  return !Number.isNaN(created) && now - created >= seconds * 1000
+}
+
+/** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age); both are local. */
+function expired(vm: KnownVm, now: number): boolean {
+  return limitReached(vm, now) !== null
+}
+
+/** Which local limit a VM has reached: its --ttl, else its --max-cost budget (by the estimate); null for neither. */
+export function limitReached(vm: KnownVm, now: number): 'max-cost' | 'ttl' | null {
+  const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
+  if (!Number.isNaN(expires) && expires <= now) return 'ttl'
+  const left = budgetLeft(vm, now)
+  return left !== null && left <= 0 ? 'max-cost' : null
+}
+
+/**
+ * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
+ * --idle-limit) are to be deleted, the others kept with why. An unreadable clock is never a reason to delete.
+ */
+export async function keepUnlessIdle(
+  chosen: KnownVm[],
+  options: Pick<DownOptions, 'clock' | 'configDir' | 'parallel' | 'stop' | 'warn'> & {selection: Pick<DownSelection, 'idle_limit_seconds'>},
+): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
+  const live = chosen.filter((vm) => !vm.gone)
+  const usages = await probeUsages(live, {
+    clock: options.clock,
+    configDir: options.configDir,
+    limitS: options.selection.idle_limit_seconds,
+    parallel: options.parallel,
+    signal: options.stop,
+  })
+  const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
+  // targon extend held off its idle deletion: idle or not, it stays until then.
+  const heldUntil = (vm: KnownVm) => {
+    const until = Date.parse(vm.record?.idle_hold_until ?? '')
+    return until > (options.clock ?? REAL_CLOCK).now() ? new Date(until).toISOString() : null
+  }
+  const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
+  const kept = live
+    .filter((vm) => !idle.includes(vm))
+    .map((vm) => ({
+      idle_seconds: usage(vm).idle_seconds,
+      name: vm.name,
+      reason: `${usage(vm).idle_reason}${heldUntil(vm) === null ? '' : `; idle deletion held off until ${heldUntil(vm)} (targon extend)`}`,
+      state: usage(vm).state,
+      uid: vm.uid,
+    }))
+  // VMs not running have no clock to read: one line for them all, by status; each is in data.kept.
+  const stopped = live.filter((vm) => vm.status !== 'running')
+  const unreadable = kept.filter((vm) => vm.state === 'unreadable' && !stopped.some((each) => each.uid === vm.uid))
+  if (unreadable.length > 0)
+    options.warn(
+      `kept ${countOf(unreadable.length, 'VM')} whose idle clock could not be read (${unreadable.map((vm) => `${vm.name ?? vm.uid}: ${vm.reason}`).join('; ')}); their --ttl and --max-cost still apply`,
+    )
+  if (stopped.length > 0) {
+    const byStatus = new Map<string, number>()
+    for (const vm of stopped) byStatus.set(vm.status, (byStatus.get(vm.status) ?? 0) + 1)
+    const uncertain = stopped.filter(billingUncertain).length
+    options.warn(
+      `kept ${countOf(stopped.length, 'VM')} not running (${[...byStatus].map(([status, count]) => `${count} ${status}`).join(', ')}), which have no idle clock${uncertain > 0 ? `, ${uncertain} of unknown billing` : ''}: --show-deleted lists them; targon status says which bill`,
+    )
+  }
+  return {chosen: idle, kept}
+}
+
+/**
+ * A typed name or uid that the listing does not show: gone if this machine deleted it (its delete note) or has a
+ * record of it; a workload if the API still answers for it; otherwise NOT_FOUND, so that a typo never passes
+ * for "already gone" while the intended VM keeps billing.
+ */
+async function resolveUnlisted(
+  client: TargonClient,
+  org: string,
+  state: LocalState,
+  target: string,
+  ignoreMissing: boolean,
+  suggestion: string | undefined,
+): Promise<DeleteTarget | undefined> {
+  const record = state.listVms(org).records.find((each) => each.uid === target || each.name === target)
+  const uid = record?.uid ?? target
+  if (state.readDeleteNote(org, uid)) return {name: record?.name ?? null, status: 'not-found', uid}
+  // A record says this machine created it, not that it is gone: the listing may lag, so ask for it.
+  try {
+    const status = workloadStatus({state: await client.getWorkloadState(org, uid)})
+    return {name: record?.name ?? null, status, uid}
+  } catch (error) {
+    if (!(error instanceof TargonError && error.code === 'NOT_FOUND')) throw error
+  }
+
+  if (record) return {name: record.name, status: 'not-found', uid}
+  if (ignoreMissing) return undefined
+  throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
+    hint: notFoundHint(suggestion, 'check the name with targon status --all-fleets, or pass --ignore-missing'),
+  })
+}
+
+export async function runDown(
+  client: TargonClient,
+  cleanupClient: TargonClient,
+  org: string,
+  state: LocalState,
+  options: DownOptions,
+): Promise<DownResult> {
+  const {selection} = options
+  const clock = options.clock ?? REAL_CLOCK
+  const view = await snapshot(client, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: isBulk(selection) || selection.owner !== null,
+  })
+  recordSnapshot(state.dir, org, view, clock)
+  for (const problem of view.problems) options.warn(problem)
+  const listed = new Set(view.vms.map((vm) => vm.uid))
+  state.pruneDeleteNotes(org, listed, clock.now())
+  state.pruneHistoryVerdicts(org, listed, clock.now())
+  const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
+  if (isBulk(options.selection)) {
+    const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
+    refuseMixedOwners(
+      chosen.map((vm) => ({owner: vm.owner, uncertain: billingUncertain(vm)})),
+      scope,
+    )
+    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
+    const outside = outsideOwner(view.vms, scope)
+    const note = outsideWarning(outside.billing, scope, outside.unknown)
+    if (note) options.warn(note)
+  }
+  // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
+  const decided = options.narrow
+    ? await options.narrow(chosen, view)
+    : selection.idle
+      ? await keepUnlessIdle(chosen, options)
+      : {chosen, kept: []}
+  const {kept} = decided
+  const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
+    createdAt: vm.workload.created_at ?? null,
+    facts: vmFacts(vm),
+    name: vm.name,
+    status: vm.status,
+    uid: vm.uid,
+  }))
+  for (const target of unlisted) {
+    const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
+    const suggestion = suggestVmName(target, view.vms, selection.fleet ?? options.labelFleet, scope)
+    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing, suggestion)
+    if (resolved) targets.push(resolved)
+  }
+
+  // A listed item that failed the API checks may bill, but nothing can tell whose it is: a bulk selector never deletes
+  // it, it is reported, and it keeps the exit non-zero; naming its exact uid deletes it (a target above). A sweep
+  // (narrow) reports it as down --expired does. Under --idle they are not idle VMs selected: the exit code is the idle
+  // VMs' alone.
+  const invalid: DeleteResult[] =
+    isBulk(options.selection) && !options.selection.idle
+      ? view.invalid
+          .filter((item) => !targets.some((target) => target.uid === item.uid))
+          .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
+      : []
+  if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
+  const deletedListed = isBulk(selection)
+    ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen
+    : []
+  const base = {
+    deleted_listed: deletedListed.map((vm) => ({name: vm.name, uid: vm.uid})),
+    dry_run: options.dryRun,
+    kept,
+    org,
+    selection: options.selection,
+  }
+  if (options.dryRun) {
+    const plan = targets.map((target) => {
+      const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))
+      return {
+        action: verdict.gone ? ('already-gone' as const) : ('would-delete' as const),
+        billing: verdict.billing,
+        name: target.name,
+        uid: target.uid,
+      }
+    })
+    return {...base, results: [...plan, ...invalid], survivors: []}
+  }
+
+  const pending = decided.chosen.filter((vm) => !vm.gone)
+  if (pending.length > 0 && !(await options.confirm(pending))) {
+    throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
+  }
+
+  options.onTargets?.(targets)
+  const interruptedBefore = options.stop.aborted
+  const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
+  const hookedUids = new Set(hooked.map((vm) => vm.uid))
+  let hooks = new Map<string, HookOutcome>()
+  const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
+  const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
+    deleteWorkloads(cleanupClient, org, state, batch, {
+      clock,
+      concurrency: options.parallel,
+      onEvent: options.onEvent,
+      onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
+      reconcileMs: options.reconcileMs,
+      stop,
+      wakeRegistered: options.wakeRegistered,
+    })
+  // The VMs without a hook do not wait for the others' hooks: their deletions start at once. A signal during the hooks
+  // ends them and deletes at once, so while hooks run it does not hold these back either.
+  const unhooked = deleteBatch(
+    targets.filter((target) => !hookedUids.has(target.uid)),
+    hooked.length > 0 ? new AbortController().signal : options.stop,
+  )
+  const hookedDone = (async () => {
+    if (hooked.length === 0) return []
+    hooks = await runPreDeleteHooks(hooked, options)
+    // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
+    await unhooked
+    const deletionStop = options.stop.aborted ? new AbortController().signal : options.stop
+    return deleteBatch(
+      targets.filter((target) => hookedUids.has(target.uid)),
+      deletionStop,
+    )
+  })()
+  const byUid = new Map((await Promise.all([unhooked, hookedDone])).flat().map((result) => [result.uid, withHook(result)]))
+  const results = [...new Set(targets.map((target) => target.uid))].flatMap((uid) => {
+    const result = byUid.get(uid)
+    return result ? [result] : []
+  })
+  // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
+  // the per-VM results (each already confirmed by its state) stand.
+  const final = await snapshot(cleanupClient, org, state, {
+    clock,
+    historyBudget: options.historyBudget,
+    readOwners: selection.owner !== null,
+  }).catch((error: unknown) => {
+    options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
+    return undefined
+  })
+  if (final) recordSnapshot(state.dir, org, final, clock)
+  const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
+  const verified = results.map((result): DeleteResult =>
+    result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
+  )
+  tidyLocalState(state, org, verified, view.localOnly, options.selection, clock.now())
+  const settledUids = new Set(verified.filter((each) => each.billing === false).map((each) => each.uid))
+  options.onStillBilling?.(
+    billingOfTool(final?.vms ?? view.vms, selection.fleet, selection.owner).filter((uid) => final !== undefined || !settledUids.has(uid)),
+    final !== undefined,
+  )
+  verified.push(...invalid)
+
+  const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
+  const result: DownResult = {...base, results: verified, survivors}
+  if (options.stop.aborted) {
+    const reason = abortError(options.stop)
+    throw new TargonError(
+      'INTERRUPTED',
+      `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`,
+      {
+        data: result,
+        hint: survivors.length === 0 ? undefined : `run targon down ${survivors.join(' ')}`,
+        signal: reason instanceof TargonError ? reason.signal : undefined,
+      },
+    )
+  }
+
+  if (survivors.length > 0) {
+    throw new TargonError(
+      'PARTIAL_FAILURE',
+      `${survivors.length} of ${countOf(verified.length, 'VM')} still ${survivors.length === 1 ? 'bills' : 'bill'}: ${survivors.join(', ')}`,
+      {
+        data: result,
+        hint: `run targon down ${survivors.join(' ')} again; if it persists, contact Targon support`,
+      },
+    )
+  }
+
+  return result
+}
+
+/** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */
+function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
+  const {selection} = options
+  const now = (options.clock ?? REAL_CLOCK).now()
+  const reasonOf =
+    options.reasonOf ??
+    ((vm: KnownVm): DeleteReason =>
+      selection.idle
+        ? 'idle'
+        : selection.expired
+          ? (limitReached(vm, now) ?? 'down')
+          : selection.over_cost_usd !== null
+            ? 'over-cost'
+            : 'down')
+  return runHooks(vms, reasonOf, {
+    clock: options.clock,
+    configDir: options.configDir,
+    onOutcome: (vm, hook) => {
+      const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
+      options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})
+      if (hook.status !== 'ok') options.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
+    },
+    parallel: options.parallel,
+    signal: options.stop,
+  })
+}
+
+/**
+ * Whether the final listing shows a VM billing, on evidence: an `error` record of unknown billing may be the tombstone
+ * of a delete made elsewhere, and cannot overrule a result.
+ */
+function bills(vm: KnownVm | undefined): boolean {
+  return vm?.billing === true
+}
+
+/** Removes the records (with their host-key pins) of VMs that no longer bill, and stale records of the selected fleet. */
+function tidyLocalState(
+  state: LocalState,
+  org: string,
+  results: DeleteResult[],
+  localOnly: VmRecord[],
+  selection: DownSelection,
+  now: number,
+): void {
+  const settled = new Set(results.filter((result) => result.billing === false).map((result) => result.uid))
+  for (const uid of settled) forgetVm(state, org, uid)
+
+  if (selection.all || selection.fleet !== null) {
+    for (const record of localOnly) {
+      // A record without a uid may belong to an `up` that is creating its VM right now.
+      const stale = record.uid !== null || now - Date.parse(record.created_at) > STALE_INTENT_MS
+      if (stale && (selection.fleet === null || record.fleet === selection.fleet)) state.removeVm(org, record.name)
+    }
+  }
+}

@@ -1,0 +1,68 @@
+/** The JSON contract of the targon guard commands, and the guard coverage that targon status reports. */
+import * as z from 'zod'
+
+export const GuardRunSchema = z.object({
+  at: z.string().describe('when the sweep started, RFC 3339'),
+  exit_code: z.number(),
+  duration_ms: z.number(),
+  deleted: z.number().describe('VMs it deleted'),
+  still_billing: z.number().describe('VMs selected that still bill after it'),
+  skipped: z.boolean().describe('another sweep was running: it did nothing'),
+})
+export type GuardRun = z.infer<typeof GuardRunSchema>
+
+export const GuardEntrySchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  config_dir: z.string(),
+  profile: z.string(),
+  org: z.string(),
+  owner: z.string().nullable(),
+  every_seconds: z.number().nullable().describe('the period of its schedule; null when the entry was edited into another'),
+  node: z.string().nullable().describe('the absolute path of node that it runs'),
+  cli: z.string().nullable().describe('the absolute path of the CLI that it runs'),
+  files: z.array(z.string()).nullable().describe('systemd: its service and timer files; null for cron (the user crontab)'),
+})
+export type GuardEntry = z.infer<typeof GuardEntrySchema>
+
+export const GuardInstallResultSchema = z.object({
+  installed: GuardEntrySchema,
+  replaced: z.boolean().describe('a guard of this directory and profile was there and was replaced'),
+  enabled: z
+    .boolean()
+    .nullable()
+    .describe('systemd: whether systemctl enabled the timer (false: the units are written, enable them by hand); null for cron'),
+  log: z.string().describe("where the sweeps' output goes (rotated past 1 MiB)"),
+})
+
+export const GuardStatusResultSchema = z.object({
+  config_dir: z.string(),
+  profile: z.string(),
+  guards: z.array(GuardEntrySchema).describe('what is installed for this directory and profile (cron, systemd, or none)'),
+  last_runs: z.array(GuardRunSchema).describe('the last runs, newest last'),
+  next_run_at: z.string().nullable().describe('by the schedule and this clock; null when nothing is installed'),
+  log: z.string(),
+  problems: z.array(z.string()).describe('what stops the guard from working: a missing node or CLI, failing or missing runs'),
+})
+
+export const GuardUninstallResultSchema = z.object({removed: z.array(GuardEntrySchema)})
+
+export const GuardPrintResultSchema = z.object({
+  kind: z.enum(['cron', 'systemd']),
+  text: z.string().describe('the crontab lines, or the units one after the other'),
+  files: z.array(z.string()).nullable().describe('with --dir: the unit files written there'),
+})
+
+export const GuardCoverageSchema = z
+  .object({
+    kind: z
+      .enum(['cron', 'systemd', 'unknown'])
+      .nullable()
+      .describe(
+        'the guard on this machine that sweeps this directory and profile; null: none; "unknown": the crontab or its files could not be read (a warning says why)',
+      ),
+    every_seconds: z.number().nullable(),
+    last_run_at: z.string().nullable().describe("its last sweep's start; null: none recorded"),
+    last_exit_code: z.number().nullable(),
+  })
+  .describe('whether targon guard covers this config directory and profile here, and how its last sweep went')
+export type GuardCoverage = z.infer<typeof GuardCoverageSchema>

@@ -1,0 +1,107 @@
+/** The JSON contract of targon status. */
+import * as z from 'zod'
+
+import {DstackFleetSchema} from '../../adapters/bootstrap/dstack-fleet.js'
+import {GuardCoverageSchema} from '../guard/schema.js'
+import {UsageSchema} from '../../domain/idle/schema.js'
+
+export const StatusVmSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  fleet: z.string().nullable(),
+  status: z.string().describe('as the API says; unknown values verbatim'),
+  public_ip: z.string().nullable(),
+  ssh_port: z.number().nullable(),
+  resource: z.string().nullable(),
+  gpu_model: z.string().nullable(),
+  gpu_count: z.number().nullable(),
+  price_per_hour: z.number().nullable().describe("USD per hour while it runs (the workload's cost_per_hour): the estimates rest on it"),
+  frozen_price_per_hour: z
+    .number()
+    .nullable()
+    .describe("the workload's frozen_cost_per_hour: the rate while frozen, never used for the cap or the estimates"),
+  created_at: z.string().nullable(),
+  age_seconds: z.number().nullable(),
+  estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
+  ttl_expires_at: z.string().nullable(),
+  ttl_left_seconds: z.number().nullable(),
+  max_cost_usd: z.number().nullable().describe('the budget of up --max-cost (local); null: none'),
+  budget_left_usd: z
+    .number()
+    .nullable()
+    .describe('max_cost_usd minus estimated_cost_usd (an estimate); negative: spent, targon down --expired deletes it'),
+  bootstrapped: z
+    .boolean()
+    .nullable()
+    .describe(
+      "as the local record says; for a VM without one, as the VM's bootstrap marker says when --usage connected to it; null: not known",
+    ),
+  billing: z
+    .boolean()
+    .nullable()
+    .describe(
+      "whether it costs money now; null: an error record of unknown billing (no delete note, and the server's history could not tell)",
+    ),
+  billing_assumed: z
+    .boolean()
+    .describe(
+      'made here, billing unknown (billing is null): an error record of a VM this config directory created, with no delete of it noted, that the server history could not classify (another machine may have deleted it); treated as billing where safety needs it: bulk down deletes it, credits counts it in the possible burn',
+    ),
+  deleted: z.boolean().describe('a tombstone: deleted, still listed for a while, no longer billing (shown with --show-deleted)'),
+  history: z
+    .enum(['deleted', 'crashed', 'unknown'])
+    .nullable()
+    .describe(
+      "for an error record without a delete note: what the server's history of it said (deleted: a tombstone; crashed: it bills; unknown: it could not tell); null when it was not asked",
+    ),
+  origin: z.enum(['this-tool', 'other']),
+  owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners, or unknown'),
+  owner_known: z
+    .boolean()
+    .describe('false: its owner was not read (no owner set and no --any-owner, and the listing has no project_id) or could not be'),
+  local_record: z.enum(['present', 'missing']),
+  idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
+  idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
+  usage: UsageSchema.nullable().describe('with --usage, for running VMs: what its idle clock and a live sample say; null otherwise'),
+  ends_by: z
+    .string()
+    .describe(
+      'what ends it and when, for a person: "TTL 14:05Z", "idle 12m/30m" (idle time with --usage, else ?), "cost 4.10/5.00", joined by ", "; "no limit"',
+    ),
+})
+export type StatusVm = z.infer<typeof StatusVmSchema>
+
+export const StatusResultSchema = z.object({
+  org: z.string(),
+  fleet: z.string().nullable().describe('null with --all-fleets'),
+  vms: z.array(StatusVmSchema),
+  drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
+  totals: z.object({
+    count: z.number().describe('VMs listed above'),
+    billing_count: z.number().describe('VMs that bill; price and cost totals count only these'),
+    unknown_billing_count: z
+      .number()
+      .describe("error records of unknown billing: no delete note, and the server's history could not tell (targon down settles them)"),
+    price_per_hour: z.number(),
+    estimated_cost_usd: z.number(),
+    deleted_hidden_count: z
+      .number()
+      .describe('deleted VMs (tombstones) Targon still lists that the selection leaves out of vms; 0 with --show-deleted or named VMs'),
+  }),
+  dstack_fleet: DstackFleetSchema.nullable().describe('with --dstack-fleet: the fleet file for the bootstrapped, running VMs'),
+  invalid_answers: z
+    .array(z.object({uid: z.string().nullable().describe('as the API sent it'), problem: z.string(), billing: z.null()}))
+    .describe('listed items that failed the checks of the API answer: they may bill, and nothing is derived from them'),
+  owner: z.string().nullable().describe('the owner whose VMs are shown; null: every owner'),
+  outside_owner: z
+    .array(
+      z.object({
+        owner: z.string().nullable().describe('null: no owner, or unknown'),
+        owner_known: z.boolean(),
+        billing_count: z.number(),
+      }),
+    )
+    .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
+  guard: GuardCoverageSchema,
+})
+export type StatusResult = z.infer<typeof StatusResultSchema>

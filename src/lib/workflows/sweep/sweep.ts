@@ -1,0 +1,244 @@
+/**
+ * `targon sweep` without the rendering: one pass of every limit over every fleet. What it deletes is what
+ * `down --expired`, `down --over-cost` and `down --idle` would delete with the same owner rules (it is runDown, with
+ * the limits as its last say), so a sweep can never take a VM that `down` would not; what bills under no limit is
+ * reported, and the credits are read after the deletions.
+ */
+import type {DownResult} from '../down/schema.js'
+import type {SweepReason, SweepResult} from './schema.js'
+import {TargonError, isTargonError} from '../../core/errors.js'
+import {REAL_CLOCK} from '../../core/clock.js'
+import {estimatedCost} from '../../domain/fleet/estimates.js'
+import type {OwnerScope} from '../../domain/fleet/owners.js'
+import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type DownOptions, type DownSelection, keepUnlessIdle, limitReached, runDown} from '../down/down.js'
+import {runCredits} from '../spend/credits.js'
+import {keepUnlessJobsDone} from '../run/jobs-done.js'
+import {dueWarnings, unsent} from './warnings.js'
+import type {LocalState} from '../../adapters/state/local-state.js'
+import type {TargonClient} from '../../adapters/targon/client.js'
+
+export interface SweepOptions extends Pick<
+  DownOptions,
+  | 'clock'
+  | 'configDir'
+  | 'historyBudget'
+  | 'labelFleet'
+  | 'onEvent'
+  | 'onResult'
+  | 'onTargets'
+  | 'parallel'
+  | 'reconcileMs'
+  | 'stop'
+  | 'warn'
+> {
+  org: string
+  dryRun: boolean
+  fleet: string | null
+  owners: OwnerScope
+  overCostUsd: number | null
+  idleLimitS: number | null
+  minRunwayMs: number | null
+  /** --warn: warn of limits that fire within this window; null: off. */
+  warnWindowMs: number | null
+  /** Whose warnings were sent: kept per config directory and profile. */
+  profile: string
+  /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). */
+  hooks: boolean
+}
+
+/**
+ * Deletes every VM past a limit and reads the runway. Resolves when nothing selected still bills; otherwise throws
+ * down's error (PARTIAL_FAILURE, INTERRUPTED) with the sweep's result as its data, the runway read all the same.
+ */
+export async function runSweep(
+  client: TargonClient,
+  cleanupClient: TargonClient,
+  state: LocalState,
+  options: SweepOptions,
+): Promise<SweepResult> {
+  const clock = options.clock ?? REAL_CLOCK
+  const reasons = new Map<string, SweepReason>()
+  let unlimited: SweepResult['unlimited'] = []
+  // What --warn looks at: the VMs of the selection, the idle ones with how long, and every uid listed.
+  let scopedVms: KnownVm[] = []
+  const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
+  let listed = new Set<string>()
+  const narrow = async (chosen: KnownVm[], view: FleetSnapshot) => {
+    const now = clock.now()
+    const live = chosen.filter((vm) => !vm.gone)
+    for (const vm of live) {
+      const reason = limitReached(vm, now) ?? (overCost(vm, options.overCostUsd, now) ? 'over-cost' : null)
+      if (reason) reasons.set(vm.uid, reason)
+    }
+
+    // Only VMs with an idle limit are probed: a clock without a limit decides nothing.
+    const idleLimited = live.filter((vm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null)
+    const idle = await keepUnlessIdle(idleLimited, {...options, selection: {idle_limit_seconds: options.idleLimitS}})
+    for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
+    // A detached run --down started from here: its VM goes once the job has ended, its outputs fetched first.
+    const detached = live.filter((vm) => !reasons.has(vm.uid) && vm.record?.down_job)
+    const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(detached, {...options, clock})
+    for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
+    scopedVms = live
+    listed = new Set(view.vms.map((vm) => vm.uid))
+    for (const kept of idle.kept) {
+      const vm = live.find((each) => each.uid === kept.uid) as KnownVm
+      const limitS = idleLimitOf(vm, options.idleLimitS)
+      const held = Date.parse(vm.record?.idle_hold_until ?? '') > clock.now()
+      if (kept.state === 'idle' && kept.idle_seconds !== null && limitS !== null && !held)
+        idleNow.set(vm.uid, {idleSeconds: kept.idle_seconds, limitS})
+    }
+    unlimited = [
+      ...live.filter((vm) => !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
+      ...view.vms.filter((vm) => !vm.owned && !vm.gone && vm.billing !== false).map((vm) => unlimitedVm(vm, 'other')),
+    ]
+    return {chosen: live.filter((vm) => reasons.has(vm.uid)), kept: [...idle.kept, ...jobsDone.kept]}
+  }
+
+  const selection = sweepSelection(options)
+  const sweepOf = (down: DownResult): SweepResult => ({
+    dry_run: options.dryRun,
+    kept: down.kept,
+    org: options.org,
+    // Every result is of a VM that narrow chose, for its reason, or a listed item that failed the API checks (none).
+    results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) ?? null})),
+    runway: null,
+    warned: [],
+    selection: {
+      any_owner: options.owners.anyOwner,
+      fleet: options.fleet,
+      idle_limit_seconds: options.idleLimitS,
+      min_runway_hours: options.minRunwayMs === null ? null : options.minRunwayMs / 3_600_000,
+      over_cost_usd: options.overCostUsd,
+      owner: options.owners.owner,
+    },
+    skipped: null,
+    survivors: down.survivors,
+    unlimited,
+  })
+
+  let swept: SweepResult
+  let failure: TargonError | undefined
+  try {
+    swept = sweepOf(
+      await runDown(client, cleanupClient, options.org, state, {
+        ...options,
+        // The guard runs unattended: its limits are the consent.
+        confirm: async () => true,
+        ignoreMissing: false,
+        narrow,
+        reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
+        selection,
+        wakeRegistered: false,
+      }),
+    )
+  } catch (error) {
+    const partial = isTargonError(error) ? (error.data as DownResult | undefined) : undefined
+    if (!partial?.results) throw error
+    failure = error as TargonError
+    swept = sweepOf(partial)
+  }
+
+  if (options.warnWindowMs !== null && !options.stop.aborted) {
+    const gone = new Set(swept.results.filter((result) => result.billing === false).map((result) => result.uid))
+    const due = dueWarnings(
+      scopedVms.filter((vm) => !gone.has(vm.uid) && !reasons.has(vm.uid)),
+      idleNow,
+      clock.now(),
+      options.warnWindowMs,
+      {configDir: options.configDir, owner: options.owners.owner, profile: options.profile},
+    )
+    if (options.dryRun) swept.warned = due
+    else {
+      const {fresh, remember} = unsent(options.configDir, options.profile, options.org, due)
+      remember(listed)
+      swept.warned = fresh
+    }
+  }
+
+  // An interrupted sweep reads nothing more: its signal said stop.
+  if (options.minRunwayMs !== null && !options.stop.aborted) {
+    const credits = await runCredits({clock, historyBudget: options.historyBudget, warn: options.warn}, client, state, {
+      minRunwayMs: options.minRunwayMs,
+      org: options.org,
+      owners: options.owners,
+    }).catch((error: unknown) => {
+      throw isTargonError(error) ? error.with({data: swept}) : error
+    })
+    swept.runway = {
+      burn_usd_per_hour: credits.burn_usd_per_hour,
+      credits: credits.credits,
+      runway_ends_at: credits.runway_ends_at,
+      runway_hours: credits.runway_hours,
+      short: credits.short,
+    }
+  }
+
+  if (failure) throw failure.with({data: swept})
+  return swept
+}
+
+/** What a sweep asks of down: every fleet (or one), this tool's VMs, the owner rules; its limits narrow it. */
+function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'owners'>): DownSelection {
+  return {
+    all: options.fleet === null,
+    any_origin: false,
+    jobs_done: false,
+    any_owner: options.owners.anyOwner,
+    expired: false,
+    fleet: options.fleet,
+    idle: false,
+    idle_limit_seconds: options.idleLimitS,
+    older_than_seconds: null,
+    over_cost_usd: null,
+    owner: options.owners.owner,
+    targets: [],
+  }
+}
+
+/**
+ * Whether a sweep of this org and owner scope would be refused before it deletes anything (VMs of several owners
+ * and no owner set): a dry run of its selection, with no limit read and no VM probed. Throws down's refusal.
+ */
+export async function checkSweepSelection(
+  client: TargonClient,
+  state: LocalState,
+  options: Pick<SweepOptions, 'configDir' | 'historyBudget' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
+): Promise<void> {
+  await runDown(client, client, options.org, state, {
+    ...options,
+    confirm: async () => true,
+    dryRun: true,
+    hooks: false,
+    ignoreMissing: false,
+    narrow: async () => ({chosen: [], kept: []}),
+    parallel: 1,
+    selection: sweepSelection({fleet: null, idleLimitS: null, owners: options.owners}),
+    stop: new AbortController().signal,
+    wakeRegistered: false,
+  })
+}
+
+function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
+  return limitUsd !== null && (estimatedCost(vm, now) ?? 0) > limitUsd
+}
+
+/** The VM's own idle limit (up --idle, in its record), else --idle-limit; null for none. */
+function idleLimitOf(vm: KnownVm, idleLimitS: number | null): number | null {
+  return vm.record?.idle_limit_s ?? idleLimitS
+}
+
+/** Whether any limit covers the VM: a TTL, a budget, an idle limit, or --over-cost with a price to estimate by. */
+function hasLimit(vm: KnownVm, options: SweepOptions): boolean {
+  return (
+    Boolean(vm.record?.ttl_expires_at) ||
+    (vm.record?.max_cost_usd ?? null) !== null ||
+    idleLimitOf(vm, options.idleLimitS) !== null ||
+    (options.overCostUsd !== null && vmPrice(vm) !== null)
+  )
+}
+
+function unlimitedVm(vm: KnownVm, origin: 'other' | 'targon'): SweepResult['unlimited'][number] {
+  return {name: vm.name, origin, price_per_hour: vmPrice(vm), uid: vm.uid}
+}

@@ -1,0 +1,93 @@
+/**
+ * The one way a test file runs `targon` against the simulator: a config directory and environment of its own, a
+ * simulator started and stopped around the tests, and `targon(args, options)` returning the run's exit code, stdout,
+ * stderr and its `--json` document. A fixture runs the built CLI as a subprocess (cli.ts), or through oclif in this
+ * process (in-process.ts) where a test needs nothing only a process shows.
+ */
+import {type CliOptions, type CliResult, parseJson, runCli, tempDir} from './cli.js'
+import {runInProcess} from './in-process.js'
+import {simulatorEnv, useFreshSimulator, useSimulatedVms} from './simulator.js'
+import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import type {VmFarm} from '../vm/farm.js'
+
+type Env = Record<string, string | undefined>
+
+export interface TargonResult extends CliResult {
+  /** stdout as the one JSON document of `--json`, checked against the command's schema (throws if it is not). */
+  readonly json: Record<string, any>
+}
+
+export interface RunOptions extends CliOptions {
+  /** Another config directory than the fixture's, for this run. */
+  config?: string
+  /** Overrides the fixture's choice for this run: false for what only a process shows (signals, pipes, start-up). */
+  inProcess?: boolean
+}
+
+/** What only a subprocess run can honour. */
+const PROCESS_ONLY = ['cwd', 'nodeArgs', 'onSpawn', 'umask', 'user'] as const
+
+export type Targon = (args: string[], options?: RunOptions) => Promise<TargonResult>
+
+export interface FixtureOptions {
+  /** Environment of every run; a run's own `env` wins over it. */
+  env?: Env
+  /** Options of every subprocess run (e.g. `timeoutMs`); a run's own win over them. */
+  defaults?: CliOptions
+  /**
+   * Runs through oclif in this process, from the sources: no root, no build, no process per run. Runs must not
+   * overlap, and only `env`, `input` and `config` of a run apply.
+   */
+  inProcess?: boolean
+}
+
+/** Where runs go: read at each run, since a fixture may start a new simulator or config directory per test. */
+export interface Target {
+  sim: TargonSimulator
+  configDir: string
+}
+
+/** `targon()` against whatever simulator and config directory `target` names at the time of the run. */
+export function targonFor(target: () => Target, fixture: FixtureOptions = {}): Targon {
+  return async (args, options = {}) => {
+    const {config, inProcess = fixture.inProcess, ...run} = options
+    const {sim, configDir} = target()
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...fixture.env, ...run.env})
+    const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
+    if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
+    const result = inProcess ? await runInProcess(args, {env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})
+    return withJson(result)
+  }
+}
+
+function withJson(result: CliResult): TargonResult {
+  let json: Record<string, any> | undefined
+  return Object.defineProperty(result, 'json', {
+    enumerable: false,
+    get: () => (json ??= parseJson(result)),
+  }) as TargonResult
+}
+
+/** A fresh simulator and config directory per test: `setup()` starts them, and the simulator stops after the test. */
+export function useFreshFixture(
+  fixture: FixtureOptions = {},
+): Target & {setup: (options?: SimulatorOptions) => Promise<void>; targon: Targon} {
+  const context = useFreshSimulator()
+  return Object.assign(context, {targon: targonFor(() => context, fixture)})
+}
+
+/** Simulated VMs (real sshd hosts, root only) and one config directory, shared by the tests of a file. */
+export function useVmFixture(fixture: FixtureOptions & {simulator?: SimulatorOptions} = {}): Target & {farm: VmFarm; targon: Targon} {
+  const vms = useSimulatedVms(fixture.simulator)
+  const configDir = tempDir('targon-config-')
+  return {
+    configDir,
+    get farm() {
+      return vms.farm
+    },
+    get sim() {
+      return vms.sim
+    },
+    targon: targonFor(() => ({configDir, sim: vms.sim}), fixture),
+  }
+}
