@@ -1102,7 +1102,12 @@ export const scenarios: Scenario[] = [
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
       const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'echo one; while [ ! -e /tmp/go-on ]; do sleep 0.2; done; echo two'])
-      await waitFor(() => running('/tmp/go-on'), 60_000)
+      // The job runs once the VM's systemd-run has returned (the local command line names /tmp/go-on as well).
+      const simVm = ctx.farm.vm(uid)
+      await waitFor(
+        () => simVm.timedCalls().some((call) => call.event === 'end' && call.call.startsWith('systemd-run --unit=targon-job-')),
+        60_000,
+      )
       // Every SSH session of the VM ends (sshd's own processes for ubuntu's connections, killed on the VM), the run's
       // among them, and this exec's own.
       await ctx.targon(['exec', '--vms', vm, '--', 'sudo pkill -f "^sshd: ubuntu"'])

@@ -21,7 +21,7 @@ import {updateIdleSampler} from '../../adapters/bootstrap/idle-config.js'
 import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
+import {type ExecResult, type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
 import {reopenVm} from './jobs.js'
 import {type Followed, followJob} from './follow.js'
@@ -31,9 +31,11 @@ import {
   WORK_ROOT,
   jobDir,
   newJobId,
+  parseState,
   runScript,
   signalName,
   startScript,
+  stateScript,
   unitOf,
   workdirIdOf,
 } from './job.js'
@@ -97,6 +99,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
   const clock = options.clock
   const name = vm.name ?? vm.uid
   const session = (await openVm(vm, options)).session
+  const opened: SshSession[] = []
   try {
     await updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
@@ -123,7 +126,9 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       started_at: new Date(clock.now()).toISOString(),
       workdir: remoteDir,
     }
-    await startJob(session, record, options.env)
+    const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
+    const following = await startJob(session, record, options.env, reopen)
+    if (following !== session) opened.push(following)
     const job: Job = {
       command: record.command,
       down: record.down,
@@ -152,12 +157,10 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
       return result
     }
-    return await completeJob(client, state, vm, session, record, result, {
-      ...options,
-      reopen: () => reopenVm(client, state, vm, {...options, targets: []}),
-    })
+    return await completeJob(client, state, vm, following, record, result, {...options, reopen})
   } finally {
     session.close()
+    for (const other of opened) other.close()
   }
 }
 
@@ -237,14 +240,38 @@ async function updateSampler(session: SshSession, name: string, options: Pick<Ru
   }
 }
 
-async function startJob(session: SshSession, record: JobRecord, env: {name: string; value: string}[]): Promise<void> {
-  const started = await session.exec(startScript(record), {maxBytes: 64 * 1024, stdin: runScript(record, env)})
+/**
+ * Starts the job; the session to follow it on is returned. A connection lost before the start was answered leaves it
+ * unclear whether the unit runs: the VM is asked again over a new connection, and the job is followed when it shows
+ * there (running or ended), rather than started twice or reported as not started.
+ */
+async function startJob(
+  session: SshSession,
+  record: JobRecord,
+  env: {name: string; value: string}[],
+  reopen: () => Promise<SshSession>,
+): Promise<SshSession> {
+  let started: ExecResult
+  try {
+    started = await session.exec(startScript(record), {maxBytes: 64 * 1024, stdin: runScript(record, env)})
+  } catch (error) {
+    if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
+    const again = await reopen()
+    const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
+    const state = answer === undefined ? undefined : parseState(answer.stdout)
+    if (state === undefined || state.state === 'lost') {
+      again.close()
+      throw error
+    }
+    return again
+  }
   if (started.code !== 0) {
     const why = started.stderr.trim().split('\n').at(-1) ?? ''
     throw new TargonError('REMOTE_COMMAND_FAILED', `could not start the job: ${why || `exit code ${started.code}`}`, {
       hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
     })
   }
+  return session
 }
 
 function settle(result: RunResult, followed: Followed, clock: Clock): void {
