@@ -19,8 +19,14 @@ import GuardInstall from './commands/guard/install.js'
 import GuardPrint from './commands/guard/print.js'
 import GuardStatus from './commands/guard/status.js'
 import GuardUninstall from './commands/guard/uninstall.js'
+import Jobs from './commands/jobs/list.js'
+import JobsCancel from './commands/jobs/cancel.js'
+import JobsFetch from './commands/jobs/fetch.js'
+import JobsLogs from './commands/jobs/logs.js'
+import JobsWait from './commands/jobs/wait.js'
 import Logs from './commands/logs.js'
 import Offers from './commands/offers.js'
+import Run from './commands/run.js'
 import Ssh from './commands/ssh.js'
 import Status from './commands/status.js'
 import Sweep from './commands/sweep.js'
@@ -48,8 +54,14 @@ export const COMMANDS = {
   'guard:print': GuardPrint,
   'guard:status': GuardStatus,
   'guard:uninstall': GuardUninstall,
+  jobs: Jobs,
+  'jobs:cancel': JobsCancel,
+  'jobs:fetch': JobsFetch,
+  'jobs:logs': JobsLogs,
+  'jobs:wait': JobsWait,
   logs: Logs,
   offers: Offers,
+  run: Run,
   ssh: Ssh,
   status: Status,
   sweep: Sweep,

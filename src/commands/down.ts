@@ -18,12 +18,13 @@ import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
+import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
 
   static description = prose(`Selects from the API's own listing, so it works even when local state is lost. Bulk selectors
-(--all, --fleet, --older-than, --over-cost, --expired, --idle) only take VMs this tool created, unless --any-origin is given; VMs named
+(--all, --fleet, --older-than, --over-cost, --expired, --idle, --jobs-done) only take VMs this tool created, unless --any-origin is given; VMs named
 explicitly are always deleted, and a name or uid that matches nothing exits 4. In a shared org, with an owner set
 (targon config set owner NAME, or TARGON_OWNER), bulk selectors take only that owner's VMs and names resolve among them
 first, then among VMs without an owner; with no owner set, a bulk deletion that would reach VMs of more than one owner
@@ -106,6 +107,12 @@ otherwise, with a per-VM result.`)
         "Reads each VM's idle clock over SSH (the sampler the bootstrap installs keeps it on the VM) and deletes only VMs idle longer than their limit: the VM's own (up --idle), else --idle-limit. A VM that is busy (a GPU above the threshold, an SSH session or tunnel, a dstack task, or what up --idle-check says) or whose clock cannot be read (SSH fails, no sampler, a stale clock) is never deleted for idleness: it is listed in data.kept with the reason, its --ttl and --max-cost still apply, and an unreadable clock adds a warning. Needs the config directory that holds the project key, like --expired.",
       summary: 'Only VMs idle longer than their idle limit (read from each VM; busy or unreadable VMs are kept).',
     }),
+    'jobs-done': Flags.boolean({
+      default: false,
+      description:
+        "Reads each VM's jobs over SSH (as targon jobs does; needs the config directory that holds the project key). A VM is deleted (reason job-done, after its pre-delete hook) when one of its run --down jobs has ended and no job of it still runs; the --out paths of those jobs are first copied into the config directory's job store (jobs/<job id>/), and a VM whose outputs do not come, or whose jobs cannot be read, is kept with a warning (its --ttl, --max-cost and idle limit still apply). For the VMs of detached jobs (run --detach --down).",
+      summary: 'Only VMs whose run --down job has ended (read from each VM), after fetching its outputs.',
+    }),
     'idle-limit': durationFlag('--idle-limit', {
       summary: "With --idle: the limit for VMs without one of their own, e.g. 45m (a VM's own limit, from up --idle, wins).",
     }),
@@ -140,18 +147,23 @@ otherwise, with a per-VM result.`)
       over_cost_usd: overCost,
       idle: flags.idle,
       idle_limit_seconds: flags['idle-limit'] === undefined ? null : flags['idle-limit'] / 1000,
+      jobs_done: flags['jobs-done'],
       targets,
     }
     if (flags['idle-limit'] !== undefined && !flags.idle) throw usageError('--idle-limit needs --idle', 'add --idle')
-    if (targets.length > 0 && (flags.all || flags.expired || flags.idle || olderThan !== null || overCost !== null)) {
+    if (flags['jobs-done'] && flags.idle) throw usageError('--jobs-done and --idle select differently', 'run them one after the other')
+    if (targets.length > 0 && (flags.all || flags.expired || flags.idle || flags['jobs-done'] || olderThan !== null || overCost !== null)) {
       throw usageError(
-        'VM names cannot be combined with --all, --expired, --idle, --older-than or --over-cost',
+        'VM names cannot be combined with --all, --expired, --idle, --jobs-done, --older-than or --over-cost',
         'name the VMs alone, or drop the names to select by those flags',
       )
     }
 
     if (targets.length === 0 && !isBulk(selection)) {
-      throw usageError('nothing selected', 'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD, --expired or --idle')
+      throw usageError(
+        'nothing selected',
+        'name VMs, or pass --all, --fleet F, --older-than DUR, --over-cost USD, --expired, --idle or --jobs-done',
+      )
     }
 
     // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
@@ -177,15 +189,30 @@ otherwise, with a per-VM result.`)
             onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
             onResult: deletions.onResult,
             parallel: flags.parallel,
+            ...(flags['jobs-done'] && {
+              narrow: (chosen) =>
+                keepUnlessJobsDone(chosen, {
+                  clock: this.ctx.clock,
+                  configDir: this.ctx.settings.dir,
+                  dryRun: flags['dry-run'],
+                  parallel: flags.parallel,
+                  stop: signal,
+                  warn: this.ctx.warn,
+                }),
+              reasonOf: () => 'job-done' as const,
+            }),
             selection,
             stop: signal,
             wakeRegistered: flags['wake-registered'],
             historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,
           })
-          const scheduled = [flags.expired && '--expired', overCost !== null && `--over-cost ${overCost}`, flags.idle && '--idle'].filter(
-            Boolean,
-          )
+          const scheduled = [
+            flags.expired && '--expired',
+            overCost !== null && `--over-cost ${overCost}`,
+            flags.idle && '--idle',
+            flags['jobs-done'] && '--jobs-done',
+          ].filter(Boolean)
           const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(

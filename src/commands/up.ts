@@ -139,7 +139,7 @@ existing VM instead of creating a second one.`)
       summary:
         "A command to run on the VM as ubuntu before targon down or sweep deletes it, e.g. to save a checkpoint (at most 4 KiB, one line); '' removes it. Kept when a later up adopts the VM without it.",
       description:
-        "Stored on the VM in /etc/targon-fleet/on-delete.conf (0600 root: it may carry a token), never locally and never on a command line. down and sweep run it over the VM's pinned SSH connection with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down) set, and report its exit code, duration and last output lines; a hook that fails or times out does not stop the deletion, and a VM that cannot be reached is deleted without it. The clean-up of a failed or interrupted up runs no hook. The VM bills while its hook runs: a --max-cost budget can be overshot by up to --hook-timeout of its price.",
+        "Stored on the VM in /etc/targon-fleet/on-delete.conf (0600 root: it may carry a token), never locally and never on a command line. down and sweep run it over the VM's pinned SSH connection with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down, job-done) set, and report its exit code, duration and last output lines; a hook that fails or times out does not stop the deletion, and a VM that cannot be reached is deleted without it. The clean-up of a failed or interrupted up runs no hook. The VM bills while its hook runs: a --max-cost budget can be overshot by up to --hook-timeout of its price.",
     }),
     'hook-timeout': durationFlag('--hook-timeout', {
       summary:

@@ -1093,6 +1093,53 @@ export const scenarios: Scenario[] = [
     vms: true,
   },
 
+  // ---- run ----
+  {
+    code: null,
+    exit: 0,
+    name: 'run: the SSH connection drops while it follows the job: it connects again, and the job goes on to its end',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const vm = ctx.sim.workloads.get(uid)!.name
+      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'echo one; while [ ! -e /tmp/go-on ]; do sleep 0.2; done; echo two'])
+      // The job runs once the VM's systemd-run has returned (the local command line names /tmp/go-on as well).
+      const simVm = ctx.farm.vm(uid)
+      await waitFor(
+        () => simVm.timedCalls().some((call) => call.event === 'end' && call.call.startsWith('systemd-run --unit=targon-job-')),
+        60_000,
+      )
+      // Every SSH session of the VM ends (sshd's own processes for ubuntu's connections, killed on the VM), the run's
+      // among them, and this exec's own.
+      await ctx.targon(['exec', '--vms', vm, '--', 'sudo pkill -f "^sshd: ubuntu"'])
+      expect((await ctx.targon(['exec', '--vms', vm, '--', 'touch /tmp/go-on'])).code).toBe(0)
+      const result = await run
+      expect(parseJson(result).data).toMatchObject({exit_code: 0, job: {state: 'succeeded'}, tail: ['one', 'two']})
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      return result
+    },
+    vms: true,
+  },
+  {
+    code: 'API_ERROR',
+    exit: 5,
+    name: 'run: the VM crashes during the job: the run says so, and the VM, still billing, is left to its limits and down',
+    async run(ctx) {
+      const uid = await oneVm(ctx)
+      const vm = ctx.sim.workloads.get(uid)!.name
+      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'sleep 307'])
+      await waitFor(() => running('^sleep 307$'), 60_000)
+      ctx.sim.crash(uid)
+      const result = await run
+      const doc = parseJson(result)
+      expect(doc.error.message).toBe(`${vm} is error`)
+      expect(doc.error.hint).toContain(`targon down ${vm}`)
+      expect(doc.data.job).toMatchObject({state: 'running'})
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      return result
+    },
+    vms: true,
+  },
+
   // ---- sweep ----
   {
     code: 'INTERRUPTED',

@@ -26,6 +26,13 @@ import {SshConfigResultSchema, SshResultSchema} from '../workflows/ssh/schema.js
 import {StatusResultSchema} from '../workflows/status/schema.js'
 import {SweepResultSchema} from '../workflows/sweep/schema.js'
 import {UpPlanSchema, UpResultSchema} from '../workflows/up/schema.js'
+import {
+  JobCancelResultSchema,
+  JobFetchResultSchema,
+  JobLogsResultSchema,
+  JobsResultSchema,
+  RunResultSchema,
+} from '../workflows/run/schema.js'
 
 export const VersionResultSchema = z.object({
   version: z.string().describe('the version of targon (package targon-fleet)'),
@@ -51,8 +58,14 @@ export const DATA_SCHEMAS = {
   'guard print': GuardPrintResultSchema,
   'guard status': GuardStatusResultSchema,
   'guard uninstall': GuardUninstallResultSchema,
+  jobs: JobsResultSchema,
+  'jobs cancel': JobCancelResultSchema,
+  'jobs fetch': JobFetchResultSchema,
+  'jobs logs': JobLogsResultSchema,
+  'jobs wait': RunResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
+  run: RunResultSchema,
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
   sweep: SweepResultSchema,

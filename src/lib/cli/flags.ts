@@ -35,6 +35,6 @@ export function hooksFlag() {
     default: true,
     summary: "Run each VM's pre-delete hook (up --on-delete) on the VM before deleting it; --no-hooks deletes without them.",
     description:
-      "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before their VMs' DELETEs and outside each deletion's budget (VMs without a hook are deleted at once, without waiting for them), with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost or down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
+      "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before their VMs' DELETEs and outside each deletion's budget (VMs without a hook are deleted at once, without waiting for them), with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down, or job-done for run --down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
   })
 }

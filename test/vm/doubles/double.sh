@@ -23,15 +23,21 @@ elif [ "${1:-}" = --reboot ]; then
   tool=reboot
   shift
 fi
-printf '%s %s\n' "$tool" "$*" >>"$CALLS"
-# The same calls with when each started and ended (epoch ms), to show what overlapped.
-call="$tool $*"
-timed() {
-  local micros=${EPOCHREALTIME//[!0-9]/}
-  printf '%s %s %s\n' "${micros%???}" "$1" "$call" >>"$CALLS.timed"
-}
-timed start
-trap 'timed end' EXIT
+# A transient unit's supervisor (see supervise) is no call of a tool: not recorded.
+if [ "${1:-}" = --supervise ]; then
+  tool=supervise
+  shift
+else
+  printf '%s %s\n' "$tool" "$*" >>"$CALLS"
+  # The same calls with when each started and ended (epoch ms), to show what overlapped.
+  call="$tool $*"
+  timed() {
+    local micros=${EPOCHREALTIME//[!0-9]/}
+    printf '%s %s %s\n' "${micros%???}" "$1" "$call" >>"$CALLS.timed"
+  }
+  timed start
+  trap 'timed end' EXIT
+fi
 
 # Sleeps for the sum of its arguments (seconds), as the latency model says (test/vm/latency.ts); not at all without it.
 latency() {
@@ -127,12 +133,197 @@ stop_service() {
   rm -f "$STATE/units/$1.pid"
 }
 
-# A reboot: every unit stops, then the enabled ones start again (Docker included).
+# ---- transient units (systemd-run): $STATE/units/NAME.transient marks one; while its main process runs, NAME.pid
+# holds the supervisor's pid (a session leader, so its process group is the unit's "cgroup"); once it ends, a unit
+# that failed stays loaded (NAME.result, NAME.status) until reset-failed, unless it was started with --collect; one
+# that succeeded is garbage-collected, as systemd does with transient units.
+
+transient() { [ -f "$STATE/units/$1.transient" ]; }
+
+forget_unit() { rm -f "$STATE/units/$1".{pid,transient,started,result,status,code,user,workdir,stopping}; }
+
+# systemd's timestamp form, e.g. "Wed 2026-12-02 03:05:27 UTC".
+systemd_time() { date -u '+%a %Y-%m-%d %H:%M:%S UTC'; }
+
+# The supervisor: runs the unit's command (as its user, in its directory, with a clean environment as systemd gives
+# one) and records how it ended. `systemctl stop` sends TERM to the whole process group, this shell included.
+supervise() {
+  local unit=$1 out=$2 err=$3 dir=$4 user=$5
+  shift 6 # the unit's settings, then "--"
+  local as=() home=/root status code=1 result
+  if [ -n "$user" ] && [ "$user" != root ]; then
+    as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups)
+    home=$(getent passwd "$user" | cut -d: -f6)
+  fi
+  trap 'echo 1 >"$STATE/units/$unit.stopping"' TERM
+  # systemd starts no process when the directory is missing: status 200/CHDIR.
+  if ! cd "$dir" 2>/dev/null; then
+    end_unit "$unit" exit-code 200 1
+    return
+  fi
+  (
+    exec "${as[@]}" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="$home" USER="${user:-root}" \
+      LOGNAME="${user:-root}" SHELL=/bin/bash "$@"
+  ) >>"$out" 2>>"$err" </dev/null &
+  local child=$!
+  wait "$child"
+  status=$?
+  # A trapped TERM ends the wait early: wait again until the command has really ended.
+  while kill -0 "$child" 2>/dev/null; do
+    wait "$child"
+    status=$?
+  done
+  if [ -f "$STATE/units/$unit.stopping" ]; then
+    result=success
+  elif [ "$status" = 0 ]; then
+    result=success
+  elif [ "$status" -gt 128 ]; then
+    result=signal code=2 status=$((status - 128))
+  else
+    result=exit-code
+  fi
+  end_unit "$unit" "$result" "$status" "$code"
+}
+
+# How a transient unit ended: collected (gone), or loaded as failed with its result, status and code.
+end_unit() {
+  local unit=$1 result=$2
+  if [ "$result" = success ] || [ "$(cat "$STATE/units/$unit.transient")" = collect ]; then
+    forget_unit "$unit"
+  else
+    echo "$result" >"$STATE/units/$unit.result"
+    echo "$3" >"$STATE/units/$unit.status"
+    echo "$4" >"$STATE/units/$unit.code"
+    rm -f "$STATE/units/$unit.pid"
+  fi
+}
+
+start_transient() {
+  local unit='' out=/dev/null err='' dir=/ user='' collect=keep envs=() property
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --unit=*) unit=${1#--unit=} ;;
+      --uid=*) user=${1#--uid=} ;;
+      --setenv=*) envs+=("${1#--setenv=}") ;;
+      --collect | -G) collect=collect ;;
+      -p | --property | --property=*)
+        if [ "$1" = -p ] || [ "$1" = --property ]; then
+          shift
+          property=$1
+        else
+          property=${1#--property=}
+        fi
+        case $property in
+          StandardOutput=append:*) out=${property#StandardOutput=append:} ;;
+          StandardError=append:*) err=${property#StandardError=append:} ;;
+          WorkingDirectory=*) dir=${property#WorkingDirectory=} ;;
+        esac
+        ;;
+      --*) ;;
+      *) break ;;
+    esac
+    shift
+  done
+  unit=${unit%.service}
+  if [ "$(id -u)" != 0 ]; then
+    echo "Failed to start transient service unit: Interactive authentication required." >&2
+    return 1
+  fi
+  if [ -z "$unit" ] || [ $# = 0 ]; then
+    echo "systemd-run: the double needs --unit= and a command" >&2
+    return 1
+  fi
+  if pid_alive "$unit" || [ -f "$STATE/units/$unit.result" ]; then
+    echo "Failed to start transient service unit: Unit $unit.service already exists." >&2
+    return 1
+  fi
+  [ -n "$user" ] && ! id "$user" >/dev/null 2>&1 && {
+    echo "Failed to start transient service unit: User $user does not exist." >&2
+    return 1
+  }
+  forget_unit "$unit"
+  echo "$collect" >"$STATE/units/$unit.transient"
+  systemd_time >"$STATE/units/$unit.started"
+  echo "${user:-root}" >"$STATE/units/$unit.user"
+  echo "$dir" >"$STATE/units/$unit.workdir"
+  setsid "$DOUBLES/double.sh" --supervise "$unit" "$out" "${err:-$out}" "$dir" "$user" -- env "${envs[@]}" "$@" </dev/null >/dev/null 2>&1 &
+  echo $! >"$STATE/units/$unit.pid"
+  echo "Running as unit: $unit.service"
+}
+
+# systemctl stop of a transient unit: TERM to its process group, KILL after a while (TimeoutStopSec), then gone.
+stop_transient() {
+  local unit=$1 pid waited=0
+  if ! pid_alive "$unit"; then
+    if [ -f "$STATE/units/$unit.result" ]; then forget_unit "$unit"; return 0; fi
+    echo "Failed to stop $unit.service: Unit $unit.service not loaded." >&2
+    return 5
+  fi
+  pid=$(cat "$STATE/units/$unit.pid")
+  kill -TERM -- "-$pid" 2>/dev/null
+  while [ -d "/proc/$pid" ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+    [ "$waited" = 100 ] && kill -KILL -- "-$pid" 2>/dev/null
+  done
+  forget_unit "$unit"
+}
+
+# `systemctl show -p …`: the properties asked for (all known ones without -p), as Key=value lines (--value: values only).
+show_unit() {
+  local unit=$1 value=$2
+  shift 2
+  local properties=("$@") property active=inactive sub=dead load=not-found result=success status=0 code=0 pid=0 started='' user='' dir='' property_value
+  [ ${#properties[@]} = 0 ] && properties=(Id LoadState ActiveState SubState Result ExecMainPID ExecMainCode ExecMainStatus ExecMainStartTimestamp User WorkingDirectory)
+  if transient "$unit"; then
+    load=loaded
+    started=$(cat "$STATE/units/$unit.started")
+    user=$(cat "$STATE/units/$unit.user")
+    dir=$(cat "$STATE/units/$unit.workdir")
+    if pid_alive "$unit"; then
+      active=active sub=running pid=$(cat "$STATE/units/$unit.pid")
+    elif [ -f "$STATE/units/$unit.result" ]; then
+      active=failed sub=failed result=$(cat "$STATE/units/$unit.result") status=$(cat "$STATE/units/$unit.status")
+      code=$(cat "$STATE/units/$unit.code")
+    fi
+  elif [ -f "/etc/systemd/system/$unit.service" ] || [ "$unit" = docker ] || [ "$unit" = ssh ]; then
+    load=loaded
+    if unit_active "$unit"; then active=active sub=running; fi
+  fi
+  for property in "${properties[@]}"; do
+    case $property in
+      Id) property_value=$unit.service ;;
+      LoadState) property_value=$load ;;
+      ActiveState) property_value=$active ;;
+      SubState) property_value=$sub ;;
+      Result) property_value=$result ;;
+      ExecMainPID) property_value=$pid ;;
+      ExecMainCode) property_value=$code ;;
+      ExecMainStatus) property_value=$status ;;
+      ExecMainStartTimestamp) property_value=$started ;;
+      User) property_value=$user ;;
+      WorkingDirectory) property_value=$dir ;;
+      *) property_value= ;;
+    esac
+    if [ "$value" = 1 ]; then printf '%s\n' "$property_value"; else printf '%s=%s\n' "$property" "$property_value"; fi
+  done
+}
+
+# A reboot: every unit stops, then the enabled ones start again (Docker included). Transient units are gone.
 reboot_units() {
   local pidfile unit
   for pidfile in "$STATE"/units/*.pid; do
     [ -e "$pidfile" ] || continue
-    stop_service "$(basename "$pidfile" .pid)"
+    unit=$(basename "$pidfile" .pid)
+    if transient "$unit"; then
+      kill -KILL -- "-$(cat "$pidfile")" 2>/dev/null
+      forget_unit "$unit"
+    else
+      stop_service "$unit"
+    fi
+  done
+  for unit in "$STATE"/units/*.transient; do
+    [ -e "$unit" ] && forget_unit "$(basename "$unit" .transient)"
   done
   rm -f "$STATE/units/docker.active"
   for unit in "$STATE"/units/*.enabled; do
@@ -143,6 +334,10 @@ reboot_units() {
 }
 
 case $tool in
+  supervise)
+    supervise "$@"
+    ;;
+
   preinstall)
     install_package "$1"
     ;;
@@ -212,13 +407,26 @@ case $tool in
     args=()
     now=0
     quiet=0
-    for arg in "$@"; do
-      case $arg in
+    value=0
+    properties=()
+    while [ $# -gt 0 ]; do
+      case $1 in
         --now) now=1 ;;
         --quiet | -q) quiet=1 ;;
+        --value) value=1 ;;
+        -p | --property)
+          shift
+          IFS=, read -ra more <<<"$1"
+          properties+=("${more[@]}")
+          ;;
+        --property=*)
+          IFS=, read -ra more <<<"${1#--property=}"
+          properties+=("${more[@]}")
+          ;;
         -*) ;;
-        *) args+=("${arg%.service}") ;;
+        *) args+=("${1%.service}") ;;
       esac
+      shift
     done
     verb=${args[0]:-}
     unit=${args[1]:-}
@@ -226,10 +434,29 @@ case $tool in
       is-active)
         if unit_active "$unit"; then
           [ "$quiet" = 1 ] || echo active
+        elif [ -f "$STATE/units/$unit.result" ]; then
+          [ "$quiet" = 1 ] || echo failed
+          exit 3
         else
           [ "$quiet" = 1 ] || echo inactive
           exit 3
         fi
+        ;;
+      show)
+        show_unit "$unit" "$value" "${properties[@]}"
+        ;;
+      # The running units whose names match the pattern (all without one), as `--plain --no-legend` prints them.
+      list-units)
+        for pidfile in "$STATE"/units/*.pid; do
+          [ -e "$pidfile" ] || continue
+          name=$(basename "$pidfile" .pid)
+          # shellcheck disable=SC2053 # the pattern is a glob, as systemctl matches it
+          [[ $name == ${unit:-*} ]] || continue
+          if pid_alive "$name"; then printf '%s.service loaded active running %s\n' "$name" "$name"; fi
+        done
+        ;;
+      reset-failed)
+        if transient "$unit" && ! pid_alive "$unit"; then forget_unit "$unit"; fi
         ;;
       is-enabled)
         if [ -f "$STATE/units/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi
@@ -251,7 +478,16 @@ case $tool in
         if [ "$unit" = docker ]; then latency "${SIM_LATENCY_DOCKER_RESTART:-0}"; docker_start; else stop_service "$unit"; start_service "$unit"; fi
         ;;
       stop)
-        if [ "$unit" = docker ]; then rm -f "$STATE/units/docker.active"; else stop_service "$unit"; fi
+        if [ "$unit" = docker ]; then
+          rm -f "$STATE/units/docker.active"
+        elif transient "$unit"; then
+          stop_transient "$unit" || exit $?
+        elif [ ! -f "/etc/systemd/system/$unit.service" ] && ! pid_alive "$unit"; then
+          echo "Failed to stop $unit.service: Unit $unit.service not loaded." >&2
+          exit 5
+        else
+          stop_service "$unit"
+        fi
         ;;
       reload)
         if [ "$unit" = ssh ] || [ "$unit" = sshd ]; then kill -HUP "$(cat /run/sshd.pid)"; fi
@@ -264,29 +500,7 @@ case $tool in
     ;;
 
   systemd-run)
-    unit=
-    log=/dev/null
-    envs=()
-    while [ $# -gt 0 ]; do
-      case $1 in
-        --unit=*) unit=${1#--unit=} ;;
-        --setenv=*) envs+=("${1#--setenv=}") ;;
-        -p)
-          shift
-          case $1 in StandardOutput=append:*) log=${1#StandardOutput=append:} ;; esac
-          ;;
-        --*) ;;
-        *) break ;;
-      esac
-      shift
-    done
-    if pid_alive "$unit"; then
-      echo "Failed to start transient service unit: Unit $unit.service already exists." >&2
-      exit 1
-    fi
-    setsid env "${envs[@]}" "$@" >>"$log" 2>&1 </dev/null &
-    echo $! >"$STATE/units/$unit.pid"
-    echo "Running as unit: $unit.service"
+    start_transient "$@" || exit 1
     ;;
 
   curl)

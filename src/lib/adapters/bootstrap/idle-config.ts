@@ -1,6 +1,7 @@
 /** The idle sampler's settings on a VM (/etc/targon-fleet/idle.conf), written over SSH. */
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {must} from './remote-call.js'
+import IDLE_SAMPLER from './idle-sampler.py'
 
 /** What the idle sampler on the VM is told (/etc/targon-fleet/idle.conf, see idle-sampler.py); absent: as it was. */
 export interface IdleSettings {
@@ -59,3 +60,23 @@ const MERGE_IDLE_CONF = [
   'current.update(json.load(sys.stdin))',
   'json.dump(current, open(path + ".new", "w"), sort_keys=True)',
 ].join('\n')
+
+const SAMPLER_PATH = '/usr/local/lib/targon-fleet/idle-sampler.py'
+
+/**
+ * Brings the idle sampler of a VM bootstrapped by an earlier version up to this one's (as the bootstrap's step B11
+ * would on --reinstall), so that what this version counts as activity (a running job) keeps its VM. Nothing on a VM
+ * without a sampler (never bootstrapped: it has no idle clock to keep).
+ */
+export async function updateIdleSampler(session: SshSession): Promise<'absent' | 'current' | 'updated'> {
+  const script = [
+    `f=${SAMPLER_PATH}`,
+    '[ -f "$f" ] || { echo absent; exit 0; }',
+    'cat >"$f.new"',
+    'if cmp -s "$f.new" "$f"; then rm -f "$f.new"; echo current; exit 0; fi',
+    'chmod 0755 "$f.new" && mv -f "$f.new" "$f" && systemctl restart targon-fleet-idle && echo updated',
+  ].join('\n')
+  const answer = await must(session, `sudo -n sh -c ${shellQuote(script)}`, 'updating the idle sampler', `${IDLE_SAMPLER.trimEnd()}\n`)
+  const state = answer.trim()
+  return state === 'absent' || state === 'current' ? state : 'updated'
+}

@@ -8,6 +8,7 @@
 #   - an SSH session or port-forward, except a session that forwards to the dstack shim's port (the dstack server's
 #     own tunnel) and targon's own probes (their remote command is this script with --probe);
 #   - a dstack task that is not terminated (the shim's API on 127.0.0.1:10998);
+#   - a job of `targon run` that runs (its systemd unit targon-job-<id> is active);
 #   - with "containers", a running container; with "check", the verdict of the user's idle check (run as ubuntu by
 #     targon-fleet-idle-check.service: exit 0 means idle).
 # Modes: (none) the sampler loop; --probe prints one live sample with the clock, as JSON, for targon's probe;
@@ -21,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 
-VERSION = "2"
+VERSION = "3"
 CONFIG = "/etc/targon-fleet/idle.conf"
 # A test aid: seconds added to this VM's clock (a skewed clock), read on every sample.
 CLOCK_OFFSET = "/etc/targon-fleet/clock-offset"
@@ -34,6 +35,8 @@ SHIM_PORT = 10998
 PROBE_MARK = "idle-sampler.py --probe"
 # A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
 # Several terminals on one connection read "ubuntu@pts/0,pts/1".
+# The unit of a `targon run` job; only ids of this form are reported.
+JOB_UNIT = re.compile(r"^targon-job-(j-[0-9]{8}-[0-9]{6}-[0-9a-f]{6})\.service$")
 SESSION = re.compile(r"^sshd(-session)?: [a-z_][a-z0-9_.-]*(@\S+)?$")
 
 
@@ -203,6 +206,15 @@ def tasks():
         return None
 
 
+def jobs():
+    """The ids of the jobs whose units run (systemctl answers any user)."""
+    out = run(["systemctl", "list-units", "--type=service", "--state=active", "--plain", "--no-legend", "targon-job-*"])
+    if out is None:
+        return None
+    found = [JOB_UNIT.match(line.split()[0]) for line in out.splitlines() if line.strip()]
+    return [match.group(1) for match in found if match][:64]
+
+
 def containers():
     """Running containers, through the one docker command sudoers allows this user (never the docker group, which is as
     good as root)."""
@@ -228,7 +240,13 @@ def sample(settings, shim_tunnels, seen_bare):
     at = now()
     table = processes()
     active_sessions, tunnels, bare = sessions(table or {}, shim_tunnels, seen_bare)
-    seen = {"gpus": gpus(), "sessions": active_sessions, "tasks": tasks(), "containers": containers() if settings["containers"] else None}
+    seen = {
+        "gpus": gpus(),
+        "sessions": active_sessions,
+        "tasks": tasks(),
+        "containers": containers() if settings["containers"] else None,
+        "jobs": jobs(),
+    }
     busy = []
     for gpu in seen["gpus"] or []:
         if gpu["util_pct"] >= settings["threshold_pct"]:
@@ -240,6 +258,8 @@ def sample(settings, shim_tunnels, seen_bare):
             busy.append("dstack task %s %s" % (task["id"], task["status"]))
     for name in seen["containers"] or []:
         busy.append("container %s" % name)
+    for job in seen["jobs"] or []:
+        busy.append("job %s" % job)
     verdict = check_verdict(settings, at)
     if verdict in ("busy", "unknown", "stale"):
         busy.append("idle check: %s" % verdict)
@@ -252,6 +272,8 @@ def sample(settings, shim_tunnels, seen_bare):
         busy.append("dstack tasks unreadable")
     if settings["containers"] and seen["containers"] is None:
         busy.append("containers unreadable")
+    if seen["jobs"] is None:
+        busy.append("jobs unreadable")
     return at, seen, busy, tunnels, bare
 
 
@@ -300,7 +322,7 @@ def sampler():
             at, seen, busy, shim_tunnels, bare = sample(settings, shim_tunnels, bare)
         except Exception as error:
             # A sample that fails counts as activity, and the loop goes on.
-            at, seen, busy = now(), {"gpus": None, "sessions": [], "tasks": None, "containers": None}, ["sampler error: %s" % type(error).__name__]
+            at, seen, busy = now(), {"gpus": None, "sessions": [], "tasks": None, "containers": None, "jobs": None}, ["sampler error: %s" % type(error).__name__]
         # What was not watched counts as activity: a first sample, a reboot, a clock that went back behind the last
         # activity, and a gap in the samples (the sampler stopped, the VM was suspended, the clock jumped ahead).
         gap = not isinstance(sampled_at, (int, float)) or at - sampled_at > 2 * settings["interval_s"] + 10

@@ -45,6 +45,8 @@ export const VmRecordSchema = z.object({
    * VMs are not contacted before their deletion, so that an unreachable VM without a hook costs no wait.
    */
   on_delete_hook: z.boolean().default(false),
+  /** run --detach --down started this job from here: the sweep reads the VM's jobs, and deletes it once the job has ended. */
+  down_job: z.string().nullable().default(null),
 })
 export type VmRecord = z.infer<typeof VmRecordSchema>
 

@@ -16,7 +16,7 @@ export const DELETE_ACTIONS = [
 ] as const
 export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 
-export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down'] as const
+export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down', 'job-done'] as const
 export type DeleteReason = (typeof DELETE_REASONS)[number]
 
 export const DeleteResultSchema = z.object({

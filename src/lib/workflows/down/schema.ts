@@ -19,6 +19,7 @@ export const DownResultSchema = z.object({
     any_owner: z.boolean(),
     idle: z.boolean().describe('--idle: VMs whose idle clock says idle past their limit'),
     idle_limit_seconds: z.number().nullable().describe("--idle-limit: the limit of VMs without one of their own (a VM's own wins)"),
+    jobs_done: z.boolean().describe('--jobs-done: VMs whose run --down job has ended (read on each VM); reason job-done'),
   }),
   results: z.array(DeleteResultSchema),
   survivors: z.array(z.string()).describe('uids that still bill (or may) after deletion'),
@@ -32,7 +33,9 @@ export const DownResultSchema = z.object({
         reason: z.string(),
       }),
     )
-    .describe('with --idle: VMs selected otherwise but kept, being busy, not idle long enough, or unreadable'),
+    .describe(
+      'with --idle or --jobs-done: VMs selected otherwise but kept, being busy, not idle long enough, without an ended --down job, or unreadable',
+    ),
   deleted_listed: z
     .array(z.object({uid: z.string(), name: z.string().nullable()}))
     .describe('bulk selectors: deleted VMs (tombstones) Targon still lists within the selection, left alone as they do not bill'),

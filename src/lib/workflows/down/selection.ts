@@ -52,7 +52,7 @@ export function chooseTargets(
   return {chosen: [...chosen.values()], unlisted}
 }
 
-/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost, --expired or --idle rather than named. */
+/** Whether VMs are selected by --all, --fleet, --older-than, --over-cost, --expired, --idle or --jobs-done rather than named. */
 export function isBulk(selection: DownSelection): boolean {
   return (
     selection.targets.length === 0 &&
@@ -61,7 +61,8 @@ export function isBulk(selection: DownSelection): boolean {
       selection.expired ||
       selection.older_than_seconds !== null ||
       selection.over_cost_usd !== null ||
-      selection.idle)
+      selection.idle ||
+      selection.jobs_done)
   )
 }
 

@@ -6,7 +6,7 @@ import {DownResultSchema} from '../down/schema.js'
 import {CreditsResultSchema} from '../spend/schema.js'
 
 /** Why targon sweep deletes a VM: the limit it reached. */
-export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle'] as const
+export const SWEEP_REASONS = ['ttl', 'max-cost', 'over-cost', 'idle', 'job-done'] as const
 export type SweepReason = (typeof SWEEP_REASONS)[number]
 
 export const SweepResultSchema = z.object({

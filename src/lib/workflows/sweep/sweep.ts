@@ -14,6 +14,7 @@ import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../doma
 import {type DownOptions, keepUnlessIdle, runDown} from '../down/down.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
+import {keepUnlessJobsDone} from '../run/jobs-done.js'
 import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -82,6 +83,10 @@ export async function runSweep(
     const idleLimited = live.filter((vm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null)
     const idle = await keepUnlessIdle(idleLimited, {...options, selection: {idle_limit_seconds: options.idleLimitS}})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
+    // A detached run --down started from here: its VM goes once the job has ended, its outputs fetched first.
+    const detached = live.filter((vm) => !reasons.has(vm.uid) && vm.record?.down_job)
+    const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(detached, {...options, clock})
+    for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
     scopedVms = live
     listed = new Set(view.vms.map((vm) => vm.uid))
     for (const kept of idle.kept) {
@@ -95,7 +100,7 @@ export async function runSweep(
       ...live.filter((vm) => !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
       ...view.vms.filter((vm) => !vm.owned && !vm.gone && vm.billing !== false).map((vm) => unlimitedVm(vm, 'other')),
     ]
-    return {chosen: live.filter((vm) => reasons.has(vm.uid)), kept: idle.kept}
+    return {chosen: live.filter((vm) => reasons.has(vm.uid)), kept: [...idle.kept, ...jobsDone.kept]}
   }
 
   const selection = sweepSelection(options)
@@ -190,6 +195,7 @@ function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'ow
   return {
     all: options.fleet === null,
     any_origin: false,
+    jobs_done: false,
     any_owner: options.owners.anyOwner,
     expired: false,
     fleet: options.fleet,

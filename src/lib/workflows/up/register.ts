@@ -370,6 +370,7 @@ function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 
   const idleLimit = bootstrap?.idle.limit_s ?? null
   ctx.state.saveVm({
     bootstrapped: false,
+    down_job: null,
     fleet,
     host_key: null,
     idle_hold_until: null,

@@ -1,0 +1,40 @@
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
+import {prose} from '../../lib/core/output.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/run/jobs.js'
+import {cancelJob} from '../../lib/workflows/run/run.js'
+import type {JobCancelResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
+
+export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs cancel'> {
+  static summary = 'Stop a running job (its unit, with all its processes); its log stays.'
+
+  static description = prose(`Marks the job cancelled and stops its systemd unit on the VM (TERM to all its processes,
+KILL after systemd's stop timeout). Its log and files stay: targon jobs logs and jobs fetch still work. A job that
+has already ended is left as it is (cancelled: false). Cancelling does not delete the VM, even for a --down job: use
+targon down for that.`)
+
+  static examples = [{command: '<%= config.bin %> jobs cancel j-20261202-030527-a1b2c3', description: 'Stop a job'}]
+
+  static args = JOB_ID_ARG
+
+  static flags = {...JOB_SELECTION_FLAGS}
+
+  public async run(): Promise<JobCancelResult> {
+    const id = checkJobId(this.args.id)
+    return this.withApi(async (client) => {
+      const org = await this.resolveOrg(client)
+      const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
+      return withJob(client, new LocalState(selection.configDir), id, selection, async ({listed, session, vm}) => {
+        const running = listed.state === 'running'
+        if (running) await cancelJob(session, id)
+        const [after = listed] = running ? (await readJobs(session, id)).jobs : [listed]
+        const job = jobOf(afterFollow(listed, after, this.ctx.clock.now()), this.ctx.clock.now())
+        if (!this.jsonEnabled())
+          this.log(running ? `cancelled ${id} on ${vm.name ?? vm.uid}` : `${id} had already ended: ${stateInWords(job)}`)
+        return {cancelled: running, job, vm: {name: vm.name, uid: vm.uid}}
+      })
+    })
+  }
+}

@@ -1,0 +1,73 @@
+import {BaseCommand, EVENT_FLAGS} from '../../lib/cli/base-command.js'
+import {followDeletions} from '../../lib/cli/deletion-display.js'
+import {hooksFlag} from '../../lib/cli/flags.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {prose} from '../../lib/core/output.js'
+import {checkJobId} from '../../lib/workflows/run/job.js'
+import {jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
+import {completeJob} from '../../lib/workflows/run/run.js'
+import {emptyFetch} from '../../lib/workflows/run/fetch.js'
+import type {RunResult} from '../../lib/workflows/run/schema.js'
+import {LocalState} from '../../lib/adapters/state/local-state.js'
+
+export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
+  static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
+
+  static description = prose(`For a job whose run was interrupted or lost its connection: prints its log from the start,
+follows it until the job ends, copies the --out paths the run named into ./targon-out/<job id>/, and, if the run had
+--down, deletes the VM after its pre-delete hook (reason job-done). It exits as run does: 0, or 12 with the job's
+exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it cancels the job, fetches and deletes.`)
+
+  static examples = [
+    {command: '<%= config.bin %> jobs wait j-20261202-030527-a1b2c3', description: 'Pick up a job after a dropped connection'},
+  ]
+
+  static args = JOB_ID_ARG
+
+  static flags = {...EVENT_FLAGS, ...JOB_SELECTION_FLAGS, hooks: hooksFlag()}
+
+  public async run(): Promise<RunResult> {
+    const id = checkJobId(this.args.id)
+    const text = !this.jsonEnabled()
+    const deletions = followDeletions(this.events, (line) => this.info(line))
+    return this.withApi(
+      async (client, signal) => {
+        const org = await this.resolveOrg(client)
+        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
+        const state = new LocalState(selection.configDir)
+        return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
+          const result: RunResult = {
+            deleted: null,
+            exit_code: null,
+            fetch: emptyFetch(),
+            job: jobOf(listed, this.ctx.clock.now()),
+            sync: null,
+            tail: [],
+            vm: {name: vm.name, uid: vm.uid},
+          }
+          return completeJob(client, state, vm, session, record, result, {
+            clock: this.ctx.clock,
+            configDir: selection.configDir,
+            down: record.down,
+            fleet: selection.fleet,
+            historyBudget: this.ctx.historyBudget,
+            hooks: this.flags.hooks,
+            info: (message) => this.info(message),
+            onDeletion: deletions.onEvent,
+            onLine: (line) => {
+              if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+              else this.events.emit({detail: line, status: 'progress', type: 'exec'})
+            },
+            org,
+            owners: selection.owners,
+            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            reopen: () => reopenVm(client, state, vm, {...selection, signal}),
+            signal,
+            warn: this.ctx.warn,
+          })
+        })
+      },
+      () => ['Exiting at once; the job goes on on its VM.'],
+    )
+  }
+}

@@ -1,0 +1,192 @@
+import {Flags} from '@oclif/core'
+import {stat} from 'node:fs/promises'
+import {resolve} from 'node:path'
+
+import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
+import {followDeletions} from '../lib/cli/deletion-display.js'
+import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
+import {rentForJob} from '../lib/workflows/run/rent.js'
+import {TargonError, usageError} from '../lib/core/errors.js'
+import {prose} from '../lib/core/output.js'
+import {ownerScope} from '../lib/domain/fleet/owners.js'
+import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/run/job.js'
+import {TAIL_LINES} from '../lib/workflows/run/follow.js'
+import {runJob} from '../lib/workflows/run/run.js'
+import type {RunResult} from '../lib/workflows/run/schema.js'
+import {guardCoverage} from '../lib/workflows/guard/coverage.js'
+import {LocalState} from '../lib/adapters/state/local-state.js'
+
+export default class Run extends BaseCommand<typeof Run, 'run'> {
+  static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
+
+  static description = prose(`VM is a name, uid or --name label, found among the selection's VMs as exec and down find them
+(with an owner set, that owner's VMs first). When it names no VM but an offer (or --gpu names a model instead), run
+rents one exactly as up would (--max-price required, --ttl, --max-cost, --wait, --fleet, the bootstrap), with an idle
+limit of 30m unless --idle says otherwise; a word that names neither is refused (exit 2) before anything is rented,
+and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
+/home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
+(--no-sync skips it). The command (the words after --, joined into one line for the remote shell, as exec reads it)
+then runs there as ubuntu in a login shell, as the systemd unit targon-job-<job id>, detached from the SSH session: a
+dropped connection or a closed laptop does not stop it. --env values are exported before it (quoted for the remote
+shell; they are visible on the VM, and to local ps in this command line). Its output goes to a log and its exit code
+to a file under /home/ubuntu/.targon/jobs/<job id>/, outside the synced directory.
+
+The log is streamed (stdout; lines cut at 4096 characters, control characters escaped) until the job ends; then each
+--out path (relative to the job's directory on the VM, a file or a tree, never outside it) is copied into
+./targon-out/<job id>/, also when the job failed. With --down, the VM is then deleted after its pre-delete hook
+(TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
+(REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
+
+Ctrl-C after the start leaves the job running (exit 130) and says how to follow and stop it; with --down it cancels
+the job, fetches the --out paths and deletes the VM instead. --detach returns once the job has started (exit 0, the job in
+data.job); a detached --down job is recorded on the VM, and down --jobs-done (a guard's sweep) deletes the VM once it
+has ended; without a guard for this directory, a warning says that nothing else will.`)
+
+  static usage = [
+    'run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...',
+    'run OFFER|--gpu MODEL --max-price USD [--ttl DUR] [--idle DUR] [--max-cost USD] [--wait DUR] [...] -- COMMAND...',
+  ]
+
+  static examples = [
+    {
+      command: "<%= config.bin %> run gpu1 --out results -- 'python train.py --epochs 3'",
+      description: 'Sync ., train, bring ./targon-out/<job>/results home',
+    },
+    {command: '<%= config.bin %> run gpu1 --down --out model.pt -- python train.py', description: 'Delete the VM once the job has ended'},
+    {
+      command: "<%= config.bin %> run rtx6000b-small --max-price 1.8 --down --out results -- 'python train.py'",
+      description: 'Rent a VM for the job, and delete it once the job has ended',
+    },
+    {
+      command: "<%= config.bin %> run gpu1 --json -- ./bench.sh | jq '.data | {id: .job.id, exit_code, tail}'",
+      description: 'The job, its exit code and the last log lines as JSON',
+    },
+  ]
+
+  static strict = false
+
+  static flags = {
+    ...EVENT_FLAGS,
+    detach: Flags.boolean({
+      default: false,
+      summary: 'Return once the job has started (follow it with targon jobs logs ID -f, or targon jobs wait ID).',
+    }),
+    down: Flags.boolean({
+      default: false,
+      summary: 'Delete the VM (after its pre-delete hook) once the job has ended and its outputs are fetched.',
+    }),
+    env: Flags.string({multiple: true, summary: 'NAME=VALUE exported for the command; repeatable (visible on the VM and to local ps).'}),
+    fleet: Flags.string({summary: 'The fleet of VMs named by label, and of a VM run rents (default: config, else "default").'}),
+    gpu: Flags.string({summary: 'Rent a VM with this GPU model for the job (the cheapest offer under --max-price), as up --gpu.'}),
+    idle: durationFlag('--idle', {summary: 'For a VM run rents: its idle limit (default 30m), as up --idle.'}),
+    'max-cost': usdFlag('--max-cost', 'a budget in USD per VM', {summary: 'For a VM run rents: its budget in USD, as up --max-cost.'}),
+    'max-price': Flags.string({
+      helpValue: '<USD>',
+      summary: 'For a VM run rents: the price cap in USD/h (required to rent, or targon config set max-price).',
+    }),
+    ttl: durationFlag('--ttl', {summary: 'For a VM run rents: its lifetime, e.g. 6h, as up --ttl.'}),
+    wait: durationFlag('--wait', {summary: 'For a VM run rents: wait up to this long for capacity under the cap, as up --wait.'}),
+    hooks: hooksFlag(),
+    'no-sync': Flags.boolean({default: false, summary: 'Do not sync the working directory; run in its directory on the VM as it is.'}),
+    out: Flags.string({
+      multiple: true,
+      summary: "A file or directory the job makes, relative to the job's directory, to copy into ./targon-out/<job>/; repeatable.",
+    }),
+    workdir: Flags.string({summary: 'The local directory to sync and run in (default: the current directory).'}),
+  }
+
+  public async run(): Promise<RunResult> {
+    const {flags} = this
+    const {word, command} = this.split()
+    const out = (flags.out ?? []).map((path) => checkOutPath(path))
+    const env = (flags.env ?? []).map((assignment) => parseEnv(assignment))
+    const localDir = resolve(flags.workdir ?? '.')
+    const found = await stat(localDir).catch(() => undefined)
+    if (!found?.isDirectory())
+      throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
+    const fleet = await this.ctx.settings.get('fleet', flags.fleet)
+    const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
+    if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
+    const owners = await ownerScope(this.ctx.settings, false)
+    const text = !this.jsonEnabled()
+    const deletions = followDeletions(this.events, (line) => this.info(line))
+    if (flags.detach && flags.down) await this.warnUnguarded()
+    return this.withApi(
+      async (client, signal) =>
+        runJob(client, new LocalState(this.ctx.settings.dir), {
+          clock: this.ctx.clock,
+          command,
+          configDir: this.ctx.settings.dir,
+          detach: flags.detach,
+          down: flags.down,
+          env,
+          fleet,
+          historyBudget: this.ctx.historyBudget,
+          hooks: flags.hooks,
+          info: (message) => this.info(message),
+          localDir,
+          onDeletion: deletions.onEvent,
+          onLine: (line) => {
+            if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+            else this.events.emit({detail: line, status: 'progress', type: 'exec'})
+          },
+          onStarted: (job, vm) =>
+            this.info(
+              `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: targon jobs logs ${job.id} -f follows it, targon jobs wait ${job.id} waits for it and fetches its outputs` : ''}`,
+            ),
+          org: await this.resolveOrg(client),
+          out,
+          owners,
+          reconcileMs: await this.ctx.settings.get('reconcile-window'),
+          rent:
+            maxPrice === null
+              ? undefined
+              : async () =>
+                  rentForJob(client, {
+                    configDir: this.ctx.settings.dir,
+                    fleet,
+                    gpu: flags.gpu,
+                    idleMs: flags.idle,
+                    maxCostUsd: flags['max-cost'],
+                    maxPrice,
+                    owner: owners.owner,
+                    reconcileMs: await this.ctx.settings.get('reconcile-window'),
+                    resolveOrg: async () => this.acting.org ?? this.resolveOrg(client),
+                    resource: word,
+                    run: this.ctx,
+                    signal,
+                    ttlMs: flags.ttl,
+                    waitMs: flags.wait,
+                  }),
+          signal,
+          sync: !flags['no-sync'],
+          warn: this.ctx.warn,
+          word,
+        }),
+      () => ['Exiting at once; the job, if it started, goes on on the VM.'],
+    )
+  }
+
+  /** A detached --down job is deleted by a sweep (down --jobs-done) once it has ended: say when no guard runs one here. */
+  private async warnUnguarded(): Promise<void> {
+    const guard = guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn)
+    if (guard.kind === null)
+      this.addWarning(
+        'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+      )
+  }
+
+  /** VM before --, the command after it (oclif drops the -- itself from the positionals). */
+  private split(): {word: string | null; command: string} {
+    const dashes = this.argv.indexOf('--')
+    if (dashes < 0) throw usageError('no command given', "put it after --: targon run VM -- 'python train.py'")
+    const commandWords = this.argv.slice(dashes + 1)
+    const before = this.positionals.slice(0, this.positionals.length - commandWords.length)
+    if (before.length === 0 && this.flags.gpu === undefined)
+      throw usageError('no VM named', 'targon run VM -- COMMAND (targon status lists the VMs), or --gpu MODEL to rent one')
+    if (before.length > 0 && this.flags.gpu !== undefined)
+      throw usageError(`${before.join(' ')} and --gpu both say where`, 'name a VM or an offer, or give --gpu alone')
+    if (before.length > 1) throw usageError(`one VM only, got ${before.join(' ')}`, 'the command goes after --')
+    return {command: checkCommand(commandWords.join(' ')), word: before[0] ?? null}
+  }
+}

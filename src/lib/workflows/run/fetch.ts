@@ -1,0 +1,61 @@
+/**
+ * Brings a job's --out paths home: each relative to the job's directory on the VM, over the VM's pinned SFTP
+ * connection, into ./targon-out/<job>/ (or the config directory's job store). The VM's tree is untrusted: a path whose
+ * real location leaves the job's directory is refused, and the copy never writes outside its root.
+ */
+import {mkdir} from 'node:fs/promises'
+import {dirname, join, posix} from 'node:path'
+
+import type {SshSession} from '../../adapters/ssh/session.js'
+import {LocalSide, RemoteSide} from '../copy/sides.js'
+import {copyTree} from '../copy/tree.js'
+import {safeJoin} from '../copy/paths.js'
+import type {JobRecord} from './job.js'
+import type {FetchResult} from './schema.js'
+
+export function emptyFetch(): FetchResult {
+  return {bytes: 0, copied: [], destination: null, failed: [], skipped: []}
+}
+
+/**
+ * Copies each --out path of the job (relative to its directory on the VM, files or trees) into ./targon-out/<job>/,
+ * keeping its relative path. A path whose real location leaves the job's directory (through a link) is refused.
+ */
+export async function fetchOutputs(
+  session: SshSession,
+  record: JobRecord,
+  signal?: AbortSignal,
+  root = join('targon-out', record.id),
+): Promise<FetchResult> {
+  const fetch = emptyFetch()
+  if (record.out.length === 0) return fetch
+  fetch.destination = `${root}/`
+  const remote = new RemoteSide(await session.sftp(), (listener) => session.onLost(listener))
+  const local = new LocalSide()
+  const base = await remote.realpath(record.workdir)
+  for (const out of record.out) {
+    try {
+      const real = await remote.realpath(posix.join(record.workdir, out)).catch(() => {
+        throw new Error('no such file or directory on the VM')
+      })
+      if (real !== base && !real.startsWith(`${base}/`)) throw new Error("it leads out of the job's directory on the VM")
+      const entry = await remote.stat(real)
+      if (entry?.kind !== 'dir' && entry?.kind !== 'file') throw new Error('not a regular file or directory on the VM')
+      const target = safeJoin(root, out)
+      await mkdir(dirname(target), {mode: 0o755, recursive: true})
+      const outcome = await copyTree(remote, local, real, entry, target, out, {lost: () => remote.lostReason, signal})
+      fetch.copied.push(...outcome.copied)
+      fetch.failed.push(...outcome.failed)
+      fetch.skipped.push(...outcome.skipped)
+      fetch.bytes += outcome.bytes
+      if (outcome.stopped) {
+        fetch.failed.push({error: outcome.stopped, path: out})
+        break
+      }
+    } catch (error) {
+      fetch.failed.push({error: error instanceof Error ? error.message : String(error), path: out})
+    }
+  }
+
+  return fetch
+}

@@ -1,0 +1,113 @@
+/**
+ * Follows a job's log on its VM until the job ends: each look reads the job's state first, then the log from the
+ * byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines are cut to a
+ * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
+ * is opened again a few times: the job runs on the VM whatever happens to this side.
+ */
+import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import {TargonError, abortError} from '../../core/errors.js'
+import {LineSplitter} from '../../core/lines.js'
+import {printable} from '../../core/output.js'
+import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
+import {type EndState, jobDir, parseState, stateScript} from './job.js'
+
+/** Lines of the log kept for the result. */
+export const TAIL_LINES = 20
+/** How much of a log line is shown and kept (a job may print a megabyte without a newline). */
+export const LINE_CHARS = 4096
+/** Log bytes read per look. */
+const READ_BYTES = 256 * 1024
+const SEPARATOR = '@@targon-job@@'
+/** Looks come quicker while the log grows, and no slower than this while it does not. */
+const MIN_LOOK_MS = 250
+const MAX_LOOK_MS = 1000
+/** Connections opened again after a drop, before the follow gives up (the job goes on). */
+const RECONNECTS = 3
+
+export interface FollowOptions {
+  /** Each line of the log, bounded and printable. */
+  onLine?: (line: string) => void
+  signal?: AbortSignal
+  clock?: Clock
+  /** Opens the VM's connection again after a drop. */
+  reopen: () => Promise<SshSession>
+  /** Read the log from its start (else from where it is now: only new lines). */
+  fromStart?: boolean
+  /** Stop at the end of what is there now, even while the job runs (jobs logs without -f). */
+  once?: boolean
+}
+
+export interface Followed extends EndState {
+  tail: string[]
+  /** The session in use at the end (a new one after a drop). */
+  session: SshSession
+}
+
+export async function followJob(first: SshSession, id: string, options: FollowOptions): Promise<Followed> {
+  const clock = options.clock ?? REAL_CLOCK
+  let session = first
+  let offset = 0
+  let delay = MIN_LOOK_MS
+  let drops = 0
+  const tail: string[] = []
+  const splitter = new LineSplitter((raw) => {
+    const line = printable(raw.length > LINE_CHARS ? `${raw.slice(0, LINE_CHARS)}…` : raw)
+    tail.push(line)
+    if (tail.length > TAIL_LINES) tail.shift()
+    options.onLine?.(line)
+  })
+  if (!options.fromStart) offset = await logSize(session, id)
+  for (;;) {
+    if (options.signal?.aborted) throw abortError(options.signal)
+    let look: {state: EndState; chunk: Buffer}
+    try {
+      look = await lookAt(session, id, offset, options.signal)
+      drops = 0
+    } catch (error) {
+      if (options.signal?.aborted) throw abortError(options.signal)
+      if (!(error instanceof TargonError && error.code === 'SSH_FAILED') || ++drops > RECONNECTS) throw error
+      await clock.sleep(1000 * 2 ** drops, options.signal)
+      try {
+        session = await options.reopen()
+      } catch (reopenError) {
+        // Still unreachable: the next look fails too and counts as another drop.
+        if (!(reopenError instanceof TargonError && reopenError.code === 'SSH_FAILED')) throw reopenError
+      }
+      continue
+    }
+
+    offset += look.chunk.length
+    splitter.push(look.chunk)
+    const more = look.chunk.length >= READ_BYTES
+    if (!more && (look.state.state !== 'running' || options.once)) {
+      splitter.flush()
+      return {...look.state, session, tail}
+    }
+
+    delay = look.chunk.length > 0 ? MIN_LOOK_MS : Math.min(MAX_LOOK_MS, delay * 1.5)
+    if (!more) await clock.sleep(delay, options.signal)
+  }
+}
+
+async function logSize(session: SshSession, id: string): Promise<number> {
+  const result = await session.exec(`stat -c %s ${shellQuote(`${jobDir(id)}/log`)} 2>/dev/null || echo 0`, {maxBytes: 1024})
+  return Number(result.stdout.trim()) || 0
+}
+
+async function lookAt(session: SshSession, id: string, offset: number, signal?: AbortSignal): Promise<{state: EndState; chunk: Buffer}> {
+  const log = shellQuote(`${jobDir(id)}/log`)
+  const command = `${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
+  const result = await session.exec(command, {maxBytes: 2 * READ_BYTES, signal})
+  if (result.aborted) throw abortError(signal)
+  const [stateLine = '', encoded = ''] = result.stdout.split(`${SEPARATOR}\n`)
+  const state = parseState(stateLine)
+  if (result.code !== 0 || !state)
+    throw new TargonError(
+      'BAD_RESPONSE',
+      `the VM answered the job's state unreadably: ${printable(result.stderr.trim() || stateLine.slice(0, 200))}`,
+      {
+        hint: 'check the VM with targon ssh',
+      },
+    )
+  return {chunk: Buffer.from(encoded.trim(), 'base64'), state}
+}

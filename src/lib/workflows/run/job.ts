@@ -1,0 +1,225 @@
+/**
+ * A job on a VM: its id, where its files live, the shell text that starts it as a transient systemd unit, and how its
+ * state is read back. Everything read back from a VM is untrusted: ids are checked against their form, records are
+ * parsed with bounds, and nothing from the VM becomes a path or a shell word unchecked.
+ *
+ * Layout on the VM (outside the synced tree, so that a sync never touches it):
+ *   /home/ubuntu/.targon/jobs/<id>/run.sh      the command in a login shell, writing exit_code when it ends
+ *   /home/ubuntu/.targon/jobs/<id>/job.json    what was started (JobRecord)
+ *   /home/ubuntu/.targon/jobs/<id>/log         stdout and stderr of the command
+ *   /home/ubuntu/.targon/jobs/<id>/exit_code   its exit code, once it ended by itself
+ *   /home/ubuntu/.targon/jobs/<id>/cancelled   written by a cancel before the unit is stopped
+ */
+import {createHash, randomBytes} from 'node:crypto'
+import {posix} from 'node:path'
+import * as z from 'zod'
+
+import {TargonError, usageError} from '../../core/errors.js'
+import {shellQuote} from '../../adapters/ssh/session.js'
+import type {JobState} from './schema.js'
+
+export const JOBS_DIR = '/home/ubuntu/.targon/jobs'
+export const WORK_ROOT = '/home/ubuntu/targon/work'
+export const SYNC_MANIFESTS = '/home/ubuntu/.targon/sync'
+
+/** j-20261202-030527-a1b2c3: sortable by start, unique enough per VM, and safe as a file name and a unit name. */
+const JOB_ID = /^j-\d{8}-\d{6}-[0-9a-f]{6}$/
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** The longest command line a job takes (it is written into the job's files and its record). */
+const MAX_COMMAND_CHARS = 64 * 1024
+/** What a job's record may take on the VM: the longest command, escaped, and the rest. */
+const MAX_RECORD_BYTES = 4 * MAX_COMMAND_CHARS
+
+export function newJobId(now: number, random: Buffer = randomBytes(3)): string {
+  const stamp = new Date(now).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)
+  return `j-${stamp}-${random.toString('hex')}`
+}
+
+export function isJobId(text: string): boolean {
+  return JOB_ID.test(text)
+}
+
+/** A job id typed by a user: one of this form, else NOT_FOUND (no job can have it). */
+export function checkJobId(text: string): string {
+  if (!isJobId(text))
+    throw new TargonError('NOT_FOUND', `no job ${JSON.stringify(text.slice(0, 80))}: job ids look like j-20261202-030527-a1b2c3`, {
+      hint: 'targon jobs lists them',
+    })
+  return text
+}
+
+export function unitOf(id: string): string {
+  return `targon-job-${id}`
+}
+
+export function jobDir(id: string): string {
+  return posix.join(JOBS_DIR, id)
+}
+
+/** The directory on the VM for a local working directory: the same for every run from it, named by a hash. */
+export function workdirIdOf(localDir: string): string {
+  return createHash('sha256').update(localDir).digest('hex').slice(0, 16)
+}
+
+/** An --out path: relative to the job's directory and inside it (no absolute path, no ".."), normalized. */
+export function checkOutPath(path: string): string {
+  const refuse = (why: string) =>
+    usageError(`--out ${JSON.stringify(path)}: ${why}`, "name a path inside the job's directory, e.g. --out results")
+  if (path === '' || path.includes('\0')) throw refuse('an empty path')
+  if (path.startsWith('/')) throw refuse("an absolute path; --out paths are relative to the job's directory")
+  const parts = path.split('/').filter((part) => part !== '' && part !== '.')
+  if (parts.includes('..')) throw refuse('".." would leave the job\'s directory')
+  if (parts.length === 0) throw refuse("the job's directory itself; name what it holds")
+  return parts.join('/')
+}
+
+/** --env K=V: a shell variable name and a value. */
+export function parseEnv(assignment: string): {name: string; value: string} {
+  const at = assignment.indexOf('=')
+  const name = at < 0 ? assignment : assignment.slice(0, at)
+  if (at < 0 || !ENV_NAME.test(name) || assignment.includes('\0'))
+    throw usageError(`--env ${JSON.stringify(name)}: not NAME=VALUE with a shell variable name`, 'e.g. --env EPOCHS=3')
+  return {name, value: assignment.slice(at + 1)}
+}
+
+export function checkCommand(command: string): string {
+  if (command.trim() === '') throw usageError('no command given', "targon run VM -- <command>, e.g. targon run gpu1 -- 'python train.py'")
+  if (command.length > MAX_COMMAND_CHARS || command.includes('\0'))
+    throw usageError(`the command is longer than ${MAX_COMMAND_CHARS / 1024} KiB`, 'put it in a script in the working directory')
+  return command
+}
+
+export const JobRecordSchema = z.object({
+  id: z.string().regex(JOB_ID),
+  command: z.string().max(MAX_COMMAND_CHARS),
+  workdir: z.string().max(4096),
+  started_at: z.string().max(64),
+  down: z.boolean(),
+  out: z.array(z.string().max(4096)).max(256),
+})
+export type JobRecord = z.infer<typeof JobRecordSchema>
+
+/**
+ * The shell text (for ubuntu's login shell, as exec runs it) that writes the job's files and starts its unit; run.sh
+ * goes on stdin. The unit is collected when it ends: its state is read from the job's files, not from systemd.
+ */
+export function startScript(record: JobRecord): string {
+  const dir = jobDir(record.id)
+  const q = shellQuote
+  return [
+    'set -e',
+    `(umask 077 && mkdir -p ${q(dir)})`,
+    `mkdir -p ${q(record.workdir)}`,
+    `cat >${q(`${dir}/run.sh`)}`,
+    `printf '%s\\n' ${q(JSON.stringify(record))} >${q(`${dir}/job.json`)}`,
+    `: >${q(`${dir}/log`)}`,
+    `sudo -n systemd-run --unit=${unitOf(record.id)} --uid=ubuntu --collect -p WorkingDirectory=${q(record.workdir)} -p StandardOutput=append:${q(`${dir}/log`)} -p StandardError=append:${q(`${dir}/log`)} /bin/bash --login ${q(`${dir}/run.sh`)}`,
+  ].join('\n')
+}
+
+/** run.sh: the --env values (quoted), the command as the remote shell reads it, then its exit code beside the log. */
+export function runScript(record: JobRecord, env: {name: string; value: string}[]): string {
+  const dir = jobDir(record.id)
+  return [
+    `# targon job ${record.id}`,
+    ...env.map((each) => `export ${each.name}=${shellQuote(each.value)}`),
+    `/bin/bash -c ${shellQuote(record.command)}`,
+    'code=$?',
+    `printf '%s\\n' "$code" >${shellQuote(`${dir}/exit_code.tmp`)} && mv -f ${shellQuote(`${dir}/exit_code.tmp`)} ${shellQuote(`${dir}/exit_code`)}`,
+    'exit "$code"',
+    '',
+  ].join('\n')
+}
+
+export interface EndState {
+  state: JobState
+  exit_code: number | null
+}
+
+/**
+ * A shell function: `job_state ID` prints one line, running, exit N, cancelled or lost; `job_ended ID` prints when
+ * it ended (epoch seconds: its exit code's file, else its cancel mark, else its log), or - while it runs.
+ */
+const JOB_STATE_FUNCTIONS = [
+  `job_state() { if systemctl is-active --quiet "targon-job-$1"; then echo running; elif [ -f "${JOBS_DIR}/$1/exit_code" ]; then echo "exit $(head -c 16 "${JOBS_DIR}/$1/exit_code")"; elif [ -f "${JOBS_DIR}/$1/cancelled" ]; then echo cancelled; else echo lost; fi; }`,
+  `job_ended() { for f in exit_code cancelled log; do if [ -f "${JOBS_DIR}/$1/$f" ]; then stat -c %Y "${JOBS_DIR}/$1/$f"; return; fi; done; echo -; }`,
+].join('\n')
+
+/** Shell text that prints one line: running, exit N, cancelled or lost. */
+export function stateScript(id: string): string {
+  return `${JOB_STATE_FUNCTIONS}\njob_state ${shellQuote(id)}`
+}
+
+/**
+ * Shell text that prints each job on the VM (only `id` when given): a line "@@job <dir name>", its state, when it
+ * ended, and its record in base64, each record cut at its bound. The directory names are the VM's: checked on reading.
+ */
+export function listScript(id?: string): string {
+  return [
+    JOB_STATE_FUNCTIONS,
+    `cd ${JOBS_DIR} 2>/dev/null || exit 0`,
+    `for d in ${id === undefined ? 'j-*' : shellQuote(id)}; do`,
+    '  [ -f "$d/job.json" ] || continue',
+    '  printf \'@@job %s\\n\' "$d"',
+    '  state=$(job_state "$d")',
+    '  [ "$state" = running ] && ended=- || ended=$(job_ended "$d")',
+    '  printf \'%s\\n%s\\n\' "$state" "$ended"',
+    `  head -c ${MAX_RECORD_BYTES} "$d/job.json" | base64 -w0`,
+    '  echo',
+    'done',
+  ].join('\n')
+}
+
+export interface ListedJob extends EndState {
+  record: JobRecord
+  /** Epoch ms; null while it runs or when unknown. */
+  endedAt: number | null
+}
+
+/** What listScript printed: the jobs whose id, state and record pass the checks; the others as problems. */
+export function parseListing(text: string): {jobs: ListedJob[]; problems: string[]} {
+  const jobs: ListedJob[] = []
+  const problems: string[] = []
+  for (const block of text.split('@@job ').slice(1)) {
+    const [dirName = '', stateLine = '', ended = '', encoded = ''] = block.split('\n')
+    if (!isJobId(dirName)) {
+      problems.push(`a job directory with a name no job has: ${JSON.stringify(dirName.slice(0, 80))}`)
+      continue
+    }
+
+    const state = parseState(stateLine)
+    let record: JobRecord | undefined
+    try {
+      const parsed = JobRecordSchema.safeParse(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')))
+      record = parsed.success && parsed.data.id === dirName ? parsed.data : undefined
+    } catch {
+      record = undefined
+    }
+
+    if (!state || !record) {
+      problems.push(`job ${dirName}: its ${state ? 'record' : 'state'} is unreadable`)
+      continue
+    }
+
+    const endedS = Number(ended)
+    jobs.push({...state, endedAt: ended !== '-' && Number.isFinite(endedS) && endedS > 0 ? endedS * 1000 : null, record})
+  }
+
+  return {jobs, problems}
+}
+
+/** The line stateScript printed; undefined when it is not one of its forms. */
+export function parseState(line: string): EndState | undefined {
+  const text = line.trim()
+  if (text === 'running' || text === 'cancelled' || text === 'lost') return {exit_code: null, state: text}
+  const exit = /^exit (\d{1,3})$/.exec(text)
+  const code = Number(exit?.[1])
+  if (!exit || code > 255) return undefined
+  return {exit_code: code, state: code === 0 ? 'succeeded' : 'failed'}
+}
+
+/** For an exit code above 128: the signal that probably ended the command (bash exits 128 + its number). */
+export function signalName(number: number): string | null {
+  const names: Record<string, number> = {SIGABRT: 6, SIGBUS: 7, SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGQUIT: 3, SIGSEGV: 11, SIGTERM: 15}
+  return Object.entries(names).find(([, value]) => value === number)?.[0] ?? null
+}

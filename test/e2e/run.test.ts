@@ -1,0 +1,528 @@
+/**
+ * `targon run` and `targon jobs` on simulated VMs that are real SSH hosts (needs root, like exec.test.ts); first, the
+ * VMs' systemd-run and systemctl doubles, which play the transient units that jobs run as.
+ */
+import type {ChildProcess} from 'node:child_process'
+import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {type CliOptions, errorLines, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+
+const simulated = useSimulatedVms()
+const configDir = tempDir('targon-config-')
+/** A quick idle sampler and shim check on bootstrapped VMs. */
+const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+
+function targon(args: string[], options: CliOptions = {}) {
+  return runCli(args, {
+    ...options,
+    env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env}),
+    timeoutMs: options.timeoutMs ?? 120_000,
+  })
+}
+
+/** One VM without the bootstrap (the doubles are there from boot): its name. */
+async function rentBare(fleet: string): Promise<{name: string; uid: string}> {
+  const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', fleet, '--json'])
+  expect(up.code, up.stdout + up.stderr).toBe(0)
+  return parseJson(up).data.vms[0]
+}
+
+/** A command on the VM as ubuntu: its stdout, and its exit code. */
+async function onVm(vm: string, command: string): Promise<{code: number; stdout: string}> {
+  const result = await targon(['exec', '--vms', vm, '--json', '--', command])
+  const doc = parseJson(result)
+  return {code: doc.data.results[0].exit_code, stdout: (doc.data.results[0].tail as string[]).join('\n')}
+}
+
+describe('the systemd doubles of a simulated VM', () => {
+  it('play transient units: --uid, WorkingDirectory, output to a file, is-active, show, stop', async () => {
+    const vm = await rentBare('units')
+    const show = 'systemctl show -p ActiveState,Result,ExecMainStatus,ExecMainStartTimestamp,User,WorkingDirectory'
+    const start = await onVm(
+      vm.name,
+      "mkdir -p /home/ubuntu/w && sudo -n systemd-run --unit=demo --uid=ubuntu -p WorkingDirectory=/home/ubuntu/w -p StandardOutput=append:/home/ubuntu/w/log -p StandardError=append:/home/ubuntu/w/log --setenv=GREETING='hi there' /bin/bash -c 'id -un; pwd; echo \"$GREETING\"; echo oops >&2; touch made; sleep 30'",
+    )
+    expect(start).toMatchObject({code: 0, stdout: 'Running as unit: demo.service'})
+    await waitFor(() => simulated.farm.vm(vm.uid).readFile('/home/ubuntu/w/log').includes('oops'))
+    expect(simulated.farm.vm(vm.uid).readFile('/home/ubuntu/w/log')).toBe('ubuntu\n/home/ubuntu/w\nhi there\noops\n')
+    expect(await onVm(vm.name, 'stat -c %U /home/ubuntu/w/made; systemctl is-active demo')).toEqual({code: 0, stdout: 'ubuntu\nactive'})
+    const running = await onVm(vm.name, `${show} demo.service`)
+    expect(running.stdout).toMatch(
+      /^ActiveState=active\nResult=success\nExecMainStatus=0\nExecMainStartTimestamp=\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\nUser=ubuntu\nWorkingDirectory=\/home\/ubuntu\/w$/,
+    )
+    // A second unit of that name is refused while it runs; a non-root caller cannot start one.
+    expect((await onVm(vm.name, 'sudo -n systemd-run --unit=demo /bin/true')).code).toBe(1)
+    expect((await onVm(vm.name, 'systemd-run --unit=other /bin/true')).code).toBe(1)
+
+    // stop ends the whole unit (its children too); a stopped transient unit is gone.
+    expect(await onVm(vm.name, 'sudo -n systemctl stop demo; pgrep -x sleep || echo none')).toEqual({code: 0, stdout: 'none'})
+    expect(await onVm(vm.name, 'systemctl is-active demo')).toEqual({code: 3, stdout: 'inactive'})
+    expect((await onVm(vm.name, `${show} demo`)).stdout).toContain(
+      'ActiveState=inactive\nResult=success\nExecMainStatus=0\nExecMainStartTimestamp=\n',
+    )
+    expect((await onVm(vm.name, 'sudo -n systemctl stop demo')).code).toBe(5)
+
+    // A failing unit stays loaded as failed until reset-failed, unless --collect; a successful one is collected.
+    const failed = await onVm(
+      vm.name,
+      "sudo -n systemd-run --unit=bad --uid=ubuntu /bin/bash -c 'exit 7' >/dev/null; sleep 1; systemctl is-active bad; systemctl show -p ActiveState,Result,ExecMainStatus --value bad",
+    )
+    expect(failed.stdout).toBe('failed\nfailed\nexit-code\n7')
+    expect((await onVm(vm.name, 'sudo -n systemctl reset-failed bad; systemctl show -p ActiveState bad')).stdout).toBe(
+      'ActiveState=inactive',
+    )
+    const collected = await onVm(
+      vm.name,
+      "sudo -n systemd-run --collect --unit=gone /bin/bash -c 'exit 7' >/dev/null; sleep 1; systemctl show -p LoadState,ActiveState gone",
+    )
+    expect(collected.stdout).toBe('LoadState=not-found\nActiveState=inactive')
+    // A missing working directory fails the unit as systemd does (200/CHDIR).
+    const chdir = await onVm(
+      vm.name,
+      'sudo -n systemd-run --unit=nodir -p WorkingDirectory=/nonexistent /bin/true >/dev/null; sleep 1; systemctl show -p Result,ExecMainStatus --value nodir',
+    )
+    expect(chdir.stdout).toBe('exit-code\n200')
+  })
+})
+
+const billing = () => new Set(simulated.sim.billing().map((workload) => workload.uid))
+
+/** A local project directory: a script that writes outputs, a data file, and a link (never sent). */
+function project(): string {
+  const dir = tempDir('targon-project-')
+  writeFileSync(
+    join(dir, 'train.sh'),
+    'echo "epochs=$EPOCHS note=$NOTE"; pwd; mkdir -p results/deep; echo model >results/model.txt; echo deep >results/deep/x.txt; printf "\\033[31mred\\n"; head -c 5000 /dev/zero | tr "\\0" a; echo; exit "${FAIL:-0}"\n',
+  )
+  mkdirSync(join(dir, 'data'))
+  writeFileSync(join(dir, 'data', 'input.txt'), 'input\n')
+  return dir
+}
+
+describe('targon run on an existing VM', () => {
+  it('syncs, runs the job as a unit, streams its log, fetches --out, and reports the job as JSON', async () => {
+    const vm = await rentBare('run')
+    const dir = project()
+    const result = await targon(
+      [
+        'run',
+        vm.name,
+        '--out',
+        'results',
+        '--out',
+        './results/model.txt',
+        '--env',
+        'EPOCHS=3',
+        '--env',
+        "NOTE=it's here",
+        '--json',
+        '--',
+        'bash',
+        'train.sh',
+      ],
+      {cwd: dir},
+    )
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    const {data} = doc
+    const id: string = data.job.id
+    expect(id).toMatch(/^j-\d{8}-\d{6}-[0-9a-f]{6}$/)
+    expect(data).toMatchObject({
+      exit_code: 0,
+      job: {
+        command: 'bash train.sh',
+        down: false,
+        exit_code: 0,
+        state: 'succeeded',
+        workdir: expect.stringMatching(/^\/home\/ubuntu\/targon\/work\/[0-9a-f]{16}$/),
+      },
+      sync: {files_sent: 2, local_dir: dir},
+      vm: {name: vm.name, uid: vm.uid},
+      deleted: null,
+    })
+    expect(data.sync.bytes_sent).toBeGreaterThan(0)
+    const workdir: string = data.job.workdir
+    // The log: --env values as given, the synced directory, control characters escaped, a long line cut at 4096.
+    expect(data.tail.slice(0, 3)).toEqual(["epochs=3 note=it's here", workdir, '\\x1b[31mred'])
+    expect(data.tail[3]).toBe(`${'a'.repeat(4096)}…`)
+    // Outputs came home under ./targon-out/<job>/, keeping their paths.
+    expect(data.fetch.destination).toBe(`targon-out/${id}/`)
+    expect(readFileSync(join(dir, 'targon-out', id, 'results', 'deep', 'x.txt'), 'utf8')).toBe('deep\n')
+    expect(readFileSync(join(dir, 'targon-out', id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    expect(data.fetch.failed).toEqual([])
+    // On the VM: the tree synced, the job's files beside it (not in it), the unit gone.
+    const simVm = simulated.farm.vm(vm.uid)
+    expect(simVm.readFile(`${workdir}/data/input.txt`)).toBe('input\n')
+    expect(simVm.readFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`)).toBe('0\n')
+    expect(simVm.readFile(`/home/ubuntu/.targon/jobs/${id}/log`)).toContain('epochs=3')
+    expect(simVm.calls().filter((call) => call.startsWith('systemd-run'))).toEqual([
+      expect.stringContaining(`systemd-run --unit=targon-job-${id} --uid=ubuntu --collect -p WorkingDirectory=${workdir}`),
+    ])
+
+    // Text mode: the log on stdout as it comes, progress on stderr.
+    const text = await targon(['run', vm.name, '--no-sync', '--', 'echo', 'hello;', 'echo', 'world'], {cwd: dir})
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toBe('hello\nworld\n')
+    expect(text.stderr).toMatch(/Job j-\S+ started on /)
+
+    // A second sync sends only what changed since the last one (the manifest on the VM says what is there).
+    const same = await targon(['run', vm.name, '--json', '--', 'true'], {cwd: dir})
+    expect(same.code, same.stderr).toBe(0)
+    expect(parseJson(same).data.sync).toMatchObject({bytes_sent: 0, files_removed: 0, files_sent: 0})
+    writeFileSync(join(dir, 'data', 'input.txt'), 'changed input\n')
+    const changed = await targon(['run', vm.name, '--json', '--', 'true'], {cwd: dir})
+    expect(changed.code, changed.stderr).toBe(0)
+    expect(parseJson(changed).data.sync).toMatchObject({bytes_sent: 'changed input\n'.length, files_sent: 1})
+    expect(simVm.readFile(`${workdir}/data/input.txt`)).toBe('changed input\n')
+  })
+
+  it('a failing job exits 12 with its exit code and tail, and its outputs still come home', async () => {
+    const vm = await rentBare('fail')
+    const dir = project()
+    const result = await targon(['run', vm.name, '--out', 'results/model.txt', '--env', 'FAIL=3', '--json', '--', 'bash train.sh'], {
+      cwd: dir,
+    })
+    expect(result.code).toBe(12)
+    const doc = parseJson(result)
+    expect(doc.error).toMatchObject({code: 'REMOTE_COMMAND_FAILED', exit_code: 12})
+    expect(doc.error.message).toContain('exit code 3')
+    expect(doc.data).toMatchObject({exit_code: 3, job: {exit_code: 3, state: 'failed'}})
+    expect(readFileSync(join(dir, 'targon-out', doc.data.job.id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    // An --out path that is not there: the job succeeded, the fetch did not (12, COPY_FAILED).
+    const missing = await targon(['run', vm.name, '--no-sync', '--out', 'nothing-here', '--json', '--', 'true'], {cwd: dir})
+    expect(missing.code).toBe(12)
+    expect(parseJson(missing).error.code).toBe('COPY_FAILED')
+  })
+
+  it('refuses bad input with one line before anything starts', async () => {
+    const dir = project()
+    const cases: [string[], number][] = [
+      [['run', 'somevm', '--out', '/etc/passwd', '--', 'true'], 2],
+      [['run', 'somevm', '--out', 'a/../../x', '--', 'true'], 2],
+      [['run', 'somevm', '--out', '.', '--', 'true'], 2],
+      [['run', 'somevm'], 2],
+      [['run', 'somevm', '--', ' '], 2],
+      [['run', '--', 'true'], 2],
+      [['run', 'a', 'b', '--', 'true'], 2],
+      [['run', 'somevm', '--env', '1X=2', '--', 'true'], 2],
+      [['run', 'somevm', '--env', 'NOEQUALS', '--', 'true'], 2],
+      [['run', 'somevm', '--workdir', join(dir, 'missing'), '--', 'true'], 4],
+      [['run', 'nosuchvm', '--', 'true'], 2],
+    ]
+    for (const [args, code] of cases) {
+      const result = await targon(args, {cwd: dir})
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(code)
+      expect(errorLines(result.stderr)).toHaveLength(1)
+    }
+    expect(existsSync(join(dir, 'targon-out'))).toBe(false)
+  })
+
+  it('--down deletes the VM after the job, with its hook told job-done', async () => {
+    const up = await targon([
+      'up',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--fleet',
+      'down',
+      '--on-delete',
+      'echo "reason=$TARGON_DELETE_REASON"',
+      '--json',
+    ])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+    const dir = project()
+    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'bash train.sh'], {cwd: dir})
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const {data} = parseJson(result)
+    expect(data.deleted).toEqual([
+      {action: 'deleted', billing: false, hook: {exit_code: 0, output_tail: 'reason=job-done', status: 'ok'}, name: vm.name, uid: vm.uid},
+    ])
+    expect(data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(existsSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'))).toBe(true)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+/** The ids of the jobs started on a simulated VM (its job directories). */
+function jobsOn(uid: string): string[] {
+  const dir = join(simulated.farm.vm(uid).dir, 'upper', 'home/ubuntu/.targon/jobs')
+  return existsSync(dir) ? readdirSync(dir) : []
+}
+
+describe('a running job and the limits of its VM', () => {
+  it('keeps down --idle away (an older sampler is updated first), but not --ttl', async () => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'limits', '--idle', '3s', '--ttl', '1h', '--json'])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+    const sampler = '/usr/local/lib/targon-fleet/idle-sampler.py'
+    // The sampler of an earlier version, which knows nothing of jobs.
+    const older = await onVm(
+      vm.name,
+      `sudo sed -i 's/^VERSION = "3"$/VERSION = "2"/' ${sampler} && sudo systemctl restart targon-fleet-idle`,
+    )
+    expect(older.code).toBe(0)
+
+    let child: ChildProcess | undefined
+    const running = targon(['run', vm.name, '--no-sync', '--', 'sleep 120'], {onSpawn: (spawned) => (child = spawned)})
+    await waitFor(() => jobsOn(vm.uid).length === 1, 60_000)
+    const [id] = jobsOn(vm.uid)
+    expect(simulated.farm.vm(vm.uid).readFile(sampler)).toContain('VERSION = "3"')
+    // The run ends (as a closed laptop would end it): its SSH session goes, the job stays.
+    child?.kill('SIGKILL')
+    await running
+    await new Promise((resolve) => setTimeout(resolve, 6000))
+    const idle = await targon(['down', '--idle', '--json'])
+    expect(idle.code, idle.stdout + idle.stderr).toBe(0)
+    const kept = parseJson(idle).data.kept as {uid: string; reason: string; state: string}[]
+    expect(kept.find((each) => each.uid === vm.uid)).toMatchObject({reason: `busy: job ${id}`, state: 'busy'})
+    expect(billing().has(vm.uid)).toBe(true)
+
+    // Its TTL runs out: the job does not keep it.
+    const record = join(configDir, 'vms', 'acme', `${vm.name}.json`)
+    writeFileSync(
+      record,
+      JSON.stringify({...JSON.parse(readFileSync(record, 'utf8')), ttl_expires_at: new Date(Date.now() - 60_000).toISOString()}),
+    )
+    const expired = await targon(['down', '--expired', '--json'])
+    expect(expired.code, expired.stdout + expired.stderr).toBe(0)
+    expect(parseJson(expired).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+describe('targon jobs', () => {
+  it('lists, shows, waits for, fetches and cancels jobs; an interrupted run leaves its job running, or with --down deletes its VM', async () => {
+    const vm = await rentBare('jobs')
+    const dir = project()
+    // A job that waits for a file the test makes, then writes its output.
+    const gated = 'echo waiting; while [ ! -e go ]; do sleep 0.2; done; echo finished; mkdir -p out; echo result >out/r.txt'
+    let child: ChildProcess | undefined
+    const interrupted = targon(['run', vm.name, '--out', 'out', '--json', '--', gated], {cwd: dir, onSpawn: (spawned) => (child = spawned)})
+    await waitFor(
+      () => jobsOn(vm.uid).length === 1 && simulated.farm.vm(vm.uid).readFile(`/home/ubuntu/.targon/jobs/${jobsOn(vm.uid)[0]}/log`) !== '',
+      60_000,
+    )
+    const [id] = jobsOn(vm.uid) as [string]
+    child?.kill('SIGINT')
+    const stopped = await interrupted
+    expect(stopped.code).toBe(130)
+    const stoppedDoc = parseJson(stopped)
+    expect(stoppedDoc.error.message).toContain(`job ${id} still runs`)
+    expect(stoppedDoc.error.hint).toContain(`targon jobs wait ${id}`)
+    expect(stoppedDoc.data.job).toMatchObject({id, state: 'running'})
+
+    const listed = await targon(['jobs', '--vms', vm.name, '--json'])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect(parseJson(listed).data).toEqual({
+      jobs: [
+        expect.objectContaining({
+          command: gated,
+          down: false,
+          down_pending: false,
+          exit_code: null,
+          id,
+          state: 'running',
+          vm: {name: vm.name, uid: vm.uid},
+        }),
+      ],
+      unreadable: [],
+    })
+    const logs = await targon(['jobs', 'logs', id, '--vms', vm.name])
+    expect(logs.code, logs.stderr).toBe(0)
+    expect(logs.stdout).toBe('waiting\n')
+
+    // jobs wait picks it up: follows to the end, fetches --out, exits as run would.
+    const waiting = targon(['jobs', 'wait', id, '--vms', vm.name, '--json'], {cwd: dir})
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const workdir: string = stoppedDoc.data.job.workdir
+    expect((await onVm(vm.name, `touch ${workdir}/go`)).code).toBe(0)
+    const waited = await waiting
+    expect(waited.code, waited.stdout + waited.stderr).toBe(0)
+    expect(parseJson(waited).data).toMatchObject({exit_code: 0, job: {id, state: 'succeeded'}, tail: ['waiting', 'finished']})
+    expect(readFileSync(join(dir, 'targon-out', id, 'out', 'r.txt'), 'utf8')).toBe('result\n')
+    // And again, for the outputs alone.
+    const fetched = await targon(['jobs', 'fetch', id, '--vms', vm.name, '--json'], {cwd: tempDir('targon-elsewhere-')})
+    expect(fetched.code, fetched.stderr).toBe(0)
+    expect(parseJson(fetched).data.fetch).toMatchObject({copied: ['out/r.txt'], destination: `targon-out/${id}/`})
+
+    // A job cancelled: its unit stopped, its log kept; listed as cancelled; a second cancel changes nothing.
+    const sleeper = targon(['run', vm.name, '--no-sync', '--', 'echo started; sleep 300'], {cwd: dir})
+    await waitFor(() => jobsOn(vm.uid).length === 2, 60_000)
+    const other = jobsOn(vm.uid).find((each) => each !== id) as string
+    await waitFor(() => simulated.farm.vm(vm.uid).readFile(`/home/ubuntu/.targon/jobs/${other}/log`) !== '', 30_000)
+    const cancel = await targon(['jobs', 'cancel', other, '--vms', vm.name, '--json'])
+    expect(cancel.code, cancel.stderr).toBe(0)
+    expect(parseJson(cancel).data).toMatchObject({cancelled: true, job: {id: other, state: 'cancelled'}})
+    const ended = await sleeper
+    expect(ended.code).toBe(12)
+    expect(ended.stderr).toContain('it was cancelled')
+    expect((await onVm(vm.name, 'pgrep -x sleep || echo none')).stdout).toBe('none')
+    const again = await targon(['jobs', 'cancel', other, '--vms', vm.name, '--json'])
+    expect(parseJson(again).data).toMatchObject({cancelled: false, job: {state: 'cancelled'}})
+    expect((await targon(['jobs', 'logs', other, '--vms', vm.name])).stdout).toBe('started\n')
+
+    // Interrupted with --down: the job is cancelled, its outputs fetched, and its VM deleted.
+    const doomed = await rentBare('doomed')
+    let downChild: ChildProcess | undefined
+    const withDown = targon(
+      ['run', doomed.name, '--down', '--out', 'out', '--json', '--', 'mkdir -p out; echo partial >out/p.txt; echo up; sleep 300'],
+      {
+        cwd: dir,
+        onSpawn: (spawned) => (downChild = spawned),
+      },
+    )
+    await waitFor(
+      () =>
+        jobsOn(doomed.uid).length === 1 &&
+        simulated.farm.vm(doomed.uid).readFile(`/home/ubuntu/.targon/jobs/${jobsOn(doomed.uid)[0]}/log`) !== '',
+      60_000,
+    )
+    downChild?.kill('SIGINT')
+    const downed = await withDown
+    expect(downed.code, downed.stdout + downed.stderr).toBe(130)
+    const downedDoc = parseJson(downed)
+    expect(downedDoc.error.message).toMatch(/cancelled, .* deleted$/)
+    expect(downedDoc.data).toMatchObject({deleted: [{action: 'deleted', billing: false, uid: doomed.uid}], job: {state: 'cancelled'}})
+    expect(readFileSync(join(dir, 'targon-out', downedDoc.data.job.id, 'out', 'p.txt'), 'utf8')).toBe('partial\n')
+    expect(billing().has(doomed.uid)).toBe(false)
+
+    // A failed job, in the text table.
+    expect((await targon(['run', vm.name, '--no-sync', '--', 'exit 3'])).code).toBe(12)
+    const table = await targon(['jobs', '--vms', vm.name])
+    expect(table.code, table.stderr).toBe(0)
+    const rows = table.stdout.trimEnd().split('\n')
+    expect(rows[0]).toBe('ID\tVM\tSTATE\tSTARTED\tDURATION\tDOWN\tCOMMAND')
+    expect(rows.map((row) => row.split('\t')[2])).toEqual(['STATE', 'succeeded', 'cancelled', 'failed (3)'])
+
+    // Ids that no VM has, or that no job can have.
+    for (const bad of ['j-20990101-000000-abcdef', '../etc']) {
+      const missing = await targon(['jobs', 'logs', bad, '--vms', vm.name])
+      expect(missing.code, missing.stderr).toBe(4)
+      expect(errorLines(missing.stderr)).toHaveLength(1)
+    }
+  })
+})
+
+describe('run --detach', () => {
+  it('returns once the job has started; with --down, down --jobs-done deletes the VM once it has ended, outputs first', async () => {
+    const vm = await rentBare('detached')
+    const dir = project()
+    const started = await targon(
+      [
+        'run',
+        vm.name,
+        '--detach',
+        '--down',
+        '--out',
+        'out',
+        '--json',
+        '--',
+        'while [ ! -e go ]; do sleep 0.2; done; mkdir -p out; echo r >out/r.txt',
+      ],
+      {cwd: dir},
+    )
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const doc = parseJson(started)
+    const id: string = doc.data.job.id
+    expect(doc.data).toMatchObject({exit_code: null, job: {down: true, id, state: 'running'}, tail: []})
+    expect(doc.warnings.join('\n')).toContain('no guard covers this config directory')
+
+    // While it runs, the VM is kept, and listed with --down pending.
+    const early = await targon(['down', '--jobs-done', '--fleet', 'detached', '--json'])
+    expect(early.code, early.stdout + early.stderr).toBe(0)
+    expect(parseJson(early).data).toMatchObject({kept: [{reason: `busy: job ${id}`, state: 'busy', uid: vm.uid}], results: []})
+    expect(parseJson(await targon(['jobs', '--vms', vm.name, '--json'])).data.jobs).toEqual([
+      expect.objectContaining({down_pending: true, id}),
+    ])
+    expect(billing().has(vm.uid)).toBe(true)
+
+    expect((await onVm(vm.name, `touch ${doc.data.job.workdir}/go`)).code).toBe(0)
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    const done = await targon(['down', '--jobs-done', '--fleet', 'detached', '--json'])
+    expect(done.code, done.stdout + done.stderr).toBe(0)
+    expect(parseJson(done).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
+    // Its outputs were kept in the config directory's job store before the deletion.
+    expect(readFileSync(join(configDir, 'jobs', id, 'out', 'out', 'r.txt'), 'utf8')).toBe('r\n')
+    // From there, jobs fetch copies them once the VM is gone.
+    const elsewhere = tempDir('targon-fetch-')
+    const fetched = await targon(['jobs', 'fetch', id, '--json'], {cwd: elsewhere})
+    expect(fetched.code, fetched.stdout + fetched.stderr).toBe(0)
+    expect(parseJson(fetched).data).toMatchObject({fetch: {copied: ['out/r.txt']}, job: {id, state: 'succeeded'}, vm: {uid: vm.uid}})
+    expect(readFileSync(join(elsewhere, 'targon-out', id, 'out', 'r.txt'), 'utf8')).toBe('r\n')
+
+    const refused = await targon(['down', '--jobs-done', vm.name])
+    expect(refused.code).toBe(2)
+  })
+
+  it('a sweep deletes the VM of a detached --down job started from its directory once the job has ended', async () => {
+    const vm = await rentBare('swept')
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 2'])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    const early = await targon(['sweep', '--fleet', 'swept', '--json'])
+    expect(early.code, early.stdout + early.stderr).toBe(0)
+    expect(parseJson(early).data.kept).toEqual([expect.objectContaining({reason: `busy: job ${id}`, uid: vm.uid})])
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    const swept = await targon(['sweep', '--fleet', 'swept', '--json'])
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    expect(parseJson(swept).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
+    ])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+describe('run renting its VM', () => {
+  it('rents when the word names an offer (idle limit 30m), runs, fetches, deletes with --down: nothing left billing', async () => {
+    const dir = project()
+    const before = billing()
+    const result = await targon(
+      ['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--down', '--out', 'results', '--json', '--', 'bash train.sh'],
+      {cwd: dir},
+    )
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const {data} = parseJson(result)
+    expect(data).toMatchObject({deleted: [{action: 'deleted', billing: false}], exit_code: 0, job: {state: 'succeeded'}})
+    expect(readFileSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'), 'utf8')).toBe('model\n')
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+
+    // Detached, without --down: the rented VM stays, with the idle limit run gives it.
+    const detached = await targon([
+      'run',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--fleet',
+      'rented',
+      '--detach',
+      '--no-sync',
+      '--json',
+      '--',
+      'true',
+    ])
+    expect(detached.code, detached.stdout + detached.stderr).toBe(0)
+    const vm = parseJson(detached).data.vm as {name: string; uid: string}
+    const record = JSON.parse(readFileSync(join(configDir, 'vms', 'acme', `${vm.name}.json`), 'utf8'))
+    expect(record.idle_limit_s).toBe(1800)
+    expect((await targon(['down', vm.name, '--json'])).code).toBe(0)
+
+    // Ctrl-C while it rents: what it rented is deleted again.
+    const known = new Set(simulated.sim.workloads.keys())
+    const interrupted = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: signalWhen(() => [...simulated.sim.workloads.keys()].some((uid) => !known.has(uid))),
+    })
+    expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
+    await waitFor(() => [...billing()].every((uid) => before.has(uid)), 30_000)
+
+    // A word that names neither a VM nor an offer: refused, nothing rented.
+    const neither = await targon(['run', 'nosuchthing', '--max-price', '1.8', '--', 'true'])
+    expect(neither.code, neither.stderr).toBe(2)
+    expect(errorLines(neither.stderr)).toHaveLength(1)
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+  })
+})

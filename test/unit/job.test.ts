@@ -1,0 +1,94 @@
+/**
+ * The pieces of a job that untrusted input reaches: ids, --out paths, --env assignments, the state a VM answers, and
+ * the run script that real bash executes.
+ */
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {TargonError} from '../../src/lib/core/errors.js'
+import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/workflows/run/job.js'
+
+describe('job ids', () => {
+  it('are made from the clock and a random part, and only that form is accepted back', () => {
+    const id = newJobId(Date.parse('2026-12-02T03:05:27.123Z'), Buffer.from([0xa1, 0xb2, 0xc3]))
+    expect(id).toBe('j-20261202-030527-a1b2c3')
+    expect(isJobId(id)).toBe(true)
+    for (const bad of [
+      '',
+      'j-20261202-030527-a1b2c',
+      '../j-20261202-030527-a1b2c3',
+      'j-20261202-030527-a1b2c3\n',
+      'j-20261202-030527-A1B2C3',
+    ])
+      expect(isJobId(bad), bad).toBe(false)
+    expect(() => checkJobId('; rm -rf /')).toThrow(TargonError)
+    expect(() => checkJobId('; rm -rf /')).toThrow(/no job/)
+  })
+
+  it('name one directory on the VM per local directory', () => {
+    expect(workdirIdOf('/home/me/project')).toMatch(/^[0-9a-f]{16}$/)
+    expect(workdirIdOf('/home/me/project')).toBe(workdirIdOf('/home/me/project'))
+    expect(workdirIdOf('/home/me/project')).not.toBe(workdirIdOf('/home/me/other'))
+  })
+})
+
+describe('--out paths', () => {
+  it('stay inside the job directory, normalized', () => {
+    expect(checkOutPath('results')).toBe('results')
+    expect(checkOutPath('./results//model.pt')).toBe('results/model.pt')
+    expect(checkOutPath('a/b/')).toBe('a/b')
+    for (const bad of ['/etc/passwd', '..', 'a/../../b', 'a/..', '.', '', './', 'a\0b'])
+      expect(() => checkOutPath(bad), JSON.stringify(bad)).toThrow(expect.objectContaining({code: 'USAGE'}))
+  })
+})
+
+describe('--env', () => {
+  it('takes NAME=VALUE with a shell name; the value may hold anything but NUL', () => {
+    expect(parseEnv('A=1')).toEqual({name: 'A', value: '1'})
+    expect(parseEnv('_x=a=b c')).toEqual({name: '_x', value: 'a=b c'})
+    expect(parseEnv('EMPTY=')).toEqual({name: 'EMPTY', value: ''})
+    for (const bad of ['NOEQUALS', '=v', '1A=2', 'A-B=1', 'A B=1', '$(id)=1'])
+      expect(() => parseEnv(bad), bad).toThrow(expect.objectContaining({code: 'USAGE'}))
+  })
+})
+
+describe("a VM's answer about a job", () => {
+  it('is one of the known forms, else unreadable', () => {
+    expect(parseState('running\n')).toEqual({exit_code: null, state: 'running'})
+    expect(parseState('exit 0')).toEqual({exit_code: 0, state: 'succeeded'})
+    expect(parseState('exit 137')).toEqual({exit_code: 137, state: 'failed'})
+    expect(parseState('cancelled')).toEqual({exit_code: null, state: 'cancelled'})
+    expect(parseState('lost')).toEqual({exit_code: null, state: 'lost'})
+    for (const bad of ['exit 256', 'exit -1', 'exit', 'exit 1; rm', 'RUNNING', '']) expect(parseState(bad), bad).toBeUndefined()
+  })
+})
+
+describe('the run script', () => {
+  it('exports the --env values exactly, runs the command as the remote shell reads it, and keeps its exit code', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'targon-job-'))
+    const id = 'j-20261202-030527-a1b2c3'
+    const script = runScript(
+      {command: `printf '%s|%s\\n' "$A" "$B" >${dir}/seen; exit 7`, down: false, id, out: [], started_at: '', workdir: dir},
+      [
+        {name: 'A', value: `it's "quoted" $(touch ${dir}/pwned) \`x\``},
+        {name: 'B', value: 'line1\nline2'},
+      ],
+    )
+    // The job directory of the script is on the VM: here, the exit code goes to a copy of the script pointed at dir.
+    const local = script.replaceAll(`/home/ubuntu/.targon/jobs/${id}`, dir)
+    writeFileSync(join(dir, 'run.sh'), local)
+    let code = 0
+    try {
+      execFileSync('/bin/bash', [join(dir, 'run.sh')])
+    } catch (error) {
+      code = (error as {status: number}).status
+    }
+    expect(code).toBe(7)
+    expect(readFileSync(join(dir, 'seen'), 'utf8')).toBe(`it's "quoted" $(touch ${dir}/pwned) \`x\`|line1\nline2\n`)
+    expect(readFileSync(join(dir, 'exit_code'), 'utf8')).toBe('7\n')
+    expect(() => readFileSync(join(dir, 'pwned'))).toThrow()
+  })
+})
