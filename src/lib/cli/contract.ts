@@ -80,7 +80,7 @@ export type CommandId = keyof typeof DATA_SCHEMAS
  * script would notice (a field renamed or removed), and the change written in docs/json-contract-changes.md. The
  * error envelope, the same on every command, has a version of its own.
  */
-const SCHEMA_VERSIONS: Partial<Record<CommandId, number>> = {cost: 2, credits: 2, status: 2, up: 2}
+const SCHEMA_VERSIONS: Partial<Record<CommandId, number>> = {cost: 2, credits: 2, status: 2, sweep: 2, up: 2}
 export const ERROR_SCHEMA_VERSION = 1
 
 export function schemaVersion(command: string): number {
