@@ -19,6 +19,7 @@ describe('the --json contract', () => {
       cost: 2,
       credits: 2,
       status: 2,
+      sweep: 2,
       up: 2,
     })
     const changes = readFileSync(new URL('../../docs/json-contract-changes.md', import.meta.url), 'utf8')
