@@ -103,7 +103,9 @@ describe('up --wait', () => {
 
   it('--timeout counts from when capacity is found', async () => {
     await setup()
-    sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])
+    // Capacity comes later than --timeout after the run starts, start-up included: only a timeout that counts from when
+    // capacity is found lets the run succeed.
+    sim.scheduleCapacity([soldOut(), {atMs: 4500, available: 1, offer: 'rtx6000b-small'}])
     const result = await targon([...UP, '--no-bootstrap', '--wait', '1m', '--timeout', '2s', '--json'])
     expect(result.code, result.stdout + result.stderr).toBe(0)
     expect(parseJson(result).data.capacity_wait_s).toBeGreaterThanOrEqual(2)
