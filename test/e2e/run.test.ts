@@ -3,7 +3,7 @@
  * VMs' systemd-run and systemctl doubles, which play the transient units that jobs run as.
  */
 import type {ChildProcess} from 'node:child_process'
-import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -474,6 +474,29 @@ describe('run --detach', () => {
       expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
     ])
     expect(billing().has(vm.uid)).toBe(false)
+  })
+  it('a sweep from another config directory finds the --down job on the VM when its idle probe reads it', async () => {
+    const vm = await rentBare('elsewhere')
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 1'])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    // The guard's directory holds the project key and the host pins, but no record of the VM or its job.
+    const guardDir = tempDir('targon-guard-')
+    for (const held of ['keys', 'known_hosts.d', 'config.json'])
+      if (existsSync(join(configDir, held))) cpSync(join(configDir, held), join(guardDir, held), {recursive: true})
+    const env = {TARGON_CONFIG_DIR: guardDir}
+    // Without an idle limit nothing probes the VM, so nothing here knows of its job.
+    const unprobed = await targon(['sweep', '--fleet', 'elsewhere', '--json'], {env})
+    expect(unprobed.code, unprobed.stdout + unprobed.stderr).toBe(0)
+    expect(parseJson(unprobed).data.results).toEqual([])
+    const swept = await targon(['sweep', '--fleet', 'elsewhere', '--idle-limit', '1h', '--json'], {env})
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    expect(parseJson(swept).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
+    ])
+    expect(billing().has(vm.uid)).toBe(false)
+    expect(existsSync(join(guardDir, 'jobs', id, 'job.json'))).toBe(true)
   })
 })
 

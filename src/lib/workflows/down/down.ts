@@ -27,7 +27,7 @@ import {forgetVm} from '../../domain/deletion/forget.js'
 import type {LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../../domain/deletion/delete-workloads.js'
 import {vmRef} from '../../adapters/events/run-events.js'
-import {idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
+import {type AlsoRead, idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {HookOutcome} from '../../adapters/events/schema.js'
 import type {DownResult} from './schema.js'
@@ -94,10 +94,15 @@ export interface DownOptions {
  */
 export async function keepUnlessIdle(
   chosen: KnownVm[],
-  options: Pick<DownOptions, 'clock' | 'configDir' | 'parallel' | 'stop' | 'warn'> & {selection: Pick<DownSelection, 'idle_limit_seconds'>},
+  options: Pick<DownOptions, 'clock' | 'configDir' | 'parallel' | 'stop' | 'warn'> & {
+    selection: Pick<DownSelection, 'idle_limit_seconds'>
+    /** More to read over each probe's connection (the sweep: the VM's jobs). */
+    alsoRead?: AlsoRead
+  },
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
   const usages = await probeUsages(live, {
+    alsoRead: options.alsoRead,
     clock: options.clock,
     configDir: options.configDir,
     limitS: options.selection.idle_limit_seconds,

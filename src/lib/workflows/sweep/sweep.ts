@@ -15,6 +15,8 @@ import {type DownOptions, keepUnlessIdle, runDown} from '../down/down.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
 import {keepUnlessJobsDone} from '../run/jobs-done.js'
+import {readJobs} from '../run/jobs.js'
+import type {SshSession} from '../../adapters/ssh/session.js'
 import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -81,10 +83,16 @@ export async function runSweep(
 
     // Only VMs with an idle limit are probed: a clock without a limit decides nothing.
     const idleLimited = live.filter((vm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null)
-    const idle = await keepUnlessIdle(idleLimited, {...options, selection: {idle_limit_seconds: options.idleLimitS}})
+    // The probe's connection also reads each VM's jobs: a run --down job started from any directory is recorded there.
+    const downJobOnVm = new Set<string>()
+    const alsoRead = async (vm: KnownVm, session: SshSession) => {
+      if ((await readJobs(session)).jobs.some((job) => job.record.down)) downJobOnVm.add(vm.uid)
+    }
+    const idle = await keepUnlessIdle(idleLimited, {...options, alsoRead, selection: {idle_limit_seconds: options.idleLimitS}})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
-    // A detached run --down started from here: its VM goes once the job has ended, its outputs fetched first.
-    const detached = live.filter((vm) => !reasons.has(vm.uid) && vm.record?.down_job)
+    // A detached run --down: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
+    // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
+    const detached = live.filter((vm) => !reasons.has(vm.uid) && (vm.record?.down_job || downJobOnVm.has(vm.uid)))
     const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(detached, {...options, clock})
     for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
     scopedVms = live
