@@ -184,11 +184,9 @@ describe('targon sweep', () => {
         .map((line) => JSON.parse(line).exit_code)
     const fleet = await targon(['sweep', '--guard', '--fleet', 'Not A Fleet', '--json'])
     expect(fleet.code, fleet.stdout + fleet.stderr).toBe(2)
-    // A stored heartbeat URL that is refused fails the run as before, and is recorded all the same.
-    const heartbeat = await targon(['sweep', '--guard', '--json'], {
-      env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`},
-    })
-    expect(heartbeat.code, heartbeat.stdout + heartbeat.stderr).toBe(3)
+    // An owner that is refused (a config problem) fails the run before its lock too, and is recorded all the same.
+    const owner = await targon(['sweep', '--guard', '--json'], {env: {TARGON_OWNER: 'Not An Owner'}})
+    expect(owner.code, owner.stdout + owner.stderr).toBe(3)
     expect(runs()).toEqual([2, 3])
     const status = await targon(['guard', 'status'])
     expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
@@ -326,11 +324,15 @@ describe('targon sweep', () => {
     }
   })
 
-  it('never echoes a heartbeat URL: a bad one is refused by name only, a flag one is warned about', async () => {
+  it('never echoes a heartbeat URL: a bad one is a warning by name only that stops no deletion, a flag one is warned about', async () => {
     await ctx.setup()
+    const expired = await upOne('--ttl', '1h')
+    expireTtl(expired.name)
     const bad = await targon(['sweep', '--json'], {env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`}})
-    expect(bad.code).toBe(3)
-    expect(parseJson(bad).error.message).toContain('TARGON_HEARTBEAT_URL must use https')
+    expect(bad.code, bad.stdout + bad.stderr).toBe(0)
+    expect(parseJson(bad).data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: expired.uid}])
+    expect(billingUids()).toEqual([])
+    expect(parseJson(bad).warnings.join('\n')).toContain('TARGON_HEARTBEAT_URL must use https')
     expectNoSecrets(bad)
     const flag = await targon(['sweep', '--json', `--heartbeat-url=${hook.url.replace(HOOK_PATH, '')}/ping/${HEARTBEAT_TOKEN}`])
     expect(flag.code, flag.stdout + flag.stderr).toBe(0)
