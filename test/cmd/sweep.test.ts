@@ -4,7 +4,7 @@
  * one notification per run, the heartbeat pinged on success and on failure, and one sweep at a time.
  */
 import {execFile} from 'node:child_process'
-import {readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -190,6 +190,23 @@ describe('targon sweep', () => {
     expect(runs()).toEqual([2, 3])
     const status = await targon(['guard', 'status'])
     expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
+  })
+
+  it('a record of sent warnings that cannot be written is a warning: the deletions and the exit code stand', async () => {
+    await ctx.setup()
+    const soon = await upOne('--ttl', '1h')
+    const expired = await upOne('--ttl', '1h')
+    setTtl(ctx.configDir, soon.name, Date.now() + 10 * 60_000)
+    expireTtl(expired.name)
+    // A directory stands where the record goes: writing it fails.
+    mkdirSync(join(ctx.configDir, 'guard', 'default.warned.json'), {recursive: true})
+    const sweep = await targon(['sweep', '--warn', '15m', '--json'])
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const doc = parseJson(sweep)
+    expect(doc.data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: expired.uid}])
+    expect(doc.data.warned).toMatchObject([{limit: 'ttl', uid: soon.uid}])
+    expect(doc.warnings.join('\n')).toContain('the warnings sent could not be recorded')
+    expect(billingUids()).toEqual([soon.uid])
   })
 
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
