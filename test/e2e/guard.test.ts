@@ -177,6 +177,14 @@ describe('guard --cron', () => {
     }
   })
 
+  it('refuses (exit 3) an owner in the config file that is no owner name: it never reaches a crontab line', async () => {
+    const dir = guardedDir({owner: 'alice\n* * * * * touch /tmp/targon-guard-owner #'})
+    const print = await targon(['guard', 'print', '--cron', '--json'], {config: dir})
+    expect(print.code, print.stdout + print.stderr).toBe(3)
+    expect(parseJson(print).error.message).toContain(': owner')
+    expect(print.stdout).not.toContain('touch /tmp/targon-guard-owner')
+  })
+
   it('uninstall leaves a marker whose next line is not the guard entry, with a warning', async () => {
     const dir = guardedDir()
     const edited = `# targon guard: org=acme owner=- profile=default dir=${dir} (targon guard uninstall removes it)\n17 3 * * * /usr/local/bin/backup\n`
