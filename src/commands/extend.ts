@@ -57,7 +57,7 @@ Prints the new deadlines.`)
     if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
       throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
     const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
-    const labelFleet = flags.fleet ?? (await this.ctx.settings.get('fleet'))
+    const labelFleet = await this.ctx.settings.get('fleet', flags.fleet)
     return this.withApi(async (client) => {
       const result = await runExtend(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         byMs: flags.by ?? null,

@@ -49,7 +49,7 @@ most, whatever the VM's --hook-timeout, then deletes the VM all the same.
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
 With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a
 secret), each run pings it on exit 0 or 14 and pings URL/fail on any other exit, so that a guard that fails or stops
-running pages someone; a ping takes at most 5 s and a failed one is a warning. Exit codes: 11 when something selected
+running pages someone; a ping takes at most 5 s, and a failed ping or a refused URL is a warning. Exit codes: 11 when something selected
 still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
 
   static examples = [
@@ -113,7 +113,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const startedAt = this.ctx.clock.now()
     try {
       // Resolved first, so that a run failing before its lock (a bad fleet, owner or config) still pings URL/fail.
-      const heartbeat = await this.ctx.settings.get('heartbeat-url', flags['heartbeat-url'])
+      const heartbeat = await this.heartbeatUrl()
       try {
         const result = await this.lockedRun()
         if (result.skipped === null) await this.beat(heartbeat, 0)
@@ -125,6 +125,20 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     } catch (error) {
       if (!this.recorded) await this.recordEarlyFailure(startedAt, toTargonError(error).exitCode)
       throw error
+    }
+  }
+
+  /**
+   * The ping URL, when one is set and taken. A refused one (not https, say) is a warning that names where it came
+   * from, never the URL, and the sweep runs without a heartbeat: a ping is optional, the deletions are not.
+   */
+  private async heartbeatUrl(): Promise<string | undefined> {
+    try {
+      return await this.ctx.settings.get('heartbeat-url', this.flags['heartbeat-url'])
+    } catch (error) {
+      if (!isTargonError(error)) throw error
+      this.addWarning(`${error.message}: this run pings no heartbeat${error.hint ? ` (${error.hint})` : ''}`)
+      return undefined
     }
   }
 

@@ -103,6 +103,10 @@ describe('targon extend', () => {
     const none = await targon(['extend', hers.name, '--json'])
     expect(none.code).toBe(2)
     expect(parseJson(none).error.message).toBe('nothing to extend')
+    // A --fleet that names no fleet is refused as on every command, not taken for a label that matches nothing.
+    const badFleet = await targon(['extend', alices.name, '--by', '1h', '--fleet', 'Not A Fleet', '--json'])
+    expect(badFleet.code, badFleet.stdout).toBe(2)
+    expect(parseJson(badFleet).error.message).toBe('fleet "Not A Fleet" is not valid')
   })
 
   it('refuses a VM whose owner could not be read (exit 2) unless --any-owner', async () => {

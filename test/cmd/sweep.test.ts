@@ -4,7 +4,7 @@
  * one notification per run, the heartbeat pinged on success and on failure, and one sweep at a time.
  */
 import {execFile} from 'node:child_process'
-import {readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -184,14 +184,29 @@ describe('targon sweep', () => {
         .map((line) => JSON.parse(line).exit_code)
     const fleet = await targon(['sweep', '--guard', '--fleet', 'Not A Fleet', '--json'])
     expect(fleet.code, fleet.stdout + fleet.stderr).toBe(2)
-    // A stored heartbeat URL that is refused fails the run as before, and is recorded all the same.
-    const heartbeat = await targon(['sweep', '--guard', '--json'], {
-      env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`},
-    })
-    expect(heartbeat.code, heartbeat.stdout + heartbeat.stderr).toBe(3)
+    // An owner that is refused (a config problem) fails the run before its lock too, and is recorded all the same.
+    const owner = await targon(['sweep', '--guard', '--json'], {env: {TARGON_OWNER: 'Not An Owner'}})
+    expect(owner.code, owner.stdout + owner.stderr).toBe(3)
     expect(runs()).toEqual([2, 3])
     const status = await targon(['guard', 'status'])
     expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
+  })
+
+  it('a record of sent warnings that cannot be written is a warning: the deletions and the exit code stand', async () => {
+    await ctx.setup()
+    const soon = await upOne('--ttl', '1h')
+    const expired = await upOne('--ttl', '1h')
+    setTtl(ctx.configDir, soon.name, Date.now() + 10 * 60_000)
+    expireTtl(expired.name)
+    // A directory stands where the record goes: writing it fails.
+    mkdirSync(join(ctx.configDir, 'guard', 'default.warned.json'), {recursive: true})
+    const sweep = await targon(['sweep', '--warn', '15m', '--json'])
+    expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
+    const doc = parseJson(sweep)
+    expect(doc.data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: expired.uid}])
+    expect(doc.data.warned).toMatchObject([{limit: 'ttl', uid: soon.uid}])
+    expect(doc.warnings.join('\n')).toContain('the warnings sent could not be recorded')
+    expect(billingUids()).toEqual([soon.uid])
   })
 
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
@@ -326,11 +341,15 @@ describe('targon sweep', () => {
     }
   })
 
-  it('never echoes a heartbeat URL: a bad one is refused by name only, a flag one is warned about', async () => {
+  it('never echoes a heartbeat URL: a bad one is a warning by name only that stops no deletion, a flag one is warned about', async () => {
     await ctx.setup()
+    const expired = await upOne('--ttl', '1h')
+    expireTtl(expired.name)
     const bad = await targon(['sweep', '--json'], {env: {TARGON_HEARTBEAT_URL: `http://hc.example.com/${HEARTBEAT_TOKEN}`}})
-    expect(bad.code).toBe(3)
-    expect(parseJson(bad).error.message).toContain('TARGON_HEARTBEAT_URL must use https')
+    expect(bad.code, bad.stdout + bad.stderr).toBe(0)
+    expect(parseJson(bad).data.results).toMatchObject([{action: 'deleted', reason: 'ttl', uid: expired.uid}])
+    expect(billingUids()).toEqual([])
+    expect(parseJson(bad).warnings.join('\n')).toContain('TARGON_HEARTBEAT_URL must use https')
     expectNoSecrets(bad)
     const flag = await targon(['sweep', '--json', `--heartbeat-url=${hook.url.replace(HOOK_PATH, '')}/ping/${HEARTBEAT_TOKEN}`])
     expect(flag.code, flag.stdout + flag.stderr).toBe(0)

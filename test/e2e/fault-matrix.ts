@@ -115,6 +115,36 @@ function deletedElsewhere(ctx: Context) {
   return gone
 }
 
+/** The exit code of a run ended by a signal it handles: 128 and the signal's number. */
+const SIGNAL_EXIT = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143} as const
+
+/**
+ * `up` (`args`: UP or NO_BOOT) sent `signal` once `when` holds (and `delayMs` more): it ends INTERRUPTED with the
+ * signal's exit code, run without and with a config.json.
+ */
+function upInterrupted({
+  args,
+  delayMs,
+  name,
+  signal = 'SIGINT',
+  when,
+  ...fault
+}: Pick<Scenario, 'name' | 'setup' | 'sim' | 'vm'> & {
+  args: string[]
+  delayMs?: number
+  signal?: keyof typeof SIGNAL_EXIT
+  when: (ctx: Context) => boolean
+}): Scenario {
+  return {
+    code: 'INTERRUPTED',
+    exit: SIGNAL_EXIT[signal],
+    interrupts: true,
+    name,
+    run: (ctx) => ctx.targon(args, {onSpawn: signalWhen(() => when(ctx), signal, delayMs)}),
+    ...fault,
+  }
+}
+
 export const scenarios: Scenario[] = [
   // ---- API ----
   {
@@ -536,14 +566,13 @@ export const scenarios: Scenario[] = [
   },
 
   // ---- process ----
-  {
-    code: 'INTERRUPTED',
-    exit: 130,
+  upInterrupted({
+    args: NO_BOOT,
+    delayMs: 200,
     name: 'process: SIGINT in register (create in flight)',
-    interrupts: true,
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', /\/workloads$/).length > 0, 'SIGINT', 200)}),
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
-  },
+    when: (ctx) => ctx.sim.requests('POST', /\/workloads$/).length > 0,
+  }),
   {
     code: 'INTERRUPTED',
     exit: 130,
@@ -561,46 +590,34 @@ export const scenarios: Scenario[] = [
     },
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
   },
-  {
-    code: 'INTERRUPTED',
-    exit: 130,
+  upInterrupted({
+    args: NO_BOOT,
+    delayMs: 200,
     name: 'process: SIGINT in deploy',
-    interrupts: true,
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGINT', 200)}),
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
-  },
-  {
-    code: 'INTERRUPTED',
-    exit: 129,
+    when: (ctx) => ctx.sim.requests('POST', '/deploy').length > 0,
+  }),
+  upInterrupted({
+    args: NO_BOOT,
+    delayMs: 200,
     name: 'process: SIGHUP (a closed terminal) in deploy',
-    interrupts: true,
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.requests('POST', '/deploy').length > 0, 'SIGHUP', 200)}),
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
-  },
-  {
-    code: 'INTERRUPTED',
-    exit: 130,
+    signal: 'SIGHUP',
+    when: (ctx) => ctx.sim.requests('POST', '/deploy').length > 0,
+  }),
+  upInterrupted({
+    args: NO_BOOT,
     name: 'process: SIGINT in wait-running',
-    interrupts: true,
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'))}),
     sim: {provisioning: 'stuck'},
-  },
-  {
-    code: 'INTERRUPTED',
-    exit: 130,
-    name: 'process: SIGINT in install',
-    interrupts: true,
-    run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0)}),
-    vm: {dpkgLockSeconds: 30},
-  },
-  {
-    code: 'INTERRUPTED',
-    exit: 130,
+    when: (ctx) => ctx.sim.live().some((w) => w.status === 'provisioning'),
+  }),
+  upInterrupted({args: UP, name: 'process: SIGINT in install', vm: {dpkgLockSeconds: 30}, when: (ctx) => vmCalls(ctx).length > 0}),
+  upInterrupted({
+    args: UP,
     name: 'process: SIGINT in shim-start',
-    interrupts: true,
-    run: (ctx) => ctx.targon(UP, {onSpawn: signalWhen(() => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')))}),
     vm: {shimUnhealthy: true},
-  },
+    when: (ctx) => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')),
+  }),
   {
     code: 'INTERRUPTED',
     exit: 143,
@@ -629,14 +646,13 @@ export const scenarios: Scenario[] = [
     },
     vm: {dpkgLockSeconds: 30},
   },
-  {
-    code: 'INTERRUPTED',
-    exit: 143,
+  upInterrupted({
+    args: NO_BOOT,
     name: 'process: SIGTERM in wait-running',
-    interrupts: true,
-    run: (ctx) => ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().some((w) => w.status === 'provisioning'), 'SIGTERM')}),
+    signal: 'SIGTERM',
     sim: {provisioning: 'stuck'},
-  },
+    when: (ctx) => ctx.sim.live().some((w) => w.status === 'provisioning'),
+  }),
   {
     code: null,
     exit: 0,

@@ -147,7 +147,11 @@ describe('guard --cron', () => {
     expect(parseJson(ownerEnv).error.hint).toContain('targon config set owner alice')
 
     const first = guardedDir({owner: 'alice'})
-    expect((await targon(['guard', 'install', '--cron'], {config: first})).code).toBe(0)
+    const installed = await targon(['guard', 'install', '--cron'], {config: first})
+    expect(installed.code, installed.stderr).toBe(0)
+    // What it did and how to check it are progress, on stderr: without --json, install has no result for stdout.
+    expect(installed.stdout).toBe('')
+    expect(installed.stderr).toContain('Check it with: targon guard status')
     const second = await targon(['guard', 'install', '--cron', '--json'], {config: guardedDir({owner: 'alice'})})
     expect(second.code).toBe(3)
     expect(parseJson(second).error.hint).toBe(`remove it first: TARGON_CONFIG_DIR=${first} targon guard uninstall --profile default`)
@@ -171,6 +175,14 @@ describe('guard --cron', () => {
     } finally {
       await shared.stop()
     }
+  })
+
+  it('refuses (exit 3) an owner in the config file that is no owner name: it never reaches a crontab line', async () => {
+    const dir = guardedDir({owner: 'alice\n* * * * * touch /tmp/targon-guard-owner #'})
+    const print = await targon(['guard', 'print', '--cron', '--json'], {config: dir})
+    expect(print.code, print.stdout + print.stderr).toBe(3)
+    expect(parseJson(print).error.message).toContain(': owner')
+    expect(print.stdout).not.toContain('touch /tmp/targon-guard-owner')
   })
 
   it('uninstall leaves a marker whose next line is not the guard entry, with a warning', async () => {

@@ -2,6 +2,7 @@ import {afterEach, describe, expect, it} from 'vitest'
 
 import {TargonClient} from '../../src/lib/adapters/targon/client.js'
 import {parseRetryAfter} from '../../src/lib/adapters/targon/http.js'
+import type {CreateWorkloadRequest} from '../../src/lib/adapters/targon/schemas.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {startSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, type TargonSimulator} from '../simulator/simulator.js'
@@ -32,6 +33,16 @@ async function failure(promise: Promise<unknown>): Promise<TargonError> {
 }
 
 const sshKey = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk8hW1WvWq0cJ8q6yG7Yb8kQ2m4Zx3n5p7r9t1v3x5z test'
+
+/** The body of a VM create, as up sends it. */
+const vmRequest = (name: string, sshKeyUid: string): CreateWorkloadRequest => ({
+  image: 'ubuntu-24-04-lts-595',
+  name,
+  resource_name: 'rtx6000b-small',
+  ssh_keys: [sshKeyUid],
+  type: 'VM',
+  vm_config: {password: 'secret-password'},
+})
 
 describe('TargonClient', () => {
   it('follows cursors over small pages, whether the end is null or ""', async () => {
@@ -67,14 +78,7 @@ describe('TargonClient', () => {
   it('tolerates sparse create and deploy answers and unknown statuses', async () => {
     const {client, sim} = await setup({extraFields: true, sparse: true})
     const key = await client.createSshKey('acme', {name: 'k', ssh_key: sshKey})
-    const created = await client.createWorkload('acme', {
-      image: 'ubuntu-24-04-lts-595',
-      name: 'tcli-default-a1',
-      resource_name: 'rtx6000b-small',
-      ssh_keys: [key.uid],
-      type: 'VM',
-      vm_config: {password: 'secret-password'},
-    })
+    const created = await client.createWorkload('acme', vmRequest('tcli-default-a1', key.uid))
     expect(created.uid).toMatch(/^wrk-/)
     expect(created.name).toBeUndefined()
     expect(await client.deployWorkload('acme', created.uid as string)).toEqual({})
@@ -114,16 +118,7 @@ describe('TargonClient', () => {
     const {client, sim} = await setup()
     const key = await client.createSshKey('acme', {name: 'k', ssh_key: sshKey})
     sim.inject({dropAfterCommit: true, method: 'POST', path: /\/workloads$/, times: 1})
-    const error = await failure(
-      client.createWorkload('acme', {
-        image: 'ubuntu-24-04-lts-595',
-        name: 'tcli-default-lost',
-        resource_name: 'rtx6000b-small',
-        ssh_keys: [key.uid],
-        type: 'VM',
-        vm_config: {password: 'secret-password'},
-      }),
-    )
+    const error = await failure(client.createWorkload('acme', vmRequest('tcli-default-lost', key.uid)))
     expect(error.code).toBe('NETWORK_ERROR')
     expect(sim.requests('POST', /\/workloads$/)).toHaveLength(1)
     expect(sim.live().map((workload) => workload.name)).toEqual(['tcli-default-lost'])

@@ -1,8 +1,6 @@
-import {Args} from '@oclif/core'
-
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, readValues, targetProfile} from '../../lib/workflows/config/config.js'
-import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
+import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
+import {existingTargetProfile, parseKey, readValues} from '../../lib/workflows/config/config.js'
 import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
@@ -11,12 +9,12 @@ export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get
     {command: '<%= config.bin %> config get max-price', description: 'The default price cap'},
     {command: '<%= config.bin %> config get org --profile team', description: 'The org of profile team'},
   ]
-  static args = {key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true})}
+  static args = {key: CONFIG_KEY_ARG}
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
     const dir = this.ctx.settings.dir
-    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
+    const profile = await existingTargetProfile(this.ctx.settings)
     this.acting.profile = profile
     const result = await readValues(dir, profile, [key])
     const value = Object.values(result.values)[0] ?? null

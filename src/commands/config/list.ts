@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, readValues, targetProfile} from '../../lib/workflows/config/config.js'
+import {existingTargetProfile, readValues} from '../../lib/workflows/config/config.js'
 import {renderTable} from '../../lib/core/output.js'
 import {type ActiveProfile} from '../../lib/adapters/settings/profiles.js'
 import {DEFAULT_PROFILE, profileNames} from '../../lib/adapters/settings/store.js'
@@ -17,7 +17,7 @@ export default class ConfigList extends BaseCommand<typeof ConfigList, 'config l
 
   public async run(): Promise<ConfigListResult> {
     const dir = this.ctx.settings.dir
-    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
+    const profile = await existingTargetProfile(this.ctx.settings)
     this.acting.profile = profile
     // What a run without --profile uses: this command's --profile only says which profile to show.
     const active = await this.ctx.settings.withoutProfileFlag().profile()

@@ -1,6 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
+import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
 import {parseKey, setValue, targetProfile} from '../../lib/workflows/config/config.js'
 import {usageError} from '../../lib/core/errors.js'
 import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
@@ -30,7 +31,7 @@ targon config use chose, else the default one (the file's top-level keys).`)
   ]
 
   static args = {
-    key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true}),
+    key: CONFIG_KEY_ARG,
     value: Args.string({ignoreStdin: true, description: 'the value (not for api-key, notify-url or heartbeat-url)', required: false}),
   }
 

@@ -1,20 +1,18 @@
-import {Args} from '@oclif/core'
-
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile, parseKey, targetProfile, unsetValue} from '../../lib/workflows/config/config.js'
+import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
+import {existingTargetProfile, parseKey, unsetValue} from '../../lib/workflows/config/config.js'
 import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
-import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
 import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'
   static examples = [{command: '<%= config.bin %> config unset api-key', description: 'Forget the stored API key'}]
-  static args = {key: Args.string({ignoreStdin: true, description: `one of: ${CONFIG_KEYS.join(', ')}`, required: true})}
+  static args = {key: CONFIG_KEY_ARG}
 
   public async run(): Promise<ConfigResult> {
     const key = parseKey(this.args.key)
     const dir = this.ctx.settings.dir
-    const profile = await existingProfile(dir, await targetProfile(this.ctx.settings))
+    const profile = await existingTargetProfile(this.ctx.settings)
     this.acting.profile = profile
     const result = await unsetValue(dir, profile, key)
     this.info(`unset ${key}${profile === DEFAULT_PROFILE ? '' : ` in profile ${profile}`}`)

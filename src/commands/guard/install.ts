@@ -56,7 +56,7 @@ removes it. The sweeps' output goes to guard/<profile>.log in the config directo
     this.info(
       `${result.replaced ? 'replaced' : 'installed'}: targon sweep every ${spec.everyMs / 60_000} min (${kind}) for ${spec.configDir} (profile ${spec.profile}); output in ${result.log}`,
     )
-    if (!this.jsonEnabled()) this.log(`Check it with: targon guard status`)
+    this.info('Check it with: targon guard status')
     return result
   }
 

@@ -5,13 +5,14 @@
  * most PING_BUDGET_MS, its reply is read to at most MAX_REPLY_BYTES, and a failed ping is a warning, never a failure.
  */
 import {Agent, request} from '../targon/undici-subset.js'
+import {EXIT_CODES} from '../../core/errors.js'
 
 export const PING_BUDGET_MS = 5000
 export const MAX_REPLY_BYTES = 4096
 
 /** The exits of a sweep that count as success for its monitor: done (0), and done with a short runway (14). */
 export function pingSucceeds(exitCode: number): boolean {
-  return exitCode === 0 || exitCode === 14
+  return exitCode === 0 || exitCode === EXIT_CODES.RUNWAY_SHORT
 }
 
 /** URL + `/fail` in the path (a query string stays after it), as healthchecks-style monitors expect. */

@@ -49,6 +49,11 @@ export async function existingProfile(dir: string, profile: string): Promise<str
   return profile
 }
 
+/** The profile a config command reads or removes from: targetProfile, refused when the file does not hold it. */
+export async function existingTargetProfile(settings: SettingsResolver): Promise<string> {
+  return existingProfile(settings.dir, await targetProfile(settings))
+}
+
 /** The given settings of a profile (all by default), checked, masked, under their JSON names. */
 export async function readValues(dir: string, profile: string, keys: readonly ConfigKey[] = CONFIG_KEYS): Promise<ConfigResult> {
   const values: Record<string, string | null> = {}

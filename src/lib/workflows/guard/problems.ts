@@ -8,6 +8,7 @@ import {join} from 'node:path'
 
 import type {GuardRun} from './schema.js'
 import {formatDuration} from '../../core/input.js'
+import {pingSucceeds} from '../../adapters/notify/heartbeat.js'
 import type {InstalledGuard} from './installed.js'
 
 export interface GuardFacts {
@@ -40,7 +41,8 @@ export function guardProblems(facts: GuardFacts): string[] {
   }
 
   const last = runs.at(-1)
-  if (last && last.exit_code !== 0 && last.exit_code !== 14) problems.push(`the last sweep exited ${last.exit_code}: see ${facts.log}`)
+  // A failed sweep is what its heartbeat reports as one (a short runway is not).
+  if (last && !pingSucceeds(last.exit_code)) problems.push(`the last sweep exited ${last.exit_code}: see ${facts.log}`)
   const every = guards.find((guard) => guard.everyMs !== null)?.everyMs ?? null
   if (every === null) return problems
   const due = 2 * every + LATE_MS

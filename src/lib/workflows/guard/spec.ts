@@ -7,7 +7,7 @@ import {realpathSync} from 'node:fs'
 
 import {TargonError, isTargonError} from '../../core/errors.js'
 import type {RunContext} from '../run-context.js'
-import type {SettingsResolver} from '../../adapters/settings/resolve.js'
+import {type SettingsResolver, parseStored} from '../../adapters/settings/resolve.js'
 import {readStoredValue} from '../../adapters/settings/store.js'
 import {ensureConfigDir} from '../../adapters/state/trust.js'
 import {LocalState} from '../../adapters/state/local-state.js'
@@ -76,7 +76,9 @@ export async function checkSelection(
   org: string,
   profile: string,
 ): Promise<string | null> {
-  const owner = ((await readStoredValue('owner', settings.dir, profile)) as string | undefined) ?? null
+  // Checked as the sweep will read it: the owner goes into the marker of a crontab line or a unit.
+  const stored = await readStoredValue('owner', settings.dir, profile)
+  const owner = stored === undefined || stored === null || stored === '' ? null : parseStored<string>('owner', stored, settings.dir)
   try {
     await checkSweepSelection(client, new LocalState(settings.dir), {
       configDir: settings.dir,

@@ -6,7 +6,7 @@
  */
 import type {DownResult} from '../down/schema.js'
 import type {SweepReason, SweepResult} from './schema.js'
-import {TargonError, isTargonError} from '../../core/errors.js'
+import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
 import {REAL_CLOCK} from '../../core/clock.js'
 import {estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
@@ -171,7 +171,12 @@ export async function runSweep(
       const {fresh, remember} = unsent(options.configDir, options.profile, options.org, due)
       const delivered: Warning[] = []
       for (const warning of fresh) if (await options.sendWarning(warning)) delivered.push(warning)
-      remember(listed, delivered)
+      try {
+        remember(listed, delivered)
+      } catch (error) {
+        // The record only keeps a warning from being sent twice: failing to write it changes nothing of the run.
+        options.warn(`the warnings sent could not be recorded (${asTargonError(error).message}): the next sweep may send them again`)
+      }
       swept.warned = fresh
     }
   }
