@@ -1,5 +1,5 @@
 /**
- * The fault matrix (run by faults-1.test.ts and faults-2.test.ts): each scenario runs the built CLI against the simulator (and simulated VMs
+ * The fault matrix (run by faults-1.test.ts to faults-4.test.ts): each scenario runs the built CLI against the simulator (and simulated VMs
  * where SSH is involved) and asserts the exit code, the JSON envelope, and the simulator's
  * ledger: nothing billing afterwards (unless the scenario kept something with --on-failure keep), registered
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
@@ -47,6 +47,11 @@ interface Scenario {
   vms?: boolean
   /** It sends the CLI a signal that the CLI handles: it runs twice, without and with a config.json. */
   interrupts?: boolean
+  /**
+   * How long its runs take together, in seconds, as measured in a full run of the suite on a quiet machine; given
+   * where it is 4 s or more (the rest take about TYPICAL_SECONDS). The matrix's files are balanced by it.
+   */
+  seconds?: number
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
@@ -129,7 +134,7 @@ function upInterrupted({
   signal = 'SIGINT',
   when,
   ...fault
-}: Pick<Scenario, 'name' | 'setup' | 'sim' | 'vm'> & {
+}: Pick<Scenario, 'name' | 'seconds' | 'setup' | 'sim' | 'vm'> & {
   args: string[]
   delayMs?: number
   signal?: keyof typeof SIGNAL_EXIT
@@ -193,6 +198,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: deploy answered 503 TEMPORARY twice is sent again to the same workload and succeeds',
+    seconds: 5,
     run: deploysAnswered(503, 503, 200),
     sim: {temporaryDeploys: 2},
   },
@@ -225,6 +231,7 @@ export const scenarios: Scenario[] = [
     code: 'QUOTA_EXCEEDED',
     exit: 13,
     name: 'API: a quota met by one VM of --count 3 ends the run: nothing more is created, the VM made is rolled back, exit 13',
+    seconds: 11,
     async run(ctx) {
       const up = await upNoBoot(ctx, '--count', '3')
       // One create per VM at most (the first VMs' creates go out together), and no other offer is tried.
@@ -303,6 +310,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: create answered by an HTML 502 page from a proxy (sent again after reconciling)',
+    seconds: 4,
     // The listing is watched for the reconcile window before the create is sent again: 2 s here, not 30.
     run: (ctx) => ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '2'}}),
     setup: (ctx) =>
@@ -319,6 +327,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: create reset before it took effect three times in a row: reconciled and sent again each time, one workload',
+    seconds: 5,
     async run(ctx) {
       const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
       expect(ctx.sim.requests('POST', /\/workloads$/).map((request) => request.status)).toEqual([-1, -1, -1, 201])
@@ -331,6 +340,7 @@ export const scenarios: Scenario[] = [
     code: 'NETWORK_ERROR',
     exit: 5,
     name: 'API: create reset before it took effect on every send: given up after four sends, nothing created',
+    seconds: 5,
     async run(ctx) {
       const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
       expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(4)
@@ -343,6 +353,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: a 5xx burst while polling the state',
+    seconds: 4,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 3}),
   },
@@ -350,6 +361,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: a 429 storm with Retry-After while polling the state',
+    seconds: 4,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', retryAfter: '1', status: 429, times: 3}),
   },
@@ -358,6 +370,7 @@ export const scenarios: Scenario[] = [
     code: 'TIMEOUT',
     exit: 6,
     name: 'API: stuck in provisioning until the timeout',
+    seconds: 4,
     run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
     sim: {provisioning: 'stuck'},
   },
@@ -446,6 +459,7 @@ export const scenarios: Scenario[] = [
     code: 'SSH_FAILED',
     exit: 7,
     name: 'SSH: sshd never comes up',
+    seconds: 10,
     run: (ctx) => ctx.targon([...UP, '--timeout', '12s']),
     vm: {sshdDelaySeconds: 999},
   },
@@ -454,6 +468,7 @@ export const scenarios: Scenario[] = [
     code: 'HOST_KEY_MISMATCH',
     exit: 7,
     name: 'SSH: the host key changed (the adopted VM is deleted with --on-failure delete)',
+    seconds: 4,
     vms: true,
     run: async (ctx) => {
       const first = parseJson(await ctx.targon([...UP, '--name', 'pinned']))
@@ -465,6 +480,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'SSH: the connection drops during the bootstrap; the VM is kept and a re-run completes it',
+    seconds: 6,
     run: async (ctx) => {
       const dropped = await ctx.targon([...UP, '--name', 'resume', '--on-failure', 'keep'], {
         onSpawn: () =>
@@ -485,6 +501,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: sshd answers while the state still says provisioning; the bootstrap starts then',
+    seconds: 19,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const vm = parseJson(up).data.vms[0]
@@ -502,6 +519,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: the bootstrap ends before the state says running; up waits for running, then succeeds',
+    seconds: 24,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const ended = Date.now()
@@ -524,6 +542,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: an address in the state but SSH refusing for a while backs off and does not fail',
+    seconds: 15,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const simVm = ctx.farm.vm(parseJson(up).data.vms[0].uid)
@@ -537,6 +556,7 @@ export const scenarios: Scenario[] = [
     code: 'API_ERROR',
     exit: 5,
     name: 'early SSH: the VM turns to error while bootstrapping (still provisioning): exit 5, deleted',
+    seconds: 5,
     run: (ctx) =>
       ctx.targon(UP, {
         onSpawn: () =>
@@ -546,7 +566,7 @@ export const scenarios: Scenario[] = [
       }),
     vm: {latency: {runningSeconds: 600}, latencyScale: 0.05},
   },
-  {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', vm: {shimUnhealthy: true}},
+  {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', seconds: 6, vm: {shimUnhealthy: true}},
   {
     code: null,
     exit: 0,
@@ -570,6 +590,7 @@ export const scenarios: Scenario[] = [
     args: NO_BOOT,
     delayMs: 200,
     name: 'process: SIGINT in register (create in flight)',
+    seconds: 6,
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
     when: (ctx) => ctx.sim.requests('POST', /\/workloads$/).length > 0,
   }),
@@ -577,6 +598,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT while a fleet has 8 creates in flight and one waiting for a slot',
+    seconds: 22,
     interrupts: true,
     async run(ctx) {
       const result = await ctx.targon([...NO_BOOT, '--count', '9'], {
@@ -611,10 +633,17 @@ export const scenarios: Scenario[] = [
     sim: {provisioning: 'stuck'},
     when: (ctx) => ctx.sim.live().some((w) => w.status === 'provisioning'),
   }),
-  upInterrupted({args: UP, name: 'process: SIGINT in install', vm: {dpkgLockSeconds: 30}, when: (ctx) => vmCalls(ctx).length > 0}),
+  upInterrupted({
+    args: UP,
+    name: 'process: SIGINT in install',
+    seconds: 4,
+    vm: {dpkgLockSeconds: 30},
+    when: (ctx) => vmCalls(ctx).length > 0,
+  }),
   upInterrupted({
     args: UP,
     name: 'process: SIGINT in shim-start',
+    seconds: 7,
     vm: {shimUnhealthy: true},
     when: (ctx) => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')),
   }),
@@ -622,6 +651,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 143,
     name: 'process: SIGTERM in install is the VM interrupted, never a failed step, in JSON, events and display',
+    seconds: 4,
     run: async (ctx) => {
       const signalled = () => ({onSpawn: signalWhen(() => [...ctx.farm.vms.values()].some((vm) => vm.sshSessions() > 0), 'SIGTERM')})
       // The display first (plain lines without a terminal): the VM is shown interrupted, and nothing failed is ticked.
@@ -708,6 +738,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: the tombstone bounces to error after the first confirmation poll; status hides it',
+    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const down = await ctx.targon(['down', uid, '--json'])
@@ -755,6 +786,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a DELETE answer slower than TARGON_HTTP_TIMEOUT is waited for, and sent once',
+    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const down = await ctx.targon(['down', uid, '--json'], {env: {TARGON_HTTP_TIMEOUT: '1'}})
@@ -814,6 +846,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a 503 on the wake-up deploy of a crashed VM: the deploy is sent again, and the VM is deleted',
+    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.crash(uid)
@@ -828,6 +861,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'status: a VM passes through pending and powering_on on its way to running; up waits through them',
+    seconds: 7,
     async run(ctx) {
       const up = await upNoBoot(ctx)
       expect(ctx.sim.servedStatuses).toEqual(expect.arrayContaining(['pending', 'powering_on', 'running']))
@@ -867,6 +901,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a DELETE answered 503 before it took effect is sent again, and the VM is deleted',
+    seconds: 12,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.inject({method: 'DELETE', path: `/workloads/${uid}`, status: 503, times: 1})
@@ -881,6 +916,7 @@ export const scenarios: Scenario[] = [
     exit: 129,
     interrupts: true,
     name: 'process: SIGHUP during up --count 2 whose clean-up DELETE answers 503 once: sent again, nothing bills',
+    seconds: 21,
     run: (ctx) =>
       ctx.targon([...NO_BOOT, '--count', '2'], {
         onSpawn: signalWhen(() => ctx.sim.live().filter((w) => w.status === 'provisioning').length === 2, 'SIGHUP'),
@@ -937,6 +973,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running',
+    seconds: 9,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}),
   },
@@ -944,6 +981,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: 503s and connection resets while confirming a deletion',
+    seconds: 10,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 5})
@@ -957,6 +995,7 @@ export const scenarios: Scenario[] = [
     code: 'TIMEOUT',
     exit: 6,
     name: 'delete: up --timeout ran out, and the clean-up (a slow DELETE) still runs to the end',
+    seconds: 8,
     run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
     sim: {deleteLatencyMs: 4000, provisioning: 'stuck'},
   },
@@ -964,6 +1003,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: Ctrl-C during a wake-then-delete finishes that delete, then exits 130 with per-VM results',
+    seconds: 12,
     interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
@@ -981,6 +1021,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a second Ctrl-C during a wake-then-delete exits at once and names the VM still billing',
+    seconds: 17,
     interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
@@ -1002,6 +1043,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: SIGINT during down --all --json stops starting deletions and prints per-VM results',
+    seconds: 10,
     interrupts: true,
     async run(ctx) {
       expect((await upNoBoot(ctx, '--count', '3')).code).toBe(0)
@@ -1093,6 +1135,7 @@ export const scenarios: Scenario[] = [
     exit: 130,
     interrupts: true,
     name: 'process: SIGINT during exec of a silent command ends the remote command at once',
+    seconds: 6,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1114,6 +1157,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'run: the SSH connection drops while it follows the job: it connects again, and the job goes on to its end',
+    seconds: 5,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1139,6 +1183,7 @@ export const scenarios: Scenario[] = [
     code: 'API_ERROR',
     exit: 5,
     name: 'run: the VM crashes during the job: the run says so, and the VM, still billing, is left to its limits and down',
+    seconds: 6,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1161,6 +1206,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'sweep: Ctrl-C half way finishes the DELETE under way and exits 130; the next sweep deletes the rest',
+    seconds: 7,
     interrupts: true,
     async run(ctx) {
       const uids = await expiredVms(ctx, 3)
@@ -1199,6 +1245,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'sweep: a heartbeat URL that never answers costs 5 s and a warning; the VMs past their limit are deleted',
+    seconds: 7,
     async run(ctx) {
       await expiredVms(ctx, 1)
       const hanging = createServer(() => undefined)
@@ -1221,6 +1268,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a hook that hangs past --hook-timeout is stopped and reported; the VM is deleted',
+    seconds: 6,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--on-delete', 'echo saving; sleep 600', '--hook-timeout', '2s'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1236,6 +1284,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a hook that fails (exit 3) is reported, changes no exit code, and the sweep deletes the VM',
+    seconds: 4,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--ttl', '1h', '--on-delete', 'echo "cannot save" >&2; exit 3'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1254,6 +1303,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a VM unreachable for its hook (sshd gone) is deleted without it, and that is said',
+    seconds: 34,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--on-delete', 'touch ~/never'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1272,6 +1322,7 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'hook: Ctrl-C while hooks run stops them and deletes every VM at once; nothing bills',
+    seconds: 10,
     interrupts: true,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--count', '2', '--on-delete', 'sleep 600'])
@@ -1398,6 +1449,7 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'history: an endpoint that hangs holds down --all up for its own short budget only: it still deletes what bills',
+    seconds: 12,
     async run(ctx) {
       const gone = deletedElsewhere(ctx)
       const crashed = ctx.sim.addWorkload({deployedAt: Date.now() - 60_000, name: 'tcli-default-crashed', status: 'running'})
@@ -1418,9 +1470,32 @@ export const scenarios: Scenario[] = [
   },
 ]
 
+/** What a scenario without `seconds` takes, about (the median of those measured). */
+const TYPICAL_SECONDS = 2
+
+/** The files faults-1.test.ts to faults-N.test.ts, one part each. */
+export const FAULT_MATRIX_PARTS = 4
+
 /**
- * Registers every `parts`-th run of the matrix, starting at `part` (1-based): the matrix is split over files so that
- * vitest's workers share it; as a single file it was the suite's long pole.
+ * The scenarios of part `part` (1-based) of `parts`: the longest first, each to the part with the least time so far
+ * (the first such part on a tie), so that the parts take about as long and each scenario always lands in the same one.
+ */
+export function scenariosOfPart(part: number, parts: number): Scenario[] {
+  const bins = Array.from({length: parts}, () => ({members: new Set<Scenario>(), seconds: 0}))
+  const longestFirst = scenarios
+    .map((scenario, index) => ({index, scenario, seconds: scenario.seconds ?? TYPICAL_SECONDS}))
+    .sort((a, b) => b.seconds - a.seconds || a.index - b.index)
+  for (const {scenario, seconds} of longestFirst) {
+    const least = bins.reduce((best, bin) => (bin.seconds < best.seconds ? bin : best))
+    least.seconds += seconds
+    least.members.add(scenario)
+  }
+  return scenarios.filter((scenario) => bins[part - 1]?.members.has(scenario))
+}
+
+/**
+ * Registers the runs of part `part` (1-based) of `parts` (scenariosOfPart): the matrix is split over files so that
+ * vitest's workers share it; as one or two files it was the suite's long pole.
  */
 export function faultMatrix(part: number, parts: number): void {
   describe(`fault matrix (part ${part} of ${parts})`, () => {
@@ -1438,13 +1513,11 @@ export function faultMatrix(part: number, parts: number): void {
 
     // Split by scenario, so that both variants of one run in the same file, one after the other: run side by side,
     // one variant's remote process (e.g. "sleep 53", found with pgrep on this machine) would signal the other early.
-    const runs = scenarios
-      .filter((_scenario, index) => index % parts === part - 1)
-      .flatMap((scenario) =>
-        scenario.interrupts
-          ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
-          : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
-      )
+    const runs = scenariosOfPart(part, parts).flatMap((scenario) =>
+      scenario.interrupts
+        ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
+        : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
+    )
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
         const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})

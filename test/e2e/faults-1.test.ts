@@ -1,4 +1,4 @@
-/** The fault matrix, part 1 of 2 (see fault-matrix.ts). */
-import {faultMatrix} from './fault-matrix.js'
+/** The fault matrix, part 1 (see fault-matrix.ts). */
+import {FAULT_MATRIX_PARTS, faultMatrix} from './fault-matrix.js'
 
-faultMatrix(1, 2)
+faultMatrix(1, FAULT_MATRIX_PARTS)

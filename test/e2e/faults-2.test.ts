@@ -1,4 +1,4 @@
-/** The fault matrix, part 2 of 2 (see fault-matrix.ts). */
-import {faultMatrix} from './fault-matrix.js'
+/** The fault matrix, part 2 (see fault-matrix.ts). */
+import {FAULT_MATRIX_PARTS, faultMatrix} from './fault-matrix.js'
 
-faultMatrix(2, 2)
+faultMatrix(2, FAULT_MATRIX_PARTS)

@@ -7,21 +7,12 @@ import {cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync}
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, errorLines, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {errorLines, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useSimulatedVms()
-const configDir = tempDir('targon-config-')
 /** A quick idle sampler and shim check on bootstrapped VMs. */
-const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {
-    ...options,
-    env: simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, ...ENV, ...options.env}),
-    timeoutMs: options.timeoutMs ?? 120_000,
-  })
-}
+const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const {configDir, targon} = simulated
 
 /** One VM without the bootstrap (the doubles are there from boot): its name. */
 async function rentBare(fleet: string): Promise<{name: string; uid: string}> {

@@ -24,27 +24,20 @@ import {openPinned} from '../../src/lib/adapters/ssh/connect-info.js'
 import {checkedPrivateKeyPath} from '../../src/lib/adapters/ssh/project-key.js'
 import {type SshSession, shellQuote} from '../../src/lib/adapters/ssh/session.js'
 import {type SyncOptions, syncWorkdir} from '../../src/lib/workflows/sync/sync.js'
-import {parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {tempDir} from '../helpers/cli.js'
 import {tree} from '../helpers/files.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
-import {type SimVm, VmFarm} from '../vm/farm.js'
+import {useVmFixture} from '../helpers/fixture.js'
+import type {SimVm} from '../vm/farm.js'
 
-let sim: TargonSimulator
-let farm: VmFarm
+const simulated = useVmFixture({defaults: {timeoutMs: 120_000}})
+const {configDir} = simulated
 let vm: SimVm
 let session: SshSession
-const configDir = tempDir('targon-config-')
 
 beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
-  farm = new VmFarm(sim)
-  const up = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--name', 'sync', '--json'], {
-    env: simulatorEnv(sim, {TARGON_CONFIG_DIR: configDir}),
-    timeoutMs: 120_000,
-  })
+  const up = await simulated.targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--name', 'sync', '--json'])
   expect(up.code, up.stdout + up.stderr).toBe(0)
-  vm = farm.vm(parseJson(up).data.vms[0].uid)
+  vm = simulated.farm.vm(up.json.data.vms[0].uid)
   session = await reconnect()
 }, 150_000)
 
@@ -56,11 +49,7 @@ function reconnect(): Promise<SshSession> {
   )
 }
 
-afterAll(async () => {
-  session?.close()
-  await farm?.stopAll()
-  await sim?.stop()
-})
+afterAll(() => session?.close())
 
 /** A path on the VM as the host sees it (the VM's own changes live in its overlay's upper layer). */
 const onHost = (path: string) => join(vm.dir, 'upper', path)
