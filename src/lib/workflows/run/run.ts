@@ -305,10 +305,8 @@ async function deleteVm(
       uid: each.uid,
     }))
   try {
-    const down = await runDown(client, client.withSignal(undefined), options.org, state, {
-      clock: options.clock,
+    const down = await runDown({...options, signal: stop}, client, client.withSignal(undefined), options.org, state, {
       configDir: options.configDir,
-      historyBudget: options.historyBudget,
       confirm: async () => true,
       dryRun: false,
       hooks: options.hooks,
@@ -332,9 +330,7 @@ async function deleteVm(
         owner: options.owners.owner,
         targets: [vm.uid],
       },
-      stop,
       wakeRegistered: false,
-      warn: options.warn,
     })
     return report(down)
   } catch (error) {
