@@ -113,7 +113,7 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       const state = new LocalState(dir)
       const owners = await ownerScope(this.ctx.settings, false)
       const view = await snapshot(client, org, state, {historyBudget: this.ctx.historyBudget, readOwners: owners.owner !== null})
-      recordSnapshot(state.dir, org, view, this.ctx.clock)
+      recordSnapshot(state, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {

@@ -241,11 +241,21 @@ describe('classifying error records for every reader', () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     const uid = tombstone(sim)
-    const view = () => snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    const read = () => snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    // Each listing as a workflow makes it: read, then recorded (which drops the verdicts it outdated).
+    const view = async () => {
+      const listed = await read()
+      recordSnapshot(state, ORG, listed, fakeClock())
+      return listed
+    }
     expect((await view()).vms[0]).toMatchObject({gone: true, history: 'deleted'})
     sim.powerOff(uid, 'stopped')
     sim.addHistory(uid, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'stopped'})
-    expect((await view()).vms[0]).toMatchObject({billing: true, gone: false, status: 'stopped'})
+    const live = await read()
+    expect(live.vms[0]).toMatchObject({billing: true, gone: false, status: 'stopped'})
+    // The snapshot only reads: the verdict goes when the listing is recorded.
+    expect(state.readHistoryVerdict(ORG, uid)?.verdict).toBe('deleted')
+    recordSnapshot(state, ORG, live, fakeClock())
     expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
     sim.crash(uid)
     sim.addHistory(uid, {created_at: new Date(Date.now() + 2000).toISOString(), new_status: 'error'})
@@ -291,7 +301,7 @@ describe('classifying error records for every reader', () => {
     const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
     expect(view.listing.sightings.map((sighting) => sighting.uid)).toHaveLength(1)
     expect(existsSync(join(state.dir, 'ledger'))).toBe(false)
-    recordSnapshot(state.dir, ORG, view)
+    recordSnapshot(state, ORG, view, fakeClock())
     expect(readdirSync(join(state.dir, 'ledger', ORG)).filter((file) => file.endsWith('.ndjson'))).toHaveLength(1)
     expect(view.problems).toEqual([])
   })

@@ -43,7 +43,7 @@ export async function selectVms(run: ListingRun, client: TargonClient, state: Lo
     readOwners: owners.owner !== null,
   })
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state.dir, selection.org, view, run.clock)
+  recordSnapshot(state, selection.org, view, run.clock)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0

@@ -178,7 +178,7 @@ export async function runDown(
     historyBudget: run.historyBudget,
     readOwners: isBulk(selection) || selection.owner !== null,
   })
-  recordSnapshot(state.dir, org, view, clock)
+  recordSnapshot(state, org, view, clock)
   for (const problem of view.problems) run.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
@@ -321,7 +321,7 @@ export async function runDown(
     run.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })
-  if (final) recordSnapshot(state.dir, org, final, clock)
+  if (final) recordSnapshot(state, org, final, clock)
   const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
