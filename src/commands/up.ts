@@ -327,6 +327,7 @@ existing VM instead of creating a second one.`)
     try {
       const state = new LocalState(this.ctx.settings.dir)
       const view = await snapshot(client, result.org, state, {
+        clock: this.ctx.clock,
         historyBudget: this.ctx.historyBudget,
         readOwners: owner !== null,
       })

@@ -241,7 +241,7 @@ describe('classifying error records for every reader', () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     const uid = tombstone(sim)
-    const read = () => snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    const read = () => snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     // Each listing as a workflow makes it: read, then recorded (which drops the verdicts it outdated).
     const view = async () => {
       const listed = await read()
@@ -286,7 +286,7 @@ describe('classifying error records for every reader', () => {
     const crash = crashed(sim)
     const noted = tombstone(sim)
     state.writeDeleteNote(ORG, {at: new Date().toISOString(), name: null, outcome: 'accepted', uid: noted})
-    const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    const view = await snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     const byUid = new Map(view.vms.map((vm) => [vm.uid, vm]))
     expect(byUid.get(gone)).toMatchObject({billing: false, gone: true, history: 'deleted'})
     expect(byUid.get(crash)).toMatchObject({billing: true, billingAssumed: false, gone: false, history: 'crashed'})
@@ -298,7 +298,7 @@ describe('classifying error records for every reader', () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-live', status: 'running'})
-    const view = await snapshot(client, ORG, state, {historyBudget: {left: 100}})
+    const view = await snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     expect(view.listing.sightings.map((sighting) => sighting.uid)).toHaveLength(1)
     expect(existsSync(join(state.dir, 'ledger'))).toBe(false)
     recordSnapshot(state, ORG, view, fakeClock())

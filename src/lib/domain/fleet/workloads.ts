@@ -11,7 +11,7 @@ import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} fro
 import {notFoundHint, suggestVmName} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import type {Listing} from '../ledger/intervals.js'
 import type {VmFacts} from '../ledger/schema.js'
@@ -51,7 +51,7 @@ export interface KnownVm {
 export interface SnapshotOptions {
   /** Read in full the listing items without project_id, to know their owner (see owners.ts). */
   readOwners?: boolean
-  clock?: Pick<Clock, 'now'>
+  clock: Pick<Clock, 'now'>
   /** History reads left to this run (deletion/history.ts). */
   historyBudget: HistoryBudget
 }
@@ -82,7 +82,7 @@ export interface FleetSnapshot {
  * the listing outdated are dropped.
  */
 export async function snapshot(client: TargonClient, org: string, state: LocalState, options: SnapshotOptions): Promise<FleetSnapshot> {
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = options
   const listedAt = clock.now()
   const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
