@@ -175,8 +175,7 @@ otherwise, with a per-VM result.`)
       async (client, signal) => {
         try {
           const org = await this.resolveOrg(client)
-          const result = await runDown(client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
-            clock: this.ctx.clock,
+          const result = await runDown(this.ctx, client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             dryRun: flags['dry-run'],
@@ -191,21 +190,15 @@ otherwise, with a per-VM result.`)
             parallel: flags.parallel,
             ...(flags['jobs-done'] && {
               narrow: (chosen) =>
-                keepUnlessJobsDone(chosen, {
-                  clock: this.ctx.clock,
+                keepUnlessJobsDone(this.ctx, chosen, {
                   configDir: this.ctx.settings.dir,
                   dryRun: flags['dry-run'],
                   parallel: flags.parallel,
-                  stop: signal,
-                  warn: this.ctx.warn,
                 }),
               reasonOf: () => 'job-done' as const,
             }),
             selection,
-            stop: signal,
             wakeRegistered: flags['wake-registered'],
-            historyBudget: this.ctx.historyBudget,
-            warn: this.ctx.warn,
           })
           const scheduled = [
             flags.expired && '--expired',

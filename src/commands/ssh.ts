@@ -112,8 +112,12 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       const org = await this.resolveOrg(client)
       const state = new LocalState(dir)
       const owners = await ownerScope(this.ctx.settings, false)
-      const view = await snapshot(client, org, state, {historyBudget: this.ctx.historyBudget, readOwners: owners.owner !== null})
-      recordSnapshot(state.dir, org, view, this.ctx.clock)
+      const view = await snapshot(client, org, state, {
+        clock: this.ctx.clock,
+        historyBudget: this.ctx.historyBudget,
+        readOwners: owners.owner !== null,
+      })
+      recordSnapshot(state, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {

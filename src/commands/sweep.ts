@@ -252,12 +252,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const {flags} = this
     const deletions = followDeletions(this.events, (line) => this.info(line))
     return this.withApi(
-      async (client, signal) => {
+      async (client) => {
         const org = await this.resolveOrg(client)
         let result: SweepResult
         try {
-          result = await runSweep(client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
-            clock: this.ctx.clock,
+          result = await runSweep(this.ctx, client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
             fleet,
@@ -276,9 +275,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             sendWarning: async (warning) => this.warnAhead(warning),
-            stop: signal,
-            historyBudget: this.ctx.historyBudget,
-            warn: this.ctx.warn,
           })
         } catch (error) {
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined

@@ -327,10 +327,11 @@ existing VM instead of creating a second one.`)
     try {
       const state = new LocalState(this.ctx.settings.dir)
       const view = await snapshot(client, result.org, state, {
+        clock: this.ctx.clock,
         historyBudget: this.ctx.historyBudget,
         readOwners: owner !== null,
       })
-      recordSnapshot(state.dir, result.org, view, this.ctx.clock)
+      recordSnapshot(state, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)

@@ -14,6 +14,7 @@ import {CopyBar, size} from '../../src/lib/workflows/copy/progress.js'
 import {copyTree} from '../../src/lib/workflows/copy/tree.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {tempDir} from '../helpers/cli.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 
 describe('path specs', () => {
   it('reads VM:PATH as scp does: a colon counts only before the first slash', () => {
@@ -298,9 +299,10 @@ describe('the progress bar', () => {
   it('draws one line in place with the sums of every VM, and erases it', async () => {
     let written = ''
     const stream = {columns: 120, write: (text: string) => (written += text)} as unknown as NodeJS.WriteStream
-    const bar = new CopyBar(2, stream)
+    const clock = fakeClock(1000)
+    const bar = new CopyBar(2, stream, clock)
     bar.update('a', {bytes: 512, files: 1, totalBytes: 1024, totalFiles: 2})
-    await new Promise((resolve) => setTimeout(resolve, 110))
+    await clock.sleep(110)
     bar.update('b', {bytes: 0, files: 0, totalBytes: 1024, totalFiles: 2})
     bar.finish('a')
     expect(written.split('\r\u001B[2K').filter(Boolean).at(-1)).toBe('[######..................]  25%  1/4 files  512 B/2.0 KiB  1/2 VMs')

@@ -24,7 +24,7 @@ import {deleteLockPath, withFileLock} from '../../adapters/state/lock.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import {apiTrouble, isOutcomeUnknown, pollUntil} from '../../core/wait.js'
 import {BACKOFF} from '../../core/backoff.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import {type Look, reconcile} from '../../core/reconcile.js'
 import type {DeleteAction, DeleteResult} from './schema.js'
 import type {HookOutcome} from '../../adapters/events/schema.js'
@@ -76,7 +76,7 @@ export interface DeleteOptions {
   /** The reconcile window (see the setting): a DELETE answered 5xx or reset is watched a third of it before it is sent again. */
   reconcileMs: number
   /** The time budgets, watches and back-offs read; the real one unless a test fakes it. */
-  clock?: Clock
+  clock: Clock
 }
 
 export interface DeletionEvent {
@@ -128,7 +128,7 @@ class Deletion {
     private readonly target: DeleteTarget,
     private readonly options: DeleteOptions,
   ) {
-    this.clock = options.clock ?? REAL_CLOCK
+    this.clock = options.clock
     this.deadline = this.clock.now() + (options.budgetMs ?? CLEANUP_BUDGET_MS)
   }
 

@@ -1,58 +1,19 @@
 /**
- * Work on many VMs at once, as `exec` and `cp` do: the VMs named (names, uids or labels), else every running VM
- * of the fleet; at most `parallel` at a time; and one rule for the end: an interrupt wins (with the results so
- * far), any failed VM makes the whole run fail with per-VM results.
+ * Work on many VMs at once, as `exec` and `cp` do (which VMs, the workflows choose from a listing they record): at
+ * most `parallel` at a time, and one rule for the end: an interrupt wins (with the results so far), any failed VM makes
+ * the whole run fail with per-VM results.
  */
 import {mapBounded} from '../../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
-import {type PinnedKey, type SshTarget, checkSshFiles, openPinned} from '../../adapters/ssh/connect-info.js'
+import {type PinnedKey, type SshTarget, openPinned} from '../../adapters/ssh/connect-info.js'
 import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
-import type {LocalState} from '../../adapters/state/local-state.js'
-import type {TargonClient} from '../../adapters/targon/client.js'
-import type {ListingRun} from './run.js'
-import {type OwnerScope, scoped} from './owners.js'
-import {type KnownVm, findOneVm, snapshot} from './workloads.js'
-import {recordSnapshot} from '../ledger/ledger.js'
+import type {KnownVm} from './workloads.js'
 
 /** How long SSH may take to answer, per VM. */
 const CONNECT_MS = 30_000
-
-export interface VmSelection {
-  org: string
-  fleet: string
-  /** With an owner set, a fleet is the owner's VMs of it, and names resolve among them first. */
-  owners: OwnerScope
-  /** VM names, uids or labels; empty: every running VM of the fleet. */
-  targets: string[]
-}
-
-/**
- * The VMs to work on: each target must match exactly one VM (else NOT_FOUND or NAME_CONFLICT); a fleet must have one
- * running. What the listing's checks found (a name refused at the API boundary, say) is a warning of the run, never fatal.
- */
-export async function selectVms(run: ListingRun, client: TargonClient, state: LocalState, selection: VmSelection): Promise<KnownVm[]> {
-  // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
-  checkSshFiles(state.dir)
-  const {owners} = selection
-  const view = await snapshot(client, selection.org, state, {
-    clock: run.clock,
-    historyBudget: run.historyBudget,
-    readOwners: owners.owner !== null,
-  })
-  for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state.dir, selection.org, view, run.clock)
-  const live = view.vms.filter((vm) => !vm.gone)
-  const vms =
-    selection.targets.length > 0
-      ? [...new Map(selection.targets.map((target) => findOneVm(live, target, selection.fleet, owners)).map((vm) => [vm.uid, vm])).values()]
-      : scoped(live, owners).inScope.filter((vm) => vm.owned && vm.fleet === selection.fleet && vm.status === 'running')
-  if (vms.length === 0)
-    throw new TargonError('NOT_FOUND', `no running VMs in fleet ${selection.fleet}`, {hint: 'run targon status, or name VMs with --vms'})
-  return vms
-}
 
 /** The VMs named by a --vms flag ("a, b,c"); empty when it was not given. */
 export function parseVmList(flag: string | undefined): string[] {

@@ -11,7 +11,7 @@ import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} fro
 import {notFoundHint, suggestVmName} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import type {Listing} from '../ledger/intervals.js'
 import type {VmFacts} from '../ledger/schema.js'
@@ -51,7 +51,7 @@ export interface KnownVm {
 export interface SnapshotOptions {
   /** Read in full the listing items without project_id, to know their owner (see owners.ts). */
   readOwners?: boolean
-  clock?: Pick<Clock, 'now'>
+  clock: Pick<Clock, 'now'>
   /** History reads left to this run (deletion/history.ts). */
   historyBudget: HistoryBudget
 }
@@ -66,17 +66,23 @@ export interface FleetSnapshot {
   problems: string[]
   /** What this listing tells the spend ledger; the workflows that list record it (ledger.ts, recordSnapshot). */
   listing: Listing
+  /**
+   * Uids listed in a live status: a history verdict kept of one was about an earlier `error` of it, and a later `error`
+   * must be asked about anew. recordSnapshot drops those verdicts.
+   */
+  staleVerdicts: string[]
 }
 
 /**
  * The org's VMs joined with local state, classified once for every reader: `error` records this machine has no delete
  * note for are told apart (tombstone or crash) by the server's history (deletion/history.ts). `readOwners`: read in
  * full the listing items that come without project_id, to know their owner (see owners.ts); runs that do not scope by
- * owner leave those owners unknown. It writes nothing to the spend ledger: a workflow that lists records the listing
- * (recordSnapshot), which is how VMs made or deleted elsewhere get their start and end.
+ * owner leave those owners unknown. It writes no local state of its own: a workflow that lists records the listing
+ * (recordSnapshot), which is how VMs made or deleted elsewhere get their start and end, and how kept history verdicts
+ * the listing outdated are dropped.
  */
 export async function snapshot(client: TargonClient, org: string, state: LocalState, options: SnapshotOptions): Promise<FleetSnapshot> {
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = options
   const listedAt = clock.now()
   const {workloads, invalid} = await client.listWorkloads(org)
   const {problems, records} = state.listVms(org)
@@ -102,11 +108,6 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
       workload,
     }
   })
-  // A kept verdict was about an earlier `error` of the record: listed live again, a later `error` is asked about anew.
-  state.dropHistoryVerdicts(
-    org,
-    vms.filter((vm) => !STILL_DELETED.has(vm.status)).map((vm) => vm.uid),
-  )
   const unclassified = vms.filter((vm) => vm.status === 'error' && !vm.gone && vm.note === undefined)
   const answers = await classifyByHistory(
     client,
@@ -139,7 +140,8 @@ export async function snapshot(client: TargonClient, org: string, state: LocalSt
     updatedAt:
       vm.endedAt === undefined ? (vm.workload.updated_at ?? vm.workload.state?.updated_at ?? null) : new Date(vm.endedAt).toISOString(),
   }))
-  return {invalid, listing: {listedAt, sightings, unreadable}, localOnly, problems, vms}
+  const staleVerdicts = vms.filter((vm) => !STILL_DELETED.has(vm.status)).map((vm) => vm.uid)
+  return {invalid, listing: {listedAt, sightings, unreadable}, localOnly, problems, staleVerdicts, vms}
 }
 
 /**

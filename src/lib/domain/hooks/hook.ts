@@ -12,7 +12,7 @@ import type {DeleteReason} from '../deletion/schema.js'
 import type {HookOutcome} from '../../adapters/events/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK, stopwatch} from '../../core/clock.js'
+import {type Clock, stopwatch} from '../../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
@@ -130,9 +130,9 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {configDir: string; signal: AbortSignal; clock?: Clock; timeoutCapS?: number | null},
+  options: {configDir: string; signal: AbortSignal; clock: Clock; timeoutCapS?: number | null},
 ): Promise<HookOutcome | null> {
-  const elapsed = stopwatch(options.clock ?? REAL_CLOCK)
+  const elapsed = stopwatch(options.clock)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
     detail,
     duration_ms: elapsed(),
@@ -228,7 +228,7 @@ export async function runHooks(
     configDir: string
     parallel: number
     signal: AbortSignal
-    clock?: Clock
+    clock: Clock
     /** The longest any hook may run here (a sweep's cap); null or absent: each hook's own timeout. */
     timeoutCapS?: number | null
     onOutcome?: (vm: KnownVm, hook: HookOutcome) => void

@@ -12,7 +12,7 @@ import * as z from 'zod'
 import type {Usage} from './schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
@@ -141,12 +141,12 @@ export function idlePastLimit(usage: Usage): boolean {
  */
 export async function probeUsages(
   vms: KnownVm[],
-  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock?: Clock},
+  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
 ): Promise<Map<string, Usage>> {
   const usages = await mapBounded(vms, options.parallel, (vm) =>
     probeUsage(vm, {
       alsoRead: options.alsoRead,
-      clock: options.clock ?? REAL_CLOCK,
+      clock: options.clock,
       configDir: options.configDir,
       limitS: vm.record?.idle_limit_s ?? options.limitS,
       signal: options.signal,

@@ -3,10 +3,11 @@
  * confirmed (a stop), and a listing seen (the starts of VMs found billing, sightings, and the ends of VMs found gone).
  * Each returns a warning instead of failing: a ledger that cannot be written must never stop an `up` or a `down`.
  */
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
 import type {VmFacts} from './schema.js'
 import {LedgerStore} from './store.js'
+import type {LocalState} from '../../adapters/state/local-state.js'
 
 /** A VM whose billing began: which, what it is, and why it began (see recordStart). */
 export interface StartedVm {
@@ -61,16 +62,18 @@ export function recordListing(configDir: string, org: string, listing: Listing, 
 }
 
 /**
- * Records what a fleet snapshot listed (FleetSnapshot.listing); a failed write becomes one more of its problems, said
- * like the listing's own. The snapshot itself only reads: every workflow that lists calls this after it.
+ * Records what a fleet snapshot saw: its listing in the spend ledger (FleetSnapshot.listing; a failed write becomes one
+ * more of its problems, said like the listing's own), and drops the history verdicts it outdated
+ * (FleetSnapshot.staleVerdicts). The snapshot itself only reads: every workflow that lists calls this after it.
  */
 export function recordSnapshot(
-  configDir: string,
+  state: LocalState,
   org: string,
-  view: {listing: Listing; problems: string[]},
-  clock: Pick<Clock, 'now'> = REAL_CLOCK,
+  view: {listing: Listing; problems: string[]; staleVerdicts: readonly string[]},
+  clock: Pick<Clock, 'now'>,
 ): void {
-  const unrecorded = recordListing(configDir, org, view.listing, clock.now())
+  state.dropHistoryVerdicts(org, view.staleVerdicts)
+  const unrecorded = recordListing(state.dir, org, view.listing, clock.now())
   if (unrecorded) view.problems.push(unrecorded)
 }
 

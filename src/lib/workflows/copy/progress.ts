@@ -2,7 +2,7 @@
  * The progress bar of `targon cp`: one line on stderr, redrawn in place, summing every VM's files and bytes.
  * Only on a live terminal (see liveTerminal); elsewhere the per-VM result lines say it all.
  */
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import {liveTerminal} from '../../core/output.js'
 import type {TreeProgress} from './tree.js'
 
@@ -18,7 +18,7 @@ export class CopyBar {
   constructor(
     private readonly total: number,
     private readonly stream: NodeJS.WriteStream = process.stderr,
-    private readonly clock: Pick<Clock, 'now'> = REAL_CLOCK,
+    private readonly clock: Pick<Clock, 'now'>,
   ) {}
 
   /** A bar when stderr is a live terminal and the run is not silent; otherwise undefined. */

@@ -7,8 +7,6 @@
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {workloadStatus} from '../../adapters/targon/schemas.js'
 import {TargonError, abortError} from '../../core/errors.js'
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
-import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {
   type FleetSnapshot,
   type KnownVm,
@@ -35,6 +33,7 @@ import type {Usage} from '../../domain/idle/schema.js'
 import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {type DownSelection, chooseTargets, isBulk, limitReached} from './selection.js'
+import type {DeletionRun} from '../run-context.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -48,9 +47,6 @@ export interface DownOptions {
   wakeRegistered: boolean
   /** Asked before a bulk deletion on a terminal; false aborts. */
   confirm: (vms: KnownVm[]) => Promise<boolean>
-  warn: (message: string) => void
-  /** Once aborted (Ctrl-C), no further deletion starts; those under way finish. */
-  stop: AbortSignal
   /** The fleet whose --name labels name VMs (the configured one). */
   labelFleet: string
   /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
@@ -67,9 +63,6 @@ export interface DownOptions {
   onStillBilling?: (uids: string[], fromListing: boolean) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
-  clock?: Clock
-  /** The run's history reads (RunContext.historyBudget). */
-  historyBudget: HistoryBudget
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
@@ -93,8 +86,9 @@ export interface DownOptions {
  * --idle-limit) are to be deleted, the others kept with why. An unreadable clock is never a reason to delete.
  */
 export async function keepUnlessIdle(
+  run: DeletionRun,
   chosen: KnownVm[],
-  options: Pick<DownOptions, 'clock' | 'configDir' | 'parallel' | 'stop' | 'warn'> & {
+  options: Pick<DownOptions, 'configDir' | 'parallel'> & {
     selection: Pick<DownSelection, 'idle_limit_seconds'>
     /** More to read over each probe's connection (the sweep: the VM's jobs). */
     alsoRead?: AlsoRead
@@ -103,17 +97,17 @@ export async function keepUnlessIdle(
   const live = chosen.filter((vm) => !vm.gone)
   const usages = await probeUsages(live, {
     alsoRead: options.alsoRead,
-    clock: options.clock,
+    clock: run.clock,
     configDir: options.configDir,
     limitS: options.selection.idle_limit_seconds,
     parallel: options.parallel,
-    signal: options.stop,
+    signal: run.signal,
   })
   const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
   // targon extend held off its idle deletion: idle or not, it stays until then.
   const heldUntil = (vm: KnownVm) => {
     const until = Date.parse(vm.record?.idle_hold_until ?? '')
-    return until > (options.clock ?? REAL_CLOCK).now() ? new Date(until).toISOString() : null
+    return until > run.clock.now() ? new Date(until).toISOString() : null
   }
   const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
   const kept = live
@@ -129,14 +123,14 @@ export async function keepUnlessIdle(
   const stopped = live.filter((vm) => vm.status !== 'running')
   const unreadable = kept.filter((vm) => vm.state === 'unreadable' && !stopped.some((each) => each.uid === vm.uid))
   if (unreadable.length > 0)
-    options.warn(
+    run.warn(
       `kept ${countOf(unreadable.length, 'VM')} whose idle clock could not be read (${unreadable.map((vm) => `${vm.name ?? vm.uid}: ${vm.reason}`).join('; ')}); their --ttl and --max-cost still apply`,
     )
   if (stopped.length > 0) {
     const byStatus = new Map<string, number>()
     for (const vm of stopped) byStatus.set(vm.status, (byStatus.get(vm.status) ?? 0) + 1)
     const uncertain = stopped.filter(billingUncertain).length
-    options.warn(
+    run.warn(
       `kept ${countOf(stopped.length, 'VM')} not running (${[...byStatus].map(([status, count]) => `${count} ${status}`).join(', ')}), which have no idle clock${uncertain > 0 ? `, ${uncertain} of unknown billing` : ''}: --show-deleted lists them; targon status says which bill`,
     )
   }
@@ -175,6 +169,7 @@ async function resolveUnlisted(
 }
 
 export async function runDown(
+  run: DeletionRun,
   client: TargonClient,
   cleanupClient: TargonClient,
   org: string,
@@ -182,14 +177,14 @@ export async function runDown(
   options: DownOptions,
 ): Promise<DownResult> {
   const {selection} = options
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = run
   const view = await snapshot(client, org, state, {
     clock,
-    historyBudget: options.historyBudget,
+    historyBudget: run.historyBudget,
     readOwners: isBulk(selection) || selection.owner !== null,
   })
-  recordSnapshot(state.dir, org, view, clock)
-  for (const problem of view.problems) options.warn(problem)
+  recordSnapshot(state, org, view, clock)
+  for (const problem of view.problems) run.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
   state.pruneHistoryVerdicts(org, listed, clock.now())
@@ -203,13 +198,13 @@ export async function runDown(
     // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
     const outside = outsideOwner(view.vms, scope)
     const note = outsideWarning(outside.billing, scope, outside.unknown)
-    if (note) options.warn(note)
+    if (note) run.warn(note)
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
   const decided = options.narrow
     ? await options.narrow(chosen, view)
     : selection.idle
-      ? await keepUnlessIdle(chosen, options)
+      ? await keepUnlessIdle(run, chosen, options)
       : {chosen, kept: []}
   const {kept} = decided
   const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
@@ -236,7 +231,7 @@ export async function runDown(
           .filter((item) => !targets.some((target) => target.uid === item.uid))
           .map((item) => ({action: 'invalid-answer', billing: null, error: item.problem, name: null, uid: item.uid ?? '(none)'}))
       : []
-  if (invalid.length > 0) options.warn(invalidWarning(view.invalid))
+  if (invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const deletedListed = isBulk(selection)
     ? chooseTargets(view.vms, {...selection, tombstones: true}, options.labelFleet, clock.now()).chosen
     : []
@@ -266,14 +261,14 @@ export async function runDown(
   }
 
   options.onTargets?.(targets)
-  const interruptedBefore = options.stop.aborted
+  const interruptedBefore = run.signal.aborted
   const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
   // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
   // known here. The VM is deleted all the same (nothing optional stops a deletion), and that is said.
   const unknownHere = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record === undefined) : []
   if (unknownHere.length > 0)
-    options.warn(
+    run.warn(
       `${unknownHere.map((vm) => vm.name ?? vm.uid).join(', ')}: no record in this config directory, so any pre-delete hook is not known here and is not run`,
     )
   let hooks = new Map<string, HookOutcome>(
@@ -303,14 +298,14 @@ export async function runDown(
   // ends them and deletes at once, so while hooks run it does not hold these back either.
   const unhooked = deleteBatch(
     targets.filter((target) => !hookedUids.has(target.uid)),
-    hooked.length > 0 ? new AbortController().signal : options.stop,
+    hooked.length > 0 ? new AbortController().signal : run.signal,
   )
   const hookedDone = (async () => {
     if (hooked.length === 0) return []
-    hooks = new Map([...hooks, ...(await runPreDeleteHooks(hooked, options))])
+    hooks = new Map([...hooks, ...(await runPreDeleteHooks(run, hooked, options))])
     // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
     await unhooked
-    const deletionStop = options.stop.aborted ? new AbortController().signal : options.stop
+    const deletionStop = run.signal.aborted ? new AbortController().signal : run.signal
     return deleteBatch(
       targets.filter((target) => hookedUids.has(target.uid)),
       deletionStop,
@@ -325,13 +320,13 @@ export async function runDown(
   // the per-VM results (each already confirmed by its state) stand.
   const final = await snapshot(cleanupClient, org, state, {
     clock,
-    historyBudget: options.historyBudget,
+    historyBudget: run.historyBudget,
     readOwners: selection.owner !== null,
   }).catch((error: unknown) => {
-    options.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
+    run.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })
-  if (final) recordSnapshot(state.dir, org, final, clock)
+  if (final) recordSnapshot(state, org, final, clock)
   const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,
@@ -346,8 +341,8 @@ export async function runDown(
 
   const survivors = verified.filter((result) => result.billing !== false).map((result) => result.uid)
   const result: DownResult = {...base, results: verified, survivors}
-  if (options.stop.aborted) {
-    const reason = abortError(options.stop)
+  if (run.signal.aborted) {
+    const reason = abortError(run.signal)
     throw new TargonError(
       'INTERRUPTED',
       `${reason.message}; ${survivors.length === 0 ? 'nothing selected still bills' : `still billing: ${survivors.join(', ')}`}`,
@@ -374,9 +369,9 @@ export async function runDown(
 }
 
 /** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */
-function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
+function runPreDeleteHooks(run: DeletionRun, vms: KnownVm[], options: DownOptions) {
   const {selection} = options
-  const now = (options.clock ?? REAL_CLOCK).now()
+  const now = run.clock.now()
   const reasonOf =
     options.reasonOf ??
     ((vm: KnownVm): DeleteReason =>
@@ -388,16 +383,16 @@ function runPreDeleteHooks(vms: KnownVm[], options: DownOptions) {
             ? 'over-cost'
             : 'down')
   return runHooks(vms, reasonOf, {
-    clock: options.clock,
+    clock: run.clock,
     configDir: options.configDir,
     timeoutCapS: options.hookTimeoutCapS ?? null,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
       options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})
-      if (hook.status !== 'ok') options.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
+      if (hook.status !== 'ok') run.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
     },
     parallel: options.parallel,
-    signal: options.stop,
+    signal: run.signal,
   })
 }
 

@@ -5,7 +5,8 @@
  */
 import {LineSplitter} from '../../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
-import {announced, fanOut, openVm, selectVms, resultOrFailure} from '../../domain/fleet/fan-out.js'
+import {announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
+import {selectVms} from '../select-vms.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {PinnedKey} from '../../adapters/ssh/connect-info.js'

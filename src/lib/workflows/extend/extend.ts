@@ -37,7 +37,7 @@ export async function runExtend(run: ListingRun, client: TargonClient, state: Lo
   // Owners are read in full when the listing leaves them out: an owner not known is refused, never taken for none.
   const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget, readOwners: true})
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state.dir, options.org, view, clock)
+  recordSnapshot(state, options.org, view, clock)
   const live = view.vms.filter((vm) => !vm.gone)
   // Every name is checked before any record changes: one refusal leaves all as they were.
   const chosen = options.targets.map((target) => {

@@ -70,24 +70,18 @@ export async function environmentOnlySecrets(settings: SettingsResolver, dir: st
  * The owner the guard sweeps for (the config file's), and a dry run of its selection: a refusal (VMs of several
  * owners and no owner set) becomes exit 3 here rather than a guard that fails every few minutes.
  */
-export async function checkSelection(
-  client: TargonClient,
-  {historyBudget, settings, warn}: RunContext,
-  org: string,
-  profile: string,
-): Promise<string | null> {
+export async function checkSelection(client: TargonClient, run: RunContext, org: string, profile: string): Promise<string | null> {
+  const {settings} = run
   // Checked as the sweep will read it: the owner goes into the marker of a crontab line or a unit.
   const stored = await readStoredValue('owner', settings.dir, profile)
   const owner = stored === undefined || stored === null || stored === '' ? null : parseStored<string>('owner', stored, settings.dir)
   try {
-    await checkSweepSelection(client, new LocalState(settings.dir), {
+    await checkSweepSelection(run, client, new LocalState(settings.dir), {
       configDir: settings.dir,
-      historyBudget,
       labelFleet: await settings.get('fleet'),
       org,
       owners: {anyOwner: false, owner},
       reconcileMs: await settings.get('reconcile-window'),
-      warn,
     })
   } catch (error) {
     if (isTargonError(error) && error.code === 'USAGE')

@@ -42,7 +42,7 @@ export async function runLogs(run: ListingRun, client: TargonClient, state: Loca
     historyBudget: run.historyBudget,
     readOwners: options.owners.owner !== null,
   })
-  recordSnapshot(state.dir, options.org, view, run.clock)
+  recordSnapshot(state, options.org, view, run.clock)
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,

@@ -4,7 +4,7 @@
  * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
  * is opened again a few times: the job runs on the VM whatever happens to this side.
  */
-import {type Clock, REAL_CLOCK} from '../../core/clock.js'
+import type {Clock} from '../../core/clock.js'
 import {TargonError, abortError} from '../../core/errors.js'
 import {LineSplitter} from '../../core/lines.js'
 import {printable} from '../../core/output.js'
@@ -28,7 +28,7 @@ export interface FollowOptions {
   /** Each line of the log, bounded and printable. */
   onLine?: (line: string) => void
   signal?: AbortSignal
-  clock?: Clock
+  clock: Clock
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
   /** Read the log from its start (else from where it is now: only new lines). */
@@ -44,7 +44,7 @@ export interface Followed extends EndState {
 }
 
 export async function followJob(first: SshSession, id: string, options: FollowOptions): Promise<Followed> {
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = options
   let session = first
   let offset = 0
   let delay = MIN_LOOK_MS

@@ -10,7 +10,6 @@ import {join} from 'node:path'
 import * as z from 'zod'
 
 import type {DownResult} from '../down/schema.js'
-import type {Clock} from '../../core/clock.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf} from '../../core/output.js'
@@ -21,17 +20,15 @@ import {type FetchResult, JobSchema} from './schema.js'
 import {LocalSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
 import {fetchOutputs} from './fetch.js'
+import type {DeletionRun} from '../run-context.js'
 
 type Kept = DownResult['kept'][number]
 
 export interface JobsDoneOptions {
   configDir: string
   parallel: number
-  stop: AbortSignal
-  warn: (message: string) => void
   /** Without deleting (--dry-run): nothing is fetched. */
   dryRun: boolean
-  clock: Pick<Clock, 'now'>
 }
 
 /** Where the outputs of a job whose VM a sweep deleted are kept (the job id is checked before it gets here). */
@@ -53,25 +50,26 @@ export async function storedJob(configDir: string, id: string): Promise<(z.infer
 }
 
 export async function keepUnlessJobsDone(
+  run: DeletionRun,
   chosen: KnownVm[],
   options: JobsDoneOptions,
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone && vm.status === 'running')
-  const verdicts = await mapBounded(live, options.parallel, (vm) => verdictOf(vm, options))
+  const verdicts = await mapBounded(live, options.parallel, (vm) => verdictOf(run, vm, options))
   const kept = verdicts.filter((each): each is Kept => each !== true)
   const unreadable = kept.filter((each) => each.state === 'unreadable')
   if (unreadable.length > 0)
-    options.warn(
+    run.warn(
       `kept ${countOf(unreadable.length, 'VM')} whose jobs could not be read or fetched (${unreadable.map((each) => `${each.name ?? each.uid}: ${each.reason}`).join('; ')}); their --ttl, --max-cost and idle limits still apply`,
     )
   return {chosen: live.filter((_, index) => verdicts[index] === true), kept}
 }
 
 /** true: to be deleted; else why it is kept. */
-async function verdictOf(vm: KnownVm, options: JobsDoneOptions): Promise<Kept | true> {
+async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions): Promise<Kept | true> {
   const keep = (state: Kept['state'], reason: string): Kept => ({idle_seconds: null, name: vm.name, reason, state, uid: vm.uid})
   try {
-    const {session} = await openVm(vm, {configDir: options.configDir, signal: options.stop})
+    const {session} = await openVm(vm, {configDir: options.configDir, signal: run.signal})
     try {
       const {jobs} = await readJobs(session)
       const running = jobs.filter((job) => job.state === 'running')
@@ -81,11 +79,11 @@ async function verdictOf(vm: KnownVm, options: JobsDoneOptions): Promise<Kept | 
       if (options.dryRun) return true
       for (const job of done) {
         const store = jobStoreDir(options.configDir, job.record.id)
-        const fetch = await fetchOutputs(session, job.record, options.stop, join(store, 'out'))
+        const fetch = await fetchOutputs(session, job.record, run.signal, join(store, 'out'))
         const failed = fetch.failed[0]
         if (failed) return keep('unreadable', `job ${job.record.id}: --out ${failed.path} was not fetched (${failed.error})`)
         await mkdir(store, {mode: 0o700, recursive: true})
-        const stored = {job: jobOf(job, options.clock.now()), vm: {name: vm.name, uid: vm.uid}}
+        const stored = {job: jobOf(job, run.clock.now()), vm: {name: vm.name, uid: vm.uid}}
         await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
       }
 

@@ -3,7 +3,8 @@
  * project key sees them), and the one job an id names, with an open session to its VM.
  */
 import {TargonError, asTargonError} from '../../core/errors.js'
-import {type VmSelection, fanOut, openVm, selectVms} from '../../domain/fleet/fan-out.js'
+import {fanOut, openVm} from '../../domain/fleet/fan-out.js'
+import {type VmSelection, selectVms} from '../select-vms.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'

@@ -9,7 +9,8 @@ import {posix} from 'node:path'
 import type {Clock} from '../../core/clock.js'
 import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {TargonError, abortError, asTargonError, isTargonError, usageError} from '../../core/errors.js'
-import {openVm, selectVms} from '../../domain/fleet/fan-out.js'
+import {openVm} from '../../domain/fleet/fan-out.js'
+import {selectVms} from '../select-vms.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {runDown} from '../down/down.js'
@@ -305,10 +306,8 @@ async function deleteVm(
       uid: each.uid,
     }))
   try {
-    const down = await runDown(client, client.withSignal(undefined), options.org, state, {
-      clock: options.clock,
+    const down = await runDown({...options, signal: stop}, client, client.withSignal(undefined), options.org, state, {
       configDir: options.configDir,
-      historyBudget: options.historyBudget,
       confirm: async () => true,
       dryRun: false,
       hooks: options.hooks,
@@ -332,9 +331,7 @@ async function deleteVm(
         owner: options.owners.owner,
         targets: [vm.uid],
       },
-      stop,
       wakeRegistered: false,
-      warn: options.warn,
     })
     return report(down)
   } catch (error) {

@@ -37,7 +37,7 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
   const {clock} = run
   const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state.dir, options.org, view, clock)
+  recordSnapshot(state, options.org, view, clock)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const now = clock.now()

@@ -59,7 +59,7 @@ export async function runCredits(
     readOwners: options.owners.owner !== null,
   })
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state.dir, options.org, view, clock)
+  recordSnapshot(state, options.org, view, clock)
   const store = new LedgerStore(state.dir, options.org)
   const reading = await readCredits(client, store, run.warn, clock)
   const lines = store.readLatest().lines

@@ -69,7 +69,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
     historyBudget: ctx.historyBudget,
     readOwners: options.owners.owner !== null || options.owners.anyOwner,
   })
-  recordSnapshot(state.dir, options.org, view, clock)
+  recordSnapshot(state, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
   const picked = shownVms(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves

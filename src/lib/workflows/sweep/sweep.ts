@@ -7,7 +7,6 @@
 import type {DownResult} from '../down/schema.js'
 import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
-import {REAL_CLOCK} from '../../core/clock.js'
 import {estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../domain/fleet/workloads.js'
@@ -21,20 +20,12 @@ import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../../domain/hooks/hook.js'
+import type {ListingRun} from '../../domain/fleet/run.js'
+import type {DeletionRun} from '../run-context.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  | 'clock'
-  | 'configDir'
-  | 'historyBudget'
-  | 'labelFleet'
-  | 'onEvent'
-  | 'onResult'
-  | 'onTargets'
-  | 'parallel'
-  | 'reconcileMs'
-  | 'stop'
-  | 'warn'
+  'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs'
 > {
   org: string
   dryRun: boolean
@@ -61,12 +52,13 @@ export interface SweepOptions extends Pick<
  * down's error (PARTIAL_FAILURE, INTERRUPTED) with the sweep's result as its data, the runway read all the same.
  */
 export async function runSweep(
+  run: DeletionRun,
   client: TargonClient,
   cleanupClient: TargonClient,
   state: LocalState,
   options: SweepOptions,
 ): Promise<SweepResult> {
-  const clock = options.clock ?? REAL_CLOCK
+  const {clock} = run
   const reasons = new Map<string, SweepReason>()
   let unlimited: SweepResult['unlimited'] = []
   // What --warn looks at: the VMs of the selection, the idle ones with how long, and every uid listed.
@@ -88,12 +80,12 @@ export async function runSweep(
     const alsoRead = async (vm: KnownVm, session: SshSession) => {
       if ((await readJobs(session)).jobs.some((job) => job.record.down)) downJobOnVm.add(vm.uid)
     }
-    const idle = await keepUnlessIdle(idleLimited, {...options, alsoRead, selection: {idle_limit_seconds: options.idleLimitS}})
+    const idle = await keepUnlessIdle(run, idleLimited, {...options, alsoRead, selection: {idle_limit_seconds: options.idleLimitS}})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
-    // A detached run --down: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
+    // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
     // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
     const detached = live.filter((vm) => !reasons.has(vm.uid) && (vm.record?.down_job || downJobOnVm.has(vm.uid)))
-    const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(detached, {...options, clock})
+    const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(run, detached, options)
     for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
     scopedVms = live
     listed = new Set(view.vms.map((vm) => vm.uid))
@@ -137,7 +129,7 @@ export async function runSweep(
   let failure: TargonError | undefined
   try {
     swept = sweepOf(
-      await runDown(client, cleanupClient, options.org, state, {
+      await runDown(run, client, cleanupClient, options.org, state, {
         ...options,
         // The guard runs unattended: its limits are the consent.
         confirm: async () => true,
@@ -157,7 +149,7 @@ export async function runSweep(
     swept = sweepOf(partial)
   }
 
-  if (options.warnWindowMs !== null && !options.stop.aborted) {
+  if (options.warnWindowMs !== null && !run.signal.aborted) {
     const gone = new Set(swept.results.filter((result) => result.billing === false).map((result) => result.uid))
     const due = dueWarnings(
       scopedVms.filter((vm) => !gone.has(vm.uid) && !reasons.has(vm.uid)),
@@ -175,15 +167,15 @@ export async function runSweep(
         remember(listed, delivered)
       } catch (error) {
         // The record only keeps a warning from being sent twice: failing to write it changes nothing of the run.
-        options.warn(`the warnings sent could not be recorded (${asTargonError(error).message}): the next sweep may send them again`)
+        run.warn(`the warnings sent could not be recorded (${asTargonError(error).message}): the next sweep may send them again`)
       }
       swept.warned = fresh
     }
   }
 
   // An interrupted sweep reads nothing more: its signal said stop.
-  if (options.minRunwayMs !== null && !options.stop.aborted) {
-    const credits = await runCredits({clock, historyBudget: options.historyBudget, warn: options.warn}, client, state, {
+  if (options.minRunwayMs !== null && !run.signal.aborted) {
+    const credits = await runCredits(run, client, state, {
       minRunwayMs: options.minRunwayMs,
       org: options.org,
       owners: options.owners,
@@ -226,11 +218,12 @@ function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'ow
  * and no owner set): a dry run of its selection, with no limit read and no VM probed. Throws down's refusal.
  */
 export async function checkSweepSelection(
+  run: ListingRun,
   client: TargonClient,
   state: LocalState,
-  options: Pick<SweepOptions, 'configDir' | 'historyBudget' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs' | 'warn'>,
+  options: Pick<SweepOptions, 'configDir' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs'>,
 ): Promise<void> {
-  await runDown(client, client, options.org, state, {
+  await runDown({...run, signal: new AbortController().signal}, client, client, options.org, state, {
     ...options,
     confirm: async () => true,
     dryRun: true,
@@ -239,7 +232,6 @@ export async function checkSweepSelection(
     narrow: async () => ({chosen: [], kept: []}),
     parallel: 1,
     selection: sweepSelection({fleet: null, idleLimitS: null, owners: options.owners}),
-    stop: new AbortController().signal,
     wakeRegistered: false,
   })
 }

@@ -15,7 +15,7 @@ import type {StepEvent} from '../../adapters/bootstrap/steps.js'
 import {withConsoleTail} from '../logs/logs.js'
 import {pinHostKey, readPin} from '../../adapters/ssh/pins.js'
 import {SshSession} from '../../adapters/ssh/session.js'
-import type {RunContext} from './run-context.js'
+import type {Provisioning} from './provisioning.js'
 import type {Booting, Bootstrapped, Ready, Running, StateWatch} from './stages.js'
 import {WAIT_RUNNING_MS} from './wait-running.js'
 
@@ -31,9 +31,9 @@ const SSH_RETRY_MAX_MS = 3000
  * marks the phase's real start: the first SSH attempt.
  */
 export async function install(
-  ctx: RunContext,
+  ctx: Provisioning,
   from: Booting | Running,
-  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  bootstrap: NonNullable<Provisioning['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
   reachable: () => void,
 ): Promise<Bootstrapped> {
@@ -46,11 +46,11 @@ export async function install(
 }
 
 async function installAt(
-  ctx: RunContext,
+  ctx: Provisioning,
   from: (Booting | Running) & {endpoint: Running['endpoint']},
   watch: StateWatch | null,
   signal: AbortSignal,
-  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  bootstrap: NonNullable<Provisioning['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Bootstrapped> {
   const {claim, endpoint} = from
@@ -106,9 +106,9 @@ async function installAt(
 }
 
 export async function startShim(
-  ctx: RunContext,
+  ctx: Provisioning,
   bootstrapped: Bootstrapped,
-  bootstrap: NonNullable<RunContext['request']['bootstrap']>,
+  bootstrap: NonNullable<Provisioning['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
   const {version} = await watched(ctx, bootstrapped.watch, (signal) =>
@@ -123,7 +123,7 @@ export async function startShim(
  * that fails while the VM failed reports the VM's error (exit 5), not its own. Either way wait-running, which runs
  * alongside, ends with the same error.
  */
-async function watched<T>(ctx: RunContext, watch: StateWatch | null, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function watched<T>(ctx: Provisioning, watch: StateWatch | null, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   if (!watch) return work(ctx.signal)
   try {
     return await work(AbortSignal.any([ctx.signal, watch.signal]))

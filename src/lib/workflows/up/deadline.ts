@@ -4,7 +4,7 @@
  * bounds the rest of the run from the moment capacity was found. The run thus ends at the latest
  * --wait plus --timeout after it started.
  */
-import {type Clock, MAX_TIMER_MS, REAL_CLOCK} from '../../core/clock.js'
+import {type Clock, MAX_TIMER_MS} from '../../core/clock.js'
 import type {WaitClock} from '../../domain/capacity/watch.js'
 
 export class RunDeadline implements WaitClock {
@@ -22,7 +22,7 @@ export class RunDeadline implements WaitClock {
     readonly waitUntil: number,
     private readonly reason: () => Error,
     /** The time the run reads; the timer that aborts it is the real one. */
-    readonly clock: Clock = REAL_CLOCK,
+    readonly clock: Clock,
   ) {
     this.start()
   }

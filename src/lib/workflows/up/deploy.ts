@@ -13,12 +13,12 @@ import {apiTrouble, isOutcomeUnknown} from '../../core/wait.js'
 import {BACKOFF} from '../../core/backoff.js'
 import {type Verdict, reconcile} from '../../core/reconcile.js'
 import {allRefused, createOnCandidates} from './register.js'
-import {type RunContext, checkPrice, deleteClaim, serverPrice} from './run-context.js'
+import {type Provisioning, checkPrice, deleteClaim, serverPrice} from './provisioning.js'
 import type {Deployed, Registered, VmTrack} from './stages.js'
 import {recordStart} from '../../domain/ledger/ledger.js'
 import type {VmFacts} from '../../domain/ledger/schema.js'
 
-export async function deploy(ctx: RunContext, track: VmTrack, registered: Registered, report: Report): Promise<Deployed> {
+export async function deploy(ctx: Provisioning, track: VmTrack, registered: Registered, report: Report): Promise<Deployed> {
   const refusals: TargonError[] = []
   let current = registered
   for (;;) {
@@ -60,7 +60,7 @@ export async function deploy(ctx: RunContext, track: VmTrack, registered: Regist
  * reset, a 409 state conflict) is reconciled: the state says whether the deploy happened, and while the workload is
  * still registered it is sent again, with a back-off, a bounded number of times.
  */
-async function deployOnce(ctx: RunContext, registered: Registered): Promise<Deployed | TargonError> {
+async function deployOnce(ctx: Provisioning, registered: Registered): Promise<Deployed | TargonError> {
   const {claim} = registered
   const {org} = ctx.request
   let unclear: TargonError | undefined
@@ -105,14 +105,14 @@ async function deployOnce(ctx: RunContext, registered: Registered): Promise<Depl
  * A deploy that threw. A 429 that outlasted its retries says "not processed, slow down": never a refusal of this
  * offer, and it ends the run, as do an interrupt, the key and a quota. A 409 (a state conflict) is unclear.
  */
-function deployVerdict(ctx: RunContext, error: unknown): Verdict {
+function deployVerdict(ctx: Provisioning, error: unknown): Verdict {
   if (!(error instanceof TargonError) || ctx.signal.aborted || error.code === 'AUTH' || error.code === 'QUOTA_EXCEEDED') return 'fatal'
   if (error.httpStatus === 429) return 'fatal'
   return isOutcomeUnknown(error) || error.httpStatus === 409 ? 'unclear' : 'refused'
 }
 
 /** The VM as the ledger keeps it; the price the deploy's answer gives, else the one known at registration. */
-function deployedFacts(ctx: RunContext, registered: Registered, answer: SparseWorkload): VmFacts {
+function deployedFacts(ctx: Provisioning, registered: Registered, answer: SparseWorkload): VmFacts {
   return {
     fleet: ctx.request.fleet,
     gpu_count: registered.gpu.count,

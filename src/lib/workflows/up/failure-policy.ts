@@ -6,7 +6,7 @@
  */
 import type {DeleteResult} from '../../domain/deletion/schema.js'
 import type {OnFailure} from './schema.js'
-import {type RunContext, deleteClaim} from './run-context.js'
+import {type Provisioning, deleteClaim} from './provisioning.js'
 import type {Claim, VmTrack} from './stages.js'
 
 export interface Rollback {
@@ -14,7 +14,7 @@ export interface Rollback {
   results: DeleteResult[]
 }
 
-export async function rollBack(ctx: RunContext, track: VmTrack): Promise<Rollback> {
+export async function rollBack(ctx: Provisioning, track: VmTrack): Promise<Rollback> {
   track.closeSsh()
   const {claim} = track
   if (!claim || !deletes(ctx.request.onFailure, claim)) return {attempted: false, results: []}

@@ -24,7 +24,7 @@ import {pinHostKey} from '../../adapters/ssh/pins.js'
 import {install, startShim} from './bootstrap-phases.js'
 import {deploy} from './deploy.js'
 import {register} from './register.js'
-import type {RunContext, UpRequest} from './run-context.js'
+import type {Provisioning, UpRequest} from './provisioning.js'
 import type {Booting, Stage, VmTrack} from './stages.js'
 import {PolledStateWatch, waitRunning} from './wait-running.js'
 
@@ -54,13 +54,13 @@ export function pipelineLayout(request: UpRequest, count: number): PipelineLayou
 }
 
 /** Runs every VM's phases; `fail` is told of each VM that failed, with its first error, as soon as it fails. */
-export async function provisionAll(ctx: RunContext, tracks: VmTrack[], fail: (track: VmTrack, error: unknown) => void): Promise<void> {
+export async function provisionAll(ctx: Provisioning, tracks: VmTrack[], fail: (track: VmTrack, error: unknown) => void): Promise<void> {
   await mapBounded(tracks, PIPELINE_CONCURRENCY, (track) => provisionVm(ctx, track, fail).catch(() => undefined))
   for (const track of tracks) if (!track.failedWith) followRunningAddress(ctx, track)
 }
 
 /** One VM, from nothing to ready. */
-async function provisionVm(ctx: RunContext, track: VmTrack, fail: (track: VmTrack, error: unknown) => void): Promise<void> {
+async function provisionVm(ctx: Provisioning, track: VmTrack, fail: (track: VmTrack, error: unknown) => void): Promise<void> {
   const phase = (name: PhaseName, work: (handle: PhaseHandle) => Promise<PhaseOutcome>, startsLate = false) =>
     runPhase(ctx, track, name, work, fail, startsLate)
 
@@ -131,7 +131,7 @@ interface PhaseHandle {
 
 /** One phase of one VM, announced on the event stream: started, then done, skipped or failed (then the VM fails). */
 async function runPhase(
-  ctx: RunContext,
+  ctx: Provisioning,
   track: VmTrack,
   name: PhaseName,
   work: (handle: PhaseHandle) => Promise<PhaseOutcome>,
@@ -209,7 +209,7 @@ async function alongside(...sides: Promise<void>[]): Promise<void> {
  * another once it says running, what is recorded (the result, the host-key pin, local state) follows the running one:
  * the host key stays the same, as it is the same VM.
  */
-function followRunningAddress(ctx: RunContext, track: VmTrack): void {
+function followRunningAddress(ctx: Provisioning, track: VmTrack): void {
   const {stage} = track
   if (stage?.kind !== 'bootstrapped' && stage?.kind !== 'ready') return
   const running = stage.watch?.runningEndpoint
@@ -224,7 +224,7 @@ function followRunningAddress(ctx: RunContext, track: VmTrack): void {
 }
 
 /** A deployed VM, its state now watched. */
-function booting(ctx: RunContext, track: VmTrack): Booting {
+function booting(ctx: Provisioning, track: VmTrack): Booting {
   const deployed = expectStage(track.stage, 'deployed')
   const next: Booting = {...deployed, kind: 'booting', watch: new PolledStateWatch(ctx, deployed.claim, {bootstrapping: true})}
   track.stage = next

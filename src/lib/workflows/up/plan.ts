@@ -12,7 +12,7 @@ import {workloadName} from '../../domain/fleet/naming.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {UpPlan} from './schema.js'
 import {type UpOptions, resolveImage} from './up.js'
-import type {UpAsk} from './run-context.js'
+import type {UpAsk} from './provisioning.js'
 
 /** What a run is asked for, but for what only a real run reads (its config directory and reconcile window), and who decides the org. */
 export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'> & Pick<UpOptions, 'resolveOrg'>

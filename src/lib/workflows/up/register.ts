@@ -23,10 +23,10 @@ import {apiTrouble, isOutcomeUnknown} from '../../core/wait.js'
 import {BACKOFF} from '../../core/backoff.js'
 import {reconcile} from '../../core/reconcile.js'
 import {judge, meantByName} from '../../domain/deletion/lifecycle.js'
-import {type RunContext, checkPrice, deleteClaim, findByName, serverPrice} from './run-context.js'
+import {type Provisioning, checkPrice, deleteClaim, findByName, serverPrice} from './provisioning.js'
 import type {Claim, Deployed, Registered, Running, VmTrack} from './stages.js'
 
-export async function register(ctx: RunContext, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
+export async function register(ctx: Provisioning, track: VmTrack, report: Report): Promise<Deployed | Registered | Running> {
   const {label, fleet} = ctx.request
   if (label === undefined) return createOnCandidates(ctx, track, await offerToRent(ctx, track, report), workloadName(fleet), report)
 
@@ -60,7 +60,7 @@ export async function register(ctx: RunContext, track: VmTrack, report: Report):
  * a name refused at the boundary, say): it is never replaced by a new VM, since the record is what keeps the renamed
  * one this tool's, deleted by down --all.
  */
-async function refuseRenamed(ctx: RunContext, name: string): Promise<void> {
+async function refuseRenamed(ctx: Provisioning, name: string): Promise<void> {
   const {org} = ctx.request
   const uid = ctx.state.readVm(org, name)?.uid
   if (!uid) return
@@ -73,7 +73,7 @@ async function refuseRenamed(ctx: RunContext, name: string): Promise<void> {
 }
 
 /** The cheapest candidate; with --wait, the cheapest with a unit of capacity for this VM, waiting for one if need be. */
-async function offerToRent(ctx: RunContext, track: VmTrack, report: Report): Promise<Offer> {
+async function offerToRent(ctx: Provisioning, track: VmTrack, report: Report): Promise<Offer> {
   if (ctx.capacity) return ctx.capacity.offer(track, report)
   if (ctx.candidates.length === 0)
     throw ctx.whyNoOffer ?? new TargonError('PRICE_CAP_EXCEEDED', 'no offer fits the request', {hint: 'see targon offers'})
@@ -93,7 +93,13 @@ async function offerToRent(ctx: RunContext, track: VmTrack, report: Report): Pro
  * created), the next candidate with a unit left is tried; with --wait, the same offer once a newer inventory read
  * lists capacity for it. The refusals, when no offer is left.
  */
-export async function createOnCandidates(ctx: RunContext, track: VmTrack, first: Offer, name: string, report: Report): Promise<Registered> {
+export async function createOnCandidates(
+  ctx: Provisioning,
+  track: VmTrack,
+  first: Offer,
+  name: string,
+  report: Report,
+): Promise<Registered> {
   const refusals: TargonError[] = []
   let offer: Offer | undefined = first
   while (offer) {
@@ -121,7 +127,7 @@ export async function createOnCandidates(ctx: RunContext, track: VmTrack, first:
  * name as an invalid item is deleted by its exact uid (a never-deployed one stays registered: it does not bill, and
  * is named as a leftover), and the VM fails with the answer's error.
  */
-async function afterBadAnswer(ctx: RunContext, name: string, error: TargonError): Promise<Workload> {
+async function afterBadAnswer(ctx: Provisioning, name: string, error: TargonError): Promise<Workload> {
   const {org} = ctx.request
   const found = (await findByName(ctx, name, ctx.request.reconcileMs))[0]
   if (found) return found
@@ -141,7 +147,7 @@ async function afterBadAnswer(ctx: RunContext, name: string, error: TargonError)
  * Creates a workload named `name` on `offer`; the track claims it as soon as its uid is known. An unclear answer is
  * reconciled by name before the create is sent again (a blind re-send after a commit would make a duplicate).
  */
-export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name: string): Promise<Registered> {
+export async function create(ctx: Provisioning, track: VmTrack, offer: Offer, name: string): Promise<Registered> {
   if (ctx.orgRefusal) throw ctx.orgRefusal
   const {org} = ctx.request
   const password = randomPassword()
@@ -194,7 +200,7 @@ export async function create(ctx: RunContext, track: VmTrack, offer: Offer, name
  * With an owner set, --name takes over only a VM of that owner's project: in a shared org the name may be a
  * colleague's VM (or one from before owners). A listing item without project_id is read in full for it.
  */
-async function checkOwner(ctx: RunContext, workload: Workload): Promise<Workload> {
+async function checkOwner(ctx: Provisioning, workload: Workload): Promise<Workload> {
   const {owner} = ctx.request
   if (!owner) return workload
   const projectId =
@@ -214,7 +220,7 @@ async function checkOwner(ctx: RunContext, workload: Workload): Promise<Workload
  * so that clean-up can delete it; an answer that fails the checks is never sent again (afterBadAnswer).
  */
 async function sendCreate(
-  ctx: RunContext,
+  ctx: Provisioning,
   name: string,
   body: CreateWorkloadRequest,
   claimAs: (uid: string) => Claim,
@@ -265,7 +271,7 @@ async function sendCreate(
 const asError = (error: unknown): Error => (error instanceof Error ? error : asTargonError(error))
 
 /** An existing VM of the fleet with the --name: checked against the request, then taken at the stage it is in. */
-function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | Registered | Running {
+function adopt(ctx: Provisioning, track: VmTrack, workload: Workload): Deployed | Registered | Running {
   const resource = workloadResourceName(workload) ?? null
   const name = workload.name ?? workload.uid
   if (ctx.request.resource && resource && resource !== ctx.request.resource) {
@@ -309,7 +315,7 @@ function adopt(ctx: RunContext, track: VmTrack, workload: Workload): Deployed | 
  * --ttl given again for an adopted VM replaces its lifetime, counted from now, and says so. A VM adopted from
  * another machine gets a local record for it (without its password, which only the creating machine knows).
  */
-function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: number): void {
+function applyTtl(ctx: Provisioning, workload: Workload, name: string, ttlMs: number): void {
   const {org} = ctx.request
   const expires = new Date(ctx.clock.now() + ttlMs).toISOString()
   const previous = ctx.state.readVm(org, name)
@@ -334,7 +340,7 @@ function applyTtl(ctx: RunContext, workload: Workload, name: string, ttlMs: numb
  * whose workload is newer (created_at, then uid) deletes its registered, never deployed workload and adopts
  * the older one, which the other run deploys: both report the same VM, and only one bills.
  */
-async function yieldToOlderTwin(ctx: RunContext, track: VmTrack, ours: Registered): Promise<Deployed | Running | undefined> {
+async function yieldToOlderTwin(ctx: Provisioning, track: VmTrack, ours: Registered): Promise<Deployed | Running | undefined> {
   const twins = await findByName(ctx, ours.claim.name)
   const mine = twins.find((workload) => workload.uid === ours.claim.uid) ?? {created_at: ours.createdAt, uid: ours.claim.uid}
   const older = twins.filter((workload) => workload.uid !== ours.claim.uid && byAge(workload, mine) < 0).sort(byAge)[0]
@@ -365,7 +371,10 @@ function randomPassword(): string {
 }
 
 /** A new local record of a VM of this run: what is known of the VM, with the run's fleet, org, price cap, budget and idle limit. */
-function saveRecord(ctx: RunContext, vm: Pick<VmRecord, 'created_at' | 'name' | 'password' | 'resource' | 'ttl_expires_at' | 'uid'>): void {
+function saveRecord(
+  ctx: Provisioning,
+  vm: Pick<VmRecord, 'created_at' | 'name' | 'password' | 'resource' | 'ttl_expires_at' | 'uid'>,
+): void {
   const {bootstrap, fleet, maxCostUsd, maxPrice, org} = ctx.request
   const idleLimit = bootstrap?.idle.limit_s ?? null
   ctx.state.saveVm({

@@ -1,10 +1,10 @@
 /** The JSON result of one VM of `targon up`, from its latest stage, its claim and its local record. */
 import {PHASES} from '../../adapters/events/schema.js'
 import type {VmResult} from './schema.js'
-import type {RunContext} from './run-context.js'
+import type {Provisioning} from './provisioning.js'
 import type {VmTrack} from './stages.js'
 
-export function vmResult(ctx: RunContext, track: VmTrack): VmResult {
+export function vmResult(ctx: Provisioning, track: VmTrack): VmResult {
   const {claim, stage} = track
   const record = claim ? ctx.state.readVm(ctx.request.org, claim.name) : undefined
   const bootstrapped = stage?.kind === 'bootstrapped' || stage?.kind === 'ready' ? stage : undefined

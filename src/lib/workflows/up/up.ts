@@ -15,8 +15,8 @@ import {formatDuration} from '../../core/input.js'
 import {countOf} from '../../core/output.js'
 import {type Rollback, keptNote, rollBack} from './failure-policy.js'
 import {vmResult} from './result.js'
-import type {RunContext, UpAsk, UpRequest} from './run-context.js'
-import type {RunContext as CommandRun} from '../run-context.js'
+import type {Provisioning, UpAsk, UpRequest} from './provisioning.js'
+import type {RunContext} from '../run-context.js'
 import {RunDeadline} from './deadline.js'
 import {VmTrack} from './stages.js'
 import {phaseRecorder} from './phase-recorder.js'
@@ -37,7 +37,7 @@ export interface UpOptions {
   /** What the user asked for, built once by the command. */
   ask: UpAsk
   /** The run's clock (the deadline, reconciling and back-offs read it), events, warnings and history reads. */
-  run: Pick<CommandRun, 'clock' | 'events' | 'historyBudget' | 'warn'>
+  run: Pick<RunContext, 'clock' | 'events' | 'historyBudget' | 'warn'>
   /** Decides the org (--org, TARGON_ORG, the profile's, or the key's only one), once the offers are known. */
   resolveOrg: (client: TargonClient) => Promise<string>
   signal: AbortSignal
@@ -113,7 +113,7 @@ async function prepare(
   startedAt: number,
   tracks: VmTrack[],
   options: UpOptions,
-): Promise<RunContext> {
+): Promise<Provisioning> {
   const {ask} = options
   const inventory = await client.inventory()
   const readAt = deadline.clock.now()
@@ -224,7 +224,7 @@ interface Failure {
  * failed VM would bill meanwhile. Once failures leave too few VMs for --count (or --min), waiting for capacity stops.
  */
 async function provision(
-  ctx: RunContext,
+  ctx: Provisioning,
   tracks: VmTrack[],
   options: UpOptions,
   stopAll: (error: TargonError) => void,
@@ -275,7 +275,12 @@ async function provision(
 }
 
 /** Keeps the fleet, or rolls it back per --on-failure when it fell short. */
-async function keepOrRollBack(ctx: RunContext, tracks: VmTrack[], failures: Map<VmTrack, Failure>, options: UpOptions): Promise<UpResult> {
+async function keepOrRollBack(
+  ctx: Provisioning,
+  tracks: VmTrack[],
+  failures: Map<VmTrack, Failure>,
+  options: UpOptions,
+): Promise<UpResult> {
   const interrupted = options.signal.aborted
   const failed = tracks.filter((track) => failures.has(track) || interrupted)
   const succeeded = tracks.filter((track) => !failed.includes(track))

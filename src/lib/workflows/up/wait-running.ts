@@ -15,14 +15,14 @@ import {apiTrouble} from '../../core/wait.js'
 import {BACKOFF} from '../../core/backoff.js'
 import {Deferred} from '../../core/deferred.js'
 import {poll} from '../../core/poll.js'
-import type {RunContext} from './run-context.js'
+import type {Provisioning} from './provisioning.js'
 import type {Claim, Deployed, Endpoint, Running, StateWatch} from './stages.js'
 
 /** How long a VM may take to run (within the run's --timeout): GPU VMs can take many minutes to boot. */
 export const WAIT_RUNNING_MS = 20 * 60_000
 
 /** --no-bootstrap: wait until the VM runs with an address. */
-export async function waitRunning(ctx: RunContext, deployed: Deployed): Promise<Running> {
+export async function waitRunning(ctx: Provisioning, deployed: Deployed): Promise<Running> {
   const watch = new PolledStateWatch(ctx, deployed.claim, {bootstrapping: false})
   return {...deployed, endpoint: await watch.running, kind: 'running'}
 }
@@ -46,7 +46,7 @@ export class PolledStateWatch implements StateWatch {
   private last: string
 
   constructor(
-    private readonly ctx: RunContext,
+    private readonly ctx: Provisioning,
     private readonly claim: Claim,
     options: {bootstrapping: boolean},
   ) {

@@ -1,5 +1,5 @@
 /**
- * What every phase of one `targon up` run shares: the request, the API clients, local state,
+ * The provisioning of one `targon up` run, what every phase of it shares: the request, the API clients, local state,
  * the candidate offers, and the checks that several phases apply (the price cap, the lookup by
  * name, deleting a claim).
  */
@@ -91,7 +91,8 @@ export interface UpRequest extends Omit<UpAsk, 'bootstrap' | 'owner'> {
   bootstrap: {params: Omit<BootstrapParams, 'password'>; shim: boolean; idle: IdleSettings; onDelete?: HookSetting | null} | null
 }
 
-export interface RunContext {
+/** What the phases of one up run share and update, built once by prepare (up.ts) from the command's run context. */
+export interface Provisioning {
   request: UpRequest
   /** Cheapest first; empty when nothing may be rented (then `whyNoOffer` says why). */
   candidates: Offer[]
@@ -128,7 +129,7 @@ export interface RunContext {
  * or else the offer's, with a warning; above the cap is PRICE_CAP_EXCEEDED.
  */
 export function checkPrice(
-  ctx: RunContext,
+  ctx: Provisioning,
   claim: Claim,
   reported: number | undefined,
   known: {previous?: number; offer?: number},
@@ -154,7 +155,7 @@ export function checkPrice(
 }
 
 /** The price in an answer, reading the workload when the answer was sparse. */
-export async function serverPrice(ctx: RunContext, uid: string, answer: SparseWorkload): Promise<number | undefined> {
+export async function serverPrice(ctx: Provisioning, uid: string, answer: SparseWorkload): Promise<number | undefined> {
   return workloadPrice(answer) ?? workloadPrice(await ctx.client.getWorkload(ctx.request.org, uid))
 }
 
@@ -164,7 +165,7 @@ export async function serverPrice(ctx: RunContext, uid: string, answer: SparseWo
  * clean-up client and no signal serve after an interrupt.
  */
 export async function findByName(
-  ctx: RunContext,
+  ctx: Provisioning,
   name: string,
   waitMs = 0,
   client = ctx.client,
@@ -206,7 +207,7 @@ export async function findByName(
  * A registered workload that Targon refuses to delete is kept as a leftover, with a warning.
  */
 export async function deleteClaim(
-  ctx: RunContext,
+  ctx: Provisioning,
   claim: Claim,
   resource: string | null,
 ): Promise<{billing: boolean; results: DeleteResult[]}> {
