@@ -245,6 +245,19 @@ describe('targon run on an existing VM', () => {
     expect(existsSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'))).toBe(true)
     expect(billing().has(vm.uid)).toBe(false)
   })
+
+  it('--down deletes the VM even when the job removed its own directory, so that no --out path can be read', async () => {
+    const vm = await rentBare('gonedir')
+    const dir = project()
+    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'rm -rf "$(dirname "$PWD")"'], {cwd: dir})
+    expect(result.code, result.stdout + result.stderr).toBe(12)
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('COPY_FAILED')
+    expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(doc.data.fetch.failed).toEqual([{error: expect.any(String), path: 'results'}])
+    expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
 })
 
 /** The ids of the jobs started on a simulated VM (its job directories). */

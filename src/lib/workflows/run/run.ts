@@ -36,7 +36,7 @@ import {
   unitOf,
   workdirIdOf,
 } from './job.js'
-import type {Job, RunResult} from './schema.js'
+import type {FetchResult, Job, RunResult} from './schema.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {UpResult} from '../up/schema.js'
 
@@ -198,7 +198,8 @@ export async function completeJob(
   }
 
   recordJobEnd(result, followed, clock)
-  result.fetch = await fetchOutputs(followed.session, record, options.signal)
+  // A fetch that cannot even begin (no SFTP, the job's directory gone) is a failed fetch: --down still deletes.
+  result.fetch = await fetchOrFailure(followed.session, record, options.signal)
   if (options.down) result.deleted = await deleteVm(client, state, vm, options, options.signal)
   return finish(result, vm.name ?? vm.uid)
 }
@@ -398,15 +399,20 @@ async function interrupted(
     options.warn(`could not cancel job ${record.id}: ${asTargonError(error).message}`),
   )
   Object.assign(result.job, {state: 'cancelled'})
-  result.fetch = await fetchOutputs(session, record, cleanup).catch((error: unknown) => ({
-    ...emptyFetch(),
-    failed: [{error: asTargonError(error).message, path: record.out.join(', ')}],
-  }))
+  result.fetch = await fetchOrFailure(session, record, cleanup)
   // The run's own client stops with the interrupt: the deletion the user asked for goes on without it.
   const calm = client.withSignal(undefined)
   const vm = (await selectVms(options, calm, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
   result.deleted = await deleteVm(calm, state, vm, options, new AbortController().signal)
   throw reason.with({data: result, message: `interrupted by ${signal}: job ${record.id} cancelled, ${name} deleted`})
+}
+
+/** The job's --out paths fetched; a fetch that failed as a whole is one failure naming them all. */
+async function fetchOrFailure(session: SshSession, record: JobRecord, signal: AbortSignal): Promise<FetchResult> {
+  return fetchOutputs(session, record, signal).catch((error: unknown) => ({
+    ...emptyFetch(),
+    failed: [{error: error instanceof Error ? error.message : String(error), path: record.out.join(', ')}],
+  }))
 }
 
 /** Marks the job cancelled (so that its end reads as such), then stops its unit; the log stays. */
