@@ -490,6 +490,25 @@ describe('run --detach', () => {
   })
 })
 
+describe('run --down whose follow ends early', () => {
+  it('a sweep deletes the VM once the job has ended, when the run itself was killed while following', async () => {
+    const vm = await rentBare('orphaned')
+    const killed = await targon(['run', vm.name, '--down', '--no-sync', '--json', '--', 'sleep 3'], {
+      onSpawn: signalWhen(() => jobsOn(vm.uid).length > 0, 'SIGKILL', 500),
+    })
+    expect(killed.code, killed.stdout + killed.stderr).not.toBe(0)
+    const [id] = jobsOn(vm.uid)
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    expect(billing().has(vm.uid)).toBe(true)
+    const swept = await targon(['sweep', '--fleet', 'orphaned', '--json'])
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    expect(parseJson(swept).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
+    ])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
 describe('run renting its VM', () => {
   it('rents when the word names an offer (idle limit 30m), runs, fetches, deletes with --down: nothing left billing', async () => {
     const dir = project()

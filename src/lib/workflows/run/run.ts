@@ -148,12 +148,11 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       vm: {name: vm.name, uid: vm.uid},
     }
 
-    // --detach: the job is started, and the rest is left to jobs wait, or with --down to a sweep (down --jobs-done),
-    // which reads the VM's jobs when its record here names one.
-    if (options.detach) {
-      if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
-      return result
-    }
+    // A --down job is recorded here whether or not the run follows it: a sweep (down --jobs-done) reads the VM's jobs
+    // when its record names one, so the VM still goes after the job when this run stops early (killed, or cut off).
+    if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
+    // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
+    if (options.detach) return result
     return await completeJob(client, state, vm, following, record, result, {...options, reopen})
   } finally {
     session.close()
