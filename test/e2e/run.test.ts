@@ -507,6 +507,21 @@ describe('run --down whose follow ends early', () => {
     ])
     expect(billing().has(vm.uid)).toBe(false)
   })
+
+  it('an interrupt while the outputs come home still deletes the VM, as --down asked', async () => {
+    const vm = await rentBare('fetchint')
+    const dir = tempDir('targon-project-')
+    const make = 'mkdir -p big && for i in 1 2 3 4; do head -c 50M /dev/zero >big/$i; done'
+    const result = await targon(['run', vm.name, '--down', '--no-sync', '--out', 'big', '--json', '--', make], {
+      cwd: dir,
+      onSpawn: signalWhen(() => existsSync(join(dir, 'targon-out'))),
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(130)
+    const doc = parseJson(result)
+    expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
 })
 
 describe('run renting its VM', () => {

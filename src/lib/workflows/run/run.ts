@@ -87,7 +87,7 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
     // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
     if (!rented || (isTargonError(error) && error.data?.job)) throw error
     options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
-    const deleted = await deleteVm(client.withSignal(undefined), state, vm, options, new AbortController().signal, 'down')
+    const deleted = await deleteVm(client, state, vm, options, 'down')
     throw asTargonError(error).with({data: {deleted}})
   }
 }
@@ -199,7 +199,18 @@ export async function completeJob(
   recordJobEnd(result, followed, clock)
   // A fetch that cannot even begin (no SFTP, the job's directory gone) is a failed fetch: --down still deletes.
   result.fetch = await fetchOrFailure(followed.session, record, options.signal)
-  if (options.down) result.deleted = await deleteVm(client, state, vm, options, options.signal)
+  // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
+  if (options.down) result.deleted = await deleteVm(client, state, vm, options)
+  if (options.signal.aborted) {
+    const reason = asTargonError(abortError(options.signal))
+    throw reason.with({
+      data: result,
+      hint: options.down
+        ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
+        : `fetch them again with targon jobs fetch ${record.id}`,
+      message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
+    })
+  }
   return finish(result, vm.name ?? vm.uid)
 }
 
@@ -284,6 +295,10 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
   result.tail = followed.tail
 }
 
+/**
+ * Deletes the job's VM through down's workflow. Once the user asked for it (--down, or run's clean-up of what it rented)
+ * an interrupt does not stop it: the run's own client, which stops with the interrupt, is not used for it.
+ */
 async function deleteVm(
   client: TargonClient,
   state: LocalState,
@@ -292,7 +307,6 @@ async function deleteVm(
     CompleteOptions,
     'clock' | 'configDir' | 'fleet' | 'historyBudget' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'
   >,
-  stop: AbortSignal,
   reason: DeleteReason = 'job-done',
 ): Promise<NonNullable<RunResult['deleted']>> {
   if (reason === 'job-done') options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
@@ -305,7 +319,8 @@ async function deleteVm(
       uid: each.uid,
     }))
   try {
-    const down = await runDown(client, client.withSignal(undefined), options.org, state, {
+    const calm = client.withSignal(undefined)
+    const down = await runDown(calm, calm, options.org, state, {
       clock: options.clock,
       configDir: options.configDir,
       historyBudget: options.historyBudget,
@@ -332,7 +347,7 @@ async function deleteVm(
         owner: options.owners.owner,
         targets: [vm.uid],
       },
-      stop,
+      stop: new AbortController().signal,
       wakeRegistered: false,
       warn: options.warn,
     })
@@ -402,7 +417,7 @@ async function interrupted(
   // The run's own client stops with the interrupt: the deletion the user asked for goes on without it.
   const calm = client.withSignal(undefined)
   const vm = (await selectVms(options, calm, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
-  result.deleted = await deleteVm(calm, state, vm, options, new AbortController().signal)
+  result.deleted = await deleteVm(calm, state, vm, options)
   throw reason.with({data: result, message: `interrupted by ${signal}: job ${record.id} cancelled, ${name} deleted`})
 }
 
