@@ -36,7 +36,6 @@ An id that no VM of the selection has exits 4.`)
         const state = new LocalState(selection.configDir)
         return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
-            fromStart: true,
             onLine: (line) => {
               if (text) process.stdout.write(`${line}\n`)
             },

@@ -186,7 +186,6 @@ export async function completeJob(
   try {
     followed = await followJob(session, record.id, {
       clock,
-      fromStart: true,
       onLine: options.onLine,
       reopen: options.reopen,
       signal: options.signal,
