@@ -1,8 +1,8 @@
 /**
- * Follows a job's log on its VM, from its start, until the job ends: each look reads the job's state first, then the log from the
- * byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines are cut to a
- * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
- * is opened again a few times: the job runs on the VM whatever happens to this side.
+ * Follows a job's log on its VM, from its start, until the job ends: each look reads the job's state first, then the
+ * log from the byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines
+ * are cut to a bounded length and their control characters escaped; the last ones are kept for the result. A dropped
+ * connection is opened again a few times: the job runs on the VM whatever happens to this side.
  */
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {TargonError, abortError} from '../../core/errors.js'
