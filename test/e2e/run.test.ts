@@ -197,6 +197,16 @@ describe('targon run on an existing VM', () => {
     expect(parseJson(missing).error.code).toBe('COPY_FAILED')
   })
 
+  it('a job that could not start leaves no job behind on the VM', async () => {
+    const vm = await rentBare('nostart')
+    expect((await onVm(vm.name, 'sudo -n rm /etc/sudoers.d/90-cloud-init-users')).code).toBe(0)
+    const result = await targon(['run', vm.name, '--no-sync', '--json', '--', 'true'])
+    expect(result.code, result.stdout + result.stderr).toBe(12)
+    expect(parseJson(result).error.message).toContain('could not start the job')
+    expect(jobsOn(vm.uid)).toEqual([])
+    expect(parseJson(await targon(['jobs', '--vms', vm.name, '--json'])).data.jobs).toEqual([])
+  })
+
   it('refuses bad input with one line before anything starts', async () => {
     const dir = project()
     const cases: [string[], number][] = [

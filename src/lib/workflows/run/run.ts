@@ -273,6 +273,8 @@ async function startJob(
     return again
   }
   if (started.code !== 0) {
+    // No unit runs: the job's files go again, so that no job that never ran is listed.
+    await session.exec(`rm -rf -- ${shellQuote(jobDir(record.id))}`, {maxBytes: 64 * 1024}).catch(() => undefined)
     const why = started.stderr.trim().split('\n').at(-1) ?? ''
     throw new TargonError('REMOTE_COMMAND_FAILED', `could not start the job: ${why || `exit code ${started.code}`}`, {
       hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
