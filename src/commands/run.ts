@@ -42,7 +42,7 @@ the job, fetches the --out paths and deletes the VM instead. Once the job has en
 and --down still deletes the VM. --detach returns once the job has started (exit 0, the job in
 data.job). A --down job, detached or not, is recorded in the config directory, and down --jobs-done (a guard's sweep)
 deletes the VM once it has ended, also when the run that followed it was killed or cut off; for a detached one without
-a guard for this directory, a warning says that nothing else will.`)
+a guard for this directory, or from one that holds no record of the VM, a warning says that nothing else will.`)
 
   static usage = [
     'run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...',

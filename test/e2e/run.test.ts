@@ -3,7 +3,7 @@
  * VMs' systemd-run and systemctl doubles, which play the transient units that jobs run as.
  */
 import type {ChildProcess} from 'node:child_process'
-import {existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
@@ -480,6 +480,19 @@ describe('run --detach', () => {
 
     const refused = await targon(['down', '--jobs-done', vm.name])
     expect(refused.code).toBe(2)
+  })
+
+  it('with --down from a config directory that holds no record of the VM, says that no sweep from there deletes it', async () => {
+    const vm = await rentBare('norecord')
+    const other = tempDir('targon-config-')
+    cpSync(join(configDir, 'keys'), join(other, 'keys'), {recursive: true})
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'true'], {
+      env: {TARGON_CONFIG_DIR: other},
+    })
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    expect(parseJson(started).warnings.join('\n')).toContain(`holds no record of ${vm.name}: no sweep from it deletes the VM`)
+    expect(parseJson(started).warnings.join('\n')).toContain(`targon jobs wait ${id}`)
   })
 
   it('a sweep deletes the VM of a detached --down job started from its directory once the job has ended', async () => {

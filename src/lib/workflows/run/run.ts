@@ -151,6 +151,10 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
     // A --down job is recorded here whether or not the run follows it: a sweep (down --jobs-done) reads the VM's jobs
     // when its record names one, so the VM still goes after the job when this run stops early (killed, or cut off).
     if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
+    else if (options.down && options.detach)
+      options.warn(
+        `this config directory holds no record of ${name}: no sweep from it deletes the VM when job ${record.id} ends; run targon jobs wait ${record.id} (or down --jobs-done) once it has`,
+      )
     // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
     if (options.detach) return result
     return await completeJob(client, state, vm, following, record, result, {...options, reopen})
