@@ -33,8 +33,9 @@ export default class Sweep extends BaseCommand<typeof Sweep, 'sweep'> {
 it deletes what down --expired and down --idle would delete, with down's owner rules, and nothing else. A VM goes when
 its --ttl ran out, its --max-cost budget is spent by the estimate (price x age), it is idle past its limit (its own
 from up --idle, else --idle-limit; a busy VM or one whose clock cannot be read is kept, as with down --idle), or, with
---over-cost, its estimated cost exceeds that, or its detached run --down job has ended (a job started from this config
-directory, or one the idle probe of a VM with an idle limit reads on the VM) (as down --jobs-done: the job's --out paths are fetched into the config directory's job store first). What bills under no limit (VMs of this tool without one, VMs of other
+--over-cost, its estimated cost exceeds that, or its run --down job (detached, or left by a run that stopped following)
+has ended (a job started from this config directory, or one the idle probe of a VM with an idle limit reads on the VM;
+as down --jobs-done: the job's --out paths are fetched into the config directory's job store first). What bills under no limit (VMs of this tool without one, VMs of other
 origins) is reported, never deleted. With --min-runway the credits are read after the deletions, as targon credits
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 

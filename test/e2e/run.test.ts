@@ -188,6 +188,16 @@ describe('targon run on an existing VM', () => {
     expect(parseJson(missing).error.code).toBe('COPY_FAILED')
   })
 
+  it('a job that could not start leaves no job behind on the VM', async () => {
+    const vm = await rentBare('nostart')
+    expect((await onVm(vm.name, 'sudo -n rm /etc/sudoers.d/90-cloud-init-users')).code).toBe(0)
+    const result = await targon(['run', vm.name, '--no-sync', '--json', '--', 'true'])
+    expect(result.code, result.stdout + result.stderr).toBe(12)
+    expect(parseJson(result).error.message).toContain('could not start the job')
+    expect(jobsOn(vm.uid)).toEqual([])
+    expect(parseJson(await targon(['jobs', '--vms', vm.name, '--json'])).data.jobs).toEqual([])
+  })
+
   it('refuses bad input with one line before anything starts', async () => {
     const dir = project()
     const cases: [string[], number][] = [
@@ -234,6 +244,19 @@ describe('targon run on an existing VM', () => {
     ])
     expect(data.job).toMatchObject({down: true, state: 'succeeded'})
     expect(existsSync(join(dir, 'targon-out', data.job.id, 'results', 'model.txt'))).toBe(true)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
+  it('--down deletes the VM even when the job removed its own directory, so that no --out path can be read', async () => {
+    const vm = await rentBare('gonedir')
+    const dir = project()
+    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'rm -rf "$(dirname "$PWD")"'], {cwd: dir})
+    expect(result.code, result.stdout + result.stderr).toBe(12)
+    const doc = parseJson(result)
+    expect(doc.error.code).toBe('COPY_FAILED')
+    expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(doc.data.fetch.failed).toEqual([{error: expect.any(String), path: 'results'}])
+    expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
     expect(billing().has(vm.uid)).toBe(false)
   })
 })
@@ -450,6 +473,19 @@ describe('run --detach', () => {
     expect(refused.code).toBe(2)
   })
 
+  it('with --down from a config directory that holds no record of the VM, says that no sweep from there deletes it', async () => {
+    const vm = await rentBare('norecord')
+    const other = tempDir('targon-config-')
+    cpSync(join(configDir, 'keys'), join(other, 'keys'), {recursive: true})
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'true'], {
+      env: {TARGON_CONFIG_DIR: other},
+    })
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    expect(parseJson(started).warnings.join('\n')).toContain(`holds no record of ${vm.name}: no sweep from it deletes the VM`)
+    expect(parseJson(started).warnings.join('\n')).toContain(`targon jobs wait ${id}`)
+  })
+
   it('a sweep deletes the VM of a detached --down job started from its directory once the job has ended', async () => {
     const vm = await rentBare('swept')
     const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 2'])
@@ -488,6 +524,40 @@ describe('run --detach', () => {
     ])
     expect(billing().has(vm.uid)).toBe(false)
     expect(existsSync(join(guardDir, 'jobs', id, 'job.json'))).toBe(true)
+  })
+})
+
+describe('run --down whose follow ends early', () => {
+  it('a sweep deletes the VM once the job has ended, when the run itself was killed while following', async () => {
+    const vm = await rentBare('orphaned')
+    const killed = await targon(['run', vm.name, '--down', '--no-sync', '--json', '--', 'sleep 3'], {
+      onSpawn: signalWhen(() => jobsOn(vm.uid).length > 0, 'SIGKILL', 500),
+    })
+    expect(killed.code, killed.stdout + killed.stderr).not.toBe(0)
+    const [id] = jobsOn(vm.uid)
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    expect(billing().has(vm.uid)).toBe(true)
+    const swept = await targon(['sweep', '--fleet', 'orphaned', '--json'])
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    expect(parseJson(swept).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
+    ])
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
+  it('an interrupt while the outputs come home still deletes the VM, as --down asked', async () => {
+    const vm = await rentBare('fetchint')
+    const dir = tempDir('targon-project-')
+    const make = 'mkdir -p big && for i in 1 2 3 4; do head -c 50M /dev/zero >big/$i; done'
+    const result = await targon(['run', vm.name, '--down', '--no-sync', '--out', 'big', '--json', '--', make], {
+      cwd: dir,
+      onSpawn: signalWhen(() => existsSync(join(dir, 'targon-out'))),
+    })
+    expect(result.code, result.stdout + result.stderr).toBe(130)
+    const doc = parseJson(result)
+    expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
+    expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
+    expect(billing().has(vm.uid)).toBe(false)
   })
 })
 

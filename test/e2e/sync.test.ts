@@ -235,6 +235,14 @@ describe('syncWorkdir', () => {
     expect(JSON.parse(readFileSync(onHost(options.manifestPath), 'utf8')).format).toBe('targon-sync-manifest')
   })
 
+  it('leaves no temporary manifest behind when the manifest cannot be put in place', async () => {
+    const options = pair()
+    project(options.localDir)
+    await onVm(`mkdir -p ${options.manifestPath}/taken`)
+    await expect(syncWorkdir(session, options)).rejects.toMatchObject({code: 'COPY_FAILED'})
+    expect(readdirSync(onHost('/home/ubuntu/.targon/sync')).filter((name) => name.includes('.targon-part-'))).toEqual([])
+  })
+
   it('stops when the connection drops, leaving whole files only; the next sync sends just the rest', async () => {
     const options = pair()
     for (let index = 0; index < 40; index++) write(options.localDir, `shard${index}.bin`, Buffer.alloc(1024 * 1024, index))

@@ -12,8 +12,8 @@ export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs can
 
   static description = prose(`Marks the job cancelled and stops its systemd unit on the VM (TERM to all its processes,
 KILL after systemd's stop timeout). Its log and files stay: targon jobs logs and jobs fetch still work. A job that
-has already ended is left as it is (cancelled: false). Cancelling does not delete the VM, even for a --down job: use
-targon down for that.`)
+has already ended is left as it is (cancelled: false). Cancelling does not delete the VM, even for a --down job (targon
+down does, and down --jobs-done or the sweep of the directory that started it, as for any ended --down job).`)
 
   static examples = [{command: '<%= config.bin %> jobs cancel j-20261202-030527-a1b2c3', description: 'Stop a job'}]
 

@@ -37,7 +37,6 @@ An id that no VM of the selection has exits 4.`)
         return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
             clock: this.ctx.clock,
-            fromStart: true,
             onLine: (line) => {
               if (text) process.stdout.write(`${line}\n`)
             },

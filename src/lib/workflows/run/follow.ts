@@ -1,8 +1,8 @@
 /**
- * Follows a job's log on its VM until the job ends: each look reads the job's state first, then the log from the
- * byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines are cut to a
- * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
- * is opened again a few times: the job runs on the VM whatever happens to this side.
+ * Follows a job's log on its VM, from its start, until the job ends: each look reads the job's state first, then the
+ * log from the byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines
+ * are cut to a bounded length and their control characters escaped; the last ones are kept for the result. A dropped
+ * connection is opened again a few times: the job runs on the VM whatever happens to this side.
  */
 import type {Clock} from '../../core/clock.js'
 import {TargonError, abortError} from '../../core/errors.js'
@@ -31,8 +31,6 @@ export interface FollowOptions {
   clock: Clock
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
-  /** Read the log from its start (else from where it is now: only new lines). */
-  fromStart?: boolean
   /** Stop at the end of what is there now, even while the job runs (jobs logs without -f). */
   once?: boolean
 }
@@ -56,7 +54,6 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
     if (tail.length > TAIL_LINES) tail.shift()
     options.onLine?.(line)
   })
-  if (!options.fromStart) offset = await logSize(session, id)
   for (;;) {
     if (options.signal?.aborted) throw abortError(options.signal)
     let look: {state: EndState; chunk: Buffer}
@@ -87,11 +84,6 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
     delay = look.chunk.length > 0 ? MIN_LOOK_MS : Math.min(MAX_LOOK_MS, delay * 1.5)
     if (!more) await clock.sleep(delay, options.signal)
   }
-}
-
-async function logSize(session: SshSession, id: string): Promise<number> {
-  const result = await session.exec(`stat -c %s ${shellQuote(`${jobDir(id)}/log`)} 2>/dev/null || echo 0`, {maxBytes: 1024})
-  return Number(result.stdout.trim()) || 0
 }
 
 async function lookAt(session: SshSession, id: string, offset: number, signal?: AbortSignal): Promise<{state: EndState; chunk: Buffer}> {

@@ -37,7 +37,7 @@ import {
   unitOf,
   workdirIdOf,
 } from './job.js'
-import type {Job, RunResult} from './schema.js'
+import type {FetchResult, Job, RunResult} from './schema.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {UpResult} from '../up/schema.js'
 
@@ -88,7 +88,7 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
     // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
     if (!rented || (isTargonError(error) && error.data?.job)) throw error
     options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
-    const deleted = await deleteVm(client.withSignal(undefined), state, vm, options, new AbortController().signal, 'down')
+    const deleted = await deleteVm(client, state, vm, options, 'down')
     throw asTargonError(error).with({data: {deleted}})
   }
 }
@@ -149,12 +149,15 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       vm: {name: vm.name, uid: vm.uid},
     }
 
-    // --detach: the job is started, and the rest is left to jobs wait, or with --down to a sweep (down --jobs-done),
-    // which reads the VM's jobs when its record here names one.
-    if (options.detach) {
-      if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
-      return result
-    }
+    // A --down job is recorded here whether or not the run follows it: a sweep (down --jobs-done) reads the VM's jobs
+    // when its record names one, so the VM still goes after the job when this run stops early (killed, or cut off).
+    if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
+    else if (options.down && options.detach)
+      options.warn(
+        `this config directory holds no record of ${name}: no sweep from it deletes the VM when job ${record.id} ends; run targon jobs wait ${record.id} (or down --jobs-done) once it has`,
+      )
+    // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
+    if (options.detach) return result
     return await completeJob(client, state, vm, following, record, result, {...options, reopen})
   } finally {
     session.close()
@@ -188,7 +191,6 @@ export async function completeJob(
   try {
     followed = await followJob(session, record.id, {
       clock,
-      fromStart: true,
       onLine: options.onLine,
       reopen: options.reopen,
       signal: options.signal,
@@ -199,8 +201,20 @@ export async function completeJob(
   }
 
   recordJobEnd(result, followed, clock)
-  result.fetch = await fetchOutputs(followed.session, record, options.signal)
-  if (options.down) result.deleted = await deleteVm(client, state, vm, options, options.signal)
+  // A fetch that cannot even begin (no SFTP, the job's directory gone) is a failed fetch: --down still deletes.
+  result.fetch = await fetchOrFailure(followed.session, record, options.signal)
+  // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
+  if (options.down) result.deleted = await deleteVm(client, state, vm, options)
+  if (options.signal.aborted) {
+    const reason = asTargonError(abortError(options.signal))
+    throw reason.with({
+      data: result,
+      hint: options.down
+        ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
+        : `fetch them again with targon jobs fetch ${record.id}`,
+      message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
+    })
+  }
   return finish(result, vm.name ?? vm.uid)
 }
 
@@ -264,6 +278,8 @@ async function startJob(
     return again
   }
   if (started.code !== 0) {
+    // No unit runs: the job's files go again, so that no job that never ran is listed.
+    await session.exec(`rm -rf -- ${shellQuote(jobDir(record.id))}`, {maxBytes: 64 * 1024}).catch(() => undefined)
     const why = started.stderr.trim().split('\n').at(-1) ?? ''
     throw new TargonError('REMOTE_COMMAND_FAILED', `could not start the job: ${why || `exit code ${started.code}`}`, {
       hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
@@ -285,6 +301,10 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
   result.tail = followed.tail
 }
 
+/**
+ * Deletes the job's VM through down's workflow. Once the user asked for it (--down, or run's clean-up of what it rented)
+ * an interrupt does not stop it: the run's own client, which stops with the interrupt, is not used for it.
+ */
 async function deleteVm(
   client: TargonClient,
   state: LocalState,
@@ -293,7 +313,6 @@ async function deleteVm(
     CompleteOptions,
     'clock' | 'configDir' | 'fleet' | 'historyBudget' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'
   >,
-  stop: AbortSignal,
   reason: DeleteReason = 'job-done',
 ): Promise<NonNullable<RunResult['deleted']>> {
   if (reason === 'job-done') options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
@@ -306,7 +325,8 @@ async function deleteVm(
       uid: each.uid,
     }))
   try {
-    const down = await runDown({...options, signal: stop}, client, client.withSignal(undefined), options.org, state, {
+    const calm = client.withSignal(undefined)
+    const down = await runDown({...options, signal: new AbortController().signal}, calm, calm, options.org, state, {
       configDir: options.configDir,
       confirm: async () => true,
       dryRun: false,
@@ -395,15 +415,20 @@ async function interrupted(
     options.warn(`could not cancel job ${record.id}: ${asTargonError(error).message}`),
   )
   Object.assign(result.job, {state: 'cancelled'})
-  result.fetch = await fetchOutputs(session, record, cleanup).catch((error: unknown) => ({
-    ...emptyFetch(),
-    failed: [{error: asTargonError(error).message, path: record.out.join(', ')}],
-  }))
+  result.fetch = await fetchOrFailure(session, record, cleanup)
   // The run's own client stops with the interrupt: the deletion the user asked for goes on without it.
   const calm = client.withSignal(undefined)
   const vm = (await selectVms(options, calm, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
-  result.deleted = await deleteVm(calm, state, vm, options, new AbortController().signal)
+  result.deleted = await deleteVm(calm, state, vm, options)
   throw reason.with({data: result, message: `interrupted by ${signal}: job ${record.id} cancelled, ${name} deleted`})
+}
+
+/** The job's --out paths fetched; a fetch that failed as a whole is one failure naming them all. */
+async function fetchOrFailure(session: SshSession, record: JobRecord, signal: AbortSignal): Promise<FetchResult> {
+  return fetchOutputs(session, record, signal).catch((error: unknown) => ({
+    ...emptyFetch(),
+    failed: [{error: error instanceof Error ? error.message : String(error), path: record.out.join(', ')}],
+  }))
 }
 
 /** Marks the job cancelled (so that its end reads as such), then stops its unit; the log stays. */

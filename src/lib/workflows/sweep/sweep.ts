@@ -84,8 +84,8 @@ export async function runSweep(
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
     // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
     // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
-    const detached = live.filter((vm) => !reasons.has(vm.uid) && (vm.record?.down_job || downJobOnVm.has(vm.uid)))
-    const jobsDone = detached.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(run, detached, options)
+    const withDownJob = live.filter((vm) => !reasons.has(vm.uid) && (vm.record?.down_job || downJobOnVm.has(vm.uid)))
+    const jobsDone = withDownJob.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(run, withDownJob, options)
     for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
     scopedVms = live
     listed = new Set(view.vms.map((vm) => vm.uid))

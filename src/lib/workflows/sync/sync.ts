@@ -285,20 +285,28 @@ async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<M
   return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
 }
 
-/** Written whole under a temporary name, then renamed over the old one (a link there is replaced, not followed). */
+/**
+ * Written whole under a temporary name, then renamed over the old one (a link there is replaced, not followed); the
+ * temporary file goes again when that fails.
+ */
 async function writeManifest(remote: RemoteSide, path: string, text: string): Promise<void> {
   await makeDirectory(remote, posix.dirname(path))
   const temp = partialPath(path)
   const bytes = Buffer.from(text)
   const file = await remote.openWrite(temp, 0o600)
   try {
-    for (let done = 0; done < bytes.length; done += 64 * 1024)
-      await file.write(bytes.subarray(done, done + 64 * 1024), Math.min(64 * 1024, bytes.length - done), done)
-  } finally {
-    await file.close()
-  }
+    try {
+      for (let done = 0; done < bytes.length; done += 64 * 1024)
+        await file.write(bytes.subarray(done, done + 64 * 1024), Math.min(64 * 1024, bytes.length - done), done)
+    } finally {
+      await file.close()
+    }
 
-  await remote.rename(temp, path)
+    await remote.rename(temp, path)
+  } catch (error) {
+    await remote.remove(temp).catch(() => undefined)
+    throw error
+  }
 }
 
 interface RemoteView {
