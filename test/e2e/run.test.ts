@@ -519,6 +519,34 @@ describe('run renting its VM', () => {
     expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
     await waitFor(() => [...billing()].every((uid) => before.has(uid)), 30_000)
 
+    // A VM labelled as an offer is named: the word names both, and run refuses before it rents or starts anything.
+    const named = await targon([
+      'up',
+      'rtx6000b-small',
+      '--name',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--no-bootstrap',
+      '--fleet',
+      'twin',
+      '--json',
+    ])
+    expect(named.code, named.stdout + named.stderr).toBe(0)
+    const twin = parseJson(named).data.vms[0] as {name: string; uid: string}
+    const rentable = billing()
+    const ambiguous = await targon(['run', 'rtx6000b-small', '--fleet', 'twin', '--max-price', '1.8', '--', 'true'])
+    expect(ambiguous.code, ambiguous.stderr).toBe(2)
+    expect(errorLines(ambiguous.stderr)).toEqual([expect.stringContaining(`rtx6000b-small names both the VM ${twin.name} and an offer`)])
+    expect(ambiguous.stderr).toContain(`targon run ${twin.uid}`)
+    expect(billing()).toEqual(rentable)
+    expect(jobsOn(twin.uid)).toEqual([])
+    // Without a price cap nothing can be rented: the word is the VM's.
+    const onTwin = await targon(['run', 'rtx6000b-small', '--fleet', 'twin', '--no-sync', '--json', '--', 'true'])
+    expect(onTwin.code, onTwin.stdout + onTwin.stderr).toBe(0)
+    expect(parseJson(onTwin).data.vm).toEqual({name: twin.name, uid: twin.uid})
+    expect((await targon(['down', twin.uid, '--json'])).code).toBe(0)
+
     // A word that names neither a VM nor an offer: refused, nothing rented.
     const neither = await targon(['run', 'nosuchthing', '--max-price', '1.8', '--', 'true'])
     expect(neither.code, neither.stderr).toBe(2)
