@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {type CliOptions, errorLines, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {parseEvents} from '../helpers/events.js'
 import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 
 const simulated = useSimulatedVms()
@@ -289,7 +290,10 @@ describe('a running job and the limits of its VM', () => {
     )
     const expired = await targon(['down', '--expired', '--json'])
     expect(expired.code, expired.stdout + expired.stderr).toBe(0)
-    expect(parseJson(expired).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    // Its result names the job the deletion ended.
+    expect(parseJson(expired).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, ended_jobs: [{command: 'sleep 120', id}], uid: vm.uid}),
+    ])
     expect(billing().has(vm.uid)).toBe(false)
   })
 })
@@ -474,6 +478,46 @@ describe('run --detach', () => {
       expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
     ])
     expect(billing().has(vm.uid)).toBe(false)
+  })
+})
+
+describe('a deletion names the jobs it ends', () => {
+  it('down NAME names the running job (a dry run too), in its result, its event and its line; an unreachable VM is deleted all the same', async () => {
+    const vm = await rentBare('ended')
+    // A command with a control character: the VM's text is escaped on the terminal, exact in JSON.
+    const command = "sleep 300; echo '\u001b[2J'"
+    const started = await targon(['run', vm.name, '--detach', '--no-sync', '--json', '--', command])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    const job = {command: parseJson(started).data.job.command as string, id}
+    expect(job.command).toBe(command)
+
+    const dry = await targon(['down', vm.name, '--dry-run', '--json'])
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0)
+    expect(parseJson(dry).data.results).toEqual([{action: 'would-delete', billing: true, ended_jobs: [job], name: vm.name, uid: vm.uid}])
+
+    const eventsFile = join(tempDir('targon-events-'), 'events.ndjson')
+    const down = await targon(['down', vm.name, '--json', '--verbose', '--events-file', eventsFile])
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    expect(parseJson(down).data.results).toEqual([{action: 'deleted', billing: false, ended_jobs: [job], name: vm.name, uid: vm.uid}])
+    expect(down.stderr).toContain(`deleted: ${vm.name} (${vm.uid}); ended job ${id} (sleep 300; echo '\\x1b[2J')`)
+    const done = parseEvents(readFileSync(eventsFile, 'utf8')).filter((event) => event.type === 'deletion' && event.status === 'done')
+    expect(done).toEqual([expect.objectContaining({ended_jobs: [job], vm: {index: null, name: vm.name, uid: vm.uid}})])
+    expect(done[0]?.detail).toContain(`ended job ${id}`)
+    expect(billing().has(vm.uid)).toBe(false)
+
+    // A VM whose sshd is gone: its jobs cannot be read, which is said, and it is deleted all the same.
+    const lost = await rentBare('ended')
+    const other = await targon(['run', lost.name, '--detach', '--no-sync', '--json', '--', 'sleep 300'])
+    expect(other.code, other.stdout + other.stderr).toBe(0)
+    await simulated.farm.stopVm(lost.uid)
+    const unreachable = await targon(['down', lost.name, '--json'])
+    expect(unreachable.code, unreachable.stdout + unreachable.stderr).toBe(0)
+    expect(parseJson(unreachable).data.results).toEqual([
+      {action: 'deleted', billing: false, ended_jobs: null, name: lost.name, uid: lost.uid},
+    ])
+    expect(parseJson(unreachable).warnings.join('\n')).toContain(`the jobs of 1 VM could not be read (${lost.name}:`)
+    expect(billing().has(lost.uid)).toBe(false)
   })
 })
 
