@@ -256,9 +256,10 @@ export async function runDown(
   const readEnded = async (vms: KnownVm[]) => {
     for (const [uid, jobs] of await readRunningJobs(vms, options)) ended.set(uid, jobs)
   }
+  const statusOf = new Map(targets.map((target) => [target.uid, target.status]))
   const withEnded = (result: DeleteResult): DeleteResult => {
     if (!options.runningJobs) return result
-    const status = targets.find((target) => target.uid === result.uid)?.status
+    const status = statusOf.get(result.uid)
     // A VM that was not running has no job of targon run: its units do not outlive it.
     const jobs = ended.has(result.uid) ? (ended.get(result.uid) ?? null) : status === undefined || status === 'running' ? null : []
     return {...result, ended_jobs: jobs}
