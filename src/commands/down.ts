@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {runDown} from '../lib/workflows/down/down.js'
 import {isBulk} from '../lib/workflows/down/selection.js'
 import {NOT_RUNNING} from '../lib/domain/idle/idle.js'
@@ -19,6 +19,7 @@ import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
 import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
+import {runningJobs} from '../lib/workflows/run/running-jobs.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -42,7 +43,12 @@ reports it as left-registered; --wake-registered deploys it briefly so that it c
 Each VM's deletion has a budget of ${CLEANUP_BUDGET_MS / 60_000} minutes (a wake-then-delete included). Ctrl-C or SIGTERM starts no
 further deletion and lets those under way finish within that budget, then exits 130 (143) with per-VM results; a
 second one exits at once and names what still bills. Exit code 0 only when nothing selected still bills; 11
-otherwise, with a per-VM result.`)
+otherwise, with a per-VM result.
+
+Just before a running VM is deleted (after its pre-delete hook), its jobs are read as targon jobs reads them, all the
+VMs at once within 15 s: each result names the jobs of targon run that its deletion ended (ended_jobs, and "ended job
+ID" on its line; with --dry-run, those it would end). A VM not read in time is deleted all the same (ended_jobs null,
+with a warning), and Ctrl-C during the reading ends it and deletes at once: the reading never keeps a VM.`)
 
   static examples = [
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
@@ -197,6 +203,7 @@ otherwise, with a per-VM result.`)
                 }),
               reasonOf: () => 'job-done' as const,
             }),
+            runningJobs: (vm, within) => runningJobs(vm, {configDir: this.ctx.settings.dir, signal: within}),
             selection,
             wakeRegistered: flags['wake-registered'],
           })
@@ -210,9 +217,10 @@ otherwise, with a per-VM result.`)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
-              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}${hooksInWords(
-                deleted,
-              )
+              `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}${[
+                ...hooksInWords(deleted),
+                ...endedJobsLines(deleted),
+              ]
                 .map((line) => `\n${line}`)
                 .join('')}`,
               {

@@ -22,8 +22,8 @@ export default class Run extends BaseCommand<typeof Run, 'run'> {
   static description = prose(`VM is a name, uid or --name label, found among the selection's VMs as exec and down find them
 (with an owner set, that owner's VMs first). When it names no VM but an offer (or --gpu names a model instead), run
 rents one exactly as up would (--max-price required, --ttl, --max-cost, --wait, --fleet, the bootstrap), with an idle
-limit of 30m unless --idle says otherwise; a word that names neither is refused (exit 2) before anything is rented,
-and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
+limit of 30m unless --idle says otherwise; a word that names neither, or both a VM and an offer when run may rent (a
+price cap is set), is refused (exit 2) before anything is rented (the VM's uid names it alone), and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
 /home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
 (--no-sync skips it). The command (the words after --, joined into one line for the remote shell, as exec reads it)
 then runs there as ubuntu in a login shell, as the systemd unit targon-job-<job id>, detached from the SSH session: a

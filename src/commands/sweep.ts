@@ -4,7 +4,7 @@ import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/workflows/sweep/schema.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
@@ -45,7 +45,8 @@ VM the listing leaves out or shows in a form that fails the checks, so that one 
 One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing. A
 lock left by a sweep that died is taken over (an unreadable one once it is 5 minutes old, with a warning). A sweep
 holds its lock while pre-delete hooks run, so no other limit is enforced meanwhile: it waits for a hook 30 minutes at
-most, whatever the VM's --hook-timeout, then deletes the VM all the same.
+most, whatever the VM's --hook-timeout, then deletes the VM all the same. As down does, it names in each result the
+jobs of targon run that the deletion ended (ended_jobs, read on the VM after its hook, 15 s at most; null when unread).
 
 One notification (notify-url) per run that deleted something or left something billing, one when the runway is short.
 With a heartbeat URL (--heartbeat-url, TARGON_HEARTBEAT_URL or config heartbeat-url: a healthchecks-style ping URL, a
@@ -317,9 +318,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       result.survivors.length > 0 ? `; STILL BILLING: ${result.survivors.join(', ')} (targon down ${result.survivors.join(' ')})` : ''
     await this.notify(
       'sweep-deleted',
-      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${hooksInWords(
-        result.results,
-      )
+      `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${[
+        ...hooksInWords(result.results),
+        ...endedJobsLines(result.results),
+      ]
         .map((line) => `\n${line}`)
         .join('')}`,
       {

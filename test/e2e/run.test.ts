@@ -9,6 +9,7 @@ import {describe, expect, it} from 'vitest'
 
 import {errorLines, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {parseEvents} from '../helpers/events.js'
 
 /** A quick idle sampler and shim check on bootstrapped VMs. */
 const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
@@ -303,7 +304,10 @@ describe('a running job and the limits of its VM', () => {
     )
     const expired = await targon(['down', '--expired', '--json'])
     expect(expired.code, expired.stdout + expired.stderr).toBe(0)
-    expect(parseJson(expired).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    // Its result names the job the deletion ended.
+    expect(parseJson(expired).data.results).toEqual([
+      expect.objectContaining({action: 'deleted', billing: false, ended_jobs: [{command: 'sleep 120', id}], uid: vm.uid}),
+    ])
     expect(billing().has(vm.uid)).toBe(false)
   })
 })
@@ -561,6 +565,46 @@ describe('run --down whose follow ends early', () => {
   })
 })
 
+describe('a deletion names the jobs it ends', () => {
+  it('down NAME names the running job (a dry run too), in its result, its event and its line; an unreachable VM is deleted all the same', async () => {
+    const vm = await rentBare('ended')
+    // A command with a control character: the VM's text is escaped on the terminal, exact in JSON.
+    const command = "sleep 300; echo '\u001b[2J'"
+    const started = await targon(['run', vm.name, '--detach', '--no-sync', '--json', '--', command])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    const job = {command: parseJson(started).data.job.command as string, id}
+    expect(job.command).toBe(command)
+
+    const dry = await targon(['down', vm.name, '--dry-run', '--json'])
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0)
+    expect(parseJson(dry).data.results).toEqual([{action: 'would-delete', billing: true, ended_jobs: [job], name: vm.name, uid: vm.uid}])
+
+    const eventsFile = join(tempDir('targon-events-'), 'events.ndjson')
+    const down = await targon(['down', vm.name, '--json', '--verbose', '--events-file', eventsFile])
+    expect(down.code, down.stdout + down.stderr).toBe(0)
+    expect(parseJson(down).data.results).toEqual([{action: 'deleted', billing: false, ended_jobs: [job], name: vm.name, uid: vm.uid}])
+    expect(down.stderr).toContain(`deleted: ${vm.name} (${vm.uid}); ended job ${id} (sleep 300; echo '\\x1b[2J')`)
+    const done = parseEvents(readFileSync(eventsFile, 'utf8')).filter((event) => event.type === 'deletion' && event.status === 'done')
+    expect(done).toEqual([expect.objectContaining({ended_jobs: [job], vm: {index: null, name: vm.name, uid: vm.uid}})])
+    expect(done[0]?.detail).toContain(`ended job ${id}`)
+    expect(billing().has(vm.uid)).toBe(false)
+
+    // A VM whose sshd is gone: its jobs cannot be read, which is said, and it is deleted all the same.
+    const lost = await rentBare('ended')
+    const other = await targon(['run', lost.name, '--detach', '--no-sync', '--json', '--', 'sleep 300'])
+    expect(other.code, other.stdout + other.stderr).toBe(0)
+    await simulated.farm.stopVm(lost.uid)
+    const unreachable = await targon(['down', lost.name, '--json'])
+    expect(unreachable.code, unreachable.stdout + unreachable.stderr).toBe(0)
+    expect(parseJson(unreachable).data.results).toEqual([
+      {action: 'deleted', billing: false, ended_jobs: null, name: lost.name, uid: lost.uid},
+    ])
+    expect(parseJson(unreachable).warnings.join('\n')).toContain(`the jobs of 1 VM could not be read (${lost.name}:`)
+    expect(billing().has(lost.uid)).toBe(false)
+  })
+})
+
 describe('run renting its VM', () => {
   it('rents when the word names an offer (idle limit 30m), runs, fetches, deletes with --down: nothing left billing', async () => {
     const dir = project()
@@ -602,6 +646,34 @@ describe('run renting its VM', () => {
     })
     expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
     await waitFor(() => [...billing()].every((uid) => before.has(uid)), 30_000)
+
+    // A VM labelled as an offer is named: the word names both, and run refuses before it rents or starts anything.
+    const named = await targon([
+      'up',
+      'rtx6000b-small',
+      '--name',
+      'rtx6000b-small',
+      '--max-price',
+      '1.8',
+      '--no-bootstrap',
+      '--fleet',
+      'twin',
+      '--json',
+    ])
+    expect(named.code, named.stdout + named.stderr).toBe(0)
+    const twin = parseJson(named).data.vms[0] as {name: string; uid: string}
+    const rentable = billing()
+    const ambiguous = await targon(['run', 'rtx6000b-small', '--fleet', 'twin', '--max-price', '1.8', '--', 'true'])
+    expect(ambiguous.code, ambiguous.stderr).toBe(2)
+    expect(errorLines(ambiguous.stderr)).toEqual([expect.stringContaining(`rtx6000b-small names both the VM ${twin.name} and an offer`)])
+    expect(ambiguous.stderr).toContain(`targon run ${twin.uid}`)
+    expect(billing()).toEqual(rentable)
+    expect(jobsOn(twin.uid)).toEqual([])
+    // Without a price cap nothing can be rented: the word is the VM's.
+    const onTwin = await targon(['run', 'rtx6000b-small', '--fleet', 'twin', '--no-sync', '--json', '--', 'true'])
+    expect(onTwin.code, onTwin.stdout + onTwin.stderr).toBe(0)
+    expect(parseJson(onTwin).data.vm).toEqual({name: twin.name, uid: twin.uid})
+    expect((await targon(['down', twin.uid, '--json'])).code).toBe(0)
 
     // A word that names neither a VM nor an offer: refused, nothing rented.
     const neither = await targon(['run', 'nosuchthing', '--max-price', '1.8', '--', 'true'])

@@ -7,6 +7,7 @@ import {type Column, dash, renderTable} from '../core/output.js'
 import type {DeleteTarget, DeletionEvent} from '../domain/deletion/delete-workloads.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
 import {hooksInWords} from '../domain/hooks/hook.js'
+import {endedJobsInWords} from '../workflows/down/down.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {
   const settled = new Set<string>()
@@ -25,8 +26,9 @@ export function followDeletions(events: RunEvents, info: (line: string) => void)
     },
     onResult: (deleted: DeleteResult): void => {
       if (deleted.billing === false) settled.add(deleted.uid)
+      const jobs = endedJobsInWords(deleted.ended_jobs)
       info(
-        `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}`,
+        `${deleted.action}: ${deleted.name ? `${deleted.name} (${deleted.uid})` : deleted.uid}${deleted.error ? `: ${deleted.error}` : ''}${jobs === '' ? '' : `; ${jobs}`}`,
       )
     },
     onTargets: (targets: DeleteTarget[]): void => {
@@ -52,5 +54,13 @@ export function deletionResultLines<Row extends DeleteResult>(results: Row[], af
     ],
     results,
   )
-  return [table, ...hooksInWords(results)]
+  return [table, ...hooksInWords(results), ...endedJobsLines(results)]
+}
+
+/** A line for each deletion that ended jobs of targon run, for the result and notifications. */
+export function endedJobsLines(results: readonly Pick<DeleteResult, 'ended_jobs' | 'name' | 'uid'>[]): string[] {
+  return results.flatMap((row) => {
+    const words = endedJobsInWords(row.ended_jobs)
+    return words === '' ? [] : [`${row.name ?? row.uid}: ${words}`]
+  })
 }

@@ -44,6 +44,7 @@ export class RunEvents {
       duration_ms: input.duration_ms ?? null,
       error: error ? {code: error.code, hint: text(error.hint), message: printable(error.message)} : null,
       event_version: EVENT_VERSION,
+      ended_jobs: input.ended_jobs ?? null,
       hook: input.hook ?? null,
       phase: input.phase ?? null,
       run: this.run,

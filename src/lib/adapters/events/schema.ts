@@ -27,6 +27,13 @@ export const HookOutcomeSchema = z
   .describe('the pre-delete hook (up --on-delete) run on the VM before its deletion; the deletion went on whatever it did')
 export type HookOutcome = z.infer<typeof HookOutcomeSchema>
 
+/** A job of targon run that was running on a VM when down or sweep deleted it: a deletion result and its event name it. */
+export const EndedJobSchema = z.object({
+  id: z.string().describe('the job id (checked as targon jobs checks it), for targon jobs logs ID'),
+  command: z.string().describe('its command line as the VM recorded it, cut to 200 characters (…); untrusted text from the VM'),
+})
+export type EndedJob = z.infer<typeof EndedJobSchema>
+
 /**
  * The remote steps of the bootstrap, by the stable names that events and `up --json` use (the script's own ids, B0 to
  * S9, stay inside it), in the order they run: install, then shim-start.
@@ -97,5 +104,11 @@ export const RunEventSchema = z.object({
   hook: HookOutcomeSchema.nullable().describe(
     "on the deletion event (status progress) that ends a VM's pre-delete hook in down or sweep: what the hook did; null elsewhere",
   ),
+  ended_jobs: z
+    .array(EndedJobSchema)
+    .nullable()
+    .describe(
+      'on the deletion event (status done) of a VM whose deletion ended jobs of targon run that were running on it: those jobs; null elsewhere',
+    ),
 })
 export type RunEvent = z.infer<typeof RunEventSchema>

@@ -27,7 +27,7 @@ import {BACKOFF} from '../../core/backoff.js'
 import type {Clock} from '../../core/clock.js'
 import {type Look, reconcile} from '../../core/reconcile.js'
 import type {DeleteAction, DeleteResult} from './schema.js'
-import type {HookOutcome} from '../../adapters/events/schema.js'
+import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
 import {type EventVm, vmRef} from '../../adapters/events/run-events.js'
 import {recordStart, recordStop} from '../ledger/ledger.js'
 import type {VmFacts} from '../ledger/schema.js'
@@ -86,6 +86,8 @@ export interface DeletionEvent {
   duration_ms?: number
   /** What the VM's pre-delete hook did, on the progress event that ends it. */
   hook?: HookOutcome
+  /** The jobs of targon run that the deletion ended, on its done event (down and sweep add them). */
+  ended_jobs?: EndedJob[]
 }
 
 export async function deleteWorkloads(

@@ -1,7 +1,7 @@
 /** The JSON contract of one deletion, as down, sweep and up's clean-up report it, and why a VM is deleted. */
 import * as z from 'zod'
 
-import {HookOutcomeSchema} from '../../adapters/events/schema.js'
+import {EndedJobSchema, HookOutcomeSchema} from '../../adapters/events/schema.js'
 
 export const DELETE_ACTIONS = [
   'deleted',
@@ -32,5 +32,12 @@ export const DeleteResultSchema = z.object({
   hook: HookOutcomeSchema.optional().describe(
     'present when the VM has a pre-delete hook and down or sweep tried to run it, or (unknown-here) when this directory cannot tell whether it has one; never under --dry-run or --no-hooks',
   ),
+  ended_jobs: z
+    .array(EndedJobSchema)
+    .nullable()
+    .optional()
+    .describe(
+      "down and sweep: the jobs of targon run running on the VM just before its deletion (after its hook), which a deletion that went through ended (with --dry-run: those it would end); [] when none ran (or the VM was not running); null when they could not be read in time (the VM was deleted all the same); absent elsewhere (up's clean-up, run --down)",
+    ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>

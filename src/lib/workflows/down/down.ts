@@ -6,7 +6,7 @@
 
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {workloadStatus} from '../../adapters/targon/schemas.js'
-import {TargonError, abortError} from '../../core/errors.js'
+import {TargonError, abortError, asTargonError} from '../../core/errors.js'
 import {
   type FleetSnapshot,
   type KnownVm,
@@ -27,7 +27,9 @@ import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../../doma
 import {vmRef} from '../../adapters/events/run-events.js'
 import {type AlsoRead, idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
-import type {HookOutcome} from '../../adapters/events/schema.js'
+import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
+import {mapBounded} from '../../core/concurrency.js'
+import {oneLine} from '../../core/output.js'
 import type {DownResult} from './schema.js'
 import type {Usage} from '../../domain/idle/schema.js'
 import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
@@ -36,6 +38,8 @@ import {type DownSelection, chooseTargets, isBulk, limitReached} from './selecti
 import type {DeletionRun} from '../run-context.js'
 
 const STALE_INTENT_MS = 60 * 60_000
+/** How long reading the running jobs of the VMs about to be deleted may hold their deletions back (per batch). */
+const RUNNING_JOBS_MS = 15_000
 
 export interface DownOptions {
   selection: DownSelection
@@ -79,6 +83,11 @@ export interface DownOptions {
   keepUnlistedRecords?: boolean
   /** The longest any hook may run in this run (a sweep's cap, as it holds its lock meanwhile); absent: no cap. */
   hookTimeoutCapS?: number
+  /**
+   * Reads the jobs of targon run running on a VM about to be deleted, so that its result names what the deletion ends
+   * (ended_jobs); absent: not read. Bounded here in time, and never a reason to keep a VM.
+   */
+  runningJobs?: (vm: KnownVm, signal: AbortSignal) => Promise<EndedJob[]>
 }
 
 /**
@@ -242,20 +251,34 @@ export async function runDown(
     org,
     selection: options.selection,
   }
+  // What each deletion ends: the jobs of targon run read on its VM just before it (after its hook), by uid.
+  const ended = new Map<string, EndedJob[] | null>()
+  const readEnded = async (vms: KnownVm[]) => {
+    for (const [uid, jobs] of await readRunningJobs(run, vms, options)) ended.set(uid, jobs)
+  }
+  const statusOf = new Map(targets.map((target) => [target.uid, target.status]))
+  const withEnded = (result: DeleteResult): DeleteResult => {
+    if (!options.runningJobs) return result
+    const status = statusOf.get(result.uid)
+    // A VM that was not running has no job of targon run: its units do not outlive it.
+    const jobs = ended.has(result.uid) ? (ended.get(result.uid) ?? null) : status === undefined || status === 'running' ? null : []
+    return {...result, ended_jobs: jobs}
+  }
+  const pending = decided.chosen.filter((vm) => !vm.gone)
   if (options.dryRun) {
+    await readEnded(pending)
     const plan = targets.map((target) => {
       const verdict = judge(target.status ?? 'unknown', state.readDeleteNote(org, target.uid))
-      return {
+      return withEnded({
         action: verdict.gone ? ('already-gone' as const) : ('would-delete' as const),
         billing: verdict.billing,
         name: target.name,
         uid: target.uid,
-      }
+      })
     })
     return {...base, results: [...plan, ...invalid], survivors: []}
   }
 
-  const pending = decided.chosen.filter((vm) => !vm.gone)
   if (pending.length > 0 && !(await options.confirm(pending))) {
     throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
   }
@@ -283,12 +306,17 @@ export async function runDown(
       },
     ]),
   )
-  const withHook = (result: DeleteResult): DeleteResult => (hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
+  const withHook = (result: DeleteResult): DeleteResult =>
+    withEnded(hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
+  const withEndedEvent = (event: DeletionEvent): DeletionEvent => {
+    const jobs = event.status === 'done' && event.vm.uid !== null ? ended.get(event.vm.uid) : undefined
+    return jobs && jobs.length > 0 ? {...event, detail: `${event.detail}; ${endedJobsInWords(jobs)}`, ended_jobs: jobs} : event
+  }
   const deleteBatch = (batch: DeleteTarget[], stop: AbortSignal) =>
     deleteWorkloads(cleanupClient, org, state, batch, {
       clock,
       concurrency: options.parallel,
-      onEvent: options.onEvent,
+      onEvent: options.onEvent && ((event) => options.onEvent?.(withEndedEvent(event))),
       onResult: options.onResult && ((result) => options.onResult?.(withHook(result))),
       reconcileMs: options.reconcileMs,
       stop,
@@ -296,13 +324,20 @@ export async function runDown(
     })
   // The VMs without a hook do not wait for the others' hooks: their deletions start at once. A signal during the hooks
   // ends them and deletes at once, so while hooks run it does not hold these back either.
-  const unhooked = deleteBatch(
-    targets.filter((target) => !hookedUids.has(target.uid)),
-    hooked.length > 0 ? new AbortController().signal : run.signal,
-  )
+  const unhooked = (async () => {
+    await readEnded(pending.filter((vm) => !hookedUids.has(vm.uid)))
+    // A signal during that reading ends it and deletes at once, as one during the hooks does.
+    const interruptedReading = run.signal.aborted && !interruptedBefore
+    return deleteBatch(
+      targets.filter((target) => !hookedUids.has(target.uid)),
+      hooked.length > 0 || interruptedReading ? new AbortController().signal : run.signal,
+    )
+  })()
   const hookedDone = (async () => {
     if (hooked.length === 0) return []
     hooks = new Map([...hooks, ...(await runPreDeleteHooks(run, hooked, options))])
+    // After the hooks: a job a hook ended is not one the deletion ends.
+    await readEnded(hooked)
     // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
     await unhooked
     const deletionStop = run.signal.aborted ? new AbortController().signal : run.signal
@@ -366,6 +401,49 @@ export async function runDown(
   }
 
   return result
+}
+
+/**
+ * The jobs of targon run running on each of these VMs (those not running have none), `parallel` at once, within
+ * RUNNING_JOBS_MS in all: a VM not read in time, or unreachable, is null (unknown) and said in a warning; a signal
+ * ends the reading at once. Nothing here keeps a VM or delays its deletion longer.
+ */
+async function readRunningJobs(
+  run: DeletionRun,
+  vms: KnownVm[],
+  options: Pick<DownOptions, 'parallel' | 'runningJobs'>,
+): Promise<Map<string, EndedJob[] | null>> {
+  const read = options.runningJobs
+  const running = vms.filter((vm) => vm.status === 'running')
+  if (!read || running.length === 0) return new Map()
+  const within = AbortSignal.any([run.signal, AbortSignal.timeout(RUNNING_JOBS_MS)])
+  const late = new Promise<string>((resolve) => {
+    if (within.aborted) resolve('not read in time')
+    else within.addEventListener('abort', () => resolve(run.signal.aborted ? 'interrupted' : 'not read in time'), {once: true})
+  })
+  // The VMs not read, by why: one reason (no project key here, say) is said once, not once per VM.
+  const unread = new Map<string, string[]>()
+  const jobs = await mapBounded(running, options.parallel, async (vm) => {
+    const outcome = await Promise.race([read(vm, within).catch((error: unknown) => asTargonError(error).message), late])
+    if (Array.isArray(outcome)) return outcome
+    unread.set(outcome, [...(unread.get(outcome) ?? []), vm.name ?? vm.uid])
+    return null
+  })
+  const count = [...unread.values()].flat().length
+  if (count > 0 && !run.signal.aborted)
+    run.warn(
+      `the jobs of ${countOf(count, 'VM')} could not be read (${[...unread].map(([why, vms]) => `${vms.join(', ')}: ${why}`).join('; ')}); each is deleted all the same, and its result's ended_jobs is null`,
+    )
+  return new Map(running.map((vm, index) => [vm.uid, jobs[index] ?? null]))
+}
+
+/**
+ * The jobs a deletion ended, for a person: "ended job ID (COMMAND), …", one printable line; '' when none or unknown
+ * (VMs whose jobs could not be read are said in one warning, not a line each).
+ */
+export function endedJobsInWords(jobs: EndedJob[] | null | undefined): string {
+  if (!jobs || jobs.length === 0) return ''
+  return `ended ${jobs.map((job) => `job ${job.id} (${oneLine(job.command)})`).join(', ')}`
 }
 
 /** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */

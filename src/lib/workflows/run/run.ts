@@ -20,6 +20,9 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type ExecResult, type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
+import {matchingOffers} from '../../domain/capacity/candidates.js'
+import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
+import type {Offer} from '../../domain/offers/schema.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
 import {reopenVm} from './jobs.js'
 import {type Followed, followJob} from './follow.js'
@@ -41,6 +44,8 @@ import type {FetchResult, Job, RunResult} from './schema.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {UpResult} from '../up/schema.js'
 
+/** How long the offers are read for, when WORD names a VM and might name an offer too. */
+const OFFER_CHECK_MS = 15_000
 /** How long an interrupted run --down may spend fetching the --out paths before it deletes the VM. */
 const INTERRUPTED_FETCH_MS = 120_000
 
@@ -223,6 +228,7 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
   try {
     if (options.word === null) throw new TargonError('NOT_FOUND', 'no VM named')
     const [vm] = await selectVms(options, client, state, {...options, targets: [options.word]})
+    if (options.rent) await refuseIfOffer(client, options.word, vm as KnownVm, options)
     return {rented: false, vm: vm as KnownVm}
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'NOT_FOUND')) throw error
@@ -238,6 +244,32 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
   const uid = up.vms[0]?.uid as string
   const [vm] = await selectVms(options, client, state, {...options, targets: [uid]})
   return {rented: true, vm: vm as KnownVm}
+}
+
+/**
+ * WORD names a VM, and run may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
+ * what was not meant. The offer is matched as up matches its resource word. A listing that fails or takes longer than
+ * OFFER_CHECK_MS is no reason to refuse the VM that WORD names: it is said in a warning, and the run goes on.
+ */
+async function refuseIfOffer(client: TargonClient, word: string, vm: KnownVm, options: Pick<RunOptions, 'signal' | 'warn'>): Promise<void> {
+  let offers: Offer[]
+  try {
+    const listing = client.withSignal(AbortSignal.any([options.signal, AbortSignal.timeout(OFFER_CHECK_MS)]))
+    offers = (await listing.inventory()).offers.map((raw) => normalizeOffer(raw))
+  } catch (error) {
+    if (options.signal.aborted) throw abortError(options.signal)
+    options.warn(
+      `${word} names ${vm.name ?? vm.uid}; whether it also names an offer is not known (the offers could not be read: ${asTargonError(error).message}), so the job runs on that VM`,
+    )
+    return
+  }
+
+  const [offer] = matchingOffers(offers, {maxPrice: 0, resource: word})
+  if (offer)
+    throw usageError(
+      `${word} names both the VM ${vm.name ?? vm.uid} and an offer`,
+      `targon run ${vm.uid} (its uid) runs on the VM; --gpu ${offer.gpu_model === null ? 'MODEL' : gpuKey(offer.gpu_model)} instead of the word rents a VM of that offer's GPU`,
+    )
 }
 
 /** A running job is activity only for a sampler of this version: an older one is updated first. */

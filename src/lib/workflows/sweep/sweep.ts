@@ -16,6 +16,7 @@ import {runCredits} from '../spend/credits.js'
 import {keepUnlessJobsDone} from '../run/jobs-done.js'
 import {readJobs} from '../run/jobs.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
+import {runningJobs} from '../run/running-jobs.js'
 import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -138,6 +139,7 @@ export async function runSweep(
         keepUnlistedRecords: true,
         narrow,
         reasonOf: (vm) => reasons.get(vm.uid) as SweepReason,
+        runningJobs: (vm, signal) => runningJobs(vm, {configDir: options.configDir, signal}),
         selection,
         wakeRegistered: false,
       }),
