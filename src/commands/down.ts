@@ -19,6 +19,7 @@ import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
 import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -169,6 +170,7 @@ otherwise, with a per-VM result.`)
     // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
     await this.useNotifyUrl(flags.notify, false)
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    const storeBytes = await this.ctx.settings.get('job-store-limit')
     // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
     let stillBilling: {uids: string[]; fromListing: boolean} | undefined
     return this.withApi(
@@ -195,8 +197,10 @@ otherwise, with a per-VM result.`)
                   clock: this.ctx.clock,
                   configDir: this.ctx.settings.dir,
                   dryRun: flags['dry-run'],
+                  notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
                   parallel: flags.parallel,
                   stop: signal,
+                  storeLimit: storeLimit(storeBytes),
                   warn: this.ctx.warn,
                 }),
               reasonOf: () => 'job-done' as const,

@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
@@ -262,6 +263,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             sendWarning: async (warning) => this.warnAhead(warning),
+            storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
+            notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
             stop: signal,
             historyBudget: this.ctx.historyBudget,
             warn: this.ctx.warn,

@@ -14,7 +14,7 @@ import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../doma
 import {type DownOptions, keepUnlessIdle, runDown} from '../down/down.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
-import {keepUnlessJobsDone} from '../run/jobs-done.js'
+import {type JobsDoneOptions, keepUnlessJobsDone} from '../run/jobs-done.js'
 import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -52,6 +52,9 @@ export interface SweepOptions extends Pick<
    * notify URL is set), false when its delivery failed: then it is not marked as sent, and the next sweep warns again.
    */
   sendWarning: (warning: Warning) => Promise<boolean>
+  /** The job store's bound, and the one notification of a job whose outputs do not come (see jobs-done.ts). */
+  storeLimit: JobsDoneOptions['storeLimit']
+  notifyFetchFailing: JobsDoneOptions['notifyFetchFailing']
 }
 
 /**
