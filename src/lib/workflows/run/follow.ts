@@ -47,7 +47,8 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
   const clock = options.clock ?? REAL_CLOCK
   let session = first
   let offset = 0
-  let delay = MIN_LOOK_MS
+  // How long the next look may wait on the VM for the job to end or print; none while the log grows, or with once.
+  let wait = options.once ? 0 : MAX_LOOK_MS
   let drops = 0
   const tail: string[] = []
   const splitter = new LineSplitter((raw) => {
@@ -61,7 +62,7 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
     if (options.signal?.aborted) throw abortError(options.signal)
     let look: {state: EndState; chunk: Buffer}
     try {
-      look = await lookAt(session, id, offset, options.signal)
+      look = await lookAt(session, id, offset, options.once ? 0 : wait, options.signal)
       drops = 0
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal)
@@ -84,8 +85,10 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
       return {...look.state, session, tail}
     }
 
-    delay = look.chunk.length > 0 ? MIN_LOOK_MS : Math.min(MAX_LOOK_MS, delay * 1.5)
-    if (!more) await clock.sleep(delay, options.signal)
+    // A growing log is read in batches; a quiet one is waited on by the VM (the next look), which answers at once
+    // when the job ends or prints: a short job is not kept waiting for a look here.
+    wait = look.chunk.length > 0 ? 0 : Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, wait * 1.5))
+    if (look.chunk.length > 0 && !more) await clock.sleep(MIN_LOOK_MS, options.signal)
   }
 }
 
@@ -94,9 +97,27 @@ async function logSize(session: SshSession, id: string): Promise<number> {
   return Number(result.stdout.trim()) || 0
 }
 
-async function lookAt(session: SshSession, id: string, offset: number, signal?: AbortSignal): Promise<{state: EndState; chunk: Buffer}> {
+/** Checks per second while a look waits on the VM. */
+const WAIT_STEP_S = 0.05
+
+/**
+ * The job's state and its log from `offset`; first, for up to `waitMs`, the VM waits for the job to end or its log to
+ * pass `offset`, so that an end is seen when it happens rather than at the next look.
+ */
+async function lookAt(
+  session: SshSession,
+  id: string,
+  offset: number,
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<{state: EndState; chunk: Buffer}> {
   const log = shellQuote(`${jobDir(id)}/log`)
-  const command = `${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
+  const steps = Math.floor(waitMs / 1000 / WAIT_STEP_S)
+  const waitFor =
+    steps === 0
+      ? ''
+      : `${stateScript(id)} >/dev/null; n=0; while [ $n -lt ${steps} ] && [ "$(job_state ${shellQuote(id)})" = running ] && [ "$(stat -c %s ${log} 2>/dev/null || echo 0)" -le ${offset} ]; do sleep ${WAIT_STEP_S}; n=$((n+1)); done; `
+  const command = `${waitFor}${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
   const result = await session.exec(command, {maxBytes: 2 * READ_BYTES, signal})
   if (result.aborted) throw abortError(signal)
   const [stateLine = '', encoded = ''] = result.stdout.split(`${SEPARATOR}\n`)

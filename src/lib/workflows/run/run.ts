@@ -19,6 +19,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type ExecResult, type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
+import {walkLocal} from '../sync/walk.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
 import {reopenVm} from './jobs.js'
 import {type Followed, followJob} from './follow.js'
@@ -95,23 +96,32 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
 async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
   const clock = options.clock
   const name = vm.name ?? vm.uid
+  // The local walk of the sync runs while the connection opens; its failure is the sync's to report.
+  const walked = options.sync ? walkLocal(options.localDir) : undefined
+  walked?.catch(() => undefined)
   const session = (await openVm(vm, options)).session
   const opened: SshSession[] = []
   try {
-    await updateSampler(session, name, options)
+    // The sampler is updated over its own channel while the sync runs; both are done before the job starts.
+    const sampler = updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
     const remoteDir = posix.join(WORK_ROOT, workId)
     let sync: RunResult['sync'] = null
-    if (options.sync) {
-      options.info(`Syncing ${options.localDir} to ${name}:${remoteDir}`)
-      const report = await syncWorkdir(session, {
-        localDir: options.localDir,
-        manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
-        remoteDir,
-        signal: options.signal,
-        warn: options.warn,
-      })
-      sync = {...report, local_dir: options.localDir, remote_dir: remoteDir}
+    try {
+      if (options.sync) {
+        options.info(`Syncing ${options.localDir} to ${name}:${remoteDir}`)
+        const report = await syncWorkdir(session, {
+          localDir: options.localDir,
+          manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
+          remoteDir,
+          signal: options.signal,
+          walked,
+          warn: options.warn,
+        })
+        sync = {...report, local_dir: options.localDir, remote_dir: remoteDir}
+      }
+    } finally {
+      await sampler
     }
 
     if (options.signal.aborted) throw abortError(options.signal)
