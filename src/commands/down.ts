@@ -111,7 +111,7 @@ otherwise, with a per-VM result.`)
     'jobs-done': Flags.boolean({
       default: false,
       description:
-        "Reads each VM's jobs over SSH (as targon jobs does; needs the config directory that holds the project key). A VM is deleted (reason job-done, after its pre-delete hook) when one of its run --down jobs has ended and no job of it still runs; the --out paths of those jobs are first copied into the config directory's job store (jobs/<job id>/), and a VM whose outputs do not come, or whose jobs cannot be read, is kept with a warning (its --ttl, --max-cost and idle limit still apply). For the VMs of detached jobs (run --detach --down).",
+        "Reads each VM's jobs over SSH (as targon jobs does; needs the config directory that holds the project key). A VM is deleted (reason job-done, after its pre-delete hook) when one of its run --down jobs has ended and no job of it still runs; the --out paths of those jobs are first copied into the config directory's job store (jobs/<job id>/), at most job-store-limit bytes (default 10G) and 100,000 files per job. A VM whose outputs do not come (or pass that bound), or whose jobs cannot be read, is kept with a warning (its --ttl, --max-cost and idle limit still apply); a failing fetch is notified once per job, and a VM under none of those limits is deleted without its outputs once its fetch has failed 3 times over a day. For the VMs of detached jobs (run --detach --down).",
       summary: 'Only VMs whose run --down job has ended (read from each VM), after fetching its outputs.',
     }),
     'idle-limit': durationFlag('--idle-limit', {

@@ -35,7 +35,7 @@ it deletes what down --expired and down --idle would delete, with down's owner r
 its --ttl ran out, its --max-cost budget is spent by the estimate (price x age), it is idle past its limit (its own
 from up --idle, else --idle-limit; a busy VM or one whose clock cannot be read is kept, as with down --idle), or, with
 --over-cost, its estimated cost exceeds that, or its detached run --down job started from this config directory has
-ended (as down --jobs-done: the job's --out paths are fetched into the config directory's job store first). What bills under no limit (VMs of this tool without one, VMs of other
+ended (as down --jobs-done: the job's --out paths are fetched into the config directory's job store first, within job-store-limit; a fetch that fails keeps the VM and is notified once). What bills under no limit (VMs of this tool without one, VMs of other
 origins) is reported, never deleted. With --min-runway the credits are read after the deletions, as targon credits
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 
