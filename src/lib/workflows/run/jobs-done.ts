@@ -79,6 +79,7 @@ export async function keepUnlessJobsDone(
   options: JobsDoneOptions,
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone && vm.status === 'running')
+  if (!options.dryRun && live.length > 0) await pruneStore(options.configDir, options.clock.now())
   const verdicts = await mapBounded(live, options.parallel, (vm) => verdictOf(vm, options))
   const kept = verdicts.filter((each): each is Kept => each !== true)
   const unreadable = kept.filter((each) => each.state === 'unreadable')
@@ -101,7 +102,6 @@ async function verdictOf(vm: KnownVm, options: JobsDoneOptions): Promise<Kept | 
       const done = jobs.filter((job) => job.record.down)
       if (done.length === 0) return keep('idle', 'no ended run --down job')
       if (options.dryRun) return true
-      await pruneStore(options.configDir, options.clock.now())
       for (const job of done) {
         const store = jobStoreDir(options.configDir, job.record.id)
         const budget = new CopyBudget(options.storeLimit)
