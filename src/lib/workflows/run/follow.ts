@@ -35,6 +35,8 @@ export interface FollowOptions {
   fromStart?: boolean
   /** Stop at the end of what is there now, even while the job runs (jobs logs without -f). */
   once?: boolean
+  /** The first look, already made (from the log's start) with the job's start: run's. */
+  firstLook?: Look
 }
 
 export interface Followed extends EndState {
@@ -58,11 +60,13 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
     options.onLine?.(line)
   })
   if (!options.fromStart) offset = await logSize(session, id)
+  let firstLook = options.fromStart ? options.firstLook : undefined
   for (;;) {
     if (options.signal?.aborted) throw abortError(options.signal)
-    let look: {state: EndState; chunk: Buffer}
+    let look: Look
     try {
-      look = await lookAt(session, id, offset, options.once ? 0 : wait, options.signal)
+      look = firstLook ?? (await lookAt(session, id, offset, options.once ? 0 : wait, options.signal))
+      firstLook = undefined
       drops = 0
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal)
@@ -104,28 +108,39 @@ const WAIT_STEP_S = 0.05
  * The job's state and its log from `offset`; first, for up to `waitMs`, the VM waits for the job to end or its log to
  * pass `offset`, so that an end is seen when it happens rather than at the next look.
  */
-async function lookAt(
-  session: SshSession,
-  id: string,
-  offset: number,
-  waitMs: number,
-  signal?: AbortSignal,
-): Promise<{state: EndState; chunk: Buffer}> {
+async function lookAt(session: SshSession, id: string, offset: number, waitMs: number, signal?: AbortSignal): Promise<Look> {
+  const result = await session.exec(lookScript(id, offset, waitMs), {maxBytes: LOOK_MAX_BYTES, signal})
+  if (result.aborted) throw abortError(signal)
+  return parseLook(result.stdout, result.code === 0 ? '' : result.stderr || `exit code ${result.code}`)
+}
+
+export type Look = {state: EndState; chunk: Buffer}
+
+/** What a look may print: the state line and the log's chunk in base64. */
+export const LOOK_MAX_BYTES = 2 * READ_BYTES
+
+/** How long the look that comes with the job's start (run) may wait on the VM for the job to end or print. */
+export const FIRST_LOOK_MS = MAX_LOOK_MS
+
+/** Shell text of a look (see lookAt), read back by parseLook. */
+export function lookScript(id: string, offset: number, waitMs: number): string {
   const log = shellQuote(`${jobDir(id)}/log`)
   const steps = Math.floor(waitMs / 1000 / WAIT_STEP_S)
   const waitFor =
     steps === 0
       ? ''
       : `${stateScript(id)} >/dev/null; n=0; while [ $n -lt ${steps} ] && [ "$(job_state ${shellQuote(id)})" = running ] && [ "$(stat -c %s ${log} 2>/dev/null || echo 0)" -le ${offset} ]; do sleep ${WAIT_STEP_S}; n=$((n+1)); done; `
-  const command = `${waitFor}${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
-  const result = await session.exec(command, {maxBytes: 2 * READ_BYTES, signal})
-  if (result.aborted) throw abortError(signal)
-  const [stateLine = '', encoded = ''] = result.stdout.split(`${SEPARATOR}\n`)
+  return `${waitFor}${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
+}
+
+/** A look's answer (`failure`: why the command failed, else empty); an unreadable one is BAD_RESPONSE. */
+export function parseLook(stdout: string, failure: string): Look {
+  const [stateLine = '', encoded = ''] = stdout.split(`${SEPARATOR}\n`)
   const state = parseState(stateLine)
-  if (result.code !== 0 || !state)
+  if (failure !== '' || !state)
     throw new TargonError(
       'BAD_RESPONSE',
-      `the VM answered the job's state unreadably: ${printable(result.stderr.trim() || stateLine.slice(0, 200))}`,
+      `the VM answered the job's state unreadably: ${printable(failure.trim() || stateLine.slice(0, 200))}`,
       {
         hint: 'check the VM with targon ssh',
       },

@@ -22,7 +22,7 @@ import {syncWorkdir} from '../sync/sync.js'
 import {walkLocal} from '../sync/walk.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
 import {reopenVm} from './jobs.js'
-import {type Followed, followJob} from './follow.js'
+import {FIRST_LOOK_MS, type Followed, LOOK_MAX_BYTES, type Look, followJob, lookScript, parseLook} from './follow.js'
 import {
   type JobRecord,
   SYNC_MANIFESTS,
@@ -134,7 +134,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       workdir: remoteDir,
     }
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
-    const following = await startJob(session, record, options.env, reopen)
+    const {firstLook, session: following} = await startJob(session, record, options.env, reopen, !options.detach)
     if (following !== session) opened.push(following)
     const job: Job = {
       command: record.command,
@@ -164,7 +164,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
       return result
     }
-    return await completeJob(client, state, vm, following, record, result, {...options, reopen})
+    return await completeJob(client, state, vm, following, record, result, {...options, firstLook, reopen})
   } finally {
     session.close()
     for (const other of opened) other.close()
@@ -177,6 +177,8 @@ export type CompleteOptions = Omit<
 > & {
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
+  /** The first look at the job, made with its start (run's). */
+  firstLook?: Look
 }
 
 /**
@@ -197,6 +199,7 @@ export async function completeJob(
   try {
     followed = await followJob(session, record.id, {
       clock,
+      firstLook: options.firstLook,
       fromStart: true,
       onLine: options.onLine,
       reopen: options.reopen,
@@ -247,20 +250,27 @@ async function updateSampler(session: SshSession, name: string, options: Pick<Ru
   }
 }
 
+/** Between the start's answer and the first look's, in the output of the start with a look. */
+const STARTED = '@@targon-started@@'
+
 /**
- * Starts the job; the session to follow it on is returned. A connection lost before the start was answered leaves it
- * unclear whether the unit runs: the VM is asked again over a new connection, and the job is followed when it shows
- * there (running or ended), rather than started twice or reported as not started.
+ * Starts the job; the session to follow it on is returned, and with `look`, the first look at the job, made by the
+ * same command (it waits on the VM, FIRST_LOOK_MS at most, for the job to end or print: a short job costs one round
+ * trip less). A connection lost before the start was answered leaves it unclear whether the unit runs: the VM is
+ * asked again over a new connection, and the job is followed when it shows there (running or ended), rather than
+ * started twice or reported as not started.
  */
 async function startJob(
   session: SshSession,
   record: JobRecord,
   env: {name: string; value: string}[],
   reopen: () => Promise<SshSession>,
-): Promise<SshSession> {
+  look: boolean,
+): Promise<{session: SshSession; firstLook?: Look}> {
   let started: ExecResult
+  const command = look ? `${startScript(record)}\nset +e\necho ${STARTED}\n${lookScript(record.id, 0, FIRST_LOOK_MS)}` : startScript(record)
   try {
-    started = await session.exec(startScript(record), {maxBytes: 64 * 1024, stdin: runScript(record, env)})
+    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, stdin: runScript(record, env)})
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
     const again = await reopen()
@@ -270,7 +280,7 @@ async function startJob(
       again.close()
       throw error
     }
-    return again
+    return {session: again}
   }
   if (started.code !== 0) {
     const why = started.stderr.trim().split('\n').at(-1) ?? ''
@@ -278,7 +288,14 @@ async function startJob(
       hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
     })
   }
-  return session
+  const answer = started.stdout.split(`${STARTED}\n`)[1]
+  if (answer === undefined) return {session}
+  try {
+    return {firstLook: parseLook(answer, ''), session}
+  } catch {
+    // An unreadable look: the follow makes its own.
+    return {session}
+  }
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */

@@ -115,8 +115,12 @@ async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree
   }
 
   await makeDirectory(remote, remoteDir)
-  const manifest = await readManifest(remote, options)
-  const view = await viewRemote(remote, remoteDir, [...tree.dirs, ...[...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel))])
+  // The VM's side of the local tree is listed while the manifest is read; the directories only the manifest names
+  // (of files gone locally) need a second look, with the first one's.
+  const [manifest, treeView] = await Promise.all([readManifest(remote, options), viewRemote(remote, remoteDir, tree.dirs)])
+  const known = new Set(tree.dirs)
+  const onlyInManifest = [...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel)).filter((dir) => dir !== '.' && !known.has(dir))
+  const view = onlyInManifest.length === 0 ? treeView : await viewRemote(remote, remoteDir, [...tree.dirs, ...onlyInManifest])
   const plan = planSync(tree.files, view.at, manifest)
   stopped()
 
