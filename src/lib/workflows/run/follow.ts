@@ -1,6 +1,7 @@
 /**
  * Follows a job's log on its VM until the job ends: each look reads the job's state first, then the log from the
- * byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines are cut to a
+ * byte offset reached (bounded per look), so that the last look after the end has the whole log. While the log is
+ * quiet, a look waits on the VM (up to a second) for the job to end or print, so an end is seen as it happens. Lines are cut to a
  * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
  * is opened again a few times: the job runs on the VM whatever happens to this side.
  */
