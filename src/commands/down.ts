@@ -20,6 +20,7 @@ import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
 import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
 import {runningJobs} from '../lib/workflows/run/running-jobs.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -116,7 +117,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     'jobs-done': Flags.boolean({
       default: false,
       description:
-        "Reads each VM's jobs over SSH (as targon jobs does; needs the config directory that holds the project key). A VM is deleted (reason job-done, after its pre-delete hook) when one of its run --down jobs has ended and no job of it still runs; the --out paths of those jobs are first copied into the config directory's job store (jobs/<job id>/), and a VM whose outputs do not come, or whose jobs cannot be read, is kept with a warning (its --ttl, --max-cost and idle limit still apply). For the VMs of detached jobs (run --detach --down).",
+        "Reads each VM's jobs over SSH (as targon jobs does; needs the config directory that holds the project key). A VM is deleted (reason job-done, after its pre-delete hook) when one of its run --down jobs has ended and no job of it still runs; the --out paths of those jobs are first copied into the config directory's job store (jobs/<job id>/), at most job-store-limit bytes (default 10G) and 100,000 files per job. A VM whose outputs do not come (or pass that bound), or whose jobs cannot be read, is kept with a warning (its --ttl, --max-cost and idle limit still apply); a failing fetch is notified once per job, and a VM under none of those limits is deleted without its outputs once its fetch has failed 3 times over a day. For the VMs of detached jobs (run --detach --down).",
       summary: 'Only VMs whose run --down job has ended (read from each VM), after fetching its outputs.',
     }),
     'idle-limit': durationFlag('--idle-limit', {
@@ -175,6 +176,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     // A deletion never waits on a notify URL: a refused one is a warning (see useNotifyUrl).
     await this.useNotifyUrl(flags.notify, false)
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    const storeBytes = await this.ctx.settings.get('job-store-limit')
     // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
     let stillBilling: {uids: string[]; fromListing: boolean} | undefined
     return this.withApi(
@@ -199,7 +201,9 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
                 keepUnlessJobsDone(this.ctx, chosen, {
                   configDir: this.ctx.settings.dir,
                   dryRun: flags['dry-run'],
+                  notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
                   parallel: flags.parallel,
+                  storeLimit: storeLimit(storeBytes),
                 }),
               reasonOf: () => 'job-done' as const,
             }),

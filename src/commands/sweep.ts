@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
@@ -35,7 +36,8 @@ its --ttl ran out, its --max-cost budget is spent by the estimate (price x age),
 from up --idle, else --idle-limit; a busy VM or one whose clock cannot be read is kept, as with down --idle), or, with
 --over-cost, its estimated cost exceeds that, or its run --down job (detached, or left by a run that stopped following)
 has ended (a job started from this config directory, or one the idle probe of a VM with an idle limit reads on the VM;
-as down --jobs-done: the job's --out paths are fetched into the config directory's job store first). What bills under no limit (VMs of this tool without one, VMs of other
+as down --jobs-done: the job's --out paths are fetched into the config directory's job store first, within
+job-store-limit; a fetch that fails keeps the VM and is notified once). What bills under no limit (VMs of this tool without one, VMs of other
 origins) is reported, never deleted. With --min-runway the credits are read after the deletions, as targon credits
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 
@@ -277,6 +279,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             sendWarning: async (warning) => this.warnAhead(warning),
+            storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
+            notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
           })
         } catch (error) {
           const partial = isTargonError(error) ? (error.data as SweepResult | undefined) : undefined

@@ -6,7 +6,7 @@
  * RELIABILITY.md is generated from these scenarios (scripts/reliability.ts: npm run reliability).
  */
 import {type ChildProcess, execFileSync} from 'node:child_process'
-import {chmodSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
@@ -495,6 +495,52 @@ export const scenarios: Scenario[] = [
     vm: {dpkgLockSeconds: 3},
   },
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: an install step fails', vm: {failPackage: 'docker-ce'}},
+  {
+    code: null,
+    exit: 0,
+    name: 'SSH: the connection drops half way through fetching a --out tree for down --jobs-done; the VM is kept, nothing is stored as fetched, and a re-run completes it',
+    async run(ctx) {
+      const uid = await oneVm(ctx, '--ttl', '2h')
+      const files = 400
+      const started = await ctx.targon([
+        'run',
+        uid,
+        '--detach',
+        '--down',
+        '--no-sync',
+        '--out',
+        'out',
+        '--json',
+        '--',
+        `mkdir -p out; for i in $(seq 1 ${files}); do head -c 262144 /dev/zero >out/f$i; done`,
+      ])
+      expect(started.code, started.stdout + started.stderr).toBe(0)
+      const id: string = parseJson(started).data.job.id
+      await waitFor(() => ctx.farm.vm(uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 60_000)
+      const out = join(ctx.configDir, 'jobs', id, 'out', 'out')
+      const whole = () => (existsSync(out) ? readdirSync(out).filter((name) => !name.startsWith('.')) : [])
+      const dropped = await ctx.targon(['down', '--jobs-done', '--all', '--json'], {
+        onSpawn: () => void waitFor(() => whole().length >= 20).then(() => ctx.farm.vm(uid).dropConnections()),
+      })
+      expect(dropped.code, dropped.stdout + dropped.stderr).toBe(0)
+      const doc = parseJson(dropped)
+      expect(doc.data.results).toEqual([])
+      expect(doc.data.kept).toEqual([expect.objectContaining({state: 'unreadable', uid})])
+      expect(doc.data.kept[0].reason).toContain('was not fetched (the SSH connection to the VM was lost)')
+      expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([uid])
+      // What came is whole under its final name; the job is not in the store as fetched.
+      expect(whole().length).toBeLessThan(files)
+      for (const name of whole()) expect(statSync(join(out, name)).size).toBe(262144)
+      expect(existsSync(join(ctx.configDir, 'jobs', id, 'job.json'))).toBe(false)
+
+      const resumed = await ctx.targon(['down', '--jobs-done', '--all', '--json'])
+      expect(resultsOf(resumed)).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid})])
+      expect(whole()).toHaveLength(files)
+      expect(existsSync(join(ctx.configDir, 'jobs', id, 'job.json'))).toBe(true)
+      return resumed
+    },
+    vms: true,
+  },
 
   // ---- early SSH: the deploy timing of the latency model, scaled by 0.05 (the address after 20 s is 1 s here) ----
   {

@@ -7,9 +7,10 @@ import {cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync}
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {errorLines, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {type CliOptions, errorLines, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {parseEvents} from '../helpers/events.js'
+import {useWebhook} from '../helpers/webhook.js'
 
 /** A quick idle sampler and shim check on bootstrapped VMs. */
 const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
@@ -602,6 +603,96 @@ describe('a deletion names the jobs it ends', () => {
     ])
     expect(parseJson(unreachable).warnings.join('\n')).toContain(`the jobs of 1 VM could not be read (${lost.name}:`)
     expect(billing().has(lost.uid)).toBe(false)
+  })
+})
+
+describe('the job store of down --jobs-done and the sweep', () => {
+  const hook = useWebhook()
+  const storeDir = tempDir('targon-config-store-')
+  const inStore = (args: string[], options: CliOptions = {}) =>
+    targon(args, {...options, env: {TARGON_CONFIG_DIR: storeDir, TARGON_NOTIFY_URL: hook.url, ...options.env}})
+  const received = () => hook.received.filter((each) => each.body?.targon?.event === 'fetch-failing')
+
+  /** A detached --down job on a new VM of `fleet` (`extra`: up's limits), ended: its id and the VM. */
+  async function endedJob(fleet: string, extra: string[], out: string, command: string) {
+    const up = await inStore(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', fleet, ...extra, '--json'])
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm: {name: string; uid: string} = parseJson(up).data.vms[0]
+    const started = await inStore(['run', vm.name, '--detach', '--down', '--no-sync', '--out', out, '--json', '--', command])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+    const id: string = parseJson(started).data.job.id
+    await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+    return {id, vm}
+  }
+
+  it('stops a fetch at the bound: the VM is kept and billing, the failure notified once, and fetched whole once the bound allows', async () => {
+    expect((await inStore(['config', 'set', 'job-store-limit', '2M'])).code).toBe(0)
+    const {id, vm} = await endedJob(
+      'bound',
+      ['--ttl', '2h'],
+      'out',
+      'mkdir -p out; for i in 1 2 3; do head -c 1048576 /dev/urandom >out/f$i; done',
+    )
+    const out = join(storeDir, 'jobs', id, 'out', 'out')
+
+    const first = await inStore(['down', '--jobs-done', '--fleet', 'bound', '--json'])
+    expect(first.code, first.stdout + first.stderr).toBe(0)
+    const doc = parseJson(first)
+    expect(doc.data.results).toEqual([])
+    expect(doc.data.kept).toEqual([expect.objectContaining({state: 'unreadable', uid: vm.uid})])
+    expect(doc.data.kept[0].reason).toContain('more than 2M, the bound of the job store')
+    expect(doc.data.kept[0].reason).toContain(`fetch by hand: targon jobs fetch ${id}`)
+    expect(doc.warnings.join('\n')).toContain('their --ttl, --max-cost and idle limits still apply')
+    expect(billing().has(vm.uid)).toBe(true)
+    // What came is kept, whole; nothing past the bound was written, and the job is not in the store as fetched.
+    expect(readdirSync(out).sort()).toEqual(['f1', 'f2'])
+    expect(readFileSync(join(out, 'f2'))).toHaveLength(1048576)
+    expect(existsSync(join(storeDir, 'jobs', id, 'job.json'))).toBe(false)
+    const notices = received()
+    expect(notices).toHaveLength(1)
+    expect(notices[0]?.body.targon).toMatchObject({event: 'fetch-failing', exit_code: 0, vms: [{name: vm.name, uid: vm.uid}]})
+    expect(notices[0]?.body.text).toContain(`the outputs of job ${id} on ${vm.name} could not be fetched`)
+    expect(notices[0]?.body.text).toContain('its TTL')
+    expect(notices[0]?.body.text).toContain(`targon down ${vm.name}`)
+
+    // The next sweep keeps it again, without a second notification.
+    const again = await inStore(['sweep', '--fleet', 'bound', '--json'])
+    expect(again.code, again.stdout + again.stderr).toBe(0)
+    expect(parseJson(again).data.kept[0].reason).toContain('2 times in a row')
+    expect(received()).toHaveLength(1)
+    expect(billing().has(vm.uid)).toBe(true)
+
+    // With room, the next one fetches it whole and deletes the VM.
+    expect((await inStore(['config', 'set', 'job-store-limit', '10M'])).code).toBe(0)
+    const done = await inStore(['down', '--jobs-done', '--fleet', 'bound', '--json'])
+    expect(done.code, done.stdout + done.stderr).toBe(0)
+    expect(parseJson(done).data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid: vm.uid})])
+    expect(readdirSync(out).sort()).toEqual(['f1', 'f2', 'f3'])
+    expect(existsSync(join(storeDir, 'jobs', id, 'job.json'))).toBe(true)
+    expect(existsSync(join(storeDir, 'jobs', id, 'failing.json'))).toBe(false)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
+  it('deletes a VM under no limit whose fetch has failed 3 times over a day, without its outputs, and says so', async () => {
+    const {id, vm} = await endedJob('nolimit', [], 'missing', 'true')
+    const kept = await inStore(['sweep', '--fleet', 'nolimit', '--json'])
+    expect(kept.code, kept.stdout + kept.stderr).toBe(0)
+    expect(parseJson(kept).data.kept[0].reason).toContain('--out missing was not fetched')
+    const notice = received().find((each) => each.body.text.includes(id))
+    expect(notice?.body.text).toContain('it has no TTL, budget or idle limit')
+    expect(billing().has(vm.uid)).toBe(true)
+
+    // As if its fetch had failed since two days: the next failure is the third, and the VM goes.
+    const failing = join(storeDir, 'jobs', id, 'failing.json')
+    const record = JSON.parse(readFileSync(failing, 'utf8'))
+    writeFileSync(failing, JSON.stringify({...record, failures: 2, first_failed_at: new Date(Date.now() - 2 * 86_400_000).toISOString()}))
+    const swept = await inStore(['sweep', '--fleet', 'nolimit', '--json'])
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0)
+    const doc = parseJson(swept)
+    expect(doc.data.results).toEqual([expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid})])
+    expect(doc.warnings.join('\n')).toContain(`deleting ${vm.name} without the outputs of job ${id}: their fetch failed 3 times`)
+    expect(existsSync(join(storeDir, 'jobs', id, 'job.json'))).toBe(false)
+    expect(billing().has(vm.uid)).toBe(false)
   })
 })
 

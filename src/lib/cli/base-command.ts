@@ -15,6 +15,7 @@ import {type NotifyFacts, RunReporter} from './reporter.js'
 import {TargonError, asTargonError, isTargonError} from '../core/errors.js'
 import {REAL_CLOCK} from '../core/clock.js'
 import type {RunContext} from '../workflows/run-context.js'
+import type {FetchFailingNotice} from '../workflows/run/jobs-done.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
 import {printable} from '../core/output.js'
 import {OwnedByAnother, sudoHint} from '../adapters/state/trust.js'
@@ -175,6 +176,12 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /** Sends one notification of this run when a notify URL is set; a failed delivery becomes a warning, nothing more. */
   protected notify(event: NotifyEvent, text: string, facts: NotifyFacts): Promise<boolean> {
     return this.reporter.notify(event, text, facts, this.acting)
+  }
+
+  /** Tells of a job whose outputs could not be fetched (down --jobs-done, a sweep): on stderr and as a notification. */
+  protected notifyFetchFailing(notice: FetchFailingNotice): Promise<boolean> {
+    this.info(notice.text)
+    return this.notify('fetch-failing', notice.text, {exitCode: 0, vms: [notice.vm]})
   }
 
   /** The human result on stdout, without control characters from the API or a VM (--json goes out exactly, elsewhere). */

@@ -82,3 +82,17 @@ export function parseTime(input: string, flag: string, end = false): number {
     )
   return ms
 }
+
+const SIZE_UNITS: Record<string, number> = {'': 1, g: 1024 ** 3, k: 1024, m: 1024 ** 2, t: 1024 ** 4}
+
+/** A size in bytes with a binary unit: 500M, 10G, 1.5T (K, M, G, T are 1024-based; a trailing B or iB is allowed). */
+export function parseSize(input: string, source: string, range: {min: number; max: number}): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$/.exec(input.trim().toLowerCase())
+  const bytes = match ? Math.round(Number(match[1]) * (SIZE_UNITS[match[2] as string] as number)) : Number.NaN
+  if (!(bytes >= range.min && bytes <= range.max))
+    throw usageError(
+      `${source} "${input}" is not a size from ${range.min / 1024 ** 2}M to ${range.max / 1024 ** 4}T`,
+      'use e.g. 500M or 20G',
+    )
+  return bytes
+}

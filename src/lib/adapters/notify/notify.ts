@@ -15,6 +15,7 @@ export type NotifyEvent =
   | 'capacity-found'
   | 'down-deleted'
   | 'down-still-billing'
+  | 'fetch-failing'
   | 'interrupted-billing'
   | 'runway-short'
   | 'sweep-deleted'

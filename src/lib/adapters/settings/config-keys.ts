@@ -16,4 +16,5 @@ export const CONFIG_KEYS = [
   'warn-window',
   'min-runway',
   'idle-limit',
+  'job-store-limit',
 ] as const

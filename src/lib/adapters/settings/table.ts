@@ -7,7 +7,7 @@
  */
 import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from './dstack-version.js'
 import {TargonError, usageError} from '../../core/errors.js'
-import {parseDuration, parsePrice} from '../../core/input.js'
+import {parseDuration, parsePrice, parseSize} from '../../core/input.js'
 import {apiOrigin, secretUrl} from './urls.js'
 
 export const DEFAULT_FLEET = 'default'
@@ -127,6 +127,12 @@ export const SETTINGS = {
   // sweep --min-runway and --idle-limit from the config file, likewise: limits the guard enforces without a flag.
   'min-runway': {parse: (raw: string) => parseDuration(raw, '--min-runway'), stored: true},
   'idle-limit': {parse: (raw: string) => parseDuration(raw, '--idle-limit'), stored: true},
+  // What down --jobs-done and the sweep may write into the job store per job before they give the fetch up.
+  'job-store-limit': {
+    default: 10 * 1024 ** 3,
+    parse: (raw: string, source: string) => parseSize(raw, source, {max: 1024 ** 4, min: 1024 ** 2}),
+    stored: true,
+  },
   'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},

@@ -9,6 +9,7 @@ import {randomBytes} from 'node:crypto'
 import {posix} from 'node:path'
 
 import {abortError, isAbortError} from '../../core/errors.js'
+import type {CopyBudget} from './budget.js'
 import {safeJoin, unsafeName} from './paths.js'
 import {type Entry, type OpenFile, type Side, describeFsError} from './sides.js'
 
@@ -35,6 +36,8 @@ export interface TreeOptions {
   /** Why nothing more can succeed (the connection or the SFTP session is gone); null while it works. */
   lost: () => string | null
   onProgress?: (progress: TreeProgress) => void
+  /** What the copy may write at most (shared by the trees of one fetch); the file that would pass it stops the copy. */
+  budget?: CopyBudget
 }
 
 interface Plan {
@@ -68,6 +71,7 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
   options.onProgress?.(progress)
 
   const created: {path: string; mode: number}[] = []
+  let bounded: string | null = null
   const brokenDirs: string[] = []
   for (const dir of plan.dirs) {
     if (brokenDirs.some((broken) => within(dir.rel, broken))) continue
@@ -89,6 +93,8 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
     }
 
     if (stopReason(options)) break
+    bounded = options.budget?.take(file.size) ?? null
+    if (bounded) break
     let sent = 0
     try {
       const paths = {source: safeJoin(source, file.rel), target: safeJoin(target, file.rel)}
@@ -107,7 +113,7 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
     }
   }
 
-  outcome.stopped = stopReason(options)
+  outcome.stopped = stopReason(options) ?? bounded
   // Directories get their modes last: a read-only one could not have been filled.
   for (const dir of created.reverse()) await to.chmod(dir.path, dir.mode & 0o777).catch(() => undefined)
   return outcome

@@ -9,6 +9,7 @@ import {dirname, join, posix} from 'node:path'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {LocalSide, RemoteSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
+import type {CopyBudget} from '../copy/budget.js'
 import {safeJoin} from '../copy/paths.js'
 import type {JobRecord} from './job.js'
 import type {FetchResult} from './schema.js'
@@ -19,13 +20,15 @@ export function emptyFetch(): FetchResult {
 
 /**
  * Copies each --out path of the job (relative to its directory on the VM, files or trees) into ./targon-out/<job>/,
- * keeping its relative path. A path whose real location leaves the job's directory (through a link) is refused.
+ * keeping its relative path. A path whose real location leaves the job's directory (through a link) is refused; with a
+ * budget, the file that would pass it ends the fetch as failed.
  */
 export async function fetchOutputs(
   session: SshSession,
   record: JobRecord,
   signal?: AbortSignal,
   root = join('targon-out', record.id),
+  budget?: CopyBudget,
 ): Promise<FetchResult> {
   const fetch = emptyFetch()
   if (record.out.length === 0) return fetch
@@ -43,7 +46,7 @@ export async function fetchOutputs(
       if (entry?.kind !== 'dir' && entry?.kind !== 'file') throw new Error('not a regular file or directory on the VM')
       const target = safeJoin(root, out)
       await mkdir(dirname(target), {mode: 0o755, recursive: true})
-      const outcome = await copyTree(remote, local, real, entry, target, out, {lost: () => remote.lostReason, signal})
+      const outcome = await copyTree(remote, local, real, entry, target, out, {budget, lost: () => remote.lostReason, signal})
       fetch.copied.push(...outcome.copied)
       fetch.failed.push(...outcome.failed)
       fetch.skipped.push(...outcome.skipped)

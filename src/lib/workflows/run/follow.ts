@@ -1,8 +1,9 @@
 /**
- * Follows a job's log on its VM, from its start, until the job ends: each look reads the job's state first, then the
- * log from the byte offset reached (bounded per look), so that the last look after the end has the whole log. Lines
- * are cut to a bounded length and their control characters escaped; the last ones are kept for the result. A dropped
- * connection is opened again a few times: the job runs on the VM whatever happens to this side.
+ * Follows a job's log on its VM, from its start, until the job ends: each look reads the job's state first, then the log from the
+ * byte offset reached (bounded per look), so that the last look after the end has the whole log. While the log is
+ * quiet, a look waits on the VM (up to a second) for the job to end or print, so an end is seen as it happens. Lines are cut to a
+ * bounded length and their control characters escaped; the last ones are kept for the result. A dropped connection
+ * is opened again a few times: the job runs on the VM whatever happens to this side.
  */
 import type {Clock} from '../../core/clock.js'
 import {TargonError, abortError} from '../../core/errors.js'
@@ -33,6 +34,8 @@ export interface FollowOptions {
   reopen: () => Promise<SshSession>
   /** Stop at the end of what is there now, even while the job runs (jobs logs without -f). */
   once?: boolean
+  /** The first look, already made (from the log's start) with the job's start: run's. */
+  firstLook?: Look
 }
 
 export interface Followed extends EndState {
@@ -45,7 +48,8 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
   const {clock} = options
   let session = first
   let offset = 0
-  let delay = MIN_LOOK_MS
+  // How long the next look may wait on the VM for the job to end or print; none while the log grows, or with once.
+  let wait = options.once ? 0 : MAX_LOOK_MS
   let drops = 0
   const tail: string[] = []
   const splitter = new LineSplitter((raw) => {
@@ -54,11 +58,13 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
     if (tail.length > TAIL_LINES) tail.shift()
     options.onLine?.(line)
   })
+  let firstLook = options.firstLook
   for (;;) {
     if (options.signal?.aborted) throw abortError(options.signal)
-    let look: {state: EndState; chunk: Buffer}
+    let look: Look
     try {
-      look = await lookAt(session, id, offset, options.signal)
+      look = firstLook ?? (await lookAt(session, id, offset, options.once ? 0 : wait, options.signal))
+      firstLook = undefined
       drops = 0
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal)
@@ -81,22 +87,53 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
       return {...look.state, session, tail}
     }
 
-    delay = look.chunk.length > 0 ? MIN_LOOK_MS : Math.min(MAX_LOOK_MS, delay * 1.5)
-    if (!more) await clock.sleep(delay, options.signal)
+    // A growing log is read in batches; a quiet one is waited on by the VM (the next look), which answers at once
+    // when the job ends or prints: a short job is not kept waiting for a look here.
+    wait = look.chunk.length > 0 ? 0 : Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, wait * 1.5))
+    if (look.chunk.length > 0 && !more) await clock.sleep(MIN_LOOK_MS, options.signal)
   }
 }
 
-async function lookAt(session: SshSession, id: string, offset: number, signal?: AbortSignal): Promise<{state: EndState; chunk: Buffer}> {
-  const log = shellQuote(`${jobDir(id)}/log`)
-  const command = `${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
-  const result = await session.exec(command, {maxBytes: 2 * READ_BYTES, signal})
+/** Checks per second while a look waits on the VM. */
+const WAIT_STEP_S = 0.05
+
+/**
+ * The job's state and its log from `offset`; first, for up to `waitMs`, the VM waits for the job to end or its log to
+ * pass `offset`, so that an end is seen when it happens rather than at the next look.
+ */
+async function lookAt(session: SshSession, id: string, offset: number, waitMs: number, signal?: AbortSignal): Promise<Look> {
+  const result = await session.exec(lookScript(id, offset, waitMs), {maxBytes: LOOK_MAX_BYTES, signal})
   if (result.aborted) throw abortError(signal)
-  const [stateLine = '', encoded = ''] = result.stdout.split(`${SEPARATOR}\n`)
+  return parseLook(result.stdout, result.code === 0 ? '' : result.stderr || `exit code ${result.code}`)
+}
+
+export type Look = {state: EndState; chunk: Buffer}
+
+/** What a look may print: the state line and the log's chunk in base64. */
+export const LOOK_MAX_BYTES = 2 * READ_BYTES
+
+/** How long the look that comes with the job's start (run) may wait on the VM for the job to end or print. */
+export const FIRST_LOOK_MS = MAX_LOOK_MS
+
+/** Shell text of a look (see lookAt), read back by parseLook. */
+export function lookScript(id: string, offset: number, waitMs: number): string {
+  const log = shellQuote(`${jobDir(id)}/log`)
+  const steps = Math.floor(waitMs / 1000 / WAIT_STEP_S)
+  const waitFor =
+    steps === 0
+      ? ''
+      : `${stateScript(id)} >/dev/null; n=0; while [ $n -lt ${steps} ] && [ "$(job_state ${shellQuote(id)})" = running ] && [ "$(stat -c %s ${log} 2>/dev/null || echo 0)" -le ${offset} ]; do sleep ${WAIT_STEP_S}; n=$((n+1)); done; `
+  return `${waitFor}${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
+}
+
+/** A look's answer (`failure`: why the command failed, else empty); an unreadable one is BAD_RESPONSE. */
+export function parseLook(stdout: string, failure: string): Look {
+  const [stateLine = '', encoded = ''] = stdout.split(`${SEPARATOR}\n`)
   const state = parseState(stateLine)
-  if (result.code !== 0 || !state)
+  if (failure !== '' || !state)
     throw new TargonError(
       'BAD_RESPONSE',
-      `the VM answered the job's state unreadably: ${printable(result.stderr.trim() || stateLine.slice(0, 200))}`,
+      `the VM answered the job's state unreadably: ${printable(failure.trim() || stateLine.slice(0, 200))}`,
       {
         hint: 'check the VM with targon ssh',
       },

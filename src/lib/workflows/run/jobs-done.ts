@@ -2,8 +2,10 @@
  * `down --jobs-done` and the sweep: the VMs whose detached `run --down` job has ended. Each chosen VM is read over SSH
  * (its jobs, as targon jobs reads them): it is to be deleted when one of its --down jobs has ended and no job of it
  * still runs; its --out paths are fetched first into the config directory's job store (jobs/<job id>/), so that
- * `targon jobs fetch` can still copy them once the VM is gone. A VM that cannot be read, or whose outputs do not come,
- * is kept (its --ttl, --max-cost and idle limit still apply) and said in a warning.
+ * `targon jobs fetch` can still copy them once the VM is gone. A VM that cannot be read, or whose outputs do not come
+ * (within the store's bound, see job-store.ts), is kept (its --ttl, --max-cost and idle limit still apply) and said in
+ * a warning; a failing fetch is notified once per job, and a VM under none of those limits is deleted without its
+ * outputs once its fetch has failed long enough (givesUp), so that it never bills without end.
  */
 import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -21,6 +23,19 @@ import {LocalSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
 import {fetchOutputs} from './fetch.js'
 import type {DeletionRun} from '../run-context.js'
+import {CopyBudget, type CopyLimit} from '../copy/budget.js'
+import {
+  type FailingFetch,
+  GIVE_UP_FAILURES,
+  GIVE_UP_MS,
+  clearFetchFailures,
+  givesUp,
+  jobStoreDir,
+  markFetchFailureNotified,
+  pruneStore,
+  recordFetchFailure,
+} from './job-store.js'
+import {idleLimitOf} from '../../domain/fleet/workloads.js'
 
 type Kept = DownResult['kept'][number]
 
@@ -29,11 +44,18 @@ export interface JobsDoneOptions {
   parallel: number
   /** Without deleting (--dry-run): nothing is fetched. */
   dryRun: boolean
+  /** What a fetch into the job store may write per job (storeLimit). */
+  storeLimit: CopyLimit
+  /** The idle limit of VMs whose record names none (sweep's --idle-limit); null or absent: none. */
+  idleLimitS?: number | null
+  /** Tells of a job whose fetch failed, once per job; true once delivered (or printed), false to try again next time. */
+  notifyFetchFailing?: (notice: FetchFailingNotice) => Promise<boolean>
 }
 
-/** Where the outputs of a job whose VM a sweep deleted are kept (the job id is checked before it gets here). */
-export function jobStoreDir(configDir: string, id: string): string {
-  return join(configDir, 'jobs', id)
+export interface FetchFailingNotice {
+  vm: {name: string | null; uid: string}
+  job: string
+  text: string
 }
 
 /** The job and its VM, beside its outputs in the store: what jobs fetch says once the VM is gone. */
@@ -55,6 +77,7 @@ export async function keepUnlessJobsDone(
   options: JobsDoneOptions,
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone && vm.status === 'running')
+  if (!options.dryRun && live.length > 0) await pruneStore(options.configDir, run.clock.now())
   const verdicts = await mapBounded(live, options.parallel, (vm) => verdictOf(run, vm, options))
   const kept = verdicts.filter((each): each is Kept => each !== true)
   const unreadable = kept.filter((each) => each.state === 'unreadable')
@@ -79,12 +102,21 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
       if (options.dryRun) return true
       for (const job of done) {
         const store = jobStoreDir(options.configDir, job.record.id)
-        const fetch = await fetchOutputs(session, job.record, run.signal, join(store, 'out'))
+        const budget = new CopyBudget(options.storeLimit)
+        const fetch = await fetchOutputs(session, job.record, run.signal, join(store, 'out'), budget)
         const failed = fetch.failed[0]
-        if (failed) return keep('unreadable', `job ${job.record.id}: --out ${failed.path} was not fetched (${failed.error})`)
+        if (failed) {
+          const failing = await fetchFailed(run, vm, job.record.id, `--out ${failed.path} was not fetched (${failed.error})`, options)
+          if (failing.deleteAnyway) continue
+          return keep(
+            'unreadable',
+            `job ${job.record.id}: --out ${failed.path} was not fetched (${failed.error}), ${failing.failures === 1 ? 'once' : `${failing.failures} times in a row`}; fetch by hand: targon jobs fetch ${job.record.id}`,
+          )
+        }
         await mkdir(store, {mode: 0o700, recursive: true})
         const stored = {job: jobOf(job, run.clock.now()), vm: {name: vm.name, uid: vm.uid}}
         await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
+        await clearFetchFailures(options.configDir, job.record.id)
       }
 
       return true
@@ -94,6 +126,53 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
   } catch (error) {
     return keep('unreadable', asTargonError(error).message)
   }
+}
+
+/**
+ * Counts a failed fetch of the job, notifies it once (naming what still ends the VM), and says whether the VM goes all
+ * the same: under no TTL, budget or idle limit, once it has failed long enough (givesUp).
+ */
+async function fetchFailed(
+  run: DeletionRun,
+  vm: KnownVm,
+  job: string,
+  reason: string,
+  options: JobsDoneOptions,
+): Promise<FailingFetch & {deleteAnyway: boolean}> {
+  const now = run.clock.now()
+  const failing = await recordFetchFailure(options.configDir, job, reason, now)
+  const name = vm.name ?? vm.uid
+  const limits = limitsOf(vm, options.idleLimitS ?? null)
+  const deleteAnyway = limits.length === 0 && givesUp(failing, now)
+  if (failing.notified_at === null && options.notifyFetchFailing) {
+    const giveUpAt = new Date(Date.parse(failing.first_failed_at) + GIVE_UP_MS).toISOString().slice(0, 16)
+    const ends =
+      limits.length > 0
+        ? `${limits.join(', ')} still end it`
+        : `it has no TTL, budget or idle limit: unless a fetch succeeds first, the first sweep or down --jobs-done after ${giveUpAt}Z (and ${GIVE_UP_FAILURES} failures) deletes it without its outputs`
+    const text = `targon: the outputs of job ${job} on ${name} could not be fetched: ${reason}. ${name} is kept and bills; ${ends}. Fetch by hand: targon jobs fetch ${job}; delete it: targon down ${vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name}`
+    // A notification is optional: its failure never changes what happens to the VM.
+    const delivered = await options.notifyFetchFailing({job, text, vm: {name: vm.name, uid: vm.uid}}).catch(() => false)
+    if (delivered) await markFetchFailureNotified(options.configDir, job, failing, now)
+  }
+
+  if (deleteAnyway)
+    run.warn(
+      `deleting ${name} without the outputs of job ${job}: their fetch failed ${failing.failures} times since ${failing.first_failed_at.slice(0, 16)}Z (${reason}), and no TTL, budget or idle limit would ever end its billing`,
+    )
+  return {...failing, deleteAnyway}
+}
+
+/** The limits that end the VM's billing on their own, in words; none: nothing but a deletion does. */
+function limitsOf(vm: KnownVm, idleLimitS: number | null): string[] {
+  const ttl = vm.record?.ttl_expires_at
+  const budget = vm.record?.max_cost_usd ?? null
+  const idle = idleLimitOf(vm, idleLimitS)
+  return [
+    ...(ttl ? [`its TTL (${ttl.slice(0, 16)}Z)`] : []),
+    ...(budget === null ? [] : [`its budget (${budget} USD)`]),
+    ...(idle === null ? [] : [`its idle limit (${idle} s)`]),
+  ]
 }
 
 /** Copies a stored job's outputs into `root` (./targon-out/<job id>/), as a fetch from its VM would have placed them. */

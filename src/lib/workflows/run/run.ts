@@ -23,9 +23,10 @@ import {syncWorkdir} from '../sync/sync.js'
 import {matchingOffers} from '../../domain/capacity/candidates.js'
 import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
 import type {Offer} from '../../domain/offers/schema.js'
+import {walkLocal} from '../sync/walk.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
 import {reopenVm} from './jobs.js'
-import {type Followed, followJob} from './follow.js'
+import {FIRST_LOOK_MS, type Followed, LOOK_MAX_BYTES, type Look, followJob, lookScript, parseLook} from './follow.js'
 import {
   type JobRecord,
   SYNC_MANIFESTS,
@@ -101,23 +102,32 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
 async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
   const clock = options.clock
   const name = vm.name ?? vm.uid
+  // The local walk of the sync runs while the connection opens; its failure is the sync's to report.
+  const walked = options.sync ? walkLocal(options.localDir) : undefined
+  walked?.catch(() => undefined)
   const session = (await openVm(vm, options)).session
   const opened: SshSession[] = []
   try {
-    await updateSampler(session, name, options)
+    // The sampler is updated over its own channel while the sync runs; both are done before the job starts.
+    const sampler = updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
     const remoteDir = posix.join(WORK_ROOT, workId)
     let sync: RunResult['sync'] = null
-    if (options.sync) {
-      options.info(`Syncing ${options.localDir} to ${name}:${remoteDir}`)
-      const report = await syncWorkdir(session, {
-        localDir: options.localDir,
-        manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
-        remoteDir,
-        signal: options.signal,
-        warn: options.warn,
-      })
-      sync = {...report, local_dir: options.localDir, remote_dir: remoteDir}
+    try {
+      if (options.sync) {
+        options.info(`Syncing ${options.localDir} to ${name}:${remoteDir}`)
+        const report = await syncWorkdir(session, {
+          localDir: options.localDir,
+          manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
+          remoteDir,
+          signal: options.signal,
+          walked,
+          warn: options.warn,
+        })
+        sync = {...report, local_dir: options.localDir, remote_dir: remoteDir}
+      }
+    } finally {
+      await sampler
     }
 
     if (options.signal.aborted) throw abortError(options.signal)
@@ -130,7 +140,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       workdir: remoteDir,
     }
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
-    const following = await startJob(session, record, options.env, reopen)
+    const {firstLook, session: following} = await startJob(session, record, options.env, reopen, !options.detach)
     if (following !== session) opened.push(following)
     const job: Job = {
       command: record.command,
@@ -163,7 +173,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       )
     // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
     if (options.detach) return result
-    return await completeJob(client, state, vm, following, record, result, {...options, reopen})
+    return await completeJob(client, state, vm, following, record, result, {...options, firstLook, reopen})
   } finally {
     session.close()
     for (const other of opened) other.close()
@@ -176,6 +186,8 @@ export type CompleteOptions = Omit<
 > & {
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
+  /** The first look at the job, made with its start (run's). */
+  firstLook?: Look
 }
 
 /**
@@ -196,6 +208,7 @@ export async function completeJob(
   try {
     followed = await followJob(session, record.id, {
       clock,
+      firstLook: options.firstLook,
       onLine: options.onLine,
       reopen: options.reopen,
       signal: options.signal,
@@ -284,20 +297,27 @@ async function updateSampler(session: SshSession, name: string, options: Pick<Ru
   }
 }
 
+/** Between the start's answer and the first look's, in the output of the start with a look. */
+const STARTED = '@@targon-started@@'
+
 /**
- * Starts the job; the session to follow it on is returned. A connection lost before the start was answered leaves it
- * unclear whether the unit runs: the VM is asked again over a new connection, and the job is followed when it shows
- * there (running or ended), rather than started twice or reported as not started.
+ * Starts the job; the session to follow it on is returned, and with `look`, the first look at the job, made by the
+ * same command (it waits on the VM, FIRST_LOOK_MS at most, for the job to end or print: a short job costs one round
+ * trip less). A connection lost before the start was answered leaves it unclear whether the unit runs: the VM is
+ * asked again over a new connection, and the job is followed when it shows there (running or ended), rather than
+ * started twice or reported as not started.
  */
 async function startJob(
   session: SshSession,
   record: JobRecord,
   env: {name: string; value: string}[],
   reopen: () => Promise<SshSession>,
-): Promise<SshSession> {
+  look: boolean,
+): Promise<{session: SshSession; firstLook?: Look}> {
   let started: ExecResult
+  const command = look ? `${startScript(record)}\nset +e\necho ${STARTED}\n${lookScript(record.id, 0, FIRST_LOOK_MS)}` : startScript(record)
   try {
-    started = await session.exec(startScript(record), {maxBytes: 64 * 1024, stdin: runScript(record, env)})
+    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, stdin: runScript(record, env)})
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
     const again = await reopen()
@@ -307,7 +327,7 @@ async function startJob(
       again.close()
       throw error
     }
-    return again
+    return {session: again}
   }
   if (started.code !== 0) {
     // No unit runs: the job's files go again, so that no job that never ran is listed.
@@ -317,7 +337,14 @@ async function startJob(
       hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
     })
   }
-  return session
+  const answer = started.stdout.split(`${STARTED}\n`)[1]
+  if (answer === undefined) return {session}
+  try {
+    return {firstLook: parseLook(answer, ''), session}
+  } catch {
+    // An unreadable look: the follow makes its own.
+    return {session}
+  }
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */

@@ -13,7 +13,7 @@ import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../doma
 import {type DownOptions, keepUnlessIdle, runDown} from '../down/down.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
-import {keepUnlessJobsDone} from '../run/jobs-done.js'
+import {type JobsDoneOptions, keepUnlessJobsDone} from '../run/jobs-done.js'
 import {readJobs} from '../run/jobs.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {runningJobs} from '../run/running-jobs.js'
@@ -46,6 +46,9 @@ export interface SweepOptions extends Pick<
    * notify URL is set), false when its delivery failed: then it is not marked as sent, and the next sweep warns again.
    */
   sendWarning: (warning: Warning) => Promise<boolean>
+  /** The job store's bound, and the one notification of a job whose outputs do not come (see jobs-done.ts). */
+  storeLimit: JobsDoneOptions['storeLimit']
+  notifyFetchFailing: JobsDoneOptions['notifyFetchFailing']
 }
 
 /**

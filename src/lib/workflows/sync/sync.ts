@@ -53,6 +53,8 @@ export interface SyncOptions {
   manifestPath: string
   warn: (message: string) => void
   signal?: AbortSignal
+  /** The local tree (walkLocal of localDir), when its walk was started earlier: run walks while the VM connects. */
+  walked?: Promise<LocalTree>
 }
 
 /** Files in flight at once: each costs several round trips (open, write, close, chmod, times, rename) besides its bytes. */
@@ -64,7 +66,7 @@ const PARALLEL_HASHES = 4
 
 export async function syncWorkdir(session: SshSession, options: SyncOptions): Promise<SyncReport> {
   await checkOptions(options)
-  const tree = await walkLocal(options.localDir).catch((error: unknown) => {
+  const tree = await (options.walked ?? walkLocal(options.localDir)).catch((error: unknown) => {
     throw new TargonError('COPY_FAILED', `the sync of ${options.localDir} failed locally: ${oneLine(error)}`, {
       cause: error,
       hint: 'check the permissions of the directory, or ignore what cannot be read',
@@ -113,8 +115,12 @@ async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree
   }
 
   await makeDirectory(remote, remoteDir)
-  const manifest = await readManifest(remote, options)
-  const view = await viewRemote(remote, remoteDir, [...tree.dirs, ...[...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel))])
+  // The VM's side of the local tree is listed while the manifest is read; the directories only the manifest names
+  // (of files gone locally) need a second look, with the first one's.
+  const [manifest, treeView] = await Promise.all([readManifest(remote, options), viewRemote(remote, remoteDir, tree.dirs)])
+  const known = new Set(tree.dirs)
+  const onlyInManifest = [...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel)).filter((dir) => dir !== '.' && !known.has(dir))
+  const view = onlyInManifest.length === 0 ? treeView : await viewRemote(remote, remoteDir, [...tree.dirs, ...onlyInManifest])
   const plan = planSync(tree.files, view.at, manifest)
   stopped()
 
@@ -225,6 +231,10 @@ function oneLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
 }
 
+/** Bytes per SFTP request of the manifest, and requests in flight: one at a time, each would wait a round trip. */
+const MANIFEST_CHUNK = 64 * 1024
+const MANIFEST_IN_FLIGHT = 16
+
 /** An absolute directory on the VM, made with its parents where missing; the directory itself must not be a link. */
 async function makeDirectory(remote: RemoteSide, path: string): Promise<void> {
   const parts = path.split('/').filter(Boolean)
@@ -269,8 +279,19 @@ async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<M
   const chunks: Buffer[] = []
   let total = 0
   try {
+    // The size it was listed with, read in chunks at once (one at a time, each waits a round trip); then on to the end.
+    const offsets = Array.from({length: Math.ceil(entry.size / MANIFEST_CHUNK)}, (_, index) => index * MANIFEST_CHUNK)
+    const listed = await mapBounded(offsets, MANIFEST_IN_FLIGHT, async (offset) => {
+      const chunk = Buffer.allocUnsafe(MANIFEST_CHUNK)
+      return chunk.subarray(0, await file.read(chunk, chunk.length, offset))
+    })
+    for (const chunk of listed) {
+      chunks.push(chunk)
+      total += chunk.length
+      if (chunk.length < MANIFEST_CHUNK) break
+    }
     for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024)
+      const chunk = Buffer.allocUnsafe(MANIFEST_CHUNK)
       const bytes = await file.read(chunk, chunk.length, total)
       if (bytes === 0) break
       chunks.push(chunk.subarray(0, bytes))
@@ -296,8 +317,10 @@ async function writeManifest(remote: RemoteSide, path: string, text: string): Pr
   const file = await remote.openWrite(temp, 0o600)
   try {
     try {
-      for (let done = 0; done < bytes.length; done += 64 * 1024)
-        await file.write(bytes.subarray(done, done + 64 * 1024), Math.min(64 * 1024, bytes.length - done), done)
+      const offsets = Array.from({length: Math.ceil(bytes.length / MANIFEST_CHUNK)}, (_, index) => index * MANIFEST_CHUNK)
+      await mapBounded(offsets, MANIFEST_IN_FLIGHT, (done) =>
+        file.write(bytes.subarray(done, done + MANIFEST_CHUNK), Math.min(MANIFEST_CHUNK, bytes.length - done), done),
+      )
     } finally {
       await file.close()
     }

@@ -1,0 +1,122 @@
+/**
+ * The job store's bounds, its pruning, and its record of failing fetches. Under <config dir>/jobs/ each job whose
+ * outputs down --jobs-done or a sweep fetched before deleting its VM has a directory: out/ (the outputs) and job.json
+ * (written last: only a whole fetch has it). While the fetch fails, failing.json beside them counts the failures in a
+ * row, since when, and whether they were notified; a whole fetch removes it.
+ *
+ * Bounds: a fetch into the store writes at most the job-store-limit setting in bytes (default 10G) and STORE_FILES
+ * files per job; the file that would pass them is not written, and the fetch fails (the VM is kept). An entry is pruned
+ * STORE_DAYS days after it was last written, whether or not jobs fetch copied it (a copy in ./targon-out can be lost).
+ */
+import {lstat, mkdir, readFile, readdir, rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import * as z from 'zod'
+
+import type {CopyLimit} from '../copy/budget.js'
+import {isJobId} from './job.js'
+
+/** Files a fetch into the store may write per job: the listing of a tree is held in memory before the copy. */
+export const STORE_FILES = 100_000
+/** An entry of the store is pruned this many days after it was last written. */
+export const STORE_DAYS = 30
+/**
+ * A VM under no limit (no TTL, budget or idle limit) whose fetch keeps failing is deleted without its outputs once it
+ * has failed GIVE_UP_FAILURES times in a row over at least GIVE_UP_MS: nothing else would ever end its billing.
+ */
+export const GIVE_UP_FAILURES = 3
+export const GIVE_UP_MS = 24 * 3_600_000
+
+/** The bound of a fetch into the store: `bytes` from the job-store-limit setting, and STORE_FILES. */
+export function storeLimit(bytes: number): CopyLimit {
+  return {bytes, files: STORE_FILES}
+}
+
+/** Where the outputs of a job whose VM a sweep deleted are kept (the job id is checked before it gets here). */
+export function jobStoreDir(configDir: string, id: string): string {
+  return join(configDir, 'jobs', id)
+}
+
+const FAILING = 'failing.json'
+/** What of a failure's reason is kept. */
+const REASON_CHARS = 500
+
+const FailingSchema = z.object({
+  failures: z.number().int().min(1),
+  first_failed_at: z.string().max(64),
+  last_reason: z.string().max(REASON_CHARS),
+  notified_at: z.string().max(64).nullable(),
+})
+export type FailingFetch = z.infer<typeof FailingSchema>
+
+async function readFailing(configDir: string, id: string): Promise<FailingFetch | undefined> {
+  const text = await readFile(join(jobStoreDir(configDir, id), FAILING), 'utf8').catch(() => undefined)
+  if (text === undefined) return undefined
+  try {
+    const parsed = FailingSchema.safeParse(JSON.parse(text))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function writeFailing(configDir: string, id: string, failing: FailingFetch): Promise<void> {
+  const dir = jobStoreDir(configDir, id)
+  await mkdir(dir, {mode: 0o700, recursive: true})
+  await writeFile(join(dir, FAILING), `${JSON.stringify(failing)}\n`, {mode: 0o600})
+}
+
+/** Counts one more failed fetch of the job, in a row: the record as it now is. */
+export async function recordFetchFailure(configDir: string, id: string, reason: string, now: number): Promise<FailingFetch> {
+  const before = await readFailing(configDir, id)
+  const failing: FailingFetch = {
+    failures: (before?.failures ?? 0) + 1,
+    first_failed_at: before?.first_failed_at ?? new Date(now).toISOString(),
+    last_reason: reason.slice(0, REASON_CHARS),
+    notified_at: before?.notified_at ?? null,
+  }
+  await writeFailing(configDir, id, failing)
+  return failing
+}
+
+/** Marks the job's failing fetch as notified: it is not notified again. */
+export async function markFetchFailureNotified(configDir: string, id: string, failing: FailingFetch, now: number): Promise<void> {
+  await writeFailing(configDir, id, {...failing, notified_at: new Date(now).toISOString()})
+}
+
+/** After a whole fetch: the failures in a row are over. */
+export async function clearFetchFailures(configDir: string, id: string): Promise<void> {
+  await rm(join(jobStoreDir(configDir, id), FAILING), {force: true})
+}
+
+/** Whether a VM under no limit has failed long enough that it is deleted without its outputs (see GIVE_UP_MS). */
+export function givesUp(failing: FailingFetch, now: number): boolean {
+  return failing.failures >= GIVE_UP_FAILURES && now - Date.parse(failing.first_failed_at) >= GIVE_UP_MS
+}
+
+/**
+ * Removes the entries of the store last written more than `days` days before `now` (by the newest of the entry's
+ * directory, job.json and failing.json). Only directories named as job ids are looked at, never through a link.
+ */
+export async function pruneStore(configDir: string, now: number, days = STORE_DAYS): Promise<string[]> {
+  const root = join(configDir, 'jobs')
+  const names = await readdir(root).catch(() => [] as string[])
+  const pruned: string[] = []
+  for (const name of names.filter(isJobId)) {
+    const dir = join(root, name)
+    const stats = await lstat(dir).catch(() => undefined)
+    if (!stats?.isDirectory()) continue
+    const times = await Promise.all(
+      ['job.json', FAILING].map((file) =>
+        lstat(join(dir, file)).then(
+          (each) => each.mtimeMs,
+          () => 0,
+        ),
+      ),
+    )
+    if (now - Math.max(stats.mtimeMs, ...times) <= days * 86_400_000) continue
+    await rm(dir, {force: true, recursive: true})
+    pruned.push(name)
+  }
+
+  return pruned
+}
