@@ -28,13 +28,20 @@ export function parseVmList(flag: string | undefined): string[] {
 /** One SSH session to a VM of the run, with its pinned host key (and whether it was pinned now); none once the run is interrupted. */
 export async function openVm(
   vm: KnownVm,
-  options: {configDir: string; signal?: AbortSignal; info?: (message: string) => void; clock?: Clock},
+  options: {
+    configDir: string
+    signal?: AbortSignal
+    info?: (message: string) => void
+    clock?: Clock
+    /** How long a VM whose sshd does not answer yet is tried again (0: one attempt); CONNECT_MS unless said. */
+    deadlineMs?: number
+  },
 ): Promise<{session: SshSession; hostKey: PinnedKey}> {
   if (options.signal?.aborted) throw asTargonError(options.signal.reason)
   let pinnedNow = false
   const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
     clock: options.clock,
-    deadlineMs: CONNECT_MS,
+    deadlineMs: options.deadlineMs ?? CONNECT_MS,
     onPinned: () => (pinnedNow = true),
     signal: options.signal,
   })
