@@ -139,6 +139,10 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       started_at: new Date(clock.now()).toISOString(),
       workdir: remoteDir,
     }
+    // A --down job is recorded here before it starts, whether or not the run follows it: a sweep (down --jobs-done)
+    // reads the VM's jobs when its record names one, so the VM still goes after the job when this run stops early
+    // (killed, or cut off), even in the second the start takes. A job that never started is no ended job there.
+    if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
     const {firstLook, session: following} = await startJob(session, record, options.env, reopen, !options.detach)
     if (following !== session) opened.push(following)
@@ -164,10 +168,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       vm: {name: vm.name, uid: vm.uid},
     }
 
-    // A --down job is recorded here whether or not the run follows it: a sweep (down --jobs-done) reads the VM's jobs
-    // when its record names one, so the VM still goes after the job when this run stops early (killed, or cut off).
-    if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
-    else if (options.down && options.detach)
+    if (options.down && !vm.record && options.detach)
       options.warn(
         `this config directory holds no record of ${name}: no sweep from it deletes the VM when job ${record.id} ends; run targon jobs wait ${record.id} (or down --jobs-done) once it has`,
       )
