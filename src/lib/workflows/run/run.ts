@@ -317,10 +317,20 @@ async function startJob(
 ): Promise<{session: SshSession; firstLook?: Look}> {
   let started: ExecResult
   const command = look ? `${startScript(record)}\nset +e\necho ${STARTED}\n${lookScript(record.id, 0, FIRST_LOOK_MS)}` : startScript(record)
+  // Whether the marker that follows the unit's start came, read as the answer streams (a drop loses the answer).
+  let startedForSure = false
+  let carry = ''
+  const onStdout = (chunk: string) => {
+    const text = carry + chunk
+    if (text.includes(STARTED)) startedForSure = true
+    carry = text.slice(-STARTED.length)
+  }
   try {
-    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, stdin: runScript(record, env)})
+    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, onStdout, stdin: runScript(record, env)})
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
+    // Lost during the first look: the job runs, and the follow connects again (or says why it cannot, with the job).
+    if (startedForSure) return {session}
     const again = await reopen()
     const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
     const state = answer === undefined ? undefined : parseState(answer.stdout)
