@@ -54,12 +54,23 @@ async function expectNothingBilling(): Promise<void> {
   expect(sim.billing().map((workload) => `${workload.name} ${workload.status}`)).toEqual([])
 }
 
+/**
+ * Capacity for the offer `afterMs` after up's first inventory read, whenever its start-up lets it make that read (a
+ * loaded machine starts a process late); when it appears.
+ */
+async function capacityAfterFirstRead(afterMs: number): Promise<number> {
+  await waitFor(() => inventoryReads().length > 0, 30_000)
+  sim.scheduleCapacity([{atMs: afterMs, available: 1, offer: 'rtx6000b-small'}])
+  return Date.now() + afterMs
+}
+
 describe('up --wait', () => {
   it('waits for capacity that appears later, reading the inventory without the key and creating nothing meanwhile', async () => {
     await setup({vms: true})
-    sim.scheduleCapacity([soldOut(), {atMs: 2500, available: 1, offer: 'rtx6000b-small'}])
-    const appearsAt = Date.now() + 2500
-    const result = await targon([...UP, '--wait', '1m', '--json', '--events', 'ndjson'])
+    sim.scheduleCapacity([soldOut()])
+    const running = targon([...UP, '--wait', '1m', '--json', '--events', 'ndjson'])
+    const appearsAt = await capacityAfterFirstRead(2500)
+    const result = await running
     expect(result.code, result.stdout + result.stderr).toBe(0)
     const doc = parseJson(result)
     // The events tell the wait (what register waits for, while it waits) and then the capacity found.
@@ -89,9 +100,11 @@ describe('up --wait', () => {
 
   it('shows the waiting line at once in text mode, not only at the next inventory read', async () => {
     await setup()
-    sim.scheduleCapacity([soldOut(), {atMs: 1000, available: 1, offer: 'rtx6000b-small'}])
+    sim.scheduleCapacity([soldOut()])
     // One read before capacity appears, the next only once it is there: the first read's line is the only one.
-    const result = await targon([...UP, '--no-bootstrap', '--wait', '1m'], {env: {TARGON_CAPACITY_POLL_INTERVAL: '3'}})
+    const running = targon([...UP, '--no-bootstrap', '--wait', '1m'], {env: {TARGON_CAPACITY_POLL_INTERVAL: '3'}})
+    await capacityAfterFirstRead(1000)
+    const result = await running
     expect(result.code, result.stderr).toBe(0)
     const lines = result.stderr.split('\n')
     const waiting = lines.findIndex((line) => line.includes('waiting for capacity'))
