@@ -8,7 +8,8 @@
  * in bytes, every record checked (its directory one of those asked for, a plain name, a known type, numbers that are
  * numbers); any doubt (a refused record, too much output, a failed command, a missing directory, a VM without GNU
  * find) and the caller lists over SFTP as before. Whether a directory's listing counts (its parents real directories,
- * not links) is still decided from its parent's listing by the caller, exactly as with SFTP's.
+ * not links) is still decided from its parent's listing by the caller, exactly as with SFTP's. The manifest comes
+ * the same way, in a second command beside the first (readByCommand).
  */
 import type {Kind} from '../copy/paths.js'
 import type {Entry} from '../copy/sides.js'
@@ -71,4 +72,23 @@ export function parseListing(text: string, dirs: readonly string[]): Map<string,
 
 function plainName(name: string): boolean {
   return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && name.length <= 1024
+}
+
+/** What the manifest's command found: its text, none there, something other than a regular file, or null (use SFTP). */
+export type ManifestRead = {text: string} | 'absent' | 'not a file' | 'too large' | null
+
+/**
+ * The manifest read in one remote command, beside the listing, instead of SFTP's lstat, open, reads and close after
+ * the channel has opened. As over SFTP: a link or anything but a regular file is not read, and the read is bounded.
+ */
+export async function readByCommand(session: SshSession, path: string, maxBytes: number, signal?: AbortSignal): Promise<ManifestRead> {
+  const result = await session
+    .exec(
+      `m=${shellQuote(path)}; if [ -L "$m" ]; then exit 3; elif [ ! -e "$m" ]; then exit 4; elif [ ! -f "$m" ]; then exit 3; fi; exec cat -- "$m"`,
+      {maxBytes, signal},
+    )
+    .catch(() => null)
+  if (!result || result.aborted) return null
+  if (result.overflowed) return 'too large'
+  return result.code === 0 ? {text: result.stdout} : result.code === 3 ? 'not a file' : result.code === 4 ? 'absent' : null
 }

@@ -32,7 +32,7 @@ import {
   removal,
   serializeManifest,
 } from './manifest.js'
-import {listByCommand} from './listing.js'
+import {type ManifestRead, listByCommand, readByCommand} from './listing.js'
 import {type LocalFile, type LocalTree, walkLocal} from './walk.js'
 
 export interface SyncReport {
@@ -79,14 +79,15 @@ export async function syncWorkdir(session: SshSession, options: SyncOptions): Pr
     options.warn(`${skipped.path}: not synced: ${skipped.reason}`)
   }
 
-  // The VM's listing (one remote command) runs while the SFTP channel opens; null: it is listed over SFTP.
+  // The VM's listing and the manifest (remote commands) come while the SFTP channel opens; null: read over SFTP.
   const listed = listByCommand(session, options.remoteDir, tree.dirs, options.signal)
+  const manifestRead = readByCommand(session, options.manifestPath, MAX_MANIFEST_BYTES, options.signal)
   const sftp = await session.sftp()
   // The session outlives the sync (`targon run` goes on to start the job on it): its listener goes with the channel.
   let stopListening = () => {}
   const remote = new RemoteSide(sftp, (listener) => (stopListening = session.onLost(listener)))
   try {
-    await syncTree(session, remote, tree, options, report, listed)
+    await syncTree(session, remote, tree, options, report, {listed, manifestRead})
     return report
   } catch (error) {
     if (error instanceof TargonError || isAbortError(error)) throw error
@@ -114,7 +115,7 @@ async function syncTree(
   tree: LocalTree,
   options: SyncOptions,
   report: SyncReport,
-  listed: Promise<Map<string, Entry[]> | null>,
+  early: {listed: Promise<Map<string, Entry[]> | null>; manifestRead: Promise<ManifestRead>},
 ) {
   const {localDir, remoteDir, signal} = options
   const lost = () => (session.closed ? 'the SSH connection to the VM was lost' : remote.lostReason)
@@ -127,8 +128,11 @@ async function syncTree(
   await makeDirectory(remote, remoteDir)
   // The VM's side of the local tree is listed while the manifest is read; the directories only the manifest names
   // (of files gone locally) need a second look, with the first one's.
-  const prelisted = await listed
-  const [manifest, treeView] = await Promise.all([readManifest(remote, options), viewRemote(remote, remoteDir, tree.dirs, prelisted)])
+  const prelisted = await early.listed
+  const [manifest, treeView] = await Promise.all([
+    readManifest(remote, options, await early.manifestRead),
+    viewRemote(remote, remoteDir, tree.dirs, prelisted),
+  ])
   const known = new Set(tree.dirs)
   const onlyInManifest = [...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel)).filter((dir) => dir !== '.' && !known.has(dir))
   const view = onlyInManifest.length === 0 ? treeView : await viewRemote(remote, remoteDir, [...tree.dirs, ...onlyInManifest], prelisted)
@@ -274,18 +278,31 @@ async function makeDirectories(remote: RemoteSide, root: string, dirs: string[],
   return broken
 }
 
-/** The manifest of earlier syncs: empty when there is none; null when it is refused (send everything, remove nothing). */
-async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<Map<string, ManifestEntry> | null> {
+/**
+ * The manifest of earlier syncs: empty when there is none; null when it is refused (send everything, remove nothing).
+ * `read` is what the remote command found (listing.ts); over SFTP when it found nothing certain.
+ */
+async function readManifest(remote: RemoteSide, options: SyncOptions, read: ManifestRead): Promise<Map<string, ManifestEntry> | null> {
   const path = options.manifestPath
   const refuse = (why: string) => {
     options.warn(`the sync manifest on the VM (${path}) is refused: ${why}; sending every file and removing none`)
     return null
   }
+  const tooLarge = `larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`
+  const parse = (text: string) => {
+    const parsed = parseManifest(text)
+    return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
+  }
+
+  if (read === 'absent') return new Map()
+  if (read === 'not a file') return refuse('not a regular file')
+  if (read === 'too large') return refuse(tooLarge)
+  if (read !== null) return parse(read.text)
 
   const entry = await remote.lstat(path)
   if (!entry) return new Map()
   if (entry.kind !== 'file') return refuse('not a regular file')
-  if (entry.size > MAX_MANIFEST_BYTES) return refuse(`larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`)
+  if (entry.size > MAX_MANIFEST_BYTES) return refuse(tooLarge)
   const file = await remote.openRead(path)
   const chunks: Buffer[] = []
   let total = 0
@@ -307,14 +324,13 @@ async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<M
       if (bytes === 0) break
       chunks.push(chunk.subarray(0, bytes))
       total += bytes
-      if (total > MAX_MANIFEST_BYTES) return refuse(`larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`)
+      if (total > MAX_MANIFEST_BYTES) return refuse(tooLarge)
     }
   } finally {
     await file.close().catch(() => undefined)
   }
 
-  const parsed = parseManifest(Buffer.concat(chunks).toString('utf8'))
-  return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
+  return parse(Buffer.concat(chunks).toString('utf8'))
 }
 
 /**
