@@ -1,6 +1,6 @@
 /**
- * The sync of a working directory to a directory on a VM, over the VM's pinned SSH connection: SFTP for listings
- * and files, one remote command for content hashes. What goes follows git's ignore rules (walk.ts); what need not
+ * The sync of a working directory to a directory on a VM, over the VM's pinned SSH connection: one remote command
+ * for the listings (SFTP when it cannot give them, listing.ts), SFTP for files, one remote command for content hashes. What goes follows git's ignore rules (walk.ts); what need not
  * be sent again, and what may be removed on the VM, follows the manifest of earlier syncs (manifest.ts, whose header
  * says how a file is judged unchanged: size and mtime, then SHA-256 only where the times differ).
  *
@@ -32,6 +32,7 @@ import {
   removal,
   serializeManifest,
 } from './manifest.js'
+import {type ManifestRead, listByCommand, readByCommand} from './listing.js'
 import {type LocalFile, type LocalTree, walkLocal} from './walk.js'
 
 export interface SyncReport {
@@ -78,12 +79,15 @@ export async function syncWorkdir(session: SshSession, options: SyncOptions): Pr
     options.warn(`${skipped.path}: not synced: ${skipped.reason}`)
   }
 
+  // The VM's listing and the manifest (remote commands) come while the SFTP channel opens; null: read over SFTP.
+  const listed = listByCommand(session, options.remoteDir, tree.dirs, options.signal)
+  const manifestRead = readByCommand(session, options.manifestPath, MAX_MANIFEST_BYTES, options.signal)
   const sftp = await session.sftp()
   // The session outlives the sync (`targon run` goes on to start the job on it): its listener goes with the channel.
   let stopListening = () => {}
   const remote = new RemoteSide(sftp, (listener) => (stopListening = session.onLost(listener)))
   try {
-    await syncTree(session, remote, tree, options, report)
+    await syncTree(session, remote, tree, options, report, {listed, manifestRead})
     return report
   } catch (error) {
     if (error instanceof TargonError || isAbortError(error)) throw error
@@ -105,7 +109,14 @@ async function checkOptions(options: SyncOptions): Promise<void> {
     throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: 'name an existing local directory to sync'})
 }
 
-async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree, options: SyncOptions, report: SyncReport) {
+async function syncTree(
+  session: SshSession,
+  remote: RemoteSide,
+  tree: LocalTree,
+  options: SyncOptions,
+  report: SyncReport,
+  early: {listed: Promise<Map<string, Entry[]> | null>; manifestRead: Promise<ManifestRead>},
+) {
   const {localDir, remoteDir, signal} = options
   const lost = () => (session.closed ? 'the SSH connection to the VM was lost' : remote.lostReason)
   const stopped = () => {
@@ -117,10 +128,14 @@ async function syncTree(session: SshSession, remote: RemoteSide, tree: LocalTree
   await makeDirectory(remote, remoteDir)
   // The VM's side of the local tree is listed while the manifest is read; the directories only the manifest names
   // (of files gone locally) need a second look, with the first one's.
-  const [manifest, treeView] = await Promise.all([readManifest(remote, options), viewRemote(remote, remoteDir, tree.dirs)])
+  const prelisted = await early.listed
+  const [manifest, treeView] = await Promise.all([
+    readManifest(remote, options, await early.manifestRead),
+    viewRemote(remote, remoteDir, tree.dirs, prelisted),
+  ])
   const known = new Set(tree.dirs)
   const onlyInManifest = [...(manifest?.keys() ?? [])].map((rel) => posix.dirname(rel)).filter((dir) => dir !== '.' && !known.has(dir))
-  const view = onlyInManifest.length === 0 ? treeView : await viewRemote(remote, remoteDir, [...tree.dirs, ...onlyInManifest])
+  const view = onlyInManifest.length === 0 ? treeView : await viewRemote(remote, remoteDir, [...tree.dirs, ...onlyInManifest], prelisted)
   const plan = planSync(tree.files, view.at, manifest)
   stopped()
 
@@ -263,18 +278,31 @@ async function makeDirectories(remote: RemoteSide, root: string, dirs: string[],
   return broken
 }
 
-/** The manifest of earlier syncs: empty when there is none; null when it is refused (send everything, remove nothing). */
-async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<Map<string, ManifestEntry> | null> {
+/**
+ * The manifest of earlier syncs: empty when there is none; null when it is refused (send everything, remove nothing).
+ * `read` is what the remote command found (listing.ts); over SFTP when it found nothing certain.
+ */
+async function readManifest(remote: RemoteSide, options: SyncOptions, read: ManifestRead): Promise<Map<string, ManifestEntry> | null> {
   const path = options.manifestPath
   const refuse = (why: string) => {
     options.warn(`the sync manifest on the VM (${path}) is refused: ${why}; sending every file and removing none`)
     return null
   }
+  const tooLarge = `larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`
+  const parse = (text: string) => {
+    const parsed = parseManifest(text)
+    return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
+  }
+
+  if (read === 'absent') return new Map()
+  if (read === 'not a file') return refuse('not a regular file')
+  if (read === 'too large') return refuse(tooLarge)
+  if (read !== null) return parse(read.text)
 
   const entry = await remote.lstat(path)
   if (!entry) return new Map()
   if (entry.kind !== 'file') return refuse('not a regular file')
-  if (entry.size > MAX_MANIFEST_BYTES) return refuse(`larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`)
+  if (entry.size > MAX_MANIFEST_BYTES) return refuse(tooLarge)
   const file = await remote.openRead(path)
   const chunks: Buffer[] = []
   let total = 0
@@ -296,14 +324,13 @@ async function readManifest(remote: RemoteSide, options: SyncOptions): Promise<M
       if (bytes === 0) break
       chunks.push(chunk.subarray(0, bytes))
       total += bytes
-      if (total > MAX_MANIFEST_BYTES) return refuse(`larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`)
+      if (total > MAX_MANIFEST_BYTES) return refuse(tooLarge)
     }
   } finally {
     await file.close().catch(() => undefined)
   }
 
-  const parsed = parseManifest(Buffer.concat(chunks).toString('utf8'))
-  return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
+  return parse(Buffer.concat(chunks).toString('utf8'))
 }
 
 /**
@@ -343,9 +370,10 @@ interface RemoteView {
 /**
  * The VM's side of the tree, from the listings of the directories that matter (each needed directory and its
  * parents), level by level: a directory's listing gives the lstat of every entry, one round trip for many files. A
- * directory the VM has as a link or a file blocks everything below it.
+ * directory the VM has as a link or a file blocks everything below it. The listings one remote command gave
+ * (listing.ts) count only where their parent's listing shows a real directory; the others are listed over SFTP.
  */
-async function viewRemote(remote: RemoteSide, root: string, needed: string[]): Promise<RemoteView> {
+async function viewRemote(remote: RemoteSide, root: string, needed: string[], prelisted: Map<string, Entry[]> | null): Promise<RemoteView> {
   const listings = new Map<string, Map<string, Entry> | 'absent' | 'blocked'>()
   const wanted = new Set<string>([''])
   for (const dir of needed) for (let each = dir === '.' ? '' : dir; each !== ''; each = parentOf(each)) wanted.add(each)
@@ -364,7 +392,10 @@ async function viewRemote(remote: RemoteSide, root: string, needed: string[]): P
       if (parent === 'absent' || parent === 'blocked') listings.set(dir, parent)
       else if (parent && !entry) listings.set(dir, 'absent')
       else if (parent && entry?.kind !== 'dir') listings.set(dir, 'blocked')
-      else listings.set(dir, new Map((await remote.list(dir === '' ? root : safeJoin(root, dir))).map((each) => [each.name, each])))
+      else {
+        const entries = prelisted?.get(dir) ?? (await remote.list(dir === '' ? root : safeJoin(root, dir)))
+        listings.set(dir, new Map(entries.map((each) => [each.name, each])))
+      }
     })
   }
 
