@@ -7,7 +7,7 @@ import {type Column, dash, renderTable} from '../core/output.js'
 import type {DeleteTarget, DeletionEvent} from '../domain/deletion/delete-workloads.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
 import {hooksInWords} from '../domain/hooks/hook.js'
-import {endedJobsInWords} from '../workflows/down/down.js'
+import {endedJobsInWords} from '../workflows/down/ended-jobs.js'
 
 export function followDeletions(events: RunEvents, info: (line: string) => void) {
   const settled = new Set<string>()

@@ -6,7 +6,7 @@
 
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {workloadStatus} from '../../adapters/targon/schemas.js'
-import {TargonError, abortError, asTargonError} from '../../core/errors.js'
+import {TargonError, abortError} from '../../core/errors.js'
 import {
   type FleetSnapshot,
   type KnownVm,
@@ -25,21 +25,17 @@ import {forgetVm} from '../../domain/deletion/forget.js'
 import type {LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../../domain/deletion/delete-workloads.js'
 import {vmRef} from '../../adapters/events/run-events.js'
-import {type AlsoRead, idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
-import {mapBounded} from '../../core/concurrency.js'
-import {oneLine} from '../../core/output.js'
 import type {DownResult} from './schema.js'
-import type {Usage} from '../../domain/idle/schema.js'
 import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {type DownSelection, chooseTargets, isBulk, limitReached} from './selection.js'
+import {keepUnlessIdle} from './idle-selection.js'
+import {type RunningJobsReader, endedJobsInWords, readRunningJobs} from './ended-jobs.js'
 import type {DeletionRun} from '../run-context.js'
 
 const STALE_INTENT_MS = 60 * 60_000
-/** How long reading the running jobs of the VMs about to be deleted may hold their deletions back (per batch). */
-const RUNNING_JOBS_MS = 15_000
 
 export interface DownOptions {
   selection: DownSelection
@@ -87,63 +83,7 @@ export interface DownOptions {
    * Reads the jobs of targon run running on a VM about to be deleted, so that its result names what the deletion ends
    * (ended_jobs); absent: not read. Bounded here in time, and never a reason to keep a VM.
    */
-  runningJobs?: (vm: KnownVm, signal: AbortSignal) => Promise<EndedJob[]>
-}
-
-/**
- * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
- * --idle-limit) are to be deleted, the others kept with why. An unreadable clock is never a reason to delete.
- */
-export async function keepUnlessIdle(
-  run: DeletionRun,
-  chosen: KnownVm[],
-  options: Pick<DownOptions, 'configDir' | 'parallel'> & {
-    selection: Pick<DownSelection, 'idle_limit_seconds'>
-    /** More to read over each probe's connection (the sweep: the VM's jobs). */
-    alsoRead?: AlsoRead
-  },
-): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
-  const live = chosen.filter((vm) => !vm.gone)
-  const usages = await probeUsages(live, {
-    alsoRead: options.alsoRead,
-    clock: run.clock,
-    configDir: options.configDir,
-    limitS: options.selection.idle_limit_seconds,
-    parallel: options.parallel,
-    signal: run.signal,
-  })
-  const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
-  // targon extend held off its idle deletion: idle or not, it stays until then.
-  const heldUntil = (vm: KnownVm) => {
-    const until = Date.parse(vm.record?.idle_hold_until ?? '')
-    return until > run.clock.now() ? new Date(until).toISOString() : null
-  }
-  const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)
-  const kept = live
-    .filter((vm) => !idle.includes(vm))
-    .map((vm) => ({
-      idle_seconds: usage(vm).idle_seconds,
-      name: vm.name,
-      reason: `${usage(vm).idle_reason}${heldUntil(vm) === null ? '' : `; idle deletion held off until ${heldUntil(vm)} (targon extend)`}`,
-      state: usage(vm).state,
-      uid: vm.uid,
-    }))
-  // VMs not running have no clock to read: one line for them all, by status; each is in data.kept.
-  const stopped = live.filter((vm) => vm.status !== 'running')
-  const unreadable = kept.filter((vm) => vm.state === 'unreadable' && !stopped.some((each) => each.uid === vm.uid))
-  if (unreadable.length > 0)
-    run.warn(
-      `kept ${countOf(unreadable.length, 'VM')} whose idle clock could not be read (${unreadable.map((vm) => `${vm.name ?? vm.uid}: ${vm.reason}`).join('; ')}); their --ttl and --max-cost still apply`,
-    )
-  if (stopped.length > 0) {
-    const byStatus = new Map<string, number>()
-    for (const vm of stopped) byStatus.set(vm.status, (byStatus.get(vm.status) ?? 0) + 1)
-    const uncertain = stopped.filter(billingUncertain).length
-    run.warn(
-      `kept ${countOf(stopped.length, 'VM')} not running (${[...byStatus].map(([status, count]) => `${count} ${status}`).join(', ')}), which have no idle clock${uncertain > 0 ? `, ${uncertain} of unknown billing` : ''}: --show-deleted lists them; targon status says which bill`,
-    )
-  }
-  return {chosen: idle, kept}
+  runningJobs?: RunningJobsReader
 }
 
 /**
@@ -401,49 +341,6 @@ export async function runDown(
   }
 
   return result
-}
-
-/**
- * The jobs of targon run running on each of these VMs (those not running have none), `parallel` at once, within
- * RUNNING_JOBS_MS in all: a VM not read in time, or unreachable, is null (unknown) and said in a warning; a signal
- * ends the reading at once. Nothing here keeps a VM or delays its deletion longer.
- */
-async function readRunningJobs(
-  run: DeletionRun,
-  vms: KnownVm[],
-  options: Pick<DownOptions, 'parallel' | 'runningJobs'>,
-): Promise<Map<string, EndedJob[] | null>> {
-  const read = options.runningJobs
-  const running = vms.filter((vm) => vm.status === 'running')
-  if (!read || running.length === 0) return new Map()
-  const within = AbortSignal.any([run.signal, AbortSignal.timeout(RUNNING_JOBS_MS)])
-  const late = new Promise<string>((resolve) => {
-    if (within.aborted) resolve('not read in time')
-    else within.addEventListener('abort', () => resolve(run.signal.aborted ? 'interrupted' : 'not read in time'), {once: true})
-  })
-  // The VMs not read, by why: one reason (no project key here, say) is said once, not once per VM.
-  const unread = new Map<string, string[]>()
-  const jobs = await mapBounded(running, options.parallel, async (vm) => {
-    const outcome = await Promise.race([read(vm, within).catch((error: unknown) => asTargonError(error).message), late])
-    if (Array.isArray(outcome)) return outcome
-    unread.set(outcome, [...(unread.get(outcome) ?? []), vm.name ?? vm.uid])
-    return null
-  })
-  const count = [...unread.values()].flat().length
-  if (count > 0 && !run.signal.aborted)
-    run.warn(
-      `the jobs of ${countOf(count, 'VM')} could not be read (${[...unread].map(([why, vms]) => `${vms.join(', ')}: ${why}`).join('; ')}); each is deleted all the same, and its result's ended_jobs is null`,
-    )
-  return new Map(running.map((vm, index) => [vm.uid, jobs[index] ?? null]))
-}
-
-/**
- * The jobs a deletion ended, for a person: "ended job ID (COMMAND), …", one printable line; '' when none or unknown
- * (VMs whose jobs could not be read are said in one warning, not a line each).
- */
-export function endedJobsInWords(jobs: EndedJob[] | null | undefined): string {
-  if (!jobs || jobs.length === 0) return ''
-  return `ended ${jobs.map((job) => `job ${job.id} (${oneLine(job.command)})`).join(', ')}`
 }
 
 /** The hooks of the VMs about to be deleted, each outcome said as a progress event of its deletion (its `hook`). */

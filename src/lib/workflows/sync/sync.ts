@@ -1,8 +1,9 @@
 /**
  * The sync of a working directory to a directory on a VM, over the VM's pinned SSH connection: one remote command
- * for the listings (SFTP when it cannot give them, listing.ts), SFTP for files, one remote command for content hashes. What goes follows git's ignore rules (walk.ts); what need not
- * be sent again, and what may be removed on the VM, follows the manifest of earlier syncs (manifest.ts, whose header
- * says how a file is judged unchanged: size and mtime, then SHA-256 only where the times differ).
+ * for the listings (SFTP when it cannot give them, listing.ts), SFTP for files, one remote command for content
+ * hashes. What goes follows git's ignore rules (walk.ts); what need not be sent again, and what may be removed on the
+ * VM, follows the manifest of earlier syncs (manifest.ts, whose header says how a file is judged unchanged: size and
+ * mtime, then SHA-256 only where the times differ; its file on the VM: manifest-file.ts).
  *
  * On the VM: files are written under a temporary name and renamed into place whole (as `targon cp` does), with the
  * local permission bits (the executable bit included) and the local mtime in whole seconds, so that the next sync
@@ -20,19 +21,11 @@ import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, abortError, isAbortError} from '../../core/errors.js'
 import {safeJoin} from '../copy/paths.js'
 import {type Entry, LocalSide, RemoteSide} from '../copy/sides.js'
-import {copyFile, ensureDir, partialOf, partialPath} from '../copy/tree.js'
+import {copyFile, ensureDir, partialOf} from '../copy/tree.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
-import {
-  MAX_MANIFEST_BYTES,
-  type ManifestEntry,
-  type RemoteState,
-  parseManifest,
-  planSync,
-  remoteSeconds,
-  removal,
-  serializeManifest,
-} from './manifest.js'
+import {MAX_MANIFEST_BYTES, type ManifestEntry, type RemoteState, planSync, remoteSeconds, removal, serializeManifest} from './manifest.js'
 import {type ManifestRead, listByCommand, readByCommand} from './listing.js'
+import {makeDirectory, readManifest, writeManifest} from './manifest-file.js'
 import {type LocalFile, type LocalTree, walkLocal} from './walk.js'
 
 export interface SyncReport {
@@ -246,21 +239,6 @@ function oneLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? ''
 }
 
-/** Bytes per SFTP request of the manifest, and requests in flight: one at a time, each would wait a round trip. */
-const MANIFEST_CHUNK = 64 * 1024
-const MANIFEST_IN_FLIGHT = 16
-
-/** An absolute directory on the VM, made with its parents where missing; the directory itself must not be a link. */
-async function makeDirectory(remote: RemoteSide, path: string): Promise<void> {
-  const parts = path.split('/').filter(Boolean)
-  for (let index = 1; index < parts.length; index++) {
-    const parent = `/${parts.slice(0, index).join('/')}`
-    if (!(await remote.stat(parent))) await ensureDir(remote, parent, 0o755)
-  }
-
-  await ensureDir(remote, path, 0o755)
-}
-
 /** The tree's directories made on the VM where missing, parents first; those that could not be made (so nothing goes below). */
 async function makeDirectories(remote: RemoteSide, root: string, dirs: string[], view: RemoteView, failures: string[]): Promise<string[]> {
   const broken: string[] = []
@@ -276,87 +254,6 @@ async function makeDirectories(remote: RemoteSide, root: string, dirs: string[],
   }
 
   return broken
-}
-
-/**
- * The manifest of earlier syncs: empty when there is none; null when it is refused (send everything, remove nothing).
- * `read` is what the remote command found (listing.ts); over SFTP when it found nothing certain.
- */
-async function readManifest(remote: RemoteSide, options: SyncOptions, read: ManifestRead): Promise<Map<string, ManifestEntry> | null> {
-  const path = options.manifestPath
-  const refuse = (why: string) => {
-    options.warn(`the sync manifest on the VM (${path}) is refused: ${why}; sending every file and removing none`)
-    return null
-  }
-  const tooLarge = `larger than ${MAX_MANIFEST_BYTES / 1024 / 1024} MiB`
-  const parse = (text: string) => {
-    const parsed = parseManifest(text)
-    return 'refused' in parsed ? refuse(parsed.refused) : parsed.files
-  }
-
-  if (read === 'absent') return new Map()
-  if (read === 'not a file') return refuse('not a regular file')
-  if (read === 'too large') return refuse(tooLarge)
-  if (read !== null) return parse(read.text)
-
-  const entry = await remote.lstat(path)
-  if (!entry) return new Map()
-  if (entry.kind !== 'file') return refuse('not a regular file')
-  if (entry.size > MAX_MANIFEST_BYTES) return refuse(tooLarge)
-  const file = await remote.openRead(path)
-  const chunks: Buffer[] = []
-  let total = 0
-  try {
-    // The size it was listed with, read in chunks at once (one at a time, each waits a round trip); then on to the end.
-    const offsets = Array.from({length: Math.ceil(entry.size / MANIFEST_CHUNK)}, (_, index) => index * MANIFEST_CHUNK)
-    const listed = await mapBounded(offsets, MANIFEST_IN_FLIGHT, async (offset) => {
-      const chunk = Buffer.allocUnsafe(MANIFEST_CHUNK)
-      return chunk.subarray(0, await file.read(chunk, chunk.length, offset))
-    })
-    for (const chunk of listed) {
-      chunks.push(chunk)
-      total += chunk.length
-      if (chunk.length < MANIFEST_CHUNK) break
-    }
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(MANIFEST_CHUNK)
-      const bytes = await file.read(chunk, chunk.length, total)
-      if (bytes === 0) break
-      chunks.push(chunk.subarray(0, bytes))
-      total += bytes
-      if (total > MAX_MANIFEST_BYTES) return refuse(tooLarge)
-    }
-  } finally {
-    await file.close().catch(() => undefined)
-  }
-
-  return parse(Buffer.concat(chunks).toString('utf8'))
-}
-
-/**
- * Written whole under a temporary name, then renamed over the old one (a link there is replaced, not followed); the
- * temporary file goes again when that fails.
- */
-async function writeManifest(remote: RemoteSide, path: string, text: string): Promise<void> {
-  await makeDirectory(remote, posix.dirname(path))
-  const temp = partialPath(path)
-  const bytes = Buffer.from(text)
-  const file = await remote.openWrite(temp, 0o600)
-  try {
-    try {
-      const offsets = Array.from({length: Math.ceil(bytes.length / MANIFEST_CHUNK)}, (_, index) => index * MANIFEST_CHUNK)
-      await mapBounded(offsets, MANIFEST_IN_FLIGHT, (done) =>
-        file.write(bytes.subarray(done, done + MANIFEST_CHUNK), Math.min(MANIFEST_CHUNK, bytes.length - done), done),
-      )
-    } finally {
-      await file.close()
-    }
-
-    await remote.rename(temp, path)
-  } catch (error) {
-    await remote.remove(temp).catch(() => undefined)
-    throw error
-  }
 }
 
 interface RemoteView {
