@@ -772,4 +772,65 @@ describe('run renting its VM', () => {
     expect(errorLines(neither.stderr)).toHaveLength(1)
     expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
   })
+
+  it('deletes what it rented when the new VM cannot be looked up: interrupted there, or hidden from the listing', async () => {
+    const before = billing()
+    const listings = () => simulated.sim.log.filter((entry) => entry.method === 'GET' && /\/workloads$/.test(entry.path)).length
+    /** Once the VM being rented runs (up bootstraps it, reading no listing), `onRunning` is called once. */
+    const whenRunning = (onRunning: () => void) => {
+      const known = new Set(simulated.sim.workloads.keys())
+      const timer = setInterval(() => {
+        if (![...simulated.sim.workloads.values()].some((each) => !known.has(each.uid) && each.status === 'running')) return
+        clearInterval(timer)
+        onRunning()
+      }, 20)
+      return timer
+    }
+
+    // Ctrl-C while run looks up the VM that up has just rented: that listing is held until the interrupt has come.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const interrupted = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: (child) => {
+        let seen = Number.POSITIVE_INFINITY
+        const timer = whenRunning(() => {
+          seen = listings()
+          simulated.sim.inject({holdUntil: held, method: 'GET', path: /\/workloads$/, times: 1})
+        })
+        const asked = setInterval(() => {
+          if (listings() <= seen) return
+          clearInterval(asked)
+          child.kill('SIGINT')
+          setTimeout(release, 500)
+        }, 20)
+        child.on('close', () => {
+          clearInterval(timer)
+          clearInterval(asked)
+          release()
+        })
+      },
+    })
+    expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
+    expect(parseJson(interrupted).data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false})])
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+
+    // The first listing after the rent does not show the new VM yet: the run fails, and deletes it all the same.
+    const hidden = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: (child) => {
+        const timer = whenRunning(() =>
+          simulated.sim.inject({
+            body: JSON.stringify({items: [], next_cursor: null}),
+            method: 'GET',
+            path: /\/workloads$/,
+            status: 200,
+            times: 1,
+          }),
+        )
+        child.on('close', () => clearInterval(timer))
+      },
+    })
+    expect(hidden.code, hidden.stdout + hidden.stderr).not.toBe(0)
+    expect(parseJson(hidden).data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false})])
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+  })
 })

@@ -93,10 +93,21 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   } catch (error) {
     // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
     if (!rented || (isTargonError(error) && error.data?.job)) throw error
-    options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
-    const deleted = await deleteVm(client, state, vm, options, 'down')
-    throw asTargonError(error).with({data: {deleted}})
+    return deleteRented(client, state, vm, error, options)
   }
+}
+
+/** What run rented for a job that did not start goes again; the run ends with `error`, the deletion in its data. */
+async function deleteRented(
+  client: TargonClient,
+  state: LocalState,
+  vm: Pick<KnownVm, 'name' | 'uid'>,
+  error: unknown,
+  options: RunOptions,
+): Promise<never> {
+  options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
+  const deleted = await deleteVm(client, state, vm, options, 'down')
+  throw asTargonError(error).with({data: {deleted}})
 }
 
 async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
@@ -255,9 +266,14 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
       throw usageError(`${options.word} names no VM of the selection and no offer`, 'targon status lists the VMs, targon offers the offers')
     throw error
   })
-  const uid = up.vms[0]?.uid as string
-  const [vm] = await selectVms(options, client, state, {...options, targets: [uid]})
-  return {rented: true, vm: vm as KnownVm}
+  // From here the VM bills: a lookup that fails (an interrupt, a listing that does not show it yet) deletes it again.
+  const made = {name: up.vms[0]?.name ?? null, uid: up.vms[0]?.uid as string}
+  try {
+    const [vm] = await selectVms(options, client, state, {...options, targets: [made.uid]})
+    return {rented: true, vm: vm as KnownVm}
+  } catch (error) {
+    return deleteRented(client, state, made, error, options)
+  }
 }
 
 /**
@@ -368,7 +384,7 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
 async function deleteVm(
   client: TargonClient,
   state: LocalState,
-  vm: KnownVm,
+  vm: Pick<KnownVm, 'name' | 'uid'>,
   options: Pick<
     CompleteOptions,
     'clock' | 'configDir' | 'fleet' | 'historyBudget' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'
