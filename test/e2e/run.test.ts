@@ -252,12 +252,22 @@ describe('targon run on an existing VM', () => {
   it('--down deletes the VM even when the job removed its own directory, so that no --out path can be read', async () => {
     const vm = await rentBare('gonedir')
     const dir = project()
-    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'rm -rf "$(dirname "$PWD")"'], {cwd: dir})
+    const result = await targon(
+      ['run', vm.name, '--down', '--out', 'results', '--out', 'model.pt', '--json', '--', 'rm -rf "$(dirname "$PWD")"'],
+      {
+        cwd: dir,
+      },
+    )
     expect(result.code, result.stdout + result.stderr).toBe(12)
     const doc = parseJson(result)
     expect(doc.error.code).toBe('COPY_FAILED')
     expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
-    expect(doc.data.fetch.failed).toEqual([{error: expect.any(String), path: 'results'}])
+    // Each path fails on its own, naming the directory that is gone.
+    const gone = expect.stringMatching(/^the job's directory \/home\/ubuntu\/targon\/work\/\S+ is gone on the VM$/)
+    expect(doc.data.fetch.failed).toEqual([
+      {error: gone, path: 'results'},
+      {error: gone, path: 'model.pt'},
+    ])
     expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
     expect(billing().has(vm.uid)).toBe(false)
   })
