@@ -9,6 +9,8 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
+import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
+import {startJob} from '../../src/lib/workflows/run/run.js'
 import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/workflows/run/job.js'
 
 describe('job ids', () => {
@@ -90,5 +92,59 @@ describe('the run script', () => {
     expect(readFileSync(join(dir, 'seen'), 'utf8')).toBe(`it's "quoted" $(touch ${dir}/pwned) \`x\`|line1\nline2\n`)
     expect(readFileSync(join(dir, 'exit_code'), 'utf8')).toBe('7\n')
     expect(() => readFileSync(join(dir, 'pwned'))).toThrow()
+  })
+})
+
+describe('a start whose connection drops', () => {
+  const record = {
+    command: 'python train.py',
+    down: false,
+    id: 'j-20261202-030527-a1b2c3',
+    out: [],
+    started_at: '2026-12-02T03:05:27.000Z',
+    workdir: '/home/ubuntu/targon/work/w',
+  }
+  const dropped = new TargonError('SSH_FAILED', 'connection lost')
+  /** A session whose exec answers `answer`, or fails with it. */
+  const sessionAnswering = (answer: Error | string) => {
+    let closed = false
+    const session = {
+      close: () => (closed = true),
+      exec: async () => {
+        if (answer instanceof Error) throw answer
+        return {code: 0, stderr: '', stdout: answer}
+      },
+    } as unknown as SshSession
+    return {closed: () => closed, session}
+  }
+
+  /** How a start that must fail failed. */
+  const failure = async (start: Promise<unknown>): Promise<TargonError> =>
+    start.then(
+      () => {
+        throw new Error('the start did not fail')
+      },
+      (error: unknown) => error as TargonError,
+    )
+
+  it('names the job, which may run, when the VM cannot be asked again; keeps the error code', async () => {
+    const unreachable = startJob(sessionAnswering(dropped).session, record, [], async () => Promise.reject(new Error('no route')), false)
+    const error = await failure(unreachable)
+    expect(error).toBeInstanceOf(TargonError)
+    expect(error.code).toBe('SSH_FAILED')
+    expect(error.message).toBe(`connection lost, while starting job ${record.id}`)
+    expect(error.hint).toBe(`job ${record.id} may have started and run on: targon jobs lists it, targon jobs cancel ${record.id} stops it`)
+
+    const mute = sessionAnswering(new TargonError('SSH_FAILED', 'lost again'))
+    const unasked = await failure(startJob(sessionAnswering(dropped).session, record, [], async () => mute.session, false))
+    expect([unasked.code, unasked.hint, mute.closed()]).toEqual(['SSH_FAILED', error.hint, true])
+  })
+
+  it('follows the job on the new connection when the VM shows it, and says it did not start when the VM has no trace of it', async () => {
+    const running = sessionAnswering('running\n')
+    expect((await startJob(sessionAnswering(dropped).session, record, [], async () => running.session, true)).session).toBe(running.session)
+    const lost = sessionAnswering('lost\n')
+    await expect(startJob(sessionAnswering(dropped).session, record, [], async () => lost.session, true)).rejects.toBe(dropped)
+    expect(lost.closed()).toBe(true)
   })
 })

@@ -324,7 +324,7 @@ const STARTED = '@@targon-started@@'
  * asked again over a new connection, and the job is followed when it shows there (running or ended), rather than
  * started twice or reported as not started.
  */
-async function startJob(
+export async function startJob(
   session: SshSession,
   record: JobRecord,
   env: {name: string; value: string}[],
@@ -337,12 +337,13 @@ async function startJob(
     started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, stdin: runScript(record, env)})
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
-    const again = await reopen()
+    const again = await reopen().catch(() => undefined)
+    if (again === undefined) throw mayRun(error, record.id)
     const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
     const state = answer === undefined ? undefined : parseState(answer.stdout)
     if (state === undefined || state.state === 'lost') {
       again.close()
-      throw error
+      throw answer === undefined ? mayRun(error, record.id) : error
     }
     return {session: again}
   }
@@ -362,6 +363,14 @@ async function startJob(
     // An unreadable look: the follow makes its own.
     return {session}
   }
+}
+
+/** A start whose answer was lost, on a VM that could not be asked since: the job may run, and the error names it. */
+function mayRun(error: TargonError, id: string): TargonError {
+  return error.with({
+    hint: `job ${id} may have started and run on: targon jobs lists it, targon jobs cancel ${id} stops it`,
+    message: `${error.message}, while starting job ${id}`,
+  })
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */
