@@ -3,7 +3,7 @@
  * the run script that real bash executes.
  */
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -11,7 +11,20 @@ import {describe, expect, it} from 'vitest'
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
 import {startJob} from '../../src/lib/workflows/run/run.js'
-import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/workflows/run/job.js'
+import {
+  JOBS_DIR,
+  LISTED_RECORD_BYTES,
+  checkJobId,
+  checkOutPath,
+  isJobId,
+  listScript,
+  newJobId,
+  parseEnv,
+  parseListing,
+  parseState,
+  runScript,
+  workdirIdOf,
+} from '../../src/lib/workflows/run/job.js'
 
 describe('job ids', () => {
   it('are made from the clock and a random part, and only that form is accepted back', () => {
@@ -146,5 +159,56 @@ describe('a start whose connection drops', () => {
     const lost = sessionAnswering('lost\n')
     await expect(startJob(sessionAnswering(dropped).session, record, [], async () => lost.session, true)).rejects.toBe(dropped)
     expect(lost.closed()).toBe(true)
+  })
+})
+
+describe('the listing of a VM with many jobs', () => {
+  it('prints records newest first within its bound, the older jobs by id, state and --down alone, in real bash', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'targon-jobs-'))
+    const ids = Array.from({length: 40}, (_, index) => `j-20261202-0300${String(index).padStart(2, '0')}-a1b2c3`)
+    for (const [index, id] of ids.entries()) {
+      mkdirSync(join(dir, id))
+      const record = {
+        command: 'x'.repeat(60_000),
+        down: index % 2 === 0,
+        id,
+        out: [],
+        started_at: '2026-12-02T03:00:00.000Z',
+        workdir: '/w',
+      }
+      writeFileSync(join(dir, id, 'job.json'), JSON.stringify(record))
+      writeFileSync(join(dir, id, 'exit_code'), '0\n')
+    }
+    const script = listScript().replaceAll(JOBS_DIR, dir)
+    const output = execFileSync('/bin/bash', ['-c', script], {maxBuffer: 64 * 1024 * 1024}).toString()
+    // Far less than the 40 records, which would take 3.2 MB in base64.
+    expect(output.length).toBeLessThan((LISTED_RECORD_BYTES * 4) / 3 + 40 * 100)
+    const listed = parseListing(output)
+    expect(listed.problems).toEqual([])
+    expect(listed.more).toBe(false)
+    const withRecords = listed.jobs.map((job) => job.record.id)
+    expect(withRecords).toEqual(ids.slice(-withRecords.length).reverse())
+    // 2 MiB of records of about 60 KB each: the newest 34 or so.
+    expect(withRecords.length).toBeGreaterThan(30)
+    expect(withRecords.length).toBeLessThan(ids.length)
+    expect(listed.leftOut).toEqual(
+      ids
+        .slice(0, ids.length - withRecords.length)
+        .reverse()
+        .map((id) => ({down: ids.indexOf(id) % 2 === 0, id, running: false})),
+    )
+    expect(listed.jobs.every((job) => job.state === 'succeeded')).toBe(true)
+  })
+
+  it('reads a listing past the bound of ids: the VM is said to have more, and no name is trusted', () => {
+    const listed = parseListing(
+      '@@left j-20261202-030000-a1b2c3\nrunning\n-\n@@left ../etc\nlost\n-\n@@left j-20261202-030001-a1b2c3\nbogus\ndown\n@@more\n',
+    )
+    expect(listed).toEqual({
+      jobs: [],
+      leftOut: [{down: false, id: 'j-20261202-030000-a1b2c3', running: true}],
+      more: true,
+      problems: ['a job directory with a name no job has: "../etc"', 'job j-20261202-030001-a1b2c3: its state is unreadable'],
+    })
   })
 })
