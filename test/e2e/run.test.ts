@@ -252,12 +252,22 @@ describe('targon run on an existing VM', () => {
   it('--down deletes the VM even when the job removed its own directory, so that no --out path can be read', async () => {
     const vm = await rentBare('gonedir')
     const dir = project()
-    const result = await targon(['run', vm.name, '--down', '--out', 'results', '--json', '--', 'rm -rf "$(dirname "$PWD")"'], {cwd: dir})
+    const result = await targon(
+      ['run', vm.name, '--down', '--out', 'results', '--out', 'model.pt', '--json', '--', 'rm -rf "$(dirname "$PWD")"'],
+      {
+        cwd: dir,
+      },
+    )
     expect(result.code, result.stdout + result.stderr).toBe(12)
     const doc = parseJson(result)
     expect(doc.error.code).toBe('COPY_FAILED')
     expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
-    expect(doc.data.fetch.failed).toEqual([{error: expect.any(String), path: 'results'}])
+    // Each path fails on its own, naming the directory that is gone.
+    const gone = expect.stringMatching(/^the job's directory \/home\/ubuntu\/targon\/work\/\S+ is gone on the VM$/)
+    expect(doc.data.fetch.failed).toEqual([
+      {error: gone, path: 'results'},
+      {error: gone, path: 'model.pt'},
+    ])
     expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', uid: vm.uid})])
     expect(billing().has(vm.uid)).toBe(false)
   })
@@ -770,6 +780,67 @@ describe('run renting its VM', () => {
     const neither = await targon(['run', 'nosuchthing', '--max-price', '1.8', '--', 'true'])
     expect(neither.code, neither.stderr).toBe(2)
     expect(errorLines(neither.stderr)).toHaveLength(1)
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+  })
+
+  it('deletes what it rented when the new VM cannot be looked up: interrupted there, or hidden from the listing', async () => {
+    const before = billing()
+    const listings = () => simulated.sim.log.filter((entry) => entry.method === 'GET' && /\/workloads$/.test(entry.path)).length
+    /** Once the VM being rented runs (up bootstraps it, reading no listing), `onRunning` is called once. */
+    const whenRunning = (onRunning: () => void) => {
+      const known = new Set(simulated.sim.workloads.keys())
+      const timer = setInterval(() => {
+        if (![...simulated.sim.workloads.values()].some((each) => !known.has(each.uid) && each.status === 'running')) return
+        clearInterval(timer)
+        onRunning()
+      }, 20)
+      return timer
+    }
+
+    // Ctrl-C while run looks up the VM that up has just rented: that listing is held until the interrupt has come.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const interrupted = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: (child) => {
+        let seen = Number.POSITIVE_INFINITY
+        const timer = whenRunning(() => {
+          seen = listings()
+          simulated.sim.inject({holdUntil: held, method: 'GET', path: /\/workloads$/, times: 1})
+        })
+        const asked = setInterval(() => {
+          if (listings() <= seen) return
+          clearInterval(asked)
+          child.kill('SIGINT')
+          setTimeout(release, 500)
+        }, 20)
+        child.on('close', () => {
+          clearInterval(timer)
+          clearInterval(asked)
+          release()
+        })
+      },
+    })
+    expect(interrupted.code, interrupted.stdout + interrupted.stderr).toBe(130)
+    expect(parseJson(interrupted).data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false})])
+    expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
+
+    // The first listing after the rent does not show the new VM yet: the run fails, and deletes it all the same.
+    const hidden = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--fleet', 'rented', '--json', '--', 'true'], {
+      onSpawn: (child) => {
+        const timer = whenRunning(() =>
+          simulated.sim.inject({
+            body: JSON.stringify({items: [], next_cursor: null}),
+            method: 'GET',
+            path: /\/workloads$/,
+            status: 200,
+            times: 1,
+          }),
+        )
+        child.on('close', () => clearInterval(timer))
+      },
+    })
+    expect(hidden.code, hidden.stdout + hidden.stderr).not.toBe(0)
+    expect(parseJson(hidden).data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false})])
     expect([...billing()].filter((uid) => !before.has(uid))).toEqual([])
   })
 })

@@ -17,6 +17,7 @@ import {
   pruneStore,
   recordFetchFailure,
 } from '../../src/lib/workflows/run/job-store.js'
+import {storedJob} from '../../src/lib/workflows/run/jobs-done.js'
 import {tempDir} from '../helpers/cli.js'
 
 describe('the bound of a fetch into the job store', () => {
@@ -100,5 +101,33 @@ describe('pruning the job store', () => {
     expect(existsSync(jobStoreDir(dir, fresh))).toBe(true)
     expect(existsSync(join(dir, 'jobs', 'not-a-job'))).toBe(true)
     expect(await pruneStore(tempDir('targon-store-'), now)).toEqual([])
+  })
+})
+
+describe('reading a job of the store', () => {
+  it('reads a whole entry, and takes a corrupt, huge or missing job.json for no entry', async () => {
+    const dir = tempDir('targon-store-')
+    const id = 'j-20261201-030527-a1b2c3'
+    const job = {
+      command: 'python train.py',
+      down: true,
+      duration_ms: 1000,
+      exit_code: 0,
+      id,
+      signal: null,
+      started_at: '2026-12-01T03:05:27.000Z',
+      state: 'succeeded',
+      workdir: '/home/ubuntu/targon/work/w',
+    }
+    const file = join(jobStoreDir(dir, id), 'job.json')
+    mkdirSync(jobStoreDir(dir, id), {recursive: true})
+    writeFileSync(file, JSON.stringify({job, vm: {name: 'gpu1', uid: 'wrk-1'}}))
+    expect(await storedJob(dir, id)).toEqual({dir: join(jobStoreDir(dir, id), 'out'), job, vm: {name: 'gpu1', uid: 'wrk-1'}})
+
+    writeFileSync(file, '{"job": {"id": ')
+    expect(await storedJob(dir, id)).toBeUndefined()
+    writeFileSync(file, JSON.stringify({job, pad: 'x'.repeat(2 * 1024 * 1024), vm: {name: 'gpu1', uid: 'wrk-1'}}))
+    expect(await storedJob(dir, id)).toBeUndefined()
+    expect(await storedJob(dir, 'j-20261201-030527-ffffff')).toBeUndefined()
   })
 })

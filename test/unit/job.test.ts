@@ -3,13 +3,28 @@
  * the run script that real bash executes.
  */
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
-import {checkJobId, checkOutPath, isJobId, newJobId, parseEnv, parseState, runScript, workdirIdOf} from '../../src/lib/workflows/run/job.js'
+import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
+import {startJob} from '../../src/lib/workflows/run/run.js'
+import {
+  JOBS_DIR,
+  LISTED_RECORD_BYTES,
+  checkJobId,
+  checkOutPath,
+  isJobId,
+  listScript,
+  newJobId,
+  parseEnv,
+  parseListing,
+  parseState,
+  runScript,
+  workdirIdOf,
+} from '../../src/lib/workflows/run/job.js'
 
 describe('job ids', () => {
   it('are made from the clock and a random part, and only that form is accepted back', () => {
@@ -90,5 +105,110 @@ describe('the run script', () => {
     expect(readFileSync(join(dir, 'seen'), 'utf8')).toBe(`it's "quoted" $(touch ${dir}/pwned) \`x\`|line1\nline2\n`)
     expect(readFileSync(join(dir, 'exit_code'), 'utf8')).toBe('7\n')
     expect(() => readFileSync(join(dir, 'pwned'))).toThrow()
+  })
+})
+
+describe('a start whose connection drops', () => {
+  const record = {
+    command: 'python train.py',
+    down: false,
+    id: 'j-20261202-030527-a1b2c3',
+    out: [],
+    started_at: '2026-12-02T03:05:27.000Z',
+    workdir: '/home/ubuntu/targon/work/w',
+  }
+  const dropped = new TargonError('SSH_FAILED', 'connection lost')
+  /** A session whose exec answers `answer`, or fails with it. */
+  const sessionAnswering = (answer: Error | string) => {
+    let closed = false
+    const session = {
+      close: () => (closed = true),
+      exec: async () => {
+        if (answer instanceof Error) throw answer
+        return {code: 0, stderr: '', stdout: answer}
+      },
+    } as unknown as SshSession
+    return {closed: () => closed, session}
+  }
+
+  /** How a start that must fail failed. */
+  const failure = async (start: Promise<unknown>): Promise<TargonError> =>
+    start.then(
+      () => {
+        throw new Error('the start did not fail')
+      },
+      (error: unknown) => error as TargonError,
+    )
+
+  it('names the job, which may run, when the VM cannot be asked again; keeps the error code', async () => {
+    const unreachable = startJob(sessionAnswering(dropped).session, record, [], async () => Promise.reject(new Error('no route')), false)
+    const error = await failure(unreachable)
+    expect(error).toBeInstanceOf(TargonError)
+    expect(error.code).toBe('SSH_FAILED')
+    expect(error.message).toBe(`connection lost, while starting job ${record.id}`)
+    expect(error.hint).toBe(`job ${record.id} may have started and run on: targon jobs lists it, targon jobs cancel ${record.id} stops it`)
+
+    const mute = sessionAnswering(new TargonError('SSH_FAILED', 'lost again'))
+    const unasked = await failure(startJob(sessionAnswering(dropped).session, record, [], async () => mute.session, false))
+    expect([unasked.code, unasked.hint, mute.closed()]).toEqual(['SSH_FAILED', error.hint, true])
+  })
+
+  it('follows the job on the new connection when the VM shows it, and says it did not start when the VM has no trace of it', async () => {
+    const running = sessionAnswering('running\n')
+    expect((await startJob(sessionAnswering(dropped).session, record, [], async () => running.session, true)).session).toBe(running.session)
+    const lost = sessionAnswering('lost\n')
+    await expect(startJob(sessionAnswering(dropped).session, record, [], async () => lost.session, true)).rejects.toBe(dropped)
+    expect(lost.closed()).toBe(true)
+  })
+})
+
+describe('the listing of a VM with many jobs', () => {
+  it('prints records newest first within its bound, the older jobs by id, state and --down alone, in real bash', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'targon-jobs-'))
+    const ids = Array.from({length: 40}, (_, index) => `j-20261202-0300${String(index).padStart(2, '0')}-a1b2c3`)
+    for (const [index, id] of ids.entries()) {
+      mkdirSync(join(dir, id))
+      const record = {
+        command: 'x'.repeat(60_000),
+        down: index % 2 === 0,
+        id,
+        out: [],
+        started_at: '2026-12-02T03:00:00.000Z',
+        workdir: '/w',
+      }
+      writeFileSync(join(dir, id, 'job.json'), JSON.stringify(record))
+      writeFileSync(join(dir, id, 'exit_code'), '0\n')
+    }
+    const script = listScript().replaceAll(JOBS_DIR, dir)
+    const output = execFileSync('/bin/bash', ['-c', script], {maxBuffer: 64 * 1024 * 1024}).toString()
+    // Far less than the 40 records, which would take 3.2 MB in base64.
+    expect(output.length).toBeLessThan((LISTED_RECORD_BYTES * 4) / 3 + 40 * 100)
+    const listed = parseListing(output)
+    expect(listed.problems).toEqual([])
+    expect(listed.more).toBe(false)
+    const withRecords = listed.jobs.map((job) => job.record.id)
+    expect(withRecords).toEqual(ids.slice(-withRecords.length).reverse())
+    // 2 MiB of records of about 60 KB each: the newest 34 or so.
+    expect(withRecords.length).toBeGreaterThan(30)
+    expect(withRecords.length).toBeLessThan(ids.length)
+    expect(listed.leftOut).toEqual(
+      ids
+        .slice(0, ids.length - withRecords.length)
+        .reverse()
+        .map((id) => ({down: ids.indexOf(id) % 2 === 0, id, running: false})),
+    )
+    expect(listed.jobs.every((job) => job.state === 'succeeded')).toBe(true)
+  })
+
+  it('reads a listing past the bound of ids: the VM is said to have more, and no name is trusted', () => {
+    const listed = parseListing(
+      '@@left j-20261202-030000-a1b2c3\nrunning\n-\n@@left ../etc\nlost\n-\n@@left j-20261202-030001-a1b2c3\nbogus\ndown\n@@more\n',
+    )
+    expect(listed).toEqual({
+      jobs: [],
+      leftOut: [{down: false, id: 'j-20261202-030000-a1b2c3', running: true}],
+      more: true,
+      problems: ['a job directory with a name no job has: "../etc"', 'job j-20261202-030001-a1b2c3: its state is unreadable'],
+    })
   })
 })

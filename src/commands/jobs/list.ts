@@ -11,7 +11,8 @@ export default class Jobs extends BaseCommand<typeof Jobs, 'jobs'> {
   static description = prose(`Reads each VM's jobs on the VM itself (over SSH, with the project key), so any directory that
 holds the key sees them, whoever started them: id, VM, command, state (running, succeeded, failed (N), cancelled,
 lost: it ended without an exit code), when it started, how long it ran, and whether --down is pending (the VM is to
-be deleted once it has ended). A VM whose jobs cannot be read is named in a warning and in data.unreadable.`)
+be deleted once it has ended). A VM whose jobs cannot be read is named in a warning and in data.unreadable. A VM with
+very many jobs is listed newest first, up to 2 MiB of job records; a warning counts its older ended jobs left out.`)
 
   static examples = [
     {command: '<%= config.bin %> jobs', description: 'The jobs of the running VMs of the default fleet'},

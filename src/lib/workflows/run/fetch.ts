@@ -35,9 +35,11 @@ export async function fetchOutputs(
   fetch.destination = `${root}/`
   const remote = new RemoteSide(await session.sftp(), (listener) => session.onLost(listener))
   const local = new LocalSide()
-  const base = await remote.realpath(record.workdir)
+  // A job's directory that is gone (or unreadable) fails each path, as jobs fetch and the sweep report them.
+  const base = await remote.realpath(record.workdir).catch(() => null)
   for (const out of record.out) {
     try {
+      if (base === null) throw new Error(`the job's directory ${record.workdir} is gone on the VM`)
       const real = await remote.realpath(posix.join(record.workdir, out)).catch(() => {
         throw new Error('no such file or directory on the VM')
       })

@@ -8,7 +8,7 @@
  * files per job; the file that would pass them is not written, and the fetch fails (the VM is kept). An entry is pruned
  * STORE_DAYS days after it was last written, whether or not jobs fetch copied it (a copy in ./targon-out can be lost).
  */
-import {lstat, mkdir, readFile, readdir, rm, writeFile} from 'node:fs/promises'
+import {lstat, mkdir, open, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import * as z from 'zod'
 
@@ -48,15 +48,32 @@ const FailingSchema = z.object({
 })
 export type FailingFetch = z.infer<typeof FailingSchema>
 
-async function readFailing(configDir: string, id: string): Promise<FailingFetch | undefined> {
-  const text = await readFile(join(jobStoreDir(configDir, id), FAILING), 'utf8').catch(() => undefined)
-  if (text === undefined) return undefined
+/** The most a file of the store's own (job.json, failing.json) may hold: a job's record, its command included, is far less. */
+const STORE_FILE_MAX_BYTES = 1024 * 1024
+
+/**
+ * A JSON file of the store checked by `schema`; undefined when it is missing, unreadable, past STORE_FILE_MAX_BYTES
+ * (read no further) or not what the schema says: a corrupt entry is no entry.
+ */
+export async function readStoreFile<T>(path: string, schema: z.ZodType<T>): Promise<T | undefined> {
   try {
-    const parsed = FailingSchema.safeParse(JSON.parse(text))
-    return parsed.success ? parsed.data : undefined
+    const handle = await open(path, 'r')
+    try {
+      const buffer = Buffer.alloc(STORE_FILE_MAX_BYTES + 1)
+      const {bytesRead} = await handle.read(buffer, 0, buffer.length, 0)
+      if (bytesRead > STORE_FILE_MAX_BYTES) return undefined
+      const parsed = schema.safeParse(JSON.parse(buffer.toString('utf8', 0, bytesRead)))
+      return parsed.success ? parsed.data : undefined
+    } finally {
+      await handle.close()
+    }
   } catch {
     return undefined
   }
+}
+
+async function readFailing(configDir: string, id: string): Promise<FailingFetch | undefined> {
+  return readStoreFile(join(jobStoreDir(configDir, id), FAILING), FailingSchema)
 }
 
 async function writeFailing(configDir: string, id: string, failing: FailingFetch): Promise<void> {

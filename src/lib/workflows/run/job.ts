@@ -150,24 +150,47 @@ export function stateScript(id: string): string {
   return `${JOB_STATE_FUNCTIONS}\njob_state ${shellQuote(id)}`
 }
 
+/** What a listing prints of job records, newest first: the older jobs are listed by id, state and --down alone. */
+export const LISTED_RECORD_BYTES = 2 * 1024 * 1024
+/** Jobs listed by id alone, after the records: past them, the VM is said to have more. */
+export const MAX_LEFT_OUT = 20_000
+
 /**
- * Shell text that prints each job on the VM (only `id` when given): a line "@@job <dir name>", its state, when it
- * ended, and its record in base64, each record cut at its bound. The directory names are the VM's: checked on reading.
+ * Shell text that prints each job on the VM (only `id` when given), newest first: a line "@@job <dir name>", its
+ * state, when it ended, and its record in base64, each record cut at its bound, while the records printed stay within
+ * LISTED_RECORD_BYTES; after that, "@@left <dir name>", its state, and "down" when its record says --down (or "-"),
+ * MAX_LEFT_OUT of them at most, then "@@more". The directory names are the VM's: checked on reading.
  */
 export function listScript(id?: string): string {
   return [
     JOB_STATE_FUNCTIONS,
     `cd ${JOBS_DIR} 2>/dev/null || exit 0`,
-    `for d in ${id === undefined ? 'j-*' : shellQuote(id)}; do`,
+    `budget=${LISTED_RECORD_BYTES}; left=0`,
+    `${id === undefined ? 'ls -1d j-* 2>/dev/null | sort -r' : `printf '%s\\n' ${shellQuote(id)}`} | while IFS= read -r d; do`,
     '  [ -f "$d/job.json" ] || continue',
-    '  printf \'@@job %s\\n\' "$d"',
     '  state=$(job_state "$d")',
-    '  [ "$state" = running ] && ended=- || ended=$(job_ended "$d")',
-    '  printf \'%s\\n%s\\n\' "$state" "$ended"',
-    `  head -c ${MAX_RECORD_BYTES} "$d/job.json" | base64 -w0`,
-    '  echo',
+    '  size=$(stat -c %s "$d/job.json" 2>/dev/null || echo 0)',
+    '  if [ "$size" -le "$budget" ]; then',
+    '    budget=$((budget - size))',
+    '    [ "$state" = running ] && ended=- || ended=$(job_ended "$d")',
+    '    printf \'@@job %s\\n%s\\n%s\\n\' "$d" "$state" "$ended"',
+    `    head -c ${MAX_RECORD_BYTES} "$d/job.json" | base64 -w0`,
+    '    echo',
+    '  else',
+    '    budget=0; left=$((left + 1))',
+    `    [ "$left" -gt ${MAX_LEFT_OUT} ] && { echo @@more; break; }`,
+    '    grep -q \'"down":true\' "$d/job.json" && down=down || down=-',
+    '    printf \'@@left %s\\n%s\\n%s\\n\' "$d" "$state" "$down"',
+    '  fi',
     'done',
   ].join('\n')
+}
+
+/** A job the listing names without its record (past LISTED_RECORD_BYTES): whether it runs, and whether it is --down. */
+export interface LeftOutJob {
+  id: string
+  running: boolean
+  down: boolean
 }
 
 export interface ListedJob extends EndState {
@@ -176,18 +199,35 @@ export interface ListedJob extends EndState {
   endedAt: number | null
 }
 
-/** What listScript printed: the jobs whose id, state and record pass the checks; the others as problems. */
-export function parseListing(text: string): {jobs: ListedJob[]; problems: string[]} {
+/**
+ * What listScript printed: the jobs whose id, state and record pass the checks; the others as problems; the jobs
+ * listed without their record; and whether the VM has more than even those.
+ */
+export function parseListing(text: string): {jobs: ListedJob[]; problems: string[]; leftOut: LeftOutJob[]; more: boolean} {
   const jobs: ListedJob[] = []
   const problems: string[] = []
-  for (const block of text.split('@@job ').slice(1)) {
-    const [dirName = '', stateLine = '', ended = '', encoded = ''] = block.split('\n')
-    if (!isJobId(dirName)) {
+  const leftOut: LeftOutJob[] = []
+  let more = false
+  for (const block of text.split(/^@@/m).slice(1)) {
+    const [head = '', stateLine = '', third = '', encoded = ''] = block.split('\n')
+    if (head === 'more') {
+      more = true
+      continue
+    }
+
+    const [kind, dirName = ''] = head.split(/ (.*)/s)
+    if ((kind !== 'job' && kind !== 'left') || !isJobId(dirName)) {
       problems.push(`a job directory with a name no job has: ${JSON.stringify(dirName.slice(0, 80))}`)
       continue
     }
 
     const state = parseState(stateLine)
+    if (kind === 'left') {
+      if (state) leftOut.push({down: third === 'down', id: dirName, running: state.state === 'running'})
+      else problems.push(`job ${dirName}: its state is unreadable`)
+      continue
+    }
+
     let record: JobRecord | undefined
     try {
       const parsed = JobRecordSchema.safeParse(JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')))
@@ -201,11 +241,11 @@ export function parseListing(text: string): {jobs: ListedJob[]; problems: string
       continue
     }
 
-    const endedS = Number(ended)
-    jobs.push({...state, endedAt: ended !== '-' && Number.isFinite(endedS) && endedS > 0 ? endedS * 1000 : null, record})
+    const endedS = Number(third)
+    jobs.push({...state, endedAt: third !== '-' && Number.isFinite(endedS) && endedS > 0 ? endedS * 1000 : null, record})
   }
 
-  return {jobs, problems}
+  return {jobs, leftOut, more, problems}
 }
 
 /** The line stateScript printed; undefined when it is not one of its forms. */

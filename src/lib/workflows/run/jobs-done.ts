@@ -7,7 +7,7 @@
  * a warning; a failing fetch is notified once per job, and a VM under none of those limits is deleted without its
  * outputs once its fetch has failed long enough (givesUp), so that it never bills without end.
  */
-import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import * as z from 'zod'
 
@@ -33,6 +33,7 @@ import {
   jobStoreDir,
   markFetchFailureNotified,
   pruneStore,
+  readStoreFile,
   recordFetchFailure,
 } from './job-store.js'
 import {idleLimitOf} from '../../domain/fleet/workloads.js'
@@ -63,12 +64,11 @@ const STORED_JOB = 'job.json'
 
 const StoredJobSchema = z.object({job: JobSchema, vm: z.object({uid: z.string(), name: z.string().nullable()})})
 
-/** A job whose outputs are in the store, with where they are; undefined when the store has none of it. */
+/** A job whose outputs are in the store, with where they are; undefined when the store has none of it (or a corrupt entry). */
 export async function storedJob(configDir: string, id: string): Promise<(z.infer<typeof StoredJobSchema> & {dir: string}) | undefined> {
   const dir = jobStoreDir(configDir, id)
-  const text = await readFile(join(dir, STORED_JOB), 'utf8').catch(() => undefined)
-  const parsed = text === undefined ? undefined : StoredJobSchema.safeParse(JSON.parse(text))
-  return parsed?.success ? {...parsed.data, dir: join(dir, 'out')} : undefined
+  const stored = await readStoreFile(join(dir, STORED_JOB), StoredJobSchema)
+  return stored ? {...stored, dir: join(dir, 'out')} : undefined
 }
 
 export async function keepUnlessJobsDone(

@@ -3,6 +3,7 @@
  * project key sees them), and the one job an id names, with an open session to its VM.
  */
 import {TargonError, asTargonError} from '../../core/errors.js'
+import {countOf} from '../../core/output.js'
 import {fanOut, openVm} from '../../domain/fleet/fan-out.js'
 import {type VmSelection, selectVms} from '../select-vms.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
@@ -42,14 +43,39 @@ export function jobOf(listed: ListedJob, now: number): Job {
   }
 }
 
-/** The jobs on one open session (only `id` when given), and what was wrong with what the VM answered. */
-export async function readJobs(session: SshSession, id?: string): Promise<{jobs: ListedJob[]; problems: string[]}> {
+/**
+ * The jobs on one open session (only `id` when given), and what was wrong with what the VM answered. A VM with more
+ * records than a listing holds (job.ts, LISTED_RECORD_BYTES) has its older jobs listed by id alone: those that run or
+ * are --down, which a sweep and a deletion must know of, are read one by one; the older ended ones are counted in
+ * `omitted` (or said to be more than counted).
+ */
+export async function readJobs(
+  session: SshSession,
+  id?: string,
+): Promise<{jobs: ListedJob[]; problems: string[]; omitted: number; more: boolean}> {
+  const {jobs, leftOut, more, problems} = parseListing(await readListing(session, id))
+  let omitted = 0
+  for (const left of leftOut) {
+    if (!left.running && !left.down) {
+      omitted++
+      continue
+    }
+
+    const one = parseListing(await readListing(session, left.id))
+    jobs.push(...one.jobs)
+    problems.push(...one.problems)
+  }
+
+  return {jobs, more, omitted, problems}
+}
+
+async function readListing(session: SshSession, id?: string): Promise<string> {
   const result = await session.exec(listScript(id), {maxBytes: MAX_LISTING_BYTES})
   if (result.overflowed || result.code !== 0)
     throw new TargonError('BAD_RESPONSE', `the VM's list of jobs is unreadable${result.overflowed ? ' (too long)' : ''}`, {
       hint: 'look at /home/ubuntu/.targon/jobs on the VM with targon ssh',
     })
-  return parseListing(result.stdout)
+  return result.stdout
 }
 
 export async function listJobs(client: TargonClient, state: LocalState, options: JobsOptions): Promise<JobsResult> {
@@ -59,8 +85,12 @@ export async function listJobs(client: TargonClient, state: LocalState, options:
     try {
       const {session} = await openVm(vm, options)
       try {
-        const {jobs, problems} = await readJobs(session)
+        const {jobs, more, omitted, problems} = await readJobs(session)
         for (const problem of problems) options.warn(`${vm.name ?? vm.uid}: ${problem}`)
+        if (omitted > 0 || more)
+          options.warn(
+            `${vm.name ?? vm.uid}: ${more ? 'more than ' : ''}${countOf(omitted, 'older ended job')} not listed (too many records for one listing); targon jobs logs ID still reads each`,
+          )
         return {
           jobs: jobs.map((listed) => ({...jobOf(listed, options.clock.now()), down_pending: listed.record.down, vm: ref})),
           unreadable: [],

@@ -93,10 +93,21 @@ export async function runJob(client: TargonClient, state: LocalState, options: R
   } catch (error) {
     // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
     if (!rented || (isTargonError(error) && error.data?.job)) throw error
-    options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
-    const deleted = await deleteVm(client, state, vm, options, 'down')
-    throw asTargonError(error).with({data: {deleted}})
+    return deleteRented(client, state, vm, error, options)
   }
+}
+
+/** What run rented for a job that did not start goes again; the run ends with `error`, the deletion in its data. */
+async function deleteRented(
+  client: TargonClient,
+  state: LocalState,
+  vm: Pick<KnownVm, 'name' | 'uid'>,
+  error: unknown,
+  options: RunOptions,
+): Promise<never> {
+  options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
+  const deleted = await deleteVm(client, state, vm, options, 'down')
+  throw asTargonError(error).with({data: {deleted}})
 }
 
 async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
@@ -255,9 +266,14 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
       throw usageError(`${options.word} names no VM of the selection and no offer`, 'targon status lists the VMs, targon offers the offers')
     throw error
   })
-  const uid = up.vms[0]?.uid as string
-  const [vm] = await selectVms(options, client, state, {...options, targets: [uid]})
-  return {rented: true, vm: vm as KnownVm}
+  // From here the VM bills: a lookup that fails (an interrupt, a listing that does not show it yet) deletes it again.
+  const made = {name: up.vms[0]?.name ?? null, uid: up.vms[0]?.uid as string}
+  try {
+    const [vm] = await selectVms(options, client, state, {...options, targets: [made.uid]})
+    return {rented: true, vm: vm as KnownVm}
+  } catch (error) {
+    return deleteRented(client, state, made, error, options)
+  }
 }
 
 /**
@@ -308,7 +324,7 @@ const STARTED = '@@targon-started@@'
  * asked again over a new connection, and the job is followed when it shows there (running or ended), rather than
  * started twice or reported as not started.
  */
-async function startJob(
+export async function startJob(
   session: SshSession,
   record: JobRecord,
   env: {name: string; value: string}[],
@@ -331,12 +347,13 @@ async function startJob(
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
     // Lost during the first look: the job runs, and the follow connects again (or says why it cannot, with the job).
     if (startedForSure) return {session}
-    const again = await reopen()
+    const again = await reopen().catch(() => undefined)
+    if (again === undefined) throw mayRun(error, record.id)
     const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
     const state = answer === undefined ? undefined : parseState(answer.stdout)
     if (state === undefined || state.state === 'lost') {
       again.close()
-      throw error
+      throw answer === undefined ? mayRun(error, record.id) : error
     }
     return {session: again}
   }
@@ -356,6 +373,14 @@ async function startJob(
     // An unreadable look: the follow makes its own.
     return {session}
   }
+}
+
+/** A start whose answer was lost, on a VM that could not be asked since: the job may run, and the error names it. */
+function mayRun(error: TargonError, id: string): TargonError {
+  return error.with({
+    hint: `job ${id} may have started and run on: targon jobs lists it, targon jobs cancel ${id} stops it`,
+    message: `${error.message}, while starting job ${id}`,
+  })
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */
@@ -378,7 +403,7 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
 async function deleteVm(
   client: TargonClient,
   state: LocalState,
-  vm: KnownVm,
+  vm: Pick<KnownVm, 'name' | 'uid'>,
   options: Pick<
     CompleteOptions,
     'clock' | 'configDir' | 'fleet' | 'historyBudget' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'
