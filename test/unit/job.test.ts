@@ -10,7 +10,7 @@ import {describe, expect, it} from 'vitest'
 
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
-import {startJob} from '../../src/lib/workflows/run/run.js'
+import {startJob} from '../../src/lib/workflows/run/start.js'
 import {
   JOBS_DIR,
   LISTED_RECORD_BYTES,

@@ -37,6 +37,13 @@ import type {DeletionRun} from '../run-context.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
+/** What was chosen and kept, and which of the chosen were just judged idle on their VM (so run no job of targon run). */
+export interface Narrowed {
+  chosen: KnownVm[]
+  kept: DownResult['kept']
+  idleUids?: Set<string>
+}
+
 export interface DownOptions {
   selection: DownSelection
   dryRun: boolean
@@ -67,7 +74,7 @@ export interface DownOptions {
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
    */
-  narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<{chosen: KnownVm[]; kept: DownResult['kept']}>
+  narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<Narrowed>
   /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). Never under --dry-run. */
   hooks: boolean
   /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
@@ -150,10 +157,10 @@ export async function runDown(
     if (note) run.warn(note)
   }
   // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
-  const decided = options.narrow
+  const decided: Narrowed = options.narrow
     ? await options.narrow(chosen, view)
     : selection.idle
-      ? await keepUnlessIdle(run, chosen, options)
+      ? await keepUnlessIdle(run, chosen, options).then((idle) => ({...idle, idleUids: new Set(idle.chosen.map((vm) => vm.uid))}))
       : {chosen, kept: []}
   const {kept} = decided
   const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
@@ -193,8 +200,11 @@ export async function runDown(
   }
   // What each deletion ends: the jobs of targon run read on its VM just before it (after its hook), by uid.
   const ended = new Map<string, EndedJob[] | null>()
+  // A VM its idle probe just judged idle runs no job (a running job is activity to the sampler): not read again.
+  for (const uid of decided.idleUids ?? []) ended.set(uid, [])
   const readEnded = async (vms: KnownVm[]) => {
-    for (const [uid, jobs] of await readRunningJobs(run, vms, options)) ended.set(uid, jobs)
+    const unread = vms.filter((vm) => !ended.has(vm.uid))
+    for (const [uid, jobs] of await readRunningJobs(run, unread, options)) ended.set(uid, jobs)
   }
   const statusOf = new Map(targets.map((target) => [target.uid, target.status]))
   const withEnded = (result: DeleteResult): DeleteResult => {

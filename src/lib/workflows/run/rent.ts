@@ -1,10 +1,16 @@
 /**
  * A VM for `targon run WORD` when WORD names no VM but an offer (or --gpu names a model): rented exactly as `up`
  * rents one (the price cap, bootstrap and all, its clean-up on failure or interrupt), with an idle limit of 30
- * minutes unless --idle says otherwise, so that it never bills long after its job.
+ * minutes unless --idle says otherwise, so that it never bills long after its job. A WORD that names a VM must not
+ * name an offer too (refuseIfOffer).
  */
 import type {RunContext} from '../run-context.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
+import {abortError, asTargonError, usageError} from '../../core/errors.js'
+import {matchingOffers} from '../../domain/capacity/candidates.js'
+import type {KnownVm} from '../../domain/fleet/workloads.js'
+import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
+import type {Offer} from '../../domain/offers/schema.js'
 import type {UpResult} from '../up/schema.js'
 import {runUp} from '../up/up.js'
 
@@ -66,4 +72,38 @@ export async function rentForJob(client: TargonClient, request: RentRequest): Pr
     signal: request.signal,
     track: () => undefined,
   })
+}
+
+/** How long the offers are read for, when WORD names a VM and might name an offer too. */
+const OFFER_CHECK_MS = 15_000
+
+/**
+ * WORD names a VM, and run may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
+ * what was not meant. The offer is matched as up matches its resource word. A listing that fails or takes longer than
+ * OFFER_CHECK_MS is no reason to refuse the VM that WORD names: it is said in a warning, and the run goes on.
+ */
+export async function refuseIfOffer(
+  client: TargonClient,
+  word: string,
+  vm: KnownVm,
+  options: {signal: AbortSignal; warn: (message: string) => void},
+): Promise<void> {
+  let offers: Offer[]
+  try {
+    const listing = client.withSignal(AbortSignal.any([options.signal, AbortSignal.timeout(OFFER_CHECK_MS)]))
+    offers = (await listing.inventory()).offers.map((raw) => normalizeOffer(raw))
+  } catch (error) {
+    if (options.signal.aborted) throw abortError(options.signal)
+    options.warn(
+      `${word} names ${vm.name ?? vm.uid}; whether it also names an offer is not known (the offers could not be read: ${asTargonError(error).message}), so the job runs on that VM`,
+    )
+    return
+  }
+
+  const [offer] = matchingOffers(offers, {maxPrice: 0, resource: word})
+  if (offer)
+    throw usageError(
+      `${word} names both the VM ${vm.name ?? vm.uid} and an offer`,
+      `targon run ${vm.uid} (its uid) runs on the VM; --gpu ${offer.gpu_model === null ? 'MODEL' : gpuKey(offer.gpu_model)} instead of the word rents a VM of that offer's GPU`,
+    )
 }

@@ -18,35 +18,19 @@ import {updateIdleSampler} from '../../adapters/bootstrap/idle-config.js'
 import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {type ExecResult, type SshSession, shellQuote} from '../../adapters/ssh/session.js'
+import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
-import {matchingOffers} from '../../domain/capacity/candidates.js'
-import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
-import type {Offer} from '../../domain/offers/schema.js'
 import {walkLocal} from '../sync/walk.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
+import {startJob} from './start.js'
+import {refuseIfOffer} from './rent.js'
 import {reopenVm} from './jobs.js'
-import {FIRST_LOOK_MS, type Followed, LOOK_MAX_BYTES, type Look, followJob, lookScript, parseLook} from './follow.js'
-import {
-  type JobRecord,
-  SYNC_MANIFESTS,
-  WORK_ROOT,
-  jobDir,
-  newJobId,
-  parseState,
-  runScript,
-  signalName,
-  startScript,
-  stateScript,
-  unitOf,
-  workdirIdOf,
-} from './job.js'
+import {type Followed, type Look, followJob} from './follow.js'
+import {type JobRecord, SYNC_MANIFESTS, WORK_ROOT, jobDir, newJobId, signalName, unitOf, workdirIdOf} from './job.js'
 import type {FetchResult, Job, RunResult} from './schema.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {UpResult} from '../up/schema.js'
 
-/** How long the offers are read for, when WORD names a VM and might name an offer too. */
-const OFFER_CHECK_MS = 15_000
 /** How long an interrupted run --down may spend fetching the --out paths before it deletes the VM. */
 const INTERRUPTED_FETCH_MS = 120_000
 
@@ -276,32 +260,6 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
   }
 }
 
-/**
- * WORD names a VM, and run may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
- * what was not meant. The offer is matched as up matches its resource word. A listing that fails or takes longer than
- * OFFER_CHECK_MS is no reason to refuse the VM that WORD names: it is said in a warning, and the run goes on.
- */
-async function refuseIfOffer(client: TargonClient, word: string, vm: KnownVm, options: Pick<RunOptions, 'signal' | 'warn'>): Promise<void> {
-  let offers: Offer[]
-  try {
-    const listing = client.withSignal(AbortSignal.any([options.signal, AbortSignal.timeout(OFFER_CHECK_MS)]))
-    offers = (await listing.inventory()).offers.map((raw) => normalizeOffer(raw))
-  } catch (error) {
-    if (options.signal.aborted) throw abortError(options.signal)
-    options.warn(
-      `${word} names ${vm.name ?? vm.uid}; whether it also names an offer is not known (the offers could not be read: ${asTargonError(error).message}), so the job runs on that VM`,
-    )
-    return
-  }
-
-  const [offer] = matchingOffers(offers, {maxPrice: 0, resource: word})
-  if (offer)
-    throw usageError(
-      `${word} names both the VM ${vm.name ?? vm.uid} and an offer`,
-      `targon run ${vm.uid} (its uid) runs on the VM; --gpu ${offer.gpu_model === null ? 'MODEL' : gpuKey(offer.gpu_model)} instead of the word rents a VM of that offer's GPU`,
-    )
-}
-
 /** A running job is activity only for a sampler of this version: an older one is updated first. */
 async function updateSampler(session: SshSession, name: string, options: Pick<RunOptions, 'info' | 'warn'>): Promise<void> {
   try {
@@ -312,75 +270,6 @@ async function updateSampler(session: SshSession, name: string, options: Pick<Ru
       `${name}: the idle sampler could not be updated (${asTargonError(error).message}); its idle limit may delete it while the job runs`,
     )
   }
-}
-
-/** Between the start's answer and the first look's, in the output of the start with a look. */
-const STARTED = '@@targon-started@@'
-
-/**
- * Starts the job; the session to follow it on is returned, and with `look`, the first look at the job, made by the
- * same command (it waits on the VM, FIRST_LOOK_MS at most, for the job to end or print: a short job costs one round
- * trip less). A connection lost before the start was answered leaves it unclear whether the unit runs: the VM is
- * asked again over a new connection, and the job is followed when it shows there (running or ended), rather than
- * started twice or reported as not started.
- */
-export async function startJob(
-  session: SshSession,
-  record: JobRecord,
-  env: {name: string; value: string}[],
-  reopen: () => Promise<SshSession>,
-  look: boolean,
-): Promise<{session: SshSession; firstLook?: Look}> {
-  let started: ExecResult
-  const command = look ? `${startScript(record)}\nset +e\necho ${STARTED}\n${lookScript(record.id, 0, FIRST_LOOK_MS)}` : startScript(record)
-  // Whether the marker that follows the unit's start came, read as the answer streams (a drop loses the answer).
-  let startedForSure = false
-  let carry = ''
-  const onStdout = (chunk: string) => {
-    const text = carry + chunk
-    if (text.includes(STARTED)) startedForSure = true
-    carry = text.slice(-STARTED.length)
-  }
-  try {
-    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, onStdout, stdin: runScript(record, env)})
-  } catch (error) {
-    if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
-    // Lost during the first look: the job runs, and the follow connects again (or says why it cannot, with the job).
-    if (startedForSure) return {session}
-    const again = await reopen().catch(() => undefined)
-    if (again === undefined) throw mayRun(error, record.id)
-    const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
-    const state = answer === undefined ? undefined : parseState(answer.stdout)
-    if (state === undefined || state.state === 'lost') {
-      again.close()
-      throw answer === undefined ? mayRun(error, record.id) : error
-    }
-    return {session: again}
-  }
-  if (started.code !== 0) {
-    // No unit runs: the job's files go again, so that no job that never ran is listed.
-    await session.exec(`rm -rf -- ${shellQuote(jobDir(record.id))}`, {maxBytes: 64 * 1024}).catch(() => undefined)
-    const why = started.stderr.trim().split('\n').at(-1) ?? ''
-    throw new TargonError('REMOTE_COMMAND_FAILED', `could not start the job: ${why || `exit code ${started.code}`}`, {
-      hint: 'the VM needs systemd and passwordless sudo for ubuntu, as the bootstrap does',
-    })
-  }
-  const answer = started.stdout.split(`${STARTED}\n`)[1]
-  if (answer === undefined) return {session}
-  try {
-    return {firstLook: parseLook(answer, ''), session}
-  } catch {
-    // An unreadable look: the follow makes its own.
-    return {session}
-  }
-}
-
-/** A start whose answer was lost, on a VM that could not be asked since: the job may run, and the error names it. */
-function mayRun(error: TargonError, id: string): TargonError {
-  return error.with({
-    hint: `job ${id} may have started and run on: targon jobs lists it, targon jobs cancel ${id} stops it`,
-    message: `${error.message}, while starting job ${id}`,
-  })
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */

@@ -105,7 +105,11 @@ export async function runSweep(
       ...live.filter((vm) => !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
       ...view.vms.filter((vm) => !vm.owned && !vm.gone && vm.billing !== false).map((vm) => unlimitedVm(vm, 'other')),
     ]
-    return {chosen: live.filter((vm) => reasons.has(vm.uid)), kept: [...idle.kept, ...jobsDone.kept]}
+    return {
+      chosen: live.filter((vm) => reasons.has(vm.uid)),
+      idleUids: new Set(idle.chosen.map((vm) => vm.uid)),
+      kept: [...idle.kept, ...jobsDone.kept],
+    }
   }
 
   const selection = sweepSelection(options)
