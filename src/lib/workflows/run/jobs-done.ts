@@ -94,7 +94,9 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
   try {
     const {session} = await openVm(vm, {configDir: options.configDir, signal: run.signal})
     try {
-      const {jobs} = await readJobs(session)
+      const {jobs, more} = await readJobs(session)
+      // Past the listing's bound a job might still run unseen: such a VM is never deleted for its ended jobs.
+      if (more) return keep('unreadable', 'more jobs than one listing reads; whether one still runs is not known')
       const running = jobs.filter((job) => job.state === 'running')
       if (running.length > 0) return keep('busy', `busy: job ${running.map((job) => job.record.id).join(', job ')}`)
       const done = jobs.filter((job) => job.record.down)
