@@ -94,3 +94,15 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2
 export function liveTerminal(): boolean {
   return Boolean(process.stderr.isTTY) && !process.env.CI && process.env.TERM !== 'dumb' && (process.stderr.columns ?? 0) > 0
 }
+
+/** Bytes in the largest of `units` (each 1024 times the one before, the first bytes) that keeps them at 1 or more. */
+export function inBinaryUnits(bytes: number, units: readonly string[]): {value: number; unit: string; scaled: boolean} {
+  let value = bytes
+  let index = 0
+  while (value >= 1024 && index < units.length - 1) {
+    value /= 1024
+    index++
+  }
+
+  return {scaled: index > 0, unit: units[index] as string, value}
+}

@@ -3,6 +3,8 @@
  * asks before each file; the file that would pass the bound is not written, and the copy stops there, keeping what it
  * has (each file under its final name is whole, see tree.ts).
  */
+import {inBinaryUnits} from '../../core/output.js'
+
 export interface CopyLimit {
   files: number
   bytes: number
@@ -27,12 +29,6 @@ export class CopyBudget {
 
 /** Bytes in the largest binary unit that keeps them at 1 or more, as a size setting is written (10G, 512M). */
 export function formatBytes(bytes: number): string {
-  const units = ['B', 'K', 'M', 'G', 'T']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${Number(value.toFixed(1))}${units[unit]}`
+  const {unit, value} = inBinaryUnits(bytes, ['B', 'K', 'M', 'G', 'T'])
+  return `${Number(value.toFixed(1))}${unit}`
 }

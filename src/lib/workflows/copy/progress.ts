@@ -3,7 +3,7 @@
  * Only on a live terminal (see liveTerminal); elsewhere the per-VM result lines say it all.
  */
 import type {Clock} from '../../core/clock.js'
-import {liveTerminal} from '../../core/output.js'
+import {inBinaryUnits, liveTerminal} from '../../core/output.js'
 import type {TreeProgress} from './tree.js'
 
 const REDRAW_MS = 100
@@ -63,13 +63,6 @@ export class CopyBar {
 
 /** 1536 → "1.5 KiB". */
 export function size(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`
+  const {scaled, unit, value} = inBinaryUnits(bytes, ['B', 'KiB', 'MiB', 'GiB', 'TiB'])
+  return scaled ? `${value.toFixed(1)} ${unit}` : `${value} B`
 }
