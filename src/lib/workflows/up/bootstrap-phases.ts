@@ -91,12 +91,14 @@ async function installAt(
 
     const password = ctx.state.readVm(org, claim.name)?.password
     const {marker, shim} = await runInstall(ssh, {...bootstrap.params, password}, onEvent, signal, bootstrap.shim, ctx.clock)
-    await configureIdle(ssh, bootstrap.idle)
-    // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
-    if (bootstrap.onDelete !== undefined) await storeHook(ssh, bootstrap.onDelete)
-    ctx.state.updateVm(org, claim.name, {
-      on_delete_hook: bootstrap.onDelete === undefined ? await hasHook(ssh) : bootstrap.onDelete !== null,
-    })
+    // Two channels of the one connection at once: the idle settings and the hook touch different files, and each
+    // round trip saved shows on every repeated up.
+    const [, onDeleteHook] = await Promise.all([
+      configureIdle(ssh, bootstrap.idle),
+      // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
+      bootstrap.onDelete === undefined ? hasHook(ssh) : storeHook(ssh, bootstrap.onDelete).then(() => bootstrap.onDelete !== null),
+    ])
+    ctx.state.updateVm(org, claim.name, {on_delete_hook: onDeleteHook})
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
     return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {
