@@ -7,7 +7,7 @@ import {createServer} from 'node:net'
 import type {AddressInfo} from 'node:net'
 import {describe, expect, it} from 'vitest'
 
-import {type CliResult, parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {type CliResult, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, type TargonSimulator} from '../simulator/simulator.js'
@@ -119,12 +119,12 @@ describe('notifications', () => {
   })
 
   it('says when capacity is found during --wait, then that the VM is ready', async () => {
-    const schedule = [
-      {atMs: 0, available: 0, offer: 'rtx6000b-small'},
-      {atMs: 1500, available: 1, offer: 'rtx6000b-small'},
-    ]
-    await withSimulator({capacitySchedule: schedule}, async (_sim, env) => {
-      const up = await runCli([...UP, '--wait', '1m'], {env: {...env, TARGON_CAPACITY_POLL_INTERVAL: '0.2'}})
+    await withSimulator({capacitySchedule: [{atMs: 0, available: 0, offer: 'rtx6000b-small'}]}, async (sim, env) => {
+      const running = runCli([...UP, '--wait', '1m'], {env: {...env, TARGON_CAPACITY_POLL_INTERVAL: '0.2'}})
+      // Capacity comes after up's first read of the offers, whenever its start-up lets it make that read.
+      await waitFor(() => sim.requests('GET', '/tha/v3/inventory').length > 0, 30_000)
+      sim.scheduleCapacity([{atMs: 1500, available: 1, offer: 'rtx6000b-small'}])
+      const up = await running
       expect(up.code, up.stderr).toBe(0)
       expect(hook.received.map((message) => message.body.targon.event)).toEqual(['capacity-found', 'up-ready'])
       expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
