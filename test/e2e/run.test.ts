@@ -300,7 +300,16 @@ describe('a running job and the limits of its VM', () => {
     // The run ends (as a closed laptop would end it): its SSH session goes, the job stays.
     child?.kill('SIGKILL')
     await running
+    // Past its idle limit (3 s), and sampled since the job started: on a loaded machine the sampler may lag behind.
     await new Promise((resolve) => setTimeout(resolve, 6000))
+    const clock = () => {
+      try {
+        return simulated.farm.vm(vm.uid).readFile('/var/lib/targon-fleet/idle.json')
+      } catch {
+        return ''
+      }
+    }
+    await waitFor(() => clock().includes(`job ${id}`), 30_000)
     const idle = await targon(['down', '--idle', '--json'])
     expect(idle.code, idle.stdout + idle.stderr).toBe(0)
     const kept = parseJson(idle).data.kept as {uid: string; reason: string; state: string}[]
