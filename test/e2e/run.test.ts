@@ -190,6 +190,17 @@ describe('targon run on an existing VM', () => {
     expect(parseJson(missing).error.code).toBe('COPY_FAILED')
   })
 
+  it('runs the job, with a warning, when the sync manifest cannot be written once the files are in place', async () => {
+    const vm = await rentBare('nomanifest')
+    // Where the manifests go is a file: the files are sent, the manifest's directory cannot be made.
+    expect((await onVm(vm.name, 'mkdir -p ~/.targon && rm -rf ~/.targon/sync && echo taken > ~/.targon/sync')).code).toBe(0)
+    const result = await targon(['run', vm.name, '--json', '--', 'cat data/input.txt'], {cwd: project()})
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const doc = parseJson(result)
+    expect(doc.data).toMatchObject({exit_code: 0, sync: {files_sent: 2}, tail: ['input']})
+    expect(doc.warnings).toEqual([expect.stringMatching(/^the sync of .* failed: .*; the next sync of .* sends its files again$/)])
+  })
+
   it('a job that could not start leaves no job behind on the VM', async () => {
     const vm = await rentBare('nostart')
     expect((await onVm(vm.name, 'sudo -n rm /etc/sudoers.d/90-cloud-init-users')).code).toBe(0)

@@ -23,7 +23,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {openPinned} from '../../src/lib/adapters/ssh/connect-info.js'
 import {checkedPrivateKeyPath} from '../../src/lib/adapters/ssh/project-key.js'
 import {type SshSession, shellQuote} from '../../src/lib/adapters/ssh/session.js'
-import {type SyncOptions, syncWorkdir} from '../../src/lib/workflows/sync/sync.js'
+import {type SyncOptions, type SyncReport, syncWorkdir} from '../../src/lib/workflows/sync/sync.js'
 import {tempDir} from '../helpers/cli.js'
 import {tree} from '../helpers/files.js'
 import {useVmFixture} from '../helpers/fixture.js'
@@ -112,11 +112,18 @@ function files(dir: string): Record<string, string> {
   return Object.fromEntries(Object.entries(tree(dir)).filter(([, value]) => value !== 'dir'))
 }
 
+/** A sync with its manifest written, as the next one reads it. */
+async function syncAll(session: SshSession, options: SyncOptions): Promise<SyncReport> {
+  const synced = await syncWorkdir(session, options)
+  await synced.manifest
+  return synced.report
+}
+
 describe('syncWorkdir', () => {
   it('honours the ignore rules: ignored data, a .targonignore secret, .git, targon-out and links never reach the VM', async () => {
     const options = pair()
     project(options.localDir)
-    const report = await syncWorkdir(session, options)
+    const report = await syncAll(session, options)
     const sentBytes = SENT.reduce((sum, rel) => sum + statSync(join(options.localDir, rel)).size, 0)
     expect(report).toEqual({bytes_sent: sentBytes, files_removed: 0, files_sent: SENT.length, links_skipped: 1})
     expect(options.warnings).toEqual(['hostname-link: not synced: a symbolic link (not followed)'])
@@ -136,7 +143,7 @@ describe('syncWorkdir', () => {
   it('sends only what changed the second time, and never removes what the VM made', async () => {
     const options = pair()
     project(options.localDir)
-    await syncWorkdir(session, options)
+    await syncAll(session, options)
     await onVm(
       `cd ${options.remoteDir} && mkdir -p out && echo made > out/result.txt && echo vm > vm-made.log && echo data > lib/cache.bin`,
     )
@@ -146,7 +153,7 @@ describe('syncWorkdir', () => {
     utimesSync(join(options.localDir, 'lib/util.py'), later, later)
     utimesSync(join(options.localDir, "notes/name with spaces & $quotes'.txt"), later, later)
     chmodSync(join(options.localDir, 'train.py'), 0o755)
-    const second = await syncWorkdir(session, options)
+    const second = await syncAll(session, options)
     expect(second).toEqual({bytes_sent: 18, files_removed: 0, files_sent: 1, links_skipped: 1})
     const remote = tree(onHost(options.remoteDir))
     expect(readFileSync(onHost(`${options.remoteDir}/lib/util.py`), 'utf8')).toBe('def f(): return 2\n')
@@ -160,25 +167,31 @@ describe('syncWorkdir', () => {
     // both goes unnoticed (as with rsync), which shows that nothing was hashed.
     const mtime = Math.floor(statSync(join(options.localDir, 'train.py')).mtimeMs / 1000)
     await onVm(`cd ${options.remoteDir} && printf 'print("TRAIN")\\n' > train.py && touch -d @${mtime} train.py`)
-    const third = await syncWorkdir(session, options)
+    const third = await syncAll(session, options)
     expect(third).toMatchObject({bytes_sent: 0, files_removed: 0, files_sent: 0})
     expect(readFileSync(onHost(`${options.remoteDir}/train.py`), 'utf8')).toBe('print("TRAIN")\n')
-    // A local touch makes the contents decide.
+    // A local touch makes the contents decide: the VM's side by the hash recorded when the file was placed, as long
+    // as the VM's file keeps the size and time it was placed with (so the change above still goes unnoticed)...
     utimesSync(join(options.localDir, 'train.py'), later + 1, later + 1)
-    expect(await syncWorkdir(session, options)).toMatchObject({files_sent: 1})
+    expect(await syncAll(session, options)).toMatchObject({files_sent: 0})
+    expect(readFileSync(onHost(`${options.remoteDir}/train.py`), 'utf8')).toBe('print("TRAIN")\n')
+    // ...and by the VM's own hash once its time differs: a change there that kept the size is found and undone.
+    await onVm(`cd ${options.remoteDir} && printf 'print("TRAIN")\\n' > train.py`)
+    utimesSync(join(options.localDir, 'train.py'), later + 2, later + 2)
+    expect(await syncAll(session, options)).toMatchObject({files_sent: 1})
     expect(readFileSync(onHost(`${options.remoteDir}/train.py`), 'utf8')).toBe('print("train")\n')
   })
 
   it('removes on the VM a file it sent that is gone locally, but leaves one changed on the VM and one now ignored', async () => {
     const options = pair()
     project(options.localDir)
-    await syncWorkdir(session, options)
+    await syncAll(session, options)
     await onVm(`cd ${options.remoteDir} && echo 'changed on the VM' >> lib/model.py && echo mine > mine.txt`)
     rmSync(join(options.localDir, 'train.py'))
     rmSync(join(options.localDir, 'lib/model.py'))
     // Still here, but ignored from now on: not gone, so it stays on the VM.
     writeFileSync(join(options.localDir, '.targonignore'), 'secrets.env\nrun.sh\n')
-    const report = await syncWorkdir(session, options)
+    const report = await syncAll(session, options)
     expect(report).toMatchObject({files_removed: 1, files_sent: 1})
     const remote = files(onHost(options.remoteDir))
     expect(remote['train.py']).toBeUndefined()
@@ -187,7 +200,7 @@ describe('syncWorkdir', () => {
 
     // run.sh stays recorded: once gone locally, it goes on the VM too.
     rmSync(join(options.localDir, 'run.sh'))
-    expect(await syncWorkdir(session, options)).toMatchObject({files_removed: 1, files_sent: 0})
+    expect(await syncAll(session, options)).toMatchObject({files_removed: 1, files_sent: 0})
     expect(files(onHost(options.remoteDir))['run.sh']).toBeUndefined()
   })
 
@@ -203,13 +216,13 @@ describe('syncWorkdir', () => {
   ])('refuses a manifest with %s: sends everything, removes nothing', async (_what, hostile) => {
     const options = pair()
     project(options.localDir)
-    await syncWorkdir(session, options)
+    await syncAll(session, options)
     // Files the VM made, which the hostile manifest claims the sync sent (and which are not there locally).
     await onVm(`echo victim > /home/ubuntu/victim.txt && echo victim > ${options.remoteDir}/victim.txt`)
     const made = statSync(onHost(`${options.remoteDir}/victim.txt`))
     const text = hostile({mtime_ms: made.mtimeMs, size: made.size})
     await onVm(`printf '%s' ${shellQuote(text)} > ${options.manifestPath}`)
-    const report = await syncWorkdir(session, options)
+    const report = await syncAll(session, options)
     expect(report).toEqual(expect.objectContaining({files_removed: 0, files_sent: SENT.length}))
     expect(
       options.warnings.some((warning) => warning.startsWith(`the sync manifest on the VM (${options.manifestPath}) is refused: `)),
@@ -226,7 +239,7 @@ describe('syncWorkdir', () => {
     await onVm(
       `mkdir -p /home/ubuntu/.targon/sync && echo precious > /home/ubuntu/precious && ln -s /home/ubuntu/precious ${options.manifestPath}`,
     )
-    const report = await syncWorkdir(session, options)
+    const report = await syncAll(session, options)
     expect(report.files_sent).toBe(SENT.length)
     expect(options.warnings).toContain(
       `the sync manifest on the VM (${options.manifestPath}) is refused: not a regular file; sending every file and removing none`,
@@ -239,7 +252,11 @@ describe('syncWorkdir', () => {
     const options = pair()
     project(options.localDir)
     await onVm(`mkdir -p ${options.manifestPath}/taken`)
-    await expect(syncWorkdir(session, options)).rejects.toMatchObject({code: 'COPY_FAILED'})
+    // The files are in place when the sync returns; the manifest's write fails after.
+    const synced = await syncWorkdir(session, options)
+    const written = expect(synced.manifest).rejects.toMatchObject({code: 'COPY_FAILED'})
+    expect(Object.keys(files(onHost(options.remoteDir)))).toHaveLength(synced.report.files_sent)
+    await written
     expect(readdirSync(onHost('/home/ubuntu/.targon/sync')).filter((name) => name.includes('.targon-part-'))).toEqual([])
   })
 
@@ -247,7 +264,7 @@ describe('syncWorkdir', () => {
     const options = pair()
     for (let index = 0; index < 40; index++) write(options.localDir, `shard${index}.bin`, Buffer.alloc(1024 * 1024, index))
     const remoteDir = onHost(options.remoteDir)
-    const first = syncWorkdir(session, options)
+    const first = syncAll(session, options)
     // The drop comes once the first file is in place.
     while (!existsSync(remoteDir) || !readdirSync(remoteDir).some((name) => name.startsWith('shard'))) await sleep(20)
     vm.dropConnections()
@@ -257,7 +274,7 @@ describe('syncWorkdir', () => {
     await sleep(500)
     const placed = readdirSync(remoteDir).filter((name) => name.startsWith('shard'))
     for (const name of placed) expect(statSync(join(remoteDir, name)).size, name).toBe(1024 * 1024)
-    const second = await syncWorkdir(session, options)
+    const second = await syncAll(session, options)
     expect(second.files_sent).toBe(40 - placed.length)
     expect(placed.length).toBeGreaterThan(0)
     // Temporary copies the drop left behind are gone too.
@@ -269,7 +286,7 @@ describe('syncWorkdir', () => {
     for (let index = 0; index < 40; index++) write(options.localDir, `shard${index}.bin`, Buffer.alloc(1024 * 1024, index))
     const remoteDir = onHost(options.remoteDir)
     const controller = new AbortController()
-    const first = syncWorkdir(session, {...options, signal: controller.signal})
+    const first = syncAll(session, {...options, signal: controller.signal})
     while (!existsSync(remoteDir) || !readdirSync(remoteDir).some((name) => name.startsWith('shard'))) await sleep(20)
     controller.abort()
     await expect(first).rejects.toMatchObject({name: 'AbortError'})
@@ -278,7 +295,7 @@ describe('syncWorkdir', () => {
     expect(recorded.sort()).toEqual(placed.sort())
     expect(placed.length).toBeLessThan(40)
 
-    const second = await syncWorkdir(session, options)
+    const second = await syncAll(session, options)
     expect(second.files_sent).toBe(40 - placed.length)
     expect(files(remoteDir)).toEqual(files(options.localDir))
   })
@@ -286,10 +303,10 @@ describe('syncWorkdir', () => {
   it('never writes through a directory the VM replaced with a link', async () => {
     const options = pair()
     project(options.localDir)
-    await syncWorkdir(session, options)
+    await syncAll(session, options)
     await onVm(`mkdir -p /home/ubuntu/elsewhere && cd ${options.remoteDir} && rm -rf lib && ln -s /home/ubuntu/elsewhere lib`)
     write(options.localDir, 'lib/new.py', 'new\n')
-    await expect(syncWorkdir(session, options)).rejects.toThrow(/lib: is a symbolic link on the VM; not followed/)
+    await expect(syncAll(session, options)).rejects.toThrow(/lib: is a symbolic link on the VM; not followed/)
     expect(tree(onHost('/home/ubuntu/elsewhere'))).toEqual({})
   })
 })

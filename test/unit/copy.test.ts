@@ -145,6 +145,7 @@ class CraftedSide implements Side {
   async mkdir(): Promise<void> {}
   async chmod(): Promise<void> {}
   async setMtime(): Promise<void> {}
+  async setModeAndTime(): Promise<void> {}
   openWrite(): never {
     throw new Error('read-only')
   }

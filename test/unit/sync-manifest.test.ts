@@ -28,6 +28,14 @@ describe('reading a manifest back', () => {
     expect(parseManifest(serializeManifest(files))).toEqual({files: new Map([...files].sort())})
   })
 
+  it("round-trips a placed file's hash, and reads entries of earlier versions without one", () => {
+    const files = new Map([
+      ['a.txt', {...entry(), sha256: 'ab'.repeat(32)}],
+      ['b.txt', entry()],
+    ])
+    expect(parseManifest(serializeManifest(files))).toEqual({files})
+  })
+
   it.each([
     ['not JSON', '{"files":', /not JSON/],
     ['another format', JSON.stringify({files: {}, format: 'other', version: 1}), /not a sync manifest/],
@@ -44,6 +52,11 @@ describe('reading a manifest back', () => {
     ['a path under targon-out', text({'targon-out/job/x': entry()}), /never sends/],
     ['an overlong name', text({['x'.repeat(256)]: entry()}), /overlong/],
     ['an array', '[]', /not a sync manifest/],
+    ['a hash in capitals', text({'a.txt': {...entry(), sha256: 'AB'.repeat(32)}}), /a size and a time, perhaps with a hash, expected/],
+    ['a short hash', text({'a.txt': {...entry(), sha256: 'ab'}}), /a size and a time, perhaps with a hash, expected/],
+    ['a size as text', text({'a.txt': {mtime_ms: MTIME, size: '10'}}), /a size and a time, perhaps with a hash, expected/],
+    ['an entry that is an array', text({'a.txt': [10, MTIME]}), /a size and a time, perhaps with a hash, expected/],
+    ['files that are an array', JSON.stringify({files: [], format: 'targon-sync-manifest', version: 1}), /not a sync manifest/],
   ])('refuses %s as a whole', (_what, body, reason) => {
     const parsed = parseManifest(body)
     expect('refused' in parsed && parsed.refused).toMatch(reason)

@@ -243,7 +243,9 @@ export class VmFarm {
     }
 
     const holder: {vm?: SimVm} = {}
-    const server = createServer((socket) => {
+    // No Nagle on the relay (nor on socat's leg, vm-init.sh): a real sshd is reached without a relay that holds back
+    // small packets, and the 40 ms waits it added were most of a second sync's time.
+    const server = createServer({noDelay: true}, (socket) => {
       if (holder.vm) holder.vm.connections++
       holder.vm?.track(socket)
       const upstream = connect(socketPath)

@@ -107,7 +107,7 @@ fi
 mkfifo -m 600 /run/vm/control # see the end of this script
 
 # The SSH port reaches the host as a unix socket in the VM directory; the host side maps it to TCP.
-socat UNIX-LISTEN:/run/vm/ssh.sock,fork,mode=600 TCP:127.0.0.1:22 &
+socat UNIX-LISTEN:/run/vm/ssh.sock,fork,mode=600 TCP:127.0.0.1:22,nodelay &
 (
   sleep "${SIM_SSHD_DELAY_SECONDS:-0}"
   /usr/sbin/sshd -D -e 2>>/run/vm/sshd.log

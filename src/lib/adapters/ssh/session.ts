@@ -145,6 +145,9 @@ export class SshSession {
     try {
       await new Promise<void>((resolve, reject) => {
         client.on('ready', () => resolve())
+        // Without TCP_NODELAY a small request sent while an earlier one is unacknowledged waits for the VM's delayed
+        // ACK (up to 40 ms on Linux); SFTP and the sync send many such requests in a row.
+        client.on('connect', () => client.setNoDelay(true))
         client.on('error', reject)
         client.on('close', () => reject(new Error('connection closed before handshake')))
         client.connect({

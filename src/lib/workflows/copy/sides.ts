@@ -39,6 +39,8 @@ export interface Side {
   chmod(path: string, mode: number): Promise<void>
   /** Sets the modification (and access) time, in whole seconds since the epoch. */
   setMtime(path: string, seconds: number): Promise<void>
+  /** chmod, then setMtime when `seconds` is given: over SFTP one request for both (a round trip less per file). */
+  setModeAndTime(path: string, mode: number, seconds?: number): Promise<void>
   openRead(path: string): Promise<OpenFile>
   /** Creates the file (it must not exist) with the given mode. */
   openWrite(path: string, mode: number): Promise<OpenFile>
@@ -116,6 +118,11 @@ export class LocalSide implements Side {
     await utimes(path, seconds, seconds)
   }
 
+  async setModeAndTime(path: string, mode: number, seconds?: number): Promise<void> {
+    await this.chmod(path, mode)
+    if (seconds !== undefined) await this.setMtime(path, seconds)
+  }
+
   async openRead(path: string): Promise<OpenFile> {
     return localFile(await open(path, 'r'))
   }
@@ -144,6 +151,20 @@ function localFile(handle: import('node:fs/promises').FileHandle): OpenFile {
     write: async (buffer, length, position) => {
       for (let done = 0; done < length;) done += (await handle.write(buffer, done, length - done, position + done)).bytesWritten
     },
+  }
+}
+
+/** Bytes already read, as a file to copy from: a small file the sync has hashed goes as those very bytes. */
+export function bytesSide(bytes: Buffer): Pick<Side, 'openRead' | 'where'> {
+  return {
+    openRead: async () => ({
+      close: async () => undefined,
+      read: async (buffer, length, position) => bytes.copy(buffer, 0, position, Math.min(bytes.length, position + length)),
+      write: async () => {
+        throw new Error('bytes read from a local file cannot be written')
+      },
+    }),
+    where: 'locally',
   }
 }
 
@@ -265,6 +286,11 @@ export class RemoteSide implements Side {
 
   setMtime(path: string, seconds: number): Promise<void> {
     return this.call((done) => this.sftp.utimes(path, seconds, seconds, done))
+  }
+
+  setModeAndTime(path: string, mode: number, seconds?: number): Promise<void> {
+    const times = seconds === undefined ? {} : {atime: seconds, mtime: seconds}
+    return this.call((done) => this.sftp.setstat(path, {mode, ...times}, done))
   }
 
   openRead(path: string): Promise<OpenFile> {

@@ -205,7 +205,7 @@ const IN_FLIGHT = 16
 
 /** One file, through a temporary name in the destination directory, renamed into place once whole (with `mtime`, when given). */
 export async function copyFile(
-  from: Side,
+  from: Pick<Side, 'openRead' | 'where'>,
   to: Side,
   file: {source: string; target: string; mode: number; size: number; mtime?: number},
   options: TreeOptions,
@@ -222,8 +222,7 @@ export async function copyFile(
     await transfer(input, output, file.size, {...options, source, target, where: [from.where, to.where]}, onBytes)
     await output.close()
     output = undefined
-    await to.chmod(temp, file.mode & 0o777)
-    if (file.mtime !== undefined) await to.setMtime(temp, file.mtime)
+    await to.setModeAndTime(temp, file.mode & 0o777, file.mtime)
     await to.rename(temp, target)
   } catch (error) {
     await output?.close().catch(() => undefined)

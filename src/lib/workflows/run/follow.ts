@@ -10,7 +10,7 @@ import {TargonError, abortError} from '../../core/errors.js'
 import {LineSplitter} from '../../core/lines.js'
 import {printable} from '../../core/output.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
-import {type EndState, jobDir, parseState, stateScript} from './job.js'
+import {type EndState, JOB_STATE_FUNCTIONS, jobDir, parseState, stateScript} from './job.js'
 
 /** Lines of the log kept for the result. */
 export const TAIL_LINES = 20
@@ -94,8 +94,16 @@ export async function followJob(first: SshSession, id: string, options: FollowOp
   }
 }
 
-/** Checks per second while a look waits on the VM. */
-const WAIT_STEP_S = 0.05
+/**
+ * How a look waits on the VM: it checks every QUICK_STEP_S for its first QUICK_STEPS checks (so that the end of a
+ * short job, such as figure 16's, is seen within about 10 ms), then every SLOW_STEP_S, so that a quiet job followed
+ * for hours costs its VM little. A check is a file test and a stat; every STATE_EVERY-th also asks systemd whether the
+ * unit still runs (a job killed with its unit writes no exit code).
+ */
+const QUICK_STEP_S = 0.01
+const QUICK_STEPS = 20
+const SLOW_STEP_S = 0.05
+const STATE_EVERY = 5
 
 /**
  * The job's state and its log from `offset`; first, for up to `waitMs`, the VM waits for the job to end or its log to
@@ -118,11 +126,13 @@ export const FIRST_LOOK_MS = MAX_LOOK_MS
 /** Shell text of a look (see lookAt), read back by parseLook. */
 export function lookScript(id: string, offset: number, waitMs: number): string {
   const log = shellQuote(`${jobDir(id)}/log`)
-  const steps = Math.floor(waitMs / 1000 / WAIT_STEP_S)
+  const quick = Math.min(QUICK_STEPS, Math.floor(waitMs / 1000 / QUICK_STEP_S))
+  const steps = quick + Math.floor((waitMs / 1000 - quick * QUICK_STEP_S) / SLOW_STEP_S)
+  const ended = `[ -f ${shellQuote(`${jobDir(id)}/exit_code`)} ] || [ -f ${shellQuote(`${jobDir(id)}/cancelled`)} ]`
   const waitFor =
     steps === 0
       ? ''
-      : `${stateScript(id)} >/dev/null; n=0; while [ $n -lt ${steps} ] && [ "$(job_state ${shellQuote(id)})" = running ] && [ "$(stat -c %s ${log} 2>/dev/null || echo 0)" -le ${offset} ]; do sleep ${WAIT_STEP_S}; n=$((n+1)); done; `
+      : `${JOB_STATE_FUNCTIONS}\nn=0; while [ $n -lt ${steps} ] && ! { ${ended}; } && [ "$(stat -c %s ${log} 2>/dev/null || echo 0)" -le ${offset} ]; do [ $((n % ${STATE_EVERY})) -eq ${STATE_EVERY - 1} ] && [ "$(job_state ${shellQuote(id)})" != running ] && break; [ $n -lt ${quick} ] && sleep ${QUICK_STEP_S} || sleep ${SLOW_STEP_S}; n=$((n+1)); done; `
   return `${waitFor}${stateScript(id)}; echo ${SEPARATOR}; tail -c +${offset + 1} ${log} 2>/dev/null | head -c ${READ_BYTES} | base64 -w0`
 }
 

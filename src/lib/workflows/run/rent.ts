@@ -77,25 +77,31 @@ export async function rentForJob(client: TargonClient, request: RentRequest): Pr
 /** How long the offers are read for, when WORD names a VM and might name an offer too. */
 const OFFER_CHECK_MS = 15_000
 
+/** The offers, for refuseIfOffer, read while the VMs are listed; why not, when they could not be read in OFFER_CHECK_MS. */
+export async function readOffersToCheck(client: TargonClient, signal: AbortSignal): Promise<Offer[] | {unreadable: string}> {
+  try {
+    const listing = client.withSignal(AbortSignal.any([signal, AbortSignal.timeout(OFFER_CHECK_MS)]))
+    return (await listing.inventory()).offers.map((raw) => normalizeOffer(raw))
+  } catch (error) {
+    return {unreadable: asTargonError(error).message}
+  }
+}
+
 /**
  * WORD names a VM, and run may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
- * what was not meant. The offer is matched as up matches its resource word. A listing that fails or takes longer than
- * OFFER_CHECK_MS is no reason to refuse the VM that WORD names: it is said in a warning, and the run goes on.
+ * what was not meant. The offer is matched as up matches its resource word. Offers that could not be read (within
+ * OFFER_CHECK_MS) are no reason to refuse the VM that WORD names: that is said in a warning, and the run goes on.
  */
-export async function refuseIfOffer(
-  client: TargonClient,
+export function refuseIfOffer(
   word: string,
   vm: KnownVm,
+  offers: Offer[] | {unreadable: string},
   options: {signal: AbortSignal; warn: (message: string) => void},
-): Promise<void> {
-  let offers: Offer[]
-  try {
-    const listing = client.withSignal(AbortSignal.any([options.signal, AbortSignal.timeout(OFFER_CHECK_MS)]))
-    offers = (await listing.inventory()).offers.map((raw) => normalizeOffer(raw))
-  } catch (error) {
-    if (options.signal.aborted) throw abortError(options.signal)
+): void {
+  if (options.signal.aborted) throw abortError(options.signal)
+  if (!Array.isArray(offers)) {
     options.warn(
-      `${word} names ${vm.name ?? vm.uid}; whether it also names an offer is not known (the offers could not be read: ${asTargonError(error).message}), so the job runs on that VM`,
+      `${word} names ${vm.name ?? vm.uid}; whether it also names an offer is not known (the offers could not be read: ${offers.unreadable}), so the job runs on that VM`,
     )
     return
   }

@@ -23,7 +23,7 @@ import {syncWorkdir} from '../sync/sync.js'
 import {walkLocal} from '../sync/walk.js'
 import {emptyFetch, fetchOutputs} from './fetch.js'
 import {startJob} from './start.js'
-import {refuseIfOffer} from './rent.js'
+import {readOffersToCheck, refuseIfOffer} from './rent.js'
 import {reopenVm} from './jobs.js'
 import {type Followed, type Look, followJob} from './follow.js'
 import {type JobRecord, SYNC_MANIFESTS, WORK_ROOT, jobDir, newJobId, signalName, unitOf, workdirIdOf} from './job.js'
@@ -108,10 +108,13 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
     const workId = workdirIdOf(options.localDir)
     const remoteDir = posix.join(WORK_ROOT, workId)
     let sync: RunResult['sync'] = null
+    // The sync's manifest is written while the job starts: the files are in place. Its failure costs only the next
+    // sync's work (it sends these files again), so it is a warning once the job runs.
+    let manifest = Promise.resolve()
     try {
       if (options.sync) {
         options.info(`Syncing ${options.localDir} to ${name}:${remoteDir}`)
-        const report = await syncWorkdir(session, {
+        const synced = await syncWorkdir(session, {
           localDir: options.localDir,
           manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
           remoteDir,
@@ -119,7 +122,10 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
           walked,
           warn: options.warn,
         })
-        sync = {...report, local_dir: options.localDir, remote_dir: remoteDir}
+        sync = {...synced.report, local_dir: options.localDir, remote_dir: remoteDir}
+        manifest = synced.manifest.catch((error: unknown) =>
+          options.warn(`${asTargonError(error).message}; the next sync of ${options.localDir} sends its files again`),
+        )
       }
     } finally {
       await sampler
@@ -139,7 +145,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
     // (killed, or cut off), even in the second the start takes. A job that never started is no ended job there.
     if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
-    const {firstLook, session: following} = await startJob(session, record, options.env, reopen, !options.detach)
+    const [{firstLook, session: following}] = await Promise.all([startJob(session, record, options.env, reopen, !options.detach), manifest])
     if (following !== session) opened.push(following)
     const job: Job = {
       command: record.command,
@@ -236,8 +242,10 @@ export async function completeJob(
 async function findVm(client: TargonClient, state: LocalState, options: RunOptions): Promise<{vm: KnownVm; rented: boolean}> {
   try {
     if (options.word === null) throw new TargonError('NOT_FOUND', 'no VM named')
+    // Where run may rent, a WORD that names a VM must name no offer: the offers are read while the VMs are listed.
+    const offers = options.rent ? readOffersToCheck(client, options.signal) : undefined
     const [vm] = await selectVms(options, client, state, {...options, targets: [options.word]})
-    if (options.rent) await refuseIfOffer(client, options.word, vm as KnownVm, options)
+    if (offers) refuseIfOffer(options.word, vm as KnownVm, await offers, options)
     return {rented: false, vm: vm as KnownVm}
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'NOT_FOUND')) throw error

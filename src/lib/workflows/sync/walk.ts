@@ -6,7 +6,7 @@
  * re-included, as in git. Symbolic links and special files are not sent (the caller warns about each), nor names
  * with control characters (the manifest refuses them).
  */
-import {lstat, open, readdir} from 'node:fs/promises'
+import {closeSync, lstatSync, openSync, readSync, readdirSync} from 'node:fs'
 import {posix} from 'node:path'
 
 import {type IgnoreRule, isIgnored, parseIgnoreFile} from './ignore.js'
@@ -42,20 +42,26 @@ const NEVER_AT_ROOT = new Set(['targon-out'])
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
 const CONTROL = /[\u0000-\u001f\u007f]/
 
+/**
+ * The walk reads the filesystem synchronously, one directory at a time, and yields to the event loop between
+ * directories (run walks while the VM's connection opens): 2,000 files took 100-150 ms with one awaited lstat after
+ * the other, about 50 ms with the lstats of a directory in flight together, and 10 ms like this.
+ */
 export async function walkLocal(root: string): Promise<LocalTree> {
   const tree: LocalTree = {dirs: [], files: [], skipped: []}
   const pending: {rel: string; rules: IgnoreRule[]}[] = [{rel: '', rules: []}]
   for (let next = 0; next < pending.length; next++) {
+    await new Promise<void>((resolve) => setImmediate(resolve))
     const {rel: dirRel, rules: inherited} = pending[next] as {rel: string; rules: IgnoreRule[]}
     const dir = dirRel === '' ? root : posix.join(root, dirRel)
     const rules = [...inherited]
-    for (const name of IGNORE_FILES) rules.push(...parseIgnoreFile(await readIgnoreFile(posix.join(dir, name)), dirRel))
+    for (const name of IGNORE_FILES) rules.push(...parseIgnoreFile(readIgnoreFile(posix.join(dir, name)), dirRel))
     tree.dirs.push(dirRel)
-    const names = (await readdir(dir)).sort()
+    const names = readdirSync(dir).sort()
     for (const name of names) {
       const rel = dirRel === '' ? name : `${dirRel}/${name}`
       if (NEVER_ANY_DEPTH.has(name) || (dirRel === '' && NEVER_AT_ROOT.has(name))) continue
-      const info = await lstat(posix.join(dir, name))
+      const info = lstatSync(`${dir}/${name}`)
       if (isIgnored(rules, rel, info.isDirectory())) continue
       if (CONTROL.test(name)) tree.skipped.push({link: false, path: JSON.stringify(rel), reason: 'its name has a control character'})
       else if (info.isDirectory()) pending.push({rel, rules})
@@ -70,16 +76,16 @@ export async function walkLocal(root: string): Promise<LocalTree> {
 }
 
 /** An ignore file's text; '' when there is none (or it is not a regular file). */
-async function readIgnoreFile(path: string): Promise<string> {
-  const info = await lstat(path).catch(() => null)
+function readIgnoreFile(path: string): string {
+  const info = lstatSync(path, {throwIfNoEntry: false})
   if (!info?.isFile()) return ''
   if (info.size > MAX_IGNORE_FILE_BYTES) throw new Error(`${path}: an ignore file over ${MAX_IGNORE_FILE_BYTES / 1024 / 1024} MiB; refused`)
-  const handle = await open(path, 'r')
+  const handle = openSync(path, 'r')
   try {
     const buffer = Buffer.alloc(info.size)
-    const {bytesRead} = await handle.read(buffer, 0, info.size, 0)
+    const bytesRead = readSync(handle, buffer, 0, info.size, 0)
     return buffer.subarray(0, bytesRead).toString('utf8')
   } finally {
-    await handle.close()
+    closeSync(handle)
   }
 }
