@@ -703,6 +703,39 @@ describe('the job store of down --jobs-done and the sweep', () => {
     expect(billing().has(vm.uid)).toBe(false)
   })
 
+  it('jobs wait on a --down job stores the outputs first: a fetch past the bound keeps the VM; once they come, ./targon-out has them and the VM goes', async () => {
+    expect((await inStore(['config', 'set', 'job-store-limit', '2M'])).code).toBe(0)
+    const {id, vm} = await endedJob(
+      'waited',
+      ['--ttl', '2h'],
+      'out',
+      'mkdir -p out; for i in 1 2 3; do head -c 1048576 /dev/urandom >out/f$i; done',
+    )
+    const cwd = tempDir('targon-wait-')
+    const notified = received().length
+
+    const kept = await inStore(['jobs', 'wait', id, '--vms', vm.name, '--json'], {cwd})
+    expect(kept.code, kept.stdout + kept.stderr).toBe(12)
+    const keptDoc = parseJson(kept)
+    expect(keptDoc.error.code).toBe('COPY_FAILED')
+    expect(keptDoc.error.hint).toContain('the outputs stay on the VM')
+    expect(keptDoc.data).toMatchObject({deleted: null, exit_code: 0, job: {id, state: 'succeeded'}})
+    expect(keptDoc.warnings.join('\n')).toContain(`${vm.name} is kept and bills`)
+    expect(received().length).toBe(notified + 1)
+    expect(billing().has(vm.uid)).toBe(true)
+    expect(existsSync(join(cwd, 'targon-out'))).toBe(false)
+    expect(existsSync(join(storeDir, 'jobs', id, 'job.json'))).toBe(false)
+
+    expect((await inStore(['config', 'set', 'job-store-limit', '10M'])).code).toBe(0)
+    const done = await inStore(['jobs', 'wait', id, '--vms', vm.name, '--json'], {cwd})
+    expect(done.code, done.stdout + done.stderr).toBe(0)
+    expect(parseJson(done).data).toMatchObject({deleted: [{action: 'deleted', billing: false, uid: vm.uid}], exit_code: 0})
+    expect(readdirSync(join(cwd, 'targon-out', id, 'out')).sort()).toEqual(['f1', 'f2', 'f3'])
+    expect(readFileSync(join(cwd, 'targon-out', id, 'out', 'f3'))).toEqual(readFileSync(join(storeDir, 'jobs', id, 'out', 'out', 'f3')))
+    expect(existsSync(join(storeDir, 'jobs', id, 'job.json'))).toBe(true)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
   it('deletes a VM under no limit whose fetch has failed 3 times over a day, without its outputs, and says so', async () => {
     const {id, vm} = await endedJob('nolimit', [], 'missing', 'true')
     const kept = await inStore(['sweep', '--fleet', 'nolimit', '--json'])

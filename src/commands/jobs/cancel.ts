@@ -3,7 +3,7 @@ import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection, stateInWords} from '../..
 import {prose} from '../../lib/core/output.js'
 import {checkJobId} from '../../lib/workflows/run/job.js'
 import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/run/jobs.js'
-import {cancelJob} from '../../lib/workflows/run/run.js'
+import {cancelJob} from '../../lib/workflows/run/complete.js'
 import type {JobCancelResult} from '../../lib/workflows/run/schema.js'
 import {LocalState} from '../../lib/adapters/state/local-state.js'
 

@@ -5,8 +5,9 @@ import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-c
 import {prose} from '../../lib/core/output.js'
 import {checkJobId} from '../../lib/workflows/run/job.js'
 import {jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
-import {completeJob} from '../../lib/workflows/run/run.js'
+import {completeJob} from '../../lib/workflows/run/complete.js'
 import {emptyFetch} from '../../lib/workflows/run/fetch.js'
+import {storeLimit} from '../../lib/workflows/run/job-store.js'
 import type {RunResult} from '../../lib/workflows/run/schema.js'
 import {LocalState} from '../../lib/adapters/state/local-state.js'
 
@@ -14,9 +15,13 @@ export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> 
   static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
 
   static description = prose(`For a job whose run was interrupted or lost its connection: prints its log from the start,
-follows it until the job ends, copies the --out paths the run named into ./targon-out/<job id>/, and, if the run had
---down, deletes the VM after its pre-delete hook (reason job-done). It exits as run does: 0, or 12 with the job's
-exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it cancels the job, fetches and deletes.`)
+follows it until the job ends, and copies the --out paths the run named into ./targon-out/<job id>/. If the run had
+--down, the outputs go first into the config directory's job store (at most job-store-limit bytes, default 10G, as
+down --jobs-done fetches them; targon jobs fetch copies them from there once the VM is gone), and the VM is deleted
+after its pre-delete hook (reason job-done) only once they are there; a fetch that fails keeps the VM (its TTL,
+budget and idle limits still apply), warns, and is notified once (to notify-url, when set). It exits as run does: 0, or 12 with the job's
+exit_code (or COPY_FAILED when an output did not come). Ctrl-C stops waiting (the job goes on), except under --down,
+where it cancels the job, fetches and deletes.`)
 
   static examples = [
     {command: '<%= config.bin %> jobs wait j-20261202-030527-a1b2c3', description: 'Pick up a job after a dropped connection'},
@@ -30,6 +35,8 @@ exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it
     const id = checkJobId(this.args.id)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    // A --down job's failing fetch is notified (notify-url), as down --jobs-done does; never in the way of a deletion.
+    await this.useNotifyUrl(undefined, false)
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
@@ -63,6 +70,11 @@ exit_code. Ctrl-C stops waiting (the job goes on), except under --down, where it
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
+            store: {
+              configDir: selection.configDir,
+              notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
+              storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
+            },
             warn: this.ctx.warn,
           })
         })

@@ -18,7 +18,9 @@ import {countOf} from '../../core/output.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {jobOf, readJobs} from './jobs.js'
-import {type FetchResult, JobSchema} from './schema.js'
+import {type FetchResult, type Job, JobSchema} from './schema.js'
+import type {JobRecord} from './job.js'
+import type {SshSession} from '../../adapters/ssh/session.js'
 import {LocalSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
 import {fetchOutputs} from './fetch.js'
@@ -103,22 +105,12 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
       if (done.length === 0) return keep('idle', 'no ended run --down job')
       if (options.dryRun) return true
       for (const job of done) {
-        const store = jobStoreDir(options.configDir, job.record.id)
-        const budget = new CopyBudget(options.storeLimit)
-        const fetch = await fetchOutputs(session, job.record, run.signal, join(store, 'out'), budget)
-        const failed = fetch.failed[0]
-        if (failed) {
-          const failing = await fetchFailed(run, vm, job.record.id, `--out ${failed.path} was not fetched (${failed.error})`, options)
-          if (failing.deleteAnyway) continue
-          return keep(
-            'unreadable',
-            `job ${job.record.id}: --out ${failed.path} was not fetched (${failed.error}), ${failing.failures === 1 ? 'once' : `${failing.failures} times in a row`}; fetch by hand: targon jobs fetch ${job.record.id}`,
-          )
-        }
-        await mkdir(store, {mode: 0o700, recursive: true})
-        const stored = {job: jobOf(job, run.clock.now()), vm: {name: vm.name, uid: vm.uid}}
-        await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
-        await clearFetchFailures(options.configDir, job.record.id)
+        const stored = await storeOutputs(run, vm, session, job.record, jobOf(job, run.clock.now()), options)
+        if (stored.failed === null || stored.deleteAnyway) continue
+        return keep(
+          'unreadable',
+          `job ${job.record.id}: ${stored.failed}, ${stored.failures === 1 ? 'once' : `${stored.failures} times in a row`}; fetch by hand: targon jobs fetch ${job.record.id}`,
+        )
       }
 
       return true
@@ -130,6 +122,39 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
   }
 }
 
+export type StoreOptions = Pick<JobsDoneOptions, 'configDir' | 'idleLimitS' | 'notifyFetchFailing' | 'storeLimit'>
+
+/**
+ * The --out paths of an ended job of the VM fetched into the job store, within its bound, job.json last (so that only
+ * a whole fetch has it). A fetch that fails is counted and notified once (fetchFailed); `deleteAnyway` says whether
+ * the VM goes all the same. A connection that cannot even begin the fetch throws.
+ */
+export async function storeOutputs(
+  run: DeletionRun,
+  vm: KnownVm,
+  session: SshSession,
+  record: JobRecord,
+  job: Job,
+  options: StoreOptions,
+): Promise<{failed: null} | {failed: string; failures: number; deleteAnyway: boolean}> {
+  const store = jobStoreDir(options.configDir, record.id)
+  const fetch = await fetchOutputs(session, record, run.signal, join(store, 'out'), new CopyBudget(options.storeLimit))
+  const failed = fetch.failed[0]
+  if (failed) {
+    const reason = `--out ${failed.path} was not fetched (${failed.error})`
+    // An interrupt is the user's: no failure of the fetch.
+    if (run.signal.aborted) return {deleteAnyway: false, failed: reason, failures: 0}
+    const failing = await fetchFailed(run, vm, record.id, reason, options)
+    return {deleteAnyway: failing.deleteAnyway, failed: reason, failures: failing.failures}
+  }
+
+  await mkdir(store, {mode: 0o700, recursive: true})
+  const stored: z.infer<typeof StoredJobSchema> = {job, vm: {name: vm.name, uid: vm.uid}}
+  await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
+  await clearFetchFailures(options.configDir, record.id)
+  return {failed: null}
+}
+
 /**
  * Counts a failed fetch of the job, notifies it once (naming what still ends the VM), and says whether the VM goes all
  * the same: under no TTL, budget or idle limit, once it has failed long enough (givesUp).
@@ -139,7 +164,7 @@ async function fetchFailed(
   vm: KnownVm,
   job: string,
   reason: string,
-  options: JobsDoneOptions,
+  options: StoreOptions,
 ): Promise<FailingFetch & {deleteAnyway: boolean}> {
   const now = run.clock.now()
   const failing = await recordFetchFailure(options.configDir, job, reason, now)
