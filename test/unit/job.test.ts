@@ -8,6 +8,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
+import {judgeJobs} from '../../src/lib/workflows/run/jobs-done.js'
+
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
 import {startJob} from '../../src/lib/workflows/run/start.js'
@@ -198,6 +200,18 @@ describe('the listing of a VM with many jobs', () => {
         .map((id) => ({down: ids.indexOf(id) % 2 === 0, id, running: false})),
     )
     expect(listed.jobs.every((job) => job.state === 'succeeded')).toBe(true)
+  })
+
+  it('keeps a VM whose listing was cut short from --jobs-done, though every job it shows is an ended --down job', () => {
+    const id = 'j-20261202-030000-a1b2c3'
+    const record = {command: 'true', down: true, id, out: [], started_at: '2026-12-02T03:00:00.000Z', workdir: '/w'}
+    const shown = `@@job ${id}\nexit 0\n1796187600\n${Buffer.from(JSON.stringify(record)).toString('base64')}\n`
+    const whole = parseListing(shown)
+    expect(judgeJobs(whole)).toEqual({done: [expect.objectContaining({record, state: 'succeeded'})]})
+    expect(judgeJobs(parseListing(`${shown}@@left j-20261201-030000-a1b2c3\nsucceeded\n-\n@@more\n`))).toEqual({
+      reason: 'more jobs than one listing reads; whether one still runs is not known',
+      state: 'unreadable',
+    })
   })
 
   it('reads a listing past the bound of ids: the VM is said to have more, and no name is trusted', () => {

@@ -18,18 +18,18 @@ const RUNNING_JOBS_MS = 15_000
 
 /**
  * The jobs of targon run running on each of these VMs (those not running have none), `parallel` at once, within
- * RUNNING_JOBS_MS in all: a VM not read in time, or unreachable, is null (unknown) and said in a warning; a signal
+ * RUNNING_JOBS_MS in all (`boundMs`, for tests): a VM not read in time, or unreachable, is null (unknown) and said in a warning; a signal
  * ends the reading at once. Nothing here keeps a VM or delays its deletion longer.
  */
 export async function readRunningJobs(
   run: DeletionRun,
   vms: KnownVm[],
-  options: {parallel: number; runningJobs?: RunningJobsReader},
+  options: {parallel: number; runningJobs?: RunningJobsReader; boundMs?: number},
 ): Promise<Map<string, EndedJob[] | null>> {
   const read = options.runningJobs
   const running = vms.filter((vm) => vm.status === 'running')
   if (!read || running.length === 0) return new Map()
-  const within = AbortSignal.any([run.signal, AbortSignal.timeout(RUNNING_JOBS_MS)])
+  const within = AbortSignal.any([run.signal, AbortSignal.timeout(options.boundMs ?? RUNNING_JOBS_MS)])
   const late = new Promise<string>((resolve) => {
     if (within.aborted) resolve('not read in time')
     else within.addEventListener('abort', () => resolve(run.signal.aborted ? 'interrupted' : 'not read in time'), {once: true})

@@ -19,7 +19,7 @@ import {openVm} from '../../domain/fleet/fan-out.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {jobOf, readJobs} from './jobs.js'
 import {type FetchResult, type Job, JobSchema} from './schema.js'
-import type {JobRecord} from './job.js'
+import type {JobRecord, ListedJob} from './job.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {LocalSide} from '../copy/sides.js'
 import {copyTree} from '../copy/tree.js'
@@ -90,20 +90,28 @@ export async function keepUnlessJobsDone(
   return {chosen: live.filter((_, index) => verdicts[index] === true), kept}
 }
 
+/**
+ * What a VM's jobs say of it under --jobs-done: kept, and why (a job runs, none was --down, or the listing was cut
+ * short, so that a job might still run unseen); or the ended --down jobs whose outputs come before it goes.
+ */
+export function judgeJobs(listing: {jobs: ListedJob[]; more: boolean}): {state: Kept['state']; reason: string} | {done: ListedJob[]} {
+  if (listing.more) return {reason: 'more jobs than one listing reads; whether one still runs is not known', state: 'unreadable'}
+  const running = listing.jobs.filter((job) => job.state === 'running')
+  if (running.length > 0) return {reason: `busy: job ${running.map((job) => job.record.id).join(', job ')}`, state: 'busy'}
+  const done = listing.jobs.filter((job) => job.record.down)
+  return done.length === 0 ? {reason: 'no ended run --down job', state: 'idle'} : {done}
+}
+
 /** true: to be deleted; else why it is kept. */
 async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions): Promise<Kept | true> {
   const keep = (state: Kept['state'], reason: string): Kept => ({idle_seconds: null, name: vm.name, reason, state, uid: vm.uid})
   try {
     const {session} = await openVm(vm, {configDir: options.configDir, signal: run.signal})
     try {
-      const {jobs, more} = await readJobs(session)
-      // Past the listing's bound a job might still run unseen: such a VM is never deleted for its ended jobs.
-      if (more) return keep('unreadable', 'more jobs than one listing reads; whether one still runs is not known')
-      const running = jobs.filter((job) => job.state === 'running')
-      if (running.length > 0) return keep('busy', `busy: job ${running.map((job) => job.record.id).join(', job ')}`)
-      const done = jobs.filter((job) => job.record.down)
-      if (done.length === 0) return keep('idle', 'no ended run --down job')
+      const judged = judgeJobs(await readJobs(session))
+      if ('reason' in judged) return keep(judged.state, judged.reason)
       if (options.dryRun) return true
+      const done = judged.done
       for (const job of done) {
         const stored = await storeOutputs(run, vm, session, job.record, jobOf(job, run.clock.now()), options)
         if (stored.failed === null || stored.deleteAnyway) continue
