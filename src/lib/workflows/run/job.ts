@@ -108,11 +108,9 @@ export function startScript(record: JobRecord): string {
   const q = shellQuote
   return [
     'set -e',
-    `(umask 077 && mkdir -p ${q(dir)})`,
     `mkdir -p ${q(record.workdir)}`,
-    `cat >${q(`${dir}/run.sh`)}`,
-    `printf '%s\\n' ${q(JSON.stringify(record))} >${q(`${dir}/job.json`)}`,
-    `: >${q(`${dir}/log`)}`,
+    // The job's own files are its user's alone (its log may hold secrets); the unit is started outside this umask.
+    `(umask 077 && mkdir -p ${q(dir)} && cat >${q(`${dir}/run.sh`)} && printf '%s\\n' ${q(JSON.stringify(record))} >${q(`${dir}/job.json`)} && : >${q(`${dir}/log`)})`,
     `sudo -n systemd-run --unit=${unitOf(record.id)} --uid=ubuntu --collect -p WorkingDirectory=${q(record.workdir)} -p StandardOutput=append:${q(`${dir}/log`)} -p StandardError=append:${q(`${dir}/log`)} /bin/bash --login ${q(`${dir}/run.sh`)}`,
   ].join('\n')
 }
