@@ -8,10 +8,10 @@ import {describe, expect, it} from 'vitest'
 
 import {nameOf, placeRoot, safeJoin, unsafeName} from '../../src/lib/workflows/copy/paths.js'
 import {copiedName} from '../../src/lib/workflows/copy/copy.js'
-import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side} from '../../src/lib/workflows/copy/sides.js'
+import {type Entry, LocalSide, type OpenFile, RemoteSide, type Side, bytesSide} from '../../src/lib/workflows/copy/sides.js'
 import {parseCopySpec, parsePathSpec} from '../../src/lib/workflows/copy/spec.js'
 import {CopyBar, size} from '../../src/lib/workflows/copy/progress.js'
-import {copyTree} from '../../src/lib/workflows/copy/tree.js'
+import {copyFile, copyTree} from '../../src/lib/workflows/copy/tree.js'
 import {TargonError} from '../../src/lib/core/errors.js'
 import {tempDir} from '../helpers/cli.js'
 import {fakeClock} from '../helpers/fake-clock.js'
@@ -293,6 +293,18 @@ describe('a file that changes during the copy', () => {
     expect(outcome.copied).toEqual([])
     expect(outcome.failed).toEqual([{error: `${path}: changed while being copied locally`, path: 'log.bin'}])
     expect(readdirSync(dest)).toEqual([])
+  })
+
+  it('fails alike when the bytes read for the sync are fewer or more than the file had when listed', async () => {
+    const dest = tempDir('targon-cp-bytes-dest-')
+    const file = {mode: 0o644, size: 200_000, source: '/src/data.bin', target: join(dest, 'data.bin')}
+    for (const bytes of [Buffer.alloc(100_000, 1), Buffer.alloc(200_001, 1)])
+      await expect(copyFile(bytesSide(bytes), new LocalSide(), file, {lost: () => null}, () => undefined)).rejects.toThrow(
+        '/src/data.bin: changed while being copied locally',
+      )
+    expect(readdirSync(dest)).toEqual([])
+    await copyFile(bytesSide(Buffer.alloc(200_000, 1)), new LocalSide(), file, {lost: () => null}, () => undefined)
+    expect(readFileSync(join(dest, 'data.bin'))).toEqual(Buffer.alloc(200_000, 1))
   })
 })
 

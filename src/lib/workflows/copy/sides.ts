@@ -159,7 +159,9 @@ export function bytesSide(bytes: Buffer): Pick<Side, 'openRead' | 'where'> {
   return {
     openRead: async () => ({
       close: async () => undefined,
-      read: async (buffer, length, position) => bytes.copy(buffer, 0, position, Math.min(bytes.length, position + length)),
+      // Past the end reads nothing, as a file does: a copy of `size` bytes then says the file changed.
+      read: async (buffer, length, position) =>
+        position >= bytes.length ? 0 : bytes.copy(buffer, 0, position, Math.min(bytes.length, position + length)),
       write: async () => {
         throw new Error('bytes read from a local file cannot be written')
       },
