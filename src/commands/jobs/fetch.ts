@@ -1,14 +1,13 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {TargonError, isTargonError} from '../../lib/core/errors.js'
-import {join} from 'node:path'
 import {fetchStored, storedJob} from '../../lib/workflows/run/jobs-done.js'
 import type {JobsOptions} from '../../lib/workflows/run/jobs.js'
 import type {TargonClient} from '../../lib/adapters/targon/client.js'
 import {prose} from '../../lib/core/output.js'
 import {checkJobId} from '../../lib/workflows/run/job.js'
 import {jobOf, withJob} from '../../lib/workflows/run/jobs.js'
-import {fetchOutputs} from '../../lib/workflows/run/fetch.js'
+import {fetchOutputs, outputsDir} from '../../lib/workflows/run/fetch.js'
 import type {JobFetchResult} from '../../lib/workflows/run/schema.js'
 import {LocalState} from '../../lib/adapters/state/local-state.js'
 
@@ -47,7 +46,7 @@ copied; 4 for an id no VM of the selection has.`)
         const stored = await storedJob(selection.configDir, id)
         // Its VM was deleted once the job had ended (down --jobs-done, a sweep): its outputs are in the job store.
         if (stored && !(await this.onSomeVm(client, selection, id, signal))) {
-          const fetch = await fetchStored(stored.dir, join('targon-out', id))
+          const fetch = await fetchStored(stored.dir, outputsDir(id))
           if (!this.jsonEnabled()) for (const path of fetch.copied) this.log(`${fetch.destination ?? ''}${path}`)
           return {fetch, job: stored.job, vm: stored.vm}
         }

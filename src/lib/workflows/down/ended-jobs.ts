@@ -18,8 +18,8 @@ const RUNNING_JOBS_MS = 15_000
 
 /**
  * The jobs of targon run running on each of these VMs (those not running have none), `parallel` at once, within
- * RUNNING_JOBS_MS in all (`boundMs`, for tests): a VM not read in time, or unreachable, is null (unknown) and said in a warning; a signal
- * ends the reading at once. Nothing here keeps a VM or delays its deletion longer.
+ * RUNNING_JOBS_MS in all (`boundMs`, for tests): a VM not read in time, or unreachable, is null (unknown) and said in
+ * a warning; a signal ends the reading at once. Nothing here keeps a VM or delays its deletion longer.
  */
 export async function readRunningJobs(
   run: DeletionRun,

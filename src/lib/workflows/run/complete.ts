@@ -4,8 +4,6 @@
  * code, or the fetch's failure). An interrupt while following leaves the job running, unless --down asked to stop
  * paying with the job: then the job is cancelled, its outputs fetched (bounded in time) and the VM deleted.
  */
-import {join} from 'node:path'
-
 import type {Clock} from '../../core/clock.js'
 import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {TargonError, abortError, asTargonError} from '../../core/errors.js'
@@ -17,9 +15,8 @@ import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
-import {emptyFetch, fetchOutputs} from './fetch.js'
+import {emptyFetch, fetchOutputs, outputsDir} from './fetch.js'
 import {type StoreOptions, fetchStored, storeOutputs} from './jobs-done.js'
-import {jobStoreDir} from './job-store.js'
 import {type Followed, type Look, followJob} from './follow.js'
 import {type JobRecord, jobDir, signalName, unitOf} from './job.js'
 import type {FetchResult, RunResult} from './schema.js'
@@ -97,17 +94,20 @@ export async function completeJob(
   result.fetch = await fetchOrFailure(followed.session, record, options.signal)
   // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
   if (options.down) result.deleted = await deleteVm(client, state, vm, options)
-  if (options.signal.aborted) {
-    const reason = asTargonError(abortError(options.signal))
-    throw reason.with({
-      data: result,
-      hint: options.down
-        ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
-        : `fetch them again with targon jobs fetch ${record.id}`,
-      message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
-    })
-  }
+  if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
   return finish(result, vm.name ?? vm.uid)
+}
+
+/** An interrupt that came while the job's outputs were being fetched (the job had ended). */
+function interruptedFetching(result: RunResult, record: JobRecord, signal: AbortSignal): TargonError {
+  const reason = asTargonError(abortError(signal))
+  return reason.with({
+    data: result,
+    hint: result.deleted
+      ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
+      : `fetch them again with targon jobs fetch ${record.id}`,
+    message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
+  })
 }
 
 /**
@@ -130,15 +130,14 @@ async function storeThenDelete(
     failed: asTargonError(error).message,
     failures: 0,
   }))
-  if (stored.failed === null)
-    result.fetch = await fetchStored(join(jobStoreDir(options.configDir, record.id), 'out'), join('targon-out', record.id))
+  if (stored.failed === null) result.fetch = await fetchStored(stored.dir, outputsDir(record.id))
   else result.fetch = {...emptyFetch(), failed: [{error: stored.failed, path: record.out.join(', ')}]}
   if (stored.failed === null || stored.deleteAnyway) result.deleted = await deleteVm(client, state, vm, options)
   else
     options.warn(
       `${name} is kept and bills: the outputs of job ${record.id} did not come (${stored.failed}); its TTL, budget and idle limits still apply; try again with targon jobs wait ${record.id}, or let a sweep (down --jobs-done) do it`,
     )
-  if (options.signal.aborted) throw asTargonError(abortError(options.signal)).with({data: result})
+  if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
   return finish(result, name)
 }
 

@@ -14,6 +14,11 @@ import {safeJoin} from '../copy/paths.js'
 import type {JobRecord} from './job.js'
 import type {FetchResult} from './schema.js'
 
+/** Where a job's outputs come home: ./targon-out/<job id>/, relative to the directory the command runs in. */
+export function outputsDir(id: string): string {
+  return join('targon-out', id)
+}
+
 export function emptyFetch(): FetchResult {
   return {bytes: 0, copied: [], destination: null, failed: [], skipped: []}
 }
@@ -27,7 +32,7 @@ export async function fetchOutputs(
   session: SshSession,
   record: JobRecord,
   signal?: AbortSignal,
-  root = join('targon-out', record.id),
+  root = outputsDir(record.id),
   budget?: CopyBudget,
 ): Promise<FetchResult> {
   const fetch = emptyFetch()

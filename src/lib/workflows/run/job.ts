@@ -136,7 +136,8 @@ export interface EndState {
 
 /**
  * A shell function: `job_state ID` prints one line, running, exit N, cancelled or lost (a job whose exit code is
- * written has ended, though its unit may still be winding down for a moment); `job_ended ID` prints when it ended (epoch seconds: its exit code's file, else its cancel mark, else its log), or - while it runs.
+ * written has ended, though its unit may still be winding down for a moment); `job_ended ID` prints when it ended
+ * (epoch seconds: its exit code's file, else its cancel mark, else its log), or - while it runs.
  */
 export const JOB_STATE_FUNCTIONS = [
   `job_state() { if [ -f "${JOBS_DIR}/$1/exit_code" ]; then echo "exit $(head -c 16 "${JOBS_DIR}/$1/exit_code")"; elif systemctl is-active --quiet "targon-job-$1"; then echo running; elif [ -f "${JOBS_DIR}/$1/cancelled" ]; then echo cancelled; else echo lost; fi; }`,

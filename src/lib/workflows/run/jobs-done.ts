@@ -111,8 +111,7 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
       const judged = judgeJobs(await readJobs(session))
       if ('reason' in judged) return keep(judged.state, judged.reason)
       if (options.dryRun) return true
-      const done = judged.done
-      for (const job of done) {
+      for (const job of judged.done) {
         const stored = await storeOutputs(run, vm, session, job.record, jobOf(job, run.clock.now()), options)
         if (stored.failed === null || stored.deleteAnyway) continue
         return keep(
@@ -133,9 +132,9 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
 export type StoreOptions = Pick<JobsDoneOptions, 'configDir' | 'idleLimitS' | 'notifyFetchFailing' | 'storeLimit'>
 
 /**
- * The --out paths of an ended job of the VM fetched into the job store, within its bound, job.json last (so that only
- * a whole fetch has it). A fetch that fails is counted and notified once (fetchFailed); `deleteAnyway` says whether
- * the VM goes all the same. A connection that cannot even begin the fetch throws.
+ * The --out paths of an ended job of the VM fetched into the job store (`dir`, as storedJob gives it), within its
+ * bound, job.json last (so that only a whole fetch has it). A fetch that fails is counted and notified once
+ * (fetchFailed); `deleteAnyway` says whether the VM goes all the same. A connection that cannot even begin the fetch throws.
  */
 export async function storeOutputs(
   run: DeletionRun,
@@ -144,9 +143,10 @@ export async function storeOutputs(
   record: JobRecord,
   job: Job,
   options: StoreOptions,
-): Promise<{failed: null} | {failed: string; failures: number; deleteAnyway: boolean}> {
+): Promise<{failed: null; dir: string} | {failed: string; failures: number; deleteAnyway: boolean}> {
   const store = jobStoreDir(options.configDir, record.id)
-  const fetch = await fetchOutputs(session, record, run.signal, join(store, 'out'), new CopyBudget(options.storeLimit))
+  const dir = join(store, 'out')
+  const fetch = await fetchOutputs(session, record, run.signal, dir, new CopyBudget(options.storeLimit))
   const failed = fetch.failed[0]
   if (failed) {
     const reason = `--out ${failed.path} was not fetched (${failed.error})`
@@ -160,7 +160,7 @@ export async function storeOutputs(
   const stored: z.infer<typeof StoredJobSchema> = {job, vm: {name: vm.name, uid: vm.uid}}
   await writeFile(join(store, STORED_JOB), `${JSON.stringify(stored)}\n`, {mode: 0o600})
   await clearFetchFailures(options.configDir, record.id)
-  return {failed: null}
+  return {dir, failed: null}
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * `targon run` on an existing VM (or one it rents): sync the working directory, start the command as a job (a
  * transient systemd unit that outlives the SSH session), then follow it to its end (complete.ts: fetch the --out
- * paths, and with --down delete the VM after its pre-delete hook). Phases pass one typed value along (RunResult, filled as they go); progress goes to the
- * listeners. An interrupt after the start leaves the job running, unless --down asked to stop paying with the job.
+ * paths, and with --down delete the VM after its pre-delete hook). Phases pass one typed value along (RunResult,
+ * filled as they go); progress goes to the listeners. An interrupt after the start leaves the job running, unless --down asked to stop paying with the job.
  */
 import {posix} from 'node:path'
 
