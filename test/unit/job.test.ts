@@ -25,6 +25,7 @@ import {
   parseListing,
   parseState,
   runScript,
+  stateScript,
   workdirIdOf,
 } from '../../src/lib/workflows/run/job.js'
 
@@ -161,6 +162,24 @@ describe('a start whose connection drops', () => {
     const lost = sessionAnswering('lost\n')
     await expect(startJob(sessionAnswering(dropped).session, record, [], async () => lost.session, true)).rejects.toBe(dropped)
     expect(lost.closed()).toBe(true)
+  })
+})
+
+describe("a job's state, read in real bash", () => {
+  it('is its exit code when the job ends between the look for the exit code and the look at its unit, never lost', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'targon-state-'))
+    const id = 'j-20261202-030000-a1b2c3'
+    mkdirSync(join(dir, 'jobs', id), {recursive: true})
+    mkdirSync(join(dir, 'bin'))
+    // A unit that ends while systemctl is asked about it: its exit code is written, and it is no longer active.
+    writeFileSync(join(dir, 'bin', 'systemctl'), `#!/bin/sh\necho 0 >'${join(dir, 'jobs', id, 'exit_code')}'\nexit 3\n`, {mode: 0o755})
+    const state = (script: string) =>
+      execFileSync('/bin/bash', ['-c', script.replaceAll(JOBS_DIR, join(dir, 'jobs'))], {
+        env: {...process.env, PATH: `${join(dir, 'bin')}:${process.env.PATH}`},
+      })
+        .toString()
+        .trim()
+    expect(state(stateScript(id))).toBe('exit 0')
   })
 })
 

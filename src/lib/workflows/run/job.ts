@@ -136,11 +136,13 @@ export interface EndState {
 
 /**
  * A shell function: `job_state ID` prints one line, running, exit N, cancelled or lost (a job whose exit code is
- * written has ended, though its unit may still be winding down for a moment); `job_ended ID` prints when it ended
+ * written has ended, though its unit may still be winding down for a moment; the exit code is looked for again once
+ * the unit is seen stopped, as it may have been written in between); `job_ended ID` prints when it ended
  * (epoch seconds: its exit code's file, else its cancel mark, else its log), or - while it runs.
  */
 export const JOB_STATE_FUNCTIONS = [
-  `job_state() { if [ -f "${JOBS_DIR}/$1/exit_code" ]; then echo "exit $(head -c 16 "${JOBS_DIR}/$1/exit_code")"; elif systemctl is-active --quiet "targon-job-$1"; then echo running; elif [ -f "${JOBS_DIR}/$1/cancelled" ]; then echo cancelled; else echo lost; fi; }`,
+  `job_exit() { [ -f "${JOBS_DIR}/$1/exit_code" ] && echo "exit $(head -c 16 "${JOBS_DIR}/$1/exit_code")"; }`,
+  `job_state() { job_exit "$1" || { systemctl is-active --quiet "targon-job-$1" && echo running; } || job_exit "$1" || { [ -f "${JOBS_DIR}/$1/cancelled" ] && echo cancelled; } || echo lost; }`,
   `job_ended() { for f in exit_code cancelled log; do if [ -f "${JOBS_DIR}/$1/$f" ]; then stat -c %Y "${JOBS_DIR}/$1/$f"; return; fi; done; echo -; }`,
 ].join('\n')
 
