@@ -970,6 +970,15 @@ export const scenarios: Scenario[] = [
     setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, status: 503, times: 1}),
     sim: {provisioning: 'stuck'},
   },
+  upInterrupted({
+    args: ['run', 'rtx6000b-small', '--max-price', '1.8', '--no-sync', '--json', '--', 'true'],
+    name: 'process: SIGINT while run rents its VM, whose slow DELETE answers 500 after deleting: what it rented goes, nothing bills',
+    seconds: 8,
+    setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, statusAfterCommit: 500, times: 1}),
+    sim: {deleteLatencyMs: 1500},
+    vm: {dpkgLockSeconds: 30},
+    when: (ctx) => vmCalls(ctx).length > 0,
+  }),
   {
     code: 'API_ERROR',
     exit: 5,
