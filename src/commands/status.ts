@@ -179,7 +179,13 @@ const USAGE_COLUMNS: Column<StatusVm>[] = [
   {header: 'TUNNELS', value: (vm) => dash(vm.usage?.tunnels ?? null)},
   {
     header: 'TASKS',
-    value: (vm) => (vm.usage?.dstack_tasks ? String(vm.usage.dstack_tasks.filter((task) => task.status !== 'terminated').length) : '-'),
+    // At work (not terminated); '?' when the VM was read but the shim's task list was not (IDLE_REASON says why).
+    value: (vm) =>
+      vm.usage?.dstack_tasks
+        ? String(vm.usage.dstack_tasks.filter((task) => task.status !== 'terminated').length)
+        : vm.usage?.state === 'busy'
+          ? '?'
+          : '-',
   },
   {header: 'IDLE', value: (vm) => (vm.usage ? (vm.idle_seconds === null ? 'unknown' : formatDuration(vm.idle_seconds * 1000)) : '-')},
   {header: 'IDLE_REASON', value: (vm) => dash(vm.idle_reason)},

@@ -69,7 +69,7 @@ describe('up with bootstrap on simulated VMs', () => {
       gpus: {count: 1, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition'},
       gpu_check: 'container',
       nvidia_ctk_version: '1.17.8',
-      script_version: '2026.12.2',
+      script_version: '2026.12.3',
     })
     expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
 
@@ -95,7 +95,7 @@ describe('up with bootstrap on simulated VMs', () => {
       gpu_check: 'container',
       gpu_test: 'passed',
       schema: 1,
-      script_version: '2026.12.2',
+      script_version: '2026.12.3',
       shim: {version: '0.21.2'},
     })
     expect(JSON.parse(simVm.readFile('/etc/docker/daemon.json'))).toEqual({
@@ -297,6 +297,65 @@ describe('up with bootstrap on simulated VMs', () => {
     const vm = farm.vm(doc.data.vms[0].uid)
     expect(vm.readFile('/etc/sudoers.d/90-targon-dstack')).toBe('ubuntu ALL=(ALL) NOPASSWD:ALL\n')
     expect(result.stdout).not.toContain(sim.workloads.get(doc.data.vms[0].uid)?.password)
+  })
+
+  it('makes sudo quiet for dstack: a hostname that does not resolve goes into /etc/hosts, and the step says so', async () => {
+    configDir = tempDir('targon-config-')
+    scenario = {hostnameUnresolved: true}
+    const {doc, result} = await up()
+    expect(result.code, result.stdout + result.stderr).toBe(0)
+    const vm = doc.data.vms[0]
+    const steps = vm.phases.flatMap((phase: {steps: {id: string; status: string; detail: string}[]}) => phase.steps)
+    expect(steps.find((step: {id: string}) => step.id === 'quiet-sudo')).toMatchObject({
+      detail: `added vm-${vm.uid} to /etc/hosts`,
+      status: 'done',
+    })
+    expect(farm.vm(vm.uid).readFile('/etc/hosts')).toContain(`127.0.1.1 vm-${vm.uid}\n`)
+    // What dstack runs on takeover must print nothing at all.
+    const sudo = await targon(['exec', '--vms', vm.uid, '--json', '--', 'sudo -n true'])
+    expect(parseJson(sudo).data.results).toMatchObject([{exit_code: 0, tail: []}])
+    // A repeat finds it quiet.
+    const again = await up('--name', vm.name, '--reinstall')
+    expect(again.result.code, again.result.stdout).toBe(0)
+    const stepsAgain = again.doc.data.vms[0].phases.flatMap((phase: {steps: {id: string}[]}) => phase.steps)
+    expect(stepsAgain.find((step: {id: string}) => step.id === 'quiet-sudo')).toMatchObject({detail: 'already-quiet', status: 'skipped'})
+  })
+
+  it('a repeat bootstrap never restarts Docker while a dstack task is at work: the host is reported busy', async () => {
+    configDir = tempDir('targon-config-')
+    const {doc, result} = await up()
+    expect(result.code, result.stdout).toBe(0)
+    const vm = farm.vm(doc.data.vms[0].uid)
+    vm.setTasks([{id: 'run-1-0', status: 'running'}])
+    // Docker's settings drift (another tool rewrote daemon.json): applying them again needs a restart.
+    const drift = await targon(['exec', '--vms', vm.uid, '--', `echo '{"runtimes": {}}' | sudo tee /etc/docker/daemon.json >/dev/null`])
+    expect(drift.code, drift.stderr).toBe(0)
+    const before = vm.calls().length
+    const busy = await up('--name', doc.data.vms[0].name, '--reinstall')
+    expect(busy.result.code, busy.result.stdout).toBe(8)
+    expect(busy.doc.error.message).toContain(
+      "the host is busy with dstack, and Docker was left as it is: Docker needs a restart to apply its settings, but dstack's shim has tasks at work: run-1-0 running",
+    )
+    expect(busy.doc.error.hint).toContain('again once')
+    expect(
+      vm
+        .calls()
+        .slice(before)
+        .filter((call) => call.includes('restart docker')),
+    ).toEqual([])
+    expect(vm.readFile('/etc/docker/daemon.json')).toBe('{"runtimes": {}}\n')
+    // Adopted, not created by this run: it keeps billing.
+    expect(sim.billing().map((workload) => workload.uid)).toEqual([vm.uid])
+    // Once the task has ended, the same repeat restarts Docker with the settings it needs.
+    vm.setTasks([{id: 'run-1-0', status: 'terminated'}])
+    const after = await up('--name', doc.data.vms[0].name, '--reinstall')
+    expect(after.result.code, after.result.stdout).toBe(0)
+    expect(
+      vm
+        .calls()
+        .slice(before)
+        .filter((call) => call === 'systemctl restart docker'),
+    ).toHaveLength(1)
   })
 
   it('waits for a slow sshd and out a held dpkg lock', async () => {

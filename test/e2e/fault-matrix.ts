@@ -10,6 +10,7 @@ import {chmodSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writ
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
@@ -629,6 +630,46 @@ export const scenarios: Scenario[] = [
       return idle
     },
     vms: true,
+  },
+
+  {
+    code: null,
+    exit: 0,
+    name: 'dstack: a guard sweep while a dstack task pulls its image at 0 % GPU keeps that VM and deletes only the idle one',
+    seconds: 14,
+    async run(ctx) {
+      const env = {TARGON_IDLE_SAMPLE_INTERVAL: '1'}
+      const up = await ctx.targon([...UP, '--count', '2', '--idle', '2s'], {env})
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const [idle, pulling] = parseJson(up).data.vms.map((vm: {uid: string}) => vm.uid) as [string, string]
+      ctx.farm.vm(pulling).setTasks([{id: 'run-7f3a-0', status: 'pulling'}])
+      for (const deadline = Date.now() + 30_000; ; await sleep(1000)) {
+        const usage = parseJson(await ctx.targon(['status', '--usage', '--json'], {env})).data.vms.find(
+          (vm: {uid: string}) => vm.uid === idle,
+        )?.usage
+        if ((usage?.idle_seconds ?? 0) > 2) break
+        if (Date.now() > deadline) throw new Error(`${idle} not idle past 2 s in 30 s: ${JSON.stringify(usage)}`)
+      }
+      const sweep = await ctx.targon(['sweep', '--json'], {env})
+      expect(resultsOf(sweep)).toMatchObject([{action: 'deleted', billing: false, uid: idle}])
+      expect(parseJson(sweep).data.kept).toMatchObject([{reason: expect.stringContaining('dstack task run-7f3a-0 pulling'), uid: pulling}])
+      expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([pulling])
+      expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
+      return sweep
+    },
+    vms: true,
+  },
+  {
+    code: 'BOOTSTRAP_FAILED',
+    exit: 8,
+    name: 'SSH: the hostname does not resolve and /etc/hosts cannot be written: sudo would speak to dstack, exit 8, deleted',
+    seconds: 5,
+    run: async (ctx) => {
+      const up = await ctx.targon(UP)
+      expect(parseJson(up).error.message).toContain('/etc/hosts cannot be written')
+      return up
+    },
+    vm: {hostnameUnresolved: 'hosts-read-only'},
   },
 
   // ---- process ----

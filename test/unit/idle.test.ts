@@ -28,7 +28,7 @@ function probe(
           tasks: [],
           threshold_pct: 10,
           tunnels: 0,
-          version: '1',
+          version: '4',
           ...changes.clock,
         }
   return {
@@ -43,10 +43,24 @@ function probe(
     },
     now: changes.now ?? NOW,
     sampler_active: changes.active ?? true,
+    version: '4',
   }
 }
 
 describe('the idle judgement', () => {
+  it('never takes the word of a sampler too old to see the tasks of a current dstack shim', () => {
+    for (const old of [{...probe(), version: '3'}, probe({clock: {version: '3'}}), probe({clock: {version: 'x'}})]) {
+      const usage = judgeIdle(old, 60)
+      expect(usage.state).toBe('unreadable')
+      expect(usage.idle_reason).toContain('too old to see dstack tasks')
+      expect(usage.idle_reason).toContain('targon up --name <vm> updates it')
+      expect(idlePastLimit(usage)).toBe(false)
+    }
+    // What an old sampler does see busy stays busy.
+    expect(judgeIdle({...probe({live: {busy: ['gpu 0 at 85 %']}}), version: '3'}, 60).state).toBe('busy')
+    expect(idlePastLimit(judgeIdle(probe(), 60))).toBe(true)
+  })
+
   it('is idle past its limit when the clock says so up to the last sample, by the VM clock alone', () => {
     const usage = judgeIdle(probe(), null)
     expect(usage).toMatchObject({idle_limit_seconds: 600, idle_seconds: 970, state: 'idle'})

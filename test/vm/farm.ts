@@ -50,6 +50,11 @@ export interface VmScenario {
   rejectKey?: boolean
   /** sudo asks ubuntu for the workload's vm_config.password (instead of passwordless sudo). */
   sudoPassword?: boolean
+  /**
+   * The VM's hostname is not in /etc/hosts, so sudo warns "unable to resolve host" on every call; with
+   * 'hosts-read-only', /etc/hosts cannot be written either.
+   */
+  hostnameUnresolved?: boolean | 'hosts-read-only'
 }
 
 export class SimVm {
@@ -126,9 +131,18 @@ export class SimVm {
     writeFileSync(join(this.dir, 'gpu-util'), `${percent}\n`)
   }
 
-  /** The dstack tasks the shim double lists from now on. */
-  setTasks(tasks: {id: string; status: string}[]): void {
+  /**
+   * The dstack tasks the shim double lists from now on, in the shape of dstack-shim 0.19.26 and later
+   * ({"tasks": [{"id", "status"}]}), or in that of earlier shims ({"ids": [...]}, each task then read on its own).
+   */
+  setTasks(tasks: {id: string; status: string}[], shape: 'ids' | 'tasks' = 'tasks'): void {
     writeFileSync(join(this.dir, 'tasks.json'), JSON.stringify(tasks))
+    writeFileSync(join(this.dir, 'tasks-shape'), `${shape}\n`)
+  }
+
+  /** What the shim double answers to GET /api/tasks from now on, whatever it is (a hostile or broken shim). */
+  setTaskListAnswer(body: string): void {
+    writeFileSync(join(this.dir, 'tasks-answer'), body)
   }
 
   /** The containers `docker ps` lists from now on. */
@@ -224,6 +238,7 @@ export class VmFarm {
         ...latencyEnv(scenario.latency, scenario.latencyScale),
         `SIM_GPU_COUNT=${scenario.gpuCount ?? 1}`,
         `SIM_SUDO_PASSWORD=${scenario.sudoPassword ? workload.password : ''}`,
+        `SIM_HOSTNAME_UNRESOLVED=${scenario.hostnameUnresolved === 'hosts-read-only' ? 'read-only' : scenario.hostnameUnresolved ? 1 : 0}`,
         '',
       ].join('\n'),
     )

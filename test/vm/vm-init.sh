@@ -38,7 +38,11 @@ ln -s /proc/self/fd /dev/fd
 : >/dev/nvidiactl # the NVIDIA driver's control node, as on a GPU VM
 ip link set lo up
 hostname "$VM_HOSTNAME"
-echo "127.0.1.1 $VM_HOSTNAME" >>/etc/hosts
+# An image whose hostname does not resolve: sudo then warns on every call (read-only: nor can /etc/hosts be written).
+case ${SIM_HOSTNAME_UNRESOLVED:-0} in
+  0) echo "127.0.1.1 $VM_HOSTNAME" >>/etc/hosts ;;
+  read-only) cp /etc/hosts /run/vm-hosts && mount --bind /run/vm-hosts /etc/hosts && mount -o remount,bind,ro /etc/hosts ;;
+esac
 echo "$VM_HOSTNAME" >/etc/hostname
 
 # The image: Ubuntu 24.04 with the NVIDIA driver, user ubuntu with passwordless sudo.

@@ -1,6 +1,9 @@
-// The dstack-shim double: answers GET /api/healthcheck on 127.0.0.1:$DSTACK_SHIM_HTTP_PORT inside the
-// simulated VM as dstack-shim does, lists the tasks a test gives it (GET /api/tasks, /api/tasks/{id}), and
-// writes host_info.json in service mode.
+// The dstack-shim double, following dstack-shim 0.21.2 (dstackai/dstack runner/internal/shim/api: server.go,
+// handlers.go, schemas.go; runner/internal/common/api/api.go for how answers are written): on
+// 127.0.0.1:$DSTACK_SHIM_HTTP_PORT inside the simulated VM it answers GET /api/healthcheck, lists the tasks a test
+// gives it (GET /api/tasks, GET /api/tasks/{id}), and writes host_info.json in service mode.
+// The task list has the shape of 0.19.26 and later, {"tasks": [{"id", "status"}]}; a test switches it to the shape
+// of earlier shims, {"ids": [...]}, or to any answer at all (the farm's setTasks and setTaskListAnswer).
 import {readFileSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 
@@ -36,6 +39,42 @@ function readTasks() {
   }
 }
 
+function readOptional(path) {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
+// As the shim writes a body: JSON with a final newline (json.NewEncoder), or Go's http.Error text on an error.
+function answer(response, status, body) {
+  response.statusCode = status
+  if (typeof body === 'string') {
+    response.setHeader('content-type', 'text/plain; charset=utf-8')
+    response.end(`${body}\n`)
+    return
+  }
+  response.setHeader('content-type', 'application/json')
+  response.end(`${JSON.stringify(body)}\n`)
+}
+
+// TaskInfoResponse (schemas.go): the fields the server reads, then those for debugging.
+function taskInfo(task) {
+  return {
+    container_id: task.status === 'pending' ? '' : `c0ffee${task.id.replaceAll('-', '')}`.slice(0, 64),
+    container_name: `dstack-${task.id}`,
+    gpus_ids: null,
+    id: task.id,
+    image_pull_progress:
+      task.status === 'pulling' ? {downloaded_bytes: 1_048_576, extracted_bytes: 0, is_total_bytes_final: false, total_bytes: 0} : null,
+    ports: null,
+    status: task.status,
+    termination_message: '',
+    termination_reason: '',
+  }
+}
+
 createServer((request, response) => {
   if (unhealthy || Date.now() - started < healthyAfterMs) {
     response.statusCode = 503
@@ -43,27 +82,33 @@ createServer((request, response) => {
     return
   }
 
-  // The shim's tasks, as the test sets them in /run/vm/tasks.json ([{"id": "t1", "status": "running"}]).
+  // The shim's tasks, as the test sets them in /run/vm/tasks.json ([{"id": "t1", "status": "running"}]), listed in
+  // the shape named by /run/vm/tasks-shape (tasks, the default; ids), or answered as /run/vm/tasks-answer holds.
   const tasks = readTasks()
-  if (request.url === '/api/tasks') {
-    response.setHeader('content-type', 'application/json')
-    response.end(JSON.stringify({ids: tasks.map((task) => task.id)}))
+  if (request.method === 'GET' && request.url === '/api/tasks') {
+    const raw = readOptional('/run/vm/tasks-answer')
+    if (raw !== undefined) {
+      response.setHeader('content-type', 'application/json')
+      response.end(raw)
+      return
+    }
+
+    const shape = readOptional('/run/vm/tasks-shape')?.trim() ?? 'tasks'
+    answer(response, 200, shape === 'ids' ? {ids: tasks.map((task) => task.id)} : {tasks: tasks.map(({id, status}) => ({id, status}))})
     return
   }
 
-  const task = tasks.find((each) => request.url === `/api/tasks/${each.id}`)
-  if (task) {
-    response.setHeader('content-type', 'application/json')
-    response.end(JSON.stringify({container_name: `dstack-${task.id}`, id: task.id, status: task.status, termination_reason: null}))
+  if (request.method === 'GET' && request.url?.startsWith('/api/tasks/')) {
+    const task = tasks.find((each) => request.url === `/api/tasks/${each.id}`)
+    if (task) answer(response, 200, taskInfo(task))
+    else answer(response, 404, 'Not Found')
     return
   }
 
-  if (request.url === '/api/healthcheck') {
-    response.setHeader('content-type', 'application/json')
-    response.end(JSON.stringify({service: 'dstack-shim', version}))
+  if (request.method === 'GET' && request.url === '/api/healthcheck') {
+    answer(response, 200, {service: 'dstack-shim', version})
     return
   }
 
-  response.statusCode = 404
-  response.end()
+  answer(response, 404, '404 page not found')
 }).listen(port, '127.0.0.1', () => console.log(`dstack-shim ${version} listening on 127.0.0.1:${port}`))

@@ -14,7 +14,7 @@
 # and everything else is log text.
 set -Eeuo pipefail
 
-SCRIPT_VERSION=2026.12.2
+SCRIPT_VERSION=2026.12.3
 MARKER_SCHEMA=1
 STATE_DIR=/var/lib/targon-dstack
 MARKER=$STATE_DIR/bootstrap.json
@@ -226,6 +226,37 @@ idle_sampler() {
   step B11 idle-sampler ok "version $(sed -n 's/^VERSION = "\(.*\)"$/\1/p' "$IDLE_SAMPLER")"
 }
 
+# B2: dstack takes any output of its deploy commands as a failure (`if out or err: raise`), so sudo must say nothing.
+# A hostname that does not resolve makes sudo warn on every call: it goes into /etc/hosts, as Ubuntu's images have it.
+quiet_sudo() {
+  begin B2 quiet-sudo
+  local host said added=''
+  host=$(hostname)
+  if ! getent hosts "$host" >/dev/null 2>&1; then
+    if ! [[ $host =~ ^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$ ]]; then
+      echo "the VM's hostname does not resolve and is not a name /etc/hosts can take; sudo warns on every call, which makes a dstack takeover fail: give the VM a valid hostname" >&2
+      exit 1
+    fi
+    if ! printf '127.0.1.1 %s\n' "$host" 2>/dev/null >>/etc/hosts; then
+      echo "the VM's hostname $host does not resolve and /etc/hosts cannot be written; sudo warns on every call, which makes a dstack takeover fail: add '127.0.1.1 $host' to /etc/hosts" >&2
+      exit 1
+    fi
+    added=$host
+  fi
+  said=$(runuser -u ubuntu -- sudo -n true 2>&1) || true
+  if [ -n "$said" ]; then
+    echo "sudo prints '$(printf '%s' "$said" | head -n1 | tr -cd '[:print:]' | cut -c1-200)' for ubuntu; dstack takes any output of its commands as a failure: make 'sudo -n true' print nothing" >&2
+    exit 1
+  fi
+  if [ -n "$added" ]; then step B2 quiet-sudo ok "added $added to /etc/hosts"; else step B2 quiet-sudo skip already-quiet; fi
+}
+
+# Prints the dstack tasks at work (or why the shim's list is unknown) and succeeds when one is, or it is unknown. The
+# idle sampler's own reading of the shim (this script carries its source).
+shim_tasks_at_work() {
+  idle_sampler_source | python3 - --tasks-at-work
+}
+
 # ---------------------------------------------------------------- install phase
 
 # B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
@@ -233,7 +264,7 @@ marker_fast_path() {
   begin B0 marker
   [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
     python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
-    docker_ready && nvidia-smi -L >/dev/null 2>&1 && idle_sampler_current || return 1
+    docker_ready && nvidia-smi -L >/dev/null 2>&1 && idle_sampler_current && getent hosts "$(hostname)" >/dev/null || return 1
   step B0 marker ok fast-path
 }
 
@@ -319,6 +350,8 @@ install_phase() {
   [ "${free_kib:-0}" -ge $((10 * 1024 * 1024)) ] || echo "warning: less than 10 GiB free on /var/lib"
   step B1 preflight ok "$(gpu_line | head -n1)"
 
+  quiet_sudo
+
   begin B3 sshd-forwarding
   if sshd -T 2>/dev/null | grep -Eqi '^allowtcpforwarding (yes|local)$'; then
     step B3 sshd-forwarding skip already-allowed
@@ -356,14 +389,19 @@ with open(desired_path, "w") as out:
     json.dump(data, out, indent=2)
     out.write("\n")
 PY
-  if cmp -s "$desired" /etc/docker/daemon.json; then
+  local at_work
+  if cmp -s "$desired" /etc/docker/daemon.json && docker_ready; then
     rm -f "$desired"
-    if docker_ready; then
-      step B7 daemon-json skip already-configured
-    else
-      systemctl restart docker
-      step B7 daemon-json ok restarted
-    fi
+    step B7 daemon-json skip already-configured
+  elif at_work=$(shim_tasks_at_work); then
+    # A restart would stop dstack's containers: the host is dstack's while a task is at work, and Docker stays as it is.
+    rm -f "$desired"
+    echo "Docker needs a restart to apply its settings, but dstack's shim has tasks at work: $at_work" >&2
+    exit 75
+  elif cmp -s "$desired" /etc/docker/daemon.json; then
+    rm -f "$desired"
+    systemctl restart docker
+    step B7 daemon-json ok restarted
   else
     [ -f /etc/docker/daemon.json ] && cp -p /etc/docker/daemon.json "/etc/docker/daemon.json.bak-$(date -u +%Y%m%dT%H%M%SZ)"
     mv -f "$desired" /etc/docker/daemon.json

@@ -7,12 +7,13 @@
 #   - a GPU at or above the utilisation threshold (nvidia-smi);
 #   - an SSH session or port-forward, except a session that forwards to the dstack shim's port (the dstack server's
 #     own tunnel) and targon's own probes (their remote command is this script with --probe);
-#   - a dstack task that is not terminated (the shim's API on 127.0.0.1:10998);
+#   - a dstack task that is not terminated (the shim's API on 127.0.0.1:10998), and a task list that cannot be read;
 #   - a job of `targon run` that runs (its systemd unit targon-job-<id> is active);
 #   - with "containers", a running container; with "check", the verdict of the user's idle check (run as ubuntu by
 #     targon-fleet-idle-check.service: exit 0 means idle).
 # Modes: (none) the sampler loop; --probe prints one live sample with the clock, as JSON, for targon's probe;
-# --check-loop runs the user's check every interval (as ubuntu) and records its verdict.
+# --check-loop runs the user's check every interval (as ubuntu) and records its verdict; --tasks-at-work says whether
+# a dstack task is at work (the bootstrap asks before it restarts Docker).
 import json
 import os
 import re
@@ -22,7 +23,8 @@ import time
 import urllib.error
 import urllib.request
 
-VERSION = "3"
+# 4: reads the shim's task list in both of its shapes (see parse_task_list); 3 and older read the old one only.
+VERSION = "4"
 CONFIG = "/etc/targon-fleet/idle.conf"
 # A test aid: seconds added to this VM's clock (a skewed clock), read on every sample.
 CLOCK_OFFSET = "/etc/targon-fleet/clock-offset"
@@ -179,31 +181,90 @@ def started(pid):
         return None
 
 
-def tasks():
-    """The shim's tasks; [] when no shim listens (nothing can run one), None when it answers but cannot be read."""
-    try:
-        with urllib.request.urlopen(SHIM + "/api/tasks", timeout=10) as answer:
-            ids = json.loads(answer.read(65536)).get("ids") or []
-        if not isinstance(ids, list):
-            return None
-        found = []
-        for task in ids[:64]:
-            if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", str(task)):
-                continue
-            try:
-                with urllib.request.urlopen(SHIM + "/api/tasks/" + str(task), timeout=10) as answer:
-                    status = str(json.loads(answer.read(65536)).get("status", "unknown"))[:32]
-            except Exception:
-                # Gone between the list and the read, or unreadable: not known to be terminated.
-                status = "unknown"
-            found.append({"id": str(task), "status": status})
-        return found
-    except ConnectionRefusedError:
-        return []
-    except urllib.error.URLError as error:
-        return [] if isinstance(error.reason, ConnectionRefusedError) else None
-    except Exception:
+# The shim's task statuses (dstackai/dstack runner/internal/shim/task.go at 0.21.2); any other word reads as "unknown".
+TASK_STATUSES = ("pending", "preparing", "pulling", "creating", "running", "terminated")
+TASK_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+# At most this many tasks are recorded, and read one by one from a shim that lists ids only.
+MAX_TASKS = 64
+# What one answer of the shim may hold; more is not an answer the shim gives.
+SHIM_ANSWER_BYTES = 256 * 1024
+# A proxy from the environment (ubuntu's login shell runs the probe) must never see the shim's loopback address.
+SHIM_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def shim_get(path):
+    """One GET of the shim's API on loopback, parsed; an answer over the size bound or not JSON raises."""
+    with SHIM_OPENER.open(SHIM + path, timeout=10) as answer:
+        body = answer.read(SHIM_ANSWER_BYTES + 1)
+    if len(body) > SHIM_ANSWER_BYTES:
+        raise ValueError("more than %d KiB" % (SHIM_ANSWER_BYTES // 1024))
+    return json.loads(body)
+
+
+def task_entry(item):
+    """One task as the shim describes it ({"id", "status", ...}), or None when it cannot be read."""
+    if not isinstance(item, dict):
         return None
+    task_id, status = item.get("id"), item.get("status")
+    if not isinstance(task_id, str) or not TASK_ID.fullmatch(task_id) or not isinstance(status, str):
+        return None
+    return {"id": task_id, "status": status if status in TASK_STATUSES else "unknown"}
+
+
+def parse_task_list(answer, read_task):
+    """
+    The shim's answer to GET /api/tasks as (tasks, None), or (None, why) when it cannot be read. Since 0.19.26 the shim
+    lists each task with its status: {"tasks": [{"id", "status"}]} (TaskListResponse in runner/internal/shim/api/
+    schemas.go); before, it listed ids only ({"ids": [...]}) and each task is read with read_task(id), which returns
+    GET /api/tasks/{id} parsed. Anything else is unknown, never "no tasks".
+    """
+    if isinstance(answer, dict) and isinstance(answer.get("tasks"), list):
+        found = [task_entry(item) for item in answer["tasks"]]
+        if None in found:
+            return None, "a task in the shim's list has no readable id and status"
+        return found, None
+    if isinstance(answer, dict) and isinstance(answer.get("ids"), list):
+        ids = answer["ids"]
+        if len(ids) > MAX_TASKS:
+            return None, "the shim lists %d task ids, more than %d can be read" % (len(ids), MAX_TASKS)
+        if not all(isinstance(task_id, str) and TASK_ID.fullmatch(task_id) for task_id in ids):
+            return None, "a task id in the shim's list is not one"
+        found = []
+        for task_id in ids:
+            try:
+                entry = task_entry(read_task(task_id))
+            except Exception:
+                entry = None
+            # Gone between the list and the read, or unreadable: not known to be terminated.
+            found.append(entry if entry is not None and entry["id"] == task_id else {"id": task_id, "status": "unknown"})
+        return found, None
+    return None, "the shim's task list has neither tasks nor ids"
+
+
+def tasks():
+    """
+    The shim's tasks as (tasks, None): [] when no shim listens (nothing can run a task); (None, why) when it answers but
+    cannot be read.
+    """
+    try:
+        answer = shim_get("/api/tasks")
+    except urllib.error.HTTPError as error:
+        return None, "the shim answered HTTP %d to its task list" % error.code
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, ConnectionRefusedError):
+            return [], None
+        return None, "the shim's task list could not be read"
+    except ConnectionRefusedError:
+        return [], None
+    except ValueError:
+        return None, "the shim's task list is not JSON of at most %d KiB" % (SHIM_ANSWER_BYTES // 1024)
+    except Exception:
+        return None, "the shim's task list could not be read"
+    found, why = parse_task_list(answer, lambda task_id: shim_get("/api/tasks/" + task_id))
+    if found is None:
+        return None, why
+    # The tasks still at work first, so that a long list of ended ones never hides one.
+    return sorted(found, key=lambda task: task["status"] == "terminated")[:MAX_TASKS], None
 
 
 def jobs():
@@ -240,10 +301,11 @@ def sample(settings, shim_tunnels, seen_bare):
     at = now()
     table = processes()
     active_sessions, tunnels, bare = sessions(table or {}, shim_tunnels, seen_bare)
+    found_tasks, tasks_unknown = tasks()
     seen = {
         "gpus": gpus(),
         "sessions": active_sessions,
-        "tasks": tasks(),
+        "tasks": found_tasks,
         "containers": containers() if settings["containers"] else None,
         "jobs": jobs(),
     }
@@ -253,9 +315,11 @@ def sample(settings, shim_tunnels, seen_bare):
             busy.append("gpu %d at %d %%" % (gpu["index"], gpu["util_pct"]))
     for session in active_sessions:
         busy.append("ssh %s" % session["kind"])
-    for task in seen["tasks"] or []:
-        if task["status"] != "terminated":
-            busy.append("dstack task %s %s" % (task["id"], task["status"]))
+    at_work = [task for task in seen["tasks"] or [] if task["status"] != "terminated"]
+    for task in at_work[:8]:
+        busy.append("dstack task %s %s" % (task["id"], task["status"]))
+    if len(at_work) > 8:
+        busy.append("%d more dstack tasks not terminated" % (len(at_work) - 8))
     for name in seen["containers"] or []:
         busy.append("container %s" % name)
     for job in seen["jobs"] or []:
@@ -269,7 +333,7 @@ def sample(settings, shim_tunnels, seen_bare):
     if table is None:
         busy.append("processes unreadable")
     if seen["tasks"] is None:
-        busy.append("dstack tasks unreadable")
+        busy.append("dstack tasks unknown: %s" % tasks_unknown)
     if settings["containers"] and seen["containers"] is None:
         busy.append("containers unreadable")
     if seen["jobs"] is None:
@@ -394,6 +458,21 @@ def check_loop():
         time.sleep(settings["interval_s"])
 
 
+def tasks_at_work():
+    """
+    For the bootstrap (run as root, the source on stdin): prints each dstack task that is not terminated, or why the
+    list is unknown, and exits 0 when there is one or it is unknown; 1 when no task is at work. Docker and the shim are
+    never restarted under a task (dstack's own rule for its upgrades).
+    """
+    found, why = tasks()
+    if found is None:
+        print("unknown: %s" % why)
+        sys.exit(0)
+    at_work = ["%s %s" % (task["id"], task["status"]) for task in found if task["status"] != "terminated"]
+    print(", ".join(at_work))
+    sys.exit(0 if at_work else 1)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"--probe": probe, "--check-loop": check_loop, "": sampler}[mode]()
+    {"--probe": probe, "--check-loop": check_loop, "--tasks-at-work": tasks_at_work, "": sampler}[mode]()

@@ -39,6 +39,9 @@ async function enablePasswordlessSudo(session: SshSession, password: string | un
   await must(session, `sudo -S -p '' sh -c ${shellQuote(install)}`, 'enabling passwordless sudo', `${password}\n`)
 }
 
+/** The install phase's exit when a step would restart Docker under a dstack task at work (bootstrap.sh, B7). */
+const DSTACK_BUSY = 75
+
 /** Exit codes of the upload-and-check call, besides 0 (bootstrapped) and failures. */
 const NEEDS_INSTALL = 3 // the check phase's own
 const SUDO_ASKS_PASSWORD = 100
@@ -144,6 +147,10 @@ export async function runInstall(
       const result = parseLastRun(lastRun)
       const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
       if (finished && result) {
+        if (result.exit_code === DSTACK_BUSY)
+          throw await bootstrapFailure(session, 'the host is busy with dstack, and Docker was left as it is', {
+            hint: "run targon up --name <vm> again once dstack's tasks on it have ended",
+          })
         if (result.exit_code !== 0) throw await bootstrapFailure(session, `install step ${failedStep(result.failed_step)} failed`)
         return {marker: await readMarker(session)}
       }
@@ -175,12 +182,12 @@ function parseLastRun(text: string) {
   }
 }
 
-async function bootstrapFailure(session: SshSession, what: string): Promise<TargonError> {
+async function bootstrapFailure(session: SshSession, what: string, options: {hint?: string} = {}): Promise<TargonError> {
   const tail = (await session.exec(`sudo -n tail -n 40 ${LOG}`, {maxBytes: CHECK_OUTPUT_BYTES})).stdout
     .split('\n')
     .filter((line) => line && !line.startsWith('TARGON_STEP'))
   return new TargonError('BOOTSTRAP_FAILED', `${what}${tail.length > 0 ? `: ${tail.at(-1)}` : ''}`, {
     details: {log_tail: tail},
-    hint: `the full log is ${LOG} on the VM (targon ssh <vm> -- sudo tail -n 100 ${LOG})`,
+    hint: options.hint ?? `the full log is ${LOG} on the VM (targon ssh <vm> -- sudo tail -n 100 ${LOG})`,
   })
 }

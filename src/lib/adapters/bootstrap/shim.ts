@@ -58,7 +58,28 @@ function execShim(
   })
 }
 
-const HealthSchema = z.object({service: z.string(), version: z.string()})
+/** GET /api/healthcheck's answer: HealthcheckResponse in dstack's runner/internal/shim/api/schemas.go (0.21.2). */
+const HealthSchema = z.object({service: z.string().max(64), version: z.string().max(64)})
+
+/**
+ * What one answer of the shim's health check says: the version it runs when it is the shim and runs `wanted` (any
+ * version for latest), else why not. The answer is the VM's, untrusted: checked, never echoed beyond its fields.
+ */
+export function readHealthAnswer(status: number, body: string, wanted: string): {version: string} | {why: string} {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body || 'null')
+  } catch {
+    return {why: `HTTP ${status}, not JSON`}
+  }
+  const health = HealthSchema.safeParse(parsed)
+  if (status !== 200 || !health.success) return {why: `HTTP ${status}`}
+  if (health.data.service !== 'dstack-shim') return {why: 'not dstack-shim answering'}
+  const shown = /^[0-9A-Za-z.+-]{1,64}$/.test(health.data.version) ? health.data.version : '(not a version)'
+  if (wanted !== 'latest' && health.data.version !== wanted) return {why: `version ${shown}, wanted ${wanted}`}
+  if (shown !== health.data.version) return {why: 'version (not a version)'}
+  return {version: health.data.version}
+}
 
 async function waitHealthy(session: SshSession, wanted: string, timeoutMs: number, clock: Clock, signal?: AbortSignal): Promise<string> {
   let last = ''
@@ -66,15 +87,9 @@ async function waitHealthy(session: SshSession, wanted: string, timeoutMs: numbe
     async () => {
       try {
         const {body, status} = await session.httpGet(SHIM_PORT, '/api/healthcheck')
-        const health = HealthSchema.safeParse(JSON.parse(body || 'null'))
-        if (
-          status === 200 &&
-          health.success &&
-          health.data.service === 'dstack-shim' &&
-          (wanted === 'latest' || health.data.version === wanted)
-        )
-          return health.data.version
-        last = status === 200 && health.success ? `version ${health.data.version}, wanted ${wanted}` : `HTTP ${status}`
+        const health = readHealthAnswer(status, body, wanted)
+        if ('version' in health) return health.version
+        last = health.why
       } catch (error) {
         last = (error as Error).message
       }

@@ -13,6 +13,7 @@ export interface Substep {
 export const INSTALL_STEPS: Substep[] = [
   {id: 'B0', name: 'marker-check', title: 'marker check'},
   {id: 'B1', name: 'preflight', title: 'preflight (OS, arch, NVIDIA driver)'},
+  {id: 'B2', name: 'quiet-sudo', title: 'sudo says nothing (the hostname resolves)'},
   {id: 'B3', name: 'sshd-forwarding', title: 'sshd TCP forwarding'},
   {id: 'B4', name: 'apt-install', title: 'apt: repositories, one update, one install'},
   {id: 'B5', name: 'docker-service', title: 'Docker service'},

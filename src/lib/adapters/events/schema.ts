@@ -41,6 +41,7 @@ export type EndedJob = z.infer<typeof EndedJobSchema>
 export const BOOTSTRAP_STEPS = [
   'marker-check',
   'preflight',
+  'quiet-sudo',
   'sshd-forwarding',
   'apt-install',
   'docker-service',

@@ -48,6 +48,8 @@ const ClockSchema = z.object({
 })
 
 const ProbeSchema = z.object({
+  /** The sampler's version on the VM (idle-sampler.py's VERSION). */
+  version: z.string().max(16).optional(),
   now: z.number(),
   sampler_active: z.boolean(),
   /** targon extend --by, on the VM: no idle deletion before this time (the VM's clock); absent from older samplers. */
@@ -64,6 +66,18 @@ const ProbeSchema = z.object({
 export type Probe = z.infer<typeof ProbeSchema>
 
 export type IdleState = Usage['state']
+
+/**
+ * The first sampler version that reads the task list of dstack-shim 0.19.26 and later ({"tasks": [...]}). An older one
+ * sees none of a current shim's tasks, so its "idle" says nothing of a dstack job pulling an image or waiting for data.
+ */
+const SAMPLER_SEES_DSTACK_TASKS = 4
+
+/** The oldest sampler version behind a probe: its own, and the one that wrote the clock. */
+function samplerVersion(probe: Probe): number {
+  const versions = [probe.version, probe.clock?.version].filter((version) => version !== undefined).map(Number)
+  return versions.length === 0 ? 0 : Math.min(...versions.map((version) => (Number.isFinite(version) ? version : 0)))
+}
 
 /** What a probe's answer says of a VM, under `limitS` when the VM has no limit of its own; `now` is this machine's. */
 export function judgeIdle(probe: Probe, limitS: number | null, now: number): Usage {
@@ -82,6 +96,11 @@ export function judgeIdle(probe: Probe, limitS: number | null, now: number): Usa
   if (live.busy.length > 0)
     return {...seen, idle_limit_seconds: limit, idle_reason: `busy: ${live.busy.join(', ')}`, idle_seconds: 0, state: 'busy'}
   if (!clock) return unreadable('no idle clock on the VM (bootstrapped before it had one: targon up --name <vm> adds it)')
+  const version = samplerVersion(probe)
+  if (version < SAMPLER_SEES_DSTACK_TASKS)
+    return unreadable(
+      `the idle sampler on the VM is too old to see dstack tasks (version ${version || 'unknown'}): targon up --name <vm> updates it`,
+    )
   if (!probe.sampler_active) return unreadable('the idle sampler is not running')
   const age = probe.now - clock.sampled_at
   if (age < -AHEAD_SLACK_S || clock.last_active_at > clock.sampled_at + AHEAD_SLACK_S)
