@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system tools that lint and the tests need: shellcheck, and what the simulated VMs run (namespaces,
-# sshd, sudo, socat, ...), crontab and systemd-analyze for the guard, git as the oracle of the sync's ignore rules, and a second local user. Silent when all are present. When some are missing and this runs as root, it
+# sshd, sudo, socat, iptables, ...), crontab and systemd-analyze for the guard, git as the oracle of the sync's ignore rules, and a second local user. Silent when all are present. When some are missing and this runs as root, it
 # installs their Debian/Ubuntu packages; otherwise it stops with one line naming them.
 #   --check   never install, only report (for the test runner, which must not change the system)
 set -Eeuo pipefail
@@ -12,6 +12,7 @@ check_only=0
 TOOLS=(
   shellcheck:shellcheck
   /usr/sbin/sshd:openssh-server
+  /usr/sbin/iptables:iptables
   ssh:openssh-client
   ssh-keygen:openssh-client
   sudo:sudo

@@ -2,7 +2,8 @@
  * A dstack job is never taken for idle (simulated VMs, real sshd, the shim double answering as dstack-shim 0.21.2):
  * a task pulling its image at 0 % GPU keeps its VM through down --idle and through the guard's sweep, whether the shim
  * lists its tasks in the current shape ({"tasks": [...]}), in the shape of shims before 0.19.26 ({"ids": [...]}), or
- * in neither (unknown, never "no tasks"), while a truly idle VM beside them is deleted each time.
+ * in neither (unknown, never "no tasks"), while a truly idle VM beside them is deleted each time. The shim's API
+ * answers root and ubuntu only.
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -98,6 +99,37 @@ describe('a dstack task at 0 % GPU', () => {
     expect(doc.results).toMatchObject([{action: 'deleted', billing: false, reason: 'idle', uid: role(1).uid}])
     expectDstackHostsKept(new Map(doc.kept.map((each: {uid: string}) => [each.uid, each])))
     expect(live().has(role(1).uid)).toBe(false)
+  })
+
+  it("lets only root and ubuntu reach the shim's API, also after a reboot; the sampler reads it through sudo", async () => {
+    // Who can open the shim's port on loopback, as each local user: targon-idle (the sampler's) and any other user
+    // are refused; root and ubuntu (dstack's server tunnels in as ubuntu) get an answer.
+    const reach = `for who in root ubuntu targon-idle nobody; do
+      if sudo -n -u "$who" python3 -c 'import socket; socket.create_connection(("127.0.0.1", 10998), timeout=5)' 2>/dev/null
+      then echo "$who reaches"; else echo "$who refused"; fi
+    done`
+    const expected = ['root reaches', 'ubuntu reaches', 'targon-idle refused', 'nobody refused']
+    const tried = async () => {
+      const result = await targon(['exec', '--vms', role(3).uid, '--json', '--', reach])
+      expect(result.code, result.stdout + result.stderr).toBe(0)
+      return parseJson(result).data.results[0].tail
+    }
+    expect(await tried()).toEqual(expected)
+    const rebooted = Date.now() / 1000
+    await vm(3).reboot()
+    await sleep(2000)
+    expect(await tried()).toEqual(expected)
+    // The sampler, as targon-idle, still sees the task through its one sudo rule.
+    for (const deadline = Date.now() + 30_000; ; await sleep(500)) {
+      const clock = JSON.parse(vm(3).readFile('/var/lib/targon-fleet/idle.json') || '{}')
+      if (clock.sampled_at > rebooted + 1) {
+        expect(clock.busy).toContain('dstack task a1b2c3d4-run-2 pulling')
+        break
+      }
+      if (Date.now() > deadline) throw new Error(`no sample after the reboot in 30 s: ${JSON.stringify(clock)}`)
+    }
+    const usage = parseJson(await targon(['status', '--usage', '--json', role(3).name])).data.vms[0].usage
+    expect(usage).toMatchObject({dstack_tasks: [{id: 'a1b2c3d4-run-2', status: 'pulling'}], state: 'busy'})
   })
 
   it('lets a host go once its task is terminated', async () => {

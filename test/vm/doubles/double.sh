@@ -312,6 +312,8 @@ show_unit() {
 # A reboot: every unit stops, then the enabled ones start again (Docker included). Transient units are gone.
 reboot_units() {
   local pidfile unit
+  # A reboot starts with no netfilter rules: what a unit applied at boot must come back through it.
+  iptables -w -F && iptables -w -X
   for pidfile in "$STATE"/units/*.pid; do
     [ -e "$pidfile" ] || continue
     unit=$(basename "$pidfile" .pid)

@@ -210,7 +210,8 @@ idle_sampler() {
   # The only commands the sampler may run as root, each with its exact arguments and read-only: the connections with
   # their processes (to tell the dstack server's tunnel to the shim from a user's), and the running containers'
   # names (for up --idle-containers).
-  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established, /usr/bin/docker ps --format {{.Names}}\n' >/etc/sudoers.d/.91-targon-idle
+  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established, /usr/bin/docker ps --format {{.Names}}, /usr/bin/python3 %s --shim-tasks\n' \
+    "$IDLE_SAMPLER" >/etc/sudoers.d/.91-targon-idle
   chmod 0440 /etc/sudoers.d/.91-targon-idle
   visudo -cf /etc/sudoers.d/.91-targon-idle >/dev/null
   mv -f /etc/sudoers.d/.91-targon-idle /etc/sudoers.d/91-targon-idle
@@ -257,6 +258,63 @@ shim_tasks_at_work() {
   idle_sampler_source | python3 - --tasks-at-work
 }
 
+# ---------------------------------------------------------------- the shim's access
+
+SHIM_ACCESS=$IDLE_LIB/shim-access
+SHIM_ACCESS_UNIT=/etc/systemd/system/targon-fleet-shim-access.service
+# The script that lets only root and ubuntu reach the shim's port on loopback (for IPv4, and IPv6 where the kernel has
+# it), idempotent: its own chain is emptied and filled again, and jumped to once.
+shim_access_source() {
+  cat <<'TARGON_SHIM_ACCESS'
+#!/bin/sh
+# targon-fleet: only root and ubuntu may reach dstack-shim's API (127.0.0.1:10998), which has no authentication and
+# can start privileged containers. dstack's server reaches it through its SSH tunnel, as ubuntu.
+set -eu
+apply() {
+  "$1" -w -N TARGON-SHIM 2>/dev/null || "$1" -w -F TARGON-SHIM
+  "$1" -w -A TARGON-SHIM -m owner --uid-owner 0 -j RETURN
+  "$1" -w -A TARGON-SHIM -m owner --uid-owner ubuntu -j RETURN
+  "$1" -w -A TARGON-SHIM -p tcp -j REJECT --reject-with tcp-reset
+  "$1" -w -C OUTPUT -o lo -p tcp --dport 10998 -j TARGON-SHIM 2>/dev/null ||
+    "$1" -w -I OUTPUT -o lo -p tcp --dport 10998 -j TARGON-SHIM
+}
+apply iptables
+if command -v ip6tables >/dev/null 2>&1 && [ -e /proc/net/if_inet6 ]; then apply ip6tables || true; fi
+TARGON_SHIM_ACCESS
+}
+
+# Whether the rule is in place, from this script's version, and comes back at boot.
+shim_access_current() {
+  [ -x "$SHIM_ACCESS" ] && shim_access_source | cmp -s - "$SHIM_ACCESS" &&
+    systemctl is-enabled targon-fleet-shim-access >/dev/null 2>&1 &&
+    iptables -w -C OUTPUT -o lo -p tcp --dport 10998 -j TARGON-SHIM 2>/dev/null &&
+    iptables -w -C TARGON-SHIM -m owner --uid-owner ubuntu -j RETURN 2>/dev/null &&
+    iptables -w -C TARGON-SHIM -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null
+}
+
+# B12: the shim's API for root and ubuntu only, through an owner-matched rule on loopback output (no other rule and
+# no firewall is touched), applied now and by a oneshot unit at every boot before the shim starts. The idle sampler,
+# as targon-idle, reads the shim's tasks through one exact sudo rule instead.
+shim_access() {
+  begin B12 shim-access
+  if shim_access_current; then
+    step B12 shim-access skip in-place
+    return 0
+  fi
+  command -v iptables >/dev/null 2>&1 || { echo "iptables is missing (Docker needs it too): apt-get install iptables" >&2; exit 1; }
+  install -d -m 0755 "$IDLE_LIB"
+  shim_access_source >"$SHIM_ACCESS.tmp"
+  chmod 0755 "$SHIM_ACCESS.tmp"
+  mv -f "$SHIM_ACCESS.tmp" "$SHIM_ACCESS"
+  printf '[Unit]\nDescription=targon-fleet: dstack-shim API for root and ubuntu only\nBefore=dstack-shim.service\nAfter=network-pre.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=%s\n\n[Install]\nWantedBy=multi-user.target\n' \
+    "$SHIM_ACCESS" >"$SHIM_ACCESS_UNIT"
+  systemctl daemon-reload
+  "$SHIM_ACCESS"
+  systemctl enable targon-fleet-shim-access
+  shim_access_current || { echo "the shim's access rule is not in place after applying it" >&2; exit 1; }
+  step B12 shim-access ok root-and-ubuntu-only
+}
+
 # ---------------------------------------------------------------- install phase
 
 # B0: a matching marker plus quick live checks means everything is in place (reported as the fast path).
@@ -264,7 +322,8 @@ marker_fast_path() {
   begin B0 marker
   [ "${TARGON_REINSTALL:-0}" != 1 ] && [ -f "$MARKER" ] &&
     python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m.get("schema")==int(sys.argv[2]) and m.get("script_version")==sys.argv[3] and m.get("install_completed_at") else 1)' "$MARKER" "$MARKER_SCHEMA" "$SCRIPT_VERSION" &&
-    docker_ready && nvidia-smi -L >/dev/null 2>&1 && idle_sampler_current && getent hosts "$(hostname)" >/dev/null || return 1
+    docker_ready && nvidia-smi -L >/dev/null 2>&1 && idle_sampler_current && shim_access_current &&
+    getent hosts "$(hostname)" >/dev/null || return 1
   step B0 marker ok fast-path
 }
 
@@ -434,6 +493,7 @@ PY
 
   begin B9 firewall
   step B9 firewall skip untouched
+  shim_access
 
   shim_prefetch_wait
   idle_sampler

@@ -13,9 +13,11 @@
 #     targon-fleet-idle-check.service: exit 0 means idle).
 # Modes: (none) the sampler loop; --probe prints one live sample with the clock, as JSON, for targon's probe;
 # --check-loop runs the user's check every interval (as ubuntu) and records its verdict; --tasks-at-work says whether
-# a dstack task is at work (the bootstrap asks before it restarts Docker).
+# a dstack task is at work (the bootstrap asks before it restarts Docker); --shim-tasks prints the shim's tasks as
+# JSON (run as root through the sampler's sudo rule).
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -33,6 +35,9 @@ CLOCK = STATE_DIR + "/idle.json"
 # Written by the check loop (as ubuntu), in a directory of its own.
 CHECK = STATE_DIR + "/check/verdict.json"
 SHIM = "http://127.0.0.1:10998"
+SAMPLER_PATH = "/usr/local/lib/targon-fleet/idle-sampler.py"
+# Installed by the bootstrap (B12) with the rule that lets only root and ubuntu reach the shim.
+SHIM_ACCESS = "/usr/local/lib/targon-fleet/shim-access"
 SHIM_PORT = 10998
 PROBE_MARK = "idle-sampler.py --probe"
 # A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
@@ -244,8 +249,37 @@ def parse_task_list(answer, read_task):
 def tasks():
     """
     The shim's tasks as (tasks, None): [] when no shim listens (nothing can run a task); (None, why) when it answers but
-    cannot be read.
+    cannot be read. Where the bootstrap let only root and ubuntu reach the shim (SHIM_ACCESS), any other user (the
+    sampler's targon-idle) reads them through its one sudo rule for this script's --shim-tasks.
     """
+    if os.path.exists(SHIM_ACCESS) and os.geteuid() != 0 and not is_ubuntu():
+        return tasks_through_sudo()
+    return read_tasks()
+
+
+def is_ubuntu():
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name == "ubuntu"
+    except KeyError:
+        return False
+
+
+def tasks_through_sudo():
+    out = run(["sudo", "-n", "/usr/bin/python3", SAMPLER_PATH, "--shim-tasks"], timeout=30)
+    try:
+        answer = json.loads(out[:SHIM_ANSWER_BYTES])
+        found, why = answer["tasks"], answer["unknown"]
+        if found is None:
+            return None, str(why)[:120]
+        entries = [task_entry(task) for task in found]
+        if None in entries or len(entries) > MAX_TASKS:
+            return None, "the shim's tasks read through sudo are not tasks"
+        return entries, None
+    except (TypeError, ValueError, KeyError):
+        return None, "the shim's tasks could not be read through sudo"
+
+
+def read_tasks():
     try:
         answer = shim_get("/api/tasks")
     except urllib.error.HTTPError as error:
@@ -458,6 +492,12 @@ def check_loop():
         time.sleep(settings["interval_s"])
 
 
+def shim_tasks():
+    """For the sampler's sudo rule (run as root): the shim's tasks as JSON, {"tasks": [...] or null, "unknown": why}."""
+    found, why = read_tasks()
+    print(json.dumps({"tasks": found, "unknown": why}))
+
+
 def tasks_at_work():
     """
     For the bootstrap (run as root, the source on stdin): prints each dstack task that is not terminated, or why the
@@ -475,4 +515,4 @@ def tasks_at_work():
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"--probe": probe, "--check-loop": check_loop, "--tasks-at-work": tasks_at_work, "": sampler}[mode]()
+    {"--probe": probe, "--check-loop": check_loop, "--tasks-at-work": tasks_at_work, "--shim-tasks": shim_tasks, "": sampler}[mode]()

@@ -21,6 +21,7 @@ export const INSTALL_STEPS: Substep[] = [
   {id: 'B7', name: 'docker-daemon-config', title: 'daemon.json (nvidia runtime, cgroupfs)'},
   {id: 'B8', name: 'gpu-test', title: 'GPU smoke test'},
   {id: 'B9', name: 'firewall', title: 'firewall (left untouched)'},
+  {id: 'B12', name: 'shim-access', title: 'shim API for root and ubuntu only'},
   {id: 'B11', name: 'idle-sampler', title: 'idle sampler'},
   {id: 'B10', name: 'write-marker', title: 'marker'},
 ]

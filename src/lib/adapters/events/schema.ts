@@ -49,6 +49,7 @@ export const BOOTSTRAP_STEPS = [
   'docker-daemon-config',
   'gpu-test',
   'firewall',
+  'shim-access',
   'idle-sampler',
   'write-marker',
   'dstack-takeover',
