@@ -1,3 +1,4 @@
+import {laterCommand} from '../lib/workflows/later-command.js'
 import {Flags} from '@oclif/core'
 import {stat} from 'node:fs/promises'
 import {resolve} from 'node:path'
@@ -113,6 +114,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
     if (flags.detach && flags.down) await this.warnUnguarded()
+    const place = {configDir: this.ctx.settings.dir, fleet, profile: (await this.ctx.settings.profile()).name}
     return this.withApi(
       async (client, signal) =>
         runJob(client, new LocalState(this.ctx.settings.dir), {
@@ -134,11 +136,12 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
           },
           onStarted: (job, vm) =>
             this.info(
-              `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: targon jobs logs ${job.id} -f follows it, targon jobs wait ${job.id} waits for it and fetches its outputs` : ''}`,
+              `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: ${laterCommand(['jobs', 'logs', job.id, '-f'], place)} follows it, ${laterCommand(['jobs', 'wait', job.id], place)} waits for it and fetches its outputs` : ''}`,
             ),
           org: await this.resolveOrg(client),
           out,
           owners,
+          profile: place.profile,
           reconcileMs: await this.ctx.settings.get('reconcile-window'),
           rent:
             maxPrice === null

@@ -67,6 +67,7 @@ except under --down, where it cancels the job, fetches and deletes.`)
             },
             org,
             owners: selection.owners,
+            profile: (await this.ctx.settings.profile()).name,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,

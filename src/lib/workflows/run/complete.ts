@@ -8,6 +8,7 @@ import type {Clock} from '../../core/clock.js'
 import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {TargonError, abortError, asTargonError} from '../../core/errors.js'
 import {selectVms} from '../select-vms.js'
+import {type RunPlace, laterCommand} from '../later-command.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {runDown} from '../down/down.js'
@@ -32,6 +33,8 @@ export interface JobFollowing {
   /** The fleet whose --name labels name VMs. */
   fleet: string
   configDir: string
+  /** The profile of the run's settings, for the commands it prints to paste later. */
+  profile: string
   down: boolean
   hooks: boolean
   reconcileMs: number
@@ -95,7 +98,7 @@ export async function completeJob(
   // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
   if (options.down) result.deleted = await deleteVm(client, state, vm, options)
   if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
-  return finish(result, vm.name ?? vm.uid)
+  return finish(result, vm.name ?? vm.uid, options)
 }
 
 /** An interrupt that came while the job's outputs were being fetched (the job had ended). */
@@ -135,10 +138,10 @@ async function storeThenDelete(
   if (stored.failed === null || stored.deleteAnyway) result.deleted = await deleteVm(client, state, vm, options)
   else
     options.warn(
-      `${name} is kept and bills: the outputs of job ${record.id} did not come (${stored.failed}); its TTL, budget and idle limits still apply; try again with targon jobs wait ${record.id}, or let a sweep (down --jobs-done) do it`,
+      `${name} is kept and bills: the outputs of job ${record.id} did not come (${stored.failed}); its TTL, budget and idle limits still apply; try again with ${laterCommand(['jobs', 'wait', record.id], options)}, or let a sweep (down --jobs-done) do it`,
     )
   if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
-  return finish(result, name)
+  return finish(result, name, options)
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */
@@ -215,7 +218,7 @@ export async function deleteVm(
 }
 
 /** The run's end: 0 when the job succeeded and every output came home, else the job's failure, else the fetch's. */
-function finish(result: RunResult, name: string): RunResult {
+function finish(result: RunResult, name: string, place: RunPlace): RunResult {
   const {job} = result
   if (job.state !== 'succeeded') {
     const how =
@@ -226,7 +229,7 @@ function finish(result: RunResult, name: string): RunResult {
           : 'it ended without an exit code (killed with its unit, or the VM restarted)'
     throw new TargonError('REMOTE_COMMAND_FAILED', `job ${job.id} on ${name} failed: ${how}`, {
       data: result,
-      hint: `see tail (--json) or the whole log: targon jobs logs ${job.id}`,
+      hint: `see tail (--json) or the whole log: ${laterCommand(['jobs', 'logs', job.id], place)}`,
     })
   }
 
@@ -257,7 +260,7 @@ async function interrupted(
   if (!options.down) {
     throw reason.with({
       data: result,
-      hint: `${name} bills meanwhile, under its own limits (--ttl, --idle, --max-cost; a running job keeps idle deletion away): follow with targon jobs logs ${record.id} -f, wait for it (outputs included) with targon jobs wait ${record.id}, fetch with targon jobs fetch ${record.id}, stop it with targon jobs cancel ${record.id}`,
+      hint: `${name} bills meanwhile, under its own limits (--ttl, --idle, --max-cost; a running job keeps idle deletion away): follow with ${laterCommand(['jobs', 'logs', record.id, '-f'], options)}, wait for it (outputs included) with ${laterCommand(['jobs', 'wait', record.id], options)}, fetch with ${laterCommand(['jobs', 'fetch', record.id], options)}, stop it with ${laterCommand(['jobs', 'cancel', record.id], options)}`,
       message: `interrupted by ${signal}; job ${record.id} still runs on ${name}`,
     })
   }

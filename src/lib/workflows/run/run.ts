@@ -9,6 +9,7 @@ import {posix} from 'node:path'
 import {TargonError, abortError, asTargonError, isTargonError, usageError} from '../../core/errors.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
 import {selectVms} from '../select-vms.js'
+import {laterCommand} from '../later-command.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {updateIdleSampler} from '../../adapters/bootstrap/idle-config.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
@@ -144,7 +145,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
 
     if (options.down && !vm.record && options.detach)
       options.warn(
-        `this config directory holds no record of ${name}: no sweep from it deletes the VM when job ${record.id} ends; run targon jobs wait ${record.id} (or down --jobs-done) once it has`,
+        `this config directory holds no record of ${name}: no sweep from it deletes the VM when job ${record.id} ends; run ${laterCommand(['jobs', 'wait', record.id], options)} (or down --jobs-done) once it has`,
       )
     // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
     if (options.detach) return result

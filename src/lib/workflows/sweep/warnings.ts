@@ -11,9 +11,7 @@ import * as z from 'zod'
 import type {SweepResult} from './schema.js'
 import {createdAt} from '../../domain/fleet/estimates.js'
 import {type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
-import {configDir} from '../../adapters/settings/resolve.js'
-import {DEFAULT_PROFILE} from '../../adapters/settings/store.js'
-import {shellQuote} from '../../adapters/ssh/session.js'
+import {laterCommand, shellWord} from '../later-command.js'
 import {readOwnFile} from '../../adapters/state/trust.js'
 
 export type Warning = SweepResult['warned'][number]
@@ -54,26 +52,17 @@ export function extendCommand(vm: KnownVm, limit: Warning['limit'], place: Sweep
     limit === 'max-cost' && budget !== null && price !== null
       ? `--max-cost ${raisedBudget(budget, price, postponeMs)}`
       : `--by ${byWords(postponeMs)}`
-  return [
-    ...(place.configDir === configDir({}) ? [] : [`TARGON_CONFIG_DIR=${shellWord(place.configDir)}`]),
-    'targon extend',
-    shellWord(target),
-    postpone,
-    ...(limit === 'idle' ? ['--idle-only'] : limit === 'ttl' ? ['--ttl-only'] : []),
-    ...(place.profile === DEFAULT_PROFILE ? [] : [`--profile ${shellWord(place.profile)}`]),
-    ...(vm.owner === null || vm.owner === place.owner ? [] : ['--any-owner']),
-  ].join(' ')
+  return laterCommand(
+    ['extend', shellWord(target), postpone, ...(limit === 'idle' ? ['--idle-only'] : limit === 'ttl' ? ['--ttl-only'] : [])],
+    {configDir: place.configDir, profile: place.profile},
+    vm.owner === null || vm.owner === place.owner ? [] : ['--any-owner'],
+  )
 }
 
 /** A duration as --by reads it, in whole hours when it is some, else in minutes (rounded up). */
 function byWords(ms: number): string {
   const minutes = Math.ceil(ms / 60_000)
   return minutes % 60 === 0 ? `${minutes / 60}h` : `${minutes}m`
-}
-
-/** A word as a POSIX shell reads it back: bare when it holds nothing the shell treats specially, else quoted. */
-function shellWord(value: string): string {
-  return /^[\w./:@%+,=-]+$/.test(value) ? value : shellQuote(value)
 }
 
 /** Two idle-since readings this close apart are one stretch: they move with the sampling, not with activity. */
