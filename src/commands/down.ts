@@ -3,7 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
-import {runDown} from '../lib/workflows/down/down.js'
+import {othersInWords, runDown} from '../lib/workflows/down/down.js'
 import {isBulk} from '../lib/workflows/down/selection.js'
 import {NOT_RUNNING} from '../lib/domain/idle/idle.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
@@ -186,6 +186,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
           const result = await runDown(this.ctx, client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
+            confirmOthers: (vms) => this.confirmOthers(vms, signal),
             dryRun: flags['dry-run'],
             hooks: flags.hooks,
             ignoreMissing: flags['ignore-missing'],
@@ -279,6 +280,16 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
       )
     const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
     return confirm(`Delete ${countOf(vms.length, 'VM')} (${names})?`, 'nothing was deleted', stop)
+  }
+
+  /** VMs named by uid that are another owner's: --yes goes ahead and says whose; a terminal asks, naming the owners. */
+  private async confirmOthers(vms: KnownVm[], stop: AbortSignal): Promise<boolean | undefined> {
+    if (this.flags.yes) {
+      this.addWarning(`deleting with --yes: ${othersInWords(vms)}`)
+      return true
+    }
+    if (!process.stdin.isTTY || !process.stderr.isTTY || this.eventsOnStderr()) return undefined
+    return confirm(`${othersInWords(vms)}. Delete all the same?`, 'nothing was deleted', stop)
   }
 
   private render(result: DownResult): void {

@@ -58,6 +58,14 @@ for (const summaryProjectId of [true, false]) {
         expect(parseJson(takeOver).error.code).toBe('NAME_CONFLICT')
         expect(sim.workloads.size).toBe(3)
         expect((await as('bob', ['down', 'worker1', '--json'])).code).toBe(4)
+        // By its exact uid, a colleague's VM never goes without a word: refused off a terminal, naming its owner.
+        const byUid = await as('bob', ['down', alice.uid, '--json'])
+        expect(byUid.code, byUid.stdout).toBe(2)
+        expect(parseJson(byUid).error).toMatchObject({
+          hint: 'ask its owner, or pass --any-owner (or --yes) to delete it all the same',
+          message: `${alice.name} belongs to owner alice, not to owner bob`,
+        })
+        expect(sim.current(alice.uid)?.status).toBe('running')
         expect(parseJson(await as('bob', ['status', old.name, '--json'])).data.vms[0].owner).toBeNull()
 
         // No owner set: a bulk deletion that would reach several owners is refused, naming them; nothing is deleted.
@@ -81,6 +89,13 @@ for (const summaryProjectId of [true, false]) {
             .map((workload) => workload.uid)
             .sort(),
         ).toEqual([bob.uid, old.uid].sort())
+
+        // alice deletes bob's by uid only with --yes, and is told whose it was.
+        expect((await as('alice', ['down', bob.uid, '--json'])).code).toBe(2)
+        const withYes = await as('alice', ['down', bob.uid, '--yes', '--json'])
+        expect(withYes.code, withYes.stdout).toBe(0)
+        expect(parseJson(withYes).warnings).toContain(`deleting with --yes: ${bob.name} belongs to owner bob`)
+        expect(sim.billing().map((workload) => workload.uid)).toEqual([old.uid])
 
         // --any-owner, from a fresh directory without an owner: everything, as asked.
         const everything = await runCli(['down', '--all', '--any-owner', '--json'], {

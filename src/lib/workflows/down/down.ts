@@ -54,6 +54,13 @@ export interface DownOptions {
   wakeRegistered: boolean
   /** Asked before a bulk deletion on a terminal; false aborts. */
   confirm: (vms: KnownVm[]) => Promise<boolean>
+  /**
+   * Asked before VMs named by uid that belong to another owner than the run's (or whose owner could not be read) are
+   * deleted without --any-owner: true goes ahead (--yes, or a yes on the terminal that names their owners), false
+   * aborts, undefined means nobody can be asked (cron, --events ndjson): refused. Absent where the caller chose the
+   * VMs itself (run --down of its job's VM, the sweep's selection).
+   */
+  confirmOthers?: (vms: KnownVm[]) => Promise<boolean | undefined>
   /** The fleet whose --name labels name VMs (the configured one). */
   labelFleet: string
   /** How long an unclear DELETE is reconciled before it is sent again (the reconcile-window setting). */
@@ -145,6 +152,7 @@ export async function runDown(
   state.pruneDeleteNotes(org, listed, clock.now())
   state.pruneHistoryVerdicts(org, listed, clock.now())
   const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
+  await consentForOthers(chosen, options)
   if (isBulk(options.selection)) {
     const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
     refuseMixedOwners(
@@ -408,4 +416,31 @@ function tidyLocalState(
       if (stale && (selection.fleet === null || record.fleet === selection.fleet)) state.removeVm(org, record.name)
     }
   }
+}
+
+/**
+ * A colleague's VM never goes without a word: with an owner set and without --any-owner, VMs named by uid that belong
+ * to another owner (or whose owner could not be read) are deleted only with consent that names their owners.
+ */
+async function consentForOthers(chosen: KnownVm[], options: DownOptions): Promise<void> {
+  const {any_owner: anyOwner, owner, targets} = options.selection
+  if (!options.confirmOthers || anyOwner || owner === null || targets.length === 0) return
+  const others = chosen.filter((vm) => vm.owner !== owner && vm.owner !== null)
+  if (others.length === 0) return
+  const answer = await options.confirmOthers(others)
+  if (answer === true) return
+  if (answer === false) throw new TargonError('USAGE', 'deletion not confirmed; nothing was deleted', {hint: 'answer y, or pass --yes'})
+  throw new TargonError('USAGE', `${othersInWords(others)}, not to owner ${owner}`, {
+    hint: 'ask its owner, or pass --any-owner (or --yes) to delete it all the same',
+  })
+}
+
+/** "wrk-1 belongs to owner alice; wrk-2 to an owner that could not be read" */
+export function othersInWords(others: KnownVm[]): string {
+  return others
+    .map(
+      (vm, index) =>
+        `${vm.name ?? vm.uid}${index === 0 ? ' belongs' : ''} to ${typeof vm.owner === 'string' ? `owner ${vm.owner}` : 'an owner that could not be read'}`,
+    )
+    .join('; ')
 }
