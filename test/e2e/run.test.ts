@@ -11,10 +11,13 @@ import {type CliOptions, errorLines, parseJson, signalWhen, tempDir, waitFor} fr
 import {useVmFixture} from '../helpers/fixture.js'
 import {parseEvents} from '../helpers/events.js'
 import {useWebhook} from '../helpers/webhook.js'
+import IDLE_SAMPLER from '../../src/lib/adapters/bootstrap/idle-sampler.py'
 
 /** A quick idle sampler and shim check on bootstrapped VMs. */
 const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const {configDir, targon} = simulated
+/** The version of the sampler this CLI installs. */
+const SAMPLER_VERSION = /^VERSION = "(.*)"$/m.exec(IDLE_SAMPLER)?.[1]
 
 /** One VM without the bootstrap (the doubles are there from boot): its name. */
 async function rentBare(fleet: string): Promise<{name: string; uid: string}> {
@@ -299,7 +302,7 @@ describe('a running job and the limits of its VM', () => {
     // The sampler of an earlier version, which knows nothing of jobs.
     const older = await onVm(
       vm.name,
-      `sudo sed -i 's/^VERSION = "3"$/VERSION = "2"/' ${sampler} && sudo systemctl restart targon-fleet-idle`,
+      `sudo sed -i 's/^VERSION = ".*"$/VERSION = "2"/' ${sampler} && sudo systemctl restart targon-fleet-idle`,
     )
     expect(older.code).toBe(0)
 
@@ -307,7 +310,7 @@ describe('a running job and the limits of its VM', () => {
     const running = targon(['run', vm.name, '--no-sync', '--', 'sleep 120'], {onSpawn: (spawned) => (child = spawned)})
     await waitFor(() => jobsOn(vm.uid).length === 1, 60_000)
     const [id] = jobsOn(vm.uid)
-    expect(simulated.farm.vm(vm.uid).readFile(sampler)).toContain('VERSION = "3"')
+    expect(simulated.farm.vm(vm.uid).readFile(sampler)).toContain(`VERSION = "${SAMPLER_VERSION}"`)
     // The run ends (as a closed laptop would end it): its SSH session goes, the job stays.
     child?.kill('SIGKILL')
     await running
