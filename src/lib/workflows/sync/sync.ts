@@ -29,6 +29,7 @@ import {MAX_MANIFEST_BYTES, type ManifestEntry, type RemoteState, planSync, remo
 import {type ManifestRead, listByCommand, readByCommand} from './listing.js'
 import {makeDirectory, readManifest, writeManifest} from './manifest-file.js'
 import {type LocalFile, type LocalTree, walkLocal} from './walk.js'
+import type {NeverSentDir} from './held-back.js'
 
 export interface SyncReport {
   /** Files whose bytes were sent this time. */
@@ -55,6 +56,8 @@ export interface SyncOptions {
   manifestPath: string
   warn: (message: string) => void
   signal?: AbortSignal
+  /** The directories never sent, whatever the ignore files say (held-back.ts, neverSentDirs). */
+  neverSent: readonly NeverSentDir[]
   /** The local tree (walkLocal of localDir), when its walk was started earlier: run walks while the VM connects. */
   walked?: Promise<LocalTree>
 }
@@ -68,16 +71,17 @@ const PARALLEL_HASHES = 4
 
 export async function syncWorkdir(session: SshSession, options: SyncOptions): Promise<Synced> {
   await checkOptions(options)
-  const tree = await (options.walked ?? walkLocal(options.localDir)).catch((error: unknown) => {
+  const tree = await (options.walked ?? walkLocal(options.localDir, {neverSent: options.neverSent})).catch((error: unknown) => {
+    if (error instanceof TargonError) throw error
     throw new TargonError('COPY_FAILED', `the sync of ${options.localDir} failed locally: ${oneLine(error)}`, {
       cause: error,
       hint: 'check the permissions of the directory, or ignore what cannot be read',
     })
   })
   const report: SyncReport = {bytes_sent: 0, files_removed: 0, files_sent: 0, links_skipped: 0}
-  for (const skipped of tree.skipped) {
-    if (skipped.link) report.links_skipped++
-    options.warn(`${skipped.path}: not synced: ${skipped.reason}`)
+  for (const held of tree.heldBack) {
+    if (held.kind === 'link') report.links_skipped++
+    options.warn(`${held.path}: not synced: ${held.reason}`)
   }
 
   // The VM's listing and the manifest (remote commands) come while the SFTP channel opens; null: read over SFTP.
