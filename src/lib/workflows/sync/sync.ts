@@ -1,9 +1,10 @@
 /**
  * The sync of a working directory to a directory on a VM, over the VM's pinned SSH connection: one remote command
  * for the listings (SFTP when it cannot give them, listing.ts), SFTP for files, one remote command for content
- * hashes. What goes follows git's ignore rules (walk.ts); what need not be sent again, and what may be removed on the
- * VM, follows the manifest of earlier syncs (manifest.ts, whose header says how a file is judged unchanged: size and
- * mtime, then SHA-256 only where the times differ; its file on the VM: manifest-file.ts).
+ * hashes. What goes follows git's ignore rules and never includes targon's secrets (walk.ts, held-back.ts); what
+ * need not be sent again, and what may be removed on the VM, follows the manifest of earlier syncs (manifest.ts,
+ * whose header says how a file is judged unchanged: size and mtime, then SHA-256 only where the times differ; its
+ * file on the VM: manifest-file.ts).
  *
  * On the VM: files are written under a temporary name and renamed into place whole (as `targon cp` does), with the
  * local permission bits (the executable bit included) and the local mtime in whole seconds, so that the next sync
