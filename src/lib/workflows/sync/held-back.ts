@@ -65,11 +65,12 @@ export function homeDirs(): string[] {
   return [...new Set([homedir(), database].filter((home) => home.startsWith('/')))]
 }
 
-/** Why an entry at the path is never sent: it is one of the directories (by identity); null when it is not. */
-export function neverSentReason(dirs: readonly NeverSentDir[], info: {dev: number; ino: number}): HeldBackKind | null {
+/** Which of the directories never sent an entry is (by identity); null when it is none of them. */
+export function neverSentKind(dirs: readonly NeverSentDir[], info: {dev: number; ino: number}): NeverSentDir['kind'] | null {
   return dirs.find((dir) => dir.dev === info.dev && dir.ino === info.ino)?.kind ?? null
 }
 
+/** Why such a directory is held back, for its warning. */
 export function neverSentText(kind: NeverSentDir['kind']): string {
   return NEVER_SENT_REASON[kind]
 }

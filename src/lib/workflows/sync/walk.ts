@@ -11,7 +11,7 @@
 import {closeSync, lstatSync, openSync, readSync, readdirSync} from 'node:fs'
 import {posix} from 'node:path'
 
-import {type HeldBack, type NeverSentDir, looksSecret, neverSentReason, neverSentText, refuseInsideNeverSent} from './held-back.js'
+import {type HeldBack, type NeverSentDir, looksSecret, neverSentKind, neverSentText, refuseInsideNeverSent} from './held-back.js'
 import {type IgnoreRule, isIgnored, lastMatch, parseIgnoreFile} from './ignore.js'
 
 export const IGNORE_FILES = ['.gitignore', '.targonignore'] as const
@@ -85,8 +85,8 @@ export async function walkLocal(root: string, options: WalkOptions): Promise<Loc
       // An entry gone since the listing (an editor's temporary file) is not there to send.
       const info = lstatSync(`${dir}/${name}`, {throwIfNoEntry: false})
       if (info === undefined) continue
-      const never = neverSentReason(options.neverSent, info)
-      if (never === 'config-directory' || never === 'ssh-directory') {
+      const never = neverSentKind(options.neverSent, info)
+      if (never !== null) {
         held(rel, never, neverSentText(never))
         continue
       }
