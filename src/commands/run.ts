@@ -8,12 +8,15 @@ import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {rentForJob} from '../lib/workflows/run/rent.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
-import {prose} from '../lib/core/output.js'
+import {countOf, prose, renderTable} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/run/job.js'
 import {TAIL_LINES} from '../lib/workflows/run/follow.js'
 import {runJob} from '../lib/workflows/run/run.js'
-import type {RunResult} from '../lib/workflows/run/schema.js'
+import type {RunPlan, RunResult} from '../lib/workflows/run/schema.js'
+import {checkWorkdir, planSync} from '../lib/workflows/run/workdir.js'
+import {neverSentDirs} from '../lib/workflows/sync/held-back.js'
+import {formatBytes} from '../lib/workflows/copy/budget.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
 
@@ -26,7 +29,11 @@ rents one exactly as up would (--max-price required, --ttl, --max-cost, --wait, 
 limit of 30m unless --idle says otherwise; a word that names neither, or both a VM and an offer when run may rent (a
 price cap is set), is refused (exit 2) before anything is rented (the VM's uid names it alone), and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
 /home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
-(--no-sync skips it). The command (the words after --, joined into one line for the remote shell, as exec reads it)
+(--no-sync skips it), after the rules of .gitignore and .targonignore files. Never sent, whatever they say: targon's
+config directory (its keys, the API key) and ~/.ssh; held back unless a .targonignore negation lets it through (!.env):
+what looks like a private key or credentials (id_* but *.pub, *.pem, .netrc, .aws/, .docker/config.json,
+.git-credentials, .env*). A home directory or / is refused (exit 2, with what it would send) unless --workdir names
+it. --dry-run prints what the sync would send and hold back, and why, and rents, connects to and sends nothing. The command (the words after --, joined into one line for the remote shell, as exec reads it)
 then runs there as ubuntu in a login shell, as the systemd unit targon-job-<job id>, detached from the SSH session: a
 dropped connection or a closed laptop does not stop it. --env values are exported before it (quoted for the remote
 shell; they are visible on the VM, and to local ps in this command line). Its output goes to a log and its exit code
@@ -46,7 +53,7 @@ deletes the VM once it has ended, also when the run that followed it was killed 
 a guard for this directory, or from one that holds no record of the VM, a warning says that nothing else will.`)
 
   static usage = [
-    'run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] -- COMMAND...',
+    'run VM [--workdir DIR] [--out PATH...] [--env K=V...] [--down] [--detach] [--no-sync] [--dry-run] -- COMMAND...',
     'run OFFER|--gpu MODEL --max-price USD [--ttl DUR] [--idle DUR] [--max-cost USD] [--wait DUR] [...] -- COMMAND...',
   ]
 
@@ -60,6 +67,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
       command: "<%= config.bin %> run rtx6000b-small --max-price 1.8 --down --out results -- 'python train.py'",
       description: 'Rent a VM for the job, and delete it once the job has ended',
     },
+    {command: '<%= config.bin %> run gpu1 --dry-run -- python train.py', description: 'What the sync would send and hold back, and why'},
     {
       command: "<%= config.bin %> run gpu1 --json -- ./bench.sh | jq '.data | {id: .job.id, exit_code, tail}'",
       description: 'The job, its exit code and the last log lines as JSON',
@@ -95,10 +103,16 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
       multiple: true,
       summary: "A file or directory the job makes, relative to the job's directory, to copy into ./targon-out/<job>/; repeatable.",
     }),
-    workdir: Flags.string({summary: 'The local directory to sync and run in (default: the current directory).'}),
+    workdir: Flags.string({
+      summary: 'The local directory to sync and run in (default: the current directory; a home directory or / only when named here).',
+    }),
+    'dry-run': Flags.boolean({
+      default: false,
+      summary: 'Print what the sync would send and hold back, and why; rent nothing, connect to nothing.',
+    }),
   }
 
-  public async run(): Promise<RunResult> {
+  public async run(): Promise<RunPlan | RunResult> {
     const {flags} = this
     const {word, command} = this.split()
     const out = (flags.out ?? []).map((path) => checkOutPath(path))
@@ -107,9 +121,14 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const found = await stat(localDir).catch(() => undefined)
     if (!found?.isDirectory())
       throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
+    const neverSent = neverSentDirs([this.ctx.settings.dir, this.ctx.settings.defaultDir])
+    const sync = !flags['no-sync']
+    if (sync) await checkWorkdir(localDir, flags.workdir !== undefined, neverSent)
     const fleet = await this.ctx.settings.get('fleet', flags.fleet)
     const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
     if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
+    if (flags['dry-run'])
+      return this.renderPlan({command, dry_run: true, out, sync: sync ? await planSync(localDir, neverSent) : null, vm: word})
     const owners = await ownerScope(this.ctx.settings, false)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
@@ -163,13 +182,43 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
                     ttlMs: flags.ttl,
                     waitMs: flags.wait,
                   }),
+          neverSent,
           signal,
-          sync: !flags['no-sync'],
+          sync,
           warn: this.ctx.warn,
           word,
         }),
       () => ['Exiting at once; the job, if it started, goes on on the VM.'],
     )
+  }
+
+  /** run --dry-run: each file the sync would look at and each path it holds back, why (stdout), then the sum. */
+  private renderPlan(plan: RunPlan): RunPlan {
+    if (this.jsonEnabled()) return plan
+    const {sync} = plan
+    if (sync) {
+      const rows = [
+        ...sync.files.map((file) => ({bytes: String(file.bytes), path: file.path, reason: '-', sync: 'send'})),
+        ...sync.held_back.map((held) => ({bytes: '-', path: held.path, reason: held.reason, sync: 'hold'})),
+      ]
+      this.log(
+        renderTable(
+          [
+            {header: 'SYNC', value: (row) => row.sync},
+            {header: 'PATH', value: (row) => row.path},
+            {align: 'right', header: 'BYTES', value: (row) => row.bytes},
+            {header: 'REASON', value: (row) => row.reason},
+          ],
+          rows,
+        ),
+      )
+      this.info(
+        `would sync ${countOf(sync.files.length, 'file')} (${formatBytes(sync.bytes)}; only what changed is sent) from ${sync.local_dir} to ${sync.remote_dir}, holding back ${sync.held_back.length}`,
+      )
+    } else this.info('would not sync (--no-sync)')
+    this.info(`then run on ${plan.vm ?? `a VM with --gpu ${this.flags.gpu}`}: ${plan.command}`)
+    this.info('dry run: nothing was rented, connected to or sent')
+    return plan
   }
 
   /** A detached --down job is deleted by a sweep (down --jobs-done) once it has ended: say when no guard runs one here. */

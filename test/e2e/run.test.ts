@@ -7,7 +7,8 @@ import {cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync}
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {type CliOptions, errorLines, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {type CliOptions, errorLines, parseJson, signalWhen, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
+import {tree} from '../helpers/files.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {parseEvents} from '../helpers/events.js'
 import {useWebhook} from '../helpers/webhook.js'
@@ -292,6 +293,104 @@ function jobsOn(uid: string): string[] {
   const dir = join(simulated.farm.vm(uid).dir, 'upper', 'home/ubuntu/.targon/jobs')
   return existsSync(dir) ? readdirSync(dir) : []
 }
+
+describe("run never sends targon's secrets", () => {
+  /** A home directory as targon finds it, with its config directory in it: config file, keys, ~/.ssh, secrets, one ordinary file. */
+  function homeTree() {
+    const home = tempDir('targon-home-tree-')
+    const config = join(home, '.config', 'targon-fleet')
+    writeConfigFile(config, {image: 'ubuntu-24-04-lts-595'})
+    mkdirSync(join(home, '.ssh'), {mode: 0o700})
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n', {mode: 0o600})
+    writeFileSync(join(home, '.env'), 'TOKEN=secret\n')
+    writeFileSync(join(home, 'x.pem'), 'PEM\n')
+    writeFileSync(join(home, 'notes.txt'), 'ordinary\n')
+    // The CLI's start-up cache goes elsewhere: only what the test put there is in the tree.
+    return {config, env: {HOME: home, XDG_CACHE_HOME: tempDir('targon-cache-')}, home}
+  }
+
+  /** The files of a directory on the VM, as the VM wrote them. */
+  const filesOnVm = (uid: string, dir: string) =>
+    Object.entries(tree(join(simulated.farm.vm(uid).dir, 'upper', dir)))
+      .filter(([, what]) => what !== 'dir')
+      .map(([path]) => path)
+      .sort()
+
+  it('from a home directory named with --workdir: only the ordinary file arrives, and a .env only when .targonignore lets it', async () => {
+    const {config, env, home} = homeTree()
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', 'homerun', '--json'], {config, env})
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm = parseJson(up).data.vms[0]
+    // The config directory holds the API's settings and the project key that the VM knows.
+    expect(existsSync(join(config, 'keys', 'id_ed25519')) && existsSync(join(config, 'config.json'))).toBe(true)
+
+    const run = await targon(['run', vm.name, '--workdir', home, '--json', '--', 'true'], {config, env})
+    expect(run.code, run.stdout + run.stderr).toBe(0)
+    const doc = parseJson(run)
+    expect(filesOnVm(vm.uid, doc.data.job.workdir)).toEqual(['notes.txt'])
+    expect(doc.data.sync).toMatchObject({files_sent: 1})
+    expect(doc.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^\.config\/targon-fleet: not synced: targon's config directory/),
+        expect.stringMatching(/^\.ssh: not synced: ~\/\.ssh/),
+        expect.stringMatching(/^\.env: not synced: looks like an environment file .*a \.targonignore line !\.env sends it$/),
+        expect.stringMatching(/^x\.pem: not synced: looks like a private key/),
+      ]),
+    )
+
+    // A .targonignore sends the .env on purpose; nothing it says sends the config directory, its keys or ~/.ssh.
+    writeFileSync(join(home, '.targonignore'), '!.env\n!.config/\n!.config/targon-fleet/\n!.ssh/\n!id_*\n!keys/\n')
+    const again = await targon(['run', vm.name, '--workdir', home, '--json', '--', 'true'], {config, env})
+    expect(again.code, again.stdout + again.stderr).toBe(0)
+    const workdir = parseJson(again).data.job.workdir
+    expect(filesOnVm(vm.uid, workdir)).toEqual(['.env', '.targonignore', 'notes.txt'])
+    expect(simulated.farm.vm(vm.uid).readFile(`${workdir}/.env`)).toBe('TOKEN=secret\n')
+    expect(simulated.farm.vm(vm.uid).hasFile(`${workdir}/.config/targon-fleet/keys/id_ed25519`)).toBe(false)
+    expect(simulated.farm.vm(vm.uid).hasFile(`${workdir}/.ssh/id_ed25519`)).toBe(false)
+    expect((await targon(['down', vm.name, '--yes', '--json'], {config, env})).code).toBe(0)
+  })
+
+  it('refuses $HOME as the working directory unless --workdir names it, saying what it would send, before anything is asked or rented', async () => {
+    const {config, env, home} = homeTree()
+    const requests = simulated.sim.log.length
+    const text = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--', 'true'], {config, cwd: home, env})
+    expect(text.code).toBe(2)
+    expect(errorLines(text.stderr)).toEqual([
+      `Error: the working directory is your home directory ${home}: run would send 1 file (9B) to the VM. Hint: run from the project's directory, or name it with --workdir ${home} to send it`,
+    ])
+    const json = await targon(['run', 'rtx6000b-small', '--max-price', '1.8', '--json', '--', 'true'], {config, cwd: home, env})
+    expect(json.code).toBe(2)
+    expect(parseJson(json).error).toMatchObject({code: 'USAGE', exit_code: 2})
+    expect(simulated.sim.log.length).toBe(requests)
+  })
+
+  it('--dry-run lists what the sync would send and hold back, and why, renting and connecting to nothing', async () => {
+    const {config, env, home} = homeTree()
+    const requests = simulated.sim.log.length
+    const args = ['run', 'rtx6000b-small', '--max-price', '1.8', '--dry-run', '--workdir', home]
+    const json = await targon([...args, '--json', '--', 'python', 'train.py'], {config, env})
+    expect(json.code, json.stdout + json.stderr).toBe(0)
+    const {data} = parseJson(json)
+    expect(data).toMatchObject({command: 'python train.py', dry_run: true, out: [], vm: 'rtx6000b-small'})
+    expect(data.sync).toMatchObject({bytes: 9, files: [{bytes: 9, path: 'notes.txt'}], local_dir: home})
+    expect(Object.fromEntries(data.sync.held_back.map((held: {path: string; kind: string}) => [held.path, held.kind]))).toEqual({
+      '.config/targon-fleet': 'config-directory',
+      '.env': 'looks-secret',
+      '.ssh': 'ssh-directory',
+      'x.pem': 'looks-secret',
+    })
+    const text = await targon([...args, '--', 'true'], {config, env})
+    expect(text.code, text.stderr).toBe(0)
+    const rows = text.stdout.trimEnd().split('\n')
+    expect(rows[0]).toBe('SYNC\tPATH\tBYTES\tREASON')
+    expect(rows).toContain('send\tnotes.txt\t9\t-')
+    expect(rows).toContain(
+      "hold\t.config/targon-fleet\t-\ttargon's config directory (the API key, the project key, the VM records): never sent",
+    )
+    expect(text.stderr).toContain('dry run: nothing was rented, connected to or sent')
+    expect(simulated.sim.log.length).toBe(requests)
+  })
+})
 
 describe('a running job and the limits of its VM', () => {
   it('keeps down --idle away (an older sampler is updated first), but not --ttl', async () => {

@@ -67,6 +67,7 @@ function pair(): SyncOptions & {warnings: string[]} {
   return {
     localDir: tempDir('targon-sync-'),
     manifestPath: `/home/ubuntu/.targon/sync/${id}.json`,
+    neverSent: [],
     remoteDir: `/home/ubuntu/targon/work/${id}`,
     warn: (message) => warnings.push(message),
     warnings,

@@ -218,7 +218,7 @@ function gitKeeps(ignore: Case): string[] {
 
 async function walkKeeps(ignore: Case): Promise<string[]> {
   writeIgnoreFiles(walkRoot, {'.gitignore': ignore.gitignore, '.targonignore': ignore.targonignore})
-  const tree = await walkLocal(walkRoot)
+  const tree = await walkLocal(walkRoot, {neverSent: []})
   return tree.files
     .map((file) => file.rel)
     .filter((rel) => !/(^|\/)\.(git|targon)ignore$/.test(rel))
@@ -277,13 +277,13 @@ describe('the walk', () => {
     writeFileSync(join(root, '.gitignore'), '!.git\n!targon-out\n')
     symlinkSync('/etc/passwd', join(root, 'passwd-link'))
     writeFileSync(join(root, 'line\nbreak'), 'x')
-    const tree = await walkLocal(root)
+    const tree = await walkLocal(root, {neverSent: []})
     const rels = tree.files.map((file) => file.rel)
     expect(rels.filter((rel) => rel.includes('.git/') || rel.startsWith('targon-out'))).toEqual([])
     expect(rels).toContain('src/targon-out/kept')
-    expect(tree.skipped).toEqual([
-      {link: false, path: '"line\\nbreak"', reason: 'its name has a control character'},
-      {link: true, path: 'passwd-link', reason: 'a symbolic link (not followed)'},
+    expect(tree.heldBack).toEqual([
+      {kind: 'bad-name', path: '"line\\nbreak"', reason: 'its name has a control character'},
+      {kind: 'link', path: 'passwd-link', reason: 'a symbolic link (not followed)'},
     ])
   })
 

@@ -31,6 +31,7 @@ import {
   JobFetchResultSchema,
   JobLogsResultSchema,
   JobsResultSchema,
+  RunPlanSchema,
   RunResultSchema,
 } from '../workflows/run/schema.js'
 
@@ -65,7 +66,7 @@ export const DATA_SCHEMAS = {
   'jobs wait': RunResultSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
-  run: RunResultSchema,
+  run: z.union([RunResultSchema, RunPlanSchema]),
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
   sweep: SweepResultSchema,

@@ -22,6 +22,8 @@ export interface SettingsInputs {
 export class SettingsResolver {
   /** The config directory: TARGON_CONFIG_DIR, else targon-fleet under XDG_CONFIG_HOME or ~/.config. */
   readonly dir: string
+  /** The config directory without TARGON_CONFIG_DIR: the one a run that does not set it uses. */
+  readonly defaultDir: string
   readonly profileFlag: string | undefined
   private readonly env: NodeJS.ProcessEnv
   private chosenProfile: Promise<ActiveProfile> | undefined
@@ -30,6 +32,7 @@ export class SettingsResolver {
     this.env = env
     this.profileFlag = profileFlag
     this.dir = configDir(env)
+    this.defaultDir = configDir({...env, TARGON_CONFIG_DIR: undefined})
   }
 
   /** A setting by precedence: the flag's value if given, else the environment, else the config file, else the default. */

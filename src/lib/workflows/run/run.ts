@@ -17,6 +17,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
 import {walkLocal} from '../sync/walk.js'
+import type {NeverSentDir} from '../sync/held-back.js'
 import {emptyFetch} from './fetch.js'
 import {startJob} from './start.js'
 import {readOffersToCheck, refuseIfOffer} from './rent.js'
@@ -36,6 +37,8 @@ export interface RunOptions extends JobFollowing {
   /** The absolute local working directory (checked to exist). */
   localDir: string
   sync: boolean
+  /** What the sync never sends (held-back.ts): targon's config directories and ~/.ssh. */
+  neverSent: readonly NeverSentDir[]
   /** Return once the job has started. */
   detach: boolean
   /** Checked --out paths. */
@@ -72,7 +75,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
   const clock = options.clock
   const name = vm.name ?? vm.uid
   // The local walk of the sync runs while the connection opens; its failure is the sync's to report.
-  const walked = options.sync ? walkLocal(options.localDir) : undefined
+  const walked = options.sync ? walkLocal(options.localDir, {neverSent: options.neverSent}) : undefined
   walked?.catch(() => undefined)
   const session = (await openVm(vm, options)).session
   const opened: SshSession[] = []
@@ -91,6 +94,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
         const synced = await syncWorkdir(session, {
           localDir: options.localDir,
           manifestPath: posix.join(SYNC_MANIFESTS, `${workId}.json`),
+          neverSent: options.neverSent,
           remoteDir,
           signal: options.signal,
           walked,

@@ -1,8 +1,11 @@
 /**
  * The JSON contract of `targon run` (and the job pieces `targon jobs` shares): the `data` schemas, registered with
- * the others in contract.ts. Only zod here, so that contract.ts can import it without a cycle.
+ * the others in contract.ts. Only zod here (and the sync's list of reasons), so that contract.ts can import it
+ * without a cycle.
  */
 import * as z from 'zod'
+
+import {HELD_BACK_KINDS} from '../sync/held-back.js'
 
 export const JOB_STATES = ['running', 'succeeded', 'failed', 'cancelled', 'lost'] as const
 export type JobState = (typeof JOB_STATES)[number]
@@ -68,6 +71,32 @@ export const RunResultSchema = z.object({
     .describe('with --down: the deletion of the VM after its pre-delete hook (reason job-done); null without'),
 })
 export type RunResult = z.infer<typeof RunResultSchema>
+
+export const RunPlanSchema = z
+  .object({
+    dry_run: z.literal(true),
+    vm: z.string().nullable().describe('the VM or offer as named (null with --gpu); a dry run does not look it up'),
+    command: z.string().describe('the command line the remote shell would run'),
+    out: z.array(z.string()).describe('the --out paths, as checked'),
+    sync: z
+      .object({
+        local_dir: z.string().describe('the local working directory'),
+        remote_dir: z.string().describe('its directory on a VM, /home/ubuntu/targon/work/<id>'),
+        files: z
+          .array(z.object({path: z.string(), bytes: z.number().int().nonnegative()}))
+          .describe("every file the sync would look at, by path; only those the VM's copy differs from are sent"),
+        bytes: z.number().int().nonnegative().describe('their size in all'),
+        held_back: z
+          .array(z.object({path: z.string(), kind: z.enum(HELD_BACK_KINDS), reason: z.string()}))
+          .describe(
+            "what the sync would not send whatever the ignore rules say: targon's config directory and ~/.ssh (never), what looks like a private key or credentials (unless a .targonignore negation lets it through), links, special files, names with control characters",
+          ),
+      })
+      .nullable()
+      .describe('null with --no-sync'),
+  })
+  .describe('run --dry-run: what the run would sync and start; it rents nothing and connects to nothing')
+export type RunPlan = z.infer<typeof RunPlanSchema>
 
 export const ListedJobSchema = JobSchema.extend({
   vm: VmRefSchema,

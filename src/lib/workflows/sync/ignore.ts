@@ -41,16 +41,22 @@ export function parseIgnoreFile(text: string, base: string): IgnoreRule[] {
 
 /** Whether the path (relative to the tree's root, no trailing slash) is ignored: the last matching rule decides. */
 export function isIgnored(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): boolean {
+  const rule = lastMatch(rules, path, isDirectory)
+  return rule !== null && !rule.negated
+}
+
+/** The last of the rules that matches the path (relative to the tree's root, no trailing slash); null when none does. */
+export function lastMatch(rules: readonly IgnoreRule[], path: string, isDirectory: boolean): IgnoreRule | null {
   const name = path.slice(path.lastIndexOf('/') + 1)
   for (let index = rules.length - 1; index >= 0; index--) {
     const rule = rules[index] as IgnoreRule
     if (rule.regex === null || (rule.directoryOnly && !isDirectory)) continue
     if (rule.base !== '' && !path.startsWith(`${rule.base}/`)) continue
     const subject = rule.nameOnly ? name : rule.base === '' ? path : path.slice(rule.base.length + 1)
-    if (rule.regex.test(subject)) return !rule.negated
+    if (rule.regex.test(subject)) return rule
   }
 
-  return false
+  return null
 }
 
 /** git's trim_trailing_spaces: the run of spaces at the end goes, unless a backslash escapes its first space. */

@@ -1,9 +1,10 @@
 /**
  * The sync of a working directory to a directory on a VM, over the VM's pinned SSH connection: one remote command
  * for the listings (SFTP when it cannot give them, listing.ts), SFTP for files, one remote command for content
- * hashes. What goes follows git's ignore rules (walk.ts); what need not be sent again, and what may be removed on the
- * VM, follows the manifest of earlier syncs (manifest.ts, whose header says how a file is judged unchanged: size and
- * mtime, then SHA-256 only where the times differ; its file on the VM: manifest-file.ts).
+ * hashes. What goes follows git's ignore rules and never includes targon's secrets (walk.ts, held-back.ts); what
+ * need not be sent again, and what may be removed on the VM, follows the manifest of earlier syncs (manifest.ts,
+ * whose header says how a file is judged unchanged: size and mtime, then SHA-256 only where the times differ; its
+ * file on the VM: manifest-file.ts).
  *
  * On the VM: files are written under a temporary name and renamed into place whole (as `targon cp` does), with the
  * local permission bits (the executable bit included) and the local mtime in whole seconds, so that the next sync
@@ -29,6 +30,7 @@ import {MAX_MANIFEST_BYTES, type ManifestEntry, type RemoteState, planSync, remo
 import {type ManifestRead, listByCommand, readByCommand} from './listing.js'
 import {makeDirectory, readManifest, writeManifest} from './manifest-file.js'
 import {type LocalFile, type LocalTree, walkLocal} from './walk.js'
+import type {NeverSentDir} from './held-back.js'
 
 export interface SyncReport {
   /** Files whose bytes were sent this time. */
@@ -55,6 +57,8 @@ export interface SyncOptions {
   manifestPath: string
   warn: (message: string) => void
   signal?: AbortSignal
+  /** The directories never sent, whatever the ignore files say (held-back.ts, neverSentDirs). */
+  neverSent: readonly NeverSentDir[]
   /** The local tree (walkLocal of localDir), when its walk was started earlier: run walks while the VM connects. */
   walked?: Promise<LocalTree>
 }
@@ -68,16 +72,17 @@ const PARALLEL_HASHES = 4
 
 export async function syncWorkdir(session: SshSession, options: SyncOptions): Promise<Synced> {
   await checkOptions(options)
-  const tree = await (options.walked ?? walkLocal(options.localDir)).catch((error: unknown) => {
+  const tree = await (options.walked ?? walkLocal(options.localDir, {neverSent: options.neverSent})).catch((error: unknown) => {
+    if (error instanceof TargonError) throw error
     throw new TargonError('COPY_FAILED', `the sync of ${options.localDir} failed locally: ${oneLine(error)}`, {
       cause: error,
       hint: 'check the permissions of the directory, or ignore what cannot be read',
     })
   })
   const report: SyncReport = {bytes_sent: 0, files_removed: 0, files_sent: 0, links_skipped: 0}
-  for (const skipped of tree.skipped) {
-    if (skipped.link) report.links_skipped++
-    options.warn(`${skipped.path}: not synced: ${skipped.reason}`)
+  for (const held of tree.heldBack) {
+    if (held.kind === 'link') report.links_skipped++
+    options.warn(`${held.path}: not synced: ${held.reason}`)
   }
 
   // The VM's listing and the manifest (remote commands) come while the SFTP channel opens; null: read over SFTP.

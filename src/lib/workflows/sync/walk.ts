@@ -3,13 +3,16 @@
  * every `.gitignore` in the tree and every `.targonignore` (same syntax; in one directory its rules come after the
  * `.gitignore`'s, so they win). No global excludes: neither core.excludesFile nor .git/info/exclude. `.git` (at any
  * depth) and the root's `targon-out` never go. An ignored directory is not entered, so nothing below it can be
- * re-included, as in git. Symbolic links and special files are not sent (the caller warns about each), nor names
- * with control characters (the manifest refuses them).
+ * re-included, as in git. Held back whatever the rules say (held-back.ts): targon's config directory and `~/.ssh`,
+ * and, unless a `.targonignore` lets it through, what looks like a private key or a credentials store. Symbolic links
+ * and special files are not sent, nor names with control characters (the manifest refuses them). The caller warns
+ * about everything held back but what the rules ignore.
  */
 import {closeSync, lstatSync, openSync, readSync, readdirSync} from 'node:fs'
 import {posix} from 'node:path'
 
-import {type IgnoreRule, isIgnored, parseIgnoreFile} from './ignore.js'
+import {type HeldBack, type NeverSentDir, looksSecret, neverSentKind, neverSentText, refuseInsideNeverSent} from './held-back.js'
+import {type IgnoreRule, isIgnored, lastMatch, parseIgnoreFile} from './ignore.js'
 
 export const IGNORE_FILES = ['.gitignore', '.targonignore'] as const
 
@@ -31,8 +34,17 @@ export interface LocalTree {
   files: LocalFile[]
   /** The directories that are not ignored, parents first ('' is the root). */
   dirs: string[]
-  /** Not sent: symbolic links, special files, unusable names; each with why, its path as a warning shows it. */
-  skipped: {path: string; link: boolean; reason: string}[]
+  /** Not sent, by name (not the ignore rules): targon's secrets, what looks secret, links, special files, unusable names. */
+  heldBack: HeldBack[]
+  /** False when the walk stopped at its maxFiles. */
+  complete: boolean
+}
+
+export interface WalkOptions {
+  /** The directories never sent (neverSentDirs): none of them is entered. */
+  neverSent: readonly NeverSentDir[]
+  /** Stop once this many files are found (the tree is then not complete): for a count, not for a sync. */
+  maxFiles?: number
 }
 
 /** Never sent, whatever the ignore files say: by name at any depth, and by path at the root. */
@@ -47,32 +59,63 @@ const CONTROL = /[\u0000-\u001f\u007f]/
  * directories (run walks while the VM's connection opens): 2,000 files took 100-150 ms with one awaited lstat after
  * the other, about 50 ms with the lstats of a directory in flight together, and 10 ms like this.
  */
-export async function walkLocal(root: string): Promise<LocalTree> {
-  const tree: LocalTree = {dirs: [], files: [], skipped: []}
-  const pending: {rel: string; rules: IgnoreRule[]}[] = [{rel: '', rules: []}]
-  for (let next = 0; next < pending.length; next++) {
+export async function walkLocal(root: string, options: WalkOptions): Promise<LocalTree> {
+  refuseInsideNeverSent(root, options.neverSent)
+  const tree: LocalTree = {complete: true, dirs: [], files: [], heldBack: []}
+  const held = (path: string, kind: HeldBack['kind'], reason: string) => tree.heldBack.push({kind, path, reason})
+  type Pending = {rel: string; rules: IgnoreRule[]; targonRules: IgnoreRule[]}
+  const pending: Pending[] = [{rel: '', rules: [], targonRules: []}]
+  for (let next = 0; next < pending.length && tree.complete; next++) {
     await new Promise<void>((resolve) => setImmediate(resolve))
-    const {rel: dirRel, rules: inherited} = pending[next] as {rel: string; rules: IgnoreRule[]}
+    const {rel: dirRel, rules: inherited, targonRules: targonInherited} = pending[next] as Pending
     const dir = dirRel === '' ? root : posix.join(root, dirRel)
     const rules = [...inherited]
-    for (const name of IGNORE_FILES) rules.push(...parseIgnoreFile(readIgnoreFile(posix.join(dir, name)), dirRel))
+    const targonRules = [...targonInherited]
+    for (const name of IGNORE_FILES) {
+      const parsed = parseIgnoreFile(readIgnoreFile(posix.join(dir, name)), dirRel)
+      rules.push(...parsed)
+      if (name === '.targonignore') targonRules.push(...parsed)
+    }
+    const names = readNames(dir, dirRel === '')
+    if (names === null) continue
     tree.dirs.push(dirRel)
-    const names = readdirSync(dir).sort()
     for (const name of names) {
       const rel = dirRel === '' ? name : `${dirRel}/${name}`
       if (NEVER_ANY_DEPTH.has(name) || (dirRel === '' && NEVER_AT_ROOT.has(name))) continue
-      const info = lstatSync(`${dir}/${name}`)
+      // An entry gone since the listing (an editor's temporary file) is not there to send.
+      const info = lstatSync(`${dir}/${name}`, {throwIfNoEntry: false})
+      if (info === undefined) continue
+      const never = neverSentKind(options.neverSent, info)
+      if (never !== null) {
+        held(rel, never, neverSentText(never))
+        continue
+      }
       if (isIgnored(rules, rel, info.isDirectory())) continue
-      if (CONTROL.test(name)) tree.skipped.push({link: false, path: JSON.stringify(rel), reason: 'its name has a control character'})
-      else if (info.isDirectory()) pending.push({rel, rules})
-      else if (info.isFile()) tree.files.push({mode: info.mode & 0o777, mtimeMs: info.mtimeMs, rel, size: info.size})
-      else if (info.isSymbolicLink()) tree.skipped.push({link: true, path: rel, reason: 'a symbolic link (not followed)'})
-      else tree.skipped.push({link: false, path: rel, reason: 'not a regular file or directory'})
+      const secret = looksSecret(rel)
+      // Only a .targonignore can send what looks secret: its last rule that matches is a negation.
+      if (secret !== null && lastMatch(targonRules, rel, info.isDirectory())?.negated !== true) held(rel, 'looks-secret', secret)
+      else if (CONTROL.test(name)) held(JSON.stringify(rel), 'bad-name', 'its name has a control character')
+      else if (info.isDirectory()) pending.push({rel, rules, targonRules})
+      else if (info.isFile()) {
+        tree.files.push({mode: info.mode & 0o777, mtimeMs: info.mtimeMs, rel, size: info.size})
+        if (options.maxFiles !== undefined && tree.files.length >= options.maxFiles) tree.complete = false
+      } else if (info.isSymbolicLink()) held(rel, 'link', 'a symbolic link (not followed)')
+      else held(rel, 'not-regular', 'not a regular file or directory')
     }
   }
 
   tree.files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
   return tree
+}
+
+/** A directory's names, sorted; null when a directory below the root is gone since its parent was listed. */
+function readNames(dir: string, isRoot: boolean): string[] | null {
+  try {
+    return readdirSync(dir).sort()
+  } catch (error) {
+    if (!isRoot && (error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
 }
 
 /** An ignore file's text; '' when there is none (or it is not a regular file). */
