@@ -89,6 +89,11 @@ export interface DownOptions {
   /** The longest any hook may run in this run (a sweep's cap, as it holds its lock meanwhile); absent: no cap. */
   hookTimeoutCapS?: number
   /**
+   * What ends the hooks, when it is not the run's signal: a deletion that an interrupt must not stop (run --down's)
+   * still lets one stop its hook at once, and delete.
+   */
+  hookStop?: AbortSignal
+  /**
    * Reads the jobs of targon run running on a VM about to be deleted, so that its result names what the deletion ends
    * (ended_jobs); absent: not read. Bounded here in time, and never a reason to keep a VM.
    */
@@ -237,7 +242,8 @@ export async function runDown(
 
   options.onTargets?.(targets)
   const interruptedBefore = run.signal.aborted
-  const runsHooks = options.hooks && !interruptedBefore
+  // After an interrupt no hook starts: the VMs are deleted at once.
+  const runsHooks = options.hooks && !interruptedBefore && options.hookStop?.aborted !== true
   const hooked = runsHooks ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
   // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
@@ -381,7 +387,7 @@ function runPreDeleteHooks(run: DeletionRun, vms: KnownVm[], options: DownOption
       if (hook.status !== 'ok') run.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
     },
     parallel: options.parallel,
-    signal: run.signal,
+    signal: options.hookStop ? AbortSignal.any([run.signal, options.hookStop]) : run.signal,
   })
 }
 
