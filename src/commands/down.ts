@@ -79,6 +79,10 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
       summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
     }),
     hooks: hooksFlag(),
+    'hook-timeout': durationFlag('--hook-timeout', {
+      summary:
+        "How long each VM's pre-delete hook may run this time, e.g. 2m (default: its up --hook-timeout, kept in this config directory, else 10m). The copy on the VM can only shorten it.",
+    }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
     'show-deleted': Flags.boolean({
       default: false,
@@ -158,6 +162,8 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
       targets,
     }
     if (flags['idle-limit'] !== undefined && !flags.idle) throw usageError('--idle-limit needs --idle', 'add --idle')
+    if (flags['hook-timeout'] !== undefined && !flags.hooks)
+      throw usageError('--hook-timeout limits the hooks that --no-hooks skips', 'drop one of them')
     if (flags['jobs-done'] && flags.idle) throw usageError('--jobs-done and --idle select differently', 'run them one after the other')
     if (targets.length > 0 && (flags.all || flags.expired || flags.idle || flags['jobs-done'] || olderThan !== null || overCost !== null)) {
       throw usageError(
@@ -189,6 +195,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
             confirmOthers: (vms) => this.confirmOthers(vms, signal),
             dryRun: flags['dry-run'],
             hooks: flags.hooks,
+            ...(flags['hook-timeout'] !== undefined && {hookTimeoutS: Math.ceil(flags['hook-timeout'] / 1000)}),
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await this.ctx.settings.get('fleet'),
             reconcileMs: await this.ctx.settings.get('reconcile-window'),

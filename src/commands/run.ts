@@ -46,8 +46,8 @@ The log is streamed (stdout; lines cut at 4096 characters, control characters es
 (REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
 
 Ctrl-C after the start leaves the job running (exit 130) and says how to follow and stop it; with --down it cancels
-the job, fetches the --out paths and deletes the VM instead. Once the job has ended, Ctrl-C stops the fetch (exit 130),
-and --down still deletes the VM. --detach returns once the job has started (exit 0, the job in
+the job, fetches the --out paths and deletes the VM instead, without its hook. Once the job has ended, Ctrl-C stops
+the fetch or the VM's pre-delete hook (exit 130), and --down still deletes the VM, at once. --detach returns once the job has started (exit 0, the job in
 data.job). A --down job, detached or not, is recorded in the config directory, and down --jobs-done (a guard's sweep)
 deletes the VM once it has ended, also when the run that followed it was killed or cut off; for a detached one without
 a guard for this directory, or from one that holds no record of the VM, a warning says that nothing else will.`)

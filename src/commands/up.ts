@@ -143,7 +143,7 @@ existing VM instead of creating a second one.`)
     }),
     'hook-timeout': durationFlag('--hook-timeout', {
       summary:
-        'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m; a sweep waits 30m at most, as it holds its lock meanwhile).',
+        'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m; a sweep waits 30m at most, as it holds its lock meanwhile). Kept in this config directory as well: the copy on the VM can only shorten it.',
     }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),

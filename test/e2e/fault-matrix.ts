@@ -1437,6 +1437,32 @@ export const scenarios: Scenario[] = [
     },
     vms: true,
   },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: 'hook: Ctrl-C during the hook of run --down, after the job, stops the hook and deletes the VM at once; nothing bills',
+    seconds: 21,
+    interrupts: true,
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--on-delete', 'sleep 601'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const {name, uid} = parseJson(up).data.vms[0]
+      const startedAt = Date.now()
+      const run = await ctx.targon(['run', name, '--down', '--no-sync', '--json', '--', 'true'], {
+        onSpawn: signalWhen(() => running('^sleep 601$'), 'SIGINT', 500),
+      })
+      // Well within the 10-minute default timeout of the hook, and with one signal: the second would exit at once.
+      expect(Date.now() - startedAt).toBeLessThan(60_000)
+      const doc = parseJson(run)
+      expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
+      expect(doc.data.deleted).toMatchObject([{action: 'deleted', billing: false, hook: {status: 'interrupted'}, uid}])
+      expect(doc.error.hint).toBe(`${name} was deleted (--down)`)
+      expect(running('^sleep 601$')).toBe(false)
+      expect(ctx.sim.billing()).toEqual([])
+      return run
+    },
+    vms: true,
+  },
 
   // ---- local ----
   {

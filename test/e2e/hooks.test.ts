@@ -59,6 +59,19 @@ async function atDelete<T>(uid: string, run: Promise<T>, check: () => void): Pro
   return run
 }
 
+/** Rewrites the timeout stored with the hook on the VMs, as a VM that wants its hook to hold its deletion would. */
+async function rewriteHookTimeout(vms: {name: string; uid: string}[], seconds: number): Promise<void> {
+  const exec = await targon([
+    'exec',
+    '--vms',
+    vms.map((vm) => vm.name).join(','),
+    '--',
+    `sudo -n sed -i 's/"timeout_s":[0-9]*/"timeout_s":${seconds}/' ${CONF}`,
+  ])
+  expect(exec.code, exec.stdout + exec.stderr).toBe(0)
+  for (const vm of vms) expect(JSON.parse(simulated.farm.vm(vm.uid).readFile(CONF)).timeout_s).toBe(seconds)
+}
+
 afterAll(async () => {
   await targon(['down', '--all', '--yes', '--no-hooks'])
 })
@@ -160,6 +173,29 @@ describe('pre-delete hooks', () => {
     expect(parseJson(down).warnings.join('\n')).toContain('any pre-delete hook is not known here and is not run')
     expect(billing().has(vm.uid)).toBe(false)
   })
+
+  it("a VM that rewrote its hook's timeout to a day is stopped at the one kept here, or at down --hook-timeout", async () => {
+    const kept = await upWith('--on-delete', 'echo saving; sleep 600', '--hook-timeout', '2s')
+    const given = await upWith('--on-delete', 'echo saving; sleep 600', '--hook-timeout', '1h')
+    await rewriteHookTimeout([kept, given], 86_400)
+
+    for (const [vm, extra] of [
+      [kept, []],
+      [given, ['--hook-timeout', '2s']],
+    ] as const) {
+      const startedAt = Date.now()
+      const down = await targon(['down', vm.name, '--json', ...extra], {timeoutMs: 40_000})
+      expect(down.code, down.stdout + down.stderr).toBe(0)
+      expect(Date.now() - startedAt).toBeLessThan(30_000)
+      expect(parseJson(down).data.results[0]).toMatchObject({
+        action: 'deleted',
+        billing: false,
+        hook: {detail: 'did not end within its timeout of 2 s', output_tail: 'saving', status: 'timed-out'},
+        uid: vm.uid,
+      })
+      expect(billing().has(vm.uid)).toBe(false)
+    }
+  }, 120_000)
 
   it('an adopting up keeps the hook unless given one; --on-delete "" removes it', async () => {
     const vm = await upWith('--on-delete', 'echo first')

@@ -6,6 +6,7 @@ import {execFileSync} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 
 import {
+  DEFAULT_HOOK_TIMEOUT_MS,
   TAIL_BYTES,
   TAIL_LINES,
   hookCommandProblem,
@@ -57,11 +58,32 @@ describe('outputTail', () => {
 })
 
 describe('hookTimeoutS', () => {
+  const bounds = {capS: null, recordedS: null, runS: null, vmS: 600}
+
   it("keeps a hook's own timeout under a sweep's cap of 30 minutes, and caps a longer one", () => {
     expect(SWEEP_HOOK_TIMEOUT_CAP_S).toBe(1800)
-    expect(hookTimeoutS(600, SWEEP_HOOK_TIMEOUT_CAP_S)).toBe(600)
-    expect(hookTimeoutS(86_400, SWEEP_HOOK_TIMEOUT_CAP_S)).toBe(1800)
-    expect(hookTimeoutS(86_400, null)).toBe(86_400)
+    expect(hookTimeoutS({...bounds, capS: SWEEP_HOOK_TIMEOUT_CAP_S, recordedS: 600})).toBe(600)
+    expect(hookTimeoutS({...bounds, capS: SWEEP_HOOK_TIMEOUT_CAP_S, recordedS: 86_400, vmS: 86_400})).toBe(1800)
+  })
+
+  it('is the bound kept locally: a VM that rewrote its timeout to a day cannot lengthen it', () => {
+    expect(hookTimeoutS({...bounds, recordedS: 60, vmS: 86_400})).toBe(60)
+    // This run's --hook-timeout is the user's say over the recorded one, in either direction.
+    expect(hookTimeoutS({...bounds, recordedS: 60, runS: 2, vmS: 86_400})).toBe(2)
+    expect(hookTimeoutS({...bounds, recordedS: 60, runS: 300, vmS: 86_400})).toBe(300)
+    expect(hookTimeoutS({...bounds, capS: SWEEP_HOOK_TIMEOUT_CAP_S, recordedS: 60, vmS: 86_400})).toBe(60)
+  })
+
+  it("lets the VM's stored timeout only shorten it", () => {
+    expect(hookTimeoutS({...bounds, recordedS: 60, vmS: 5})).toBe(5)
+    expect(hookTimeoutS({...bounds, recordedS: 60, runS: 300, vmS: 5})).toBe(5)
+  })
+
+  it('without a recorded bound (an older record, an adopted hook), is bounded by the default of 10 minutes', () => {
+    expect(DEFAULT_HOOK_TIMEOUT_MS).toBe(600_000)
+    expect(hookTimeoutS({...bounds, vmS: 86_400})).toBe(600)
+    expect(hookTimeoutS({...bounds, vmS: 30})).toBe(30)
+    expect(hookTimeoutS({...bounds, runS: 2, vmS: 86_400})).toBe(2)
   })
 })
 

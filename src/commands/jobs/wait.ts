@@ -21,7 +21,8 @@ down --jobs-done fetches them; targon jobs fetch copies them from there once the
 after its pre-delete hook (reason job-done) only once they are there; a fetch that fails keeps the VM (its TTL,
 budget and idle limits still apply), warns, and is notified once (to notify-url, when set). It exits as run does: 0,
 or 12 with the job's exit_code (or COPY_FAILED when an output did not come). Ctrl-C stops waiting (the job goes on),
-except under --down, where it cancels the job, fetches and deletes.`)
+except under --down, where it cancels the job, fetches and deletes; during the VM's pre-delete hook it stops the hook
+and deletes at once.`)
 
   static examples = [
     {command: '<%= config.bin %> jobs wait j-20261202-030527-a1b2c3', description: 'Pick up a job after a dropped connection'},

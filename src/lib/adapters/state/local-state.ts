@@ -45,6 +45,11 @@ export const VmRecordSchema = z.object({
    * VMs are not contacted before their deletion, so that an unreachable VM without a hook costs no wait.
    */
   on_delete_hook: z.boolean().default(false),
+  /**
+   * up --hook-timeout of that hook, in seconds: the user's bound on it, which the VM's own copy can only shorten
+   * (hooks/hook.ts); null when unknown here (an older record, or a hook adopted from elsewhere).
+   */
+  hook_timeout_s: z.number().int().positive().nullable().default(null),
   /** run --detach --down started this job from here: the sweep reads the VM's jobs, and deletes it once the job has ended. */
   down_job: z.string().nullable().default(null),
 })

@@ -6,6 +6,8 @@
  * needs it but the run below, which reads it through sudo (ubuntu has passwordless sudo; the idle sampler's user has
  * no business with it, unlike idle.conf). It is passed to bash on stdin, never on a command line that ps shows.
  *
+ * Its timeout is the user's: up keeps it in the VM's local record as well, and the copy on the VM can only shorten it.
+ *
  * Nothing here stops a deletion: a hook that fails, times out or cannot run is reported and the VM is deleted.
  */
 import type {DeleteReason} from '../deletion/schema.js'
@@ -33,7 +35,7 @@ const MAX_READ_BYTES = 2 * REMOTE_TAIL_BYTES
 const MAX_CONF_BYTES = 8 * MAX_HOOK_BYTES
 /** After the hook's own timeout, how long its end (TERM, then KILL 5 s later on the VM) is waited for here. */
 const END_GRACE_MS = 15_000
-/** The longest timeout a stored setting may carry, as up --hook-timeout allows: a hostile VM cannot hold a deletion longer. */
+/** The longest timeout a stored setting may carry, as up --hook-timeout allows (the bound is the user's: hookTimeoutS). */
 const MAX_HOOK_TIMEOUT_S = 86_400
 
 /**
@@ -42,9 +44,23 @@ const MAX_HOOK_TIMEOUT_S = 86_400
  */
 export const SWEEP_HOOK_TIMEOUT_CAP_S = 1800
 
-/** How long a hook may run: its own timeout, capped by the run's cap when it has one. */
-export function hookTimeoutS(storedS: number, capS: number | null): number {
-  return capS === null ? storedS : Math.min(storedS, capS)
+/**
+ * How long a hook may run. The bound is the user's, kept here: this run's --hook-timeout, else the one up recorded
+ * with the hook, else the default. The VM's stored timeout can only shorten it (its bytes are untrusted: a VM that
+ * rewrote it must not hold a deletion longer), and so can a run's cap (a sweep's).
+ */
+export function hookTimeoutS(bounds: {
+  /** This run's --hook-timeout, in seconds; null: none given. */
+  runS: number | null
+  /** What up --hook-timeout recorded in the VM's local record; null: an older record, without it. */
+  recordedS: number | null
+  /** What the VM's stored setting says. */
+  vmS: number
+  /** A run's cap (a sweep's); null: none. */
+  capS: number | null
+}): number {
+  const userS = bounds.runS ?? bounds.recordedS ?? DEFAULT_HOOK_TIMEOUT_MS / 1000
+  return Math.min(userS, bounds.vmS, bounds.capS ?? userS)
 }
 
 export interface HookSetting {
@@ -130,7 +146,7 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {configDir: string; signal: AbortSignal; clock: Clock; timeoutCapS?: number | null},
+  options: {configDir: string; signal: AbortSignal; clock: Clock; timeoutS?: number | null; timeoutCapS?: number | null},
 ): Promise<HookOutcome | null> {
   const elapsed = stopwatch(options.clock)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
@@ -154,7 +170,13 @@ export async function runHook(
     if (stored.stdout.trim() === '') return null
     const setting = parseHookSetting(stored.stdout)
     if (setting === null) return outcome('unreachable', null, '', 'its stored hook is not one (it fails the checks): deleted without it')
-    const hook = {...setting, timeout_s: hookTimeoutS(setting.timeout_s, options.timeoutCapS ?? null)}
+    const timeoutS = hookTimeoutS({
+      capS: options.timeoutCapS ?? null,
+      recordedS: vm.record?.hook_timeout_s ?? null,
+      runS: options.timeoutS ?? null,
+      vmS: setting.timeout_s,
+    })
+    const hook = {...setting, timeout_s: timeoutS}
     const script = [
       'set -o pipefail',
       'cd ~ 2>/dev/null || cd /',
@@ -229,7 +251,9 @@ export async function runHooks(
     parallel: number
     signal: AbortSignal
     clock: Clock
-    /** The longest any hook may run here (a sweep's cap); null or absent: each hook's own timeout. */
+    /** This run's --hook-timeout in seconds, over the one each VM's record keeps; null or absent: the recorded one. */
+    timeoutS?: number | null
+    /** The longest any hook may run here (a sweep's cap); null or absent: none. */
     timeoutCapS?: number | null
     onOutcome?: (vm: KnownVm, hook: HookOutcome) => void
   },

@@ -91,8 +91,15 @@ export interface DownOptions {
    * runs unattended and often, and one odd listing must never cost a VM its limits.
    */
   keepUnlistedRecords?: boolean
+  /** This run's --hook-timeout in seconds, over the one each VM's record keeps; absent: the recorded one. */
+  hookTimeoutS?: number
   /** The longest any hook may run in this run (a sweep's cap, as it holds its lock meanwhile); absent: no cap. */
   hookTimeoutCapS?: number
+  /**
+   * What ends the hooks, when it is not the run's signal: a deletion that an interrupt must not stop (run --down's)
+   * still lets one stop its hook at once, and delete.
+   */
+  hookStop?: AbortSignal
   /**
    * Reads the jobs of targon run running on a VM about to be deleted, so that its result names what the deletion ends
    * (ended_jobs); absent: not read. Bounded here in time, and never a reason to keep a VM.
@@ -243,11 +250,13 @@ export async function runDown(
 
   options.onTargets?.(targets)
   const interruptedBefore = run.signal.aborted
-  const hooked = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
+  // After an interrupt no hook starts: the VMs are deleted at once.
+  const runsHooks = options.hooks && !interruptedBefore && options.hookStop?.aborted !== true
+  const hooked = runsHooks ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
   // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
   // known here. The VM is deleted all the same (nothing optional stops a deletion), and that is said.
-  const unknownHere = options.hooks && !interruptedBefore ? pending.filter((vm) => vm.record === undefined) : []
+  const unknownHere = runsHooks ? pending.filter((vm) => vm.record === undefined) : []
   if (unknownHere.length > 0)
     run.warn(
       `${unknownHere.map((vm) => vm.name ?? vm.uid).join(', ')}: no record in this config directory, so any pre-delete hook is not known here and is not run`,
@@ -379,13 +388,14 @@ function runPreDeleteHooks(run: DeletionRun, vms: KnownVm[], options: DownOption
     clock: run.clock,
     configDir: options.configDir,
     timeoutCapS: options.hookTimeoutCapS ?? null,
+    timeoutS: options.hookTimeoutS ?? null,
     onOutcome: (vm, hook) => {
       const tail = hook.output_tail === '' ? '' : `; its output ends:\n${hook.output_tail}`
       options.onEvent?.({detail: `${vm.name ?? vm.uid}: ${hookSummary(hook)}${tail}`, hook, status: 'progress', vm: vmRef(vm.uid, vm.name)})
       if (hook.status !== 'ok') run.warn(`${vm.name ?? vm.uid}: ${hookSummary(hook)}; deleting it all the same`)
     },
     parallel: options.parallel,
-    signal: run.signal,
+    signal: options.hookStop ? AbortSignal.any([run.signal, options.hookStop]) : run.signal,
   })
 }
 

@@ -101,7 +101,7 @@ export async function completeJob(
   return finish(result, vm.name ?? vm.uid, options)
 }
 
-/** An interrupt that came while the job's outputs were being fetched (the job had ended). */
+/** An interrupt that came after the job had ended: while its outputs were fetched, or its VM's hook ran (--down). */
 function interruptedFetching(result: RunResult, record: JobRecord, signal: AbortSignal): TargonError {
   const reason = asTargonError(abortError(signal))
   return reason.with({
@@ -109,7 +109,7 @@ function interruptedFetching(result: RunResult, record: JobRecord, signal: Abort
     hint: result.deleted
       ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
       : `fetch them again with targon jobs fetch ${record.id}`,
-    message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
+    message: `interrupted by ${reason.signal ?? 'SIGINT'} after job ${record.id} ended`,
   })
 }
 
@@ -159,7 +159,8 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
 
 /**
  * Deletes the job's VM through down's workflow. Once the user asked for it (--down, or run's clean-up of what it rented)
- * an interrupt does not stop it: the run's own client, which stops with the interrupt, is not used for it.
+ * an interrupt does not stop it: the run's own client, which stops with the interrupt, is not used for it. An interrupt
+ * does stop the VM's pre-delete hook, as in down: the VM is then deleted at once (and after one, no hook starts).
  */
 export async function deleteVm(
   client: TargonClient,
@@ -167,7 +168,18 @@ export async function deleteVm(
   vm: Pick<KnownVm, 'name' | 'uid'>,
   options: Pick<
     CompleteOptions,
-    'clock' | 'configDir' | 'fleet' | 'historyBudget' | 'hooks' | 'info' | 'onDeletion' | 'org' | 'owners' | 'reconcileMs' | 'warn'
+    | 'clock'
+    | 'configDir'
+    | 'fleet'
+    | 'historyBudget'
+    | 'hooks'
+    | 'info'
+    | 'onDeletion'
+    | 'org'
+    | 'owners'
+    | 'reconcileMs'
+    | 'signal'
+    | 'warn'
   >,
   reason: DeleteReason = 'job-done',
 ): Promise<NonNullable<RunResult['deleted']>> {
@@ -186,6 +198,7 @@ export async function deleteVm(
       configDir: options.configDir,
       confirm: async () => true,
       dryRun: false,
+      hookStop: options.signal,
       hooks: options.hooks,
       ignoreMissing: true,
       labelFleet: options.fleet,

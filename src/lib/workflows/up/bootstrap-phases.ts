@@ -98,7 +98,9 @@ async function installAt(
       // Adopting a VM without --on-delete keeps its hook, which this directory then knows of too.
       bootstrap.onDelete === undefined ? hasHook(ssh) : storeHook(ssh, bootstrap.onDelete).then(() => bootstrap.onDelete !== null),
     ])
-    ctx.state.updateVm(org, claim.name, {on_delete_hook: onDeleteHook})
+    // The hook's timeout is kept here too, as the user's bound: the VM's copy of it can only shorten it.
+    const timeout = bootstrap.onDelete === undefined ? {} : {hook_timeout_s: bootstrap.onDelete?.timeout_s ?? null}
+    ctx.state.updateVm(org, claim.name, {on_delete_hook: onDeleteHook, ...timeout})
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
     return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {

@@ -385,6 +385,7 @@ function saveRecord(
     idle_hold_until: null,
     idle_limit_s: idleLimit,
     on_delete_hook: false,
+    hook_timeout_s: null,
     max_cost_usd: maxCostUsd ?? null,
     max_price: maxPrice,
     org,
