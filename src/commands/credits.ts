@@ -5,7 +5,7 @@ import {durationFlag} from '../lib/cli/flags.js'
 import type {CreditsResult} from '../lib/workflows/spend/schema.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {oneLine, prose, usdPrecise} from '../lib/core/output.js'
+import {oneLine, prose, usd, usdPrecise} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {runCredits} from '../lib/workflows/spend/credits.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
@@ -55,8 +55,8 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
         const error = new TargonError(
           'RUNWAY_SHORT',
           knownShort
-            ? `the credits of ${result.org} last about ${runway(result)} at ${usdPrecise(result.burn_usd_per_hour)} USD/h, less than ${limit}`
-            : `the credits of ${result.org} last about ${formatDuration((result.possible_runway_hours ?? 0) * 3_600_000)} at ${usdPrecise(result.burn_usd_per_hour + result.possible_burn_usd_per_hour)} USD/h if the ${result.possible_vms.length} record(s) of unknown billing bill, less than ${limit}`,
+            ? `the credits of ${result.org} last about ${runway(result)} at ${usd(result.burn_usd_per_hour)} USD/h, less than ${limit}`
+            : `the credits of ${result.org} last about ${formatDuration((result.possible_runway_hours ?? 0) * 3_600_000)} at ${usd(result.burn_usd_per_hour + result.possible_burn_usd_per_hour)} USD/h if the ${result.possible_vms.length} record(s) of unknown billing bill, less than ${limit}`,
           {
             data: result,
             hint: knownShort
@@ -79,17 +79,17 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
   private render(result: CreditsResult): void {
     const currency = result.currency ?? 'USD'
     this.log(`Credits: ${usdPrecise(result.credits)} ${currency}`)
-    this.log(`Burn rate: ${usdPrecise(result.burn_usd_per_hour)} USD/h over ${result.billing_vms} billing VM(s) in the org`)
+    this.log(`Burn rate: ${usd(result.burn_usd_per_hour)} USD/h over ${result.billing_vms} billing VM(s) in the org`)
     this.log(
-      `  of which ${result.mine.owner === null ? 'this tool' : `owner ${result.mine.owner}`}: ${usdPrecise(result.mine.burn_usd_per_hour)} USD/h over ${result.mine.billing_vms} VM(s)`,
+      `  of which ${result.mine.owner === null ? 'this tool' : `owner ${result.mine.owner}`}: ${usd(result.mine.burn_usd_per_hour)} USD/h over ${result.mine.billing_vms} VM(s)`,
     )
     if (result.possible_vms.length > 0)
       this.log(
-        `Possible burn: ${usdPrecise(result.possible_burn_usd_per_hour)} USD/h more over ${result.possible_vms.length} record(s) of unknown billing (they bill if they crashed)`,
+        `Possible burn: ${usd(result.possible_burn_usd_per_hour)} USD/h more over ${result.possible_vms.length} record(s) of unknown billing (they bill if they crashed)`,
       )
     if (result.measured_burn_usd_per_hour !== null && result.measured_since !== null)
       this.log(
-        `Measured burn: ${usdPrecise(result.measured_burn_usd_per_hour)} USD/h (credits since ${result.measured_since.slice(0, 16)}Z)${result.measured_burn_conclusive === false ? ', inconclusive: below what is known to bill' : ''}`,
+        `Measured burn: ${usd(result.measured_burn_usd_per_hour)} USD/h (credits since ${result.measured_since.slice(0, 16)}Z)${result.measured_burn_conclusive === false ? ', inconclusive: below what is known to bill' : ''}`,
       )
     this.log(`Runway: ${runway(result)}${result.runway_ends_at ? ` (until about ${result.runway_ends_at.slice(0, 16)}Z)` : ''}`)
     if (result.possible_runway_hours !== null)

@@ -10,7 +10,7 @@ import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/workflows/sweep/schema.js'
 import {TargonError, isTargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {countOf, dash, prose, usdPrecise} from '../lib/core/output.js'
+import {countOf, dash, prose, usd} from '../lib/core/output.js'
 import {validateFleet} from '../lib/adapters/settings/table.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {ping} from '../lib/adapters/notify/heartbeat.js'
@@ -296,7 +296,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         const runwayError = short
           ? new TargonError(
               'RUNWAY_SHORT',
-              `the credits of ${org} last about ${formatDuration((result.runway?.runway_hours ?? 0) * 3_600_000)} at ${usdPrecise(result.runway?.burn_usd_per_hour ?? 0)} USD/h, less than ${formatDuration((result.selection.min_runway_hours ?? 0) * 3_600_000)}`,
+              `the credits of ${org} last about ${formatDuration((result.runway?.runway_hours ?? 0) * 3_600_000)} at ${usd(result.runway?.burn_usd_per_hour ?? 0)} USD/h, less than ${formatDuration((result.selection.min_runway_hours ?? 0) * 3_600_000)}`,
               {data: result, hint: 'add credits, or delete what you do not need: targon down'},
             )
           : undefined
@@ -339,7 +339,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   /** Tells of a limit about to fire, on stderr and as a notification; false when the notification failed. */
   private async warnAhead(warning: Warning): Promise<boolean> {
     const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
-    const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usdPrecise(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
+    const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usd(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
     this.info(text)
     return this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
   }
@@ -357,11 +357,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     else for (const line of deletionResultLines(result.results, [{header: 'LIMIT', value: (row) => dash(row.reason)}])) this.log(line)
     for (const vm of result.unlimited)
       this.log(
-        `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usdPrecise(vm.price_per_hour)} USD/h`}`,
+        `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usd(vm.price_per_hour)} USD/h`}`,
       )
     if (result.runway)
       this.log(
-        `Runway: ${result.runway.runway_hours === null ? 'unlimited (nothing priced bills)' : formatDuration(result.runway.runway_hours * 3_600_000)} at ${usdPrecise(result.runway.burn_usd_per_hour)} USD/h${result.runway.short ? ' (SHORT)' : ''}`,
+        `Runway: ${result.runway.runway_hours === null ? 'unlimited (nothing priced bills)' : formatDuration(result.runway.runway_hours * 3_600_000)} at ${usd(result.runway.burn_usd_per_hour)} USD/h${result.runway.short ? ' (SHORT)' : ''}`,
       )
   }
 }

@@ -240,6 +240,17 @@ describe('targon credits', () => {
     expect(text.stdout).toMatch(/^Runway: 7h\d+m/m)
   })
 
+  it('prints every rate per hour in one format: cents, below a dollar too', async () => {
+    await ctx.setup()
+    ctx.sim.addWorkload({cost_per_hour: 0.59, deployedAt: Date.now(), name: 'cheap-box', status: 'running'})
+    const text = await targon(['credits'], {env: {TARGON_OWNER: 'alice'}})
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toContain('Burn rate: 0.59 USD/h over 1 billing VM(s) in the org')
+    const rates = text.stdout.match(/[\d.]+ USD\/h/g) ?? []
+    expect(rates.length).toBeGreaterThan(1)
+    for (const rate of rates) expect(rate).toMatch(/^\d+\.\d{2} USD\/h$/)
+  })
+
   it('an unreadable wallet is an error with a hint, not a runway of zero', async () => {
     await ctx.setup({credits: 'unreadable'})
     const result = await targon(['credits', '--min-runway', '6h'])

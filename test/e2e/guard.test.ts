@@ -130,10 +130,17 @@ describe('guard --cron', () => {
     const moved = parseJson(await targon(['guard', 'status', '--json'], {config: dir})).data
     expect(moved.problems.join('\n')).toContain('/opt/gone/bin/run.js')
 
+    // Uninstalled, it says which limits recorded here no guard enforces any more.
+    const limited = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--max-cost', '5', '--json']
+    expect((await targon(limited, {config: dir})).code).toBe(0)
     const uninstall = await targon(['guard', 'uninstall', '--json'], {config: dir})
     expect(uninstall.code, uninstall.stderr).toBe(0)
     expect(parseJson(uninstall).data.removed).toHaveLength(1)
+    expect(parseJson(uninstall).warnings).toContain(
+      'no guard enforces the TTL of 1 VM and the budget of 1 VM recorded here any more: run targon sweep yourself, or targon guard install again',
+    )
     expect(crontabOf()).toBe(before)
+    expect((await targon(['down', '--all', '--json'], {config: dir})).code).toBe(0)
   })
 
   it('refuses (exit 3, with the fix) a key only in the environment, an owner only in the environment, a mixed selection, and a second guard', async () => {

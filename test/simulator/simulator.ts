@@ -121,7 +121,7 @@ export interface SimulatorOptions {
    */
   credits?: 'falling' | 'unchanged' | 'unreadable'
   /**
-   * GET O/workloads/{uid}/events (targon-api.md §8.7): `kept` (the default) pages every status change and the delete;
+   * GET O/workloads/{uid}/events (the workload history, docs/concepts/deletion.md): `kept` (the default) pages every status change and the delete;
    * `missing` answers 404 (an API without the endpoint); `empty` answers no events; `sparse` only new_status and
    * created_at; `hostile` answers junk (wrong types, escapes, huge text, bad dates) instead of events.
    */

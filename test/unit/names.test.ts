@@ -1,5 +1,5 @@
 /**
- * Workload names from the API: used as names only when they keep Targon's own rule (targon-api.md §13), checked where
+ * Workload names from the API: used as names only when they keep Targon's own rule (docs/concepts/files-and-security.md, "Names from the API"), checked where
  * answers are parsed and again by each writer (ssh_config Host lines, per-VM folders).
  */
 import fc from 'fast-check'

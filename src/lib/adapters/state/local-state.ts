@@ -135,17 +135,13 @@ export class LocalState {
 
   /** Every readable record of an org; unreadable files are reported, not fatal. */
   listVms(org: string): LoadedRecords {
-    const result: LoadedRecords = {problems: [], records: []}
-    for (const file of jsonFiles(this.vmDir(org))) {
-      const path = join(this.vmDir(org), file)
-      try {
-        result.records.push(VmRecordSchema.parse(JSON.parse(readOwnFile(path))))
-      } catch (error) {
-        result.problems.push(`ignoring unreadable local record ${path}${error instanceof TargonError ? ` (${error.message})` : ''}`)
-      }
-    }
+    return readRecords([this.vmDir(org)])
+  }
 
-    return result
+  /** The VM records of every org in this directory. */
+  listAllVms(): LoadedRecords {
+    const root = join(this.dir, 'vms')
+    return readRecords(subfolders(root).map((folder) => join(root, folder)))
   }
 
   private noteFile(org: string, uid: string): string {
@@ -257,6 +253,31 @@ export class LocalState {
 }
 
 /** The .json files of a directory; none when it does not exist. */
+function readRecords(dirs: string[]): LoadedRecords {
+  const result: LoadedRecords = {problems: [], records: []}
+  for (const dir of dirs)
+    for (const file of jsonFiles(dir)) {
+      const path = join(dir, file)
+      try {
+        result.records.push(VmRecordSchema.parse(JSON.parse(readOwnFile(path))))
+      } catch (error) {
+        result.problems.push(`ignoring unreadable local record ${path}${error instanceof TargonError ? ` (${error.message})` : ''}`)
+      }
+    }
+
+  return result
+}
+
+function subfolders(dir: string): string[] {
+  try {
+    return readdirSync(dir, {withFileTypes: true})
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+  } catch {
+    return []
+  }
+}
+
 function jsonFiles(dir: string): string[] {
   try {
     return readdirSync(dir).filter((file) => file.endsWith('.json'))

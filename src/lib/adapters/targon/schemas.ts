@@ -16,7 +16,7 @@ const optionalNumber = z.number().nullish()
  */
 export const UID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 const uid = z.string().regex(UID_PATTERN, 'is not a safe identifier')
-/** Workload names, as Targon itself takes them (targon-api.md §13): 1-32 lowercase letters, digits and inner hyphens. */
+/** Workload names, as Targon itself takes them (docs/concepts/files-and-security.md, "Names from the API"): 1-32 lowercase letters, digits and inner hyphens. */
 export const WORKLOAD_NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/
 /**
  * API strings used as identifiers whose shape Targon does not document (project, key, image and resource names):

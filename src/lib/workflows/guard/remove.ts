@@ -3,6 +3,8 @@
  * timer. `guard uninstall` uses it, and `guard install` before it writes the guard again.
  */
 import {unitName, type GuardMarker} from './guard.js'
+import type {VmRecord} from '../../adapters/state/local-state.js'
+import {countOf} from '../../core/output.js'
 import {
   type InstalledGuard,
   readCrontab,
@@ -40,4 +42,20 @@ export function removeGuard(guard: Pick<GuardMarker, 'configDir' | 'profile'>, w
   }
 
   return removed
+}
+
+/**
+ * The limits of the VM records in a config directory that a guard of it enforced, in words ("the TTLs of 2 VMs, the
+ * budget of 1 VM and the idle limit of 1 VM recorded in /dir"); null when no record has one.
+ */
+export function limitsLeftUnguarded(records: VmRecord[]): string | null {
+  const counts: [number, string][] = [
+    [records.filter((record) => record.ttl_expires_at !== null).length, 'TTL'],
+    [records.filter((record) => record.max_cost_usd !== null).length, 'budget'],
+    [records.filter((record) => record.idle_limit_s !== null).length, 'idle limit'],
+    [records.filter((record) => record.down_job !== null).length, 'run --down job'],
+  ]
+  const parts = counts.filter(([count]) => count > 0).map(([count, what]) => `the ${what} of ${countOf(count, 'VM')}`)
+  if (parts.length === 0) return null
+  return `${parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`} recorded here`
 }

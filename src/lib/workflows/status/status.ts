@@ -38,7 +38,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
-/** What Targon's teardown has been seen to leave in an `error` tombstone's message (targon-api.md §8.6). */
+/** What Targon's teardown has been seen to leave in an `error` tombstone's message (docs/concepts/deletion.md). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
 
 export interface StatusOptions {
