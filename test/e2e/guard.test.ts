@@ -214,6 +214,8 @@ describe('guard --cron', () => {
       const mixed = await inShared(['guard', 'install', '--cron', '--json'], guardedDir({'api-url': shared.url}))
       expect(mixed.code, mixed.stdout).toBe(3)
       expect(parseJson(mixed).error.message).toContain("the guard's sweep would be refused: the selection holds VMs of more than one owner")
+      // Not the sweep's own hint (--any-owner, which guard install does not take): the guard's fix is its owner.
+      expect(parseJson(mixed).error.hint).toBe('set the owner whose VMs the guard sweeps: targon config set owner NAME')
       expect(crontabOf()).toBe('')
     } finally {
       await shared.stop()

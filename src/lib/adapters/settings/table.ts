@@ -15,7 +15,7 @@ const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
 
 export function validateFleet(fleet: string): string {
   if (!FLEET_PATTERN.test(fleet)) {
-    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. --fleet train')
+    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. train')
   }
 
   return fleet

@@ -136,8 +136,11 @@ export async function checkSelection(client: TargonClient, run: RunContext, org:
       reconcileMs: await settings.get('reconcile-window'),
     })
   } catch (error) {
+    // The sweep's hint names its own flags (--any-owner), which the guard's entry never passes: the fix is the owner.
     if (isTargonError(error) && error.code === 'USAGE')
-      throw new TargonError('CONFIG', `the guard's sweep would be refused: ${error.message}`, {hint: error.hint})
+      throw new TargonError('CONFIG', `the guard's sweep would be refused: ${error.message}`, {
+        hint: `set the owner whose VMs the guard sweeps: targon config set owner NAME${profile === 'default' ? '' : ` --profile ${profile}`}`,
+      })
     throw error
   }
 

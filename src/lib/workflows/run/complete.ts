@@ -104,7 +104,7 @@ function interruptedFetching(result: RunResult, record: JobRecord, signal: Abort
   return reason.with({
     data: result,
     hint: result.deleted
-      ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
+      ? `${result.vm.name ?? result.vm.uid} was deleted, as targon run --down asked`
       : `fetch them again with targon jobs fetch ${record.id}`,
     message: `interrupted by ${reason.signal ?? 'SIGINT'} while fetching the outputs of job ${record.id}`,
   })
@@ -234,7 +234,7 @@ function finish(result: RunResult, name: string): RunResult {
   if (failed)
     throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${failed.error}`, {
       data: result,
-      hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
+      hint: result.deleted ? `${name} was deleted, as targon run --down asked` : `the outputs stay on the VM in ${job.workdir}`,
     })
   return result
 }
@@ -257,7 +257,7 @@ async function interrupted(
   if (!options.down) {
     throw reason.with({
       data: result,
-      hint: `${name} bills meanwhile, under its own limits (--ttl, --idle, --max-cost; a running job keeps idle deletion away): follow with targon jobs logs ${record.id} -f, wait for it (outputs included) with targon jobs wait ${record.id}, fetch with targon jobs fetch ${record.id}, stop it with targon jobs cancel ${record.id}`,
+      hint: `${name} bills meanwhile, under its own limits (its TTL, idle limit and budget; a running job keeps idle deletion away): follow with targon jobs logs ${record.id} -f, wait for it (outputs included) with targon jobs wait ${record.id}, fetch with targon jobs fetch ${record.id}, stop it with targon jobs cancel ${record.id}`,
       message: `interrupted by ${signal}; job ${record.id} still runs on ${name}`,
     })
   }
