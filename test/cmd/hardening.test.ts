@@ -223,3 +223,19 @@ describe('small truths', () => {
     }
   })
 })
+
+describe('hints name flags of the command that prints them', () => {
+  it("run says whose an up hint's flags are: run takes no --image", async () => {
+    await setup()
+    expect((await targon(['config', 'set', 'image', 'no-such-image'])).code).toBe(0)
+    const run = await targon(['run', '--gpu', 'rtx6000b', '--max-price', '1.8', '--no-sync', '--json', '--', 'true'])
+    expect(run.code, run.stdout + run.stderr).toBe(2)
+    expect(parseJson(run).error).toMatchObject({
+      hint: expect.stringMatching(
+        /^use --image with one of: .+ \(flags of targon up: rent the VM with it, then targon run VM -- COMMAND\)$/,
+      ),
+      message: 'image "no-such-image" is not offered',
+    })
+    expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
+  })
+})

@@ -5,7 +5,7 @@
  * written into a crontab line or a unit.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import {chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
@@ -21,11 +21,12 @@ const NOTIFY_SECRET = 'notify-secret-token-77'
 const HEARTBEAT_SECRET = 'heartbeat-secret-token-88'
 const SECRETS = [DEFAULT_TOKEN, NOTIFY_SECRET, HEARTBEAT_SECRET]
 
-/** A config directory with the key and both URLs stored, as a guard needs it. */
+/** A config directory with the key, the API URL (the simulator's) and both notification URLs stored, as a guard needs it. */
 function guardedDir(settings: Record<string, unknown> = {}): string {
   const dir = tempDir('targon-guard-')
   writeConfigFile(dir, {
     'api-key': DEFAULT_TOKEN,
+    'api-url': sim.current.url,
     // On this machine, where nothing listens: the sweep's ping fails at once, with a warning.
     'heartbeat-url': `http://127.0.0.1:9/${HEARTBEAT_SECRET}`,
     'notify-url': `http://127.0.0.1:9/${NOTIFY_SECRET}`,
@@ -92,12 +93,12 @@ describe('guard --cron', () => {
     expect(parseJson(again).data.replaced).toBe(true)
     expect(crontabOf()).toBe(crontab)
 
-    // What cron runs: the entry's command with no environment at all (plus the simulator's address, which a real
-    // machine does not need), through sh as cron does.
+    // What cron runs: the entry's command with no environment at all, through sh as cron does; the simulator's
+    // address comes from the config file, as the key does.
     const entry = (lines[1] as string).split(' ').slice(5).join(' ')
     // Not spawnSync: the simulator answers from this process.
     const run = await new Promise<{code: number | null; stderr: string}>((resolve) => {
-      const child = spawn('sh', ['-c', entry], {env: {TARGON_API_URL: sim.current.url}, stdio: ['ignore', 'ignore', 'pipe']})
+      const child = spawn('sh', ['-c', entry], {env: {}, stdio: ['ignore', 'ignore', 'pipe']})
       let stderr = ''
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
       child.on('close', (code) => resolve({code, stderr}))
@@ -143,6 +144,48 @@ describe('guard --cron', () => {
     expect((await targon(['down', '--all', '--json'], {config: dir})).code).toBe(0)
   })
 
+  it('refuses (exit 3) to schedule a CLI that another user could change: a folder above it, a file of it, a folder of theirs', async () => {
+    setCrontab('')
+    const dir = guardedDir()
+    // A copy of the built package, in a folder of its own in /tmp (sticky, and the next step down is root's: safe).
+    const tree = tempDir('targon-guard-tree-')
+    chmodSync(tree, 0o755)
+    const folder = join(tree, 'apps')
+    const pkg = join(folder, 'targon')
+    mkdirSync(folder, {mode: 0o755})
+    cpSync(readableCli(), pkg, {recursive: true})
+    const cli = join(pkg, 'bin', 'run.js')
+    const install = () => targon(['guard', 'install', '--cron', '--json'], {cli: pkg, config: dir})
+    const refusals: [() => void, string, string][] = [
+      [() => chmodSync(folder, 0o777), `${folder} is writable by other users (mode 777)`, `run: chmod go-w ${folder}, or`],
+      [
+        () => chmodSync(join(pkg, 'dist', 'cli.cjs'), 0o664),
+        `${join(pkg, 'dist', 'cli.cjs')} is writable by other users (mode 664)`,
+        `run: chmod go-w ${join(pkg, 'dist', 'cli.cjs')}, or`,
+      ],
+      [() => execFileSync('chown', [OTHER_USER, folder]), `${folder} belongs to another user (uid `, 'install targon and node where'],
+    ]
+    for (const [unsafe, problem, fix] of refusals) {
+      unsafe()
+      const refused = await install()
+      expect(refused.code, refused.stdout + refused.stderr).toBe(3)
+      const {error} = parseJson(refused)
+      expect(error.message).toContain(`the guard would run ${cli} (CLI), but ${problem}`)
+      expect(error.hint).toContain(fix)
+      expect(crontabOf()).toBe('')
+      execFileSync('chown', ['root', folder])
+      chmodSync(folder, 0o755)
+      chmodSync(join(pkg, 'dist', 'cli.cjs'), 0o644)
+    }
+
+    const safe = await install()
+    expect(safe.code, safe.stdout + safe.stderr).toBe(0)
+    expect(parseJson(safe).data.installed.cli).toBe(cli)
+    expect(crontabOf()).toContain(` ${cli} sweep `)
+    expect((await targon(['guard', 'uninstall', '--json'], {cli: pkg, config: dir})).code).toBe(0)
+    expect(crontabOf()).toBe('')
+  })
+
   it('refuses (exit 3, with the fix) a key only in the environment, an owner only in the environment, a mixed selection, and a second guard', async () => {
     setCrontab('')
     const envOnly = tempDir('targon-guard-')
@@ -175,9 +218,11 @@ describe('guard --cron', () => {
         const up = await inShared(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json'], guardedDir({owner}))
         expect(up.code, up.stderr).toBe(0)
       }
-      const mixed = await inShared(['guard', 'install', '--cron', '--json'], guardedDir())
+      const mixed = await inShared(['guard', 'install', '--cron', '--json'], guardedDir({'api-url': shared.url}))
       expect(mixed.code, mixed.stdout).toBe(3)
       expect(parseJson(mixed).error.message).toContain("the guard's sweep would be refused: the selection holds VMs of more than one owner")
+      // Not the sweep's own hint (--any-owner, which guard install does not take): the guard's fix is its owner.
+      expect(parseJson(mixed).error.hint).toBe('set the owner whose VMs the guard sweeps: targon config set owner NAME')
       expect(crontabOf()).toBe('')
     } finally {
       await shared.stop()
@@ -211,6 +256,7 @@ describe('guard --cron', () => {
     // Their key, stored by them in their own config directory.
     const stored = await targon(['config', 'set', 'api-key'], {config, input: `${DEFAULT_TOKEN}\n`, user: OTHER_USER})
     expect(stored.code, stored.stderr).toBe(0)
+    expect((await targon(['config', 'set', 'api-url', sim.current.url], {config, user: OTHER_USER})).code).toBe(0)
     const install = await targon(['guard', 'install', '--cron', '--json'], {config, user: OTHER_USER})
     expect(install.code, install.stdout + install.stderr).toBe(0)
     const theirs = crontabOf(OTHER_USER)

@@ -93,6 +93,26 @@ describe('trust by owner and mode', () => {
     expect(down.code).toBe(0)
   })
 
+  it("refuses a config directory of root's inside the other user's open folder (0777, no sticky bit): they could swap it", async () => {
+    const theirs = otherUsersDir('targon-theirs-open-', 0o777)
+    const config = join(theirs, 'config')
+    mkdirSync(config, {mode: 0o700})
+    for (const args of [UP, ['status', '--json'], ['config', 'set', 'fleet', 'x', '--json']]) {
+      const run = await runCli(args, {env: env({TARGON_CONFIG_DIR: config})})
+      expect(run.code, `${args[0]}: ${run.stdout}${run.stderr}`).toBe(3)
+      expect(parseJson(run).error).toMatchObject({
+        code: 'CONFIG',
+        hint: "set TARGON_CONFIG_DIR to a directory in folders of your own or root's",
+        message: expect.stringMatching(
+          new RegExp(`^config directory ${config} is inside ${theirs}, which belongs to another user \\(uid \\d+\\)$`),
+        ),
+      })
+    }
+
+    expect(readdirSync(config)).toEqual([])
+    expect(simulator.current.billing()).toEqual([])
+  })
+
   it("under sudo, refuses the invoking user's config directory with a hint to run without sudo", async () => {
     const theirs = otherUsersDir('targon-sudo-')
     const uid = execFileSync('id', ['-u', OTHER_USER], {encoding: 'utf8'}).trim()

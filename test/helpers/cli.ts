@@ -2,7 +2,7 @@
  * Runs the built CLI (bin/run.js) as a subprocess, the way a user or a cron job does,
  * with an isolated HOME and config directory.
  */
-import {type ChildProcess, execFileSync, spawn} from 'node:child_process'
+import {type ChildProcess, execFileSync, spawn, spawnSync} from 'node:child_process'
 import {chmodSync, cpSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
@@ -34,6 +34,8 @@ export interface CliOptions {
   user?: string
   /** The umask the CLI runs under, e.g. '077'. */
   umask?: string
+  /** The package folder of the CLI to run (a copy of the built one, see readableCli); the checkout's by default. */
+  cli?: string
 }
 
 /**
@@ -52,7 +54,11 @@ export function readableCli(): string {
   const copy = mkdtempSync(join(tmpdir(), 'targon-cli-copy-'))
   for (const entry of ['bin', 'dist', 'package.json', 'oclif.manifest.json'])
     cpSync(join(ROOT, entry), join(copy, entry), {recursive: true})
-  const runtime = execFileSync('npm', ['ls', '--omit=dev', '--parseable', '--all'], {cwd: ROOT, encoding: 'utf8'})
+  // npm ls exits 1 over problems of packages it does not list (dev dependencies of a dependency, in a checkout whose
+  // node_modules is a link); its list is still the runtime's.
+  const listed = spawnSync('npm', ['ls', '--omit=dev', '--parseable', '--all'], {cwd: ROOT, encoding: 'utf8'})
+  const runtime = listed.stdout
+  if (!runtime.startsWith(ROOT.replace(/\/$/, ''))) throw new Error(`npm ls listed nothing: ${listed.stderr}`)
   for (const dir of runtime.split('\n').filter((line) => line.startsWith(join(ROOT, 'node_modules'))))
     cpSync(dir, join(copy, relative(ROOT, dir)), {recursive: true})
   execFileSync('chmod', ['-R', 'a+rX', copy])
@@ -89,7 +95,8 @@ export function baseEnv(overrides: Record<string, string | undefined> = {}): Rec
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    let argv = [process.execPath, ...(options.nodeArgs ?? []), options.user ? join(readableCli(), 'bin', 'run.js') : BIN, ...args]
+    const cli = options.cli ?? (options.user ? readableCli() : undefined)
+    let argv = [process.execPath, ...(options.nodeArgs ?? []), cli ? join(cli, 'bin', 'run.js') : BIN, ...args]
     if (options.umask) argv = ['sh', '-c', `umask ${options.umask} && exec "$@"`, 'sh', ...argv]
     if (options.user) argv = ['runuser', '-u', options.user, '--', ...argv]
     const child = spawn(argv[0] as string, argv.slice(1), {

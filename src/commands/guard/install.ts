@@ -18,8 +18,10 @@ system units as root, which run the sweep as the owner of the config directory, 
 otherwise), that runs targon sweep every --every (default 5m) with absolute paths,
 TARGON_CONFIG_DIR and --profile: cron and systemd give it no environment. Nothing secret is written: the sweep reads
 the API key, the notify and heartbeat URLs from the config file at run time, so the key must be stored there (exit 3
-otherwise, with the fix); an owner or org that only the environment gives is refused the same way, and so is a
-selection the sweep would refuse (VMs of several owners and no owner set). Installing again replaces the guard of this
+otherwise, with the fix); an owner, an org or an API URL that only the environment gives is refused the same way
+(targon config set api-url for another endpoint), and so is a selection the sweep would refuse (VMs of several owners
+and no owner set). So is a node or CLI that another user could change (theirs, or writable by others, or in a folder
+that is, up to /): cron would run their code as you. Installing again replaces the guard of this
 directory and profile of the same kind; any other guard this user can see on the machine (this user's crontab, the
 system units, this user's units) for the same org and owner, or for this directory, is refused, with the command that
 removes it. The sweeps' output goes to guard/<profile>.log in the config directory, rotated past 1 MiB.`)

@@ -17,4 +17,5 @@ export const CONFIG_KEYS = [
   'min-runway',
   'idle-limit',
   'job-store-limit',
+  'api-url',
 ] as const

@@ -19,6 +19,9 @@ export interface SettingsInputs {
   profileFlag?: string
 }
 
+/** What a profile named for the run decides over the environment (see get). */
+const PROFILE_DECIDES: readonly SettingKey[] = ['api-key', 'org', 'api-url']
+
 export class SettingsResolver {
   /** The config directory: TARGON_CONFIG_DIR, else targon-fleet under XDG_CONFIG_HOME or ~/.config. */
   readonly dir: string
@@ -50,9 +53,10 @@ export class SettingsResolver {
       storedRaw === undefined || storedRaw === null || storedRaw === ''
         ? undefined
         : parseStored(key as ConfigKey, storedRaw, this.dir, spec)
-    // A profile named for this run (--profile, TARGON_PROFILE) decides the key and the org over the environment; a
-    // key of the environment that differs from the profile's is refused: one of the two is the wrong account.
-    if (profile.source !== 'default' && profile.source !== 'config' && (key === 'api-key' || key === 'org') && stored !== undefined) {
+    // A profile named for this run (--profile, TARGON_PROFILE) decides the key, the org and the API URL over the
+    // environment (its key goes to its endpoint only); a key of the environment that differs from the profile's is
+    // refused: one of the two is the wrong account.
+    if (profile.source !== 'default' && profile.source !== 'config' && PROFILE_DECIDES.includes(key) && stored !== undefined) {
       if (key === 'api-key' && fromEnv !== undefined && fromEnv !== stored)
         throw new TargonError('CONFIG', `TARGON_API_KEY differs from the api-key of profile ${profile.name} (chosen by ${profile.by})`, {
           hint: `unset TARGON_API_KEY to use the profile's key, or drop ${profile.by} to use the environment's`,

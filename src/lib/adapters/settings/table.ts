@@ -15,7 +15,7 @@ const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
 
 export function validateFleet(fleet: string): string {
   if (!FLEET_PATTERN.test(fleet)) {
-    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. --fleet train')
+    throw usageError(`fleet "${fleet}" is not valid`, 'use 1-12 lowercase letters or digits, e.g. train')
   }
 
   return fleet
@@ -133,7 +133,9 @@ export const SETTINGS = {
     parse: (raw: string, source: string) => parseSize(raw, source, {max: 1024 ** 4, min: 1024 ** 2}),
     stored: true,
   },
-  'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: false},
+  // Kept in the config file too, so that the guard's sweep (run by cron or systemd, with no environment) reaches the
+  // same endpoint as the commands run by hand.
+  'api-url': {default: 'https://api.targon.com', env: 'TARGON_API_URL', parse: apiOrigin, stored: true},
   'http-timeout': {default: 60_000, env: 'TARGON_HTTP_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},

@@ -93,7 +93,7 @@ function isNotYet(error: Error & {code?: string; level?: string}): boolean {
 
 function cannotOpen(options: ConnectOptions, why: string): TargonError {
   return new TargonError('SSH_FAILED', `cannot open SSH to ${options.host}:${options.port}: ${why}`, {
-    hint: 'the VM may still be booting; raise --timeout or run targon up --name <vm> again',
+    hint: 'the VM may still be booting: try again in a minute, or run targon up --name <vm> again',
   })
 }
 

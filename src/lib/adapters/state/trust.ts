@@ -5,8 +5,20 @@
  * secrets are readable by nobody else either. Nothing here changes a mode: a failed check is refused (CONFIG,
  * exit 3) with the fix, and the user decides.
  */
-import {closeSync, constants, mkdirSync, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, type Stats} from 'node:fs'
-import {dirname, resolve} from 'node:path'
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import {TargonError} from '../../core/errors.js'
 
@@ -36,14 +48,14 @@ export function sudoHint(sudoUser: string): string {
 export function assertConfigDir(dir: string): void {
   const found = lstatOrUndefined(dir)
   if (!found) return
-  if (!found.isSymbolicLink()) return checkDir(dir, found, 'config directory')
+  if (!found.isSymbolicLink()) checkDir(dir, found, 'config directory')
+  else checkConfigDirLink(dir, found)
+  checkFoldersAboveConfigDir(dir)
+}
+
+function checkConfigDirLink(dir: string, found: Stats): void {
   // The link itself must be ours, in a directory nobody else may replace it in: the path is resolved again later.
   checkOwner(dir, found, 'config directory link')
-  const parent = lstatOrUndefined(dirname(dir))
-  if (parent && (parent.mode & 0o022) !== 0 && (parent.mode & 0o1000) === 0)
-    throw new TargonError('CONFIG', `config directory ${dir} is a link in ${dirname(dir)}, which other users can write`, {
-      hint: `point TARGON_CONFIG_DIR at the directory itself`,
-    })
   const target = resolve(dirname(dir), readlinkSync(dir))
   const targetStats = lstatOrUndefined(target)
   if (!targetStats) return
@@ -52,6 +64,110 @@ export function assertConfigDir(dir: string): void {
       hint: `point ${dir} (or TARGON_CONFIG_DIR) straight at the directory`,
     })
   checkDir(target, targetStats, `config directory ${dir} ->`)
+}
+
+/**
+ * The folders above the config directory, as ssh checks those above ~/.ssh (see unsafeFolderAbove): another user who
+ * can rename or replace one of them can swap the whole directory, keys and records included.
+ */
+function checkFoldersAboveConfigDir(dir: string): void {
+  const unsafe = unsafeFolderAbove(dir)
+  if (!unsafe) return
+  const owned = unsafe.ownerUid !== undefined
+  throw new TargonError('CONFIG', `config directory ${dir} is inside ${unsafe.dir}, which ${unsafe.problem}`, {
+    cause: owned && currentUid() === 0 ? new OwnedByAnother(unsafe.ownerUid as number) : undefined,
+    hint: owned
+      ? "set TARGON_CONFIG_DIR to a directory in folders of your own or root's"
+      : `run: chmod go-w ${unsafe.dir} (or chmod +t ${unsafe.dir}, as /tmp is), or set TARGON_CONFIG_DIR to a directory elsewhere`,
+  })
+}
+
+/** A folder through which another user could change what a path names: where it is, and why. */
+export interface UnsafeFolder {
+  dir: string
+  /** "belongs to another user (uid N)" or "is writable by other users (mode N)". */
+  problem: string
+  /** The other user, when the folder is theirs. */
+  ownerUid?: number
+}
+
+/**
+ * The first folder above `path`, from / down, through which another user could change what `path` names; undefined
+ * when there is none. As ssh checks the folders above ~/.ssh: each must be root's or this user's and writable by
+ * nobody else, except a sticky folder (as /tmp) whose next step down is root's or this user's, since the sticky bit
+ * keeps others from renaming or replacing that one. A link on the way is checked where it is (its owner) and the
+ * path again as resolved. Missing parts end the walk: whoever creates them is this user.
+ */
+export function unsafeFolderAbove(path: string): UnsafeFolder | undefined {
+  const written = resolve(path)
+  const resolved = resolvedPath(written)
+  for (const each of resolved === undefined || resolved === written ? [written] : [written, resolved]) {
+    let dir = '/'
+    let stats = lstatOrUndefined(dir)
+    for (const part of each.split('/').filter(Boolean)) {
+      if (!stats) break
+      const next = join(dir, part)
+      const nextStats = lstatOrUndefined(next)
+      const problem = folderProblem(dir, stats, next, nextStats)
+      if (problem) return problem
+      dir = next
+      stats = nextStats
+    }
+  }
+
+  return undefined
+}
+
+/**
+ * The first file or folder in `paths` (`deep`: folders with all they hold, links not followed: each is checked where
+ * it is) that another user than this one and root could change: theirs, or writable by group or others (no
+ * sticky-bit exception: code is read from these). Undefined when there is none.
+ */
+export function changeableByOthers(paths: string[], deep = true): UnsafeFolder | undefined {
+  for (const path of paths) {
+    const stats = lstatOrUndefined(path)
+    if (!stats) continue
+    if (!trustedOwner(stats.uid)) return ownedByAnother(path, stats.uid)
+    if (!stats.isSymbolicLink() && (stats.mode & 0o022) !== 0)
+      return {dir: path, problem: `is writable by other users (mode ${(stats.mode & 0o7777).toString(8)})`}
+    if (deep && stats.isDirectory()) {
+      const inside = changeableByOthers(readdirSync(path).map((name) => join(path, name)))
+      if (inside) return inside
+    }
+  }
+
+  return undefined
+}
+
+function folderProblem(dir: string, stats: Stats, next: string, nextStats: Stats | undefined): UnsafeFolder | undefined {
+  if (!trustedOwner(stats.uid)) return ownedByAnother(dir, stats.uid)
+  // A link's mode means nothing; where it leads is walked as resolved.
+  if (stats.isSymbolicLink() || (stats.mode & 0o022) === 0) return undefined
+  if ((stats.mode & 0o1000) === 0) return {dir, problem: `is writable by other users (mode ${(stats.mode & 0o7777).toString(8)})`}
+  // Sticky (as /tmp): safe while the next step down is root's or ours; one of another user's is theirs to swap.
+  return nextStats === undefined || trustedOwner(nextStats.uid) ? undefined : ownedByAnother(next, nextStats.uid)
+}
+
+function ownedByAnother(dir: string, uid: number): UnsafeFolder {
+  return {dir, ownerUid: uid, problem: `belongs to another user (uid ${uid})`}
+}
+
+/** Root, or the user targon runs as: nobody else may be able to change what targon trusts. */
+function trustedOwner(uid: number): boolean {
+  const own = currentUid()
+  return own === undefined || uid === own || uid === 0
+}
+
+/** The path with every link resolved, up to the first part that is missing (kept as written from there on). */
+function resolvedPath(path: string): string | undefined {
+  try {
+    return realpathSync(path)
+  } catch {
+    const parent = dirname(path)
+    if (parent === path) return undefined
+    const resolved = resolvedPath(parent)
+    return resolved === undefined ? undefined : join(resolved, basename(path))
+  }
 }
 
 /** A directory inside the config directory (keys/, known_hosts.d/): no link, this user's, writable by nobody else. */
@@ -124,6 +240,8 @@ function lstatOrUndefined(path: string): Stats | undefined {
 
 /** Creates the config directory (0700) if needed and returns it; an existing one must be trusted (see trust.ts). */
 export function ensureConfigDir(dir: string): string {
+  // Before anything is created in them.
+  if (!lstatOrUndefined(dir)) checkFoldersAboveConfigDir(dir)
   try {
     mkdirSync(dir, {mode: 0o700, recursive: true})
   } catch (error) {

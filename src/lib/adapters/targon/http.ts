@@ -209,7 +209,7 @@ export class HttpTransport {
         `could not connect to ${this.options.baseUrl} within ${Math.round(this.options.connectTimeoutMs / 1000)} s (${endpoint})`,
         {
           cause: error,
-          hint: 'check the network and TARGON_API_URL',
+          hint: 'check the network and the API URL (TARGON_API_URL, or targon config get api-url)',
         },
       )
     }
@@ -217,7 +217,7 @@ export class HttpTransport {
     return new TargonError('NETWORK_ERROR', `cannot reach ${this.options.baseUrl} (${endpoint}): ${code ?? (error as Error).message}`, {
       cause: error,
       details: {transport_code: code},
-      hint: 'check the network and TARGON_API_URL',
+      hint: 'check the network and the API URL (TARGON_API_URL, or targon config get api-url)',
     })
   }
 
@@ -326,7 +326,7 @@ export function httpError(
     // A 404 on a path that names no workload or key means the route itself is missing: a wrong base URL.
     NOT_FOUND: namesResource(endpoint)
       ? 'check the name, uid or org'
-      : 'the API has no such endpoint: check that TARGON_API_URL is the API origin, e.g. https://api.targon.com',
+      : 'the API has no such endpoint: check that the API URL (TARGON_API_URL, or targon config get api-url) is the API origin, e.g. https://api.targon.com',
   }
   return new TargonError(code, `Targon API answered ${status} to ${endpoint}${what}`, {
     details: {retry_after_ms: parseRetryAfter(retryAfter, now)},

@@ -3,13 +3,15 @@
  * no environment. Everything the sweep needs must be in the config file (the key above all); values that only the
  * environment holds are refused or named, and a selection that the sweep would refuse is refused here.
  */
-import {realpathSync} from 'node:fs'
+import {existsSync, realpathSync} from 'node:fs'
+import {dirname, join} from 'node:path'
 
 import {TargonError, isTargonError} from '../../core/errors.js'
 import type {RunContext} from '../run-context.js'
 import {type SettingsResolver, parseStored} from '../../adapters/settings/resolve.js'
 import {readStoredValue} from '../../adapters/settings/store.js'
-import {ensureConfigDir} from '../../adapters/state/trust.js'
+import {SETTINGS} from '../../adapters/settings/table.js'
+import {type UnsafeFolder, changeableByOthers, ensureConfigDir, unsafeFolderAbove} from '../../adapters/state/trust.js'
 import {LocalState} from '../../adapters/state/local-state.js'
 import {checkSweepSelection} from '../sweep/sweep.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -19,12 +21,45 @@ import {type GuardSpec, checkPlainPath} from './guard.js'
 export async function localSpec(settings: SettingsResolver, everyMs: number): Promise<Omit<GuardSpec, 'org' | 'owner'>> {
   const dir = checkPlainPath(ensureConfigDir(settings.dir), 'config directory')
   const profile = (await settings.profile()).name
-  // The CLI as this process was started (bin/run.js, or the npm link to it), resolved: a link may move.
-  const cli = process.argv[1] === undefined ? '' : realpathSync(process.argv[1])
-  return {cli: checkPlainPath(cli, 'CLI'), configDir: dir, everyMs, node: checkPlainPath(process.execPath, 'node'), profile}
+  // The CLI as this process was started (bin/run.js, or the npm link to it), and node, resolved: a link may move.
+  const cli = checkPlainPath(process.argv[1] === undefined ? '' : realpathSync(process.argv[1]), 'CLI')
+  const node = checkPlainPath(realpathSync(process.execPath), 'node')
+  refuseChangeableCode(cli, node)
+  return {cli, configDir: dir, everyMs, node, profile}
 }
 
-/** Refuses (exit 3) what the guard's run would not have: a key, an owner or an org that only this environment gives. */
+/**
+ * Refuses (exit 3) a CLI or a node that another user could change: cron and systemd would run their code as this
+ * user (root, often). Checked: node, the CLI's package folder with what it loads (bin/, dist/, node_modules/, its
+ * package.json and manifest), and every folder above them (see unsafeFolderAbove).
+ */
+function refuseChangeableCode(cli: string, node: string): void {
+  for (const [what, path, unsafe] of [
+    ['node', node, unsafeFolderAbove(node) ?? changeableByOthers([node])],
+    ['CLI', cli, changeablePackage(cli)],
+  ] as const) {
+    if (unsafe)
+      throw new TargonError('CONFIG', `the guard would run ${path} (${what}), but ${unsafe.dir} ${unsafe.problem}`, {
+        hint:
+          unsafe.ownerUid === undefined
+            ? `run: chmod go-w ${unsafe.dir}, or install targon and node where only you and root can write`
+            : 'install targon and node where only you and root can write',
+      })
+  }
+}
+
+/** What another user could change of the CLI: its package folder (bin/run.js is in <package>/bin) and what it loads. */
+function changeablePackage(cli: string): UnsafeFolder | undefined {
+  const pkg = dirname(dirname(cli))
+  if (!existsSync(join(pkg, 'package.json'))) return unsafeFolderAbove(cli) ?? changeableByOthers([cli])
+  const loaded = ['bin', 'dist', 'node_modules', 'package.json', 'oclif.manifest.json'].map((name) => join(pkg, name))
+  return unsafeFolderAbove(pkg) ?? changeableByOthers([pkg], false) ?? changeableByOthers(loaded)
+}
+
+/**
+ * Refuses (exit 3) what the guard's run would not have: a key, an owner, an org or an API URL that only this
+ * environment gives.
+ */
 export async function refuseEnvironmentOnly(
   settings: SettingsResolver,
   dir: string,
@@ -35,6 +70,23 @@ export async function refuseEnvironmentOnly(
     throw new TargonError('CONFIG', 'the API key is not in the config file: cron and systemd give the guard no environment', {
       hint: `store it for the guard: targon config set api-key${profile === 'default' ? '' : ` --profile ${profile}`}`,
     })
+  const url = settings.fromEnvironment('api-url')
+  if (url !== undefined) {
+    // As the sweep reads it: the config file's, else the default; compared as origins (a trailing slash is no change).
+    const stored = await readStoredValue('api-url', dir, profile)
+    const guards =
+      stored === undefined || stored === null || stored === '' ? SETTINGS['api-url'].default : parseStored<string>('api-url', stored, dir)
+    const given = SETTINGS['api-url'].parse(url, 'TARGON_API_URL')
+    if (given !== guards)
+      throw new TargonError(
+        'CONFIG',
+        `TARGON_API_URL gives the API URL ${given}, which the guard would not have (it would use ${guards})`,
+        {
+          hint: `store it for the guard: targon config set api-url ${given}${profile === 'default' ? '' : ` --profile ${profile}`}`,
+        },
+      )
+  }
+
   for (const [key, variable, given] of [
     ['owner', 'TARGON_OWNER', settings.fromEnvironment('owner')],
     ['org', orgFlag === undefined ? 'TARGON_ORG' : '--org', orgFlag ?? settings.fromEnvironment('org')],
@@ -84,8 +136,11 @@ export async function checkSelection(client: TargonClient, run: RunContext, org:
       reconcileMs: await settings.get('reconcile-window'),
     })
   } catch (error) {
+    // The sweep's hint names its own flags (--any-owner), which the guard's entry never passes: the fix is the owner.
     if (isTargonError(error) && error.code === 'USAGE')
-      throw new TargonError('CONFIG', `the guard's sweep would be refused: ${error.message}`, {hint: error.hint})
+      throw new TargonError('CONFIG', `the guard's sweep would be refused: ${error.message}`, {
+        hint: `set the owner whose VMs the guard sweeps: targon config set owner NAME${profile === 'default' ? '' : ` --profile ${profile}`}`,
+      })
     throw error
   }
 

@@ -107,7 +107,7 @@ function interruptedFetching(result: RunResult, record: JobRecord, signal: Abort
   return reason.with({
     data: result,
     hint: result.deleted
-      ? `${result.vm.name ?? result.vm.uid} was deleted (--down)`
+      ? `${result.vm.name ?? result.vm.uid} was deleted, as targon run --down asked`
       : `fetch them again with targon jobs fetch ${record.id}`,
     message: `interrupted by ${reason.signal ?? 'SIGINT'} after job ${record.id} ended`,
   })
@@ -250,7 +250,7 @@ function finish(result: RunResult, name: string, place: RunPlace): RunResult {
   if (failed)
     throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${failed.error}`, {
       data: result,
-      hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
+      hint: result.deleted ? `${name} was deleted, as targon run --down asked` : `the outputs stay on the VM in ${job.workdir}`,
     })
   return result
 }
@@ -273,7 +273,7 @@ async function interrupted(
   if (!options.down) {
     throw reason.with({
       data: result,
-      hint: `${name} bills meanwhile, under its own limits (--ttl, --idle, --max-cost; a running job keeps idle deletion away): follow with ${laterCommand(['jobs', 'logs', record.id, '-f'], options)}, wait for it (outputs included) with ${laterCommand(['jobs', 'wait', record.id], options)}, fetch with ${laterCommand(['jobs', 'fetch', record.id], options)}, stop it with ${laterCommand(['jobs', 'cancel', record.id], options)}`,
+      hint: `${name} bills meanwhile, under its own limits (its TTL, idle limit and budget; a running job keeps idle deletion away): follow with ${laterCommand(['jobs', 'logs', record.id, '-f'], options)}, wait for it (outputs included) with ${laterCommand(['jobs', 'wait', record.id], options)}, fetch with ${laterCommand(['jobs', 'fetch', record.id], options)}, stop it with ${laterCommand(['jobs', 'cancel', record.id], options)}`,
       message: `interrupted by ${signal}; job ${record.id} still runs on ${name}`,
     })
   }

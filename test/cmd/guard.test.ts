@@ -1,0 +1,115 @@
+/**
+ * targon guard install against the simulator, with a crontab command of the test's own first on PATH (a file in a
+ * temporary directory): the real crontab is never touched, and no root is needed. The entry it writes is run as
+ * cron runs it, with no environment. The real crontab and systemd units are exercised in test/e2e/guard.test.ts.
+ */
+import {spawn} from 'node:child_process'
+import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
+import {DEFAULT_TOKEN} from '../simulator/simulator.js'
+
+const ctx = useFreshFixture({env: {TARGON_API_KEY: undefined}})
+const {setup, targon} = ctx
+
+/** A PATH whose crontab keeps this user's crontab in `file`, as the real one does (-l, -r, and - to replace it). */
+function fakeCrontab(): {path: string; file: string} {
+  const bin = tempDir('targon-crontab-')
+  const file = join(bin, 'crontab.txt')
+  writeFileSync(
+    join(bin, 'crontab'),
+    `#!/bin/sh\ncase "$1" in\n-l) if [ -f ${file} ]; then cat ${file}; else echo "no crontab for $(id -un)" >&2; exit 1; fi ;;\n-r) rm -f ${file} ;;\n-) cat > ${file} ;;\nesac\n`,
+  )
+  chmodSync(join(bin, 'crontab'), 0o755)
+  return {file, path: `${bin}:${process.env.PATH}`}
+}
+
+/** Runs a crontab entry's command as cron does: through sh, with no environment at all. */
+function runAsCron(line: string): Promise<number | null> {
+  const command = line.split(' ').slice(5).join(' ')
+  return new Promise((resolve) => spawn('sh', ['-c', command], {env: {}, stdio: 'ignore'}).on('close', resolve))
+}
+
+describe('guard install and the API URL', () => {
+  it('refuses (exit 3) an API URL that only the environment gives; stored with config set, the entry reaches it', async () => {
+    await setup()
+    const crontab = fakeCrontab()
+    const env = {PATH: crontab.path}
+    expect((await targon(['config', 'set', 'api-key'], {input: `${DEFAULT_TOKEN}\n`})).code).toBe(0)
+
+    const refused = await targon(['guard', 'install', '--cron', '--json'], {env})
+    expect(refused.code, refused.stdout + refused.stderr).toBe(3)
+    expect(parseJson(refused).error).toMatchObject({
+      code: 'CONFIG',
+      hint: `store it for the guard: targon config set api-url ${ctx.sim.url}`,
+      message: `TARGON_API_URL gives the API URL ${ctx.sim.url}, which the guard would not have (it would use https://api.targon.com)`,
+    })
+    expect(existsSync(crontab.file)).toBe(false)
+
+    expect((await targon(['config', 'set', 'api-url', ctx.sim.url])).code).toBe(0)
+    const installed = await targon(['guard', 'install', '--cron', '--json'], {env})
+    expect(installed.code, installed.stdout + installed.stderr).toBe(0)
+    const entry = readFileSync(crontab.file, 'utf8').trim().split('\n')[1] as string
+    expect(entry).toContain(`TARGON_CONFIG_DIR=${ctx.configDir} `)
+    const before = ctx.sim.log.length
+    expect(await runAsCron(entry)).toBe(0)
+    expect(JSON.parse(readFileSync(join(ctx.configDir, 'guard', 'default.log'), 'utf8'))).toMatchObject({command: 'sweep', ok: true})
+    expect(ctx.sim.log.length).toBeGreaterThan(before)
+
+    // Another URL in the environment than the stored one is refused too; the same one, with a trailing slash, is not.
+    const other = await targon(['guard', 'install', '--cron', '--json'], {env: {...env, TARGON_API_URL: 'https://api.example.com'}})
+    expect(other.code).toBe(3)
+    expect(parseJson(other).error.hint).toBe('store it for the guard: targon config set api-url https://api.example.com')
+    expect((await targon(['guard', 'install', '--cron', '--json'], {env: {...env, TARGON_API_URL: `${ctx.sim.url}/`}})).code).toBe(0)
+  })
+
+  it('refuses to store a plain-http API URL to another host (exit 2), as the environment gives it (exit 3)', async () => {
+    await setup()
+    const set = await targon(['config', 'set', 'api-url', 'http://evil.example', '--json'])
+    expect(set.code).toBe(2)
+    expect(parseJson(set).error.message).toContain('uses plain http to another host, which would send the API key in clear text')
+    expect(existsSync(join(ctx.configDir, 'config.json'))).toBe(false)
+    const env = await targon(['status', '--json'], {env: {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: 'http://evil.example'}})
+    expect(env.code).toBe(3)
+    expect(parseJson(env).error.message).toContain('uses plain http to another host')
+  })
+
+  it('takes the API URL from the config file when the environment gives none, for every command', async () => {
+    await setup()
+    expect((await targon(['config', 'set', 'api-url', `${ctx.sim.url}/tha/v3`])).code).toBe(0)
+    expect((await targon(['config', 'get', 'api-url', '--json'])).json.data.values).toEqual({api_url: ctx.sim.url})
+    const status = await targon(['status', '--json'], {env: {TARGON_API_KEY: DEFAULT_TOKEN, TARGON_API_URL: undefined}})
+    expect(status.code, status.stdout + status.stderr).toBe(0)
+    // A profile named for the run decides its endpoint over the environment, as it does its key: its key goes there only.
+    expect((await targon(['config', 'set', 'api-key', '--profile', 'sim'], {input: `${DEFAULT_TOKEN}\n`})).code).toBe(0)
+    expect((await targon(['config', 'set', 'api-url', ctx.sim.url, '--profile', 'sim'])).code).toBe(0)
+    const named = await targon(['status', '--profile', 'sim', '--json'], {env: {TARGON_API_URL: 'https://api.example.invalid'}})
+    expect(named.code, named.stdout + named.stderr).toBe(0)
+  })
+})
+
+describe('the folders above the config directory', () => {
+  it('refuses (exit 3, with the fix) a config directory inside a folder others can write; sticky, it is taken', async () => {
+    await setup()
+    const folder = join(tempDir('targon-open-'), 'shared')
+    mkdirSync(folder)
+    chmodSync(folder, 0o777)
+    const config = join(folder, 'config')
+    const refused = await targon(['config', 'set', 'fleet', 'train', '--json'], {config})
+    expect(refused.code, refused.stdout + refused.stderr).toBe(3)
+    expect(parseJson(refused).error).toMatchObject({
+      code: 'CONFIG',
+      hint: `run: chmod go-w ${folder} (or chmod +t ${folder}, as /tmp is), or set TARGON_CONFIG_DIR to a directory elsewhere`,
+      message: `config directory ${config} is inside ${folder}, which is writable by other users (mode 777)`,
+    })
+    expect(existsSync(config)).toBe(false)
+    // Made first (by this user, or by another before the folder was opened): refused all the same.
+    mkdirSync(config, {mode: 0o700})
+    expect((await targon(['status', '--json'], {config, env: {TARGON_API_KEY: DEFAULT_TOKEN}})).code).toBe(3)
+    chmodSync(folder, 0o1777)
+    expect((await targon(['config', 'set', 'fleet', 'train'], {config})).code).toBe(0)
+  })
+})
