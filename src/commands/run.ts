@@ -12,6 +12,7 @@ import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/run/job.js'
 import {TAIL_LINES} from '../lib/workflows/run/follow.js'
 import {runJob} from '../lib/workflows/run/run.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 import type {RunResult} from '../lib/workflows/run/schema.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
@@ -110,6 +111,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
     if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
     const owners = await ownerScope(this.ctx.settings, false)
+    const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
     if (flags.detach && flags.down) await this.warnUnguarded()
@@ -122,6 +124,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
           detach: flags.detach,
           down: flags.down,
           env,
+          fetchLimit,
           fleet,
           historyBudget: this.ctx.historyBudget,
           hooks: flags.hooks,

@@ -37,6 +37,7 @@ except under --down, where it cancels the job, fetches and deletes.`)
     const deletions = followDeletions(this.events, (line) => this.info(line))
     // A --down job's failing fetch is notified (notify-url), as down --jobs-done does; never in the way of a deletion.
     await this.useNotifyUrl(undefined, false)
+    const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
@@ -56,6 +57,7 @@ except under --down, where it cancels the job, fetches and deletes.`)
             clock: this.ctx.clock,
             configDir: selection.configDir,
             down: record.down,
+            fetchLimit,
             fleet: selection.fleet,
             historyBudget: this.ctx.historyBudget,
             hooks: this.flags.hooks,
@@ -73,7 +75,7 @@ except under --down, where it cancels the job, fetches and deletes.`)
             store: {
               configDir: selection.configDir,
               notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
-              storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
+              storeLimit: fetchLimit,
             },
             warn: this.ctx.warn,
           })

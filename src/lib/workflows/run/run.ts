@@ -17,6 +17,7 @@ import type {SshSession} from '../../adapters/ssh/session.js'
 import {syncWorkdir} from '../sync/sync.js'
 import {walkLocal} from '../sync/walk.js'
 import {emptyFetch} from './fetch.js'
+import {saveJobRecord} from './job-store.js'
 import {startJob} from './start.js'
 import {readOffersToCheck, refuseIfOffer} from './rent.js'
 import {reopenVm} from './jobs.js'
@@ -113,6 +114,8 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       started_at: new Date(clock.now()).toISOString(),
       workdir: remoteDir,
     }
+    // What jobs fetch and jobs wait go by, rather than by what the VM later says of the job.
+    await saveJobRecord(options.configDir, record)
     // A --down job is recorded here before it starts, whether or not the run follows it: a sweep (down --jobs-done)
     // reads the VM's jobs when its record names one, so the VM still goes after the job when this run stops early
     // (killed, or cut off), even in the second the start takes. A job that never started is no ended job there.
