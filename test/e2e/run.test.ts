@@ -670,7 +670,7 @@ describe('the job store of down --jobs-done and the sweep', () => {
     const doc = parseJson(first)
     expect(doc.data.results).toEqual([])
     expect(doc.data.kept).toEqual([expect.objectContaining({state: 'unreadable', uid: vm.uid})])
-    expect(doc.data.kept[0].reason).toContain('more than 2M, the bound of the job store')
+    expect(doc.data.kept[0].reason).toContain('the fetch stopped at its bound of 2M, the job-store-limit setting')
     expect(doc.data.kept[0].reason).toContain(`fetch by hand: targon jobs fetch ${id}`)
     expect(doc.warnings.join('\n')).toContain('their --ttl, --max-cost and idle limits still apply')
     expect(billing().has(vm.uid)).toBe(true)
