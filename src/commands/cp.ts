@@ -97,6 +97,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
     this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
     if (this.eventsOnStderr()) return
-    for (const failed of result.failed) process.stderr.write(`${printableName(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
+    for (const failed of result.failed)
+      process.stderr.write(`${printableName(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
   }
 }

@@ -34,7 +34,9 @@ to a file under /home/ubuntu/.targon/jobs/<job id>/, outside the synced director
 
 The log is streamed (stdout; lines cut at 4096 characters, control characters escaped) until the job ends; then each
 --out path (relative to the job's directory on the VM, a file or a tree, never outside it) is copied into
-./targon-out/<job id>/, also when the job failed. With --down, the VM is then deleted after its pre-delete hook
+./targon-out/<job id>/, also when the job failed: at most job-store-limit bytes (default 10G; targon config set
+job-store-limit 50G) and 100,000 files, leaving 64M free on the local disk; past that the fetch stops, keeping what
+came, and exits 12. With --down, the VM is then deleted after its pre-delete hook
 (TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
 (REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
 

@@ -236,10 +236,14 @@ function finish(result: RunResult, name: string): RunResult {
 
   const failed = result.fetch.failed[0]
   if (failed)
-    throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${printableName(failed.error)}`, {
-      data: result,
-      hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
-    })
+    throw new TargonError(
+      'COPY_FAILED',
+      `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${printableName(failed.error)}`,
+      {
+        data: result,
+        hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
+      },
+    )
   return result
 }
 
