@@ -82,6 +82,17 @@ describe('the bound of a fetch of outputs', () => {
     expect(local.reduce((sum, file) => sum + file.size, 0)).toBeLessThanOrEqual(BOUND)
   })
 
+  it('a failing job whose fetch stopped at the bound says both: its exit code, and in the hint the fetch', async () => {
+    const run = await targon(['run', vm.name, '--no-sync', '--out', 'out', '--json', '--', `${SPARSE}; exit 3`], {
+      cwd: tempDir('targon-fb-fail-'),
+    })
+    expect(run.code, run.stdout + run.stderr).toBe(12)
+    const doc = parseJson(run)
+    expect(doc.error.code).toBe('REMOTE_COMMAND_FAILED')
+    expect(doc.error.message).toContain('failed: exit code 3')
+    expect(doc.error.hint).toContain('--out out was not fetched: the fetch stopped at its bound of 1M')
+  })
+
   it('jobs fetch and jobs wait stop there too, and take the paths from the record kept here, not from the VM', async () => {
     const id = await endedJob(`${SPARSE}; mkdir -p other; echo secret >other/b`, 'out')
     // The VM's record of the job now names other paths: they are not fetched.

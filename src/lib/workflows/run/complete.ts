@@ -221,6 +221,8 @@ export async function deleteVm(
 /** The run's end: 0 when the job succeeded and every output came home, else the job's failure, else the fetch's. */
 function finish(result: RunResult, name: string): RunResult {
   const {job} = result
+  const failed = result.fetch.failed[0]
+  const notFetched = failed ? `--out ${failed.path} was not fetched: ${printableName(failed.error)}` : ''
   if (job.state !== 'succeeded') {
     const how =
       job.state === 'failed'
@@ -230,20 +232,16 @@ function finish(result: RunResult, name: string): RunResult {
           : 'it ended without an exit code (killed with its unit, or the VM restarted)'
     throw new TargonError('REMOTE_COMMAND_FAILED', `job ${job.id} on ${name} failed: ${how}`, {
       data: result,
-      hint: `see tail (--json) or the whole log: targon jobs logs ${job.id}`,
+      // Its outputs too may have stopped short (at their bound): said beside the job's failure, not instead of it.
+      hint: `see tail (--json) or the whole log: targon jobs logs ${job.id}${notFetched ? `; ${notFetched}` : ''}`,
     })
   }
 
-  const failed = result.fetch.failed[0]
   if (failed)
-    throw new TargonError(
-      'COPY_FAILED',
-      `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${printableName(failed.error)}`,
-      {
-        data: result,
-        hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
-      },
-    )
+    throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but ${notFetched}`, {
+      data: result,
+      hint: result.deleted ? `${name} was deleted (--down)` : `the outputs stay on the VM in ${job.workdir}`,
+    })
   return result
 }
 
