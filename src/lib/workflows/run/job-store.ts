@@ -85,6 +85,11 @@ export async function saveJobRecord(configDir: string, record: JobRecord): Promi
   await writeFile(join(dir, LOCAL_RECORD), `${JSON.stringify(record)}\n`, {mode: 0o600})
 }
 
+/** Removes the record of a job that surely did not start (its entry holds nothing else yet). */
+export async function forgetJobRecord(configDir: string, id: string): Promise<void> {
+  await rm(jobStoreDir(configDir, id), {force: true, recursive: true})
+}
+
 /** The record of job `id` as run started it from here; undefined for a job started elsewhere (or a corrupt record). */
 export async function localJobRecord(configDir: string, id: string): Promise<JobRecord | undefined> {
   const record = await readStoreFile(join(jobStoreDir(configDir, id), LOCAL_RECORD), JobRecordSchema)
