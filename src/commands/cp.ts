@@ -7,7 +7,7 @@ import {parseCopySpec} from '../lib/workflows/copy/spec.js'
 import {parseVmList} from '../lib/domain/fleet/fan-out.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
-import {printable, prose} from '../lib/core/output.js'
+import {printableName, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Cp extends BaseCommand<typeof Cp, 'cp'> {
@@ -91,12 +91,13 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
 
   /** One line per VM on stdout; skipped entries as warnings, failed files on stderr. */
   private report(result: CopyVmResult): void {
-    for (const skipped of result.skipped) this.addWarning(`${result.vm}: skipped ${skipped.path}: ${skipped.reason}`)
+    for (const skipped of result.skipped) this.addWarning(`${result.vm}: skipped ${printableName(skipped.path)}: ${skipped.reason}`)
     if (this.jsonEnabled()) return
     const done = result.direction === 'upload' ? 'uploaded' : 'downloaded'
     const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
     this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
     if (this.eventsOnStderr()) return
-    for (const failed of result.failed) process.stderr.write(`${printable(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
+    for (const failed of result.failed)
+      process.stderr.write(`${printableName(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
   }
 }

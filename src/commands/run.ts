@@ -17,6 +17,7 @@ import type {RunPlan, RunResult} from '../lib/workflows/run/schema.js'
 import {checkWorkdir, planSync} from '../lib/workflows/run/workdir.js'
 import {neverSentDirs} from '../lib/workflows/sync/held-back.js'
 import {formatBytes} from '../lib/workflows/copy/budget.js'
+import {storeLimit} from '../lib/workflows/run/job-store.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {LocalState} from '../lib/adapters/state/local-state.js'
 
@@ -41,7 +42,9 @@ to a file under /home/ubuntu/.targon/jobs/<job id>/, outside the synced director
 
 The log is streamed (stdout; lines cut at 4096 characters, control characters escaped) until the job ends; then each
 --out path (relative to the job's directory on the VM, a file or a tree, never outside it) is copied into
-./targon-out/<job id>/, also when the job failed. With --down, the VM is then deleted after its pre-delete hook
+./targon-out/<job id>/, also when the job failed: at most job-store-limit bytes (default 10G; targon config set
+job-store-limit 50G) and 100,000 files, leaving 64M free on the local disk; past that the fetch stops, keeping what
+came, and exits 12. With --down, the VM is then deleted after its pre-delete hook
 (TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
 (REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
 
@@ -130,6 +133,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     if (flags['dry-run'])
       return this.renderPlan({command, dry_run: true, out, sync: sync ? await planSync(localDir, neverSent) : null, vm: word})
     const owners = await ownerScope(this.ctx.settings, false)
+    const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
     if (flags.detach && flags.down) await this.warnUnguarded()
@@ -143,6 +147,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
           detach: flags.detach,
           down: flags.down,
           env,
+          fetchLimit,
           fleet,
           historyBudget: this.ctx.historyBudget,
           hooks: flags.hooks,

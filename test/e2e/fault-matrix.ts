@@ -25,7 +25,7 @@ interface Context {
   /** Runs targon with this scenario's simulator and config directory. */
   targon: (
     args: string[],
-    options?: {env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; config?: string},
+    options?: {env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; config?: string; cwd?: string},
   ) => Promise<CliResult>
 }
 
@@ -540,6 +540,58 @@ export const scenarios: Scenario[] = [
       expect(existsSync(join(ctx.configDir, 'jobs', id, 'job.json'))).toBe(true)
       return resumed
     },
+    vms: true,
+  },
+
+  {
+    code: 'COPY_FAILED',
+    exit: 12,
+    name: 'fetch: run --down whose --out fetch stops at its bound (a sparse 2 GiB file over job-store-limit 1M): what came is kept, and the VM is deleted, as after any fetch of an attached run --down',
+    async run(ctx) {
+      const uid = await oneVm(ctx, '--ttl', '2h')
+      expect((await ctx.targon(['config', 'set', 'job-store-limit', '1M'])).code).toBe(0)
+      const cwd = tempDir('targon-bound-')
+      const command = 'mkdir -p out; echo small >out/a.txt; truncate -s 2G out/big'
+      const run = await ctx.targon(['run', uid, '--down', '--no-sync', '--out', 'out', '--json', '--', command], {cwd})
+      const doc = parseJson(run)
+      const id: string = doc.data.job.id
+      expect(doc.error.message).toContain(`job ${id} succeeded, but --out out was not fetched: the fetch stopped at its bound of 1M`)
+      expect(doc.error.hint).toContain('was deleted (--down)')
+      expect(doc.data.fetch.copied).toEqual(['out/a.txt'])
+      expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid})])
+      // Only what came, whole: nothing of the sparse file, not even a temporary one.
+      expect(readdirSync(join(cwd, 'targon-out', id, 'out'))).toEqual(['a.txt'])
+      return run
+    },
+    seconds: 10,
+    vms: true,
+  },
+  {
+    code: 'COPY_FAILED',
+    exit: 12,
+    kept: 1,
+    name: 'fetch: jobs wait on a detached run --down job whose fetch stops at its bound: the VM is kept under its TTL, as a failed fetch into the job store keeps it',
+    async run(ctx) {
+      const uid = await oneVm(ctx, '--ttl', '2h')
+      expect((await ctx.targon(['config', 'set', 'job-store-limit', '1M'])).code).toBe(0)
+      const command = 'mkdir -p out; echo small >out/a.txt; truncate -s 2G out/big'
+      const started = await ctx.targon(['run', uid, '--detach', '--down', '--no-sync', '--out', 'out', '--json', '--', command])
+      expect(started.code, started.stdout + started.stderr).toBe(0)
+      const id: string = parseJson(started).data.job.id
+      await waitFor(() => ctx.farm.vm(uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
+      const cwd = tempDir('targon-bound-')
+      const waited = await ctx.targon(['jobs', 'wait', id, '--json'], {cwd})
+      const doc = parseJson(waited)
+      expect(doc.error.message).toContain('the fetch stopped at its bound of 1M')
+      expect(doc.data.deleted).toBeNull()
+      expect(doc.warnings.join('\n')).toContain('is kept and bills')
+      expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([uid])
+      // What came is in the job store, not yet in ./targon-out (only a whole fetch goes there).
+      expect(readdirSync(join(ctx.configDir, 'jobs', id, 'out', 'out'))).toEqual(['a.txt'])
+      expect(existsSync(join(cwd, 'targon-out'))).toBe(false)
+      return waited
+    },
+    seconds: 12,
     vms: true,
   },
 
@@ -1658,6 +1710,7 @@ export function faultMatrix(part: number, parts: number): void {
           sim,
           targon: (args, options = {}) =>
             runCli(args, {
+              cwd: options.cwd,
               env: {
                 TARGON_API_KEY: DEFAULT_TOKEN,
                 TARGON_API_URL: sim.url,

@@ -205,13 +205,16 @@ describe('targon run on an existing VM', () => {
     expect(doc.warnings).toEqual([expect.stringMatching(/^the sync of .* failed: .*; the next sync of .* sends its files again$/)])
   })
 
-  it('a job that could not start leaves no job behind on the VM', async () => {
+  it('a job that could not start leaves no job behind on the VM, nor a record of it here', async () => {
     const vm = await rentBare('nostart')
     expect((await onVm(vm.name, 'sudo -n rm /etc/sudoers.d/90-cloud-init-users')).code).toBe(0)
+    const stored = () => (existsSync(join(configDir, 'jobs')) ? readdirSync(join(configDir, 'jobs')).sort() : [])
+    const before = stored()
     const result = await targon(['run', vm.name, '--no-sync', '--json', '--', 'true'])
     expect(result.code, result.stdout + result.stderr).toBe(12)
     expect(parseJson(result).error.message).toContain('could not start the job')
     expect(jobsOn(vm.uid)).toEqual([])
+    expect(stored()).toEqual(before)
     expect(parseJson(await targon(['jobs', '--vms', vm.name, '--json'])).data.jobs).toEqual([])
   })
 
@@ -772,7 +775,7 @@ describe('the job store of down --jobs-done and the sweep', () => {
     const doc = parseJson(first)
     expect(doc.data.results).toEqual([])
     expect(doc.data.kept).toEqual([expect.objectContaining({state: 'unreadable', uid: vm.uid})])
-    expect(doc.data.kept[0].reason).toContain('more than 2M, the bound of the job store')
+    expect(doc.data.kept[0].reason).toContain('the fetch stopped at its bound of 2M, the job-store-limit setting')
     expect(doc.data.kept[0].reason).toContain(`fetch by hand: targon jobs fetch ${id}`)
     expect(doc.warnings.join('\n')).toContain('their --ttl, --max-cost and idle limits still apply')
     expect(billing().has(vm.uid)).toBe(true)

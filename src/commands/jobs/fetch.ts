@@ -4,7 +4,9 @@ import {TargonError, isTargonError} from '../../lib/core/errors.js'
 import {fetchStored, storedJob} from '../../lib/workflows/run/jobs-done.js'
 import type {JobsOptions} from '../../lib/workflows/run/jobs.js'
 import type {TargonClient} from '../../lib/adapters/targon/client.js'
-import {prose} from '../../lib/core/output.js'
+import {printableName, prose} from '../../lib/core/output.js'
+import {CopyBudget} from '../../lib/workflows/copy/budget.js'
+import {storeLimit} from '../../lib/workflows/run/job-store.js'
 import {checkJobId} from '../../lib/workflows/run/job.js'
 import {jobOf, withJob} from '../../lib/workflows/run/jobs.js'
 import {fetchOutputs, outputsDir} from '../../lib/workflows/run/fetch.js'
@@ -16,8 +18,11 @@ export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch
 
   static description = prose(`Copies what the run's --out named, relative to the job's directory on the VM, as run does at
 the end of a job; while the job runs, what is there now (with a warning). Once its VM is gone (deleted by down
---jobs-done or a sweep after the job), from the config directory's job store, where they were fetched first. Exit 12 (COPY_FAILED) when a path was not
-copied; 4 for an id no VM of the selection has.`)
+--jobs-done or a sweep after the job), from the config directory's job store, where they were fetched first. The
+paths are those run named when it started the job from this config directory (else the VM's record of the job); a
+VM that answers for another job is refused. At most job-store-limit bytes (default 10G) and 100,000 files come, and
+never more than the local disk holds with 64M to spare: the fetch stops there, keeping what came. Exit 12
+(COPY_FAILED) when a path was not copied, or the fetch stopped at its bound; 4 for an id no VM of the selection has.`)
 
   static examples = [
     {command: '<%= config.bin %> jobs fetch j-20261202-030527-a1b2c3', description: 'The outputs again, or after a failed fetch'},
@@ -37,8 +42,24 @@ copied; 4 for an id no VM of the selection has.`)
     }
   }
 
+  /** The fetch's result: each file copied on a line of its own, or COPY_FAILED for the first path that did not come. */
+  private fetched(result: JobFetchResult, where: string): JobFetchResult {
+    const {fetch} = result
+    const failed = fetch.failed[0]
+    if (failed)
+      throw new TargonError('COPY_FAILED', `--out ${failed.path} of job ${result.job.id} was not fetched: ${printableName(failed.error)}`, {
+        data: result,
+        hint: `what came is in ${fetch.destination ?? outputsDir(result.job.id)}; ${where}`,
+      })
+    if (!this.jsonEnabled()) for (const path of fetch.copied) this.log(`${fetch.destination ?? ''}${printableName(path)}`)
+    return result
+  }
+
   public async run(): Promise<JobFetchResult> {
     const id = checkJobId(this.args.id)
+    const limit = storeLimit(await this.ctx.settings.get('job-store-limit'))
+    // Named by the id asked for, never by the VM's answer.
+    const root = outputsDir(id)
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
@@ -46,24 +67,16 @@ copied; 4 for an id no VM of the selection has.`)
         const stored = await storedJob(selection.configDir, id)
         // Its VM was deleted once the job had ended (down --jobs-done, a sweep): its outputs are in the job store.
         if (stored && !(await this.onSomeVm(client, selection, id, signal))) {
-          const fetch = await fetchStored(stored.dir, outputsDir(id))
-          if (!this.jsonEnabled()) for (const path of fetch.copied) this.log(`${fetch.destination ?? ''}${path}`)
-          return {fetch, job: stored.job, vm: stored.vm}
+          const fetch = await fetchStored(stored.dir, root, new CopyBudget(limit))
+          return this.fetched({fetch, job: stored.job, vm: stored.vm}, `they stay in the job store, ${stored.dir}`)
         }
 
         return withJob(client, new LocalState(selection.configDir), id, {...selection, signal}, async ({listed, record, session, vm}) => {
           if (listed.state === 'running') this.addWarning(`job ${id} still runs: its outputs may not be complete yet`)
           if (record.out.length === 0) this.addWarning(`job ${id} was started without --out: nothing to fetch`)
-          const fetch = await fetchOutputs(session, record, signal)
+          const fetch = await fetchOutputs(session, record, {budget: new CopyBudget(limit), root, signal})
           const result: JobFetchResult = {fetch, job: jobOf(listed, this.ctx.clock.now()), vm: {name: vm.name, uid: vm.uid}}
-          const failed = fetch.failed[0]
-          if (failed)
-            throw new TargonError('COPY_FAILED', `--out ${failed.path} was not fetched: ${failed.error}`, {
-              data: result,
-              hint: `the outputs stay on the VM in ${record.workdir}`,
-            })
-          if (!this.jsonEnabled()) for (const path of fetch.copied) this.log(`${fetch.destination ?? ''}${path}`)
-          return result
+          return this.fetched(result, `the outputs stay on the VM in ${record.workdir}`)
         })
       },
       () => ['Exiting at once; files under their final names are whole.'],

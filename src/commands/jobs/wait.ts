@@ -15,7 +15,9 @@ export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> 
   static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
 
   static description = prose(`For a job whose run was interrupted or lost its connection: prints its log from the start,
-follows it until the job ends, and copies the --out paths the run named into ./targon-out/<job id>/. If the run had
+follows it until the job ends, and copies the --out paths the run named (as this config directory recorded them when
+it started the job, else as the VM's record says) into ./targon-out/<job id>/, within the bound of run's fetch
+(job-store-limit bytes, 100,000 files, 64M left free on the disk); a VM that answers for another job is refused. If the run had
 --down, the outputs go first into the config directory's job store (at most job-store-limit bytes, default 10G, as
 down --jobs-done fetches them; targon jobs fetch copies them from there once the VM is gone), and the VM is deleted
 after its pre-delete hook (reason job-done) only once they are there; a fetch that fails keeps the VM (its TTL,
@@ -38,6 +40,7 @@ and deletes at once.`)
     const deletions = followDeletions(this.events, (line) => this.info(line))
     // A --down job's failing fetch is notified (notify-url), as down --jobs-done does; never in the way of a deletion.
     await this.useNotifyUrl(undefined, false)
+    const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
@@ -57,6 +60,7 @@ and deletes at once.`)
             clock: this.ctx.clock,
             configDir: selection.configDir,
             down: record.down,
+            fetchLimit,
             fleet: selection.fleet,
             historyBudget: this.ctx.historyBudget,
             hooks: this.flags.hooks,
@@ -75,7 +79,7 @@ and deletes at once.`)
             store: {
               configDir: selection.configDir,
               notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
-              storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
+              storeLimit: fetchLimit,
             },
             warn: this.ctx.warn,
           })

@@ -77,6 +77,16 @@ export function printable(text: string): string {
   })
 }
 
+/**
+ * A name from a VM (a file name) on a line of its own or inside one: printable, and a line break or tab in it escaped
+ * (\n, \r, \t) rather than kept, so that no name forges a line of output, nor reads as another name.
+ */
+export function printableName(name: string): string {
+  return printable(name.replace(/[\n\r\t]/g, (char) => LINE_ESCAPES[char] ?? char))
+}
+
+const LINE_ESCAPES: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+
 /** Text from outside for one line or one table cell: printable, and a tab or line break becomes a space. */
 export function oneLine(text: string): string {
   return printable(text).replace(/[\t\n]/g, ' ')

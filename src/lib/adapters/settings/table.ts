@@ -127,7 +127,7 @@ export const SETTINGS = {
   // sweep --min-runway and --idle-limit from the config file, likewise: limits the guard enforces without a flag.
   'min-runway': {parse: (raw: string) => parseDuration(raw, '--min-runway'), stored: true},
   'idle-limit': {parse: (raw: string) => parseDuration(raw, '--idle-limit'), stored: true},
-  // What down --jobs-done and the sweep may write into the job store per job before they give the fetch up.
+  // What a fetch of a job's outputs may write per job (run --out, jobs fetch and wait, the job store) before it stops.
   'job-store-limit': {
     default: 10 * 1024 ** 3,
     parse: (raw: string, source: string) => parseSize(raw, source, {max: 1024 ** 4, min: 1024 ** 2}),

@@ -36,7 +36,7 @@ export interface TreeOptions {
   /** Why nothing more can succeed (the connection or the SFTP session is gone); null while it works. */
   lost: () => string | null
   onProgress?: (progress: TreeProgress) => void
-  /** What the copy may write at most (shared by the trees of one fetch); the file that would pass it stops the copy. */
+  /** What the copy may write at most (shared by the trees of one fetch); the file that would pass it, or not fit on the disk, stops the copy. */
   budget?: CopyBudget
 }
 
@@ -93,7 +93,8 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
     }
 
     if (stopReason(options)) break
-    bounded = options.budget?.take(file.size) ?? null
+    // The file's directory was made above (or is the root's): its disk is the one the file goes to.
+    bounded = (await options.budget?.take(file.size, posix.dirname(posix.join(target, file.rel)))) ?? null
     if (bounded) break
     let sent = 0
     try {
@@ -109,6 +110,7 @@ export async function copyTree(from: Side, to: Side, source: string, entry: Entr
       options.onProgress?.(progress)
     } catch (error) {
       progress.bytes -= sent
+      options.budget?.giveBack(file.size)
       outcome.failed.push({error: stopReason(options) ?? oneLine(error), path: shown(file.rel)})
     }
   }

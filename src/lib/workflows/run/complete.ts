@@ -7,6 +7,7 @@
 import type {Clock} from '../../core/clock.js'
 import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {TargonError, abortError, asTargonError} from '../../core/errors.js'
+import {printableName} from '../../core/output.js'
 import {selectVms} from '../select-vms.js'
 import {type RunPlace, laterCommand} from '../later-command.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
@@ -16,6 +17,7 @@ import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
+import {CopyBudget, type CopyLimit} from '../copy/budget.js'
 import {emptyFetch, fetchOutputs, outputsDir} from './fetch.js'
 import {type StoreOptions, fetchStored, storeOutputs} from './jobs-done.js'
 import {type Followed, type Look, followJob} from './follow.js'
@@ -35,6 +37,8 @@ export interface JobFollowing {
   configDir: string
   /** The profile of the run's settings, for the commands it prints to paste later. */
   profile: string
+  /** What a fetch of the job's outputs may write (storeLimit, from the job-store-limit setting). */
+  fetchLimit: CopyLimit
   down: boolean
   hooks: boolean
   reconcileMs: number
@@ -94,7 +98,7 @@ export async function completeJob(
   if (options.down && options.store)
     return storeThenDelete(client, state, vm, followed.session, record, result, {...options, store: options.store})
   // A fetch that cannot even begin (no SFTP, the job's directory gone) is a failed fetch: --down still deletes.
-  result.fetch = await fetchOrFailure(followed.session, record, options.signal)
+  result.fetch = await fetchOrFailure(followed.session, record, options.fetchLimit, options.signal)
   // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
   if (options.down) result.deleted = await deleteVm(client, state, vm, options)
   if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
@@ -133,7 +137,7 @@ async function storeThenDelete(
     failed: asTargonError(error).message,
     failures: 0,
   }))
-  if (stored.failed === null) result.fetch = await fetchStored(stored.dir, outputsDir(record.id))
+  if (stored.failed === null) result.fetch = await fetchStored(stored.dir, outputsDir(record.id), new CopyBudget(options.fetchLimit))
   else result.fetch = {...emptyFetch(), failed: [{error: stored.failed, path: record.out.join(', ')}]}
   if (stored.failed === null || stored.deleteAnyway) result.deleted = await deleteVm(client, state, vm, options)
   else
@@ -233,6 +237,8 @@ export async function deleteVm(
 /** The run's end: 0 when the job succeeded and every output came home, else the job's failure, else the fetch's. */
 function finish(result: RunResult, name: string, place: RunPlace): RunResult {
   const {job} = result
+  const failed = result.fetch.failed[0]
+  const notFetched = failed ? `--out ${failed.path} was not fetched: ${printableName(failed.error)}` : ''
   if (job.state !== 'succeeded') {
     const how =
       job.state === 'failed'
@@ -242,13 +248,13 @@ function finish(result: RunResult, name: string, place: RunPlace): RunResult {
           : 'it ended without an exit code (killed with its unit, or the VM restarted)'
     throw new TargonError('REMOTE_COMMAND_FAILED', `job ${job.id} on ${name} failed: ${how}`, {
       data: result,
-      hint: `see tail (--json) or the whole log: ${laterCommand(['jobs', 'logs', job.id], place)}`,
+      // Its outputs too may have stopped short (at their bound): said beside the job's failure, not instead of it.
+      hint: `see tail (--json) or the whole log: ${laterCommand(['jobs', 'logs', job.id], place)}${notFetched ? `; ${notFetched}` : ''}`,
     })
   }
 
-  const failed = result.fetch.failed[0]
   if (failed)
-    throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but --out ${failed.path} was not fetched: ${failed.error}`, {
+    throw new TargonError('COPY_FAILED', `job ${job.id} succeeded, but ${notFetched}`, {
       data: result,
       hint: result.deleted ? `${name} was deleted, as targon run --down asked` : `the outputs stay on the VM in ${job.workdir}`,
     })
@@ -284,7 +290,7 @@ async function interrupted(
     options.warn(`could not cancel job ${record.id}: ${asTargonError(error).message}`),
   )
   Object.assign(result.job, {state: 'cancelled'})
-  result.fetch = await fetchOrFailure(session, record, cleanup)
+  result.fetch = await fetchOrFailure(session, record, options.fetchLimit, cleanup)
   // The run's own client stops with the interrupt: the deletion the user asked for goes on without it.
   const calm = client.withSignal(undefined)
   const vm = (await selectVms(options, calm, state, {...options, targets: [result.vm.uid]}))[0] as KnownVm
@@ -292,9 +298,9 @@ async function interrupted(
   throw reason.with({data: result, message: `interrupted by ${signal}: job ${record.id} cancelled, ${name} deleted`})
 }
 
-/** The job's --out paths fetched; a fetch that failed as a whole is one failure naming them all. */
-async function fetchOrFailure(session: SshSession, record: JobRecord, signal: AbortSignal): Promise<FetchResult> {
-  return fetchOutputs(session, record, signal).catch((error: unknown) => ({
+/** The job's --out paths fetched within their bound; a fetch that failed as a whole is one failure naming them all. */
+async function fetchOrFailure(session: SshSession, record: JobRecord, limit: CopyLimit, signal: AbortSignal): Promise<FetchResult> {
+  return fetchOutputs(session, record, {budget: new CopyBudget(limit), root: outputsDir(record.id), signal}).catch((error: unknown) => ({
     ...emptyFetch(),
     failed: [{error: error instanceof Error ? error.message : String(error), path: record.out.join(', ')}],
   }))

@@ -1,7 +1,8 @@
 /**
  * Brings a job's --out paths home: each relative to the job's directory on the VM, over the VM's pinned SFTP
- * connection, into ./targon-out/<job>/ (or the config directory's job store). The VM's tree is untrusted: a path whose
- * real location leaves the job's directory is refused, and the copy never writes outside its root.
+ * connection, into ./targon-out/<job>/ (or the config directory's job store), within a bound (copy/budget.ts). The
+ * VM's tree is untrusted: a path whose real location leaves the job's directory is refused, the copy never writes
+ * outside its root, and the fetch stops at its bound in files and bytes, or where the local disk would fill.
  */
 import {mkdir} from 'node:fs/promises'
 import {dirname, join, posix} from 'node:path'
@@ -24,17 +25,16 @@ export function emptyFetch(): FetchResult {
 }
 
 /**
- * Copies each --out path of the job (relative to its directory on the VM, files or trees) into ./targon-out/<job>/,
- * keeping its relative path. A path whose real location leaves the job's directory (through a link) is refused; with a
- * budget, the file that would pass it ends the fetch as failed.
+ * Copies each --out path of the job (relative to its directory on the VM, files or trees) into `root`
+ * (./targon-out/<job>/, named by the id the user gave), keeping its relative path. A path whose real location leaves
+ * the job's directory (through a link) is refused; the file that would pass the budget ends the fetch as failed.
  */
 export async function fetchOutputs(
   session: SshSession,
   record: JobRecord,
-  signal?: AbortSignal,
-  root = outputsDir(record.id),
-  budget?: CopyBudget,
+  into: {root: string; budget: CopyBudget; signal?: AbortSignal},
 ): Promise<FetchResult> {
+  const {budget, root, signal} = into
   const fetch = emptyFetch()
   if (record.out.length === 0) return fetch
   fetch.destination = `${root}/`

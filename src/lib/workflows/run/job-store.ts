@@ -4,18 +4,23 @@
  * (written last: only a whole fetch has it). While the fetch fails, failing.json beside them counts the failures in a
  * row, since when, and whether they were notified; a whole fetch removes it.
  *
- * Bounds: a fetch into the store writes at most the job-store-limit setting in bytes (default 10G) and STORE_FILES
- * files per job; the file that would pass them is not written, and the fetch fails (the VM is kept). An entry is pruned
- * STORE_DAYS days after it was last written, whether or not jobs fetch copied it (a copy in ./targon-out can be lost).
+ * Beside them, record.json: the job's record as run started it from here (its --out paths, its directory, --down),
+ * which jobs fetch and jobs wait go by rather than by what the VM says of the job.
+ *
+ * Bounds: every fetch of a job's outputs (into the store, or into ./targon-out by run, jobs fetch and jobs wait)
+ * writes at most the job-store-limit setting in bytes (default 10G) and STORE_FILES files per job, and leaves room on
+ * the local disk (copy/budget.ts); the file that would pass them is not written, and the fetch fails (from the store's
+ * fetch, the VM is kept). An entry is pruned STORE_DAYS days after it was last written, whether or not jobs fetch
+ * copied it (a copy in ./targon-out can be lost).
  */
 import {lstat, mkdir, open, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import * as z from 'zod'
 
 import type {CopyLimit} from '../copy/budget.js'
-import {isJobId} from './job.js'
+import {type JobRecord, JobRecordSchema, isJobId} from './job.js'
 
-/** Files a fetch into the store may write per job: the listing of a tree is held in memory before the copy. */
+/** Files a fetch may write per job: the listing of a tree is held in memory before the copy. */
 export const STORE_FILES = 100_000
 /** An entry of the store is pruned this many days after it was last written. */
 export const STORE_DAYS = 30
@@ -26,7 +31,7 @@ export const STORE_DAYS = 30
 export const GIVE_UP_FAILURES = 3
 export const GIVE_UP_MS = 24 * 3_600_000
 
-/** The bound of a fetch into the store: `bytes` from the job-store-limit setting, and STORE_FILES. */
+/** The bound of every fetch of a job's outputs: `bytes` from the job-store-limit setting, and STORE_FILES. */
 export function storeLimit(bytes: number): CopyLimit {
   return {bytes, files: STORE_FILES}
 }
@@ -37,6 +42,7 @@ export function jobStoreDir(configDir: string, id: string): string {
 }
 
 const FAILING = 'failing.json'
+const LOCAL_RECORD = 'record.json'
 /** What of a failure's reason is kept. */
 const REASON_CHARS = 500
 
@@ -70,6 +76,24 @@ export async function readStoreFile<T>(path: string, schema: z.ZodType<T>): Prom
   } catch {
     return undefined
   }
+}
+
+/** Keeps the record of a job started from here, before it starts: what jobs fetch and jobs wait fetch. */
+export async function saveJobRecord(configDir: string, record: JobRecord): Promise<void> {
+  const dir = jobStoreDir(configDir, record.id)
+  await mkdir(dir, {mode: 0o700, recursive: true})
+  await writeFile(join(dir, LOCAL_RECORD), `${JSON.stringify(record)}\n`, {mode: 0o600})
+}
+
+/** Removes the record of a job that surely did not start (its entry holds nothing else yet). */
+export async function forgetJobRecord(configDir: string, id: string): Promise<void> {
+  await rm(jobStoreDir(configDir, id), {force: true, recursive: true})
+}
+
+/** The record of job `id` as run started it from here; undefined for a job started elsewhere (or a corrupt record). */
+export async function localJobRecord(configDir: string, id: string): Promise<JobRecord | undefined> {
+  const record = await readStoreFile(join(jobStoreDir(configDir, id), LOCAL_RECORD), JobRecordSchema)
+  return record?.id === id ? record : undefined
 }
 
 async function readFailing(configDir: string, id: string): Promise<FailingFetch | undefined> {

@@ -14,7 +14,7 @@ import * as z from 'zod'
 import type {DownResult} from '../down/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
-import {countOf} from '../../core/output.js'
+import {countOf, printableName} from '../../core/output.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {jobOf, readJobs} from './jobs.js'
@@ -146,10 +146,11 @@ export async function storeOutputs(
 ): Promise<{failed: null; dir: string} | {failed: string; failures: number; deleteAnyway: boolean}> {
   const store = jobStoreDir(options.configDir, record.id)
   const dir = join(store, 'out')
-  const fetch = await fetchOutputs(session, record, run.signal, dir, new CopyBudget(options.storeLimit))
+  const fetch = await fetchOutputs(session, record, {budget: new CopyBudget(options.storeLimit), root: dir, signal: run.signal})
   const failed = fetch.failed[0]
   if (failed) {
-    const reason = `--out ${failed.path} was not fetched (${failed.error})`
+    // The error may name a file of the VM's: one line, whatever the name holds.
+    const reason = `--out ${failed.path} was not fetched (${printableName(failed.error)})`
     // An interrupt is the user's: no failure of the fetch.
     if (run.signal.aborted) return {deleteAnyway: false, failed: reason, failures: 0}
     const failing = await fetchFailed(run, vm, record.id, reason, options)
@@ -210,18 +211,28 @@ function limitsOf(vm: KnownVm, idleLimitS: number | null): string[] {
   ]
 }
 
-/** Copies a stored job's outputs into `root` (./targon-out/<job id>/), as a fetch from its VM would have placed them. */
-export async function fetchStored(dir: string, root: string): Promise<FetchResult> {
+/**
+ * Copies a stored job's outputs into `root` (./targon-out/<job id>/), as a fetch from its VM would have placed them,
+ * within the same bound (the local disk may be another, and fuller, than the store's).
+ */
+export async function fetchStored(dir: string, root: string, budget: CopyBudget): Promise<FetchResult> {
   const local = new LocalSide()
   const fetch: FetchResult = {bytes: 0, copied: [], destination: `${root}/`, failed: [], skipped: []}
   for (const entry of await local.list(dir)) {
     if (entry.kind !== 'dir' && entry.kind !== 'file') continue
     await mkdir(root, {mode: 0o755, recursive: true})
-    const outcome = await copyTree(local, local, join(dir, entry.name), entry, join(root, entry.name), entry.name, {lost: () => null})
+    const outcome = await copyTree(local, local, join(dir, entry.name), entry, join(root, entry.name), entry.name, {
+      budget,
+      lost: () => null,
+    })
     fetch.copied.push(...outcome.copied)
     fetch.failed.push(...outcome.failed)
     fetch.skipped.push(...outcome.skipped)
     fetch.bytes += outcome.bytes
+    if (outcome.stopped) {
+      fetch.failed.push({error: outcome.stopped, path: entry.name})
+      break
+    }
   }
 
   return fetch

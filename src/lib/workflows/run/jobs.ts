@@ -1,6 +1,7 @@
 /**
  * `targon jobs`: the jobs of the VMs in the selection, read on the VMs themselves (so any directory that holds the
- * project key sees them), and the one job an id names, with an open session to its VM.
+ * project key sees them), and the one job an id names, with an open session to its VM and its record: the one kept
+ * here when it was started from here (job-store.ts), for what the VM says of the job is the VM's to forge.
  */
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {countOf} from '../../core/output.js'
@@ -12,6 +13,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {type EndState, type ListedJob, type JobRecord, listScript, parseListing, signalName} from './job.js'
+import {localJobRecord} from './job-store.js'
 import type {Job, JobsResult} from './schema.js'
 
 /** VMs read at once. */
@@ -114,22 +116,36 @@ export interface FoundJob {
   vm: KnownVm
   session: SshSession
   listed: ListedJob
+  /** What to fetch and whether to delete after it: the record kept here when run started the job from here, else the VM's. */
   record: JobRecord
 }
 
 /**
  * The VM that has job `id` among the selection's, with a session open to it (the caller closes it); NOT_FOUND when
- * none has it. The VMs are asked one after the other until one has it: a job id names one VM.
+ * none has it, or the refusal of a VM that answered for another job. The VMs are asked one after the other until one
+ * has it: a job id names one VM.
  */
 export async function findJob(client: TargonClient, state: LocalState, id: string, options: JobsOptions): Promise<FoundJob> {
   const vms = await selectVms(options, client, state, options)
+  const local = await localJobRecord(options.configDir, id)
   const failures: string[] = []
+  let refused: TargonError | undefined
   for (const vm of vms) {
     let session: SshSession | undefined
     try {
       session = (await openVm(vm, options)).session
-      const [listed] = (await readJobs(session, id)).jobs
-      if (listed) return {listed, record: listed.record, session, vm}
+      const {jobs} = await readJobs(session, id)
+      // Asked for one job, a VM answers for that one or none: another id would be fetched, or deleted, as this one.
+      const other = jobs.find((job) => job.record.id !== id)
+      if (other)
+        refused ??= new TargonError(
+          'BAD_RESPONSE',
+          `${vm.name ?? vm.uid} answered for job ${other.record.id} when asked for job ${id}: refused`,
+          {
+            hint: "its login shell or its jobs' files are not as targon left them; look with targon ssh",
+          },
+        )
+      else if (jobs[0]) return {listed: jobs[0], record: local ?? jobs[0].record, session, vm}
     } catch (error) {
       failures.push(`${vm.name ?? vm.uid} (${asTargonError(error).message})`)
     }
@@ -137,6 +153,7 @@ export async function findJob(client: TargonClient, state: LocalState, id: strin
     session?.close()
   }
 
+  if (refused) throw refused
   throw new TargonError('NOT_FOUND', `no job ${id} on the VMs of the selection`, {
     hint:
       failures.length > 0 ? `these could not be read: ${failures.join('; ')}` : 'targon jobs lists them; --fleet or --vms widen the search',

@@ -19,6 +19,7 @@ import {syncWorkdir} from '../sync/sync.js'
 import {walkLocal} from '../sync/walk.js'
 import type {NeverSentDir} from '../sync/held-back.js'
 import {emptyFetch} from './fetch.js'
+import {forgetJobRecord, saveJobRecord} from './job-store.js'
 import {startJob} from './start.js'
 import {readOffersToCheck, refuseIfOffer} from './rent.js'
 import {reopenVm} from './jobs.js'
@@ -118,12 +119,19 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       started_at: new Date(clock.now()).toISOString(),
       workdir: remoteDir,
     }
+    // What jobs fetch and jobs wait go by, rather than by what the VM later says of the job.
+    await saveJobRecord(options.configDir, record)
     // A --down job is recorded here before it starts, whether or not the run follows it: a sweep (down --jobs-done)
     // reads the VM's jobs when its record names one, so the VM still goes after the job when this run stops early
     // (killed, or cut off), even in the second the start takes. A job that never started is no ended job there.
     if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
-    const [{firstLook, session: following}] = await Promise.all([startJob(session, record, options.env, reopen, !options.detach), manifest])
+    const starting = startJob(session, record, options.env, reopen, !options.detach).catch(async (error: unknown) => {
+      // Only a start the VM refused surely did not start (a lost answer may have): no record of it stays here either.
+      if (isTargonError(error) && error.code === 'REMOTE_COMMAND_FAILED') await forgetJobRecord(options.configDir, record.id)
+      throw error
+    })
+    const [{firstLook, session: following}] = await Promise.all([starting, manifest])
     if (following !== session) opened.push(following)
     const job: Job = {
       command: record.command,
