@@ -90,7 +90,7 @@ describe('the bound of a fetch of outputs', () => {
     const doc = parseJson(run)
     expect(doc.error.code).toBe('REMOTE_COMMAND_FAILED')
     expect(doc.error.message).toContain('failed: exit code 3')
-    expect(doc.error.hint).toContain('--out out was not fetched: the fetch stopped at its bound of 1M')
+    expect(doc.error.hint).toContain('the output out was not fetched: the fetch stopped at its bound of 1M')
   })
 
   it('jobs fetch and jobs wait stop there too, and take the paths from the record kept here, not from the VM', async () => {

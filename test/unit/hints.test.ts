@@ -41,6 +41,9 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/domain/fleet/fan-out.ts': ['exec', 'cp', 'jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/workflows/select-vms.ts': ['exec', 'cp', 'jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/domain/fleet/naming.ts': ['up'],
+  // What run's sync sends, and the working directory it refuses.
+  'src/lib/workflows/run/workdir.ts': ['run'],
+  'src/lib/workflows/sync/held-back.ts': ['run'],
   // A bulk deletion of VMs of several owners; guard install gives its dry run of the sweep a hint of its own.
   'src/lib/domain/fleet/owners.ts': ['down', 'sweep'],
   'src/lib/workflows/copy/copy.ts': ['cp'],

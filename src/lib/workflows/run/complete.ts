@@ -249,7 +249,7 @@ function finish(result: RunResult, name: string, place: RunPlace): RunResult {
     throw new TargonError('REMOTE_COMMAND_FAILED', `job ${job.id} on ${name} failed: ${how}`, {
       data: result,
       // Its outputs too may have stopped short (at their bound): said beside the job's failure, not instead of it.
-      hint: `see tail (--json) or the whole log: ${laterCommand(['jobs', 'logs', job.id], place)}${notFetched ? `; ${notFetched}` : ''}`,
+      hint: `see tail (--json) or the whole log: ${laterCommand(['jobs', 'logs', job.id], place)}${failed ? `; the output ${failed.path} was not fetched: ${printableName(failed.error)}` : ''}`,
     })
   }
 
