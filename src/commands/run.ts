@@ -153,6 +153,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
           hooks: flags.hooks,
           info: (message) => this.info(message),
           localDir,
+          onDeleted: deletions.onResult,
           onDeletion: deletions.onEvent,
           onLine: (line) => {
             if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)

@@ -303,7 +303,11 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         await this.report(result, runwayError?.exitCode ?? 0)
         // A dry run reports the short runway in its result and exit code; only the real sweep sends it.
         if (runwayError && !result.dry_run)
-          await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {exitCode: runwayError.exitCode, vms: []})
+          await this.notify('runway-short', `targon sweep: ${runwayError.message}`, {
+            exitCode: runwayError.exitCode,
+            owner: result.selection.owner,
+            vms: [],
+          })
         if (!this.jsonEnabled()) this.render(result)
         if (runwayError) throw runwayError
         return result
@@ -330,6 +334,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         .join('')}`,
       {
         exitCode,
+        owner: result.selection.owner,
         stillBilling: result.survivors,
         vms: result.results.map((each) => ({name: each.name, uid: each.uid})),
       },
@@ -341,7 +346,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const what = {idle: 'its idle limit', 'max-cost': 'its budget', ttl: 'its TTL'}[warning.limit]
     const text = `targon sweep: ${warning.name ?? warning.uid}${warning.owner ? ` (owner ${warning.owner})` : ''} will be deleted at ${warning.fires_at.slice(0, 16)}Z by ${what}${warning.limit === 'idle' ? ' unless it gets busy' : ''}, at ${warning.price_per_hour === null ? 'an unknown price' : `${usd(warning.price_per_hour)} USD/h`}; to postpone it: ${warning.extend_command}`
     this.info(text)
-    return this.notify('sweep-warning', text, {exitCode: 0, vms: [{name: warning.name, uid: warning.uid}]})
+    // About one VM: its owner, as the text names it.
+    return this.notify('sweep-warning', text, {exitCode: 0, owner: warning.owner ?? null, vms: [{name: warning.name, uid: warning.uid}]})
   }
 
   /** The heartbeat of the run, when a URL is set; a failed ping is a warning. A dry run is not the guard at work. */

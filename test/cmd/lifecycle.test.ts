@@ -472,3 +472,18 @@ describe('the event stream', () => {
     expect(ctx.sim.billing()).toEqual([])
   })
 })
+
+describe('plain progress of several VMs', () => {
+  it('names its VM on every line, since the lines of VMs that work at once interleave', async () => {
+    await setup()
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '2', '--no-bootstrap'])
+    expect(up.code, up.stderr).toBe(0)
+    const names = parseJson(await targon(['status', '--json'])).data.vms.map((vm: {name: string}) => vm.name)
+    expect(names).toHaveLength(2)
+    const progress = up.stderr.split('\n').filter((line) => /register|deploy|wait-running/.test(line))
+    expect(progress.length).toBeGreaterThanOrEqual(6)
+    // By its name, or by its place in the run ("VM 2") before it has one.
+    for (const line of progress) expect(names.some((name: string) => line.includes(`${name}: `)) || /VM [12]: /.test(line), line).toBe(true)
+    expect(progress.filter((line) => names.some((name: string) => line.includes(name))).length).toBeGreaterThanOrEqual(4)
+  })
+})

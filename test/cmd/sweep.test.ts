@@ -209,6 +209,25 @@ describe('targon sweep', () => {
     expect(billingUids()).toEqual([soon.uid])
   })
 
+  it("names in a notification's owner field the owner its text names", async () => {
+    await ctx.setup()
+    hook.received.length = 0
+    const alice = {TARGON_OWNER: 'alice'}
+    const up = await targon([...UP, '--ttl', '1h'], {env: alice})
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    const vm = parseJson(up).data.vms[0]
+    setTtl(ctx.configDir, vm.name, Date.now() + 10 * 60_000)
+    // A sweep without an owner (a team's cron), then alice's own: the warning is of alice's VM either way.
+    expect((await targon(['sweep', '--warn', '15m', '--any-owner', '--json'], {env: heartbeatEnv()})).code).toBe(0)
+    const [warning] = notifications().filter((each) => each.targon.event === 'sweep-warning')
+    expect(warning?.text).toContain(`${vm.name} (owner alice) will be deleted at `)
+    expect(warning?.targon.owner).toBe('alice')
+    setTtl(ctx.configDir, vm.name, Date.now() - 60_000)
+    expect((await targon(['sweep', '--json'], {env: {...heartbeatEnv(), ...alice}})).code).toBe(0)
+    const [deleted] = notifications().filter((each) => each.targon.event === 'sweep-deleted')
+    expect(deleted?.targon).toMatchObject({owner: 'alice', vms: [{uid: vm.uid}]})
+  })
+
   it('warns once per VM and deadline before a TTL or budget fires; a deadline moved by extend warns again', async () => {
     await ctx.setup()
     hook.received.length = 0

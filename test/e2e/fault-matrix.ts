@@ -556,7 +556,7 @@ export const scenarios: Scenario[] = [
       const doc = parseJson(run)
       const id: string = doc.data.job.id
       expect(doc.error.message).toContain(`job ${id} succeeded, but --out out was not fetched: the fetch stopped at its bound of 1M`)
-      expect(doc.error.hint).toContain('was deleted (--down)')
+      expect(doc.error.hint).toContain('was deleted, as targon run --down asked')
       expect(doc.data.fetch.copied).toEqual(['out/a.txt'])
       expect(doc.data.deleted).toEqual([expect.objectContaining({action: 'deleted', billing: false, uid})])
       // Only what came, whole: nothing of the sparse file, not even a temporary one.
@@ -1508,7 +1508,7 @@ export const scenarios: Scenario[] = [
       const doc = parseJson(run)
       expect(doc.data.job).toMatchObject({down: true, state: 'succeeded'})
       expect(doc.data.deleted).toMatchObject([{action: 'deleted', billing: false, hook: {status: 'interrupted'}, uid}])
-      expect(doc.error.hint).toBe(`${name} was deleted (--down)`)
+      expect(doc.error.hint).toBe(`${name} was deleted, as targon run --down asked`)
       expect(running('^sleep 601$')).toBe(false)
       expect(ctx.sim.billing()).toEqual([])
       return run

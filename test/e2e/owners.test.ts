@@ -57,7 +57,10 @@ for (const summaryProjectId of [true, false]) {
         const takeOver = await as('bob', [...UP, '--name', 'worker1'])
         expect(parseJson(takeOver).error.code).toBe('NAME_CONFLICT')
         expect(sim.workloads.size).toBe(3)
-        expect((await as('bob', ['down', 'worker1', '--json'])).code).toBe(4)
+        const notFound = await as('bob', ['down', 'worker1', '--json'])
+        expect(notFound.code).toBe(4)
+        // Where to look is where a colleague's VM shows: every owner too.
+        expect(parseJson(notFound).error.hint).toContain('targon status --all-fleets --any-owner')
         // By its exact uid, a colleague's VM never goes without a word: refused off a terminal, naming its owner.
         const byUid = await as('bob', ['down', alice.uid, '--json'])
         expect(byUid.code, byUid.stdout).toBe(2)

@@ -267,6 +267,14 @@ describe('targon run on an existing VM', () => {
     expect(billing().has(vm.uid)).toBe(false)
   })
 
+  it("--down ends, in text, with the deletion's result line, as down does", async () => {
+    const vm = await rentBare('downline')
+    const result = await targon(['run', vm.name, '--down', '--no-sync', '--', 'true'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toContain(`deleted: ${vm.name} (${vm.uid})`)
+    expect(billing().has(vm.uid)).toBe(false)
+  })
+
   it('--down deletes the VM even when the job removed its own directory, so that no --out path can be read', async () => {
     const vm = await rentBare('gonedir')
     const dir = project()

@@ -65,6 +65,7 @@ and deletes at once.`)
             historyBudget: this.ctx.historyBudget,
             hooks: this.flags.hooks,
             info: (message) => this.info(message),
+            onDeleted: deletions.onResult,
             onDeletion: deletions.onEvent,
             onLine: (line) => {
               if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)

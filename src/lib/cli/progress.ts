@@ -36,11 +36,20 @@ class VmView {
   /** Phases that ended: a step asked for afterwards is settled at once. */
   private readonly closed = new Map<PhaseName, 'ended' | 'failed'>()
 
-  constructor(private readonly index: number) {}
+  /** `named`: each line of a phase or step names its VM (plain lines of several VMs, which interleave). */
+  constructor(
+    private readonly index: number,
+    private readonly named: boolean,
+  ) {}
 
   get title(): string {
     const name = this.name ?? `VM ${this.index}`
     return printable(this.failedWith ? `${name}: failed (${this.failedWith})` : name)
+  }
+
+  /** A phase's or step's line, with its VM's name in front where lines of several VMs interleave. */
+  label(text: string): string {
+    return this.named ? `${printable(this.name ?? `VM ${this.index}`)}: ${text}` : text
   }
 
   phase(name: PhaseName): Deferred<'done' | 'skipped'> {
@@ -75,9 +84,10 @@ class VmView {
     if (!phase) return
     if (event.type === 'progress' && event.detail) {
       // Shown at once, also when it comes before listr2 runs the phase's task (up --wait says it waits right away).
-      this.lastOutput.set(phase, printable(event.detail))
+      const line = this.label(printable(event.detail))
+      this.lastOutput.set(phase, line)
       const wrapper = this.outputs.get(phase)
-      if (wrapper) wrapper.output = printable(event.detail)
+      if (wrapper) wrapper.output = line
     }
 
     if (event.type === 'step' && event.step && event.status !== 'started') {
@@ -121,7 +131,7 @@ export async function phaseProgress(layout: PipelineLayout): Promise<ProgressDis
   // Loaded here: only `up` shows progress, and listr2 (with its terminal helpers) is not small.
   const {Listr, ListrLogger, ProcessOutput} = await import('listr2')
   const logger = new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
-  const views = Array.from({length: layout.count}, (_, index) => new VmView(index + 1))
+  const views = Array.from({length: layout.count}, (_, index) => new VmView(index + 1, layout.count > 1 && !liveTerminal()))
   const list = new Listr(
     views.map((view) => vmTask(view, layout)),
     {
@@ -172,7 +182,7 @@ function phaseTasks(view: VmView, layout: PipelineLayout): ListrTask[] {
   const {phases} = layout
   const task = (phase: PipelineLayout['phases'][number]): ListrTask => ({
     task: (_context: unknown, wrapper: TaskWrapper) => showPhase(view, phase, wrapper),
-    title: phase.name,
+    title: view.label(phase.name),
   })
   const at = phases.findIndex((phase) => phase.name === layout.alongside)
   const side = phases[at]
@@ -189,23 +199,25 @@ function phaseTasks(view: VmView, layout: PipelineLayout): ListrTask[] {
             {
               task: (_chainContext: unknown, chainWrapper: TaskWrapper) =>
                 chainWrapper.newListr(after.map(task), {concurrent: false, exitOnError: true}),
-              title: chain,
+              title: view.label(chain),
             },
           ],
           {concurrent: true, exitOnError: false},
         ),
-      title: `${side.name} alongside ${chain}`,
+      title: view.label(`${side.name} alongside ${chain}`),
     },
   ]
 }
 
 /** Shows one phase until its events end it; a phase with remote steps shows them as its sub-tasks. */
 async function showPhase(view: VmView, phase: PipelineLayout['phases'][number], wrapper: TaskWrapper): Promise<unknown> {
+  // The VM's name is known once its phases run (the title was laid out before).
+  wrapper.title = view.label(phase.name)
   view.showOutput(phase.name, wrapper)
   const outcome = view.phase(phase.name).promise
   const {substeps} = phase
   if (!substeps) {
-    if ((await outcome) === 'skipped') wrapper.skip(`${phase.name}: already done`)
+    if ((await outcome) === 'skipped') wrapper.skip(view.label(`${phase.name}: already done`))
     return undefined
   }
 
@@ -221,13 +233,15 @@ async function showPhase(view: VmView, phase: PipelineLayout['phases'][number], 
           throw error
         }
 
-        if (shown.skipped) substepWrapper.skip(`${substep.title}: ${shown.detail.replaceAll('-', ' ') || 'skipped'}`)
+        if (shown.skipped) substepWrapper.skip(view.label(`${substep.title}: ${shown.detail.replaceAll('-', ' ') || 'skipped'}`))
         else
-          substepWrapper.title = `${substep.title} (${(shown.durationMs / 1000).toFixed(1)} s)${shown.detail ? `: ${printable(shown.detail)}` : ''}`
+          substepWrapper.title = view.label(
+            `${substep.title} (${(shown.durationMs / 1000).toFixed(1)} s)${shown.detail ? `: ${printable(shown.detail)}` : ''}`,
+          )
         // After the last step, a phase that was already done is marked skipped.
-        if (index === substeps.length - 1 && (await outcome) === 'skipped') wrapper.skip(`${phase.name}: already done`)
+        if (index === substeps.length - 1 && (await outcome) === 'skipped') wrapper.skip(view.label(`${phase.name}: already done`))
       },
-      title: substep.title,
+      title: view.label(substep.title),
     })),
     {concurrent: false, exitOnError: true},
   )

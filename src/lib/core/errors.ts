@@ -3,6 +3,7 @@
  * decides the exit code; anything else that escapes a command is a bug (INTERNAL).
  * This file is the only place where exit codes are defined.
  */
+import {dirname} from 'node:path'
 
 export const EXIT_CODES = {
   INTERNAL: 1,
@@ -109,8 +110,42 @@ export function usageError(message: string, hint?: string): TargonError {
 }
 
 /** Anything that is not a TargonError is a bug: INTERNAL, exit 1. */
+/** What a local file system error code means, in words. */
+export const FS_ERRORS: Record<string, string> = {
+  EACCES: 'permission denied',
+  EDQUOT: 'the disk quota is used up',
+  EEXIST: 'already exists',
+  EISDIR: 'is a directory',
+  ELOOP: 'too many levels of symbolic links',
+  ENOENT: 'no such file or directory',
+  ENOSPC: 'no space left on the device',
+  ENOTDIR: 'not a directory',
+  ENOTEMPTY: 'a directory that is not empty is in the way',
+  EPERM: 'permission denied',
+  EROFS: 'read-only file system',
+}
+
+/** Errors of a full or read-only disk: this machine's to fix, never a bug. */
+const DISK_FULL_OR_READ_ONLY = new Set(['EDQUOT', 'ENOSPC', 'EROFS'])
+
+/**
+ * A local file that could not be written, as a one-line CONFIG error (exit 3) that names it and who must act. `dir`:
+ * the directory to name in the fix (the config directory, by default the file's).
+ */
+export function localWriteError(error: unknown, path: string, dir = dirname(path)): TargonError {
+  const code = (error as NodeJS.ErrnoException).code ?? ''
+  const why = FS_ERRORS[code] ?? (error as Error).message
+  const hint = DISK_FULL_OR_READ_ONLY.has(code)
+    ? `free space on the device of ${dir} (or make it writable), or point TARGON_CONFIG_DIR at a directory elsewhere`
+    : `make ${dir} writable, or point TARGON_CONFIG_DIR at a directory elsewhere`
+  return new TargonError('CONFIG', `cannot write ${path}: ${why}`, {cause: error, hint})
+}
+
 export function asTargonError(error: unknown): TargonError {
   if (error instanceof TargonError) return error
+  // A write that a full or read-only disk refused, wherever it came from: a local problem to fix, not a bug.
+  const errno = error as NodeJS.ErrnoException
+  if (typeof errno?.path === 'string' && DISK_FULL_OR_READ_ONLY.has(errno.code ?? '')) return localWriteError(error, errno.path)
   const message = error instanceof Error ? error.message : String(error)
   return new TargonError('INTERNAL', `unexpected error: ${message}`, {hint: 'run again with --verbose and report it with the output'})
 }

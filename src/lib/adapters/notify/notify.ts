@@ -31,7 +31,7 @@ export interface Notification {
     event: NotifyEvent
     command: string
     org: string | null
-    /** The owner the run acted for (config owner, TARGON_OWNER); null: none set. */
+    /** The owner the run acted for (config owner, TARGON_OWNER), or, in a sweep's warning of one VM, that VM's; null: none. */
     owner: string | null
     profile: string | null
     exit_code: number

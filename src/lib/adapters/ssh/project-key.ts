@@ -8,7 +8,7 @@ import {dirname, join} from 'node:path'
 
 import type {ParsedKey} from 'ssh2'
 
-import {TargonError} from '../../core/errors.js'
+import {TargonError, localWriteError} from '../../core/errors.js'
 import {ensureConfigDir} from '../state/trust.js'
 import {assertConfigDir, assertOwnDir, assertSecretFile} from '../state/trust.js'
 
@@ -49,12 +49,13 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
     let pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     while (ssh2.utils.parseKey(pair.private) instanceof Error) pair = ssh2.utils.generateKeyPairSync('ed25519', {comment: 'targon-fleet'})
     const temp = `${keyFile}.${randomBytes(4).toString('hex')}.tmp`
-    writeFileSync(temp, pair.private, {flag: 'wx', mode: 0o600})
     try {
+      writeFileSync(temp, pair.private, {flag: 'wx', mode: 0o600})
       linkSync(temp, keyFile) // atomic; fails if another process won the race
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw localWriteError(error, keyFile, configDir)
     } finally {
+      // Also a temp file that a full disk left empty.
       rmSync(temp, {force: true})
     }
   }
@@ -71,8 +72,13 @@ export async function ensureProjectKey(configDir: string): Promise<ProjectKey> {
   const publicKey = `${key.type} ${key.getPublicSSH().toString('base64')} targon-fleet`
   if (!exists(publicKeyPath) || readFileSync(publicKeyPath, 'utf8').trim() !== publicKey) {
     const temp = `${publicKeyPath}.${randomBytes(4).toString('hex')}.tmp`
-    writeFileSync(temp, `${publicKey}\n`, {flag: 'wx', mode: 0o644})
-    renameSync(temp, publicKeyPath)
+    try {
+      writeFileSync(temp, `${publicKey}\n`, {flag: 'wx', mode: 0o644})
+      renameSync(temp, publicKeyPath)
+    } catch (error) {
+      rmSync(temp, {force: true})
+      throw localWriteError(error, publicKeyPath, configDir)
+    }
   }
   return {privateKeyPath: keyFile, publicKey, publicKeyPath}
 }

@@ -8,7 +8,7 @@ import {mkdirSync, readdirSync, renameSync, rmSync, writeFileSync} from 'node:fs
 import {dirname, join} from 'node:path'
 import * as z from 'zod'
 
-import {TargonError} from '../../core/errors.js'
+import {TargonError, localWriteError} from '../../core/errors.js'
 import {ensureConfigDir} from './trust.js'
 import {childPath, idOfChild} from './paths.js'
 import {assertConfigDir, readOwnFile} from './trust.js'
@@ -298,8 +298,6 @@ export function writeAtomically(path: string, text: string): void {
     renameSync(temp, path)
   } catch (error) {
     rmSync(temp, {force: true})
-    throw new TargonError('CONFIG', `cannot write ${path}: ${(error as Error).message}`, {
-      hint: 'make the config directory writable, or point TARGON_CONFIG_DIR elsewhere',
-    })
+    throw localWriteError(error, path)
   }
 }

@@ -24,3 +24,13 @@ export function suggestVmName(
 export function notFoundHint(suggestion: string | undefined, otherwise: string): string {
   return suggestion ? `did you mean ${suggestion}? Else ${otherwise}` : otherwise
 }
+
+/**
+ * Where a name that was not found can be looked up: every fleet, and under an owner every owner too, since the
+ * owner's own listing does not show a colleague's VM (reached by its exact uid only).
+ */
+export function whereToLook(scope: {owner: string | null; anyOwner: boolean}): string {
+  return scope.owner === null || scope.anyOwner
+    ? 'targon status --all-fleets'
+    : "targon status --all-fleets --any-owner (another owner's VM is reached by its uid)"
+}

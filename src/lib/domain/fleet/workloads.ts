@@ -8,7 +8,7 @@ import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName
 import {NAME_PREFIX, fleetOf} from './naming.js'
 import {DEFAULT_FLEET} from '../../adapters/settings/table.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
-import {notFoundHint, suggestVmName} from './suggest.js'
+import {notFoundHint, suggestVmName, whereToLook} from './suggest.js'
 import {judge, meantByName} from '../deletion/lifecycle.js'
 import {type HistoryAnswer, type HistoryBudget, STILL_DELETED, classifyByHistory} from '../deletion/history.js'
 import type {Clock} from '../../core/clock.js'
@@ -260,7 +260,7 @@ export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: 
   const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, fleet))
   if (matches.length === 0)
     throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
-      hint: notFoundHint(suggestVmName(target, vms, fleet, scope), 'run targon status --all-fleets'),
+      hint: notFoundHint(suggestVmName(target, vms, fleet, scope), `run ${whereToLook(scope)}`),
     })
   if (matches.length > 1)
     throw new TargonError('NAME_CONFLICT', `${matches.length} VMs are named ${target}`, {

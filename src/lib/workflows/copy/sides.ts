@@ -2,6 +2,7 @@
  * The two ends of a copy behind one interface, so that upload and download are the same walk: this machine's
  * filesystem, and the VM's over SFTP. Errors come out as one line naming the path and the side.
  */
+import {FS_ERRORS} from '../../core/errors.js'
 import {chmod, lstat, mkdir, open, readdir, realpath, rename, stat, unlink, utimes} from 'node:fs/promises'
 import {posix, resolve} from 'node:path'
 import type {SFTPWrapper, Stats} from 'ssh2'
@@ -57,19 +58,6 @@ function kindOf(mode: number): Kind {
   return KINDS[mode & S_IFMT] ?? 'other'
 }
 
-const LOCAL_CODES: Record<string, string> = {
-  EACCES: 'permission denied',
-  EEXIST: 'already exists',
-  EISDIR: 'is a directory',
-  ELOOP: 'too many levels of symbolic links',
-  ENOENT: 'no such file or directory',
-  ENOSPC: 'no space left on the device',
-  ENOTDIR: 'not a directory',
-  ENOTEMPTY: 'a directory that is not empty is in the way',
-  EPERM: 'permission denied',
-  EROFS: 'read-only file system',
-}
-
 /** SFTP status codes (the protocol's, not errno). */
 const SFTP_CODES: Record<number, string> = {2: 'no such file or directory', 3: 'permission denied', 4: 'failed'}
 
@@ -77,7 +65,7 @@ const SFTP_CODES: Record<number, string> = {2: 'no such file or directory', 3: '
 export function describeFsError(error: unknown, path: string, where: string): string {
   const err = error as Error & {code?: number | string}
   const reason =
-    (typeof err.code === 'string' ? LOCAL_CODES[err.code] : typeof err.code === 'number' ? SFTP_CODES[err.code] : undefined) ??
+    (typeof err.code === 'string' ? FS_ERRORS[err.code] : typeof err.code === 'number' ? SFTP_CODES[err.code] : undefined) ??
     err.message ??
     String(error)
   return `${path}: ${reason} ${where}`

@@ -18,7 +18,7 @@ import {
   vmFacts,
 } from '../../domain/fleet/workloads.js'
 import {type OwnerScope, outsideWarning, refuseMixedOwners} from '../../domain/fleet/owners.js'
-import {notFoundHint, suggestVmName} from '../../domain/fleet/suggest.js'
+import {notFoundHint, suggestVmName, whereToLook} from '../../domain/fleet/suggest.js'
 import {judge} from '../../domain/deletion/lifecycle.js'
 import {countOf} from '../../core/output.js'
 import {forgetVm} from '../../domain/deletion/forget.js'
@@ -119,6 +119,7 @@ async function resolveUnlisted(
   target: string,
   ignoreMissing: boolean,
   suggestion: string | undefined,
+  scope: OwnerScope,
 ): Promise<DeleteTarget | undefined> {
   const record = state.listVms(org).records.find((each) => each.uid === target || each.name === target)
   const uid = record?.uid ?? target
@@ -134,7 +135,7 @@ async function resolveUnlisted(
   if (record) return {name: record.name, status: 'not-found', uid}
   if (ignoreMissing) return undefined
   throw new TargonError('NOT_FOUND', `no VM named or with uid ${target}`, {
-    hint: notFoundHint(suggestion, 'check the name with targon status --all-fleets, or pass --ignore-missing'),
+    hint: notFoundHint(suggestion, `check the name with ${whereToLook(scope)}, or pass --ignore-missing`),
   })
 }
 
@@ -188,7 +189,7 @@ export async function runDown(
   for (const target of unlisted) {
     const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
     const suggestion = suggestVmName(target, view.vms, selection.fleet ?? options.labelFleet, scope)
-    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing, suggestion)
+    const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing, suggestion, scope)
     if (resolved) targets.push(resolved)
   }
 

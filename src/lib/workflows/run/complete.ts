@@ -52,6 +52,8 @@ export interface JobFollowing {
   onLine?: (line: string) => void
   /** Each deletion's course, with --down. */
   onDeletion?: (event: DeletionEvent) => void
+  /** Each deletion's result, with --down (the final "deleted" line). */
+  onDeleted?: (result: DeleteResult) => void
 }
 
 export interface CompleteOptions extends JobFollowing {
@@ -179,6 +181,7 @@ export async function deleteVm(
     | 'hooks'
     | 'info'
     | 'onDeletion'
+    | 'onDeleted'
     | 'org'
     | 'owners'
     | 'reconcileMs'
@@ -207,6 +210,7 @@ export async function deleteVm(
       ignoreMissing: true,
       labelFleet: options.fleet,
       onEvent: options.onDeletion,
+      onResult: options.onDeleted,
       parallel: 1,
       reasonOf: () => reason,
       reconcileMs: options.reconcileMs,
