@@ -10,6 +10,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {cleanSample} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 const simulated = useVmFixture({env: ENV})
@@ -93,6 +94,8 @@ describe('a dstack task at 0 % GPU', () => {
   it("keeps its VM through the guard's sweep, which deletes the idle VM beside it", async () => {
     vm(1).setGpuUtil(0)
     await idlePast([1])
+    // The probes' own sessions are no activity, but let a sample after them say so before the sweep reads the clock.
+    await cleanSample(simulated.farm, role(1).uid)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data
@@ -135,6 +138,7 @@ describe('a dstack task at 0 % GPU', () => {
   it('lets a host go once its task is terminated', async () => {
     vm(2).setTasks([{id: 'a1b2c3d4-run-1', status: 'terminated'}])
     await idlePast([2])
+    await cleanSample(simulated.farm, role(2).uid)
     const down = await targon(['down', '--idle', '--json'])
     expect(down.code, down.stdout + down.stderr).toBe(0)
     expect(parseJson(down).data.results).toMatchObject([{billing: false, uid: role(2).uid}])

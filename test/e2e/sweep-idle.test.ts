@@ -7,6 +7,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {cleanSample} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 const simulated = useVmFixture({env: ENV})
@@ -15,22 +16,6 @@ const LIMIT_S = 3
 
 let vms: {name: string; uid: string}[] = []
 const role = (index: number) => vms[index] as {name: string; uid: string}
-
-/**
- * Waits for a sample of the VM's idle sampler taken after now that saw no activity: SSH sessions that just ended
- * (a probe's, an extend's) count as activity until the sampler has looked again. Read from the VM's file directly,
- * so that the wait opens no session of its own.
- */
-async function cleanSample(uid: string): Promise<void> {
-  const after = Date.now() / 1000
-  const deadline = Date.now() + 30_000
-  for (;;) {
-    const clock = JSON.parse(simulated.farm.vm(uid).readFile('/var/lib/targon-fleet/idle.json'))
-    if (clock.sampled_at > after && Array.isArray(clock.busy) && clock.busy.length === 0) return
-    if (Date.now() > deadline) throw new Error(`no sample without activity on ${uid} in 30 s: ${JSON.stringify(clock)}`)
-    await sleep(250)
-  }
-}
 
 beforeAll(async () => {
   const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', '3', '--idle', `${LIMIT_S}s`, '--json'], {
@@ -74,13 +59,13 @@ describe('sweep and idle VMs', () => {
     ])
     expect(JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf')).hold_until).toBe(conf.hold_until)
     // The extends' own SSH sessions are activity to the sampler until a later sample: read its judgement after one.
-    await cleanSample(role(2).uid)
+    await cleanSample(simulated.farm, role(2).uid)
     const usage = parseJson(await targon(['status', '--usage', '--json'])).data.vms.find(
       (each: {uid: string}) => each.uid === role(2).uid,
     ).usage
     expect(usage.idle_reason).toContain('idle deletion held off on the VM for')
     expect(Date.parse(usage.idle_hold_until)).toBeGreaterThan(Date.now() + 3500_000)
-    await cleanSample(role(2).uid)
+    await cleanSample(simulated.farm, role(2).uid)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data

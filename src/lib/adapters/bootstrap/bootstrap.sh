@@ -208,10 +208,10 @@ idle_sampler() {
   # The sampler is in no group but its own: the docker group of earlier versions is as good as root.
   gpasswd -d targon-idle docker >/dev/null 2>&1 || true
   # The only commands the sampler may run as root, each with its exact arguments and read-only: the connections with
-  # their processes (to tell the dstack server's tunnel to the shim from a user's), and the running containers'
-  # names (for up --idle-containers).
-  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established, /usr/bin/docker ps --format {{.Names}}, /usr/bin/python3 %s --shim-tasks\n' \
-    "$IDLE_SAMPLER" >/etc/sudoers.d/.91-targon-idle
+  # their processes (to tell the dstack server's tunnel to the shim from a user's), the running containers' names
+  # (for up --idle-containers), and the shim's tasks (shim-get, B12: only root and ubuntu reach the shim).
+  printf 'targon-idle ALL=(root) NOPASSWD: /usr/bin/ss -Htnp state established, /usr/bin/docker ps --format {{.Names}}, %s /api/tasks, %s /api/tasks/*\n' \
+    "$SHIM_GET" "$SHIM_GET" >/etc/sudoers.d/.91-targon-idle
   chmod 0440 /etc/sudoers.d/.91-targon-idle
   visudo -cf /etc/sudoers.d/.91-targon-idle >/dev/null
   mv -f /etc/sudoers.d/.91-targon-idle /etc/sudoers.d/91-targon-idle
@@ -283,9 +283,27 @@ if command -v ip6tables >/dev/null 2>&1 && [ -e /proc/net/if_inet6 ]; then apply
 TARGON_SHIM_ACCESS
 }
 
+SHIM_GET=$IDLE_LIB/shim-get
+# One GET of the shim's task API for the idle sampler, run as root through its sudo rule: only /api/tasks and
+# /api/tasks/<id>, read-only, its answer bounded; exit 7 when nothing listens. A shell script, since the sampler asks
+# at every sample and a Python start costs a hundred times more.
+shim_get_source() {
+  cat <<'TARGON_SHIM_GET'
+#!/bin/bash
+# targon-fleet: one GET of dstack-shim's task API on loopback for the idle sampler (its sudo rule), read-only.
+set -u
+path=${1:-}
+[[ $path =~ ^/api/tasks(/[A-Za-z0-9._-]{1,128})?$ ]] || { echo "not a task path of the shim" >&2; exit 2; }
+{ exec 3<>/dev/tcp/127.0.0.1/10998; } 2>/dev/null || exit 7
+printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$path" >&3
+timeout 10 head -c 263168 <&3
+TARGON_SHIM_GET
+}
+
 # Whether the rule is in place, from this script's version, and comes back at boot.
 shim_access_current() {
   [ -x "$SHIM_ACCESS" ] && shim_access_source | cmp -s - "$SHIM_ACCESS" &&
+    [ -x "$SHIM_GET" ] && shim_get_source | cmp -s - "$SHIM_GET" &&
     systemctl is-enabled targon-fleet-shim-access >/dev/null 2>&1 &&
     iptables -w -C OUTPUT -o lo -p tcp --dport 10998 -j TARGON-SHIM 2>/dev/null &&
     iptables -w -C TARGON-SHIM -m owner --uid-owner ubuntu -j RETURN 2>/dev/null &&
@@ -294,7 +312,7 @@ shim_access_current() {
 
 # B12: the shim's API for root and ubuntu only, through an owner-matched rule on loopback output (no other rule and
 # no firewall is touched), applied now and by a oneshot unit at every boot before the shim starts. The idle sampler,
-# as targon-idle, reads the shim's tasks through one exact sudo rule instead.
+# as targon-idle, reads the shim's tasks through shim-get and its sudo rule instead.
 shim_access() {
   begin B12 shim-access
   if shim_access_current; then
@@ -306,6 +324,9 @@ shim_access() {
   shim_access_source >"$SHIM_ACCESS.tmp"
   chmod 0755 "$SHIM_ACCESS.tmp"
   mv -f "$SHIM_ACCESS.tmp" "$SHIM_ACCESS"
+  shim_get_source >"$SHIM_GET.tmp"
+  chmod 0755 "$SHIM_GET.tmp"
+  mv -f "$SHIM_GET.tmp" "$SHIM_GET"
   printf '[Unit]\nDescription=targon-fleet: dstack-shim API for root and ubuntu only\nBefore=dstack-shim.service\nAfter=network-pre.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=%s\n\n[Install]\nWantedBy=multi-user.target\n' \
     "$SHIM_ACCESS" >"$SHIM_ACCESS_UNIT"
   systemctl daemon-reload

@@ -13,8 +13,7 @@
 #     targon-fleet-idle-check.service: exit 0 means idle).
 # Modes: (none) the sampler loop; --probe prints one live sample with the clock, as JSON, for targon's probe;
 # --check-loop runs the user's check every interval (as ubuntu) and records its verdict; --tasks-at-work says whether
-# a dstack task is at work (the bootstrap asks before it restarts Docker); --shim-tasks prints the shim's tasks as
-# JSON (run as root through the sampler's sudo rule).
+# a dstack task is at work (the bootstrap asks before it restarts Docker).
 import json
 import os
 import pwd
@@ -35,9 +34,10 @@ CLOCK = STATE_DIR + "/idle.json"
 # Written by the check loop (as ubuntu), in a directory of its own.
 CHECK = STATE_DIR + "/check/verdict.json"
 SHIM = "http://127.0.0.1:10998"
-SAMPLER_PATH = "/usr/local/lib/targon-fleet/idle-sampler.py"
-# Installed by the bootstrap (B12) with the rule that lets only root and ubuntu reach the shim.
+# Installed by the bootstrap (B12) with the rule that lets only root and ubuntu reach the shim; the sampler then reads
+# the shim through shim-get and its sudo rule.
 SHIM_ACCESS = "/usr/local/lib/targon-fleet/shim-access"
+SHIM_GET = "/usr/local/lib/targon-fleet/shim-get"
 SHIM_PORT = 10998
 PROBE_MARK = "idle-sampler.py --probe"
 # A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
@@ -250,11 +250,11 @@ def tasks():
     """
     The shim's tasks as (tasks, None): [] when no shim listens (nothing can run a task); (None, why) when it answers but
     cannot be read. Where the bootstrap let only root and ubuntu reach the shim (SHIM_ACCESS), any other user (the
-    sampler's targon-idle) reads them through its one sudo rule for this script's --shim-tasks.
+    sampler's targon-idle) reads them through shim-get and its sudo rule.
     """
     if os.path.exists(SHIM_ACCESS) and os.geteuid() != 0 and not is_ubuntu():
-        return tasks_through_sudo()
-    return read_tasks()
+        return read_tasks(shim_get_through_sudo)
+    return read_tasks(shim_get)
 
 
 def is_ubuntu():
@@ -264,26 +264,43 @@ def is_ubuntu():
         return False
 
 
-def tasks_through_sudo():
-    out = run(["sudo", "-n", "/usr/bin/python3", SAMPLER_PATH, "--shim-tasks"], timeout=30)
-    try:
-        answer = json.loads(out[:SHIM_ANSWER_BYTES])
-        found, why = answer["tasks"], answer["unknown"]
-        if found is None:
-            return None, str(why)[:120]
-        entries = [task_entry(task) for task in found]
-        if None in entries or len(entries) > MAX_TASKS:
-            return None, "the shim's tasks read through sudo are not tasks"
-        return entries, None
-    except (TypeError, ValueError, KeyError):
-        return None, "the shim's tasks could not be read through sudo"
+class ShimAnswered(Exception):
+    """The shim answered with an HTTP status other than 200."""
+
+    def __init__(self, status):
+        super().__init__("HTTP %d" % status)
+        self.status = status
 
 
-def read_tasks():
+def shim_get_through_sudo(path):
+    """One GET of the shim through shim-get (the bootstrap's, B12) and the sampler's sudo rule, parsed."""
     try:
-        answer = shim_get("/api/tasks")
+        done = subprocess.run(["sudo", "-n", SHIM_GET, path], capture_output=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        raise OSError("shim-get could not run")
+    if done.returncode == 7:
+        raise ConnectionRefusedError()
+    if done.returncode != 0:
+        raise OSError("shim-get exited %d" % done.returncode)
+    head, _, body = done.stdout.partition(b"\r\n\r\n")
+    status = re.match(rb"HTTP/1\.[01] (\d{3}) ", head)
+    if not status:
+        raise OSError("not an HTTP answer")
+    if int(status.group(1)) != 200:
+        raise ShimAnswered(int(status.group(1)))
+    if len(body) > SHIM_ANSWER_BYTES:
+        raise ValueError("more than %d KiB" % (SHIM_ANSWER_BYTES // 1024))
+    return json.loads(body)
+
+
+def read_tasks(get):
+    """The shim's tasks through `get` (a GET of a path, parsed), as tasks() gives them."""
+    try:
+        answer = get("/api/tasks")
     except urllib.error.HTTPError as error:
         return None, "the shim answered HTTP %d to its task list" % error.code
+    except ShimAnswered as error:
+        return None, "the shim answered HTTP %d to its task list" % error.status
     except urllib.error.URLError as error:
         if isinstance(error.reason, ConnectionRefusedError):
             return [], None
@@ -294,7 +311,7 @@ def read_tasks():
         return None, "the shim's task list is not JSON of at most %d KiB" % (SHIM_ANSWER_BYTES // 1024)
     except Exception:
         return None, "the shim's task list could not be read"
-    found, why = parse_task_list(answer, lambda task_id: shim_get("/api/tasks/" + task_id))
+    found, why = parse_task_list(answer, lambda task_id: get("/api/tasks/" + task_id))
     if found is None:
         return None, why
     # The tasks still at work first, so that a long list of ended ones never hides one.
@@ -492,12 +509,6 @@ def check_loop():
         time.sleep(settings["interval_s"])
 
 
-def shim_tasks():
-    """For the sampler's sudo rule (run as root): the shim's tasks as JSON, {"tasks": [...] or null, "unknown": why}."""
-    found, why = read_tasks()
-    print(json.dumps({"tasks": found, "unknown": why}))
-
-
 def tasks_at_work():
     """
     For the bootstrap (run as root, the source on stdin): prints each dstack task that is not terminated, or why the
@@ -515,4 +526,4 @@ def tasks_at_work():
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    {"--probe": probe, "--check-loop": check_loop, "--tasks-at-work": tasks_at_work, "--shim-tasks": shim_tasks, "": sampler}[mode]()
+    {"--probe": probe, "--check-loop": check_loop, "--tasks-at-work": tasks_at_work, "": sampler}[mode]()

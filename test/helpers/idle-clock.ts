@@ -1,0 +1,19 @@
+/** What tests of idle VMs wait for on a simulated VM's idle clock, read from its file so that no SSH session is opened. */
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import type {VmFarm} from '../vm/farm.js'
+
+/**
+ * Waits for a sample of the VM's idle sampler taken after now that saw no activity: SSH sessions that just ended
+ * (a probe's, an extend's) count as activity until the sampler has looked again.
+ */
+export async function cleanSample(farm: VmFarm, uid: string): Promise<void> {
+  const after = Date.now() / 1000
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const clock = JSON.parse(farm.vm(uid).readFile('/var/lib/targon-fleet/idle.json') || '{}')
+    if (clock.sampled_at > after && Array.isArray(clock.busy) && clock.busy.length === 0) return
+    if (Date.now() > deadline) throw new Error(`no sample without activity on ${uid} in 30 s: ${JSON.stringify(clock)}`)
+    await sleep(250)
+  }
+}
