@@ -103,18 +103,18 @@ export async function completeJob(
   result.fetch = await fetchOrFailure(followed.session, record, options.fetchLimit, options.signal)
   // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
   if (options.down) result.deleted = await deleteVm(client, state, vm, options)
-  if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
+  if (options.signal.aborted) throw interruptedFetching(result, record, options)
   return finish(result, vm.name ?? vm.uid, options)
 }
 
 /** An interrupt that came after the job had ended: while its outputs were fetched, or its VM's hook ran (--down). */
-function interruptedFetching(result: RunResult, record: JobRecord, signal: AbortSignal): TargonError {
-  const reason = asTargonError(abortError(signal))
+function interruptedFetching(result: RunResult, record: JobRecord, options: Pick<JobFollowing, 'signal'> & RunPlace): TargonError {
+  const reason = asTargonError(abortError(options.signal))
   return reason.with({
     data: result,
     hint: result.deleted
       ? `${result.vm.name ?? result.vm.uid} was deleted, as targon run --down asked`
-      : `fetch them again with targon jobs fetch ${record.id}`,
+      : `fetch them again with ${laterCommand(['jobs', 'fetch', record.id], options)}`,
     message: `interrupted by ${reason.signal ?? 'SIGINT'} after job ${record.id} ended`,
   })
 }
@@ -146,7 +146,7 @@ async function storeThenDelete(
     options.warn(
       `${name} is kept and bills: the outputs of job ${record.id} did not come (${stored.failed}); its TTL, budget and idle limits still apply; try again with ${laterCommand(['jobs', 'wait', record.id], options)}, or let a sweep (down --jobs-done) do it`,
     )
-  if (options.signal.aborted) throw interruptedFetching(result, record, options.signal)
+  if (options.signal.aborted) throw interruptedFetching(result, record, options)
   return finish(result, name, options)
 }
 
