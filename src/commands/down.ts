@@ -183,6 +183,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     await this.useNotifyUrl(flags.notify, false)
     const deletions = followDeletions(this.events, (line) => this.info(line))
     const storeBytes = await this.ctx.settings.get('job-store-limit')
+    const profile = (await this.ctx.settings.profile()).name
     // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
     let stillBilling: {uids: string[]; fromListing: boolean} | undefined
     return this.withApi(
@@ -211,6 +212,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
                   dryRun: flags['dry-run'],
                   notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
                   parallel: flags.parallel,
+                  profile,
                   storeLimit: storeLimit(storeBytes),
                 }),
               reasonOf: () => 'job-done' as const,

@@ -784,7 +784,8 @@ describe('the job store of down --jobs-done and the sweep', () => {
     expect(doc.data.results).toEqual([])
     expect(doc.data.kept).toEqual([expect.objectContaining({state: 'unreadable', uid: vm.uid})])
     expect(doc.data.kept[0].reason).toContain('the fetch stopped at its bound of 2M, the job-store-limit setting')
-    expect(doc.data.kept[0].reason).toContain(`fetch by hand: targon jobs fetch ${id}`)
+    // To paste as it is: the store's config directory and the VM's fleet.
+    expect(doc.data.kept[0].reason).toContain(`fetch by hand: TARGON_CONFIG_DIR=${storeDir} targon jobs fetch ${id} --fleet bound`)
     expect(doc.warnings.join('\n')).toContain('their --ttl, --max-cost and idle limits still apply')
     expect(billing().has(vm.uid)).toBe(true)
     // What came is kept, whole; nothing past the bound was written, and the job is not in the store as fetched.

@@ -44,6 +44,7 @@ and deletes at once.`)
     return this.withApi(
       async (client, signal) => {
         const org = await this.resolveOrg(client)
+        const profile = (await this.ctx.settings.profile()).name
         const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const state = new LocalState(selection.configDir)
         return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
@@ -73,13 +74,14 @@ and deletes at once.`)
             },
             org,
             owners: selection.owners,
-            profile: (await this.ctx.settings.profile()).name,
+            profile,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
             store: {
               configDir: selection.configDir,
               notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
+              profile,
               storeLimit: fetchLimit,
             },
             warn: this.ctx.warn,

@@ -18,6 +18,7 @@ import {countOf, printableName} from '../../core/output.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {jobOf, readJobs} from './jobs.js'
+import {laterCommand} from '../later-command.js'
 import {type FetchResult, type Job, JobSchema} from './schema.js'
 import type {JobRecord, ListedJob} from './job.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
@@ -44,6 +45,8 @@ type Kept = DownResult['kept'][number]
 
 export interface JobsDoneOptions {
   configDir: string
+  /** The run's profile, for the commands it names to run by hand. */
+  profile: string
   parallel: number
   /** Without deleting (--dry-run): nothing is fetched. */
   dryRun: boolean
@@ -116,7 +119,7 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
         if (stored.failed === null || stored.deleteAnyway) continue
         return keep(
           'unreadable',
-          `job ${job.record.id}: ${stored.failed}, ${stored.failures === 1 ? 'once' : `${stored.failures} times in a row`}; fetch by hand: targon jobs fetch ${job.record.id}`,
+          `job ${job.record.id}: ${stored.failed}, ${stored.failures === 1 ? 'once' : `${stored.failures} times in a row`}; fetch by hand: ${fetchByHand(vm, job.record.id, options)}`,
         )
       }
 
@@ -129,7 +132,7 @@ async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions
   }
 }
 
-export type StoreOptions = Pick<JobsDoneOptions, 'configDir' | 'idleLimitS' | 'notifyFetchFailing' | 'storeLimit'>
+export type StoreOptions = Pick<JobsDoneOptions, 'configDir' | 'idleLimitS' | 'notifyFetchFailing' | 'profile' | 'storeLimit'>
 
 /**
  * The --out paths of an ended job of the VM fetched into the job store (`dir`, as storedJob gives it), within its
@@ -186,7 +189,7 @@ async function fetchFailed(
       limits.length > 0
         ? `${limits.join(', ')} still end it`
         : `it has no TTL, budget or idle limit: unless a fetch succeeds first, the first sweep or down --jobs-done after ${giveUpAt}Z (and ${GIVE_UP_FAILURES} failures) deletes it without its outputs`
-    const text = `targon: the outputs of job ${job} on ${name} could not be fetched: ${reason}. ${name} is kept and bills; ${ends}. Fetch by hand: targon jobs fetch ${job}; delete it: targon down ${vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name}`
+    const text = `targon: the outputs of job ${job} on ${name} could not be fetched: ${reason}. ${name} is kept and bills; ${ends}. Fetch by hand: ${fetchByHand(vm, job, options)}; delete it: targon down ${vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name}`
     // A notification is optional: its failure never changes what happens to the VM.
     const delivered = await options.notifyFetchFailing({job, text, vm: {name: vm.name, uid: vm.uid}}).catch(() => false)
     if (delivered) await markFetchFailureNotified(options.configDir, job, failing, now)
@@ -236,4 +239,9 @@ export async function fetchStored(dir: string, root: string, budget: CopyBudget)
   }
 
   return fetch
+}
+
+/** The jobs fetch of a job whose outputs did not come, as its user can paste it (the VM's fleet, this run's place). */
+function fetchByHand(vm: KnownVm, id: string, options: Pick<JobsDoneOptions, 'configDir' | 'profile'>): string {
+  return laterCommand(['jobs', 'fetch', id], {configDir: options.configDir, fleet: vm.fleet ?? undefined, profile: options.profile})
 }
