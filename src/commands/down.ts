@@ -29,7 +29,9 @@ export default class Down extends BaseCommand<typeof Down, 'down'> {
 (--all, --fleet, --older-than, --over-cost, --expired, --idle, --jobs-done) only take VMs this tool created, unless --any-origin is given; VMs named
 explicitly are always deleted, and a name or uid that matches nothing exits 4. In a shared org, with an owner set
 (targon config set owner NAME, or TARGON_OWNER), bulk selectors take only that owner's VMs and names resolve among them
-first, then among VMs without an owner; with no owner set, a bulk deletion that would reach VMs of more than one owner
+first, then among VMs without an owner; another owner's VM named by its uid (or one whose owner could not be read)
+is deleted only with consent: a terminal asks, naming its owner; --yes goes ahead with a warning that names it;
+without a terminal it is refused (exit 2) unless --any-owner. With no owner set, a bulk deletion that would reach VMs of more than one owner
 is refused (exit 2); --any-owner takes every owner's. With names, --fleet only says which fleet
 their labels belong to (down worker1 --fleet train deletes tcli-train-worker1 alone); names cannot be combined with the
 other selectors (exit 2). On a terminal, bulk deletion asks
@@ -76,7 +78,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
     'any-owner': Flags.boolean({
       default: false,
-      summary: "Let bulk selectors take every owner's VMs in a shared org (default: your owner's, or refuse a mix).",
+      summary: "Let bulk selectors take every owner's VMs in a shared org, and delete another owner's VM by its uid without asking.",
     }),
     hooks: hooksFlag(),
     'hook-timeout': durationFlag('--hook-timeout', {
