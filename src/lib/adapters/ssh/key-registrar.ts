@@ -30,7 +30,7 @@ async function registerReconciled(client: TargonClient, org: string, key: Projec
       },
       lookDelay: BACKOFF.keyLook,
       lookTrouble: apiTrouble,
-      send: async () => (await client.createSshKey(org, {name: keyName(key.publicKey), ssh_key: key.publicKey})).uid,
+      send: async () => (await client.createSshKey(org, {name: keyName(key.publicKey, key.role), ssh_key: key.publicKey})).uid,
       watchMs: (_error, sends) => BACKOFF.keyLook(sends - 1),
     },
     {clock, deadline: clock.now() + REGISTER_MS, lookFirst: true},
@@ -39,11 +39,22 @@ async function registerReconciled(client: TargonClient, org: string, key: Projec
   if (outcome.kind === 'observed') return outcome.state
   if (outcome.kind === 'refused') throw outcome.error
   if (outcome.why === 'deadline')
-    throw new TargonError('TIMEOUT', `registering the project key with org ${org} did not settle in time`, {hint: 'retry later'})
-  throw new TargonError('API_ERROR', `the project key could not be registered with org ${org}`, {hint: 'retry later'})
+    throw new TargonError(
+      'TIMEOUT',
+      `registering the ${key.role === 'guard' ? "team guard's" : 'project'} key with org ${org} did not settle in time`,
+      {hint: 'retry later'},
+    )
+  throw new TargonError(
+    'API_ERROR',
+    `the ${key.role === 'guard' ? "team guard's" : 'project'} key could not be registered with org ${org}`,
+    {hint: 'retry later'},
+  )
 }
 
-/** Makes sure the org knows our key and returns its uid. */
+/** Where the org cache keeps the uid of a key of each role. */
+const CACHE_FIELD = {guard: 'guard_key_uid', project: 'ssh_key_uid'} as const
+
+/** Makes sure the org knows the key (the project key, or the team guard's) and returns its uid. */
 export async function ensureKeyRegistered(
   client: TargonClient,
   org: string,
@@ -62,19 +73,20 @@ export async function ensureKeyRegistered(
     }
   }
 
-  const cached = state.readOrgCache(org).ssh_key_uid
+  const field = CACHE_FIELD[key.role]
+  const cached = state.readOrgCache(org)[field]
   const fromCache = await verified(cached)
   if (fromCache) return fromCache
 
   return withFileLock(`${state.orgFile(org)}.lock`, async () => {
-    const cachedNow = state.readOrgCache(org).ssh_key_uid
+    const cachedNow = state.readOrgCache(org)[field]
     if (cachedNow && cachedNow !== cached) {
       const fromOtherProcess = await verified(cachedNow)
       if (fromOtherProcess) return fromOtherProcess
     }
 
     const uid = await registerReconciled(client, org, key, clock)
-    state.writeOrgCache(org, {...state.readOrgCache(org), ssh_key_uid: uid})
+    state.writeOrgCache(org, {...state.readOrgCache(org), [field]: uid})
     return uid
   })
 }

@@ -83,6 +83,10 @@ export const HistoryVerdictSchema = z.object({
 })
 export type HistoryVerdict = z.infer<typeof HistoryVerdictSchema>
 
+/** What this directory keeps of an org: the uids of its keys registered there (the project key's, the team guard's). */
+const OrgCacheSchema = z.object({ssh_key_uid: z.string().optional(), guard_key_uid: z.string().optional()})
+export type OrgCache = z.infer<typeof OrgCacheSchema>
+
 /** Notes are kept this long after their workload left the listing, for a typed uid to stay "already gone". */
 const NOTE_RETENTION_MS = 30 * 86_400_000
 
@@ -237,15 +241,15 @@ export class LocalState {
     return childPath(join(this.dir, 'orgs'), org, '.json')
   }
 
-  readOrgCache(org: string): {ssh_key_uid?: string} {
+  readOrgCache(org: string): OrgCache {
     try {
-      return z.object({ssh_key_uid: z.string().optional()}).parse(JSON.parse(readOwnFile(this.orgFile(org))))
+      return OrgCacheSchema.parse(JSON.parse(readOwnFile(this.orgFile(org))))
     } catch {
       return {}
     }
   }
 
-  writeOrgCache(org: string, cache: {ssh_key_uid?: string}): void {
+  writeOrgCache(org: string, cache: OrgCache): void {
     ensureConfigDir(this.dir)
     mkdirSync(join(this.dir, 'orgs'), {mode: 0o700, recursive: true})
     writePrivateJson(this.orgFile(org), cache)
