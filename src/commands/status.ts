@@ -139,12 +139,19 @@ bill; --any-owner shows them all.`)
               align: 'right',
               header: 'TTL_LEFT',
               value: (vm) =>
-                vm.ttl_left_seconds === null ? '-' : vm.ttl_left_seconds <= 0 ? 'expired' : formatDuration(vm.ttl_left_seconds * 1000),
+                vm.ttl_left_seconds === null
+                  ? unknownLimits(vm)
+                    ? '?'
+                    : '-'
+                  : vm.ttl_left_seconds <= 0
+                    ? 'expired'
+                    : formatDuration(vm.ttl_left_seconds * 1000),
             },
             {
               align: 'right',
               header: 'BUDGET_LEFT',
-              value: (vm) => (vm.budget_left_usd === null ? '-' : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd)),
+              value: (vm) =>
+                vm.budget_left_usd === null ? (unknownLimits(vm) ? '?' : '-') : vm.budget_left_usd <= 0 ? 'spent' : usd(vm.budget_left_usd),
             },
             {header: 'ENDS_BY', value: (vm) => vm.ends_by},
             {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped === null ? '?' : vm.bootstrapped ? 'yes' : 'no')},
@@ -190,3 +197,8 @@ const USAGE_COLUMNS: Column<StatusVm>[] = [
   {header: 'IDLE', value: (vm) => (vm.usage ? (vm.idle_seconds === null ? 'unknown' : formatDuration(vm.idle_seconds * 1000)) : '-')},
   {header: 'IDLE_REASON', value: (vm) => dash(vm.idle_reason)},
 ]
+
+/** A VM of this tool whose limits are known nowhere (no record here, no file read from it): '?' rather than "none". */
+function unknownLimits(vm: {origin: string; limits_source: string | null}): boolean {
+  return vm.origin === 'this-tool' && vm.limits_source === null
+}

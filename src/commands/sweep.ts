@@ -8,9 +8,10 @@ import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.j
 import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/workflows/sweep/schema.js'
-import {TargonError, isTargonError} from '../lib/core/errors.js'
+import {TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
-import {countOf, dash, prose, usd} from '../lib/core/output.js'
+import {countOf, dash, printable, prose, usd} from '../lib/core/output.js'
+import {hasGuardKey} from '../lib/adapters/ssh/project-key.js'
 import {validateFleet} from '../lib/adapters/settings/table.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {ping} from '../lib/adapters/notify/heartbeat.js'
@@ -70,6 +71,15 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       summary: "Sweep every owner's VMs in a shared org (default: your owner's, or refuse a mix), as on down.",
     }),
     hooks: hooksFlag(),
+    team: Flags.boolean({
+      default: false,
+      summary:
+        "Sweep as the org's team guard: every owner's VMs, each by the limits it carries, read over the team guard's key (targon guard install --team).",
+    }),
+    'default-ttl': durationFlag('--default-ttl', {
+      summary:
+        'With --team: the TTL, from its creation, of a VM whose limits cannot be read (unreachable, or made before the team guard key); default: such VMs are reported and left alone.',
+    }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing, notify nothing.'}),
     fleet: Flags.string({summary: 'Only this fleet (default: every fleet).'}),
     guard: Flags.boolean({
@@ -177,7 +187,14 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   private async lockedRun(): Promise<SweepResult> {
     const {flags} = this
     const fleet = flags.fleet === undefined ? null : validateFleet(flags.fleet)
-    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
+    if (flags.team && !hasGuardKey(this.ctx.settings.dir))
+      throw new TargonError('CONFIG', `${this.ctx.settings.dir} has no team guard key`, {
+        hint: 'targon guard install --team makes it, registers it with the org and schedules the sweep',
+      })
+    if (flags['default-ttl'] !== undefined && !flags.team)
+      throw usageError('--default-ttl bounds the VMs a team guard cannot read', 'pass it with --team')
+    // The team guard enforces every owner's limits: each VM's own, never a selection of one owner.
+    const owners = flags.team ? {anyOwner: true, owner: null} : await ownerScope(this.ctx.settings, flags['any-owner'])
     await this.useNotifyUrl(flags.notify, false)
     const profile = (await this.ctx.settings.profile()).name
     const dir = ensureConfigDir(this.ctx.settings.dir)
@@ -219,6 +236,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const result: SweepResult = {
       dry_run: flags['dry-run'],
       kept: [],
+      not_covered: [],
       org: null,
       results: [],
       runway: null,
@@ -229,6 +247,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         min_runway_hours: limits.minRunwayMs === null ? null : limits.minRunwayMs / 3_600_000,
         over_cost_usd: flags['over-cost'] ?? null,
         owner: owners.owner,
+        team: flags.team,
+        default_ttl_seconds: flags['default-ttl'] === undefined ? null : flags['default-ttl'] / 1000,
       },
       skipped,
       survivors: [],
@@ -277,6 +297,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             overCostUsd: flags['over-cost'] ?? null,
             owners,
             parallel: flags.parallel,
+            team: flags.team,
+            defaultTtlMs: flags['default-ttl'] ?? null,
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             sendWarning: async (warning) => this.warnAhead(warning),
             storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
@@ -364,6 +386,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     for (const vm of result.unlimited)
       this.log(
         `no limit: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.origin === 'other' ? ', not made by targon' : ''}, ${vm.price_per_hour === null ? 'price unknown' : `${usd(vm.price_per_hour)} USD/h`}`,
+      )
+    for (const vm of result.not_covered)
+      this.log(
+        `not covered: ${vm.name ? `${vm.name} (${vm.uid})` : vm.uid}${vm.owner ? ` of ${vm.owner}` : ''}: limits unknown, ${printable(vm.reason)}`,
       )
     if (result.runway)
       this.log(

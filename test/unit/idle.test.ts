@@ -7,8 +7,9 @@ import {describe, expect, it} from 'vitest'
 import {type Probe, idlePastLimit, judgeIdle as judgeIdleAt} from '../../src/lib/domain/idle/idle.js'
 
 const NOW = 1_800_000_000
-/** Judged at NOW by this machine's clock too. */
-const judgeIdle = (probe: Probe, limitS: number | null) => judgeIdleAt(probe, limitS, NOW * 1000)
+/** Judged at NOW by this machine's clock too, under the configured limit `limitS` and the VM's own as known here. */
+const judgeIdle = (probe: Probe, limitS: number | null, ownS: number | null = null) =>
+  judgeIdleAt(probe, {fallbackS: limitS, ownS}, NOW * 1000)
 
 function probe(
   changes: {clock?: Partial<NonNullable<Probe['clock']>> | null; live?: Partial<Probe['live']>; active?: boolean; now?: number} = {},
@@ -70,8 +71,11 @@ describe('the idle judgement', () => {
     expect(judgeIdle(shifted, null)).toEqual(usage)
   })
 
-  it("takes the VM's own limit over the caller's, and the caller's when the VM has none", () => {
+  it("takes the stricter of the VM's own limits over the configured one, and the configured one when it has none", () => {
     expect(judgeIdle(probe(), 5000).idle_limit_seconds).toBe(600)
+    // Its sampler may tighten the limit set here, never loosen it.
+    expect(judgeIdle(probe(), 5000, 300).idle_limit_seconds).toBe(300)
+    expect(judgeIdle(probe(), null, 900).idle_limit_seconds).toBe(600)
     const noLimit = probe({clock: {limit_s: null}})
     expect(idlePastLimit(judgeIdle(noLimit, null))).toBe(false)
     expect(judgeIdle(noLimit, 900)).toMatchObject({idle_limit_seconds: 900, state: 'idle'})

@@ -5,6 +5,9 @@
 import {usageError} from './errors.js'
 
 /** A price in USD per hour for the whole VM (or, as `what` says, another amount in USD): a positive decimal such as 1.8. */
+/** A job's id, j-20261202-030527-a1b2c3: sortable by start, unique enough per VM, and safe as a file name and a unit name. */
+export const JOB_ID_PATTERN = /^j-\d{8}-\d{6}-[0-9a-f]{6}$/
+
 export function parsePrice(input: string, flag = '--max-price', what = 'USD per hour for the whole VM'): number {
   const text = input.trim().replace(/^\$/, '')
   if (!/^(\d+(\.\d*)?|\.\d+)$/.test(text) || Number(text) <= 0 || !Number.isFinite(Number(text))) {
@@ -28,6 +31,7 @@ export const DURATION_LIMITS = {
   '--since': {max: 10 * MAX_DURATION_MS, min: MINUTE},
   '--timeout': {max: MAX_DURATION_MS, min: 1000},
   '--ttl': {max: MAX_DURATION_MS, min: MINUTE},
+  '--default-ttl': {max: MAX_DURATION_MS, min: MINUTE},
   '--every': {max: 86_400_000, min: MINUTE},
   '--by': {max: MAX_DURATION_MS, min: MINUTE},
   '--warn': {max: 86_400_000, min: MINUTE},

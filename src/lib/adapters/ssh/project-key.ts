@@ -35,6 +35,11 @@ export function privateKeyPath(configDir: string, role: KeyRole = 'project'): st
   return join(configDir, 'keys', KEY_FILES[role])
 }
 
+/** Whether this directory is a team guard's: it has the team guard's key (guard install --team made it). */
+export function hasGuardKey(configDir: string): boolean {
+  return exists(privateKeyPath(configDir, 'guard'))
+}
+
 /**
  * The private key's path for a use of it (ssh, exec, cp, a dstack fleet file), refused as up refuses it: readable
  * by others, or in a keys/ directory others can write (ssh and dstack would reject it anyway, later and less clearly).

@@ -3,6 +3,7 @@
  * age (from the API's creation time). Used by status (cost and budget left) and down (--over-cost, budgets).
  */
 import {type KnownVm, vmPrice} from './workloads.js'
+import {limitsOf} from './limits.js'
 
 /** The API's creation time in epoch ms; null when it does not say (or says something that is not a time). */
 export function createdAt(vm: KnownVm): number | null {
@@ -24,9 +25,9 @@ export function estimatedCost(vm: KnownVm, now: number): number | null {
   return vm.billing === false ? 0 : roundUsd((age / 3600) * price)
 }
 
-/** The local budget (up --max-cost) minus the estimate; null without a budget or an estimate. */
+/** The budget (up --max-cost: the record's, or the lower one the VM carries) minus the estimate; null without a budget or an estimate. */
 export function budgetLeft(vm: KnownVm, now: number): number | null {
-  const budget = vm.record?.max_cost_usd ?? null
+  const budget = limitsOf(vm).max_cost_usd
   const cost = estimatedCost(vm, now)
   return budget === null || cost === null ? null : roundUsd(budget - cost)
 }

@@ -7,7 +7,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {type ErrorCode, TargonError, asTargonError, usageError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
 import {type PinnedKey, type SshTarget, openPinned} from '../../adapters/ssh/connect-info.js'
-import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
+import {checkedPrivateKeyPath, hasGuardKey} from '../../adapters/ssh/project-key.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
 import type {KnownVm} from './workloads.js'
@@ -120,5 +120,7 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
   }
 
   const record = vm.record?.uid === vm.uid ? {key: vm.record.host_key?.key, name: vm.record.name, org: vm.record.org} : undefined
-  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir), name: vm.name, port, record, uid: vm.uid}
+  // A VM made here takes the project key; any other only the team guard's key (up adds it to every VM), where there is one.
+  const role = record === undefined && hasGuardKey(configDir) ? 'guard' : 'project'
+  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir, role), name: vm.name, port, record, uid: vm.uid}
 }

@@ -6,6 +6,7 @@ import {TargonError} from '../../core/errors.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../../adapters/targon/schemas.js'
 import {NAME_PREFIX, fleetOf} from './naming.js'
+import {limitsOf} from './limits.js'
 import {DEFAULT_FLEET} from '../../adapters/settings/table.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {notFoundHint, suggestVmName, whereToLook} from './suggest.js'
@@ -15,6 +16,7 @@ import type {Clock} from '../../core/clock.js'
 import type {DeleteNote, LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import type {Listing} from '../ledger/intervals.js'
 import type {VmFacts} from '../ledger/schema.js'
+import type {VmLimitsRead} from '../../adapters/bootstrap/vm-limits.js'
 
 export interface KnownVm {
   uid: string
@@ -46,6 +48,8 @@ export interface KnownVm {
   history?: HistoryAnswer['kind']
   /** When billing ended, from the history's `deleted` event. */
   endedAt?: number
+  /** The limits the VM carries, when a workflow read them (fleet/limits.ts: limitsOf merges them with the record's). */
+  onVm?: VmLimitsRead
 }
 
 export interface SnapshotOptions {
@@ -269,9 +273,9 @@ export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: 
   return matches[0] as KnownVm
 }
 
-/** The idle limit the guard applies to a VM: its own (up --idle, in its record), else the configured one; null: none. */
+/** The idle limit the guard applies to a VM: its own (up --idle: its record, or the file it carries), else the configured one; null: none. */
 export function idleLimitOf(vm: KnownVm, configuredS: number | null): number | null {
-  return vm.record?.idle_limit_s ?? configuredS
+  return limitsOf(vm).idle_limit_seconds ?? configuredS
 }
 
 export function vmPrice(vm: KnownVm): number | null {

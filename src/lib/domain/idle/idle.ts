@@ -14,6 +14,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
+import {limitsOf} from '../fleet/limits.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 
@@ -79,8 +80,26 @@ function samplerVersion(probe: Probe): number {
   return versions.length === 0 ? 0 : Math.min(...versions.map((version) => (Number.isFinite(version) ? version : 0)))
 }
 
-/** What a probe's answer says of a VM, under `limitS` when the VM has no limit of its own; `now` is this machine's. */
-export function judgeIdle(probe: Probe, limitS: number | null, now: number): Usage {
+/**
+ * A VM's idle limits as the caller knows them: its own (up --idle: the local record, or the file it carries; see
+ * fleet/limits.ts), and the configured one (--idle-limit) for VMs without their own.
+ */
+export interface IdleLimits {
+  ownS: number | null
+  fallbackS: number | null
+}
+
+/**
+ * The idle limit a VM is judged by: the stricter of its own (as known here) and the one its sampler keeps, since the
+ * VM may tighten a limit but never loosen one; the configured one only when neither has one.
+ */
+function idleLimit(limits: IdleLimits, sampler: number | null | undefined): number | null {
+  const own = [limits.ownS, sampler ?? null].filter((limit): limit is number => limit !== null)
+  return own.length > 0 ? Math.min(...own) : limits.fallbackS
+}
+
+/** What a probe's answer says of a VM under its idle limits; `now` is this machine's. */
+export function judgeIdle(probe: Probe, limits: IdleLimits, now: number): Usage {
   const {clock, live} = probe
   const seen = {
     // The probe runs as ubuntu, who may not see Docker: the sampler's own view then.
@@ -91,7 +110,7 @@ export function judgeIdle(probe: Probe, limitS: number | null, now: number): Usa
     tunnels: live.sessions.filter((session) => session.kind === 'tunnel').length,
   }
   const unreadable = (reason: string) => unreadableUsage(reason, seen)
-  const limit = clock?.limit_s ?? limitS
+  const limit = idleLimit(limits, clock?.limit_s)
   // Busy now is busy, whatever the clock says or could not say.
   if (live.busy.length > 0)
     return {...seen, idle_limit_seconds: limit, idle_reason: `busy: ${live.busy.join(', ')}`, idle_seconds: 0, state: 'busy'}
@@ -155,8 +174,8 @@ export function idlePastLimit(usage: Usage): boolean {
 }
 
 /**
- * The usage of each VM by uid, probed `parallel` at a time; each VM's own idle limit (up --idle, in its local record)
- * comes before `limitS`.
+ * The usage of each VM by uid, probed `parallel` at a time; each VM's own idle limit (up --idle: its record, or the
+ * file it carries) comes before `limitS`, the configured one.
  */
 export async function probeUsages(
   vms: KnownVm[],
@@ -167,7 +186,7 @@ export async function probeUsages(
       alsoRead: options.alsoRead,
       clock: options.clock,
       configDir: options.configDir,
-      limitS: vm.record?.idle_limit_s ?? options.limitS,
+      limits: {fallbackS: options.limitS, ownS: limitsOf(vm).idle_limit_seconds},
       signal: options.signal,
     }),
   )
@@ -190,7 +209,7 @@ export type AlsoRead = (vm: KnownVm, session: SshSession) => Promise<void>
 
 async function probeUsage(
   vm: KnownVm,
-  options: {configDir: string; limitS: number | null; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
+  options: {configDir: string; limits: IdleLimits; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
 ): Promise<Usage> {
   const unreadable = (reason: string) => unreadableUsage(reason)
   if (vm.status !== 'running') return unreadable(`${NOT_RUNNING} (${vm.status})`)
@@ -212,7 +231,7 @@ async function probeUsage(
       return unreadable(`the probe failed on the VM (exit ${answer.code ?? answer.signal}); is the idle sampler installed?`)
     const parsed = ProbeSchema.safeParse(JSON.parse(answer.stdout))
     if (!parsed.success) return unreadable('the idle clock is not one (it fails the checks)')
-    return judgeIdle(parsed.data, options.limitS, options.clock.now())
+    return judgeIdle(parsed.data, options.limits, options.clock.now())
   } catch (error) {
     return unreadable(error instanceof SyntaxError ? 'the probe did not answer JSON' : asTargonError(error).message)
   } finally {
@@ -247,31 +266,23 @@ const HOLD_SCRIPT = [
 
 /**
  * targon extend --by on the VM, where its idle limit lives: the sampler's config holds off the idle deletion for
- * `seconds` from the VM's own now (a longer hold stays), so that every probe of the VM (from any directory) says so. Null when written, else why not.
+ * `seconds` from the VM's own now (a longer hold stays), so that every probe of the VM (from any directory) says so.
+ * Null when written, else why not.
  */
-export async function holdIdleOnVm(vm: KnownVm, seconds: number, options: {configDir: string}): Promise<string | null> {
-  if (vm.status !== 'running') return `not running (${vm.status})`
-  let session: SshSession | undefined
-  try {
-    session = (await openVm(vm, {configDir: options.configDir})).session
-    const script = [
-      'set -eu',
-      'conf=/etc/targon-fleet/idle.conf',
-      '[ -e "$conf" ] || { echo "no idle sampler on the VM" >&2; exit 3; }',
-      `python3 -c ${shellQuote(HOLD_SCRIPT)} "$conf" ${Math.round(seconds)}`,
-      'chown root:targon-idle "$conf.new"',
-      'chmod 0640 "$conf.new"',
-      'mv -f "$conf.new" "$conf"',
-    ].join('\n')
-    const answer = await session.exec(`sudo -n sh -c ${shellQuote(script)}`, {
-      maxBytes: 64 * 1024,
-      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
-    })
-    if (answer.code === 0) return null
-    return answer.code === 3 ? 'no idle sampler on the VM' : `the write failed on the VM (exit ${answer.code ?? answer.signal ?? 'none'})`
-  } catch (error) {
-    return asTargonError(error).message
-  } finally {
-    session?.close()
-  }
+export async function holdIdleOnVm(session: SshSession, seconds: number): Promise<string | null> {
+  const script = [
+    'set -eu',
+    'conf=/etc/targon-fleet/idle.conf',
+    '[ -e "$conf" ] || { echo "no idle sampler on the VM" >&2; exit 3; }',
+    `python3 -c ${shellQuote(HOLD_SCRIPT)} "$conf" ${Math.round(seconds)}`,
+    'chown root:targon-idle "$conf.new"',
+    'chmod 0640 "$conf.new"',
+    'mv -f "$conf.new" "$conf"',
+  ].join('\n')
+  const answer = await session.exec(`sudo -n sh -c ${shellQuote(script)}`, {
+    maxBytes: 64 * 1024,
+    signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+  })
+  if (answer.code === 0) return null
+  return answer.code === 3 ? 'no idle sampler on the VM' : `the write failed on the VM (exit ${answer.code ?? answer.signal ?? 'none'})`
 }

@@ -34,6 +34,7 @@ import {type DownSelection, chooseTargets, isBulk, limitReached} from './selecti
 import {keepUnlessIdle} from './idle-selection.js'
 import {type RunningJobsReader, endedJobsInWords, readRunningJobs} from './ended-jobs.js'
 import type {DeletionRun} from '../run-context.js'
+import {limitsOf, readLimitsOnVms} from '../../domain/fleet/limits.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -159,6 +160,8 @@ export async function runDown(
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
   state.pruneHistoryVerdicts(org, listed, clock.now())
+  // Limits travel with the VMs: --expired and --idle go by the stricter of each VM's file and this directory's record.
+  if (selection.expired || selection.idle) await readLimitsOnVms(view.vms, {clock, configDir: options.configDir, signal: run.signal})
   const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
   await consentForOthers(chosen, options)
   if (isBulk(options.selection)) {
@@ -253,7 +256,7 @@ export async function runDown(
   const interruptedBefore = run.signal.aborted
   // After an interrupt no hook starts: the VMs are deleted at once.
   const runsHooks = options.hooks && !interruptedBefore && options.hookStop?.aborted !== true
-  const hooked = runsHooks ? pending.filter((vm) => vm.record?.on_delete_hook === true) : ([] as KnownVm[])
+  const hooked = runsHooks ? pending.filter((vm) => limitsOf(vm).on_delete_hook) : ([] as KnownVm[])
   const hookedUids = new Set(hooked.map((vm) => vm.uid))
   // A hook's flag lives in the record of the directory that ran up: without one, whether the VM has a hook is not
   // known here. The VM is deleted all the same (nothing optional stops a deletion), and that is said.

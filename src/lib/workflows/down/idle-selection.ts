@@ -8,6 +8,7 @@ import type {Usage} from '../../domain/idle/schema.js'
 import type {DeletionRun} from '../run-context.js'
 import type {DownResult} from './schema.js'
 import type {DownSelection} from './selection.js'
+import {limitsOf} from '../../domain/fleet/limits.js'
 
 /**
  * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
@@ -37,7 +38,7 @@ export async function keepUnlessIdle(
   const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
   // targon extend held off its idle deletion: idle or not, it stays until then.
   const heldUntil = (vm: KnownVm) => {
-    const until = Date.parse(vm.record?.idle_hold_until ?? '')
+    const until = Date.parse(limitsOf(vm).idle_hold_until ?? '')
     return until > run.clock.now() ? new Date(until).toISOString() : null
   }
   const idle = live.filter((vm) => idlePastLimit(usage(vm)) && heldUntil(vm) === null)

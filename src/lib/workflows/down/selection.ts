@@ -7,6 +7,7 @@ import {budgetLeft, estimatedCost} from '../../domain/fleet/estimates.js'
 import {type KnownVm, resolveVm} from '../../domain/fleet/workloads.js'
 import {type OwnerScope, findForOwner, scoped} from '../../domain/fleet/owners.js'
 import type {DownResult} from './schema.js'
+import {limitsOf} from '../../domain/fleet/limits.js'
 
 export type DownSelection = DownResult['selection']
 
@@ -71,14 +72,14 @@ function olderThan(vm: KnownVm, seconds: number, now: number): boolean {
   return !Number.isNaN(created) && now - created >= seconds * 1000
 }
 
-/** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age); both are local. */
+/** Its --ttl ran out, or its --max-cost budget is spent by the estimate (price × age): the record's, or the VM's stricter ones. */
 function expired(vm: KnownVm, now: number): boolean {
   return limitReached(vm, now) !== null
 }
 
-/** Which local limit a VM has reached: its --ttl, else its --max-cost budget (by the estimate); null for neither. */
+/** Which limit a VM has reached (fleet/limits.ts): its --ttl, else its --max-cost budget (by the estimate); null for neither. */
 export function limitReached(vm: KnownVm, now: number): 'max-cost' | 'ttl' | null {
-  const expires = Date.parse(vm.record?.ttl_expires_at ?? '')
+  const expires = Date.parse(limitsOf(vm).ttl_expires_at ?? '')
   if (!Number.isNaN(expires) && expires <= now) return 'ttl'
   const left = budgetLeft(vm, now)
   return left !== null && left <= 0 ? 'max-cost' : null

@@ -6,7 +6,7 @@
  */
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {ExtendResult} from './schema.js'
-import {TargonError} from '../../core/errors.js'
+import {TargonError, asTargonError} from '../../core/errors.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {type KnownVm, findOneVm, snapshot, vmPrice} from '../../domain/fleet/workloads.js'
 import {createdAt} from '../../domain/fleet/estimates.js'
@@ -15,6 +15,9 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../../adapters/targon/http.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {holdIdleOnVm} from '../../domain/idle/idle.js'
+import {openVm} from '../../domain/fleet/fan-out.js'
+import {carryLimits, limitsFile} from '../../domain/fleet/limits.js'
+import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 
 export interface ExtendOptions {
@@ -47,21 +50,59 @@ export async function runExtend(run: ListingRun, client: TargonClient, state: Lo
   })
   checkTtls(chosen, options, run.warn)
   const records = chosen.map((vm) => state.updateVm(options.org, vm.record.name, extended(vm.record, options, now)) ?? vm.record)
-  // The idle limit lives on the VM too: the hold-off goes there, so that the VM's own judgement (its probe) says so.
+  // The limits travel with the VM, and a guard goes by the stricter of its file and a record: the VM's file gets the
+  // new limits, and the idle hold-off goes into its sampler's config, so that its own judgement says so.
   const holdS = options.byMs !== null && options.idle ? options.byMs / 1000 : null
-  const onVm = await mapBounded(chosen, MAX_MUTATIONS_IN_FLIGHT, async (vm) => {
-    // A VM never bootstrapped has no idle sampler, hence no idle limit on it.
-    if (holdS === null || !vm.record.bootstrapped) return null
-    const problem = await holdIdleOnVm(vm, holdS, {configDir: options.configDir})
-    if (problem === null) return 'written' as const
-    run.warn(
-      `${vm.name ?? vm.uid}: the idle hold-off could not be written on the VM (${problem}); it is kept here, and the sweeps and down --idle of this directory honour it`,
-    )
-    return 'not-written' as const
+  const onVm = await mapBounded(chosen, MAX_MUTATIONS_IN_FLIGHT, async (vm, index) => {
+    // A VM never bootstrapped has no idle sampler and carries no limits.
+    if (!vm.record.bootstrapped) return {hold: null, limits: null}
+    const written = await onTheVm(vm, records[index] as VmRecord, holdS, options, run.clock.now())
+    if (written.hold === 'not-written')
+      run.warn(
+        `${vm.name ?? vm.uid}: the idle hold-off could not be written on the VM (${written.problem}); it is kept here, and the sweeps and down --idle of this directory honour it`,
+      )
+    if (written.limits === 'not-written')
+      run.warn(
+        `${vm.name ?? vm.uid}: its new limits could not be written on the VM (${written.problem}): a guard elsewhere still goes by the ones it carries, and any sweep that reads them by the stricter of those and this directory's; run targon extend again once it can be reached`,
+      )
+    return written
   })
   return {
     org: options.org,
-    vms: chosen.map((vm, index) => ({...resultOf(vm, records[index] as VmRecord), idle_hold_on_vm: onVm[index] ?? null})),
+    vms: chosen.map((vm, index) => ({
+      ...resultOf(vm, records[index] as VmRecord),
+      idle_hold_on_vm: onVm[index]?.hold ?? null,
+      limits_on_vm: onVm[index]?.limits ?? null,
+    })),
+  }
+}
+
+type Written = 'not-written' | 'written'
+
+/** Over one connection: the idle hold-off (when asked) and the VM's limits file; what failed, and why. */
+async function onTheVm(
+  vm: KnownVm,
+  record: VmRecord,
+  holdS: number | null,
+  options: ExtendOptions,
+  now: number,
+): Promise<{hold: Written | null; limits: Written | null; problem?: string}> {
+  const failed = (problem: string) => ({hold: holdS === null ? null : ('not-written' as const), limits: 'not-written' as const, problem})
+  if (vm.status !== 'running') return failed(`not running (${vm.status})`)
+  let session: SshSession | undefined
+  try {
+    session = (await openVm(vm, {configDir: options.configDir})).session
+    const holdProblem = holdS === null ? null : await holdIdleOnVm(session, holdS)
+    const limitsProblem = await carryLimits(session, limitsFile(record, vm.owner ?? null, now))
+    return {
+      hold: holdS === null ? null : holdProblem === null ? 'written' : 'not-written',
+      limits: limitsProblem === null ? 'written' : 'not-written',
+      problem: holdProblem ?? limitsProblem ?? undefined,
+    }
+  } catch (error) {
+    return failed(asTargonError(error).message)
+  } finally {
+    session?.close()
   }
 }
 
@@ -127,7 +168,7 @@ function extended(record: VmRecord, options: ExtendOptions, now: number): Partia
   return change
 }
 
-function resultOf(vm: KnownVm, record: VmRecord): Omit<ExtendResult['vms'][number], 'idle_hold_on_vm'> {
+function resultOf(vm: KnownVm, record: VmRecord): Omit<ExtendResult['vms'][number], 'idle_hold_on_vm' | 'limits_on_vm'> {
   const price = vmPrice(vm)
   const created = createdAt(vm)
   const budget = record.max_cost_usd

@@ -15,6 +15,12 @@ export const ExtendResultSchema = z.object({
         .describe(
           'the hold-off written on the VM too, where its idle limit lives (not-written: the VM could not be reached, a warning says why); null: no idle hold-off asked, or a VM without the bootstrap (no idle sampler)',
         ),
+      limits_on_vm: z
+        .enum(['written', 'not-written'])
+        .nullable()
+        .describe(
+          'the new limits written into the file the VM carries (not-written: a warning says why; a guard reading the VM then goes by the stricter of its earlier file and a record); null: a VM without the bootstrap, which carries no limits',
+        ),
       max_cost_usd: z.number().nullable().describe('the budget now'),
       budget_ends_at: z.string().nullable().describe('when the estimate reaches the budget, at the current price'),
     }),

@@ -15,6 +15,7 @@ import {posix} from 'node:path'
 import * as z from 'zod'
 
 import {TargonError, usageError} from '../../core/errors.js'
+import {JOB_ID_PATTERN} from '../../core/input.js'
 import {shellQuote} from '../../adapters/ssh/session.js'
 import type {JobState} from './schema.js'
 
@@ -22,8 +23,6 @@ export const JOBS_DIR = '/home/ubuntu/.targon/jobs'
 export const WORK_ROOT = '/home/ubuntu/targon/work'
 export const SYNC_MANIFESTS = '/home/ubuntu/.targon/sync'
 
-/** j-20261202-030527-a1b2c3: sortable by start, unique enough per VM, and safe as a file name and a unit name. */
-const JOB_ID = /^j-\d{8}-\d{6}-[0-9a-f]{6}$/
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** The longest command line a job takes (it is written into the job's files and its record). */
 const MAX_COMMAND_CHARS = 64 * 1024
@@ -36,7 +35,7 @@ export function newJobId(now: number, random: Buffer = randomBytes(3)): string {
 }
 
 export function isJobId(text: string): boolean {
-  return JOB_ID.test(text)
+  return JOB_ID_PATTERN.test(text)
 }
 
 /** A job id typed by a user: one of this form, else NOT_FOUND (no job can have it). */
@@ -90,7 +89,7 @@ export function checkCommand(command: string): string {
 }
 
 export const JobRecordSchema = z.object({
-  id: z.string().regex(JOB_ID),
+  id: z.string().regex(JOB_ID_PATTERN),
   command: z.string().max(MAX_COMMAND_CHARS),
   workdir: z.string().max(4096),
   started_at: z.string().max(64),

@@ -40,6 +40,7 @@ import {
   recordFetchFailure,
 } from './job-store.js'
 import {idleLimitOf} from '../../domain/fleet/workloads.js'
+import {limitsOf} from '../../domain/fleet/limits.js'
 
 type Kept = DownResult['kept'][number]
 
@@ -181,7 +182,7 @@ async function fetchFailed(
   const now = run.clock.now()
   const failing = await recordFetchFailure(options.configDir, job, reason, now)
   const name = vm.name ?? vm.uid
-  const limits = limitsOf(vm, options.idleLimitS ?? null)
+  const limits = limitsInWords(vm, options.idleLimitS ?? null)
   const deleteAnyway = limits.length === 0 && givesUp(failing, now)
   if (failing.notified_at === null && options.notifyFetchFailing) {
     const giveUpAt = new Date(Date.parse(failing.first_failed_at) + GIVE_UP_MS).toISOString().slice(0, 16)
@@ -203,9 +204,8 @@ async function fetchFailed(
 }
 
 /** The limits that end the VM's billing on their own, in words; none: nothing but a deletion does. */
-function limitsOf(vm: KnownVm, idleLimitS: number | null): string[] {
-  const ttl = vm.record?.ttl_expires_at
-  const budget = vm.record?.max_cost_usd ?? null
+function limitsInWords(vm: KnownVm, idleLimitS: number | null): string[] {
+  const {max_cost_usd: budget, ttl_expires_at: ttl} = limitsOf(vm)
   const idle = idleLimitOf(vm, idleLimitS)
   return [
     ...(ttl ? [`its TTL (${ttl.slice(0, 16)}Z)`] : []),

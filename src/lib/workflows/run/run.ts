@@ -27,6 +27,7 @@ import {type JobFollowing, completeJob, deleteVm} from './complete.js'
 import {type JobRecord, SYNC_MANIFESTS, WORK_ROOT, newJobId, workdirIdOf} from './job.js'
 import type {Job, RunResult} from './schema.js'
 import type {UpResult} from '../up/schema.js'
+import {carryLimits, limitsFile} from '../../domain/fleet/limits.js'
 
 export interface RunOptions extends JobFollowing {
   /** The VM: a name, uid or label; null with --gpu. */
@@ -124,7 +125,15 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
     // A --down job is recorded here before it starts, whether or not the run follows it: a sweep (down --jobs-done)
     // reads the VM's jobs when its record names one, so the VM still goes after the job when this run stops early
     // (killed, or cut off), even in the second the start takes. A job that never started is no ended job there.
-    if (options.down && vm.record) state.updateVm(options.org, vm.record.name, {down_job: record.id})
+    if (options.down && vm.record) {
+      const updated = state.updateVm(options.org, vm.record.name, {down_job: record.id})
+      // The VM carries it in its limits too; its own job record (down: true) says the same to a guard that reads jobs.
+      const problem = updated ? await carryLimits(session, limitsFile(updated, vm.owner ?? null, clock.now())) : null
+      if (problem)
+        options.warn(
+          `the job's --down could not be written into the limits the VM carries (${problem}); its job record on the VM still says it`,
+        )
+    }
     const reopen = () => reopenVm(client, state, vm, {...options, targets: []})
     const starting = startJob(session, record, options.env, reopen, !options.detach).catch(async (error: unknown) => {
       // Only a start the VM refused surely did not start (a lost answer may have): no record of it stays here either.

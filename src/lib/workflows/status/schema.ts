@@ -25,7 +25,24 @@ export const StatusVmSchema = z.object({
   estimated_cost_usd: z.number().nullable().describe('age x price: an estimate, Targon reports no per-VM charges'),
   ttl_expires_at: z.string().nullable(),
   ttl_left_seconds: z.number().nullable(),
-  max_cost_usd: z.number().nullable().describe('the budget of up --max-cost (local); null: none'),
+  max_cost_usd: z
+    .number()
+    .nullable()
+    .describe(
+      'the budget of up --max-cost: the lower of the local record and the file the VM carries; null: none (or unknown: limits_source null)',
+    ),
+  limits_source: z
+    .enum(['vm', 'local', 'both'])
+    .nullable()
+    .describe(
+      'where its limits (ttl_expires_at, max_cost_usd, the idle limit) come from: this directory\'s record, the file the VM carries (read over SSH), or both (then the stricter of each); null: none known (limits unknown, never "no limit"), or a VM not made by this tool',
+    ),
+  vm_limits: z
+    .enum(['read', 'missing', 'malformed', 'unreachable', 'not-read'])
+    .describe(
+      'the file of limits the VM carries: read; missing (made before limits travelled, or never bootstrapped); malformed (fails the checks); unreachable (no connection, or no key of this directory on it); not-read (not running, not made by this tool, or no key of this directory reaches it)',
+    ),
+  vm_limits_problem: z.string().nullable().describe("why the VM's file could not be gone by; null when read or not asked"),
   budget_left_usd: z
     .number()
     .nullable()

@@ -37,6 +37,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (docs/concepts/deletion.md). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -80,6 +81,8 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
   if (outsideNote) warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, warn) : new Map<string, Offer>()
+  // The limits each VM carries, where this directory can read them: the stricter of those and a record are shown.
+  await readLimitsOnVms(selected, {clock, configDir, signal: ctx.signal})
   const now = clock.now()
   const markers = new Map<string, boolean>()
   const usages = options.usage ? await usageOf(selected, configDir, markers, clock) : new Map<string, Usage>()
@@ -237,7 +240,8 @@ function toStatusVm(
   const offer = resource === null ? undefined : offers.get(resource)
   const price = vmPrice(vm)
   const gpuModel = vmGpuModel(vm) ?? offer?.gpu_model
-  const expires = record?.ttl_expires_at ? Date.parse(record.ttl_expires_at) : Number.NaN
+  const limits = limitsOf(vm)
+  const expires = limits.ttl_expires_at ? Date.parse(limits.ttl_expires_at) : Number.NaN
   return {
     age_seconds: ageSeconds(vm, now),
     billing: vm.billing,
@@ -255,7 +259,10 @@ function toStatusVm(
     gpu_count: workload.resource?.gpu_count ?? offer?.gpu_count ?? null,
     gpu_model: gpuModel ? displayGpuModel(gpuModel) : null,
     local_record: record ? 'present' : 'missing',
-    max_cost_usd: record?.max_cost_usd ?? null,
+    max_cost_usd: limits.max_cost_usd,
+    limits_source: vm.owned ? limits.source : null,
+    vm_limits: vm.onVm === undefined ? 'not-read' : vm.onVm.state,
+    vm_limits_problem: limitsProblem(vm.onVm),
     name: vm.name,
     origin: vm.owned ? 'this-tool' : 'other',
     owner: vm.owner ?? null,
@@ -266,7 +273,7 @@ function toStatusVm(
     resource,
     ssh_port: workload.state?.ssh_port ?? null,
     status: vm.status,
-    ttl_expires_at: record?.ttl_expires_at ?? null,
+    ttl_expires_at: limits.ttl_expires_at,
     ttl_left_seconds: Number.isNaN(expires) ? null : Math.round((expires - now) / 1000),
     uid: vm.uid,
     ends_by: endsBy(vm, now, usage, idleLimitS),
@@ -278,13 +285,15 @@ function toStatusVm(
  * applies), its budget; "no limit" when none applies.
  */
 function endsBy(vm: KnownVm, now: number, usage: Usage | null, idleLimitS: number | null): string {
-  const {record} = vm
+  const limits = limitsOf(vm)
+  // Neither a record here nor a file read from the VM: what ends it is not known, which is not "no limit".
+  if (vm.owned && limits.source === null) return 'limits unknown'
   const ends: string[] = []
-  if (record?.ttl_expires_at) ends.push(`TTL ${record.ttl_expires_at.slice(11, 16)}Z`)
+  if (limits.ttl_expires_at) ends.push(`TTL ${limits.ttl_expires_at.slice(11, 16)}Z`)
   const idleLimit = usage?.idle_limit_seconds ?? idleLimitOf(vm, idleLimitS)
   if (idleLimit !== null)
     ends.push(`idle ${usage?.idle_seconds == null ? '?' : formatDuration(usage.idle_seconds * 1000)}/${formatDuration(idleLimit * 1000)}`)
-  if (record?.max_cost_usd != null) ends.push(`cost ${(estimatedCost(vm, now) ?? 0).toFixed(2)}/${record.max_cost_usd.toFixed(2)}`)
+  if (limits.max_cost_usd !== null) ends.push(`cost ${(estimatedCost(vm, now) ?? 0).toFixed(2)}/${limits.max_cost_usd.toFixed(2)}`)
   return ends.length === 0 ? 'no limit' : ends.join(', ')
 }
 

@@ -23,6 +23,11 @@ export const SweepResultSchema = z.object({
     over_cost_usd: z.number().nullable().describe('--over-cost: also delete VMs whose estimated cost exceeds this'),
     idle_limit_seconds: z.number().nullable().describe('--idle-limit: the idle limit of VMs without one of their own'),
     min_runway_hours: z.number().nullable().describe('--min-runway'),
+    team: z.boolean().describe("--team: the org's team guard, every owner's VMs by the limits they carry"),
+    default_ttl_seconds: z
+      .number()
+      .nullable()
+      .describe('--default-ttl: the TTL of VMs whose limits are unknown; null: they are left alone'),
   }),
   results: z
     .array(
@@ -48,6 +53,20 @@ export const SweepResultSchema = z.object({
       }),
     )
     .describe('what bills and no limit covers: reported, never deleted'),
+  not_covered: z
+    .array(
+      z.object({
+        uid: z.string(),
+        name: z.string().nullable(),
+        owner: z.string().nullable(),
+        reason: z
+          .string()
+          .describe(
+            'why its limits are unknown: it could not be reached, carries no limits file (made before the team guard key, or never bootstrapped), or its file fails the checks',
+          ),
+      }),
+    )
+    .describe('VMs of this tool whose limits are unknown here: reported, never deleted (unless --default-ttl bounds them)'),
   warned: z
     .array(
       z.object({

@@ -7,7 +7,7 @@
 import type {DownResult} from '../down/schema.js'
 import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
-import {estimatedCost} from '../../domain/fleet/estimates.js'
+import {createdAt, estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../domain/fleet/workloads.js'
 import {type DownOptions, runDown} from '../down/down.js'
@@ -24,6 +24,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../../domain/hooks/hook.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {DeletionRun} from '../run-context.js'
+import {limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
@@ -47,6 +48,13 @@ export interface SweepOptions extends Pick<
    * notify URL is set), false when its delivery failed: then it is not marked as sent, and the next sweep warns again.
    */
   sendWarning: (warning: Warning) => Promise<boolean>
+  /**
+   * Sweep as the org's team guard (guard install --team): every owner's VMs, each by the limits it carries, read over
+   * the team guard's key; a VM whose limits cannot be read is reported as not covered, never deleted on a guess.
+   */
+  team: boolean
+  /** --default-ttl: the TTL, from its creation, of a VM whose limits are unknown; null: such VMs are left alone. */
+  defaultTtlMs: number | null
   /** The job store's bound, and the one notification of a job whose outputs do not come (see jobs-done.ts). */
   storeLimit: JobsDoneOptions['storeLimit']
   notifyFetchFailing: JobsDoneOptions['notifyFetchFailing']
@@ -66,15 +74,21 @@ export async function runSweep(
   const {clock} = run
   const reasons = new Map<string, SweepReason>()
   let unlimited: SweepResult['unlimited'] = []
+  let notCovered: SweepResult['not_covered'] = []
   // What --warn looks at: the VMs of the selection, the idle ones with how long, and every uid listed.
   let scopedVms: KnownVm[] = []
   const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
   let listed = new Set<string>()
   const narrow = async (chosen: KnownVm[], view: FleetSnapshot) => {
-    const now = clock.now()
     const live = chosen.filter((vm) => !vm.gone)
+    // Each VM's own limits, where this directory can read them (its own VMs; every VM, as the team guard).
+    await readLimitsOnVms(live, {clock, configDir: options.configDir, signal: run.signal})
+    const now = clock.now()
     for (const vm of live) {
-      const reason = limitReached(vm, now) ?? (overCost(vm, options.overCostUsd, now) ? 'over-cost' : null)
+      const reason =
+        limitReached(vm, now) ??
+        (overCost(vm, options.overCostUsd, now) ? 'over-cost' : null) ??
+        (pastDefaultTtl(vm, options.defaultTtlMs, now) ? 'ttl' : null)
       if (reason) reasons.set(vm.uid, reason)
     }
 
@@ -89,7 +103,7 @@ export async function runSweep(
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
     // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
     // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
-    const withDownJob = live.filter((vm) => !reasons.has(vm.uid) && (vm.record?.down_job || downJobOnVm.has(vm.uid)))
+    const withDownJob = live.filter((vm) => !reasons.has(vm.uid) && (limitsOf(vm).down_jobs.length > 0 || downJobOnVm.has(vm.uid)))
     const jobsDone = withDownJob.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(run, withDownJob, options)
     for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')
     scopedVms = live
@@ -97,12 +111,21 @@ export async function runSweep(
     for (const kept of idle.kept) {
       const vm = live.find((each) => each.uid === kept.uid) as KnownVm
       const limitS = idleLimitOf(vm, options.idleLimitS)
-      const held = Date.parse(vm.record?.idle_hold_until ?? '') > clock.now()
+      const held = Date.parse(limitsOf(vm).idle_hold_until ?? '') > clock.now()
       if (kept.state === 'idle' && kept.idle_seconds !== null && limitS !== null && !held)
         idleNow.set(vm.uid, {idleSeconds: kept.idle_seconds, limitS})
     }
+    // Whose limits are unknown (neither a record here nor a file read from the VM) is not covered, never unlimited.
+    notCovered = live
+      .filter((vm) => limitsOf(vm).source === null && !reasons.has(vm.uid))
+      .map((vm) => ({
+        name: vm.name,
+        owner: vm.owner ?? null,
+        reason: limitsProblem(vm.onVm) ?? 'no key of this directory reaches it',
+        uid: vm.uid,
+      }))
     unlimited = [
-      ...live.filter((vm) => !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
+      ...live.filter((vm) => limitsOf(vm).source !== null && !hasLimit(vm, options)).map((vm) => unlimitedVm(vm, 'targon')),
       ...view.vms.filter((vm) => !vm.owned && !vm.gone && vm.billing !== false).map((vm) => unlimitedVm(vm, 'other')),
     ]
     return {
@@ -116,6 +139,7 @@ export async function runSweep(
   const sweepOf = (down: DownResult): SweepResult => ({
     dry_run: options.dryRun,
     kept: down.kept,
+    not_covered: notCovered,
     org: options.org,
     // Every result is of a VM that narrow chose, for its reason, or a listed item that failed the API checks (none).
     results: down.results.map((result) => ({...result, reason: reasons.get(result.uid) ?? null})),
@@ -128,6 +152,8 @@ export async function runSweep(
       min_runway_hours: options.minRunwayMs === null ? null : options.minRunwayMs / 3_600_000,
       over_cost_usd: options.overCostUsd,
       owner: options.owners.owner,
+      team: options.team,
+      default_ttl_seconds: options.defaultTtlMs === null ? null : options.defaultTtlMs / 1000,
     },
     skipped: null,
     survivors: down.survivors,
@@ -246,6 +272,12 @@ export async function checkSweepSelection(
   })
 }
 
+/** --default-ttl: a VM whose limits are unknown is past it D after its creation. */
+function pastDefaultTtl(vm: KnownVm, defaultTtlMs: number | null, now: number): boolean {
+  const created = createdAt(vm)
+  return defaultTtlMs !== null && limitsOf(vm).source === null && created !== null && created + defaultTtlMs <= now
+}
+
 function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
   return limitUsd !== null && (estimatedCost(vm, now) ?? 0) > limitUsd
 }
@@ -253,8 +285,8 @@ function overCost(vm: KnownVm, limitUsd: number | null, now: number): boolean {
 /** Whether any limit covers the VM: a TTL, a budget, an idle limit, or --over-cost with a price to estimate by. */
 function hasLimit(vm: KnownVm, options: SweepOptions): boolean {
   return (
-    Boolean(vm.record?.ttl_expires_at) ||
-    (vm.record?.max_cost_usd ?? null) !== null ||
+    limitsOf(vm).ttl_expires_at !== null ||
+    limitsOf(vm).max_cost_usd !== null ||
     idleLimitOf(vm, options.idleLimitS) !== null ||
     (options.overCostUsd !== null && vmPrice(vm) !== null)
   )

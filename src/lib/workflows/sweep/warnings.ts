@@ -13,6 +13,7 @@ import {createdAt} from '../../domain/fleet/estimates.js'
 import {type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
 import {laterCommand, shellWord} from '../later-command.js'
 import {readOwnFile} from '../../adapters/state/trust.js'
+import {limitsOf} from '../../domain/fleet/limits.js'
 
 export type Warning = SweepResult['warned'][number]
 
@@ -46,7 +47,7 @@ export function raisedBudget(budget: number, pricePerHour: number, postponeMs: n
 export function extendCommand(vm: KnownVm, limit: Warning['limit'], place: SweepPlace, postponeMs = MIN_POSTPONE_MS): string {
   // An untrusted name that would read as a flag is named by its uid.
   const target = vm.name === null || vm.name.startsWith('-') ? vm.uid : vm.name
-  const budget = vm.record?.max_cost_usd ?? null
+  const budget = limitsOf(vm).max_cost_usd
   const price = vmPrice(vm)
   const postpone =
     limit === 'max-cost' && budget !== null && price !== null
@@ -92,9 +93,10 @@ export function dueWarnings(
   }
 
   for (const vm of vms) {
-    const ttl = Date.parse(vm.record?.ttl_expires_at ?? '')
+    const limits = limitsOf(vm)
+    const ttl = Date.parse(limits.ttl_expires_at ?? '')
     if (!Number.isNaN(ttl)) warn(vm, 'ttl', ttl, null)
-    const budget = vm.record?.max_cost_usd ?? null
+    const budget = limits.max_cost_usd
     const price = vmPrice(vm)
     const created = createdAt(vm)
     if (budget !== null && price !== null && price > 0 && created !== null)

@@ -9,6 +9,8 @@ import {hasHook, storeHook} from '../../domain/hooks/hook.js'
 import {readFileSync} from 'node:fs'
 
 import {configureIdle} from '../../adapters/bootstrap/idle-config.js'
+import {writeVmLimits} from '../../adapters/bootstrap/vm-limits.js'
+import {limitsFile} from '../../domain/fleet/limits.js'
 import {runInstall} from '../../adapters/bootstrap/runner.js'
 import {runShim} from '../../adapters/bootstrap/shim.js'
 import type {StepEvent} from '../../adapters/bootstrap/steps.js'
@@ -100,7 +102,9 @@ async function installAt(
     ])
     // The hook's timeout is kept here too, as the user's bound: the VM's copy of it can only shorten it.
     const timeout = bootstrap.onDelete === undefined ? {} : {hook_timeout_s: bootstrap.onDelete?.timeout_s ?? null}
-    ctx.state.updateVm(org, claim.name, {on_delete_hook: onDeleteHook, ...timeout})
+    const record = ctx.state.updateVm(org, claim.name, {on_delete_hook: onDeleteHook, ...timeout})
+    // The limits travel with the VM, for a guard on another machine: a VM that cannot carry them is not ready.
+    if (record) await writeVmLimits(ssh, limitsFile(record, ctx.request.owner?.name ?? null, clock.now()))
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
     return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
   } catch (error) {
