@@ -60,18 +60,19 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
     // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
     interval.start < to &&
     (interval.end ?? now) >= options.from
+  const recorded = intervalsOf(read.lines)
   const ends = await endsFromHistory(
     client,
     state,
     options.org,
-    [...intervalsOf(read.lines).values()].filter((interval) => inRange(interval) && interval.price_per_hour !== null),
+    [...recorded.values()].filter((interval) => inRange(interval) && interval.price_per_hour !== null),
     new Set([...listed.keys(), ...view.listing.unreadable]),
     {budget: run.historyBudget, clock},
   )
   const unrecorded = recordHistoryStops(state.dir, options.org, ends, clock.now())
   if (unrecorded) run.warn(unrecorded)
   const lines = [...read.lines, ...ends]
-  const intervals = intervalsOf(lines)
+  const intervals = ends.length === 0 ? recorded : intervalsOf(lines)
   const vms: CostVm[] = []
   const excluded: CostExcluded[] = []
   const counted: Interval[] = []
