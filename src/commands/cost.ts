@@ -22,8 +22,10 @@ export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
 times its billed time, from its deploy to the confirmed end of its billing (a VM still billing counts up to now). The
 ledger (ledger/<org>/ in the config directory) records each deploy and deletion made from this directory, and every
 listing adds the VMs it meets: those made elsewhere start at the API's created_at. A VM that vanished between two
-listings ends at the last time this directory saw it (marked bounded: the end was not confirmed). A VM whose end or
-price is unknown is excluded: listed with its open duration, never in the totals. Days are UTC.
+listings ends at the deleted event of the server's history of it, read once and kept in the ledger; without one, at
+the last time this directory saw it (marked bounded: the end was not confirmed). Each report counts a VM still billing
+up to its own listing and records that sighting, so that no later report counts less, however the VM ends. A VM whose
+end or price is unknown is excluded: listed with its open duration, never in the totals. Days are UTC.
 
 With --reconcile, the drop in the org's credits between the earliest and the latest readings in the range (targon
 credits records one each run, and so does this) is put next to the estimate of every VM the ledger knows, any fleet,

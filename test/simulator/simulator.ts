@@ -126,6 +126,11 @@ export interface SimulatorOptions {
    * created_at; `hostile` answers junk (wrong types, escapes, huge text, bad dates) instead of events.
    */
   history?: 'empty' | 'hostile' | 'kept' | 'missing' | 'sparse'
+  /**
+   * GET …/events still answers once the record has left the listing (a history kept longer than its tombstone), as
+   * Targon may or may not do (docs/concepts/deletion.md). Default false: it is 404 with the record.
+   */
+  historyOutlivesListing?: boolean
   /** The order of a history's events: undocumented, so both are played. Default newest first. */
   historyOrder?: 'newest-first' | 'oldest-first'
   /** The most events per history page (after the request's limit). Default 50. */
@@ -311,6 +316,7 @@ export class TargonSimulator {
       tombstoneLifetimeMs: 10 * 60_000,
       history: 'kept',
       historyOrder: 'newest-first',
+      historyOutlivesListing: false,
       historyPageSize: 50,
       ...options,
     }
@@ -790,7 +796,8 @@ export class TargonSimulator {
     if (segments.length === 1 && method === 'POST') return this.createWorkload(org, body)
 
     const workload = this.workloads.get(segments[1] ?? '')
-    if (!workload || workload.org !== org.slug || !this.answers(this.advance(workload)))
+    const keptHistory = this.options.historyOutlivesListing && segments.length === 3 && segments[2] === 'events'
+    if (!workload || workload.org !== org.slug || !(this.answers(this.advance(workload)) || keptHistory))
       throw new HttpFailure(404, 'NOT_FOUND', 'workload not found')
 
     if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]

@@ -141,6 +141,16 @@ describe('what a listing adds', () => {
     expect(linesFromListing(intervals, listing, listing.listedAt)).toEqual([{at: iso(listing.listedAt), kind: 'seen', uids: ['wrk-1']}])
   })
 
+  it('sights every VM seen billing for a report, however recently seen: a later end comes no earlier', () => {
+    const lines: LedgerLine[] = [start('wrk-1', T0)]
+    const listedAt = T0 + MIN
+    lines.push(...linesFromListing(intervalsOf(lines), {listedAt, sightings: [sighting('wrk-1')], unreadable: new Set()}, listedAt, true))
+    expect(lines.at(-1)).toEqual({at: iso(listedAt), kind: 'seen', uids: ['wrk-1']})
+    // Gone by the next listing: it ends at the report's listing, not at its start.
+    lines.push(...linesFromListing(intervalsOf(lines), {listedAt: T0 + 5 * MIN, sightings: [], unreadable: new Set()}, T0 + 5 * MIN))
+    expect(only(intervalsOf(lines), 'wrk-1')).toMatchObject({end: listedAt, endSource: 'last-seen'})
+  })
+
   it("ends a VM found gone at the tombstone's updated_at, and one that vanished at its last sighting", () => {
     const intervals = intervalsOf([start('wrk-1', T0), start('wrk-2', T0), start('wrk-3', T0), start('wrk-4', T0)])
     const now = T0 + 20 * MIN

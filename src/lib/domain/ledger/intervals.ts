@@ -6,7 +6,8 @@
  * lines are combined per uid, so that nothing is counted twice:
  * - the start is the deploy this directory saw accepted, else the API's created_at of a VM a listing found;
  * - the end is a deletion confirmed here, else a tombstone's updated_at, else the last time it was seen, billing or
- *   as an unclassified `error` record (`bounded`: billing stopped between then and the listing that found it gone);
+ *   as an unclassified `error` record (`bounded`: billing stopped between then and the listing that found it gone),
+ *   until the server's history of the VM gives its `deleted` event (historyStop: `cost` asks, for the ends it reports);
  * - a sighting after an end voids it: the listing showed the VM billing again, and the listing is the truth.
  */
 import type {BILLING_END_SOURCES, BILLING_START_SOURCES, VmFacts} from './schema.js'
@@ -39,7 +40,7 @@ export interface Interval extends VmFacts {
 
 /** Which line wins when several say where a VM's billing starts, or ends: the lowest number, then the earliest time. */
 const START_PREFERENCE: Record<BillingStartSource, number> = {'api-created': 1, deploy: 0, 'first-seen': 2, 'wake-registered': 0}
-const END_PREFERENCE: Record<BillingEndSource, number> = {deleted: 0, 'last-seen': 2, tombstone: 1}
+const END_PREFERENCE: Record<BillingEndSource, number> = {deleted: 0, history: 1, 'last-seen': 2, tombstone: 1}
 
 type StartLine = Extract<LedgerLine, {kind: 'start'}>
 type StopLine = Extract<LedgerLine, {kind: 'stop'}>
@@ -139,21 +140,29 @@ export interface Listing {
 
 /**
  * The lines a listing adds to the ledger: starts of VMs found billing, one sighting of the VMs seen billing, the `error`
- * records nobody here has classified, and the ends of VMs found gone.
+ * records nobody here has classified, and the ends of VMs found gone. `everySighting`: the sighting names every VM seen
+ * billing, however recently it was seen: a report that counts them up to this listing must find them billing at least
+ * that long in every later one.
  */
-export function linesFromListing(intervals: ReadonlyMap<string, Interval>, listing: Listing, now: number): LedgerLine[] {
+export function linesFromListing(
+  intervals: ReadonlyMap<string, Interval>,
+  listing: Listing,
+  now: number,
+  everySighting = false,
+): LedgerLine[] {
   const lines: LedgerLine[] = []
   const at = new Date(now).toISOString()
   // What the listing showed, it showed when it was asked for: a deletion confirmed meanwhile is not voided by it.
   const sightedAt = new Date(listing.listedAt).toISOString()
-  // The VMs due a sighting: seen billing again after an end, or not for SIGHTING_EVERY_MS.
+  // The VMs due a sighting: seen billing again after an end, or not for SIGHTING_EVERY_MS (unless everySighting).
   const sighted: string[] = []
   const listed = new Set(listing.sightings.map((sighting) => sighting.uid))
   for (const sighting of listing.sightings) {
     const interval = intervals.get(sighting.uid)
     if (sighting.billing === true && !sighting.gone) {
       if (!interval) lines.push(startFromListing(sighting, listing.listedAt))
-      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= SIGHTING_EVERY_MS) sighted.push(sighting.uid)
+      else if (interval.end !== null || listing.listedAt - interval.lastSeen >= (everySighting ? 1 : SIGHTING_EVERY_MS))
+        sighted.push(sighting.uid)
     } else if (sighting.gone && interval && interval.end === null) {
       const updated = timeOf(sighting.updatedAt)
       // Never before it was last seen billing, nor after now: the two clocks may disagree.
@@ -214,6 +223,20 @@ function startFromListing(sighting: Sighting, now: number): LedgerLine {
 
 function lastSeenStop(interval: Interval, end: number, recordedAt: string): LedgerLine {
   return {at: new Date(end).toISOString(), how: 'last-seen', kind: 'stop', recorded_at: recordedAt, uid: interval.uid}
+}
+
+/**
+ * The end that the `deleted` event of the server's history (at `deletedAt`) gives a VM that ended out of sight (a
+ * `last-seen` end), or undefined for any other. The history is untrusted and this directory's own sightings are not: the
+ * end moves only within what they leave open, never before the `last-seen` end (it was seen billing, or its record
+ * changed, until then, and reports have counted up to it) nor after the listing that found it gone. An event out of
+ * order, from the future or from a skewed clock cannot make the estimate fall, nor grow past that listing.
+ */
+export function historyStop(interval: Interval, deletedAt: number, now: number): LedgerLine | undefined {
+  if (interval.endSource !== 'last-seen' || interval.end === null || interval.foundGoneAt === null) return undefined
+  if (!Number.isFinite(deletedAt)) return undefined
+  const end = Math.min(interval.foundGoneAt, Math.max(interval.end, deletedAt))
+  return {at: new Date(end).toISOString(), how: 'history', kind: 'stop', recorded_at: new Date(now).toISOString(), uid: interval.uid}
 }
 
 /** Milliseconds of the interval within [from, to); an open one runs up to `now`. */

@@ -5,6 +5,7 @@
  */
 import type {Clock} from '../../core/clock.js'
 import {type Listing, intervalsOf, linesFromListing} from './intervals.js'
+import type {LedgerLine} from './lines.js'
 import type {VmFacts} from './schema.js'
 import {LedgerStore} from './store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
@@ -53,27 +54,34 @@ export function recordStop(configDir: string, org: string, uid: string, now: num
  * What a listing of the org's VMs tells the ledger; a warning when it could not be written. (What could not be read
  * is said by the reports that read it, not by every command that lists.)
  */
-export function recordListing(configDir: string, org: string, listing: Listing, now: number): string | undefined {
+export function recordListing(configDir: string, org: string, listing: Listing, now: number, everySighting = false): string | undefined {
   return guarded(() => {
     const store = new LedgerStore(configDir, org)
     // The latest file holds every open interval (see store.ts): the rest of the ledger cannot change what a listing adds.
-    return store.append(linesFromListing(intervalsOf(store.readLatest().lines), listing, now), now)
+    return store.append(linesFromListing(intervalsOf(store.readLatest().lines), listing, now, everySighting), now)
   })
+}
+
+/** Ends the server's history gave VMs that ended out of sight (intervals.ts historyStop); a warning when not written. */
+export function recordHistoryStops(configDir: string, org: string, stops: LedgerLine[], now: number): string | undefined {
+  return stops.length === 0 ? undefined : guarded(() => new LedgerStore(configDir, org).append(stops, now))
 }
 
 /**
  * Records what a fleet snapshot saw: its listing in the spend ledger (FleetSnapshot.listing; a failed write becomes one
  * more of its problems, said like the listing's own), and drops the history verdicts it outdated
  * (FleetSnapshot.staleVerdicts). The snapshot itself only reads: every workflow that lists calls this after it.
+ * `everySighting`: see linesFromListing (a cost report).
  */
 export function recordSnapshot(
   state: LocalState,
   org: string,
   view: {listing: Listing; problems: string[]; staleVerdicts: readonly string[]},
   clock: Pick<Clock, 'now'>,
+  everySighting = false,
 ): void {
   state.dropHistoryVerdicts(org, view.staleVerdicts)
-  const unrecorded = recordListing(state.dir, org, view.listing, clock.now())
+  const unrecorded = recordListing(state.dir, org, view.listing, clock.now(), everySighting)
   if (unrecorded) view.problems.push(unrecorded)
 }
 

@@ -7,10 +7,11 @@ import * as z from 'zod'
  */
 export const BILLING_START_SOURCES = ['deploy', 'wake-registered', 'api-created', 'first-seen'] as const
 /**
- * How a VM's billing end is known (`end_source`): a deletion confirmed here, a tombstone's updated_at, or the last time
- * it was seen billing. Also the spend ledger's on-disk values: never renamed, only added to.
+ * How a VM's billing end is known (`end_source`): a deletion confirmed here, a tombstone's updated_at, the `deleted`
+ * event of the server's history of a VM that left the listing unseen, or the last time it was seen billing. Also the
+ * spend ledger's on-disk values: never renamed, only added to.
  */
-export const BILLING_END_SOURCES = ['deleted', 'tombstone', 'last-seen'] as const
+export const BILLING_END_SOURCES = ['deleted', 'tombstone', 'last-seen', 'history'] as const
 
 /** What the spend ledger keeps of a VM, and what a cost report says of it. */
 export const VmFactsSchema = z.object({

@@ -1,8 +1,9 @@
 /**
  * `targon cost` without the rendering: the spend ledger (after this run's own listing was told to it) reduced to
  * the VMs that billed within a range, priced, grouped and split by UTC day. Every figure is an estimate: price ×
- * billed time, from the ledger's intervals, an open one up to now. A VM whose end or price is unknown is listed as
- * excluded, never in the totals and never dropped.
+ * billed time, from the ledger's intervals, an open one up to this run's listing; a VM that ended out of sight ends
+ * at the `deleted` event of the server's history where it has one (history-ends.ts). A VM whose end or price is
+ * unknown is listed as excluded, never in the totals and never dropped.
  */
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
@@ -13,10 +14,11 @@ import {LedgerStore, monthEnd} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {reconcile} from './reconcile.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordHistoryStops, recordSnapshot} from '../../domain/ledger/ledger.js'
+import {endsFromHistory} from './history-ends.js'
 
 const COST_BASIS =
-  "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing; a VM still billing counts up to now; Targon reports no charges per VM"
+  "estimates: each VM's hourly price × its billed time, from its deploy (or the API's created_at for a VM met running) to the confirmed end of its billing (a deletion, a tombstone, or the deleted event of the server's history of a VM that ended out of sight); a VM still billing counts up to now; Targon reports no charges per VM"
 
 const UNKNOWN_END =
   "listed as an error record that neither a delete note here nor the server's history classifies: a crash (which bills) or a deletion made elsewhere; whether it bills is unknown"
@@ -37,27 +39,45 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
   const {clock} = run
   const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state, options.org, view, clock)
+  // Every VM seen billing gets a sighting now, and the report counts it up to that sighting (not to a later now): no
+  // later report, here or after the VM ended out of sight, can count it for less.
+  recordSnapshot(state, options.org, view, clock, true)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
-  const now = clock.now()
+  const now = view.listing.listedAt
   const to = options.to === null ? now : Math.min(options.to, now)
   const store = new LedgerStore(state.dir, options.org)
-  const pruned = store.prune(options.retentionDays, now)
+  const pruned = store.prune(options.retentionDays, clock.now())
   if (pruned.problem) run.warn(`the ledger was not pruned: ${pruned.problem}`)
   if (pruned.deleted.length > 0)
     run.warn(`deleted the ledger months ${pruned.deleted.join(', ')}: older than ${options.retentionDays} days`)
   const read = store.read(options.from)
   for (const problem of read.problems) run.warn(problem)
-  const intervals = intervalsOf(read.lines)
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
+  // With --reconcile every fleet's estimate is compared with the credits, so every fleet's ends are asked about.
+  const inRange = (interval: Interval) =>
+    (options.reconcile || options.fleet === null || interval.fleet === options.fleet) &&
+    // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
+    interval.start < to &&
+    (interval.end ?? now) >= options.from
+  const recorded = intervalsOf(read.lines)
+  const ends = await endsFromHistory(
+    client,
+    state,
+    options.org,
+    [...recorded.values()].filter((interval) => inRange(interval) && interval.price_per_hour !== null),
+    new Set([...listed.keys(), ...view.listing.unreadable]),
+    {budget: run.historyBudget, clock},
+  )
+  const unrecorded = recordHistoryStops(state.dir, options.org, ends, clock.now())
+  if (unrecorded) run.warn(unrecorded)
+  const lines = [...read.lines, ...ends]
+  const intervals = ends.length === 0 ? recorded : intervalsOf(lines)
   const vms: CostVm[] = []
   const excluded: CostExcluded[] = []
   const counted: Interval[] = []
   for (const interval of intervals.values()) {
-    if (options.fleet !== null && interval.fleet !== options.fleet) continue
-    // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
-    if (interval.start >= to || (interval.end ?? now) < options.from) continue
+    if (!inRange(interval) || (options.fleet !== null && interval.fleet !== options.fleet)) continue
     const ms = billedWithin(interval, options.from, to, now)
     const vm = listed.get(interval.uid)
     if (interval.end === null && vm !== undefined && billingUncertain(vm))
@@ -98,7 +118,7 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
       ? await reconcile(
           client,
           store,
-          read.lines,
+          lines,
           intervals,
           {endsNow: options.to === null || options.to >= now, excluded: new Set(excluded.map((vm) => vm.uid)), from: options.from, to},
           run.warn,

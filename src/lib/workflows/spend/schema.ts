@@ -19,12 +19,12 @@ export const CostVmSchema = VmFactsSchema.extend({
   end_source: z
     .enum([...BILLING_END_SOURCES, 'open'])
     .describe(
-      'deleted: a deletion confirmed from this directory; tombstone: the updated_at of the deleted record Targon still listed; last-seen: not confirmed, the last time this directory saw it (see bounded); open: it still bills',
+      "deleted: a deletion confirmed from this directory; tombstone: the deleted record Targon still listed (its updated_at, or the deleted event of an error record's history); history: a VM that left the listing unseen, ended at the deleted event of the server's history of it, kept between its last sighting and the listing that found it gone; last-seen: not confirmed, the last time this directory saw it (see bounded), when the history is missing or gives no delete; open: it still bills",
     ),
   bounded: z
     .boolean()
     .describe(
-      'true when the end was not confirmed: it is the last sighting (billing, or the last change of its error record), and billing stopped around then, before `found_gone_at`',
+      'true when the end was not confirmed (last-seen): it is the last sighting (billing, or the last change of its error record), and billing stopped around then, before `found_gone_at`; a later report may move it up to the deleted event of the server history, never down',
     ),
   found_gone_at: z.string().nullable().describe('for a last-seen end: when a listing found it gone'),
   seconds: z.number().describe('billed seconds within the report range'),
