@@ -37,6 +37,7 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {orgBilling} from './org-billing.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (docs/concepts/deletion.md). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -45,7 +46,7 @@ export interface StatusOptions {
   org: string
   /** The VMs named on the command line (names, uids or --name labels of `configuredFleet`); empty for a fleet. */
   targets: string[]
-  /** The fleet shown, or null for every fleet. */
+  /** The fleet shown (--fleet), or null for every fleet. */
   fleet: string | null
   configuredFleet: string
   anyOrigin: boolean
@@ -67,7 +68,8 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const view = await snapshot(client, options.org, state, {
     clock,
     historyBudget: ctx.historyBudget,
-    readOwners: options.owners.owner !== null || options.owners.anyOwner,
+    // Always: the org's billing is split by owner, whatever the scope.
+    readOwners: true,
   })
   recordSnapshot(state, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
@@ -127,6 +129,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
       owner: owner ?? null,
       owner_known: owner !== undefined,
     })),
+    org_billing: orgBilling(view.vms, view.invalid.length),
     owner: options.owners.anyOwner ? null : options.owners.owner,
     totals,
     vms,
