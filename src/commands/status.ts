@@ -9,20 +9,31 @@ import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {StatusResult, StatusVm} from '../lib/workflows/status/schema.js'
 import {runStatus} from '../lib/workflows/status/status.js'
 import {coverageLine} from '../lib/workflows/guard/coverage.js'
+import {orgBillingLine} from '../lib/workflows/status/org-billing.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 
 export default class Status extends BaseCommand<typeof Status, 'status'> {
-  static summary = 'Show your Targon VMs: state, address, price, age, estimated cost, TTL and budget left.'
+  static summary = 'Show your Targon VMs (state, address, price, age, estimated cost, TTL, budget left) and what the org bills per hour.'
 
-  static description = prose(`What the API says, enriched with local state. By default the VMs this tool created in one fleet
-(the configured fleet, else "${DEFAULT_FLEET}"). Drift is flagged: a local record whose VM is gone (local-only), or a VM
-of this tool with no local record (server-only, e.g. created on another machine). In a shared org with an owner set
-(targon config set owner NAME, or TARGON_OWNER), only that owner's VMs, with a warning that counts the others that
-bill; --any-owner shows them all.`)
+  static description = prose(`What the API says, enriched with local state. By default your VMs in every fleet: with an owner
+set (targon config set owner NAME, or TARGON_OWNER), that owner's VMs of this tool, with a warning that counts the
+others that bill (--any-owner shows them all); with no owner set, every VM of this tool, whoever rented it. --fleet
+narrows to one fleet. The configured fleet (else "${DEFAULT_FLEET}") does not narrow it: it says what a short --name
+label means, and which fleet --dstack-fleet prints. Drift is flagged: a local record whose VM is gone (local-only), or
+a VM of this tool with no local record (server-only, e.g. created on another machine).
+
+The last line sums what the whole org bills per hour, whatever the selection ("No VMs" included), split by owner: VMs
+of other owners, VMs without an owner and VMs of other tools included, VMs of unknown price and records of unknown
+billing counted and said ("Org acme bills 3.97 USD/h: alice 3.38, bob 0.59"). With --json it is org_billing; -q and
+--dstack-fleet print only what a program reads.`)
 
   static examples = [
-    {command: '<%= config.bin %> status', description: 'VMs of the default fleet'},
-    {command: '<%= config.bin %> status --all-fleets --any-origin', description: 'Every VM of the org, including ones other tools created'},
+    {command: '<%= config.bin %> status', description: 'Your VMs in every fleet, and what the org bills per hour'},
+    {command: '<%= config.bin %> status --fleet train', description: 'Only fleet "train"'},
+    {
+      command: '<%= config.bin %> status --any-owner --any-origin',
+      description: "Every VM of the org, including colleagues' and ones other tools created",
+    },
     {command: '<%= config.bin %> status tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
     {command: '<%= config.bin %> status -q | xargs -n1 targon ssh --print', description: 'uids only, one per line'},
     {
@@ -34,7 +45,7 @@ bill; --any-owner shows them all.`)
   static args = {
     vms: Args.string({
       ignoreStdin: true,
-      description: 'VM names, uids or --name labels of the fleet (default: all of the fleet)',
+      description: 'VM names, uids or --name labels (of --fleet, else of the configured fleet); default: your VMs in every fleet',
       required: false,
     }),
   }
@@ -47,7 +58,11 @@ bill; --any-owner shows them all.`)
         "Reads each running VM over its pinned SSH connection (at most 8 at once): GPU utilisation and memory, SSH sessions and tunnels, dstack tasks, and how long it has been idle by the VM's own idle clock (with --json: usage, idle_seconds, idle_reason). A VM that cannot be read says why, never a guess.",
       summary: 'Also show what each running VM is doing: GPUs, SSH sessions and tunnels, dstack tasks, and how long it has been idle.',
     }),
-    'all-fleets': Flags.boolean({exclusive: ['fleet'], default: false, summary: 'Show the VMs of every fleet.'}),
+    'all-fleets': Flags.boolean({
+      exclusive: ['fleet'],
+      default: false,
+      summary: 'Show the VMs of every fleet (the default without --fleet).',
+    }),
     'any-origin': Flags.boolean({default: false, summary: 'Include VMs not created by this tool.'}),
     'any-owner': Flags.boolean({
       default: false,
@@ -63,20 +78,24 @@ bill; --any-owner shows them all.`)
       default: false,
       summary: "Print a dstack SSH fleet file (YAML) for the fleet's bootstrapped VMs; exit 4 when there are none.",
     }),
-    fleet: Flags.string({summary: 'Fleet to show, and of VMs given by their short --name label.'}),
+    fleet: Flags.string({
+      summary: 'Show only this fleet (default: every fleet); also the fleet of VMs given by their short --name label.',
+    }),
     quiet: Flags.boolean({char: 'q', default: false, summary: 'Print uids only, one per line.'}),
   }
 
   public async run(): Promise<StatusResult> {
     const targets = this.positionals
     const configuredFleet = await this.ctx.settings.get('fleet', this.flags.fleet)
+    // Only --fleet narrows the table; a dstack fleet file is of one fleet, the configured one without it.
+    const narrowed = this.flags.fleet !== undefined || this.flags['dstack-fleet']
     const owners = await ownerScope(this.ctx.settings, this.flags['any-owner'])
     return this.withApi(async (client) => {
       const result = await runStatus(this.ctx, client, new LocalState(this.ctx.settings.dir), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
-        fleet: this.flags['all-fleets'] || targets.length > 0 ? null : configuredFleet,
+        fleet: narrowed && targets.length === 0 ? configuredFleet : null,
         idleLimitS: await this.configuredIdleLimitS(),
         org: await this.resolveOrg(client),
         owners,
@@ -109,7 +128,9 @@ bill; --any-owner shows them all.`)
     const deleted = result.totals.deleted_hidden_count
     if (deleted > 0) this.info(`${countOf(deleted, 'deleted VM')} still listed by Targon, not billing: --show-deleted lists them`)
     if (result.vms.length === 0) {
-      this.info(`No VMs${result.fleet ? ` in fleet ${result.fleet}` : ''} (org ${result.org}).`)
+      const whose = result.owner === null ? '' : ` of owner ${result.owner}`
+      this.info(`No VMs${whose}${result.fleet ? ` in fleet ${result.fleet}` : ''} (org ${result.org}).`)
+      this.info(orgBillingLine(result.org, result.org_billing))
       return
     }
 
@@ -166,6 +187,7 @@ bill; --any-owner shows them all.`)
     this.info(
       `${countOf(count, 'VM')}, ${billing} billing${unknownNote}: ${usd(result.totals.price_per_hour)} USD/h, about ${usd(result.totals.estimated_cost_usd)} USD so far (estimate)`,
     )
+    this.info(orgBillingLine(result.org, result.org_billing))
   }
 }
 

@@ -311,8 +311,10 @@ describe('summaries, not walls', () => {
     for (let index = 0; index < 12; index++) tombstone(ctx.sim, `tcli-default-gone${index}`)
     const config = tempDir('targon-fresh-')
     const status = await targon(['status'], {config})
-    expect(lines(status.stderr, /unknown billing/)).toHaveLength(1)
+    expect(lines(status.stderr, /^Warning: .*unknown billing/)).toHaveLength(1)
     expect(lines(status.stderr, /unknown billing/)[0]).toMatch(/^Warning: 12 records of unknown billing .*--show-deleted lists them/)
+    // The org's line counts them too, in a few words.
+    expect(status.stderr.trimEnd().split('\n').at(-1)).toBe('Org acme bills 1.69 USD/h: no owner 1.69 (12 records of unknown billing)')
     expect(status.stderr).toMatch(/12 probably deleted, by Targon's teardown message/)
     expect(parseJson(await targon(['status', '--json'], {config})).data.totals).toMatchObject({billing_count: 1, unknown_billing_count: 12})
     expect(status.stderr).not.toMatch(/settles it/)

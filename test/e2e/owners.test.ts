@@ -46,6 +46,17 @@ for (const summaryProjectId of [true, false]) {
         expect(status.warnings.join('\n')).toContain(
           '2 more VM(s) of this tool bill in the org outside owner alice: 1 of bob, 1 without an owner',
         )
+        // Every directory ends status with the org's billing by owner, a directory without an owner too.
+        const orgLine = 'Org acme bills 5.07 USD/h: alice 1.69, bob 1.69, no owner 1.69'
+        expect((await as('alice', ['status'])).stderr.trimEnd().split('\n').at(-1)).toBe(orgLine)
+        const fromNobody = await as('nobody', ['status'])
+        expect(fromNobody.stderr.trimEnd().split('\n').at(-1)).toBe(orgLine)
+        for (const vm of [old, alice, bob]) expect(fromNobody.stdout).toContain(vm.uid)
+        expect(parseJson(await as('nobody', ['status', '--json'])).data.org_billing.by_owner).toMatchObject([
+          {group: 'owner', owner: 'alice'},
+          {group: 'owner', owner: 'bob'},
+          {group: 'no-owner', owner: null},
+        ])
         const all = parseJson(await as('alice', ['status', '--any-owner', '--json'])).data.vms
         expect(Object.fromEntries(all.map((vm: {uid: string; owner: string | null}) => [vm.uid, vm.owner]))).toEqual({
           [alice.uid]: 'alice',

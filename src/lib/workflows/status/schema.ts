@@ -75,7 +75,9 @@ export const StatusVmSchema = z.object({
   owner: z.string().nullable().describe('whose it is in a shared org (its project); null: no owner, as VMs from before owners, or unknown'),
   owner_known: z
     .boolean()
-    .describe('false: its owner was not read (no owner set and no --any-owner, and the listing has no project_id) or could not be'),
+    .describe(
+      'false: its owner was not read (a VM of another tool, or a tombstone) or could not be (the listing has no project_id, and the full read of the workload failed)',
+    ),
   local_record: z.enum(['present', 'missing']),
   idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
   idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
@@ -88,9 +90,39 @@ export const StatusVmSchema = z.object({
 })
 export type StatusVm = z.infer<typeof StatusVmSchema>
 
+export const OrgBillingGroupSchema = z.object({
+  group: z
+    .enum(['owner', 'no-owner', 'owner-unknown', 'other-origin'])
+    .describe(
+      "owner: an owner's VMs; no-owner: this tool's VMs in no owner's project (from before owners, or made with no owner set); owner-unknown: this tool's VMs whose owner could not be read; other-origin: VMs this tool did not make",
+    ),
+  owner: z.string().nullable().describe('the owner, for group owner; null for the other groups'),
+  billing_count: z.number().describe('VMs of the group known to bill'),
+  price_per_hour: z.number().describe('USD per hour: the sum of their prices, those without one left out'),
+  unpriced_count: z.number().describe('VMs of the group known to bill without a price in the listing: not in price_per_hour'),
+})
+export type OrgBillingGroup = z.infer<typeof OrgBillingGroupSchema>
+
+export const OrgBillingSchema = z.object({
+  price_per_hour: z
+    .number()
+    .describe(
+      "USD per hour that the whole org's VMs known to bill cost, whatever the selection: every owner and origin (the burn rate of credits)",
+    ),
+  billing_count: z.number().describe('VMs known to bill in the org'),
+  unpriced_count: z.number().describe('of them, VMs without a price in the listing: not in price_per_hour'),
+  unknown_billing_count: z
+    .number()
+    .describe('records of unknown billing and listed items that fail the checks of the API answer: they may bill, and are in no sum'),
+  by_owner: z
+    .array(OrgBillingGroupSchema)
+    .describe('the same split by whose the VMs are: owners by name, then no-owner, owner-unknown, other-origin'),
+})
+export type OrgBilling = z.infer<typeof OrgBillingSchema>
+
 export const StatusResultSchema = z.object({
   org: z.string(),
-  fleet: z.string().nullable().describe('null with --all-fleets'),
+  fleet: z.string().nullable().describe('the fleet shown (--fleet, or the configured fleet with --dstack-fleet); null: every fleet'),
   vms: z.array(StatusVmSchema),
   drift: z.array(z.object({uid: z.string().nullable(), name: z.string().nullable(), kind: z.enum(['server-only', 'local-only'])})),
   totals: z.object({
@@ -120,5 +152,8 @@ export const StatusResultSchema = z.object({
     )
     .describe("VMs of this tool that bill in the org but are not shown, being other owners' or no one's (see --any-owner)"),
   guard: GuardCoverageSchema,
+  org_billing: OrgBillingSchema.describe(
+    "what the whole org bills per hour, split by owner, whatever the selection (the text output's last line)",
+  ),
 })
 export type StatusResult = z.infer<typeof StatusResultSchema>

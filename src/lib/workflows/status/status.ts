@@ -38,6 +38,7 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
+import {orgBilling} from './org-billing.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (docs/concepts/deletion.md). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -46,7 +47,7 @@ export interface StatusOptions {
   org: string
   /** The VMs named on the command line (names, uids or --name labels of `configuredFleet`); empty for a fleet. */
   targets: string[]
-  /** The fleet shown, or null for every fleet. */
+  /** The fleet shown (--fleet), or null for every fleet. */
   fleet: string | null
   configuredFleet: string
   anyOrigin: boolean
@@ -68,7 +69,8 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const view = await snapshot(client, options.org, state, {
     clock,
     historyBudget: ctx.historyBudget,
-    readOwners: options.owners.owner !== null || options.owners.anyOwner,
+    // Always: the org's billing is split by owner, whatever the scope.
+    readOwners: true,
   })
   recordSnapshot(state, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
@@ -130,6 +132,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
       owner: owner ?? null,
       owner_known: owner !== undefined,
     })),
+    org_billing: orgBilling(view.vms, view.invalid.length),
     owner: options.owners.anyOwner ? null : options.owners.owner,
     totals,
     vms,
