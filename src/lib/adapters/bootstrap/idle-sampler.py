@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 
 # 4: reads the shim's task list in both of its shapes (see parse_task_list); 3 and older read the old one only.
-VERSION = "4"
+VERSION = "5"
 CONFIG = "/etc/targon-fleet/idle.conf"
 # A test aid: seconds added to this VM's clock (a skewed clock), read on every sample.
 CLOCK_OFFSET = "/etc/targon-fleet/clock-offset"
@@ -40,6 +40,8 @@ SHIM_ACCESS = "/usr/local/lib/targon-fleet/shim-access"
 SHIM_GET = "/usr/local/lib/targon-fleet/shim-get"
 SHIM_PORT = 10998
 PROBE_MARK = "idle-sampler.py --probe"
+# targon's own reads and writes of the limits file the VM carries (a guard's, a status's): no user's activity either.
+LIMITS_MARK = "/etc/targon-fleet/limits.json"
 # A logged-in session's own process: "sshd: ubuntu@pts/0", "sshd: ubuntu@notty", or "sshd: ubuntu" (forwards only).
 # Several terminals on one connection read "ubuntu@pts/0,pts/1".
 # The unit of a `targon run` job; only ids of this form are reported.
@@ -159,7 +161,7 @@ def sessions(table, shim_tunnels, seen_bare):
     for pid, (_, args) in table.items():
         if not SESSION.match(args):
             continue
-        if any(PROBE_MARK in table[child][1] for child in descendants(pid) if child in table):
+        if any(mark in table[child][1] for child in descendants(pid) if child in table for mark in (PROBE_MARK, LIMITS_MARK)):
             continue
         terminal = "@pts/" in args
         # A bare session forwarding to the shim's port: the dstack server's own tunnel (never one with a terminal).

@@ -12,6 +12,7 @@ import {JOB_ID_PATTERN} from '../../core/input.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {must} from './remote-call.js'
 
+/** The idle sampler tells targon's reads and writes of it from a user's session by this path (its LIMITS_MARK). */
 export const LIMITS_PATH = '/etc/targon-fleet/limits.json'
 /** A limits file is a few hundred bytes; more is not one. */
 const MAX_LIMITS_BYTES = 16 * 1024

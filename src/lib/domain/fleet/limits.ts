@@ -10,12 +10,11 @@
  */
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
-import type {Clock} from '../../core/clock.js'
 import {type VmLimits, type VmLimitsRead, readVmLimits, writeVmLimits} from '../../adapters/bootstrap/vm-limits.js'
 import type {VmRecord} from '../../adapters/state/local-state.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {hasGuardKey} from '../../adapters/ssh/project-key.js'
-import {openVm} from './fan-out.js'
+import type {VmSessions} from './vm-sessions.js'
 import type {KnownVm} from './workloads.js'
 
 export interface Limits {
@@ -42,6 +41,11 @@ const NONE: Limits = {
   max_cost_usd: null,
   on_delete_hook: false,
   ttl_expires_at: null,
+}
+
+/** The idle limit the guard applies to a VM: its own (up --idle: its record, or the file it carries), else the configured one; null: none. */
+export function idleLimitOf(vm: Pick<KnownVm, 'record' | 'onVm'>, configuredS: number | null): number | null {
+  return limitsOf(vm).idle_limit_seconds ?? configuredS
 }
 
 /** The limits of a local record. */
@@ -131,22 +135,22 @@ const READS_IN_FLIGHT = 16
 
 /**
  * Reads the limits of each VM this directory can reach (running, made by this tool, and either bootstrapped from here
- * or reached with the team guard's key), `parallel` at a time, into vm.onVm. One connection attempt each: a VM that
- * does not answer is unreachable, and the run goes on.
+ * or reached with the team guard's key), `READS_IN_FLIGHT` at a time, into vm.onVm, over the run's sessions (which
+ * its idle probe then reuses). One connection attempt each: a VM that does not answer is unreachable, and the run goes on.
  */
-export async function readLimitsOnVms(vms: KnownVm[], options: {configDir: string; signal?: AbortSignal; clock: Clock}): Promise<void> {
+export async function readLimitsOnVms(
+  vms: KnownVm[],
+  sessions: VmSessions,
+  options: {configDir: string; signal?: AbortSignal},
+): Promise<void> {
   const team = hasGuardKey(options.configDir)
   const reachable = vms.filter((vm) => !vm.gone && vm.owned && vm.status === 'running' && (team || vm.record?.bootstrapped === true))
   await mapBounded(reachable, READS_IN_FLIGHT, async (vm) => {
     if (options.signal?.aborted) return
-    let session: SshSession | undefined
     try {
-      session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, deadlineMs: 0, signal: options.signal})).session
-      vm.onVm = await readVmLimits(session, options.signal)
+      vm.onVm = await readVmLimits(await sessions.session(vm, 0), options.signal)
     } catch (error) {
       vm.onVm = {problem: asTargonError(error).message, state: 'unreachable'}
-    } finally {
-      session?.close()
     }
   })
 }

@@ -6,7 +6,6 @@ import {TargonError} from '../../core/errors.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type InvalidWorkload, type Workload, workloadPrice, workloadResourceName, workloadStatus} from '../../adapters/targon/schemas.js'
 import {NAME_PREFIX, fleetOf} from './naming.js'
-import {limitsOf} from './limits.js'
 import {DEFAULT_FLEET} from '../../adapters/settings/table.js'
 import {type OwnerScope, type VmOwner, findForOwner, ownersOfListed, scoped} from './owners.js'
 import {notFoundHint, suggestVmName, whereToLook} from './suggest.js'
@@ -271,11 +270,6 @@ export function findOneVm(vms: KnownVm[], target: string, fleet: string, scope: 
       hint: `use a uid: ${matches.map((vm) => vm.uid).join(', ')}`,
     })
   return matches[0] as KnownVm
-}
-
-/** The idle limit the guard applies to a VM: its own (up --idle: its record, or the file it carries), else the configured one; null: none. */
-export function idleLimitOf(vm: KnownVm, configuredS: number | null): number | null {
-  return limitsOf(vm).idle_limit_seconds ?? configuredS
 }
 
 export function vmPrice(vm: KnownVm): number | null {

@@ -13,7 +13,7 @@ import type {Usage} from './schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
-import {openVm} from '../fleet/fan-out.js'
+import type {VmSessions} from '../fleet/vm-sessions.js'
 import {limitsOf} from '../fleet/limits.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
@@ -179,13 +179,13 @@ export function idlePastLimit(usage: Usage): boolean {
  */
 export async function probeUsages(
   vms: KnownVm[],
-  options: {configDir: string; limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
+  sessions: VmSessions,
+  options: {limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
 ): Promise<Map<string, Usage>> {
   const usages = await mapBounded(vms, options.parallel, (vm) =>
-    probeUsage(vm, {
+    probeUsage(vm, sessions, {
       alsoRead: options.alsoRead,
       clock: options.clock,
-      configDir: options.configDir,
       limits: {fallbackS: options.limitS, ownS: limitsOf(vm).idle_limit_seconds},
       signal: options.signal,
     }),
@@ -209,13 +209,13 @@ export type AlsoRead = (vm: KnownVm, session: SshSession) => Promise<void>
 
 async function probeUsage(
   vm: KnownVm,
-  options: {configDir: string; limits: IdleLimits; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
+  sessions: VmSessions,
+  options: {limits: IdleLimits; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
 ): Promise<Usage> {
   const unreadable = (reason: string) => unreadableUsage(reason)
   if (vm.status !== 'running') return unreadable(`${NOT_RUNNING} (${vm.status})`)
-  let session: SshSession | undefined
   try {
-    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, signal: options.signal})).session
+    const session = await sessions.session(vm)
     // A VM that does not answer in time is unreadable, and the run goes on with the others.
     const within = AbortSignal.timeout(PROBE_TIMEOUT_MS)
     const answer = await session.exec(PROBE_COMMAND, {
@@ -234,8 +234,6 @@ async function probeUsage(
     return judgeIdle(parsed.data, options.limits, options.clock.now())
   } catch (error) {
     return unreadable(error instanceof SyntaxError ? 'the probe did not answer JSON' : asTargonError(error).message)
-  } finally {
-    session?.close()
   }
 }
 

@@ -35,6 +35,7 @@ import {keepUnlessIdle} from './idle-selection.js'
 import {type RunningJobsReader, endedJobsInWords, readRunningJobs} from './ended-jobs.js'
 import type {DeletionRun} from '../run-context.js'
 import {limitsOf, readLimitsOnVms} from '../../domain/fleet/limits.js'
+import {VmSessions} from '../../domain/fleet/vm-sessions.js'
 
 const STALE_INTENT_MS = 60 * 60_000
 
@@ -82,7 +83,7 @@ export interface DownOptions {
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
    */
-  narrow?: (chosen: KnownVm[], view: FleetSnapshot) => Promise<Narrowed>
+  narrow?: (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => Promise<Narrowed>
   /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). Never under --dry-run. */
   hooks: boolean
   /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
@@ -140,6 +141,41 @@ async function resolveUnlisted(
   })
 }
 
+/** What the selection chooses from the listing (by the limits read over `sessions`), and what the last say keeps of it. */
+async function selectVms(
+  run: DeletionRun,
+  view: FleetSnapshot,
+  sessions: VmSessions,
+  options: DownOptions,
+): Promise<{decided: Narrowed; unlisted: string[]}> {
+  const {selection} = options
+  const {clock} = run
+  if (selection.expired || selection.idle) await readLimitsOnVms(view.vms, sessions, {configDir: options.configDir, signal: run.signal})
+  const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
+  await consentForOthers(chosen, options)
+  if (isBulk(options.selection)) {
+    const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
+    refuseMixedOwners(
+      chosen.map((vm) => ({owner: vm.owner, uncertain: billingUncertain(vm)})),
+      scope,
+    )
+    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
+    const outside = outsideOwner(view.vms, scope)
+    const note = outsideWarning(outside.billing, scope, outside.unknown)
+    if (note) run.warn(note)
+  }
+  // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
+  const decided: Narrowed = options.narrow
+    ? await options.narrow(chosen, view, sessions)
+    : selection.idle
+      ? await keepUnlessIdle(run, chosen, {...options, sessions}).then((idle) => ({
+          ...idle,
+          idleUids: new Set(idle.chosen.map((vm) => vm.uid)),
+        }))
+      : {chosen, kept: []}
+  return {decided, unlisted}
+}
+
 export async function runDown(
   run: DeletionRun,
   client: TargonClient,
@@ -160,27 +196,10 @@ export async function runDown(
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
   state.pruneHistoryVerdicts(org, listed, clock.now())
-  // Limits travel with the VMs: --expired and --idle go by the stricter of each VM's file and this directory's record.
-  if (selection.expired || selection.idle) await readLimitsOnVms(view.vms, {clock, configDir: options.configDir, signal: run.signal})
-  const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
-  await consentForOthers(chosen, options)
-  if (isBulk(options.selection)) {
-    const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
-    refuseMixedOwners(
-      chosen.map((vm) => ({owner: vm.owner, uncertain: billingUncertain(vm)})),
-      scope,
-    )
-    // Whatever of this tool bills outside the owner's VMs is said, so that a shared org never keeps billing in silence.
-    const outside = outsideOwner(view.vms, scope)
-    const note = outsideWarning(outside.billing, scope, outside.unknown)
-    if (note) run.warn(note)
-  }
-  // --idle probes each VM the other selectors chose; only one idle past its limit is deleted, the rest are kept.
-  const decided: Narrowed = options.narrow
-    ? await options.narrow(chosen, view)
-    : selection.idle
-      ? await keepUnlessIdle(run, chosen, options).then((idle) => ({...idle, idleUids: new Set(idle.chosen.map((vm) => vm.uid))}))
-      : {chosen, kept: []}
+  // Limits travel with the VMs: --expired and --idle go by the stricter of each VM's file and this directory's record,
+  // read over the connections --idle's probes then use; they all end before the first deletion.
+  const sessions = new VmSessions({clock, configDir: options.configDir, signal: run.signal})
+  const {decided, unlisted} = await selectVms(run, view, sessions, options).finally(() => sessions.closeAll())
   const {kept} = decided
   const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
     createdAt: vm.workload.created_at ?? null,

@@ -9,6 +9,7 @@ import type {DeletionRun} from '../run-context.js'
 import type {DownResult} from './schema.js'
 import type {DownSelection} from './selection.js'
 import {limitsOf} from '../../domain/fleet/limits.js'
+import type {VmSessions} from '../../domain/fleet/vm-sessions.js'
 
 /**
  * Reads the idle clock of each chosen VM (as many at once as deletions); those idle past their limit (their own, else
@@ -24,13 +25,14 @@ export async function keepUnlessIdle(
     selection: Pick<DownSelection, 'idle_limit_seconds'>
     /** More to read over each probe's connection (the sweep: the VM's jobs). */
     alsoRead?: AlsoRead
+    /** The run's connections, which the read of each VM's limits opened. */
+    sessions: VmSessions
   },
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
-  const usages = await probeUsages(live, {
+  const usages = await probeUsages(live, options.sessions, {
     alsoRead: options.alsoRead,
     clock: run.clock,
-    configDir: options.configDir,
     limitS: options.selection.idle_limit_seconds,
     parallel: options.parallel,
     signal: run.signal,

@@ -39,8 +39,8 @@ import {
   readStoreFile,
   recordFetchFailure,
 } from './job-store.js'
-import {idleLimitOf} from '../../domain/fleet/workloads.js'
-import {limitsOf} from '../../domain/fleet/limits.js'
+import {} from '../../domain/fleet/workloads.js'
+import {idleLimitOf, limitsOf} from '../../domain/fleet/limits.js'
 
 type Kept = DownResult['kept'][number]
 

@@ -15,7 +15,6 @@ import {
   type KnownVm,
   billingUncertain,
   findVm,
-  idleLimitOf,
   invalidWarning,
   outsideOwner,
   snapshot,
@@ -37,8 +36,9 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
-import {limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
+import {idleLimitOf, limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
 import {orgBilling} from './org-billing.js'
+import {VmSessions} from '../../domain/fleet/vm-sessions.js'
 
 /** What Targon's teardown has been seen to leave in an `error` tombstone's message (docs/concepts/deletion.md). */
 const TEARDOWN_TEXT = /stopping container|exit code 137/i
@@ -84,10 +84,13 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   if (outsideNote) warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, warn) : new Map<string, Offer>()
   // The limits each VM carries, where this directory can read them: the stricter of those and a record are shown.
-  await readLimitsOnVms(selected, {clock, configDir, signal: ctx.signal})
-  const now = clock.now()
+  const sessions = new VmSessions({clock, configDir, signal: ctx.signal})
   const markers = new Map<string, boolean>()
-  const usages = options.usage ? await usageOf(selected, configDir, markers, clock) : new Map<string, Usage>()
+  const usages = await (async () => {
+    await readLimitsOnVms(selected, sessions, {configDir, signal: ctx.signal})
+    return options.usage ? usageOf(selected, sessions, markers, clock) : new Map<string, Usage>()
+  })().finally(() => sessions.closeAll())
+  const now = clock.now()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null, options.idleLimitS))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
@@ -217,13 +220,13 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(vms: KnownVm[], configDir: string, markers: Map<string, boolean>, clock: Clock): Promise<Map<string, Usage>> {
+async function usageOf(vms: KnownVm[], sessions: VmSessions, markers: Map<string, boolean>, clock: Clock): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {
     if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
   }
-  return probeUsages(running, {alsoRead, clock, configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  return probeUsages(running, sessions, {alsoRead, clock, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
 /**

@@ -9,7 +9,7 @@ import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
 import {createdAt, estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import {type FleetSnapshot, type KnownVm, vmPrice, idleLimitOf} from '../../domain/fleet/workloads.js'
+import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
 import {type DownOptions, runDown} from '../down/down.js'
 import {keepUnlessIdle} from '../down/idle-selection.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
@@ -24,7 +24,8 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../../domain/hooks/hook.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {DeletionRun} from '../run-context.js'
-import {limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
+import type {VmSessions} from '../../domain/fleet/vm-sessions.js'
+import {idleLimitOf, limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
@@ -79,10 +80,10 @@ export async function runSweep(
   let scopedVms: KnownVm[] = []
   const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
   let listed = new Set<string>()
-  const narrow = async (chosen: KnownVm[], view: FleetSnapshot) => {
+  const narrow = async (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => {
     const live = chosen.filter((vm) => !vm.gone)
     // Each VM's own limits, where this directory can read them (its own VMs; every VM, as the team guard).
-    await readLimitsOnVms(live, {clock, configDir: options.configDir, signal: run.signal})
+    await readLimitsOnVms(live, sessions, {configDir: options.configDir, signal: run.signal})
     const now = clock.now()
     for (const vm of live) {
       const reason =
@@ -99,7 +100,12 @@ export async function runSweep(
     const alsoRead = async (vm: KnownVm, session: SshSession) => {
       if ((await readJobs(session)).jobs.some((job) => job.record.down)) downJobOnVm.add(vm.uid)
     }
-    const idle = await keepUnlessIdle(run, idleLimited, {...options, alsoRead, selection: {idle_limit_seconds: options.idleLimitS}})
+    const idle = await keepUnlessIdle(run, idleLimited, {
+      ...options,
+      alsoRead,
+      selection: {idle_limit_seconds: options.idleLimitS},
+      sessions,
+    })
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
     // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
     // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
