@@ -1,6 +1,8 @@
 /** The JSON contract of the targon guard commands, and the guard coverage that targon status reports. */
 import * as z from 'zod'
 
+import {GuardKeySchema} from '../../adapters/ssh/guard-keys.js'
+
 export const GuardRunSchema = z.object({
   at: z.string().describe('when the sweep started, RFC 3339'),
   exit_code: z.number(),
@@ -16,7 +18,12 @@ export const GuardEntrySchema = z.object({
   config_dir: z.string(),
   profile: z.string(),
   org: z.string(),
-  owner: z.string().nullable(),
+  owner: z.string().nullable().describe('the owner whose VMs it sweeps; null: none set (always for a team guard)'),
+  team: z
+    .boolean()
+    .describe(
+      "the org's team guard (guard install --team): it sweeps every owner's VMs by the limits they carry, over the team guard's key",
+    ),
   every_seconds: z.number().nullable().describe('the period of its schedule; null when the entry was edited into another'),
   node: z.string().nullable().describe('the absolute path of node that it runs'),
   cli: z.string().nullable().describe('the absolute path of the CLI that it runs'),
@@ -26,6 +33,9 @@ export type GuardEntry = z.infer<typeof GuardEntrySchema>
 
 export const GuardInstallResultSchema = z.object({
   installed: GuardEntrySchema,
+  guard_key: GuardKeySchema.nullable().describe(
+    "with --team: the team guard's key, registered with the org, that every later up adds to the VMs it makes; null without --team",
+  ),
   replaced: z.boolean().describe('a guard of this directory and profile was there and was replaced'),
   enabled: z
     .boolean()
@@ -50,6 +60,7 @@ export const GuardPrintResultSchema = z.object({
   kind: z.enum(['cron', 'systemd']),
   text: z.string().describe('the crontab lines, or the units one after the other'),
   files: z.array(z.string()).nullable().describe('with --dir: the unit files written there'),
+  guard_key: GuardKeySchema.nullable().describe("with --team: the team guard's key, registered with the org; null without --team"),
 })
 
 export const GuardCoverageSchema = z
