@@ -9,23 +9,12 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {parseJson, tempDir} from '../helpers/cli.js'
+import {fakeCrontab} from '../helpers/crontab.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
 const ctx = useFreshFixture({env: {TARGON_API_KEY: undefined}})
 const {setup, targon} = ctx
-
-/** A PATH whose crontab keeps this user's crontab in `file`, as the real one does (-l, -r, and - to replace it). */
-function fakeCrontab(): {path: string; file: string} {
-  const bin = tempDir('targon-crontab-')
-  const file = join(bin, 'crontab.txt')
-  writeFileSync(
-    join(bin, 'crontab'),
-    `#!/bin/sh\ncase "$1" in\n-l) if [ -f ${file} ]; then cat ${file}; else echo "no crontab for $(id -un)" >&2; exit 1; fi ;;\n-r) rm -f ${file} ;;\n-) cat > ${file} ;;\nesac\n`,
-  )
-  chmodSync(join(bin, 'crontab'), 0o755)
-  return {file, path: `${bin}:${process.env.PATH}`}
-}
 
 /** Runs a crontab entry's command as cron does: through sh, with no environment at all. */
 function runAsCron(line: string): Promise<number | null> {

@@ -44,6 +44,43 @@ export const GuardInstallResultSchema = z.object({
   log: z.string().describe("where the sweeps' output goes (rotated past 1 MiB)"),
 })
 
+export const CoveredVmSchema = z.object({
+  uid: z.string(),
+  name: z.string().nullable(),
+  owner: z.string().nullable().describe('its owner in a shared org; null: none, or not known'),
+})
+export type CoveredVm = z.infer<typeof CoveredVmSchema>
+
+export const VmCoverageSchema = z
+  .object({
+    org: z.string(),
+    guards: z
+      .array(
+        z.object({
+          kind: z
+            .enum(['local', 'team'])
+            .describe(
+              "local: this directory's guard, which covers the VMs recorded here (of its owner, when it has one); team: a team guard of the org, which covers the VMs that carry its key",
+            ),
+          key: GuardKeySchema.nullable().describe("team: the team guard's key in the org; null for local"),
+          here: z.boolean().describe("installed on this machine for this directory and profile (a team guard's key is this directory's)"),
+          owner: z.string().nullable().describe('local: the owner it sweeps for; null: none set, and for team'),
+          vms: z.array(CoveredVmSchema).describe('the VMs it covers'),
+        }),
+      )
+      .describe("this directory's guard, and every team guard key of the org (guard install --team, here or on another machine)"),
+    not_covered: z
+      .array(CoveredVmSchema)
+      .describe(
+        "this tool's VMs in the org that none of these guards covers (a guard on another machine for another directory may): made before a team guard's key existed, or with none registered",
+      ),
+    unknown: z
+      .array(CoveredVmSchema)
+      .describe('VMs whose keys could not be read (a warning says why), and that no local guard covers: maybe covered, maybe not'),
+  })
+  .describe('which VMs each guard covers, and which none covers')
+export type VmCoverage = z.infer<typeof VmCoverageSchema>
+
 export const GuardStatusResultSchema = z.object({
   config_dir: z.string(),
   profile: z.string(),
@@ -52,6 +89,9 @@ export const GuardStatusResultSchema = z.object({
   next_run_at: z.string().nullable().describe('by the schedule and this clock; null when nothing is installed'),
   log: z.string(),
   problems: z.array(z.string()).describe('what stops the guard from working: a missing node or CLI, failing or missing runs'),
+  coverage: VmCoverageSchema.nullable().describe(
+    'null when the API could not be read (no API key or org here, or it failed: a warning says why)',
+  ),
 })
 
 export const GuardUninstallResultSchema = z.object({removed: z.array(GuardEntrySchema)})
