@@ -4,7 +4,7 @@
  * cron runs it, with no environment. The real crontab and systemd units are exercised in test/e2e/guard.test.ts.
  */
 import {spawn} from 'node:child_process'
-import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
