@@ -303,7 +303,7 @@ export const scenarios: Scenario[] = [
       expect(guardKeys).toHaveLength(1)
       expect(both.map((each) => parseJson(each).data.guard_key.uid)).toEqual([guardKeys[0]?.uid, guardKeys[0]?.uid])
       expect(ctx.sim.requests('POST', /\/ssh-keys$/).map((request) => request.status)).toEqual([502, 201])
-      return both[0] as CliResult
+      return both[0]
     },
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/ssh-keys$/, status: 502, times: 1}),
   },
