@@ -27,7 +27,8 @@ export default class Up extends BaseCommand<typeof Up, 'up'> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'
 
   static description = prose(`Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
-project SSH key with the org (once), creates and deploys the VM, then installs Docker and the NVIDIA Container
+project SSH key with the org (once), creates and deploys the VM with that key and the keys of the org's team guards
+(guard install --team: at most 8, found by name in one listing of the org's keys per run), then installs Docker and the NVIDIA Container
 Toolkit over SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is
 missing, the dstack-shim binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack
 shim. SSH is tried as soon as the VM's state carries an address, even while it still says provisioning; the state is
