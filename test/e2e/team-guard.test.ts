@@ -98,6 +98,7 @@ describe('the team guard', () => {
 
     const removed = await targon(['guard', 'uninstall', '--json'], {config: dirs.guard, env: {PATH: crontab.path}})
     expect(removed.json.data.removed).toMatchObject([{kind: 'cron', team: true}])
+    expect(removed.json.warnings.join('\n')).toContain("the team guard's key stays registered with org")
     expect(readFileSync(crontab.file, 'utf8').trim()).toBe('')
   })
 })
