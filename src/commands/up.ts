@@ -27,7 +27,8 @@ export default class Up extends BaseCommand<typeof Up, 'up'> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'
 
   static description = prose(`Picks the cheapest offer at or under --max-price (USD/h for the whole VM), registers the
-project SSH key with the org (once), creates and deploys the VM, then installs Docker and the NVIDIA Container
+project SSH key with the org (once), creates and deploys the VM with that key and the keys of the org's team guards
+(guard install --team: at most 8, found by name in one listing of the org's keys per run), then installs Docker and the NVIDIA Container
 Toolkit over SSH (each step skipped when present; one apt-get update and one apt-get install for whatever is
 missing, the dstack-shim binary downloading meanwhile; a marker makes a repeat a fast no-op) and starts the dstack
 shim. SSH is tried as soon as the VM's state carries an address, even while it still says provisioning; the state is
@@ -289,7 +290,7 @@ existing VM instead of creating a second one.`)
               vms: result.vms.map((vm) => ({name: vm.name, uid: vm.uid})),
             },
           )
-          await this.sayUnguarded()
+          await this.sayUnguarded(result)
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
@@ -396,16 +397,21 @@ existing VM instead of creating a second one.`)
     return plan
   }
 
-  /** A limit that nothing on this machine enforces yet is said once, with the command that does. */
-  private async sayUnguarded(): Promise<void> {
+  /**
+   * Said once, at the end: no guard covers the VMs this run made. Covered: a team guard's key went on them, or a guard
+   * on this machine sweeps this config directory and profile (a laptop's counts, though it sleeps).
+   */
+  private async sayUnguarded(result: UpResult): Promise<void> {
+    if (!result.vms.some((vm) => !vm.adopted) || result.guard_keys.length > 0) return
+    if (guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn).kind !== null) return
     const limits = [
       this.flags.ttl !== undefined && '--ttl',
       this.flags['max-cost'] !== undefined && '--max-cost',
       this.flags.idle !== undefined && '--idle',
     ].filter(Boolean)
-    if (limits.length === 0 || guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn).kind !== null)
-      return
-    this.addWarning(`nothing on this machine enforces ${limits.join(', ')} for this config directory yet: targon guard install --cron`)
+    this.addWarning(
+      `no guard covers the VMs this run made${limits.length === 0 ? '' : `, so nothing enforces ${limits.join(', ')}`}: run targon guard install --team on an always-on machine (or targon guard install --cron here)`,
+    )
   }
 
   private render(result: UpResult): void {

@@ -49,13 +49,13 @@ describe('targon extend', () => {
     expect(table.stdout).toContain('IDLE_HELD_UNTIL')
   })
 
-  it('status shows what ends each VM and that no guard covers the directory; up says once that nothing enforces its limit', async () => {
+  it('status shows what ends each VM and that no guard covers the directory; up says once that no guard enforces its limit', async () => {
     await ctx.setup()
     const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--ttl', '1h', '--max-cost', '5', '--json'])
     expect(up.code, up.stderr).toBe(0)
-    const warnings = parseJson(up).warnings.filter((each: string) => each.includes('nothing on this machine enforces'))
+    const warnings = parseJson(up).warnings.filter((each: string) => each.includes('no guard covers'))
     expect(warnings).toEqual([
-      'nothing on this machine enforces --ttl, --max-cost for this config directory yet: targon guard install --cron',
+      'no guard covers the VMs this run made, so nothing enforces --ttl, --max-cost: run targon guard install --team on an always-on machine (or targon guard install --cron here)',
     ])
     const limited = parseJson(up).data.vms[0]
     const free = await upOne()

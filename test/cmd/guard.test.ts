@@ -4,28 +4,17 @@
  * cron runs it, with no environment. The real crontab and systemd units are exercised in test/e2e/guard.test.ts.
  */
 import {spawn} from 'node:child_process'
-import {chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {parseJson, tempDir} from '../helpers/cli.js'
+import {parseJson, tempDir, writeConfigFile} from '../helpers/cli.js'
+import {fakeCrontab} from '../helpers/crontab.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
 const ctx = useFreshFixture({env: {TARGON_API_KEY: undefined}})
 const {setup, targon} = ctx
-
-/** A PATH whose crontab keeps this user's crontab in `file`, as the real one does (-l, -r, and - to replace it). */
-function fakeCrontab(): {path: string; file: string} {
-  const bin = tempDir('targon-crontab-')
-  const file = join(bin, 'crontab.txt')
-  writeFileSync(
-    join(bin, 'crontab'),
-    `#!/bin/sh\ncase "$1" in\n-l) if [ -f ${file} ]; then cat ${file}; else echo "no crontab for $(id -un)" >&2; exit 1; fi ;;\n-r) rm -f ${file} ;;\n-) cat > ${file} ;;\nesac\n`,
-  )
-  chmodSync(join(bin, 'crontab'), 0o755)
-  return {file, path: `${bin}:${process.env.PATH}`}
-}
 
 /** Runs a crontab entry's command as cron does: through sh, with no environment at all. */
 function runAsCron(line: string): Promise<number | null> {
@@ -111,5 +100,60 @@ describe('the folders above the config directory', () => {
     expect((await targon(['status', '--json'], {config, env: {TARGON_API_KEY: DEFAULT_TOKEN}})).code).toBe(3)
     chmodSync(folder, 0o1777)
     expect((await targon(['config', 'set', 'fleet', 'train'], {config})).code).toBe(0)
+  })
+})
+
+describe("the team guard's key and up", () => {
+  const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
+  const withKey = {env: {TARGON_API_KEY: DEFAULT_TOKEN}}
+  const guardDir = () => {
+    const dir = tempDir('targon-team-')
+    writeConfigFile(dir, {'api-key': DEFAULT_TOKEN, 'api-url': ctx.sim.url})
+    return dir
+  }
+
+  it("lists the org's keys once per run and adds every team guard's key to each VM it creates", async () => {
+    await setup()
+    const printed = await targon(['guard', 'print', '--team', '--cron', '--json'], {config: guardDir()})
+    expect(printed.code, printed.stdout + printed.stderr).toBe(0)
+    const key = parseJson(printed).data.guard_key
+    expect(parseJson(printed).data.text).toContain(' sweep --profile default --guard --team --json ')
+    // A key named as a team guard's but not an ed25519 public key is not one: it never goes on a VM.
+    ctx.sim.sshKeys.set('shk-bogus', {
+      created_at: '',
+      name: 'targon-guard-00000000',
+      org: 'acme',
+      public_key_raw: 'not a key',
+      uid: 'shk-bogus',
+    })
+
+    const listings = ctx.sim.requests('GET', /\/ssh-keys$/).length
+    const up = await targon([...UP, '--count', '2'], withKey)
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    expect(parseJson(up).data.guard_keys).toEqual([key])
+    expect(parseJson(up).warnings.join('\n')).not.toContain('no guard covers')
+    for (const vm of parseJson(up).data.vms) expect(ctx.sim.current(vm.uid)?.ssh_keys).toEqual([expect.any(String), key.uid])
+    // One listing to register the project key (the first run of this directory), one for the team guards' keys.
+    expect(ctx.sim.requests('GET', /\/ssh-keys$/).length - listings).toBe(2)
+  })
+
+  it("goes on without the team guards' keys when the org's keys cannot be listed, and says what that leaves", async () => {
+    await setup()
+    expect((await targon(UP, withKey)).code).toBe(0)
+    ctx.sim.inject({method: 'GET', path: /\/ssh-keys$/, status: 500})
+    const up = await targon(UP, withKey)
+    expect(up.code, up.stdout + up.stderr).toBe(0)
+    expect(parseJson(up).data.guard_keys).toEqual([])
+    const warnings = parseJson(up).warnings.join('\n')
+    expect(warnings).toMatch(/the org's SSH keys could not be listed \(.*\): the VMs this run makes carry no team guard's key/)
+    expect(warnings).toContain('no guard covers the VMs this run made: run targon guard install --team on an always-on machine')
+  })
+
+  it('guard status works without an API key, leaving out which VMs the guards cover, with one warning', async () => {
+    await setup()
+    const status = await targon(['guard', 'status', '--json'])
+    expect(status.code, status.stdout + status.stderr).toBe(0)
+    expect(parseJson(status).data.coverage).toBeNull()
+    expect(parseJson(status).warnings).toEqual([expect.stringMatching(/^which VMs the guards cover is left out: /)])
   })
 })

@@ -33,7 +33,10 @@ describe('rate limits and deadlines', () => {
     expect(up.code, up.stdout).toBe(0)
     const doc = parseJson(up)
     expect(doc.data.vms[0].resource).toBe('rtx6000b-small')
-    expect(doc.warnings).toEqual([])
+    // Only that no guard covers the VM: no retry is taken for a refusal.
+    expect(doc.warnings).toEqual([
+      'no guard covers the VMs this run made: run targon guard install --team on an always-on machine (or targon guard install --cron here)',
+    ])
     expect(ctx.sim.workloads.size).toBe(1)
     expect(ctx.sim.requests('POST', '/deploy').map((request) => request.status)).toEqual([429, 429, 200])
     expect(ctx.sim.live().map((workload) => workload.status)).toEqual(['running'])

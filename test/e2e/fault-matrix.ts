@@ -13,7 +13,8 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
+import {fakeCrontab} from '../helpers/crontab.js'
 import {parseEvents} from '../helpers/events.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
@@ -285,6 +286,24 @@ export const scenarios: Scenario[] = [
       expect(ctx.sim.requests('POST', /\/ssh-keys$/).map((request) => request.status)).toEqual([502, 201])
       expect(ctx.sim.sshKeys.size).toBe(1)
       return up
+    },
+    setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/ssh-keys$/, status: 502, times: 1}),
+  },
+  {
+    code: null,
+    exit: 0,
+    name: "API: two guard install --team at once while the guard key's registration answers 502 before it took effect: one guard key",
+    async run(ctx) {
+      writeConfigFile(ctx.configDir, {'api-key': DEFAULT_TOKEN, 'api-url': ctx.sim.url})
+      const crontab = fakeCrontab()
+      const install = () => ctx.targon(['guard', 'install', '--team', '--cron', '--json'], {env: {PATH: crontab.path}})
+      const both = await Promise.all([install(), install()])
+      for (const each of both) expect(each.code, each.stdout + each.stderr).toBe(0)
+      const guardKeys = [...ctx.sim.sshKeys.values()].filter((key) => key.name.startsWith('targon-guard-'))
+      expect(guardKeys).toHaveLength(1)
+      expect(both.map((each) => parseJson(each).data.guard_key.uid)).toEqual([guardKeys[0]?.uid, guardKeys[0]?.uid])
+      expect(ctx.sim.requests('POST', /\/ssh-keys$/).map((request) => request.status)).toEqual([502, 201])
+      return both[0]
     },
     setup: (ctx) => ctx.sim.inject({method: 'POST', path: /\/ssh-keys$/, status: 502, times: 1}),
   },

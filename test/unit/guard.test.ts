@@ -29,6 +29,7 @@ const SPEC: GuardSpec = {
   org: 'acme',
   owner: 'alice',
   profile: 'default',
+  team: false,
 }
 
 describe('guard schedules', () => {
@@ -61,6 +62,25 @@ describe('guard schedules', () => {
 })
 
 describe('guard entries', () => {
+  it("marks the team guard's entry and unit, runs sweep --team, and reads a marker written before the team guard as a local one", () => {
+    const team: GuardSpec = {...SPEC, owner: null, team: true}
+    const [marker, entry] = cronLines(team) as [string, string]
+    expect(marker).toBe(`# targon guard: org=acme owner=- profile=default dir=${SPEC.configDir} team (targon guard uninstall removes it)`)
+    expect(entry).toContain(' sweep --profile default --guard --team --json >>')
+    expect(cronGuards(`${marker}\n${entry}\n`)[0]?.marker).toEqual({
+      configDir: SPEC.configDir,
+      org: 'acme',
+      owner: null,
+      profile: 'default',
+      team: true,
+    })
+    expect(withoutCronGuard(`${marker}\n${entry}\n`, team)).toMatchObject({left: 0, removed: [{marker: {team: true}}]})
+    const service = systemdUnits(team, null)
+    expect(Object.values(service)[0]).toContain(' sweep --profile default --guard --team --json\n')
+    const before = `# targon guard: org=acme owner=alice profile=default dir=${SPEC.configDir} (targon guard uninstall removes it)`
+    expect(cronGuards(`${before}\n${cronLines(SPEC)[1]}\n`)[0]?.marker.team).toBe(false)
+  })
+
   it('writes a marker and an entry, reads them back, and removes exactly them', () => {
     const mine = `MAILTO=ops@example.com\n17 3 * * * /bin/true\n`
     const crontab = `${mine}${cronLines(SPEC).join('\n')}\n`
@@ -70,7 +90,7 @@ describe('guard entries', () => {
         everyMs: SPEC.everyMs,
         files: null,
         kind: 'cron',
-        marker: {configDir: SPEC.configDir, org: 'acme', owner: 'alice', profile: 'default'},
+        marker: {configDir: SPEC.configDir, org: 'acme', owner: 'alice', profile: 'default', team: false},
         node: SPEC.node,
       },
     ])

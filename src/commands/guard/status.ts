@@ -7,6 +7,11 @@ import {logFile, nextRun} from '../../lib/workflows/guard/guard.js'
 import {sameGuard} from '../../lib/workflows/guard/installed.js'
 import {guardProblems} from '../../lib/workflows/guard/problems.js'
 import {readInstalledAt, readRuns} from '../../lib/workflows/guard/runs.js'
+import type {InstalledGuard} from '../../lib/workflows/guard/installed.js'
+import type {CoveredVm, VmCoverage} from '../../lib/workflows/guard/schema.js'
+import {vmCoverage} from '../../lib/workflows/guard/vm-coverage.js'
+import {asTargonError} from '../../lib/core/errors.js'
+import {countOf} from '../../lib/core/output.js'
 
 /** Runs shown. */
 const SHOWN_RUNS = 5
@@ -18,7 +23,13 @@ export default class GuardStatus extends BaseCommand<typeof GuardStatus, 'guard 
 for this config directory and profile, and the runs its sweeps recorded. A problem is named when the scheduled node
 or CLI no longer exists (after an upgrade or a move: install again), when the last sweep failed, when no sweep ran
 for more than two periods or none ever ran since install two periods ago (is cron or the timer running?), and when
-every sweep for two periods was skipped because one is stuck holding the sweep lock. It reads no API.`)
+every sweep for two periods was skipped because one is stuck holding the sweep lock.
+
+It also lists which of the org's VMs each guard covers, and which none covers: this directory's guard covers the VMs
+recorded here (of its owner, when it has one); a team guard (guard install --team, on this machine or another) covers
+the VMs that carry its key, as each VM's full read says. VMs made before a team guard's key existed do not carry it.
+That part reads the API; without an API key or org here, or when the API cannot be read, it is left out, with a
+warning.`)
 
   static examples = [{command: '<%= config.bin %> guard status', description: 'Is this directory guarded, and is the guard running?'}]
 
@@ -40,16 +51,27 @@ every sweep for two periods was skipped because one is stuck holding the sweep l
       next_run_at: every === null ? null : new Date(nextRun(every, now)).toISOString(),
       problems,
       profile,
+      coverage: await this.coverage(dir, guards),
     }
     if (!this.jsonEnabled()) this.render(result)
     return result
+  }
+
+  /** Which VMs each guard covers; null, with one warning, when the API cannot be read (no key or org here, or it failed). */
+  private async coverage(configDir: string, guards: InstalledGuard[]): Promise<VmCoverage | null> {
+    try {
+      return await this.withApi(async (client) => vmCoverage(client, this.ctx, {configDir, guards, org: await this.resolveOrg(client)}))
+    } catch (error) {
+      this.addWarning(`which VMs the guards cover is left out: ${asTargonError(error).message}`)
+      return null
+    }
   }
 
   private render(result: CommandResult<'guard status'>): void {
     if (result.guards.length === 0) this.log(`No guard for ${result.config_dir} (profile ${result.profile}): targon guard install --cron`)
     for (const guard of result.guards)
       this.log(
-        `${guard.kind}: targon sweep every ${guard.every_seconds === null ? '?' : formatDuration(guard.every_seconds * 1000)} for org ${guard.org}${guard.owner ? `, owner ${guard.owner}` : ''}`,
+        `${guard.kind}: targon sweep${guard.team ? ' --team' : ''} every ${guard.every_seconds === null ? '?' : formatDuration(guard.every_seconds * 1000)} for org ${guard.org}${guard.team ? ", every owner's VMs (team guard)" : guard.owner ? `, owner ${guard.owner}` : ''}`,
       )
     if (result.next_run_at) this.log(`Next run: ${result.next_run_at.slice(0, 16)}Z`)
     for (const run of result.last_runs)
@@ -58,6 +80,23 @@ every sweep for two periods was skipped because one is stuck holding the sweep l
       )
     if (result.last_runs.length === 0 && result.guards.length > 0) this.log('No run recorded yet.')
     this.log(`Log: ${result.log}`)
+    if (result.coverage) this.renderCoverage(result.coverage)
     for (const problem of result.problems) this.addWarning(problem)
+  }
+
+  private renderCoverage(coverage: VmCoverage): void {
+    this.log(`Coverage in org ${coverage.org}:`)
+    const line = (what: string, vms: CoveredVm[]) =>
+      this.log(`  ${what}: ${countOf(vms.length, 'VM')}${vms.length === 0 ? '' : ` (${vms.map((vm) => vm.name ?? vm.uid).join(', ')})`}`)
+    for (const guard of coverage.guards)
+      line(
+        guard.kind === 'local'
+          ? `this directory's guard${guard.owner ? ` (owner ${guard.owner})` : ''}`
+          : `team guard ${guard.key?.name ?? '?'}${guard.here ? ' (this directory)' : ''}`,
+        guard.vms,
+      )
+    if (coverage.guards.length === 0) this.log('  no guard of this directory, and no team guard key in the org')
+    line('not covered', coverage.not_covered)
+    if (coverage.unknown.length > 0) line('unknown (keys not read)', coverage.unknown)
   }
 }

@@ -14,6 +14,12 @@ export const KIND_FLAGS = {
   }),
 }
 
+export const TEAM_FLAG = Flags.boolean({
+  default: false,
+  summary:
+    "The org's team guard: sweep every owner's VMs by the limits they carry (targon sweep --team), over a key of its own that every later up adds to the VMs it makes. Registers that key with the org.",
+})
+
 export const EVERY_FLAG = durationFlag('--every', {
   summary: 'How often the sweep runs: a period that divides an hour or a day (default 5m).',
 })

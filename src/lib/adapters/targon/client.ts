@@ -20,6 +20,7 @@ import {
   type InvalidWorkload,
   type Workload,
   WorkloadSchema,
+  WorkloadSshKeysSchema,
   WorkloadStateSchema,
   checkListedWorkload,
   listSchema,
@@ -167,6 +168,11 @@ export class TargonClient {
 
   async getWorkload(org: string, uid: string) {
     return this.http.call({method: 'GET', path: workloadPath(org, uid), retry: 'safe', schema: WorkloadSchema})
+  }
+
+  /** The uids of the SSH keys a workload was created with (a full read: the listing's summaries lack them). */
+  async getWorkloadSshKeys(org: string, uid: string) {
+    return this.http.call({method: 'GET', path: workloadPath(org, uid), retry: 'safe', schema: WorkloadSshKeysSchema})
   }
 
   /** Retried only on 429 (not processed): after an unclear failure the caller reads the state. */

@@ -154,6 +154,22 @@ function checkName<T extends {name?: string | null; name_refused?: true}>(worklo
 export const WorkloadSchema = WorkloadFields.transform(checkName)
 export type Workload = z.infer<typeof WorkloadSchema>
 
+/** The most keys a VM's read is taken to carry: a longer list is a broken or hostile answer, not a VM's keys. */
+const MAX_WORKLOAD_SSH_KEYS = 64
+
+/**
+ * The SSH keys of a workload, from its full read (the listing's summaries lack them): objects `{uid, name,
+ * public_key_raw}` as Targon answers, or bare uids as the request sends them; only the uids are kept.
+ */
+export const WorkloadSshKeysSchema = z
+  .object({
+    ssh_keys: z
+      .array(z.union([uid, z.object({uid})]))
+      .max(MAX_WORKLOAD_SSH_KEYS)
+      .nullish(),
+  })
+  .transform((workload) => (workload.ssh_keys ?? []).map((key) => (typeof key === 'string' ? key : key.uid)))
+
 /**
  * A listed workload that failed the checks above. It may bill, so it is never dropped: it is reported with what
  * little can be said of it (its uid exactly as sent, when that is a string, and the problem), and nothing local

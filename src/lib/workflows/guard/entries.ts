@@ -19,6 +19,7 @@ export function entryOf(guard: InstalledGuard): GuardEntry {
     org: guard.marker.org,
     owner: guard.marker.owner,
     profile: guard.marker.profile,
+    team: guard.marker.team,
   }
 }
 
@@ -40,13 +41,14 @@ export function machineGuards(): InstalledGuard[] {
 }
 
 /**
- * A guard that a new one of this kind would double: one for the same org and owner, or for the same directory and
- * profile, of any kind and wherever it is, except the entry that installing this kind again replaces.
+ * A guard that a new one of this kind would double: one for the same org and owner (for a team guard: the org's
+ * other team guard), or for the same directory and profile, of any kind and wherever it is, except the entry that
+ * installing this kind again replaces.
  */
 export function conflictingGuard(spec: GuardSpec, kind: GuardKind): InstalledGuard | undefined {
   return machineGuards().find((guard) => {
     const replaced = sameGuard(guard.marker, spec) && guard.kind === kind && (kind === 'cron' || isIn(guard, unitDir()))
-    const sameScope = guard.marker.org === spec.org && guard.marker.owner === spec.owner
+    const sameScope = guard.marker.org === spec.org && guard.marker.team === spec.team && (spec.team || guard.marker.owner === spec.owner)
     return !replaced && (sameScope || sameGuard(guard.marker, spec))
   })
 }

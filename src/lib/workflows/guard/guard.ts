@@ -17,8 +17,10 @@ export interface GuardSpec {
   configDir: string
   profile: string
   org: string
-  /** The owner it sweeps for in a shared org; null for none. */
+  /** The owner it sweeps for in a shared org; null for none (always for a team guard). */
   owner: string | null
+  /** The org's team guard (guard install --team): it sweeps every owner's VMs over the team guard's key. */
+  team: boolean
   /** Absolute paths: cron and systemd have no PATH worth the name. */
   node: string
   cli: string
@@ -31,6 +33,7 @@ export interface GuardMarker {
   profile: string
   org: string
   owner: string | null
+  team: boolean
 }
 
 /**
@@ -106,22 +109,22 @@ export function logFile(configDir: string, profile: string): string {
 }
 
 /** The scheduled command, without redirection: absolute paths, the directory by variable, the profile by flag. */
-export function sweepArgv(spec: Pick<GuardSpec, 'cli' | 'node' | 'profile'>): string[] {
-  return [spec.node, spec.cli, 'sweep', '--profile', spec.profile, '--guard', '--json']
+export function sweepArgv(spec: Pick<GuardSpec, 'cli' | 'node' | 'profile' | 'team'>): string[] {
+  return [spec.node, spec.cli, 'sweep', '--profile', spec.profile, '--guard', ...(spec.team ? ['--team'] : []), '--json']
 }
 
 const MARKER_PREFIX = '# targon guard:'
 
 export function markerLine(spec: GuardMarker): string {
-  return `${MARKER_PREFIX} org=${spec.org} owner=${spec.owner ?? '-'} profile=${spec.profile} dir=${spec.configDir} (targon guard uninstall removes it)`
+  return `${MARKER_PREFIX} org=${spec.org} owner=${spec.owner ?? '-'} profile=${spec.profile} dir=${spec.configDir}${spec.team ? ' team' : ''} (targon guard uninstall removes it)`
 }
 
-/** The marker of a line, if it is one. */
+/** The marker of a line, if it is one (a marker without the word team, as every guard before the team guard wrote it, is a local guard's). */
 export function parseMarker(line: string): GuardMarker | undefined {
-  const match = /^# targon guard: org=(\S+) owner=(\S+) profile=(\S+) dir=(\S+) /.exec(line)
+  const match = /^# targon guard: org=(\S+) owner=(\S+) profile=(\S+) dir=(\S+) (team )?\(/.exec(line)
   if (!match) return undefined
-  const [, org, owner, profile, configDir] = match as unknown as [string, string, string, string, string]
-  return {configDir, org, owner: owner === '-' ? null : owner, profile}
+  const [, org, owner, profile, configDir, team] = match as unknown as [string, string, string, string, string, string | undefined]
+  return {configDir, org, owner: owner === '-' ? null : owner, profile, team: team !== undefined}
 }
 
 /** The two crontab lines of a guard: its marker, then the entry. */
@@ -143,7 +146,7 @@ export function unitName(spec: Pick<GuardSpec, 'configDir' | 'profile'>): string
  */
 export function systemdUnits(spec: GuardSpec, user: string | null): Record<string, string> {
   const name = unitName(spec)
-  const what = `targon sweep of ${spec.configDir} (profile ${spec.profile})`
+  const what = `targon sweep${spec.team ? ' --team' : ''} of ${spec.configDir} (profile ${spec.profile})`
   const log = logFile(spec.configDir, spec.profile)
   return {
     [`${name}.service`]: [

@@ -15,10 +15,14 @@ import {type UnsafeFolder, changeableByOthers, ensureConfigDir, unsafeFolderAbov
 import {LocalState} from '../../adapters/state/local-state.js'
 import {checkSweepSelection} from '../sweep/sweep.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
+import {ensureKeyRegistered} from '../../adapters/ssh/key-registrar.js'
+import {ensureProjectKey, keyName} from '../../adapters/ssh/project-key.js'
+import type {Clock} from '../../core/clock.js'
 import {type GuardSpec, checkPlainPath} from './guard.js'
+import type {GuardKey} from '../../adapters/ssh/guard-keys.js'
 
 /** The directory and profile of a guard, and the paths it runs, before the API is asked anything. */
-export async function localSpec(settings: SettingsResolver, everyMs: number): Promise<Omit<GuardSpec, 'org' | 'owner'>> {
+export async function localSpec(settings: SettingsResolver, everyMs: number): Promise<Omit<GuardSpec, 'org' | 'owner' | 'team'>> {
   const dir = checkPlainPath(ensureConfigDir(settings.dir), 'config directory')
   const profile = (await settings.profile()).name
   // The CLI as this process was started (bin/run.js, or the npm link to it), and node, resolved: a link may move.
@@ -145,4 +149,14 @@ export async function checkSelection(client: TargonClient, run: RunContext, org:
   }
 
   return owner
+}
+
+/**
+ * The team guard's key, generated in this directory once and registered with the org once (race-safe and reconciled,
+ * as the project key is): from then on every up in the org adds it to the VMs it makes.
+ */
+export async function registerTeamGuardKey(client: TargonClient, configDir: string, org: string, clock: Clock): Promise<GuardKey> {
+  const key = await ensureProjectKey(configDir, 'guard')
+  const uid = await ensureKeyRegistered(client, org, new LocalState(configDir), key, clock)
+  return {name: keyName(key.publicKey, 'guard'), uid}
 }

@@ -4,6 +4,7 @@
  * name, deleting a claim).
  */
 
+import type {GuardKey} from '../../adapters/ssh/guard-keys.js'
 import type {HookSetting} from '../../domain/hooks/hook.js'
 import type {IdleSettings} from '../../adapters/bootstrap/idle-config.js'
 import type {BootstrapParams} from '../../adapters/bootstrap/remote-call.js'
@@ -84,6 +85,8 @@ export interface UpRequest extends Omit<UpAsk, 'bootstrap' | 'owner'> {
   /** How often the state is read while the bootstrap runs on a VM that is still booting. */
   stateWatchIntervalMs: number
   sshKeyUid: string
+  /** The org's team guards' keys, added to every VM the run creates (see guard-keys.ts). */
+  guardKeys: GuardKey[]
   /** The owner the VMs are created for, and its project; null: none. */
   owner: {name: string; projectId: string} | null
   identityFile: string

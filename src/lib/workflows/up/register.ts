@@ -165,7 +165,7 @@ export async function create(ctx: Provisioning, track: VmTrack, offer: Offer, na
     image: ctx.request.image,
     name,
     resource_name: offer.resource,
-    ssh_keys: [ctx.request.sshKeyUid],
+    ssh_keys: [ctx.request.sshKeyUid, ...ctx.request.guardKeys.map((key) => key.uid).filter((uid) => uid !== ctx.request.sshKeyUid)],
     type: 'VM' as const,
     vm_config: {password},
     ...(ctx.request.owner ? {project_id: ctx.request.owner.projectId} : {}),

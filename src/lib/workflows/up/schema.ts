@@ -4,6 +4,7 @@ import * as z from 'zod'
 import {DeleteResultSchema} from '../../domain/deletion/schema.js'
 import {BOOTSTRAP_STEPS, PHASES} from '../../adapters/events/schema.js'
 import {OfferSchema} from '../../domain/offers/schema.js'
+import {GuardKeySchema} from '../../adapters/ssh/guard-keys.js'
 
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
@@ -100,6 +101,11 @@ export const UpResultSchema = z.object({
     .array(LeftoverSchema)
     .describe('registered workloads Targon refused to delete after a refused deploy; they do not run; targon down retries them'),
   capacity_wait_s: z.number().describe('seconds during which VMs of this run waited for capacity (--wait); 0 when none had to'),
+  guard_keys: z
+    .array(GuardKeySchema)
+    .describe(
+      "the team guards' keys (guard install --team) this run adds to each VM it creates, so that the org's team guard can reach them and enforce their limits; empty: no team guard covers them (none is registered, or the org's keys could not be listed: a warning says so)",
+    ),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
 

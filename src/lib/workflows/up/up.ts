@@ -28,6 +28,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {IDLE_GPU_THRESHOLD_PCT} from '../../adapters/bootstrap/idle-config.js'
 import {ensureKeyRegistered} from '../../adapters/ssh/key-registrar.js'
 import {ensureProjectKey} from '../../adapters/ssh/project-key.js'
+import {teamGuardKeys} from '../../adapters/ssh/guard-keys.js'
 import {VERSION} from '../../core/version.js'
 import type {DeleteResult} from '../../domain/deletion/schema.js'
 import type {Offer} from '../../domain/offers/schema.js'
@@ -136,15 +137,18 @@ async function prepare(
   const org = await options.resolveOrg(client)
   const state = new LocalState(ask.configDir)
   const key = await ensureProjectKey(ask.configDir)
+  const adoptOnly = ask.resource === undefined && ask.gpu === undefined
   const request: UpRequest = {
     ...ask,
-    adoptOnly: ask.resource === undefined && ask.gpu === undefined,
+    adoptOnly,
     bootstrap: ask.bootstrap && bootstrapSettings(ask.bootstrap),
     identityFile: key.privateKeyPath,
     image: await resolveImage(client, org, ask.image),
     org,
     owner: ask.owner === null ? null : {name: ask.owner, projectId: await ensureOwnerProject(client, org, ask.owner, ask.reconcileMs)},
     sshKeyUid: await ensureKeyRegistered(client, org, state, key, deadline.clock),
+    // Read once per run, for every VM it creates; adopting creates none.
+    guardKeys: adoptOnly ? [] : await teamGuardKeys(client, org, options.run.warn),
     startedAt,
     // Read only while a bootstrap runs; without one, any value does.
     stateWatchIntervalMs: ask.bootstrap?.stateWatchIntervalMs ?? SETTINGS['state-watch-interval'].default,
@@ -303,6 +307,7 @@ async function keepOrRollBack(
     capacity_wait_s: Math.round(ctx.deadline.waitedMs / 100) / 10,
     cleanup,
     failed: failedResults,
+    guard_keys: ctx.request.guardKeys,
     leftovers: ctx.leftovers,
     org: ctx.request.org,
     owner: options.ask.owner,
