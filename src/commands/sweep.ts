@@ -110,11 +110,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       summary:
         'Notify once per VM and deadline when a TTL, budget or idle limit fires within this window, e.g. 15m (default: config warn-window; with --guard, 15m; else off).',
     }),
-    team: Flags.boolean({
-      default: false,
-      summary:
-        "Sweep as the org's team guard: every owner's VMs, each by the limits it carries, read over the team guard's key (targon guard install --team).",
-    }),
     parallel: Flags.integer({
       default: MAX_MUTATIONS_IN_FLIGHT,
       max: MAX_MUTATIONS_IN_FLIGHT,
@@ -307,7 +302,6 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             reconcileMs: await this.ctx.settings.get('reconcile-window'),
             sendWarning: async (warning) => this.warnAhead(warning),
             storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
-            team: flags.team,
             notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
           })
         } catch (error) {

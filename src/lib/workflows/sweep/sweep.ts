@@ -59,8 +59,6 @@ export interface SweepOptions extends Pick<
   /** The job store's bound, and the one notification of a job whose outputs do not come (see jobs-done.ts). */
   storeLimit: JobsDoneOptions['storeLimit']
   notifyFetchFailing: JobsDoneOptions['notifyFetchFailing']
-  /** --team: sweep as the org's team guard (guard install --team). */
-  team: boolean
 }
 
 /**
