@@ -8,7 +8,7 @@ import {readFileSync} from 'node:fs'
 import {TargonError, usageError} from '../../core/errors.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
 import {WORKLOAD_NAME_PATTERN} from '../targon/schemas.js'
-import {checkedPrivateKeyPath} from './project-key.js'
+import {type KeyRole, checkedPrivateKeyPath} from './project-key.js'
 import {LocalState} from '../state/local-state.js'
 import {checkPinDir, hostKeyAlias, pinFile, pinHostKey, readPin, writePin} from './pins.js'
 import {SshSession, fingerprintOf} from './session.js'
@@ -19,6 +19,8 @@ export interface SshTarget {
   host: string
   port: number
   identityFile: string
+  /** Whose key identityFile is: this directory's project key, or the team guard's. */
+  keyRole?: KeyRole
   configDir: string
   /** The VM's local record, if this directory has one: it keeps the pinned key, so a lost pin file is restored from it. */
   record?: {org: string; name: string; key?: string}
@@ -90,6 +92,7 @@ export async function openPinned(
     deadline: (options.clock ?? REAL_CLOCK).now() + (options.deadlineMs ?? 30_000),
     host: target.host,
     pinned,
+    keyRole: target.keyRole,
     port: target.port,
     privateKey,
     signal: options.signal,

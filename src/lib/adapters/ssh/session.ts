@@ -23,6 +23,8 @@ export interface ConnectOptions {
   port: number
   username: string
   privateKey: Buffer
+  /** Whose key it is, to say which one a VM refused: the project key unless said. */
+  keyRole?: 'guard' | 'project'
   /** The pinned key; undefined means trust on first use. */
   pinned?: string
   /** Epoch ms after which no new attempt starts; read before each attempt, so a getter may move it. */
@@ -183,6 +185,10 @@ export class SshSession {
       }
 
       if (err.level === 'client-authentication') {
+        if (options.keyRole === 'guard')
+          throw new TargonError('SSH_FAILED', `${options.host}:${options.port} refused the team guard's key`, {
+            hint: "it was made before the team guard's key existed, or not by targon up: only its owner's directory reaches it",
+          })
         throw new TargonError('SSH_FAILED', `${options.host}:${options.port} refused the project key for user ${options.username}`, {
           hint: 'the VM was created with another key; delete it with targon down and run targon up again',
         })

@@ -122,5 +122,5 @@ export function targetOf(vm: KnownVm, configDir: string): SshTarget {
   const record = vm.record?.uid === vm.uid ? {key: vm.record.host_key?.key, name: vm.record.name, org: vm.record.org} : undefined
   // A VM made here takes the project key; any other only the team guard's key (up adds it to every VM), where there is one.
   const role = record === undefined && hasGuardKey(configDir) ? 'guard' : 'project'
-  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir, role), name: vm.name, port, record, uid: vm.uid}
+  return {configDir, host, identityFile: checkedPrivateKeyPath(configDir, role), keyRole: role, name: vm.name, port, record, uid: vm.uid}
 }

@@ -6,7 +6,7 @@
  * stricter of each limit wins (the earlier deadline, the lower budget, the shorter idle limit, a hook if either says
  * so, every down job); a hold-off of the idle deletion (which loosens) is the record's alone when there is one. A VM
  * whose file could not be read has no known limits of its own: with a local record, the record's hold; without one,
- * its limits are unknown, never "no limit".
+ * its limits are unknown, never "no limit" (and so are those of a file alone that sets none).
  */
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
@@ -66,8 +66,13 @@ export function limitsOf(vm: Pick<KnownVm, 'record' | 'onVm'>): KnownLimits {
   const carried = vm.onVm?.state === 'read' ? vm.onVm.limits : undefined
   if (local && carried) return {...stricter(local, carried), source: 'both'}
   if (local) return {...local, source: 'local'}
-  if (carried) return {...fromFile(carried), source: 'vm'}
+  // A file alone that sets no limit at all cannot be told from one the VM loosened: unknown, never "no limit".
+  if (carried && setsAnyLimit(carried)) return {...fromFile(carried), source: 'vm'}
   return {...NONE, source: null}
+}
+
+function setsAnyLimit(limits: VmLimits): boolean {
+  return limits.ttl_expires_at !== null || limits.max_cost_usd !== null || limits.idle_limit_seconds !== null || limits.down_jobs.length > 0
 }
 
 function fromFile(limits: VmLimits): Limits {
@@ -153,6 +158,13 @@ export async function readLimitsOnVms(
       vm.onVm = {problem: asTargonError(error).message, state: 'unreachable'}
     }
   })
+}
+
+/** Why a VM's limits are unknown here (limitsOf gave no source). */
+export function whyLimitsUnknown(vm: Pick<KnownVm, 'onVm' | 'status'>): string {
+  if (vm.onVm?.state === 'read') return 'its limits file sets no limit, which cannot be told from one the VM loosened'
+  if (vm.onVm) return vm.onVm.problem
+  return vm.status === 'running' ? 'no key of this directory reaches it' : `not running (${vm.status}), so its limits were not read`
 }
 
 /** What to say of a VM's limits that could not be read from it; null when they were, or were not asked for. */

@@ -25,7 +25,7 @@ import {SWEEP_HOOK_TIMEOUT_CAP_S} from '../../domain/hooks/hook.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {DeletionRun} from '../run-context.js'
 import type {VmSessions} from '../../domain/fleet/vm-sessions.js'
-import {idleLimitOf, limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
+import {idleLimitOf, limitsOf, readLimitsOnVms, whyLimitsUnknown} from '../../domain/fleet/limits.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
@@ -127,7 +127,7 @@ export async function runSweep(
       .map((vm) => ({
         name: vm.name,
         owner: vm.owner ?? null,
-        reason: limitsProblem(vm.onVm) ?? 'no key of this directory reaches it',
+        reason: whyLimitsUnknown(vm),
         uid: vm.uid,
       }))
     unlimited = [
