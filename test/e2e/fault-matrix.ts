@@ -57,6 +57,8 @@ interface Scenario {
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
+/** The limits file a VM carries (adapters/bootstrap/vm-limits.ts). */
+const LIMITS_FILE = '/etc/targon-fleet/limits.json'
 const NO_BOOT = [...UP, '--no-bootstrap']
 const upNoBoot = (ctx: Context, ...extra: string[]) => ctx.targon([...NO_BOOT, ...extra])
 
@@ -1389,6 +1391,74 @@ export const scenarios: Scenario[] = [
       expect(next.code, next.stdout + next.stderr).toBe(0)
       expect(ctx.sim.billing()).toEqual([])
       expect(uids.every((uid) => deletesOf(ctx, uid) === 1)).toBe(true)
+      return sweep
+    },
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'sweep: a VM that hangs on the read of its limits is given up after 15 s; it and the others go by their records, and nothing past its TTL bills',
+    seconds: 22,
+    vms: true,
+    async run(ctx) {
+      const up = await ctx.targon([...UP, '--count', '2', '--ttl', '1h'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const [hanging, other] = parseJson(up).data.vms as {name: string; uid: string}[]
+      // The limits file becomes a FIFO that nobody writes: a read of it blocks for ever.
+      const rigged = await ctx.targon([
+        'exec',
+        '--vms',
+        hanging!.name,
+        '--',
+        `sudo rm -f ${LIMITS_FILE} && sudo mkfifo -m 0644 ${LIMITS_FILE}`,
+      ])
+      expect(rigged.code, rigged.stderr).toBe(0)
+      for (const vm of [hanging!, other!]) expireTtl(ctx, vm.uid)
+      const sweep = await ctx.targon(['sweep', '--json'])
+      const results = parseJson(sweep).data.results as {uid: string; reason: string; billing: boolean}[]
+      expect(results.map((result) => [result.uid, result.reason, result.billing]).sort()).toEqual(
+        [
+          [hanging!.uid, 'ttl', false],
+          [other!.uid, 'ttl', false],
+        ].sort(),
+      )
+      return sweep
+    },
+  },
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    name: "sweep: the team guard's sweep, Ctrl-C half way with the owner's directory gone: the DELETE under way finishes, the next team sweep deletes the rest",
+    seconds: 18,
+    interrupts: true,
+    vms: true,
+    async run(ctx) {
+      const team = tempDir('targon-team-')
+      writeConfigFile(team, {'api-key': DEFAULT_TOKEN, 'api-url': ctx.sim.url})
+      const crontab = fakeCrontab()
+      const installed = await ctx.targon(['guard', 'install', '--team', '--cron', '--json'], {config: team, env: {PATH: crontab.path}})
+      expect(installed.code, installed.stdout + installed.stderr).toBe(0)
+      const up = await ctx.targon([...UP, '--count', '3', '--ttl', '1h'])
+      expect(up.code, up.stdout + up.stderr).toBe(0)
+      const vms = parseJson(up).data.vms as {name: string; uid: string}[]
+      // Their deadlines pass as the files they carry say (a VM may tighten its limits); the owner's directory goes.
+      const script = `import json; p = '${LIMITS_FILE}'; d = json.load(open(p)); d['ttl_expires_at'] = '2020-01-01T00:00:00Z'; json.dump(d, open(p, 'w'))`
+      const expired = await ctx.targon(['exec', '--vms', vms.map((vm) => vm.name).join(','), '--', `sudo python3 -c "${script}"`])
+      expect(expired.code, expired.stderr).toBe(0)
+      rmSync(ctx.configDir, {force: true, recursive: true})
+      ctx.sim.inject({delayMs: 1000, method: 'DELETE', path: /\/workloads\/[^/]+$/, times: 1})
+      const sweep = await ctx.targon(['sweep', '--team', '--json', '--parallel', '1'], {
+        config: team,
+        onSpawn: signalWhen(() => deletesOf(ctx) >= 1),
+      })
+      const results = parseJson(sweep).data.results as {action: string; reason: string}[]
+      expect(results.map((result) => result.action).sort()).toEqual(['deleted', 'not-attempted', 'not-attempted'])
+      expect(results.every((result) => result.reason === 'ttl')).toBe(true)
+      expect(ctx.sim.billing()).toHaveLength(2)
+      const next = await ctx.targon(['sweep', '--team', '--json'], {config: team})
+      expect(next.code, next.stdout + next.stderr).toBe(0)
+      expect(ctx.sim.billing()).toEqual([])
+      expect(vms.every((vm) => deletesOf(ctx, vm.uid) === 1)).toBe(true)
       return sweep
     },
   },
