@@ -2,7 +2,7 @@
  * `npm run bench`: the performance figures of targon against the local simulator, each as a
  * ratio to a baseline measured in the same run (the machine is noisy), or as a count taken
  * from the simulator's own request log. Writes docs/BENCHMARKS.md. Figures that need simulated
- * VMs (3, 5b, 9, 10, 11, 12, 13, 15, 16) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
+ * VMs (3, 5b, 9, 10, 11, 12, 13, 15, 16, 17) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
  * figures and keeps the other rows of docs/BENCHMARKS.md, marked as not rerun.
  *
  * Figure 11 is time to ready against the floor of the latency model (test/vm/latency.ts, readyFloorSeconds);
@@ -540,6 +540,58 @@ if (root) {
     )
     figures.at(-1)!.ok = connections.every((value) => value === 1)
     record('10', 'peak RSS of `targon up --count 16`', Number(maxRss) / 1024, 150, ' MB')
+  }
+
+  // 17: the team guard's sweep over 16 idle VMs of three owners, rented after its key was registered, against down
+  // --idle --any-owner over the same VMs from the same directory; both dry runs, interleaved, as figure 15. Each reads
+  // every VM's limits and probes its idle clock over one connection.
+  if (root && wanted('17')) {
+    const {env: base, sim} = await simulator({bootDelayMs: 3000, offers: fleetOffers(32)})
+    const env = {...base, TARGON_IDLE_SAMPLE_INTERVAL: String(IDLE_BENCH_INTERVAL_S)}
+    const farm = new VmFarm(sim)
+    await targon(['guard', 'print', '--team', '--cron', '--json'], env)
+    const owners: [string, number][] = [
+      ['alice', 6],
+      ['bob', 5],
+      ['carol', 5],
+    ]
+    const ups = await Promise.all(
+      owners.map(([owner, count]) =>
+        targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', String(count), '--idle', '1s', '--ttl', '2h', '--json'], {
+          ...env,
+          TARGON_CONFIG_DIR: mkdtempSync(join(tmpdir(), `targon-bench-${owner}-`)),
+          TARGON_OWNER: owner,
+        }),
+      ),
+    )
+    const teams: number[] = []
+    const downs: number[] = []
+    const judged: number[] = []
+    const time = async (times: number[], args: string[]) => {
+      // As in figure 15: the previous run's session lies five samples back, so that every VM is idle past its limit.
+      await sleep(5 * IDLE_BENCH_INTERVAL_S * 1000)
+      const each = await targon([...args, '--dry-run', '--json'], env)
+      times.push(each.ms)
+      const data = JSON.parse(each.stdout || '{}').data
+      const wouldDelete = ((data?.results ?? []) as {action: string}[]).filter((result) => result.action === 'would-delete').length
+      judged.push(wouldDelete + ((data?.kept ?? []) as unknown[]).length)
+    }
+    await sleep(20_000)
+    for (let index = 0; index < 3; index++) {
+      await time(downs, ['down', '--idle', '--any-owner'])
+      await time(teams, ['sweep', '--team'])
+    }
+    record(
+      '17',
+      '`sweep --team --dry-run` over 16 idle VMs of three owners / `down --idle --any-owner --dry-run` over the same',
+      median(teams) / median(downs),
+      1.5,
+      '',
+      `${median(teams).toFixed(0)} ms vs ${median(downs).toFixed(0)} ms, medians of 3 interleaved runs, from the team guard's directory; VMs judged per run: min ${Math.min(...judged)} (target 16); ups exited ${ups.map((up) => up.code).join(', ')}`,
+    )
+    figures.at(-1)!.ok &&= judged.every((count) => count === 16) && ups.every((up) => up.code === 0)
+    await farm.stopAll()
+    await sim.stop()
   }
 
   // 11: time to ready under the latency model (deploy timing and doubles, scaled): from the deploy the simulator
