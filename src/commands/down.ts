@@ -97,8 +97,9 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     expired: Flags.boolean({
       default: false,
       description:
-        'TTLs and budgets are kept in the config directory of the machine that ran targon up (the API has no field for them), so from another machine or a fresh config directory this finds nothing: use --older-than or --over-cost there. To enforce the limits on a schedule, run targon guard install on the machine that ran targon up. A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.',
-      summary: 'VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (both local: see below).',
+        "TTLs and budgets are kept in the config directory that ran targon up (the API has no field for them) and in the file each bootstrapped VM carries (/etc/targon-fleet/limits.json), read over SSH from every VM this directory can reach; the stricter of the two wins, so a VM can tighten its limits but never loosen a record's. From a directory that reaches no VM of another (no record, no team guard's key), this finds nothing there: use --older-than or --over-cost, or the team guard (targon guard install --team). A budget is spent when the estimated cost (hourly price x age since creation; Targon reports no per-VM charges) reaches it.",
+      summary:
+        "VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (the record's, or the VM's stricter ones: see below).",
     }),
     fleet: Flags.string({
       summary: 'Every VM of this fleet; with VM names, only the fleet their labels belong to.',

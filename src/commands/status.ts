@@ -20,7 +20,10 @@ set (targon config set owner NAME, or TARGON_OWNER), that owner's VMs of this to
 others that bill (--any-owner shows them all); with no owner set, every VM of this tool, whoever rented it. --fleet
 narrows to one fleet. The configured fleet (else "${DEFAULT_FLEET}") does not narrow it: it says what a short --name
 label means, and which fleet --dstack-fleet prints. Drift is flagged: a local record whose VM is gone (local-only), or
-a VM of this tool with no local record (server-only, e.g. created on another machine).
+a VM of this tool with no local record (server-only, e.g. created on another machine). TTL_LEFT, BUDGET_LEFT and
+ENDS_BY go by the stricter of the local record and the limits file each VM carries, read over SSH where this directory
+reaches the VM (limits_source: local, vm or both); a VM whose limits are known nowhere shows "limits unknown" and "?",
+never "no limit".
 
 The last line sums what the whole org bills per hour, whatever the selection ("No VMs" included), split by owner: VMs
 of other owners, VMs without an owner and VMs of other tools included, VMs of unknown price and records of unknown

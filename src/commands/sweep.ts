@@ -42,7 +42,11 @@ job-store-limit; a fetch that fails keeps the VM and is notified once). What bil
 origins) is reported, never deleted. With --min-runway the credits are read after the deletions, as targon credits
 reads them. It asks nothing: the limits are the consent (--dry-run shows what it would do).
 
-Like down --expired, it needs the config directory that ran targon up: the limits and the project key live there.
+Like down --expired, it goes by the limits of the config directory that ran targon up and by the stricter ones each
+VM carries (/etc/targon-fleet/limits.json, read over SSH). With --team (what guard install --team schedules) it sweeps
+every owner's VMs from the team guard's directory, each by the limits it carries, read over the team guard's key: a VM
+whose limits cannot be read (unreachable, made before that key, or a file that sets no limit) is reported in
+not_covered and left alone, unless --default-ttl bounds it.
 It removes a VM's record only once it verified the VM's deletion: unlike down --all, it never drops the record of a
 VM the listing leaves out or shows in a form that fails the checks, so that one odd listing never costs a VM its limits.
 One sweep at a time per config directory and profile: a second one exits 0 at once, saying so, and pings nothing. A

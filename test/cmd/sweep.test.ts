@@ -9,7 +9,7 @@ import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, type CliResult, baseEnv, parseJson, tempDir, waitFor} from '../helpers/cli.js'
+import {BIN, type CliResult, baseEnv, parseJson, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 import {useFreshFixture} from '../helpers/fixture.js'
@@ -387,6 +387,36 @@ describe('targon sweep', () => {
     const argv = await targon(['config', 'set', 'heartbeat-url', `https://hc-ping.com/${HEARTBEAT_TOKEN}`], {env: {TARGON_CONFIG_DIR: dir}})
     expect(argv.code).toBe(2)
     expectNoSecrets(argv)
+  })
+})
+
+describe('targon sweep --team', () => {
+  it('needs the team guard key; leaves a VM whose limits it cannot read, unless --default-ttl bounds it', async () => {
+    await ctx.setup()
+    const team = tempDir('targon-team-')
+    writeConfigFile(team, {'api-key': DEFAULT_TOKEN, 'api-url': ctx.sim.url})
+    const keyless = await targon(['sweep', '--team', '--json'], {config: team})
+    expect(keyless.code, keyless.stdout).toBe(3)
+    expect(keyless.json.error.hint).toContain('targon guard install --team')
+    const alone = await targon(['sweep', '--default-ttl', '1h', '--json'], {config: team})
+    expect(alone.code, alone.stdout).toBe(2)
+    expect(alone.json.error.message).toContain('--default-ttl')
+
+    const printed = await targon(['guard', 'print', '--team', '--cron', '--json'], {config: team})
+    expect(printed.code, printed.stdout + printed.stderr).toBe(0)
+    // Rented after the key, but never bootstrapped: it carries no limits file, and nothing here knows its limits.
+    const vm = await upOne()
+    age(vm.uid, 2 * HOUR)
+    const left = await targon(['sweep', '--team', '--json'], {config: team})
+    expect(left.code, left.stdout + left.stderr).toBe(0)
+    expect(left.json.data.results).toEqual([])
+    expect(left.json.data.not_covered).toMatchObject([{uid: vm.uid}])
+    expect(billingUids()).toContain(vm.uid)
+    const bounded = await targon(['sweep', '--team', '--default-ttl', '1h', '--json'], {config: team})
+    expect(bounded.code, bounded.stdout + bounded.stderr).toBe(0)
+    expect(bounded.json.data.selection).toMatchObject({default_ttl_seconds: 3600, team: true})
+    expect(bounded.json.data.results).toMatchObject([{billing: false, reason: 'ttl', uid: vm.uid}])
+    expect(billingUids()).not.toContain(vm.uid)
   })
 })
 
