@@ -17,7 +17,8 @@ holds off its idle deletion (down --idle, sweep) for the duration; --ttl-only or
 --max-cost USD raises the budget (or sets one where there is none); a value below the current budget is refused
 (exit 2). With --ttl-only, a VM without a TTL is left as it was, with a warning, and when none of them has one it
 exits 2. The limits are kept in this config directory's records (the API has no field for
-them), so extend works from the directory that ran targon up. The new limits are also written into the file the VM
+them) and in the file each bootstrapped VM carries, so extend works from the directory that ran targon up, and from a
+team guard's directory (guard install --team) for a VM that carries its key, by that file alone. The new limits are also written into the file the VM
 carries (limits_on_vm), which the sweeps of other directories and the team guard go by, and the idle hold-off into its
 idle sampler's config (on the VM's clock), so that its own idle judgement says it is held off. A VM that cannot be
 reached keeps the new limits here only, with a warning (limits_on_vm, idle_hold_on_vm: not-written): a sweep that

@@ -50,16 +50,18 @@ describe('the team guard sweep', () => {
     const crontab = fakeCrontab()
     const installed = await targon(['guard', 'install', '--team', '--cron', '--json'], {config: dirs.guard, env: {PATH: crontab.path}})
     expect(installed.code, installed.stdout + installed.stderr).toBe(0)
-    const [timed, capped, hostile] = await Promise.all([
+    const [timed, capped, hostile, extended] = await Promise.all([
       upAs('alice', ['--ttl', '1h']),
       upAs('bob', ['--max-cost', '0.3']),
       upAs('bob', ['--ttl', '1h']),
+      upAs('alice', ['--ttl', '1h']),
     ])
 
     // Alice's deadline and bob's budget are reached; bob's other VM rewrites its limits to none.
     await tighten('alice', timed, {ttl_expires_at: new Date(Date.now() - 60_000).toISOString()})
     await tighten('bob', capped, {max_cost_usd: 0.0001})
     await tighten('bob', hostile, {idle_limit_seconds: null, max_cost_usd: null, ttl_expires_at: null})
+    await tighten('alice', extended, {ttl_expires_at: new Date(Date.now() - 60_000).toISOString()})
     rmSync(dirs.alice, {force: true, recursive: true})
     rmSync(dirs.bob, {force: true, recursive: true})
 
@@ -70,6 +72,16 @@ describe('the team guard sweep', () => {
     expect(shown.get(capped.uid)).toMatchObject({limits_source: 'vm', local_record: 'missing', max_cost_usd: 0.0001})
     expect(shown.get(hostile.uid)).toMatchObject({ends_by: 'limits unknown', limits_source: null, vm_limits: 'read'})
     expect(shown.get(early.uid)).toMatchObject({limits_source: null, vm_limits: 'unreachable'})
+
+    // From the team guard's directory, extend moves the limits a VM carries: no record of it is needed there.
+    const moved = await targon(['extend', extended.name, '--by', '2h', '--ttl-only', '--any-owner', '--json'], {config: dirs.guard})
+    expect(moved.code, moved.stdout + moved.stderr).toBe(0)
+    expect(moved.json.data.vms).toMatchObject([{limits_on_vm: 'written', uid: extended.uid}])
+    expect(Date.parse(moved.json.data.vms[0].ttl_expires_at)).toBeGreaterThan(Date.now() + 100 * 60_000)
+    // A VM whose file sets no limit has nothing to move.
+    const refused = await targon(['extend', hostile.name, '--by', '2h', '--any-owner', '--json'], {config: dirs.guard})
+    expect(refused.code, refused.stdout).toBe(2)
+    expect(refused.json.error.message).toContain('sets no limit')
 
     const sweep = await targon(['sweep', '--team', '--json'], {config: dirs.guard})
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
@@ -87,6 +99,7 @@ describe('the team guard sweep', () => {
     expect(data.unlimited.map((vm: {uid: string}) => vm.uid)).not.toContain(hostile.uid)
     expect(live().has(early.uid)).toBe(true)
     expect(live().has(hostile.uid)).toBe(true)
+    expect(live().has(extended.uid)).toBe(true)
 
     const text = await targon(['sweep', '--team', '--dry-run'], {config: dirs.guard})
     expect(text.stdout).toContain(`not covered: ${early.name} (${early.uid}) of alice: limits unknown`)
