@@ -66,7 +66,9 @@ describe('targon extend', () => {
     expect(parseJson(status).data.guard).toEqual({every_seconds: null, kind: null, last_exit_code: null, last_run_at: null})
     const text = await targon(['status'])
     expect(text.stdout).toContain('ENDS_BY')
-    expect(text.stderr).toContain('No guard on this machine enforces the limits of this directory: targon guard install --cron')
+    expect(text.stderr).toContain(
+      'No guard on this machine enforces the limits of this directory: targon guard install --cron here, or targon guard install --team on an always-on machine',
+    )
   })
 
   it('status shows the configured idle limit in ENDS_BY for a VM without its own, as the sweep applies it', async () => {

@@ -28,7 +28,8 @@ export function guardCoverage(configDir: string, profile: string, warn: (message
 
 /** The line status prints. */
 export function coverageLine(guard: GuardCoverage, now: number): string {
-  if (guard.kind === null) return 'No guard on this machine enforces the limits of this directory: targon guard install --cron'
+  if (guard.kind === null)
+    return 'No guard on this machine enforces the limits of this directory: targon guard install --cron here, or targon guard install --team on an always-on machine'
   if (guard.kind === 'unknown') return 'Guard: unknown (it could not be read; see the warning)'
   const every = guard.every_seconds === null ? '' : ` every ${formatDuration(guard.every_seconds * 1000)}`
   const last =
