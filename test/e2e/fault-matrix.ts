@@ -543,7 +543,6 @@ export const scenarios: Scenario[] = [
       const before = {calls: vm.calls().length, files: files()}
       const again = await ctx.targon([...UP, '--name', 'dstack-host'])
       expect(again.code, again.stdout + again.stderr).toBe(0)
-      expect(parseJson(again).data.vms[0].dstack).toMatchObject({managed_by: 'dstack-managed', shim_version: '0.21.3'})
       expect(files()).toEqual(before.files)
       const touched = vm
         .calls()
@@ -562,6 +561,7 @@ export const scenarios: Scenario[] = [
         'sudo /usr/local/lib/targon-fleet/shim-get /api/tasks | tail -n1; sudo docker ps --format {{.Names}}',
       ])
       expect(parseJson(seen).data.results[0].tail).toEqual(['{"tasks":[{"id":"a1b2c3d4-train-0","status":"running"}]}', 'a1b2c3d4-train-0'])
+      expect(parseJson(again).data.vms[0].dstack).toMatchObject({managed_by: 'dstack-managed', shim_version: '0.21.3'})
       return again
     },
   },
