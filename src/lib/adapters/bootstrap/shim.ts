@@ -47,7 +47,8 @@ export async function runShim(
   let dstackManaged: string | null = null
   const seen = (event: StepEvent) => {
     const managed = event.id === 'S0' && event.event === 'ok' ? DSTACK_MANAGED.exec(event.detail) : null
-    if (managed) dstackManaged = managed[1] ?? ''
+    // The VM's words: one printable line, bounded.
+    if (managed) dstackManaged = oneLine(managed[1] ?? '').slice(0, 300)
     onEvent(event)
   }
 
