@@ -5,7 +5,7 @@ import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/h
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
-import {countOf, dash, deletionLines, printable, renderTable, usd, prose} from '../lib/core/output.js'
+import {countOf, dash, deletionLines, oneLine, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {VmTrack} from '../lib/workflows/up/stages.js'
@@ -147,6 +147,12 @@ existing VM instead of creating a second one.`)
         'How long the --on-delete hook may run before it is stopped and the VM deleted all the same, e.g. 5m (default 10m; a sweep waits 30m at most, as it holds its lock meanwhile). Kept in this config directory as well: the copy on the VM can only shorten it.',
     }),
     reinstall: Flags.boolean({default: false, summary: 'Ignore the bootstrap marker and check every step again.'}),
+    'force-shim': Flags.boolean({
+      default: false,
+      summary: "Install targon's dstack shim on a host that dstack owns (refused while a dstack task runs on it).",
+      description:
+        "A host that a dstack server has taken over (its shim, shim.env, runner or keys say so, or a task runs on its shim) is reported dstack-managed, and targon leaves its shim, shim.env and unit as they are and never restarts the shim. --force-shim replaces them with targon's pinned shim and its shim.env (dropping the fleet's env: entries) and restarts the shim; it exits 2 and changes nothing while a dstack task runs on the host. dstack installs its own shim again at its next deploy of the host.",
+    }),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
@@ -186,6 +192,8 @@ existing VM instead of creating a second one.`)
     if (hookProblem) throw usageError(hookProblem, 'give one line of at most 4 KiB, e.g. a script on the VM: --on-delete "~/save.sh"')
     if (!flags.bootstrap && flags['on-delete'] !== undefined)
       throw usageError('--on-delete needs the bootstrap, which prepares the VM for it', 'drop --no-bootstrap')
+    if (flags['force-shim'] && !(flags.bootstrap && flags.shim))
+      throw usageError('--force-shim needs the shim-start phase', 'drop --no-bootstrap and --no-shim')
     if (flags.min !== undefined && flags.min > flags.count)
       throw usageError(`--min ${flags.min} is more than --count ${flags.count}`, 'lower --min or raise --count')
 
@@ -203,6 +211,7 @@ existing VM instead of creating a second one.`)
           gpuTest: flags['gpu-test'],
           pullRetryDelayMs: await this.ctx.settings.get('pull-retry-delay'),
           reinstall: flags.reinstall,
+          forceShim: flags['force-shim'],
           shim: flags.shim,
           shimHealthTimeoutMs: await this.ctx.settings.get('shim-health-timeout'),
           stateWatchIntervalMs: await this.ctx.settings.get('state-watch-interval'),
@@ -428,6 +437,11 @@ existing VM instead of creating a second one.`)
         result.vms,
       ),
     )
+    for (const vm of result.vms)
+      if (vm.dstack?.managed_by === 'dstack-managed')
+        this.info(
+          `${vm.name}: dstack-managed (${oneLine(vm.dstack.dstack_sign ?? '')}): its shim, shim.env and unit were left as they are; --force-shim takes it back`,
+        )
   }
 }
 

@@ -71,7 +71,7 @@ describe('up with bootstrap on simulated VMs', () => {
       nvidia_ctk_version: '1.17.8',
       script_version: '2026.12.3',
     })
-    expect(vm.dstack).toEqual({healthy: true, shim_version: '0.21.2'})
+    expect(vm.dstack).toEqual({dstack_sign: null, healthy: true, managed_by: 'targon', shim_version: '0.21.2'})
 
     const simVm = farm.vm(vm.uid)
     const calls = simVm.calls()
@@ -146,7 +146,7 @@ describe('up with bootstrap on simulated VMs', () => {
     const callsBeforeUpgrade = simVm.calls().length
     const upgraded = await up('--name', vm.name, '--dstack-version', '0.21.3')
     expect(upgraded.result.code, upgraded.result.stdout).toBe(0)
-    expect(upgraded.doc.data.vms[0].dstack).toEqual({healthy: true, shim_version: '0.21.3'})
+    expect(upgraded.doc.data.vms[0].dstack).toEqual({dstack_sign: null, healthy: true, managed_by: 'targon', shim_version: '0.21.3'})
     const upgradeCalls = simVm.calls().slice(callsBeforeUpgrade)
     expect(upgradeCalls.filter((call) => call.startsWith('curl') && call.includes('0.21.3'))).toHaveLength(1)
     expect(upgradeCalls.filter((call) => call.startsWith('systemd-run'))).toEqual([])
@@ -201,7 +201,7 @@ describe('up with bootstrap on simulated VMs', () => {
     scenario = {shimDownloadSeconds: 2}
     const {doc, result} = await up()
     expect(result.code, result.stdout).toBe(0)
-    expect(doc.data.vms[0].dstack).toEqual({healthy: true, shim_version: '0.21.2'})
+    expect(doc.data.vms[0].dstack).toEqual({dstack_sign: null, healthy: true, managed_by: 'targon', shim_version: '0.21.2'})
     const vm = farm.vm(doc.data.vms[0].uid)
     const timed = vm.timedCalls()
     const at = (event: 'end' | 'start', test: (call: string) => boolean) =>

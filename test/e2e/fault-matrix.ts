@@ -17,6 +17,7 @@ import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tem
 import {fakeCrontab} from '../helpers/crontab.js'
 import {parseEvents} from '../helpers/events.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
+import {PROJECT_KEY, dstackDeployScript} from '../vm/dstack-deploy.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
 
 interface Context {
@@ -517,6 +518,55 @@ export const scenarios: Scenario[] = [
     vm: {dpkgLockSeconds: 3},
   },
   {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: an install step fails', vm: {failPackage: 'docker-ce'}},
+  {
+    code: null,
+    exit: 0,
+    name: "dstack: a repeat up --name during a running dstack task on a host dstack took over leaves the task, its container and dstack's shim untouched",
+    seconds: 17,
+    vms: true,
+    run: async (ctx) => {
+      const first = await ctx.targon([...UP, '--name', 'dstack-host'])
+      expect(first.code, first.stdout + first.stderr).toBe(0)
+      const uid = parseJson(first).data.vms[0].uid as string
+      const vm = ctx.farm.vm(uid)
+      // dstack 0.21.2's deploy of a fleet with env:, from a server of another version; then a run lands on the host.
+      const deploy = dstackDeployScript({env: {HF_HOME: '/data/hf'}, keys: [PROJECT_KEY], version: '0.21.3'})
+      const deployed = await ctx.targon(['exec', '--vms', uid, '--', deploy])
+      expect(deployed.code, deployed.stderr).toBe(0)
+      vm.setTasks([{id: 'a1b2c3d4-train-0', status: 'running'}])
+      vm.setContainers(['a1b2c3d4-train-0'])
+      const files = () =>
+        [
+          '/usr/local/bin/dstack-shim',
+          '/root/.dstack/shim.env',
+          '/etc/systemd/system/dstack-shim.service',
+          '/var/lib/sim-doubles/units/dstack-shim.pid',
+        ].map((path) => vm.readFile(path))
+      const before = {calls: vm.calls().length, files: files()}
+      const again = await ctx.targon([...UP, '--name', 'dstack-host'])
+      expect(again.code, again.stdout + again.stderr).toBe(0)
+      expect(files()).toEqual(before.files)
+      const touched = vm
+        .calls()
+        .slice(before.calls)
+        .filter((call) =>
+          /^(systemctl (restart|stop|start) (dstack-shim|docker)|docker (stop|rm|kill|restart)|curl .*dstack-shim)/.test(call),
+        )
+      expect(touched).toEqual([])
+      // The task still runs on the same shim process, and its container is still there.
+      const seen = await ctx.targon([
+        'exec',
+        '--vms',
+        uid,
+        '--json',
+        '--',
+        'sudo /usr/local/lib/targon-fleet/shim-get /api/tasks | tail -n1; sudo docker ps --format {{.Names}}',
+      ])
+      expect(parseJson(seen).data.results[0].tail).toEqual(['{"tasks":[{"id":"a1b2c3d4-train-0","status":"running"}]}', 'a1b2c3d4-train-0'])
+      expect(parseJson(again).data.vms[0].dstack).toMatchObject({managed_by: 'dstack-managed', shim_version: '0.21.3'})
+      return again
+    },
+  },
   {
     code: null,
     exit: 0,

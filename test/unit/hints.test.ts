@@ -41,6 +41,8 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/domain/fleet/fan-out.ts': ['exec', 'cp', 'jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/workflows/select-vms.ts': ['exec', 'cp', 'jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/domain/fleet/naming.ts': ['up'],
+  // The shim phase refuses --force-shim, which only up passes (run's rent never does).
+  'src/lib/adapters/bootstrap/shim.ts': ['up'],
   // What run's sync sends, and the working directory it refuses.
   'src/lib/workflows/run/workdir.ts': ['run'],
   'src/lib/workflows/sync/held-back.ts': ['run'],

@@ -1,10 +1,12 @@
 // The dstack-shim double, following dstack-shim 0.21.2 (dstackai/dstack runner/internal/shim/api: server.go,
 // handlers.go, schemas.go; runner/internal/common/api/api.go for how answers are written): on
 // 127.0.0.1:$DSTACK_SHIM_HTTP_PORT inside the simulated VM it answers GET /api/healthcheck, lists the tasks a test
-// gives it (GET /api/tasks, GET /api/tasks/{id}), and writes host_info.json in service mode.
+// gives it (GET /api/tasks, GET /api/tasks/{id}), writes host_info.json in service mode, and at its start installs the
+// runner from $DSTACK_RUNNER_DOWNLOAD_URL when $DSTACK_RUNNER_BINARY_PATH is missing (cmd/shim/main.go,
+// components/runner.go), as a binary that reports the version of its URL.
 // The task list has the shape of 0.19.26 and later, {"tasks": [{"id", "status"}]}; a test switches it to the shape
 // of earlier shims, {"ids": [...]}, or to any answer at all (the farm's setTasks and setTaskListAnswer).
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 
 const version = process.argv[2]
@@ -29,6 +31,16 @@ if (process.env.DSTACK_SERVICE_MODE === '1') {
       memory: 131_072,
     }),
   )
+}
+
+// The runner the shim downloads once (force=false: an existing binary is kept): `dstack-runner --version` prints
+// "dstack-runner version <v>". "latest" is the version the curl double serves for it.
+const runnerUrl = process.env.DSTACK_RUNNER_DOWNLOAD_URL ?? ''
+const runnerPath = process.env.DSTACK_RUNNER_BINARY_PATH ?? '/usr/local/bin/dstack-runner'
+const runnerVersion = /\/([^/]+)\/binaries\/dstack-runner-linux-[a-z0-9]+$/.exec(runnerUrl)?.[1]
+if (runnerVersion && !existsSync(runnerPath)) {
+  const shown = runnerVersion === 'latest' ? '0.21.9' : runnerVersion
+  writeFileSync(runnerPath, `#!/bin/sh\n[ "$1" = --version ] && echo "dstack-runner version ${shown}"\n`, {mode: 0o755})
 }
 
 function readTasks() {

@@ -7,6 +7,8 @@
 #   TARGON_TOOL_VERSION   the CLI version, recorded in the marker
 #   TARGON_DSTACK_VERSION shim version (shim phase), e.g. 0.21.2 or latest
 #   TARGON_REINSTALL      1 ignores the marker fast path
+#   TARGON_FORCE_SHIM     1 installs the pinned shim on a host that dstack owns (shim phase; refused, exit 76, while
+#                         a dstack task is at work)
 #   TARGON_GPU_TEST       0 skips the GPU smoke test
 #   TARGON_PULL_RETRY_DELAY_MS  the first wait before retrying a failed pull of the smoke test's image (then doubled)
 # Every step checks first and acts only when needed; progress lines have the form
@@ -530,21 +532,116 @@ PY
 
 # ---------------------------------------------------------------- shim phase
 
+# The shim as targon last installed it, from the marker (S9): its version, its URL and its shim.env's sha256, one
+# per line (an empty line for what the marker does not record).
+recorded_shim() {
+  python3 - "$MARKER" <<'PY'
+import json, sys
+try:
+    shim = json.load(open(sys.argv[1])).get("shim") or {}
+except (OSError, ValueError, AttributeError):
+    shim = {}
+for key in ("version", "url", "env_sha256"):
+    value = shim.get(key) if isinstance(shim, dict) else None
+    print(value if isinstance(value, str) and value.isprintable() and len(value) <= 512 else "")
+PY
+}
+
+# The version the running shim reports (GET /api/healthcheck on loopback), else nothing.
+shim_running_version() {
+  local answer
+  answer=$(
+    exec 3<>/dev/tcp/127.0.0.1/10998 || exit 0
+    printf 'GET /api/healthcheck HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    timeout 5 head -c 4096 <&3
+  ) 2>/dev/null || true
+  printf '%s' "$answer" | tr -d '\r' | sed -n 's/.*"service":"dstack-shim".*"version":"\([0-9A-Za-z.+-]\{1,64\}\)".*/\1/p' | head -n1
+}
+
+# Why dstack owns this host's shim, one sign per line; nothing when no sign holds. What a dstack server leaves on an
+# SSH fleet host, as read in dstack 0.21.2 (src/dstack/_internal/server/background/pipeline_tasks/instances/
+# ssh_deploy.py, server/services/ssh_fleets/provisioning.py, core/backends/base/compute.py, runner/internal/shim/
+# components): it appends the fleet's and the project's public keys to authorized_keys (the project's comment is
+# "<project>@dstack"; only commits after 0.21.2 tag each "# added by dstack"), downloads the shim of its own version,
+# writes shim.env anew (with the fleet's env:), deletes the runner, which the shim then downloads from the server's
+# URL, and later upgrades the runner and the shim to its own version. A task on the shim is always a dstack server's.
+# $1 is the shim version asked for, $2 the shim.env targon would write.
+dstack_signs() {
+  local version=$1 desired_env=$2 keys=/home/ubuntu/.ssh/authorized_keys env_file=/root/.dstack/shim.env
+  local recorded_version recorded_url recorded_env running runner at_work
+  { read -r recorded_version; read -r recorded_url; read -r recorded_env; } < <(recorded_shim)
+  grep -q '# added by dstack' "$keys" 2>/dev/null && echo "authorized_keys holds keys added by dstack"
+  grep -Eq '^(ssh|ecdsa)-[^ ]+ [^ ]+ [^ ]+@dstack$' "$keys" 2>/dev/null && echo "authorized_keys holds a dstack project's key"
+  if [ -f "$env_file" ] && ! printf '%s' "$desired_env" | cmp -s - "$env_file"; then
+    if [ -z "$recorded_env" ]; then
+      echo "shim.env was not written by targon"
+    elif [ "$(sha256sum <"$env_file" | cut -d' ' -f1)" != "$recorded_env" ]; then
+      echo "shim.env was rewritten since targon wrote it"
+    fi
+  fi
+  # targon changes the shim's version only when asked to (S1): a shim or a runner of a version that targon neither
+  # installed nor is asked for is dstack's. With latest, the runner may be newer than the shim it came with.
+  running=$(shim_running_version)
+  [ -n "$running" ] || running=$(shim_installed_version) || true
+  if [ -n "$running" ] && [ -n "$recorded_version" ] && [ "$running" != "$recorded_version" ] && [ "$running" != "$version" ]; then
+    echo "dstack-shim $running runs where targon installed $recorded_version"
+  fi
+  if [ -n "$recorded_version" ] && [[ $recorded_url != */latest/* ]]; then
+    runner=$(/usr/local/bin/dstack-runner --version 2>/dev/null | awk '$1 == "dstack-runner" {print $3}') || true
+    if [ -n "$runner" ] && [ "$runner" != "$recorded_version" ] && [ "$runner" != "$version" ]; then
+      echo "dstack-runner $runner runs where targon installed $recorded_version"
+    fi
+  fi
+  if at_work=$(shim_tasks_at_work); then echo "dstack tasks at work: $at_work"; fi
+  return 0
+}
+
+# targon's shim.env for a runner URL: dstack's own (get_shim_env() plus DSTACK_SERVICE_MODE, joined by newlines with
+# no final newline, as upload_envs writes it in dstack 0.21.2), so that a host that dstack took over without a fleet
+# env: holds the very same file.
+shim_env_for() {
+  printf '%s' "DSTACK_SHIM_HOME=\"/root/.dstack\"
+DSTACK_SHIM_HTTP_PORT=\"10998\"
+DSTACK_SHIM_LOG_LEVEL=\"5\"
+DSTACK_RUNNER_DOWNLOAD_URL=\"$1\"
+DSTACK_RUNNER_BINARY_PATH=\"/usr/local/bin/dstack-runner\"
+DSTACK_RUNNER_HTTP_PORT=\"10999\"
+DSTACK_RUNNER_SSH_PORT=\"10022\"
+DSTACK_RUNNER_LOG_LEVEL=\"5\"
+DSTACK_SERVICE_MODE=\"1\""
+}
+
+# The shim phase's exit when --force-shim meets a dstack task at work (a usage error of the CLI's).
+FORCE_REFUSED=76
+
 shim_phase() {
   local version=${TARGON_DSTACK_VERSION:?TARGON_DSTACK_VERSION is required}
   local arch changed=0
   arch=$(shim_arch)
   local shim_url=$SHIM_BASE/$version/binaries/dstack-shim-linux-$arch
   local runner_url=$SHIM_BASE/$version/binaries/dstack-runner-linux-$arch
+  local desired_env signs at_work
+  desired_env=$(shim_env_for "$runner_url")
 
+  # S0: a host that dstack owns is dstack's: its shim, shim.env and unit stay as they are and the shim is never
+  # restarted (only started when it does not run). --force-shim takes the host back, never under a task at work.
   begin S0 takeover
-  if grep -q '# added by dstack' /home/ubuntu/.ssh/authorized_keys 2>/dev/null; then
-    step S0 takeover ok dstack-manages-the-shim
-    systemctl enable dstack-shim
-    systemctl start dstack-shim
+  signs=$(dstack_signs "$version" "$desired_env")
+  if [ -n "$signs" ] && [ "${TARGON_FORCE_SHIM:-0}" = 1 ]; then
+    if at_work=$(shim_tasks_at_work); then
+      echo "--force-shim would restart dstack's shim under its tasks at work: $at_work" >&2
+      exit "$FORCE_REFUSED"
+    fi
+    echo "dstack owns the shim ($(printf '%s' "$signs" | paste -sd ';' | sed 's/;/; /g')); --force-shim installs targon's"
+    step S0 takeover ok forced
+  elif [ -n "$signs" ]; then
+    # A shim that does not run at all is started (dstack's unit has Restart=always); the health check says the rest.
+    systemctl is-active --quiet dstack-shim || systemctl start dstack-shim || true
+    step S0 takeover ok "dstack-managed: $(printf '%s' "$signs" | head -n1 | tr -cd '[:print:]' | cut -c1-300)"
     return 0
+  else
+    step S0 takeover skip not-taken-over
   fi
-  step S0 takeover skip not-taken-over
 
   begin S1 shim-binary
   local current=
@@ -577,17 +674,7 @@ shim_phase() {
 
   begin S4 shim-env
   local env_file=/root/.dstack/shim.env
-  cat >"$env_file.new" <<ENV
-DSTACK_SHIM_HOME="/root/.dstack"
-DSTACK_SHIM_HTTP_PORT="10998"
-DSTACK_SHIM_LOG_LEVEL="5"
-DSTACK_RUNNER_DOWNLOAD_URL="$runner_url"
-DSTACK_RUNNER_BINARY_PATH="/usr/local/bin/dstack-runner"
-DSTACK_RUNNER_HTTP_PORT="10999"
-DSTACK_RUNNER_SSH_PORT="10022"
-DSTACK_RUNNER_LOG_LEVEL="5"
-DSTACK_SERVICE_MODE="1"
-ENV
+  printf '%s' "$desired_env" >"$env_file.new"
   if replace_if_changed "$env_file"; then
     changed=1
     step S4 shim-env ok

@@ -17,6 +17,8 @@ export interface BootstrapParams {
   toolVersion: string
   dstackVersion: string
   reinstall: boolean
+  /** up --force-shim: install the pinned shim on a host that dstack owns (refused on the VM while a task runs). */
+  forceShim: boolean
   gpuTest: boolean
   /** The first wait before retrying a failed pull of the GPU smoke test's image (doubled on each retry). */
   pullRetryDelayMs: number
@@ -33,6 +35,7 @@ export function envAssignments(params: BootstrapParams, phase: 'check' | 'instal
     `TARGON_TOOL_VERSION=${params.toolVersion}`,
     `TARGON_DSTACK_VERSION=${validateDstackVersion(params.dstackVersion)}`,
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,
+    `TARGON_FORCE_SHIM=${params.forceShim ? 1 : 0}`,
     `TARGON_GPU_TEST=${params.gpuTest ? 1 : 0}`,
     `TARGON_PULL_RETRY_DELAY_MS=${Math.round(params.pullRetryDelayMs)}`,
   ].map((assignment) => shellQuote(assignment))

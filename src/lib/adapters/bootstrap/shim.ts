@@ -4,7 +4,8 @@ import * as z from 'zod'
 
 import {BACKOFF} from '../../core/backoff.js'
 import {type Clock, REAL_CLOCK} from '../../core/clock.js'
-import {TargonError} from '../../core/errors.js'
+import {TargonError, usageError} from '../../core/errors.js'
+import {oneLine} from '../../core/output.js'
 import {poll} from '../../core/poll.js'
 import type {ExecResult, SshSession} from '../ssh/session.js'
 import {type BootstrapParams, PHASE_OUTPUT_BYTES, CHECK_OUTPUT_BYTES, SCRIPT_PATH, envAssignments} from './remote-call.js'
@@ -18,7 +19,23 @@ export interface ShimRun {
   events: StepEvent[]
 }
 
-/** Shim phase: S0-S9 (unless runInstall already ran them, `done`), then the health check through a forwarded channel. */
+/** The shim phase's exit when --force-shim meets a dstack task at work (bootstrap.sh, S0). */
+const FORCE_REFUSED = 76
+
+/** What S0 reports on a host that dstack owns: "dstack-managed: <the first sign of it>". */
+const DSTACK_MANAGED = /^dstack-managed: (.*)$/
+
+export interface ShimState {
+  /** The version the healthy shim runs. */
+  version: string
+  /** Why dstack owns the host's shim, which was left as it is; null: targon manages it. */
+  dstackManaged: string | null
+}
+
+/**
+ * Shim phase: S0-S9 (unless runInstall already ran them, `done`), then the health check through a forwarded channel.
+ * On a host that dstack owns (S0) the shim is dstack's, whatever version it runs.
+ */
 export async function runShim(
   session: SshSession,
   params: BootstrapParams,
@@ -26,9 +43,25 @@ export async function runShim(
   signal?: AbortSignal,
   done?: ShimRun,
   clock: Clock = REAL_CLOCK,
-): Promise<{version: string}> {
-  for (const event of done?.events ?? []) onEvent(event)
-  const result = done?.result ?? (await execShim(session, params, onEvent, signal))
+): Promise<ShimState> {
+  let dstackManaged: string | null = null
+  const seen = (event: StepEvent) => {
+    const managed = event.id === 'S0' && event.event === 'ok' ? DSTACK_MANAGED.exec(event.detail) : null
+    // The VM's words: one printable line, bounded.
+    if (managed) dstackManaged = oneLine(managed[1] ?? '').slice(0, 300)
+    onEvent(event)
+  }
+
+  for (const event of done?.events ?? []) seen(event)
+  const result = done?.result ?? (await execShim(session, params, seen, signal))
+  if (result.code === FORCE_REFUSED) {
+    const why = `${result.stdout}\n${result.stderr}`.split('\n').findLast((line) => line.startsWith('--force-shim would'))
+    throw usageError(
+      oneLine(why ?? "--force-shim would restart dstack's shim under its tasks at work").slice(0, 400),
+      'run it again once the tasks have ended, or without --force-shim',
+    )
+  }
+
   if (result.code !== 0) {
     const lines = `${result.stdout}\n${result.stderr}`.split('\n').filter((line) => line && !line.startsWith('TARGON_STEP'))
     throw new TargonError('BOOTSTRAP_FAILED', `shim-start failed${lines.length > 0 ? `: ${lines.at(-1)}` : ''}`, {
@@ -38,9 +71,11 @@ export async function runShim(
   }
 
   onEvent({at: clock.now(), detail: '', event: 'start', id: 'S7'})
-  const version = await waitHealthy(session, params.dstackVersion, params.shimHealthTimeoutMs, clock, signal)
+  // dstack runs the shim of its server's version, and upgrades it: any version is dstack's to choose.
+  const wanted = dstackManaged === null ? params.dstackVersion : 'latest'
+  const version = await waitHealthy(session, wanted, params.shimHealthTimeoutMs, clock, signal)
   onEvent({at: clock.now(), detail: version, event: 'ok', id: 'S7'})
-  return {version}
+  return {dstackManaged, version}
 }
 
 function execShim(

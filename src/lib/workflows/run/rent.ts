@@ -65,6 +65,7 @@ async function rentWithUp(client: TargonClient, request: RentRequest): Promise<U
         idle: {intervalMs: await settings.get('idle-sample-interval'), limitMs: request.idleMs ?? RUN_IDLE_MS},
         pullRetryDelayMs: await settings.get('pull-retry-delay'),
         reinstall: false,
+        forceShim: false,
         shim: true,
         shimHealthTimeoutMs: await settings.get('shim-health-timeout'),
         stateWatchIntervalMs: await settings.get('state-watch-interval'),

@@ -119,11 +119,11 @@ export async function startShim(
   bootstrap: NonNullable<Provisioning['request']['bootstrap']>,
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
-  const {version} = await watched(ctx, bootstrapped.watch, (signal) =>
+  const {dstackManaged, version} = await watched(ctx, bootstrapped.watch, (signal) =>
     runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimRun ?? undefined, ctx.clock),
   )
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
-  return {...bootstrapped, kind: 'ready', shimVersion: version}
+  return {...bootstrapped, dstackManaged, kind: 'ready', shimVersion: version}
 }
 
 /**

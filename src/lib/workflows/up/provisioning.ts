@@ -60,6 +60,8 @@ export interface UpAsk {
   bootstrap: {
     dstackVersion: string
     reinstall: boolean
+    /** up --force-shim: install the pinned shim on a host that dstack owns. */
+    forceShim: boolean
     gpuTest: boolean
     pullRetryDelayMs: number
     shim: boolean

@@ -23,7 +23,15 @@ export function vmResult(ctx: Provisioning, track: VmTrack): VmResult {
         }
       : null,
     created_at: stage?.createdAt ?? record?.created_at ?? null,
-    dstack: stage?.kind === 'ready' ? {healthy: true, shim_version: stage.shimVersion} : null,
+    dstack:
+      stage?.kind === 'ready'
+        ? {
+            dstack_sign: stage.dstackManaged,
+            healthy: true,
+            managed_by: stage.dstackManaged === null ? 'targon' : 'dstack-managed',
+            shim_version: stage.shimVersion,
+          }
+        : null,
     fleet: ctx.request.fleet,
     gpu_count: stage?.gpu.count ?? null,
     gpu_model: stage?.gpu.model ?? null,

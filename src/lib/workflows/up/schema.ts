@@ -66,7 +66,19 @@ export const VmResultSchema = z.object({
     })
     .nullable()
     .describe('null with --no-bootstrap'),
-  dstack: z.object({shim_version: z.string(), healthy: z.boolean()}).nullable().describe('null with --no-bootstrap or --no-shim'),
+  dstack: z
+    .object({
+      shim_version: z.string(),
+      healthy: z.boolean(),
+      managed_by: z
+        .enum(['targon', 'dstack-managed'])
+        .describe(
+          'who manages the shim: "targon" installed and configured it; "dstack-managed": a dstack server took the host over (or runs a task on it), and its shim, shim.env and unit were left as they are, never restarted (up --force-shim takes it back when no task runs)',
+        ),
+      dstack_sign: z.string().nullable().describe('with dstack-managed: the first sign that dstack owns the host; null otherwise'),
+    })
+    .nullable()
+    .describe('null with --no-bootstrap or --no-shim'),
   phases: z.array(PhaseResultSchema),
 })
 export type VmResult = z.infer<typeof VmResultSchema>

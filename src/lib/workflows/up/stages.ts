@@ -102,6 +102,8 @@ export interface Bootstrapped extends Priced {
 export interface Ready extends Omit<Bootstrapped, 'kind'> {
   kind: 'ready'
   shimVersion: string
+  /** Why dstack owns the VM's shim (left as it is); null: targon manages it. */
+  dstackManaged: string | null
 }
 
 export type Stage = Booting | Bootstrapped | Deployed | Ready | Registered | Running

@@ -206,6 +206,7 @@ function bootstrapSettings(asked: NonNullable<UpAsk['bootstrap']>): NonNullable<
       gpuTest: asked.gpuTest,
       pullRetryDelayMs: asked.pullRetryDelayMs,
       reinstall: asked.reinstall,
+      forceShim: asked.forceShim,
       shimHealthTimeoutMs: asked.shimHealthTimeoutMs,
       toolVersion: VERSION,
     },
