@@ -557,7 +557,8 @@ export class DstackSimulator {
     }
 
     const user = this.authenticate(authorization)
-    return handlers(user, body)
+    // The newer dstack that extraFields plays knows its own fields when a client echoes them back.
+    return handlers(user, this.options.extraFields ? undecorate(body) : body)
   }
 
   /** The handler of a path, after the project dependency (ProjectMember: 404 for an unknown project, 403 for a stranger). */
@@ -1008,6 +1009,13 @@ function parseOrText(text: string): unknown {
   } catch {
     return text
   }
+}
+
+function undecorate(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => undecorate(item))
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).flatMap(([key, item]) => (key === 'x_future_field' ? [] : [[key, undecorate(item)]])))
+  return value
 }
 
 /** Adds unknown fields everywhere, as a newer dstack would. */

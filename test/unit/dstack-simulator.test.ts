@@ -246,6 +246,22 @@ describe('hostnames', () => {
     expect(added.body.instances.map((instance: {hostname: string}) => instance.hostname)).toEqual(['203.0.113.40', '203.0.113.41'])
   })
 
+  it('keeps a host it cannot reach pending, and one it gave up on holds its hostname until removed', async () => {
+    const sim = await setup({reachable: (host) => host.hostname !== '203.0.113.99'})
+    await sync('f1', ['203.0.113.10', '203.0.113.99'])
+    expect(sim.hosts('f1').map((host) => host.status)).toEqual(['idle', 'pending'])
+    sim.failHost('f1', '203.0.113.99')
+    expect((await fleets('get', {name: 'f1'})).body.instances[1]).toMatchObject({
+      status: 'terminated',
+      termination_reason: 'provisioning_timeout',
+      termination_reason_message: 'Failed to add SSH instance in 600s',
+    })
+    expect((await fleets('get_plan', {spec: fleetSpec('f2', ['203.0.113.99'])})).status).toBe(400)
+    // An apply without it deletes the terminated instance at once, which frees the hostname.
+    await sync('f1', ['203.0.113.10'])
+    expect((await fleets('get_plan', {spec: fleetSpec('f2', ['203.0.113.99'])})).status).toBe(200)
+  })
+
   it('ends an instance with delete_instances but keeps its host in the spec', async () => {
     const sim = await setup()
     await sync('f1', ['203.0.113.10', '203.0.113.11'])
@@ -360,5 +376,28 @@ describe('trouble', () => {
     await expect(sync('f1', ['203.0.113.10', '203.0.113.11'])).rejects.toThrow()
     // The apply happened although the answer was lost.
     expect(sim.hosts('f1')).toHaveLength(2)
+  })
+
+  it('draws the same trouble for the same seed, and adds unknown fields on request', async () => {
+    const statuses = async (options: DstackSimulatorOptions) => {
+      await setup(options)
+      const seen: (number | string)[] = []
+      for (let attempt = 0; attempt < 12; attempt++)
+        seen.push(
+          await fleets('list', {}).then(
+            (answer) => answer.status,
+            () => 'reset',
+          ),
+        )
+      await dstack?.stop()
+      return seen
+    }
+
+    const first = await statuses({chaos: {rate: 0.5, seed: 7}})
+    expect(first.some((status) => status !== 200)).toBe(true)
+    expect(await statuses({chaos: {rate: 0.5, seed: 7}})).toEqual(first)
+    await setup({extraFields: true})
+    await sync('f1', ['203.0.113.10'])
+    expect((await fleets('get', {name: 'f1'})).body.instances[0]).toHaveProperty('x_future_field')
   })
 })
