@@ -256,12 +256,6 @@ export class DstackSimulator {
       }))
   }
 
-  /** The fleet as the API answers it (fleets/get). */
-  fleetView(name: string, project = DSTACK_PROJECT): Json | undefined {
-    const fleet = this.fleet(name, project)
-    return fleet && this.fleetJson(fleet)
-  }
-
   /**
    * dstack's own processing holds the fleet (`what: 'fleet'`, FleetModel.lock_expires_at) or its instances
    * (`'instances'`), for `forMs` or for the next `requests` calls that meet it; without either, until release.
@@ -563,7 +557,7 @@ export class DstackSimulator {
 
   /** The handler of a path, after the project dependency (ProjectMember: 404 for an unknown project, 403 for a stranger). */
   private handlers(path: string): ((user: SimUser, body: unknown) => unknown) | undefined {
-    if (path === '/api/users/get_my_user') return (user) => ({global_role: 'admin', username: user.name})
+    if (path === '/api/users/get_my_user') return (user) => this.userWithCreds(user)
     if (path === '/api/runs/list') return (user, body) => this.listRuns(user, body)
     const match = /^\/api\/project\/([^/]+)\/(fleets|runs)\/([a-z_]+)$/.exec(path)
     if (!match) return undefined
@@ -602,6 +596,29 @@ export class DstackSimulator {
     const user = this.options.tokens[token]
     if (!user) throw new HttpAnswer(403, {detail: {code: null, msg: 'Invalid token'}})
     return user
+  }
+
+  /**
+   * UserWithCreds (core/models/users.py; routers/users.py, get_my_user): the answer holds the token itself and the
+   * user's private key, so a client must never log it.
+   */
+  private userWithCreds(user: SimUser): Json {
+    const token = Object.entries(this.options.tokens).find(([, candidate]) => candidate === user)?.[0] ?? ''
+    return {
+      active: true,
+      created_at: '2026-01-01T00:00:00+00:00',
+      creds: {token},
+      email: null,
+      global_role: 'admin',
+      id: createHash('sha256')
+        .update(user.name)
+        .digest('hex')
+        .replace(/^(.{8})(.{4})(.{3})(.{3})(.{12}).*/, '$1-$2-4$3-8$4-$5'),
+      permissions: {can_create_projects: true},
+      ssh_private_key: '-----BEGIN OPENSSH PRIVATE KEY-----\nsimulated user key\n-----END OPENSSH PRIVATE KEY-----\n',
+      ssh_public_key: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAISimulatedUserKey ${user.name}`,
+      username: user.name,
+    }
   }
 
   // ---- fleets (server/services/fleets.py) ----
