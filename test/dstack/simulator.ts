@@ -9,8 +9,8 @@
  * - `/api/runs/list` and `/api/project/{p}/runs/get` (server/routers/runs.py, server/schemas/runs.py);
  * - `/api/users/get_my_user` (a cheap token check).
  * dstack's background work (deploying a host, ending an instance, retrying a run) is played lazily, at the next
- * request, after the delays of SimulatorOptions; tests drive runs with submitRun, noCapacity, resubmit, placeRun and
- * finishRun. Not served: cloud fleets, imports, run submission over the API, events.
+ * request, after the delays of DstackSimulatorOptions; tests drive runs with submitRun, noCapacity, resubmit, placeRun
+ * (or placeWaitingRuns) and finishRun. Not served: cloud fleets, imports, run submission over the API, events.
  */
 import {createHash, randomUUID} from 'node:crypto'
 import {type IncomingMessage, type Server, type ServerResponse, createServer} from 'node:http'
@@ -151,6 +151,8 @@ export interface DstackSimulatorOptions {
    * (services/fleets.py, _LOCK_RETRY_ATTEMPTS and _LOCK_RETRY_INTERVAL). apply never waits.
    */
   lockRetry?: {attempts: number; intervalMs: number}
+  /** dstack places waiting runs by itself on idle hosts, at the next request; default false: only placeRun does. */
+  placeWaitingRuns?: boolean
   /** Random trouble on every call at `rate` (0 to 1), replayable by `seed`: a 502, a reset before or after the work. */
   chaos?: {seed: number; rate: number}
   /** Adds unknown fields to every object answered, as a newer dstack would. */
@@ -191,6 +193,7 @@ export class DstackSimulator {
       extraFields: false,
       hostReadyMs: 0,
       lockRetry: {attempts: 10, intervalMs: 500},
+      placeWaitingRuns: false,
       projects: [DSTACK_PROJECT],
       terminateMs: 0,
       tokens: DEFAULT_TOKENS,
@@ -369,8 +372,12 @@ export class DstackSimulator {
     const fleet = this.requireFleet(run.project, at.fleet)
     const instance = this.requireInstance(run.project, at.fleet, at.hostname)
     if (instance.status !== 'idle') throw new Error(`placeRun: ${at.hostname} is ${instance.status}, not idle`)
-    if (!['submitted', 'pending'].includes(run.status)) throw new Error(`placeRun: run ${runName} is ${run.status}`)
-    if (run.status === 'pending' || latestSubmission(run).status !== 'submitted') this.resubmit(runName)
+    if (!waits(run)) throw new Error(`placeRun: run ${runName} is ${run.status}`)
+    this.place(run, fleet, instance)
+  }
+
+  private place(run: SimRun, fleet: SimFleet, instance: SimInstance): void {
+    if (run.status === 'pending' || latestSubmission(run).status !== 'submitted') this.resubmit(run.name)
     const now = this.clock.now()
     Object.assign(latestSubmission(run), {
       instanceId: instance.id,
@@ -439,6 +446,29 @@ export class DstackSimulator {
       }
 
       if (fleet.lock?.until !== undefined && now >= fleet.lock.until) fleet.lock = undefined
+    }
+
+    if (this.options.placeWaitingRuns) this.placeWaitingRuns()
+  }
+
+  /**
+   * A waiting run goes to the first idle host of a fleet it may use (its `fleets`, or any fleet of its project), as
+   * jobs_submitted.py assigns an idle instance; without dstack's resource matching or its resubmission delay.
+   */
+  private placeWaitingRuns(): void {
+    for (const run of this.runs.filter((candidate) => waits(candidate))) {
+      const fleets = this.fleets
+        .filter((fleet) => fleet.project === run.project && fleet.status === 'active' && (run.fleets?.includes(fleet.name) ?? true))
+        .sort((a, b) => a.created_at - b.created_at)
+      for (const fleet of fleets) {
+        const idle = fleet.instances
+          .filter((instance) => !instance.deleted && instance.status === 'idle')
+          .sort((a, b) => a.instance_num - b.instance_num)[0]
+        if (idle) {
+          this.place(run, fleet, idle)
+          break
+        }
+      }
     }
   }
 
@@ -1002,6 +1032,11 @@ function parsePlanInput(value: unknown, loc: (number | string)[], issues: Valida
     current_resource: value.current_resource == null ? null : parseFleet(value.current_resource, [...loc, 'current_resource'], issues),
     spec: value.spec === undefined ? {} : parseFleetSpec(value.spec, [...loc, 'spec'], issues),
   }
+}
+
+/** A run that waits for capacity: submitted, or pending again after a round without it. */
+function waits(run: SimRun): boolean {
+  return run.status === 'submitted' || run.status === 'pending'
 }
 
 function lowestUnused(taken: Set<number>): number {

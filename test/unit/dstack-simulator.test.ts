@@ -7,6 +7,7 @@ import ssh2 from 'ssh2'
 import {afterEach, describe, expect, it} from 'vitest'
 
 import {DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
+import {fakeClock} from '../helpers/fake-clock.js'
 import type {DstackSimulator, DstackSimulatorOptions} from '../dstack/simulator.js'
 
 const KEY = ssh2.utils.generateKeyPairSync('ed25519')
@@ -180,19 +181,23 @@ describe('busy fleets', () => {
   })
 
   it('makes the delete calls wait for the fleet, then refuse', async () => {
-    const sim = await setup({lockRetry: {attempts: 10, intervalMs: 10}})
+    // dstack's own waits (10 tries, 0.5 s apart), on a fake clock.
+    const clock = fakeClock(1_800_000_000_000)
+    const sim = await setup({clock})
     await sync('f1', ['203.0.113.10', '203.0.113.11'])
     sim.processFleet('f1')
+    const before = clock.now()
     expect(await fleets('delete_instances', {instance_nums: [1], name: 'f1'})).toEqual({
       body: refusal('Failed to delete fleet instances: fleets are being processed currently. Try again later.'),
       status: 400,
     })
+    expect(clock.now() - before).toBe(4500)
     sim.processFleet('f1', {what: 'instances'})
     expect((await fleets('delete', {names: ['f1']})).body).toEqual(
       refusal('Failed to delete fleets: fleet instances are being processed currently. Try again later.'),
     )
     // A lock that ends while the call waits lets it through.
-    sim.processFleet('f1', {forMs: 40})
+    sim.processFleet('f1', {forMs: 2000})
     expect(await fleets('delete_instances', {instance_nums: [1], name: 'f1'})).toEqual({body: null, status: 200})
     expect(sim.hosts('f1').map((host) => host.hostname)).toEqual(['203.0.113.10'])
   })
@@ -357,6 +362,20 @@ describe('runs waiting for capacity', () => {
     sim.finishRun('train')
     expect((await runs()).body).toEqual([])
     expect((await runs({only_active: false})).body[0]).toMatchObject({status: 'done', termination_reason: 'all_jobs_done'})
+  })
+
+  it('places a waiting run on the first idle host of a fleet it may use, when asked to schedule', async () => {
+    const clock = fakeClock(1_800_000_000_000)
+    const sim = await setup({clock, hostReadyMs: 30_000, placeWaitingRuns: true})
+    await sync('other', ['203.0.113.20'])
+    sim.submitRun({fleets: ['f1'], name: 'train'})
+    await sync('f1', ['203.0.113.10'])
+    // The host is still being deployed: the run waits.
+    expect((await runs()).body[0]).toMatchObject({status: 'pending'})
+    await clock.sleep(30_000)
+    expect((await runs()).body[0]).toMatchObject({fleet: {name: 'f1'}, status: 'running'})
+    expect(sim.hosts('f1')).toEqual([expect.objectContaining({busy: true, hostname: '203.0.113.10'})])
+    expect(sim.hosts('other')).toEqual([expect.objectContaining({busy: false})])
   })
 
   it('fails a run without a retry policy instead of letting it wait', async () => {
