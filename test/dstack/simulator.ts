@@ -1,5 +1,6 @@
 /**
- * A local dstack server double, following dstack 0.21.2 (dstackai/dstack, tag 0.21.2): a real HTTP server on
+ * A local dstack server double, following dstack 0.21.2 (dstackai/dstack, tag 0.21.2; the 13 commits after it, to
+ * 2026-08-21, change none of the calls below): a real HTTP server on
  * 127.0.0.1 that serves the REST calls a client needs to keep an SSH fleet in sync and to see runs that wait for
  * capacity, with dstack's own rules and answers:
  * - auth by `Authorization: Bearer <token>` (server/security/permissions.py; errors: server/utils/routers.py);
