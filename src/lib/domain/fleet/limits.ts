@@ -108,18 +108,7 @@ function lower(a: number | null, b: number | null): number | null {
 
 /** The file a VM is to carry for a local record. */
 export function limitsFile(record: VmRecord, owner: string | null, now: number): VmLimits {
-  const limits = recordLimits(record)
-  return {
-    down_jobs: limits.down_jobs,
-    idle_hold_until: limits.idle_hold_until,
-    idle_limit_seconds: limits.idle_limit_seconds,
-    max_cost_usd: limits.max_cost_usd,
-    on_delete_hook: limits.on_delete_hook,
-    owner,
-    ttl_expires_at: limits.ttl_expires_at,
-    version: 1,
-    written_at: new Date(now).toISOString(),
-  }
+  return {...recordLimits(record), owner, version: 1, written_at: new Date(now).toISOString()}
 }
 
 /**
