@@ -7,7 +7,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
-import {cleanSample} from '../helpers/idle-clock.js'
+import {cleanSample, idlePast} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 const simulated = useVmFixture({env: ENV})
@@ -58,8 +58,9 @@ describe('sweep and idle VMs', () => {
       {idle_hold_on_vm: 'written', idle_hold_until: parseJson(extend).data.vms[0].idle_hold_until},
     ])
     expect(JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf')).hold_until).toBe(conf.hold_until)
-    // The extends' own SSH sessions are activity to the sampler until a later sample: read its judgement after one.
-    await cleanSample(simulated.farm, role(2).uid)
+    // The extends' own SSH sessions are activity to the sampler: its judgement is read once it is idle past its limit
+    // again, when only the hold-off keeps it.
+    await idlePast(simulated.farm, role(2).uid, LIMIT_S)
     const usage = parseJson(await targon(['status', '--usage', '--json'])).data.vms.find(
       (each: {uid: string}) => each.uid === role(2).uid,
     ).usage

@@ -17,3 +17,14 @@ export async function cleanSample(farm: VmFarm, uid: string): Promise<void> {
     await sleep(250)
   }
 }
+
+/** Waits until the VM's idle clock says idle for longer than `seconds` (after the sessions that just ended). */
+export async function idlePast(farm: VmFarm, uid: string, seconds: number): Promise<void> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const clock = JSON.parse(farm.vm(uid).readFile('/var/lib/targon-fleet/idle.json') || '{}')
+    if (Array.isArray(clock.busy) && clock.busy.length === 0 && clock.sampled_at - clock.last_active_at > seconds) return
+    if (Date.now() > deadline) throw new Error(`${uid} not idle past ${seconds} s in 30 s: ${JSON.stringify(clock)}`)
+    await sleep(250)
+  }
+}

@@ -127,26 +127,43 @@ export async function carryLimits(session: SshSession, file: VmLimits): Promise<
 /** Limits read at once: each a short connection, most of it waiting on the network. */
 const READS_IN_FLIGHT = 16
 
+/** Whether this directory can read the limits a VM carries: its own bootstrapped VMs, and every VM of this tool from a team guard's. */
+export function limitsReadable(vm: KnownVm, configDir: string): boolean {
+  return !vm.gone && vm.owned && vm.status === 'running' && (vm.record?.bootstrapped === true || hasGuardKey(configDir))
+}
+
+/** Reads into vm.onVm the limits a VM carries, over the run's connection to it, where this directory can. */
+export async function readLimitsOf(vm: KnownVm, sessions: VmSessions, options: {configDir: string; signal?: AbortSignal}): Promise<void> {
+  if (!limitsReadable(vm, options.configDir) || options.signal?.aborted) return
+  try {
+    vm.onVm = await readVmLimits(await sessions.session(vm, 0), options.signal)
+  } catch (error) {
+    vm.onVm = {problem: asTargonError(error).message, state: 'unreachable'}
+  }
+}
+
 /**
- * Reads the limits of each VM this directory can reach (running, made by this tool, and either bootstrapped from here
- * or reached with the team guard's key), `READS_IN_FLIGHT` at a time, into vm.onVm, over the run's sessions (which
- * its idle probe then reuses). One connection attempt each: a VM that does not answer is unreachable, and the run goes on.
+ * Reads the limits of each VM this directory can reach (see limitsReadable), `READS_IN_FLIGHT` at a time, into
+ * vm.onVm; `then` does what else the run reads of the VM over the same connection (the sweep: its idle probe), before
+ * the connection is released. One connection attempt each: a VM that does not answer is unreachable, and the run goes on.
  */
 export async function readLimitsOnVms(
   vms: KnownVm[],
   sessions: VmSessions,
-  options: {configDir: string; signal?: AbortSignal},
+  options: {configDir: string; signal?: AbortSignal; then?: (vm: KnownVm) => Promise<void>},
 ): Promise<void> {
-  const team = hasGuardKey(options.configDir)
-  const reachable = vms.filter((vm) => !vm.gone && vm.owned && vm.status === 'running' && (team || vm.record?.bootstrapped === true))
-  await mapBounded(reachable, READS_IN_FLIGHT, async (vm) => {
-    if (options.signal?.aborted) return
-    try {
-      vm.onVm = await readVmLimits(await sessions.session(vm, 0), options.signal)
-    } catch (error) {
-      vm.onVm = {problem: asTargonError(error).message, state: 'unreachable'}
-    }
-  })
+  await mapBounded(
+    vms.filter((vm) => limitsReadable(vm, options.configDir)),
+    READS_IN_FLIGHT,
+    async (vm) => {
+      try {
+        await readLimitsOf(vm, sessions, options)
+        await options.then?.(vm)
+      } finally {
+        sessions.release(vm)
+      }
+    },
+  )
 }
 
 /** Why a VM's limits are unknown here (limitsOf gave no source). */

@@ -1,7 +1,9 @@
 /**
  * One SSH connection per VM for the reads of a run (the limits it carries, its idle probe, its jobs), opened on first
- * use and closed together at the end: every read after the first costs a channel, not a handshake, and the sshd of a
- * VM sees one connection per run. A connection that failed stays failed for the run, so no later read waits for it.
+ * use: every read after the first costs a channel, not a handshake, and the sshd of a VM sees one connection per run.
+ * Each VM's reads follow one another on it, and it is released as soon as they are done: a connection left open
+ * without a command looks like a user's tunnel to the VM's idle sampler. A connection that failed stays failed for
+ * the run, so no later read waits for it.
  */
 import type {Clock} from '../../core/clock.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
@@ -23,6 +25,13 @@ export class VmSessions {
       this.opened.set(vm.uid, session)
     }
     return session
+  }
+
+  /** Closes the VM's connection once its reads are done (a later one of the run opens another). */
+  release(vm: KnownVm): void {
+    const session = this.opened.get(vm.uid)
+    this.opened.delete(vm.uid)
+    void session?.then((each) => each.close()).catch(() => undefined)
   }
 
   /** Closes every connection of the run. */

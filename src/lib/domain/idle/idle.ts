@@ -14,7 +14,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
 import type {VmSessions} from '../fleet/vm-sessions.js'
-import {limitsOf} from '../fleet/limits.js'
+import {limitsOf, readLimitsOf} from '../fleet/limits.js'
 import type {KnownVm} from '../fleet/workloads.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 
@@ -180,16 +180,29 @@ export function idlePastLimit(usage: Usage): boolean {
 export async function probeUsages(
   vms: KnownVm[],
   sessions: VmSessions,
-  options: {limitS: number | null; parallel: number; signal?: AbortSignal; alsoRead?: AlsoRead; clock: Clock},
+  options: {
+    configDir: string
+    limitS: number | null
+    parallel: number
+    signal?: AbortSignal
+    alsoRead?: AlsoRead
+    clock: Clock
+  },
 ): Promise<Map<string, Usage>> {
-  const usages = await mapBounded(vms, options.parallel, (vm) =>
-    probeUsage(vm, sessions, {
-      alsoRead: options.alsoRead,
-      clock: options.clock,
-      limits: {fallbackS: options.limitS, ownS: limitsOf(vm).idle_limit_seconds},
-      signal: options.signal,
-    }),
-  )
+  const usages = await mapBounded(vms, options.parallel, async (vm) => {
+    try {
+      // The limits it carries, over the probe's connection, where no earlier read of the run took them.
+      if (vm.onVm === undefined) await readLimitsOf(vm, sessions, options)
+      return await probeUsage(vm, sessions, {
+        alsoRead: options.alsoRead,
+        clock: options.clock,
+        limits: {fallbackS: options.limitS, ownS: limitsOf(vm).idle_limit_seconds},
+        signal: options.signal,
+      })
+    } finally {
+      sessions.release(vm)
+    }
+  })
   return new Map(vms.map((vm, index) => [vm.uid, usages[index] as Usage]))
 }
 

@@ -150,7 +150,8 @@ async function selectVms(
 ): Promise<{decided: Narrowed; unlisted: string[]}> {
   const {selection} = options
   const {clock} = run
-  if (selection.expired || selection.idle) await readLimitsOnVms(view.vms, sessions, {configDir: options.configDir, signal: run.signal})
+  // --idle alone reads them over each probe's connection, right before the probe.
+  if (selection.expired) await readLimitsOnVms(view.vms, sessions, {configDir: options.configDir, signal: run.signal})
   const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
   await consentForOthers(chosen, options)
   if (isBulk(options.selection)) {

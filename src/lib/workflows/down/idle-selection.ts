@@ -25,18 +25,27 @@ export async function keepUnlessIdle(
     selection: Pick<DownSelection, 'idle_limit_seconds'>
     /** More to read over each probe's connection (the sweep: the VM's jobs). */
     alsoRead?: AlsoRead
-    /** The run's connections, which the read of each VM's limits opened. */
+    /** The run's connections to the VMs. */
     sessions: VmSessions
+    /** What earlier reads of the run already probed (the sweep probes a VM right after reading its limits). */
+    probed?: Map<string, Usage>
   },
 ): Promise<{chosen: KnownVm[]; kept: DownResult['kept']}> {
   const live = chosen.filter((vm) => !vm.gone)
-  const usages = await probeUsages(live, options.sessions, {
-    alsoRead: options.alsoRead,
-    clock: run.clock,
-    limitS: options.selection.idle_limit_seconds,
-    parallel: options.parallel,
-    signal: run.signal,
-  })
+  const probed = options.probed ?? new Map<string, Usage>()
+  const fresh = await probeUsages(
+    live.filter((vm) => !probed.has(vm.uid)),
+    options.sessions,
+    {
+      alsoRead: options.alsoRead,
+      clock: run.clock,
+      configDir: options.configDir,
+      limitS: options.selection.idle_limit_seconds,
+      parallel: options.parallel,
+      signal: run.signal,
+    },
+  )
+  const usages = new Map([...probed, ...fresh])
   const usage = (vm: KnownVm) => usages.get(vm.uid) as Usage
   // targon extend held off its idle deletion: idle or not, it stays until then.
   const heldUntil = (vm: KnownVm) => {

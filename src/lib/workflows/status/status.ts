@@ -86,10 +86,12 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   // The limits each VM carries, where this directory can read them: the stricter of those and a record are shown.
   const sessions = new VmSessions({clock, configDir, signal: ctx.signal})
   const markers = new Map<string, boolean>()
-  const usages = await (async () => {
-    await readLimitsOnVms(selected, sessions, {configDir, signal: ctx.signal})
-    return options.usage ? usageOf(selected, sessions, markers, clock) : new Map<string, Usage>()
-  })().finally(() => sessions.closeAll())
+  // With --usage, each probe reads the VM's limits first, over its own connection.
+  const usages = await (
+    options.usage
+      ? usageOf(selected, sessions, markers, clock, configDir)
+      : readLimitsOnVms(selected, sessions, {configDir, signal: ctx.signal}).then(() => new Map<string, Usage>())
+  ).finally(() => sessions.closeAll())
   const now = clock.now()
   const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null, options.idleLimitS))
   const drift = [
@@ -220,13 +222,19 @@ function dstackFleetOf(fleet: string, vms: StatusVm[], configDir: string, warn: 
  * --usage: each running VM's idle clock and a live sample, read over SSH (as many at once as deletions); a VM that
  * cannot be read says why.
  */
-async function usageOf(vms: KnownVm[], sessions: VmSessions, markers: Map<string, boolean>, clock: Clock): Promise<Map<string, Usage>> {
+async function usageOf(
+  vms: KnownVm[],
+  sessions: VmSessions,
+  markers: Map<string, boolean>,
+  clock: Clock,
+  configDir: string,
+): Promise<Map<string, Usage>> {
   const running = vms.filter((vm) => vm.status === 'running' && !vm.gone)
   // A VM without a local record (rented elsewhere) says itself whether it is bootstrapped, over the connection made anyway.
   const alsoRead = async (vm: KnownVm, session: SshSession) => {
     if (!vm.record) markers.set(vm.uid, markerSaysBootstrapped(await readMarker(session)))
   }
-  return probeUsages(running, sessions, {alsoRead, clock, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
+  return probeUsages(running, sessions, {alsoRead, clock, configDir, limitS: null, parallel: MAX_MUTATIONS_IN_FLIGHT})
 }
 
 /**

@@ -26,6 +26,8 @@ import type {ListingRun} from '../../domain/fleet/run.js'
 import type {DeletionRun} from '../run-context.js'
 import type {VmSessions} from '../../domain/fleet/vm-sessions.js'
 import {idleLimitOf, limitsOf, readLimitsOnVms, whyLimitsUnknown} from '../../domain/fleet/limits.js'
+import {probeUsages} from '../../domain/idle/idle.js'
+import type {Usage} from '../../domain/idle/schema.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
@@ -82,30 +84,41 @@ export async function runSweep(
   let listed = new Set<string>()
   const narrow = async (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => {
     const live = chosen.filter((vm) => !vm.gone)
-    // Each VM's own limits, where this directory can read them (its own VMs; every VM, as the team guard).
-    await readLimitsOnVms(live, sessions, {configDir: options.configDir, signal: run.signal})
-    const now = clock.now()
-    for (const vm of live) {
+    const decided = new Set<string>()
+    const decide = (vm: KnownVm) => {
+      decided.add(vm.uid)
+      const now = clock.now()
       const reason =
         limitReached(vm, now) ??
         (overCost(vm, options.overCostUsd, now) ? 'over-cost' : null) ??
         (pastDefaultTtl(vm, options.defaultTtlMs, now) ? 'ttl' : null)
       if (reason) reasons.set(vm.uid, reason)
     }
-
     // Only VMs with an idle limit are probed: a clock without a limit decides nothing.
-    const idleLimited = live.filter((vm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null)
+    const idleLimited = (vm: KnownVm) => !reasons.has(vm.uid) && idleLimitOf(vm, options.idleLimitS) !== null
     // The probe's connection also reads each VM's jobs: a run --down job started from any directory is recorded there.
     const downJobOnVm = new Set<string>()
     const alsoRead = async (vm: KnownVm, session: SshSession) => {
       if ((await readJobs(session)).jobs.some((job) => job.record.down)) downJobOnVm.add(vm.uid)
     }
-    const idle = await keepUnlessIdle(run, idleLimited, {
-      ...options,
-      alsoRead,
-      selection: {idle_limit_seconds: options.idleLimitS},
-      sessions,
+    const probe = {...options, alsoRead, selection: {idle_limit_seconds: options.idleLimitS}, sessions}
+    // Each VM's own limits, where this directory can read them (its own VMs; every VM, as the team guard), then at
+    // once, over the same connection, its idle clock when its limits leave that to decide.
+    const probed = new Map<string, Usage>()
+    await readLimitsOnVms(live, sessions, {
+      configDir: options.configDir,
+      signal: run.signal,
+      then: async (vm) => {
+        decide(vm)
+        if (!idleLimited(vm)) return
+        const [usage] = (
+          await probeUsages([vm], sessions, {...probe, clock, limitS: options.idleLimitS, parallel: 1, signal: run.signal})
+        ).values()
+        if (usage) probed.set(vm.uid, usage)
+      },
     })
+    for (const vm of live) if (!decided.has(vm.uid)) decide(vm)
+    const idle = await keepUnlessIdle(run, live.filter(idleLimited), {...probe, probed})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
     // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
     // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
