@@ -499,6 +499,8 @@ if (root) {
 
       const baseline: number[] = []
       for (let index = 0; index < 3; index++) baseline.push((await targon(['offers', '--json'], env)).ms)
+      // As before each run of figure 15: the sessions of the runs before lie five samples back, every VM idle again.
+      await sleep(5 * IDLE_BENCH_INTERVAL_S * 1000)
       // TCP connections to each VM's SSH port, counted by the farm (its logs go with the VM once it is deleted).
       const connectionsBefore = vms.map((vm) => vm.connections)
       const down = await targon(['down', '--idle', '--idle-limit', '1s', '--json'], env)
