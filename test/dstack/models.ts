@@ -29,7 +29,13 @@ type Defaults = Record<string, unknown>
 type Nested = Record<string, (value: unknown, loc: (number | string)[], issues: ValidationIssue[]) => unknown>
 
 /** A model's fields in pydantic's order, each with its default (or REQUIRED), and parsers for the nested ones. */
-function parseModel(value: unknown, loc: (number | string)[], issues: ValidationIssue[], defaults: Defaults, nested: Nested = {}): Json {
+export function parseModel(
+  value: unknown,
+  loc: (number | string)[],
+  issues: ValidationIssue[],
+  defaults: Defaults,
+  nested: Nested = {},
+): Json {
   if (!isObject(value)) {
     issues.push({
       input: value,

@@ -36,6 +36,7 @@ import {
   type ValidationIssue,
   isObject,
   parseBody,
+  parseModel,
   parseFleet,
   parseFleetSpec,
   pythonList,
@@ -1015,24 +1016,7 @@ export class DstackSimulator {
 
 /** ApplyFleetPlanInput: exactly `spec` and `current_resource`. */
 function parsePlanInput(value: unknown, loc: (number | string)[], issues: ValidationIssue[]): unknown {
-  if (!isObject(value)) {
-    issues.push({
-      input: value,
-      loc,
-      msg: 'Input should be a valid dictionary or object to extract fields from',
-      type: 'model_attributes_type',
-    })
-    return {}
-  }
-
-  for (const key of Object.keys(value))
-    if (!['spec', 'current_resource'].includes(key))
-      issues.push({input: value[key], loc: [...loc, key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden'})
-  if (value.spec === undefined) issues.push({input: value, loc: [...loc, 'spec'], msg: 'Field required', type: 'missing'})
-  return {
-    current_resource: value.current_resource == null ? null : parseFleet(value.current_resource, [...loc, 'current_resource'], issues),
-    spec: value.spec === undefined ? {} : parseFleetSpec(value.spec, [...loc, 'spec'], issues),
-  }
+  return parseModel(value, loc, issues, {spec: REQUIRED, current_resource: null}, {current_resource: parseFleet, spec: parseFleetSpec})
 }
 
 /** A run that waits for capacity: submitted, or pending again after a round without it. */
