@@ -191,10 +191,11 @@ describe('up --wait', () => {
 
   it('--count 2 --min 1 creates VMs as capacity appears; the first runs while the second waits', async () => {
     await setup()
-    sim.scheduleCapacity([
-      {atMs: 0, available: 1, offer: 'rtx6000b-small'},
-      {atMs: 3000, available: 1, offer: 'rtx6000b-small'},
-    ])
+    // One unit now; the second two seconds after the first VM runs (not at a fixed time: the CLI's start-up varies).
+    sim.scheduleCapacity([{atMs: 0, available: 1, offer: 'rtx6000b-small'}])
+    void waitFor(() => [...sim.workloads.values()].some((workload) => sim.current(workload.uid)?.status === 'running'), 60_000).then(() =>
+      sim.scheduleCapacity([{atMs: 2000, available: 1, offer: 'rtx6000b-small'}]),
+    )
     let mostRegistered = 0
     let firstWhenSecondCreated: string | undefined
     const sampler = setInterval(() => {

@@ -132,6 +132,15 @@ const SIGNAL_EXIT = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143} as const
  * `up` (`args`: UP or NO_BOOT) sent `signal` once `when` holds (and `delayMs` more): it ends INTERRUPTED with the
  * signal's exit code, run without and with a config.json.
  */
+/**
+ * The interrupted deploy is held by the server until the clean-up's DELETE was refused (the workload still
+ * registered), and only then takes effect: the clean-up must watch it land, not leave it as a registered leftover.
+ */
+function deployLandsAfterCleanup(ctx: Context): void {
+  const refused = waitFor(() => ctx.sim.requests('DELETE', /\/workloads\//).some((request) => request.status === 500), 60_000)
+  ctx.sim.inject({holdUntil: refused.then(() => sleep(300)), method: 'POST', path: '/deploy'})
+}
+
 function upInterrupted({
   args,
   delayMs,
@@ -762,7 +771,8 @@ export const scenarios: Scenario[] = [
     seconds: 14,
     async run(ctx) {
       const env = {TARGON_IDLE_SAMPLE_INTERVAL: '1'}
-      const up = await ctx.targon([...UP, '--count', '2', '--idle', '2s'], {env})
+      // Idle limits are at least three sample intervals (3 s here); the sweep must see the idle VM past that.
+      const up = await ctx.targon([...UP, '--count', '2', '--idle', '3s'], {env})
       expect(up.code, up.stdout + up.stderr).toBe(0)
       const [idle, pulling] = parseJson(up).data.vms.map((vm: {uid: string}) => vm.uid) as [string, string]
       ctx.farm.vm(pulling).setTasks([{id: 'run-7f3a-0', status: 'pulling'}])
@@ -770,11 +780,11 @@ export const scenarios: Scenario[] = [
         const usage = parseJson(await ctx.targon(['status', '--usage', '--json'], {env})).data.vms.find(
           (vm: {uid: string}) => vm.uid === idle,
         )?.usage
-        if ((usage?.idle_seconds ?? 0) > 2) break
-        if (Date.now() > deadline) throw new Error(`${idle} not idle past 2 s in 30 s: ${JSON.stringify(usage)}`)
+        if ((usage?.idle_seconds ?? 0) > 3) break
+        if (Date.now() > deadline) throw new Error(`${idle} not idle past 3 s in 30 s: ${JSON.stringify(usage)}`)
       }
       const sweep = await ctx.targon(['sweep', '--json'], {env})
-      expect(resultsOf(sweep)).toMatchObject([{action: 'deleted', billing: false, uid: idle}])
+      expect(resultsOf(sweep), sweep.stdout + sweep.stderr).toMatchObject([{action: 'deleted', billing: false, uid: idle}])
       expect(parseJson(sweep).data.kept).toMatchObject([{reason: expect.stringContaining('dstack task run-7f3a-0 pulling'), uid: pulling}])
       expect(ctx.sim.billing().map((workload) => workload.uid)).toEqual([pulling])
       expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
@@ -825,15 +835,15 @@ export const scenarios: Scenario[] = [
   upInterrupted({
     args: NO_BOOT,
     delayMs: 200,
-    name: 'process: SIGINT in deploy',
-    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
+    name: 'process: SIGINT in deploy: the deploy lands after the clean-up found it registered, and is deleted',
+    setup: deployLandsAfterCleanup,
     when: (ctx) => ctx.sim.requests('POST', '/deploy').length > 0,
   }),
   upInterrupted({
     args: NO_BOOT,
     delayMs: 200,
-    name: 'process: SIGHUP (a closed terminal) in deploy',
-    setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: '/deploy'}),
+    name: 'process: SIGHUP (a closed terminal) in deploy: the deploy lands after the clean-up found it registered, and is deleted',
+    setup: deployLandsAfterCleanup,
     signal: 'SIGHUP',
     when: (ctx) => ctx.sim.requests('POST', '/deploy').length > 0,
   }),

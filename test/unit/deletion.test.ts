@@ -254,6 +254,24 @@ describe('the deletion state machine, against the simulator', () => {
     expect(woken.sim.live()).toEqual([])
   })
 
+  it('watches a registered workload whose deploy was never answered for the reconcile window, then leaves it', async () => {
+    const clock = fakeClock(Date.now())
+    const {client, sim} = await simulated.start({clock})
+    const uid = sim.addWorkload({name: 'w-reg'}).uid
+    const events: DeletionEvent[] = []
+    const startedAt = clock.now()
+    const results = await deleteWorkloads(
+      client,
+      'acme',
+      new LocalState(tempDir('targon-unit-del-')),
+      [{deployUnsettled: true, name: 'w-reg', status: 'registered', uid}],
+      {clock, onEvent: (event) => events.push(event), reconcileMs: 8000},
+    )
+    expect(results).toMatchObject([{action: 'left-registered', billing: false}])
+    expect(clock.now() - startedAt).toBeGreaterThanOrEqual(8000)
+    expect(events.some((event) => event.detail.includes('its deploy was never answered'))).toBe(true)
+  })
+
   it('a DELETE whose answer is lost is settled by watching the state, never by a second DELETE in flight', async () => {
     const {results, sim} = await deleteSeeded((sim) => {
       running(sim)

@@ -41,6 +41,11 @@ export interface DeleteTarget {
   facts?: VmFacts
   /** The API's created_at, where the listing gave it: when a crashed VM's billing began, for the ledger. */
   createdAt?: string | null
+  /**
+   * A deploy of it was sent and never answered (the run was interrupted, or the answer was lost): while registered, it
+   * is watched for the reconcile window before it is called a leftover, since that deploy may still start its billing.
+   */
+  deployUnsettled?: boolean
 }
 
 /** Everything one VM's deletion may take, a wake-then-delete included. Not bounded by `up --timeout`. */
@@ -261,6 +266,18 @@ class Deletion {
     const status = await this.read()
     if (status === undefined) return this.result('failed', true, 'DELETE answered 500 and the API did not tell the state')
     if (status === 'not-found' || status === 'deleted') return this.result('deleted', false)
+    if (status === 'registered' && this.target.deployUnsettled && !this.options.wakeRegistered) {
+      this.say('progress', `${this.label()}: registered, but its deploy was never answered; watching whether it lands`)
+      const now = await this.watch(Math.min(this.deadline, this.clock.now() + this.options.reconcileMs), new Set(['registered']))
+      if (now === undefined) return this.result('failed', true, 'DELETE answered 500 and the API did not tell the state')
+      if (now === 'not-found' || now === 'deleted') return this.result('deleted', false)
+      if (now !== 'registered') {
+        // The deploy landed: it bills from now on, and a VM on its way to running is one Targon deletes.
+        this.started('deploy')
+        return this.deleteOnce(now)
+      }
+    }
+
     if (status === 'registered') {
       this.note('refused')
       if (this.options.wakeRegistered) return this.wake(status)
@@ -381,7 +398,7 @@ class Deletion {
   }
 
   /** Tells the ledger that its billing began (with the listing's facts, or its name alone without them). */
-  private started(source: 'api-created' | 'wake-registered'): void {
+  private started(source: 'api-created' | 'deploy' | 'wake-registered'): void {
     const none = {fleet: null, gpu_count: null, gpu_model: null, owner: null, price_per_hour: null, resource: null}
     const facts = this.target.facts ?? {...none, name: this.target.name}
     this.unrecorded(

@@ -64,6 +64,7 @@ async function deployOnce(ctx: Provisioning, registered: Registered): Promise<De
   const {claim} = registered
   const {org} = ctx.request
   let unclear: TargonError | undefined
+  claim.deployUnsettled = true
   const outcome = await reconcile(
     {
       classify: (error) => deployVerdict(ctx, error),
@@ -82,7 +83,12 @@ async function deployOnce(ctx: Provisioning, registered: Registered): Promise<De
       watchMs: (_unclear, sends) => BACKOFF.deployLook(sends - 1),
     },
     {clock: ctx.clock, deadline: ctx.deadline.at, signal: ctx.signal},
-  )
+  ).catch((error: unknown) => {
+    // A clear refusal (the key, a quota, a 429) left nothing in flight; an interrupt or a lost answer may have.
+    if (!ctx.signal.aborted && !isOutcomeUnknown(error)) claim.deployUnsettled = false
+    throw error
+  })
+  claim.deployUnsettled = outcome.kind === 'unsettled'
   if (outcome.kind === 'refused') return outcome.error as TargonError
   // Out of sends or time, or a deploy that left the workload in error: the unclear answer says what is known.
   if (outcome.kind === 'unsettled' || (outcome.kind === 'observed' && outcome.state === 'error'))

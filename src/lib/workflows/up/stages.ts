@@ -31,6 +31,8 @@ export interface Claim {
   readonly name: string
   readonly origin: 'created' | 'adopted'
   status: string
+  /** A deploy of it was sent and no answer settled it (an interrupt, a lost answer): it may still land. */
+  deployUnsettled?: boolean
 }
 
 interface Priced {
