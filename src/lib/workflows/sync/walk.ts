@@ -36,15 +36,18 @@ export interface LocalTree {
   dirs: string[]
   /** Not sent, by name (not the ignore rules): targon's secrets, what looks secret, links, special files, unusable names. */
   heldBack: HeldBack[]
-  /** False when the walk stopped at its maxFiles. */
+  /** False when the walk stopped at its maxEntries. */
   complete: boolean
 }
 
 export interface WalkOptions {
   /** The directories never sent (neverSentDirs): none of them is entered. */
   neverSent: readonly NeverSentDir[]
-  /** Stop once this many files are found (the tree is then not complete): for a count, not for a sync. */
-  maxFiles?: number
+  /**
+   * Stop once this many files and directories are found (the tree is then not complete): for a count, not for a
+   * sync. Directories count too: a tree of many empty directories (a busy /tmp) costs time without adding files.
+   */
+  maxEntries?: number
 }
 
 /** Never sent, whatever the ignore files say: by name at any depth, and by path at the root. */
@@ -98,10 +101,10 @@ export async function walkLocal(root: string, options: WalkOptions): Promise<Loc
       else if (info.isDirectory()) pending.push({rel, rules, targonRules})
       else if (info.isFile()) {
         tree.files.push({mode: info.mode & 0o777, mtimeMs: info.mtimeMs, rel, size: info.size})
-        if (options.maxFiles !== undefined && tree.files.length >= options.maxFiles) tree.complete = false
       } else if (info.isSymbolicLink()) held(rel, 'link', 'a symbolic link (not followed)')
       else held(rel, 'not-regular', 'not a regular file or directory')
     }
+    if (options.maxEntries !== undefined && tree.files.length + tree.dirs.length >= options.maxEntries) tree.complete = false
   }
 
   tree.files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
