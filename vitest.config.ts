@@ -19,7 +19,8 @@ const PROJECTS = [
     ...NEEDS_ROOT,
     name: 'shared',
     include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...ALONE, ...UNIT, ...CMD],
+    // The soak runs outside npm test (npm run soak, vitest.soak.config.ts).
+    exclude: [...configDefaults.exclude, ...ALONE, ...UNIT, ...CMD, 'test/soak/**'],
     // Four files at a time on 2 cores: most of a test's time is spent waiting on timers, boots and sshd, not on the
     // CPU. Measured with /usr/bin/time: the fault matrix used 122 s of CPU for about 500 s of tests, unit and cmd 117 s
     // for about 290 s, hardening 44 s for 112 s; so a busy worker needs 0.25 to 0.4 of a core, and four about 1 to 1.6.

@@ -74,7 +74,8 @@ describe('rate limits and deadlines', () => {
     ctx.sim.clearFaults()
     ctx.sim.inject({delayMs: 60_000, method: 'POST', path: '/deploy'})
     started = Date.now()
-    const deploy = await targon([...UP, '--timeout', '3s', '--json'])
+    // The clean-up watches the unanswered deploy a third of the reconcile window (here 0.5 s) before leaving it.
+    const deploy = await targon([...UP, '--timeout', '3s', '--json'], {env: {TARGON_RECONCILE_WINDOW: '1.5'}})
     expect(deploy.code).toBe(6)
     expect(parseJson(deploy).error.code).toBe('TIMEOUT')
     expect(parseJson(deploy).data.cleanup).toMatchObject({attempted: true, survivors: []})

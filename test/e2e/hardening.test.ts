@@ -8,7 +8,7 @@
 import {spawn} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, CONFIG_FILE_VARIANTS, type CliResult, baseEnv, parseJson, signalWhen, tempDir} from '../helpers/cli.js'
+import {BIN, CONFIG_FILE_VARIANTS, type CliResult, baseEnv, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
@@ -98,8 +98,9 @@ describe('signals', () => {
 describe('concurrent runs with one name', () => {
   it('two up --name same from two config directories end with one VM, reported by both', async () => {
     await setup()
-    // Both runs look the name up before either create is committed.
-    ctx.sim.inject({delayMs: 500, method: 'POST', path: /\/workloads$/, times: 2})
+    // Both runs look the name up before either create is committed: the first create waits for the second.
+    const bothSent = waitFor(() => ctx.sim.requests('POST', /\/workloads$/).length >= 2, 60_000)
+    ctx.sim.inject({holdUntil: bothSent, method: 'POST', path: /\/workloads$/, times: 2})
     const [a, b] = await Promise.all(
       [tempDir('targon-config-'), tempDir('targon-config-')].map((dir) =>
         targon([...UP, '--name', 'same', '--json'], {env: {TARGON_CONFIG_DIR: dir}}),

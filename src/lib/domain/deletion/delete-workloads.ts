@@ -43,7 +43,8 @@ export interface DeleteTarget {
   createdAt?: string | null
   /**
    * A deploy of it was sent and never answered (the run was interrupted, or the answer was lost): while registered, it
-   * is watched for the reconcile window before it is called a leftover, since that deploy may still start its billing.
+   * is watched a third of the reconcile window (as a DELETE answered 5xx is) before it is called a leftover, since
+   * that deploy may still start its billing.
    */
   deployUnsettled?: boolean
 }
@@ -268,7 +269,7 @@ class Deletion {
     if (status === 'not-found' || status === 'deleted') return this.result('deleted', false)
     if (status === 'registered' && this.target.deployUnsettled && !this.options.wakeRegistered) {
       this.say('progress', `${this.label()}: registered, but its deploy was never answered; watching whether it lands`)
-      const now = await this.watch(Math.min(this.deadline, this.clock.now() + this.options.reconcileMs), new Set(['registered']))
+      const now = await this.watch(Math.min(this.deadline, this.clock.now() + this.options.reconcileMs / 3), new Set(['registered']))
       if (now === undefined) return this.result('failed', true, 'DELETE answered 500 and the API did not tell the state')
       if (now === 'not-found' || now === 'deleted') return this.result('deleted', false)
       if (now !== 'registered') {

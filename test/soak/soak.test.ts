@@ -2,7 +2,7 @@
  * A seeded soak: up/down rounds against a simulator that answers about one call in ten with transient trouble (a
  * 503 without a reason, a 502 after the change was made, a reset before or after it, a 429). Every up succeeds,
  * and every down --all leaves nothing billing. The trouble is drawn per request from the seed, so a failing seed
- * replays: TARGON_SOAK_SEED=<n> npx vitest run test/e2e/soak.test.ts
+ * replays: TARGON_SOAK_SEED=<n> npm run soak. It runs outside npm test.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
