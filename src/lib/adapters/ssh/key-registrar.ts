@@ -90,3 +90,25 @@ export async function ensureKeyRegistered(
     return uid
   })
 }
+
+/**
+ * Removes the key from the org (every registration of its blob; one already gone is fine) and forgets its cached uid.
+ * The key files stay: a later registration of the same key makes the VMs that carry it reachable again.
+ */
+export async function unregisterKey(client: TargonClient, org: string, state: LocalState, key: ProjectKey): Promise<string[]> {
+  const registered = (await client.listSshKeys(org)).filter((remote) => sameKey(remote.public_key_raw, key.publicKey))
+  for (const remote of registered) {
+    try {
+      await client.deleteSshKey(org, remote.uid)
+    } catch (error) {
+      if (error instanceof TargonError && error.code === 'NOT_FOUND') continue
+      // An unclear answer may have been applied: the listing tells.
+      const stillThere = isOutcomeUnknown(error) && (await client.listSshKeys(org)).some((each) => each.uid === remote.uid)
+      if (!isOutcomeUnknown(error) || stillThere) throw error
+    }
+  }
+  const cache = state.readOrgCache(org)
+  delete cache[CACHE_FIELD[key.role]]
+  state.writeOrgCache(org, cache)
+  return registered.map((remote) => remote.uid)
+}

@@ -94,7 +94,12 @@ export const GuardStatusResultSchema = z.object({
   ),
 })
 
-export const GuardUninstallResultSchema = z.object({removed: z.array(GuardEntrySchema)})
+export const GuardUninstallResultSchema = z.object({
+  removed: z.array(GuardEntrySchema),
+  guard_key_removed: GuardKeySchema.nullable().describe(
+    'for a team guard: its key, removed from the org so that no up adds it any more (the key files stay in the directory); null otherwise, or when it could not be removed (a warning says so)',
+  ),
+})
 
 export const GuardPrintResultSchema = z.object({
   kind: z.enum(['cron', 'systemd']),

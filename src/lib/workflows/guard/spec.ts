@@ -15,8 +15,8 @@ import {type UnsafeFolder, changeableByOthers, ensureConfigDir, unsafeFolderAbov
 import {LocalState} from '../../adapters/state/local-state.js'
 import {checkSweepSelection} from '../sweep/sweep.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {ensureKeyRegistered} from '../../adapters/ssh/key-registrar.js'
-import {ensureProjectKey, keyName} from '../../adapters/ssh/project-key.js'
+import {ensureKeyRegistered, unregisterKey} from '../../adapters/ssh/key-registrar.js'
+import {ensureProjectKey, hasGuardKey, keyName} from '../../adapters/ssh/project-key.js'
 import type {Clock} from '../../core/clock.js'
 import {type GuardSpec, checkPlainPath} from './guard.js'
 import type {GuardKey} from '../../adapters/ssh/guard-keys.js'
@@ -159,4 +159,16 @@ export async function registerTeamGuardKey(client: TargonClient, configDir: stri
   const key = await ensureProjectKey(configDir, 'guard')
   const uid = await ensureKeyRegistered(client, org, new LocalState(configDir), key, clock)
   return {name: keyName(key.publicKey, 'guard'), uid}
+}
+
+/**
+ * Removes the team guard's key from the org (guard uninstall of a team guard): from then on no up adds it, and no VM
+ * is counted as covered by a guard that no longer runs. The key stays in this directory, so that installing the team
+ * guard here again makes the VMs that carry it reachable again. Null when this directory has no team guard's key.
+ */
+export async function retireTeamGuardKey(client: TargonClient, configDir: string, org: string): Promise<GuardKey | null> {
+  if (!hasGuardKey(configDir)) return null
+  const key = await ensureProjectKey(configDir, 'guard')
+  const removed = await unregisterKey(client, org, new LocalState(configDir), key)
+  return removed.length === 0 ? null : {name: keyName(key.publicKey, 'guard'), uid: removed[0] as string}
 }
