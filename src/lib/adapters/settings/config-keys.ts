@@ -18,4 +18,8 @@ export const CONFIG_KEYS = [
   'idle-limit',
   'job-store-limit',
   'api-url',
+  'dstack-url',
+  'dstack-project',
+  'dstack-token',
+  'dstack-host-pattern',
 ] as const
