@@ -38,7 +38,11 @@ targon config use chose, else the default one (the file's top-level keys).`)
 
   static args = {
     key: CONFIG_KEY_ARG,
-    value: Args.string({ignoreStdin: true, description: 'the value (not for api-key, notify-url, heartbeat-url or dstack-token)', required: false}),
+    value: Args.string({
+      ignoreStdin: true,
+      description: 'the value (not for api-key, notify-url, heartbeat-url or dstack-token)',
+      required: false,
+    }),
   }
 
   public async run(): Promise<ConfigResult> {
