@@ -13,6 +13,7 @@ import Cost from './commands/cost.js'
 import Cp from './commands/cp.js'
 import Credits from './commands/credits.js'
 import Down from './commands/down.js'
+import DstackSync from './commands/dstack/sync.js'
 import Exec from './commands/exec.js'
 import Extend from './commands/extend.js'
 import GuardInstall from './commands/guard/install.js'
@@ -48,6 +49,7 @@ export const COMMANDS = {
   cp: Cp,
   credits: Credits,
   down: Down,
+  'dstack:sync': DstackSync,
   exec: Exec,
   extend: Extend,
   'guard:install': GuardInstall,

@@ -21,6 +21,7 @@ import {hooksInWords} from '../lib/domain/hooks/hook.js'
 import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
 import {runningJobs} from '../lib/workflows/run/running-jobs.js'
 import {storeLimit} from '../lib/workflows/run/job-store.js'
+import {openLeave} from '../lib/workflows/dstack/leave.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {
   static summary = 'Delete VMs and follow each until it no longer bills.'
@@ -51,7 +52,13 @@ otherwise, with a per-VM result.
 Just before a running VM is deleted (after its pre-delete hook), its jobs are read as targon jobs reads them, all the
 VMs at once within 15 s: each result names the jobs of targon run that its deletion ended (ended_jobs, and "ended job
 ID" on its line; with --dry-run, those it would end). A VM not read in time is deleted all the same (ended_jobs null,
-with a warning), and Ctrl-C during the reading ends it and deletes at once: the reading never keeps a VM.`)
+with a warning), and Ctrl-C during the reading ends it and deletes at once: the reading never keeps a VM.
+
+With a dstack server configured (dstack-url, dstack-project, dstack-token), each VM first leaves the targon-* dstack
+fleet that holds it (delete_instances). A VM that runs a dstack job is waited for, up to its hook budget
+(--hook-timeout, else its up --hook-timeout, else 10 minutes), then deleted all the same with a warning; --force
+deletes it at once, and says so. A dstack that cannot be reached never stops a deletion: a warning, and the next
+targon dstack sync (or the guard's sweep) repairs the fleet.`)
 
   static examples = [
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},
@@ -86,6 +93,10 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
         "How long each VM's pre-delete hook may run this time, e.g. 2m (default: its up --hook-timeout, kept in this config directory, else 10m). The copy on the VM can only shorten it.",
     }),
     'dry-run': Flags.boolean({default: false, summary: 'Print what would be deleted; delete nothing.'}),
+    force: Flags.boolean({
+      default: false,
+      summary: 'Delete a VM that runs a dstack job without waiting for the job to end (dstack configured: see below).',
+    }),
     'show-deleted': Flags.boolean({
       default: false,
       summary: 'List each deleted VM Targon still lists, and each VM --idle kept as not running, not one line per kind.',
@@ -189,6 +200,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
     const profile = (await this.ctx.settings.profile()).name
     // What of this tool still bills in the fleet after the run, for the notification (see runDown's onStillBilling).
     let stillBilling: {uids: string[]; fromListing: boolean} | undefined
+    const dstack = flags['dry-run'] ? undefined : await openLeave(this.ctx, flags.force, this.traceSink())
     return this.withApi(
       async (client, signal) => {
         try {
@@ -198,6 +210,7 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             confirmOthers: (vms) => this.confirmOthers(vms, signal),
             dryRun: flags['dry-run'],
+            dstack,
             hooks: flags.hooks,
             ...(flags['hook-timeout'] !== undefined && {hookTimeoutS: Math.ceil(flags['hook-timeout'] / 1000)}),
             ignoreMissing: flags['ignore-missing'],
@@ -273,6 +286,8 @@ with a warning), and Ctrl-C during the reading ends it and deletes at once: the 
 
           if (!this.jsonEnabled() && partial?.results) this.render(partial)
           throw error
+        } finally {
+          await dstack?.handle.client.close()
         }
       },
       () => deletions.forcedExitLines(),

@@ -1,3 +1,4 @@
+import {openLeave} from '../lib/workflows/dstack/leave.js'
 import {join} from 'node:path'
 
 import {Flags} from '@oclif/core'
@@ -279,6 +280,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
   ): Promise<SweepResult> {
     const {flags} = this
     const deletions = followDeletions(this.events, (line) => this.info(line))
+    const dstack = flags['dry-run'] ? undefined : await openLeave(this.ctx, false, this.traceSink())
     return this.withApi(
       async (client) => {
         const org = await this.resolveOrg(client)
@@ -287,6 +289,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           result = await runSweep(this.ctx, client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
             configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
+            dstack,
             fleet,
             hooks: flags.hooks,
             idleLimitS: limits.idleLimitMs === null ? null : limits.idleLimitMs / 1000,
@@ -316,6 +319,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
           }
 
           throw error
+        } finally {
+          await dstack?.handle.client.close()
         }
 
         const short = result.runway?.short === true

@@ -3,7 +3,9 @@ import {Args, Flags} from '@oclif/core'
 import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {EXIT_CODES, type TargonError, isTargonError, usageError} from '../lib/core/errors.js'
+import {EXIT_CODES, type TargonError, asTargonError, isTargonError, usageError} from '../lib/core/errors.js'
+import {openDstack} from '../lib/workflows/dstack/open.js'
+import {runDstackSync} from '../lib/workflows/dstack/sync.js'
 import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
 import {countOf, dash, deletionLines, oneLine, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
@@ -153,6 +155,12 @@ existing VM instead of creating a second one.`)
       description:
         "A host that a dstack server has taken over (its shim, shim.env, runner or keys say so, or a task runs on its shim) is reported dstack-managed, and targon leaves its shim, shim.env and unit as they are and never restarts the shim. --force-shim replaces them with targon's pinned shim and its shim.env (dropping the fleet's env: entries) and restarts the shim; it exits 2 and changes nothing while a dstack task runs on the host. dstack installs its own shim again at its next deploy of the host.",
     }),
+    dstack: Flags.boolean({
+      default: false,
+      summary: "Once the VMs are ready, sync dstack's fleet targon-<fleet> (as targon dstack sync), so that dstack can run on them.",
+      description:
+        'Needs a dstack server configured (dstack-url, dstack-project, dstack-token). A sync that fails is a warning: the VMs stay, and targon dstack sync --fleet F (or the guard) adds them later.',
+    }),
     shim: Flags.boolean({allowNo: true, default: true, summary: 'Start the dstack shim (--no-shim skips the shim-start phase).'}),
     'on-failure': Flags.option({default: 'auto' as OnFailure, options: ON_FAILURE})({
       summary: 'On failure or Ctrl-C: auto deletes what this run created; delete also deletes an adopted VM; keep deletes nothing.',
@@ -300,6 +308,7 @@ existing VM instead of creating a second one.`)
             },
           )
           await this.sayUnguarded(result)
+          if (flags.dstack) await this.addToDstack(client, result.org, fleet, owner)
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
@@ -331,6 +340,34 @@ existing VM instead of creating a second one.`)
    * What of this tool bills in the fleet now, by the org's listing (the VMs of this run and any others), for up-ready's
    * still_billing; read only when a notification goes out. Without a listing: this run's VMs, which bill from now on.
    */
+  /** up --dstack: the fleet's ready VMs go into dstack's fleet; any failure is a warning, and the VMs stay. */
+  private async addToDstack(client: TargonClient, org: string, fleet: string, owner: string | null): Promise<void> {
+    try {
+      const dstack = await openDstack(this.ctx, {trace: this.traceSink()})
+      if (dstack === null) {
+        this.addWarning('--dstack: no dstack server is configured (dstack-url, dstack-project, dstack-token); the VMs were not added')
+        return
+      }
+
+      try {
+        const synced = await runDstackSync(
+          {...this.ctx, info: (line) => this.info(line)},
+          client,
+          new LocalState(this.ctx.settings.dir),
+          dstack,
+          {configDir: this.ctx.settings.dir, fleet, org, owners: {anyOwner: false, owner}},
+        )
+        this.info(`dstack fleet ${synced.dstack_fleet}: ${synced.added.length} added, ${synced.unchanged.length} unchanged`)
+      } finally {
+        await dstack.client.close()
+      }
+    } catch (error) {
+      this.addWarning(
+        `--dstack: the VMs were not added to dstack (${asTargonError(error).message}); they stay: targon dstack sync --fleet ${fleet} adds them`,
+      )
+    }
+  }
+
   private async stillBillingAfter(client: TargonClient, result: UpResult, fleet: string, owner: string | null): Promise<string[]> {
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made

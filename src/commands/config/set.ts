@@ -11,14 +11,20 @@ import {prose} from '../../lib/core/output.js'
 import {readSecret} from '../../lib/cli/prompt.js'
 
 /** Keys whose values are secrets: read from stdin or a hidden prompt, never from argv (shell history, ps). */
-const SECRETS = {'api-key': 'Targon API key', 'heartbeat-url': 'heartbeat URL', 'notify-url': 'notify URL'} as const
+const SECRETS = {
+  'api-key': 'Targon API key',
+  'dstack-token': 'dstack token',
+  'heartbeat-url': 'heartbeat URL',
+  'notify-url': 'notify URL',
+} as const
 
 export default class ConfigSet extends BaseCommand<typeof ConfigSet, 'config set'> {
   static summary = 'Store a setting in the config file (mode 0600).'
 
   static description = prose(`Keys: ${CONFIG_KEYS.join(', ')}. The API key is never taken from the command line (it would
 land in shell history and ps): it is read from stdin, or from a hidden prompt on a terminal; so are notify-url, the
-webhook that up and down report to, and heartbeat-url, the ping URL of targon sweep. With --profile (or
+webhook that up and down report to, heartbeat-url, the ping URL of targon sweep, and dstack-token, the token of the
+dstack server that targon dstack sync keeps a fleet on. With --profile (or
 TARGON_PROFILE) the setting goes into that profile, which is created if need be; without, into the profile that
 targon config use chose, else the default one (the file's top-level keys).`)
 
@@ -32,7 +38,11 @@ targon config use chose, else the default one (the file's top-level keys).`)
 
   static args = {
     key: CONFIG_KEY_ARG,
-    value: Args.string({ignoreStdin: true, description: 'the value (not for api-key, notify-url or heartbeat-url)', required: false}),
+    value: Args.string({
+      ignoreStdin: true,
+      description: 'the value (not for api-key, notify-url, heartbeat-url or dstack-token)',
+      required: false,
+    }),
   }
 
   public async run(): Promise<ConfigResult> {

@@ -10,6 +10,7 @@ import {emptyFetch} from '../../lib/workflows/run/fetch.js'
 import {storeLimit} from '../../lib/workflows/run/job-store.js'
 import type {RunResult} from '../../lib/workflows/run/schema.js'
 import {LocalState} from '../../lib/adapters/state/local-state.js'
+import {openLeave} from '../../lib/workflows/dstack/leave.js'
 
 export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
   static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
@@ -57,10 +58,12 @@ and deletes at once.`)
             tail: [],
             vm: {name: vm.name, uid: vm.uid},
           }
+          const dstack = record.down ? await openLeave(this.ctx, false, this.traceSink()) : undefined
           return completeJob(client, state, vm, session, record, result, {
             clock: this.ctx.clock,
             configDir: selection.configDir,
             down: record.down,
+            dstack,
             fetchLimit,
             fleet: selection.fleet,
             historyBudget: this.ctx.historyBudget,
@@ -85,7 +88,7 @@ and deletes at once.`)
               storeLimit: fetchLimit,
             },
             warn: this.ctx.warn,
-          })
+          }).finally(() => dstack?.handle.client.close())
         })
       },
       () => ['Exiting at once; the job goes on on its VM.'],

@@ -48,6 +48,8 @@ export const BACKOFF = {
   lockLook: () => 50 + Math.random() * 100,
   /** The bootstrap's progress on the VM: fast at first (a run that finds every step in place ends within seconds), then once a second. */
   bootstrapLook: doubling(200, 1000),
+  /** A dstack fleet whose host a deletion waits for (a job on it), or that is being processed: every 5 s. */
+  dstackJobLook: () => 5000,
   /** The dstack shim's health endpoint: once a second. */
   shimHealthLook: () => 1000,
 } satisfies Record<string, Backoff>

@@ -8,7 +8,8 @@
 import {DEFAULT_DSTACK_VERSION, validateDstackVersion} from './dstack-version.js'
 import {TargonError, usageError} from '../../core/errors.js'
 import {parseDuration, parsePrice, parseSize} from '../../core/input.js'
-import {apiOrigin, secretUrl} from './urls.js'
+import {apiOrigin, dstackOrigin, secretUrl} from './urls.js'
+import {validateHostPattern} from './host-pattern.js'
 
 export const DEFAULT_FLEET = 'default'
 const FLEET_PATTERN = /^[a-z0-9]{1,12}$/
@@ -122,6 +123,28 @@ export const SETTINGS = {
     parse: secretUrl('the ping URL of the check, e.g. https://hc-ping.com/<uuid>'),
     stored: true,
   },
+  // The dstack server whose SSH fleets targon keeps in sync (targon dstack sync), per profile.
+  'dstack-url': {env: 'TARGON_DSTACK_URL', parse: dstackOrigin, stored: true},
+  'dstack-project': {
+    env: 'TARGON_DSTACK_PROJECT',
+    parse: text(/^[a-zA-Z0-9-_]{1,50}$/, 'a dstack project name', 'use the name dstack shows, e.g. main'),
+    stored: true,
+  },
+  // A secret (the dstack user's token): read from stdin, never quoted back, masked by config list.
+  'dstack-token': {
+    env: 'TARGON_DSTACK_TOKEN',
+    parse: (raw: string, source: string) => {
+      if (!API_KEY.test(raw))
+        throw usageError(
+          `${source}: that dstack token looks wrong (too short, or with spaces, control or non-ASCII characters)`,
+          'paste the token of dstack project get or the dstack UI, without quotes or line breaks',
+        )
+      return raw
+    },
+    stored: true,
+  },
+  // The name dstack reaches each VM by, when VMs share a public IP (dstack keys an SSH fleet's hosts by name).
+  'dstack-host-pattern': {env: 'TARGON_DSTACK_HOST_PATTERN', parse: validateHostPattern, stored: true},
   // sweep --warn from the config file, so that the guard's crontab line or unit need not carry it.
   'warn-window': {parse: (raw: string) => parseDuration(raw, '--warn'), stored: true},
   // sweep --min-runway and --idle-limit from the config file, likewise: limits the guard enforces without a flag.

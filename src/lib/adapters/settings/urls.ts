@@ -18,6 +18,23 @@ export function apiOrigin(raw: string, source: string): string {
   return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
 }
 
+/** TARGON_DSTACK_URL: the dstack server's origin (the path of a server behind a prefix kept); plain http only to this machine. */
+export function dstackOrigin(raw: string, source: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw usageError(`${source} "${raw}" is not a URL`, 'set it to the dstack server, e.g. https://dstack.example.com')
+  }
+
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw usageError(`${source} "${raw}" must use http or https`, 'set it to the dstack server, e.g. https://dstack.example.com')
+  // The dstack token travels in every request: in clear text only to this machine.
+  if (url.protocol === 'http:' && !isLoopback(url.hostname))
+    throw usageError(`${source} "${raw}" uses plain http to another host, which would send the dstack token in clear text`, 'use https')
+  return url.origin + url.pathname.replace(/\/+$/, '')
+}
+
 /**
  * A notify or heartbeat URL: https, or plain http to this machine; the value is never quoted, as it carries a token.
  * `example` says in the hint what to give.

@@ -26,7 +26,7 @@ export function parseKey(key: string): ConfigKey {
 }
 
 function mask(key: ConfigKey, value: string): string {
-  if (key === 'api-key') return `${'*'.repeat(8)}${value.slice(-4)}`
+  if (key === 'api-key' || key === 'dstack-token') return `${'*'.repeat(8)}${value.slice(-4)}`
   return key === 'notify-url' || key === 'heartbeat-url' ? maskedNotifyUrl(value) : value
 }
 

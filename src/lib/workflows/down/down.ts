@@ -28,7 +28,8 @@ import {vmRef} from '../../adapters/events/run-events.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
 import type {DownResult} from './schema.js'
-import {hookSummary, runHooks} from '../../domain/hooks/hook.js'
+import {DEFAULT_HOOK_TIMEOUT_MS, hookSummary, runHooks} from '../../domain/hooks/hook.js'
+import {type DstackLeave, leaveDstack} from '../dstack/leave.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {type DownSelection, chooseTargets, isBulk, limitReached} from './selection.js'
 import {keepUnlessIdle} from './idle-selection.js'
@@ -107,6 +108,11 @@ export interface DownOptions {
    * (ended_jobs); absent: not read. Bounded here in time, and never a reason to keep a VM.
    */
   runningJobs?: RunningJobsReader
+  /**
+   * The dstack server of the run, when one is configured: each VM leaves its targon-* dstack fleet before its deletion
+   * (a host with a dstack job is waited for within the hook budget, unless forced). Never a reason to keep a VM.
+   */
+  dstack?: DstackLeave
 }
 
 /**
@@ -315,8 +321,11 @@ export async function runDown(
     })
   // The VMs without a hook do not wait for the others' hooks: their deletions start at once. A signal during the hooks
   // ends them and deletes at once, so while hooks run it does not hold these back either.
+  // Each VM leaves dstack's fleet before it is deleted, within the budget its hook would have.
+  const leave = (vms: KnownVm[]) => (options.dstack ? leaveDstack(run, options.dstack, vms, dstackWaitMs(vms, options)) : undefined)
   const unhooked = (async () => {
     await readEnded(pending.filter((vm) => !hookedUids.has(vm.uid)))
+    await leave(pending.filter((vm) => !hookedUids.has(vm.uid)))
     // A signal during that reading ends it and deletes at once, as one during the hooks does.
     const interruptedReading = run.signal.aborted && !interruptedBefore
     return deleteBatch(
@@ -329,6 +338,7 @@ export async function runDown(
     hooks = new Map([...hooks, ...(await runPreDeleteHooks(run, hooked, options))])
     // After the hooks: a job a hook ended is not one the deletion ends.
     await readEnded(hooked)
+    await leave(hooked)
     // After the unhooked batch too, so that no more than --parallel deletions are in flight at once.
     await unhooked
     const deletionStop = run.signal.aborted ? new AbortController().signal : run.signal
@@ -421,6 +431,13 @@ function runPreDeleteHooks(run: DeletionRun, vms: KnownVm[], options: DownOption
     parallel: options.parallel,
     signal: options.hookStop ? AbortSignal.any([run.signal, options.hookStop]) : run.signal,
   })
+}
+
+/** How long a deletion waits for a dstack job on its VMs: the longest hook budget among them (this run's, else each record's). */
+function dstackWaitMs(vms: KnownVm[], options: DownOptions): number {
+  const budgetS = (vm: KnownVm) => options.hookTimeoutS ?? vm.record?.hook_timeout_s ?? DEFAULT_HOOK_TIMEOUT_MS / 1000
+  const longestS = Math.max(0, ...vms.map((vm) => budgetS(vm)))
+  return Math.min(longestS, options.hookTimeoutCapS ?? longestS) * 1000
 }
 
 /**

@@ -12,6 +12,7 @@ import {selectVms} from '../select-vms.js'
 import {type RunPlace, laterCommand} from '../later-command.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {DstackLeave} from '../dstack/leave.js'
 import {runDown} from '../down/down.js'
 import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
@@ -66,6 +67,8 @@ export interface CompleteOptions extends JobFollowing {
    * the VM is deleted only once they are stored (run --down, attached, deletes after any fetch).
    */
   store?: StoreOptions
+  /** The dstack server the VM leaves before a --down deletes it (see workflows/dstack/leave.ts). */
+  dstack?: DstackLeave
 }
 
 /**
@@ -176,6 +179,7 @@ export async function deleteVm(
     CompleteOptions,
     | 'clock'
     | 'configDir'
+    | 'dstack'
     | 'fleet'
     | 'historyBudget'
     | 'hooks'
@@ -205,6 +209,7 @@ export async function deleteVm(
       configDir: options.configDir,
       confirm: async () => true,
       dryRun: false,
+      dstack: options.dstack,
       hookStop: options.signal,
       hooks: options.hooks,
       ignoreMissing: true,

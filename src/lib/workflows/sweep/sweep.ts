@@ -11,6 +11,7 @@ import {createdAt, estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
 import {type DownOptions, runDown} from '../down/down.js'
+import {syncCoveredFleets} from '../dstack/sync.js'
 import {keepUnlessIdle} from '../down/idle-selection.js'
 import {type DownSelection, limitReached} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
@@ -31,7 +32,7 @@ import type {Usage} from '../../domain/idle/schema.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  'configDir' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs'
+  'configDir' | 'dstack' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs'
 > {
   org: string
   dryRun: boolean
@@ -203,6 +204,15 @@ export async function runSweep(
     failure = error as TargonError
     swept = sweepOf(partial)
   }
+
+  // After the deletions, whatever they did: dstack's fleets hold what is left.
+  if (options.dstack && !options.dryRun && !run.signal.aborted)
+    await syncCoveredFleets(run, cleanupClient, state, options.dstack.handle, {
+      configDir: options.configDir,
+      fleet: options.fleet,
+      org: options.org,
+      owners: options.owners,
+    })
 
   if (options.warnWindowMs !== null && !run.signal.aborted) {
     const gone = new Set(swept.results.filter((result) => result.billing === false).map((result) => result.uid))

@@ -1,0 +1,19 @@
+/** The dstack server of the run's profile, connected; null when none is configured. The caller closes it. */
+import {type DstackClient} from '../../adapters/dstack/client.js'
+import {type DstackSettings, dstackClient, dstackSettings} from '../../adapters/dstack/connect.js'
+import type {RunContext} from '../run-context.js'
+
+export interface DstackHandle {
+  client: DstackClient
+  settings: DstackSettings
+}
+
+export async function openDstack(
+  run: Pick<RunContext, 'clock' | 'settings'>,
+  options: {signal?: AbortSignal; trace?: (line: string) => void} = {},
+): Promise<DstackHandle | null> {
+  const settings = await dstackSettings(run.settings)
+  if (settings === null) return null
+  const requestTimeoutMs = await run.settings.get('http-timeout')
+  return {client: dstackClient(settings, {clock: run.clock, requestTimeoutMs, ...options}), settings}
+}
