@@ -3,35 +3,28 @@ import {usageError} from '../../core/errors.js'
 
 /** TARGON_API_URL: an http(s) origin; a trailing /tha/v3 (copied from an API path) is dropped, since the client appends it. */
 export function apiOrigin(raw: string, source: string): string {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw usageError(`${source} "${raw}" is not a URL`, 'set it to an origin such as https://api.targon.com')
-  }
-
-  if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw usageError(`${source} "${raw}" must use http or https`, 'set it to an origin such as https://api.targon.com')
-  // The API key travels in every request: in clear text only to this machine (a local simulator).
-  if (url.protocol === 'http:' && !isLoopback(url.hostname))
-    throw usageError(`${source} "${raw}" uses plain http to another host, which would send the API key in clear text`, 'use https')
-  return url.origin + url.pathname.replace(/\/+$/, '').replace(/\/tha\/v3$/i, '')
+  const origin = serverOrigin(raw, source, {example: 'an origin such as https://api.targon.com', secret: 'the API key'})
+  return origin.replace(/\/tha\/v3$/i, '')
 }
 
 /** TARGON_DSTACK_URL: the dstack server's origin (the path of a server behind a prefix kept); plain http only to this machine. */
 export function dstackOrigin(raw: string, source: string): string {
+  return serverOrigin(raw, source, {example: 'the dstack server, e.g. https://dstack.example.com', secret: 'the dstack token'})
+}
+
+/** A server's http(s) URL without a trailing slash. Its secret travels in every request: in clear text only to this machine. */
+function serverOrigin(raw: string, source: string, {example, secret}: {example: string; secret: string}): string {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    throw usageError(`${source} "${raw}" is not a URL`, 'set it to the dstack server, e.g. https://dstack.example.com')
+    throw usageError(`${source} "${raw}" is not a URL`, `set it to ${example}`)
   }
 
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw usageError(`${source} "${raw}" must use http or https`, 'set it to the dstack server, e.g. https://dstack.example.com')
-  // The dstack token travels in every request: in clear text only to this machine.
+    throw usageError(`${source} "${raw}" must use http or https`, `set it to ${example}`)
   if (url.protocol === 'http:' && !isLoopback(url.hostname))
-    throw usageError(`${source} "${raw}" uses plain http to another host, which would send the dstack token in clear text`, 'use https')
+    throw usageError(`${source} "${raw}" uses plain http to another host, which would send ${secret} in clear text`, 'use https')
   return url.origin + url.pathname.replace(/\/+$/, '')
 }
 
