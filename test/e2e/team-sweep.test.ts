@@ -105,5 +105,5 @@ describe('the team guard sweep', () => {
     expect(text.stdout).toContain(`not covered: ${early.name} (${early.uid}) of alice: limits unknown`)
 
     await targon(['down', '--all', '--any-owner', '--yes', '--no-hooks'], {config: dirs.guard})
-  })
+  }, 180_000)
 })
