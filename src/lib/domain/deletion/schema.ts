@@ -47,7 +47,7 @@ export const DeleteResultSchema = z.object({
     .enum(DSTACK_LEAVE_OUTCOMES)
     .optional()
     .describe(
-      'down, sweep and jobs wait --down with a dstack server configured: what happened in dstack before the deletion. removed: taken out of its targon-* dstack fleet; not-in-fleet: no targon-* dstack fleet held it; busy-forced: it ran a dstack job and --force deleted it at once; busy-after-wait: it still ran a dstack job when the wait (the hook budget) ended, or an interrupt came; unreachable: dstack did not answer; failed: dstack answered with an error. In every case but removed and not-in-fleet the VM was deleted all the same, with a warning, and the next targon dstack sync takes it out of the fleet. Absent without dstack, under --dry-run, and for a VM that was already gone',
+      'down and sweep with a dstack server configured: what happened in dstack before the deletion. removed: taken out of its targon-* dstack fleet; not-in-fleet: no targon-* dstack fleet held it; busy-forced: it ran a dstack job and --force deleted it at once; busy-after-wait: it still ran a dstack job when the wait (the hook budget) ended, or an interrupt came; unreachable: dstack did not answer; failed: dstack answered with an error. In every case but removed and not-in-fleet the VM was deleted all the same, with a warning, and the next targon dstack sync takes it out of the fleet. Absent without dstack, under --dry-run, and for a VM that was already gone',
     ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>
