@@ -67,6 +67,26 @@ describe('targon dstack sync', () => {
     expect(unreachable.code, unreachable.stderr).toBe(0)
     expect(stateOf(unreachable.json, busy.uid)).toBe('unknown')
     expect(unreachable.json.warnings.join('\n')).toContain('dstack state unknown')
+    // The guard's sweep deletes nothing here, and says how its sync of the dstack fleet went.
+    const sweep = await targon(['sweep', '--json'])
+    expect(sweep.code, sweep.stderr).toBe(0)
+    expect(sweep.json.data.dstack_sync).toEqual({
+      error: null,
+      fleets: [
+        {
+          action: 'unchanged',
+          added: 0,
+          busy: 0,
+          dstack_fleet: FLEET,
+          error: null,
+          fleet: 'default',
+          removed: 0,
+          requests: 1,
+          retries: 0,
+          unchanged: 2,
+        },
+      ],
+    })
     // Without dstack: no state, no column.
     const without = await simulated.targon(['status', '--json'])
     expect(stateOf(without.json, busy.uid)).toBeNull()
