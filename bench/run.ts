@@ -2,7 +2,7 @@
  * `npm run bench`: the performance figures of targon against the local simulator, each as a
  * ratio to a baseline measured in the same run (the machine is noisy), or as a count taken
  * from the simulator's own request log. Writes docs/BENCHMARKS.md. Figures that need simulated
- * VMs (3, 5b, 9, 10, 11, 12, 13, 15, 16, 17) need root. BENCH_ONLY=11 (ids, comma-separated) measures only those
+ * VMs (3, 5b, 9, 10, 11, 12, 13, 15, 16, 17) need root; figure 18 counts requests on the dstack double. BENCH_ONLY=11 (ids, comma-separated) measures only those
  * figures and keeps the other rows of docs/BENCHMARKS.md, marked as not rerun.
  *
  * Figure 11 is time to ready against the floor of the latency model (test/vm/latency.ts, readyFloorSeconds);
@@ -19,6 +19,7 @@ import {promisify} from 'node:util'
 import {LedgerStore} from '../src/lib/domain/ledger/store.js'
 import type {LedgerLine} from '../src/lib/domain/ledger/lines.js'
 import {SIGHTING_EVERY_MS} from '../src/lib/domain/ledger/intervals.js'
+import {DSTACK_PROJECT, DSTACK_TOKEN, DstackSimulator} from '../test/dstack/simulator.js'
 import {fleetOffers} from '../test/simulator/seed.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../test/simulator/simulator.js'
 import {VmFarm} from '../test/vm/farm.js'
@@ -343,6 +344,74 @@ if (wanted('14')) {
     `${old.toFixed(0)} ms vs ${fresh.toFixed(0)} ms, medians of 10 interleaved runs; ${written} ledger lines over 13 months (20 VMs a day, each a day long, a seen line every ${SIGHTING_EVERY_MS / 60_000} min)`,
   )
   await sim.stop()
+}
+
+// 18: what one change in a 16-VM dstack fleet costs `dstack sync` in HTTP requests to dstack, from the dstack double's
+// request log, against the rule of at most 3 plus one per retry: a VM deleted behind dstack's back (get_plan,
+// delete_instances, apply), then a VM added while dstack processes the fleet for two requests (each refusal a retry).
+if (wanted('18')) await dstackSyncRequests()
+
+async function dstackSyncRequests(): Promise<void> {
+  const {env, sim} = await simulator({offers: fleetOffers(32)})
+  const dstack = new DstackSimulator()
+  await dstack.start()
+  const configDir = env.TARGON_CONFIG_DIR as string
+  const withDstack = {
+    ...env,
+    // The VMs share 127.0.0.1 without simulated VMs: one name each, as a wildcard DNS would resolve them.
+    TARGON_DSTACK_HOST_PATTERN: '{uid}.{ip}.sslip.io',
+    TARGON_DSTACK_PROJECT: DSTACK_PROJECT,
+    TARGON_DSTACK_TOKEN: DSTACK_TOKEN,
+    TARGON_DSTACK_URL: dstack.url,
+  }
+  // VMs without a bootstrap, whose records say bootstrapped: the fleet state the sync's membership rule reads.
+  const rent = async (count: number): Promise<{name: string}[]> => {
+    const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--count', String(count), '--no-bootstrap', '--json'], env)
+    if (up.code !== 0) throw new Error(`up failed: ${up.stdout}`)
+    const vms = JSON.parse(up.stdout).data.vms as {name: string}[]
+    for (const vm of vms) {
+      const file = join(configDir, 'vms', 'acme', `${vm.name}.json`)
+      writeFileSync(file, JSON.stringify({...JSON.parse(readFileSync(file, 'utf8')), bootstrapped: true}), {mode: 0o600})
+    }
+    return vms
+  }
+  const sync = async () => {
+    const before = dstack.log.length
+    const result = await targon(['dstack', 'sync', '--fleet', 'default', '--json'], withDstack)
+    if (result.code !== 0) throw new Error(`dstack sync failed (${result.code}): ${result.stdout}`)
+    const data = JSON.parse(result.stdout).data as {added: unknown[]; removed: unknown[]; requests: number; retries: number}
+    const sent = dstack.log.slice(before)
+    return {data, sent: sent.length, what: sent.map((entry) => entry.path.split('/').at(-1)).join(', ')}
+  }
+
+  try {
+    const vms = await rent(16)
+    const created = await sync()
+    const down = await targon(['down', (vms[0] as {name: string}).name, '--json'], env)
+    if (down.code !== 0) throw new Error(`down failed: ${down.stdout}`)
+    const removal = await sync()
+    await rent(1)
+    dstack.processFleet('targon-default', {requests: 2})
+    const addition = await sync()
+    const changes = [removal, addition]
+    record(
+      '18',
+      'HTTP requests to dstack of `dstack sync` with one change in a 16-VM fleet, less one per retry (dstack double)',
+      Math.max(...changes.map((change) => change.sent - change.data.retries)),
+      3,
+      '',
+      `a VM deleted behind dstack's back: ${removal.sent} (${removal.what}); a VM added while dstack processed the fleet for two requests: ${addition.sent} with ${addition.data.retries} retries (${addition.what}); creating the fleet of 16: ${created.sent}`,
+    )
+    figures.at(-1)!.ok &&=
+      changes.every((change) => change.sent === change.data.requests) &&
+      removal.data.removed.length === 1 &&
+      addition.data.added.length === 1 &&
+      addition.data.retries === 2 &&
+      created.data.added.length === 16
+  } finally {
+    await dstack.stop()
+    await sim.stop()
+  }
 }
 
 /**

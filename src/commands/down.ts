@@ -58,7 +58,7 @@ With a dstack server configured (dstack-url, dstack-project, dstack-token), each
 fleet that holds it (delete_instances). A VM that runs a dstack job is waited for, up to its hook budget
 (--hook-timeout, else its up --hook-timeout, else 10 minutes), then deleted all the same with a warning; --force
 deletes it at once, and says so. A dstack that cannot be reached never stops a deletion: a warning, and the next
-targon dstack sync (or the guard's sweep) repairs the fleet.`)
+targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each result's dstack says which happened.`)
 
   static examples = [
     {command: '<%= config.bin %> down tcli-default-k3v9x2qa', description: 'One VM by name (or uid)'},

@@ -28,7 +28,11 @@ never "no limit".
 The last line sums what the whole org bills per hour, whatever the selection ("No VMs" included), split by owner: VMs
 of other owners, VMs without an owner and VMs of other tools included, VMs of unknown price and records of unknown
 billing counted and said ("Org acme bills 3.97 USD/h: alice 3.38, bob 0.59"). With --json it is org_billing; -q and
---dstack-fleet print only what a program reads.`)
+--dstack-fleet print only what a program reads.
+
+With a dstack server configured (dstack-url, dstack-project, dstack-token), the DSTACK column (dstack_state) says
+whether a targon-* dstack fleet holds each VM: in-fleet, busy (held, with a dstack job running on it), not-in-fleet,
+or unknown when dstack's fleets could not be read within 10 s (a warning; status still succeeds).`)
 
   static examples = [
     {command: '<%= config.bin %> status', description: 'Your VMs in every fleet, and what the org bills per hour'},
@@ -179,6 +183,10 @@ billing counted and said ("Org acme bills 3.97 USD/h: alice 3.38, bob 0.59"). Wi
             },
             {header: 'ENDS_BY', value: (vm) => vm.ends_by},
             {header: 'BOOTSTRAPPED', value: (vm) => (vm.bootstrapped === null ? '?' : vm.bootstrapped ? 'yes' : 'no')},
+            // Only with a dstack server configured.
+            ...(result.vms.some((vm) => vm.dstack_state !== null)
+              ? [{header: 'DSTACK', value: (vm: StatusVm) => dash(vm.dstack_state)}]
+              : []),
             ...(this.flags.usage ? USAGE_COLUMNS : []),
           ],
           rows,

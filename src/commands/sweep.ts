@@ -240,6 +240,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     this.info(skipped)
     const result: SweepResult = {
       dry_run: flags['dry-run'],
+      dstack_sync: null,
       kept: [],
       not_covered: [],
       org: null,

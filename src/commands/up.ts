@@ -6,6 +6,7 @@ import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.j
 import {EXIT_CODES, type TargonError, asTargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {openDstack} from '../lib/workflows/dstack/open.js'
 import {runDstackSync} from '../lib/workflows/dstack/sync.js'
+import type {DstackSyncResult} from '../lib/workflows/dstack/schema.js'
 import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../lib/adapters/settings/table.js'
 import {countOf, dash, deletionLines, oneLine, printable, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration, parseDuration} from '../lib/core/input.js'
@@ -308,7 +309,7 @@ existing VM instead of creating a second one.`)
             },
           )
           await this.sayUnguarded(result)
-          if (flags.dstack) await this.addToDstack(client, result.org, fleet, owner)
+          if (flags.dstack) result.dstack_sync = await this.addToDstack(client, result.org, fleet, owner)
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {
@@ -337,16 +338,15 @@ existing VM instead of creating a second one.`)
   }
 
   /**
-   * What of this tool bills in the fleet now, by the org's listing (the VMs of this run and any others), for up-ready's
-   * still_billing; read only when a notification goes out. Without a listing: this run's VMs, which bill from now on.
+   * up --dstack: the fleet's ready VMs go into dstack's fleet, and the sync's result is returned; any failure is a
+   * warning (null), and the VMs stay.
    */
-  /** up --dstack: the fleet's ready VMs go into dstack's fleet; any failure is a warning, and the VMs stay. */
-  private async addToDstack(client: TargonClient, org: string, fleet: string, owner: string | null): Promise<void> {
+  private async addToDstack(client: TargonClient, org: string, fleet: string, owner: string | null): Promise<DstackSyncResult | null> {
     try {
       const dstack = await openDstack(this.ctx, {trace: this.traceSink()})
       if (dstack === null) {
         this.addWarning('--dstack: no dstack server is configured (dstack-url, dstack-project, dstack-token); the VMs were not added')
-        return
+        return null
       }
 
       try {
@@ -358,6 +358,7 @@ existing VM instead of creating a second one.`)
           {configDir: this.ctx.settings.dir, fleet, org, owners: {anyOwner: false, owner}},
         )
         this.info(`dstack fleet ${synced.dstack_fleet}: ${synced.added.length} added, ${synced.unchanged.length} unchanged`)
+        return synced
       } finally {
         await dstack.client.close()
       }
@@ -365,9 +366,14 @@ existing VM instead of creating a second one.`)
       this.addWarning(
         `--dstack: the VMs were not added to dstack (${asTargonError(error).message}); they stay: targon dstack sync --fleet ${fleet} adds them`,
       )
+      return null
     }
   }
 
+  /**
+   * What of this tool bills in the fleet now, by the org's listing (the VMs of this run and any others), for up-ready's
+   * still_billing; read only when a notification goes out. Without a listing: this run's VMs, which bill from now on.
+   */
   private async stillBillingAfter(client: TargonClient, result: UpResult, fleet: string, owner: string | null): Promise<string[]> {
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made

@@ -15,7 +15,9 @@ import {afterEach, describe, expect, it} from 'vitest'
 
 import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
 import {fakeCrontab} from '../helpers/crontab.js'
+import {DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
 import {parseEvents} from '../helpers/events.js'
+import type {DstackSimulator} from '../dstack/simulator.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {PROJECT_KEY, dstackDeployScript} from '../vm/dstack-deploy.js'
 import {VmFarm, type VmScenario} from '../vm/farm.js'
@@ -124,6 +126,31 @@ function deletedElsewhere(ctx: Context) {
   ctx.sim.deleteExternally(gone.uid)
   return gone
 }
+
+/** The dstack fleet of the configured fleet (default). */
+const DSTACK_FLEET = 'targon-default'
+
+/**
+ * Runs `body` with a dstack double and the settings that name it (the simulated VMs share 127.0.0.1: each gets its
+ * own name by the host pattern), and stops the double afterwards.
+ */
+async function withDstack(body: (dstack: DstackSimulator, env: () => Record<string, string>) => Promise<CliResult>): Promise<CliResult> {
+  const dstack = await startDstack()
+  const env = () => ({
+    TARGON_DSTACK_HOST_PATTERN: '{uid}.{ip}.sslip.io',
+    TARGON_DSTACK_PROJECT: 'main',
+    TARGON_DSTACK_TOKEN: DSTACK_TOKEN,
+    TARGON_DSTACK_URL: dstack.url,
+  })
+  try {
+    return await body(dstack, env)
+  } finally {
+    await dstack.stop()
+  }
+}
+
+/** The name dstack reaches a simulated VM by, under withDstack's pattern. */
+const dstackHostOf = (uid: string) => `${uid.toLowerCase()}.127.0.0.1.sslip.io`
 
 /** The exit code of a run ended by a signal it handles: 128 and the signal's number. */
 const SIGNAL_EXIT = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143} as const
@@ -790,6 +817,66 @@ export const scenarios: Scenario[] = [
       expect((await ctx.targon(['down', '--all', '--json'])).code).toBe(0)
       return sweep
     },
+    vms: true,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'dstack: unreachable during down of a VM in its fleet: deleted all the same with a warning; the next sync drops it',
+    seconds: 12,
+    run: (ctx) =>
+      withDstack(async (dstack, env) => {
+        const up = await ctx.targon([...UP, '--dstack'], {env: env()})
+        expect(up.code, up.stdout + up.stderr).toBe(0)
+        const {name, uid} = parseJson(up).data.vms[0]
+        expect(dstack.hosts(DSTACK_FLEET).map((host) => host.hostname)).toEqual([dstackHostOf(uid)])
+        // dstack goes away: nothing answers on its port.
+        const port = Number(new URL(dstack.url).port)
+        await dstack.stop()
+        const down = await ctx.targon(['down', name, '--json'], {env: env()})
+        expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, dstack: 'unreachable', uid}])
+        expect(parseJson(down).warnings.join('\n')).toContain('dstack could not take')
+        expect(ctx.sim.billing()).toEqual([])
+        // dstack is back: the next sync takes the deleted VM out of its fleet.
+        await dstack.start(port)
+        const sync = await ctx.targon(['dstack', 'sync', '--fleet', 'default', '--json'], {env: env()})
+        expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+        expect(parseJson(sync).data.removed).toMatchObject([{hostname: dstackHostOf(uid)}])
+        expect(dstack.hosts(DSTACK_FLEET)).toEqual([])
+        return down
+      }),
+    vms: true,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'dstack: the fleet is being processed for three requests of a sync: it is sent again until it goes through',
+    seconds: 20,
+    run: (ctx) =>
+      withDstack(async (dstack, env) => {
+        const up = await ctx.targon([...UP, '--count', '2', '--dstack'], {env: env()})
+        expect(up.code, up.stdout + up.stderr).toBe(0)
+        const [kept, gone] = parseJson(up).data.vms as {uid: string; name: string}[]
+        if (!kept || !gone) throw new Error('two VMs expected')
+        const down = await ctx.targon(['down', gone.name, '--json'], {env: env()})
+        expect(resultsOf(down)).toMatchObject([{dstack: 'removed', uid: gone.uid}])
+        // down's delete_instances leaves the host in the fleet's spec: the sync's apply takes it out, while dstack's
+        // own processing holds the fleet for three requests.
+        dstack.processFleet(DSTACK_FLEET, {requests: 3})
+        const applies = dstack.requests('/fleets/apply').length
+        const sync = await ctx.targon(['dstack', 'sync', '--fleet', 'default', '--json'], {env: env()})
+        expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+        expect(parseJson(sync).data).toMatchObject({action: 'updated', removed: [{uid: null}], requests: 5, retries: 3})
+        expect(
+          dstack
+            .requests('/fleets/apply')
+            .slice(applies)
+            .map((request) => request.status),
+        ).toEqual([400, 400, 400, 200])
+        expect(dstack.hosts(DSTACK_FLEET).map((host) => host.hostname)).toEqual([dstackHostOf(kept.uid)])
+        expect((await ctx.targon(['down', kept.name, '--json'], {env: env()})).code).toBe(0)
+        return sync
+      }),
     vms: true,
   },
   {

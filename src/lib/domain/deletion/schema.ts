@@ -19,6 +19,10 @@ export type DeleteAction = (typeof DELETE_ACTIONS)[number]
 export const DELETE_REASONS = ['ttl', 'idle', 'max-cost', 'over-cost', 'down', 'job-done'] as const
 export type DeleteReason = (typeof DELETE_REASONS)[number]
 
+/** What the deletion did in dstack first (workflows/dstack/leave.ts). */
+export const DSTACK_LEAVE_OUTCOMES = ['removed', 'not-in-fleet', 'busy-forced', 'busy-after-wait', 'unreachable', 'failed'] as const
+export type DstackLeaveOutcome = (typeof DSTACK_LEAVE_OUTCOMES)[number]
+
 export const DeleteResultSchema = z.object({
   uid: z.string(),
   name: z.string().nullable(),
@@ -38,6 +42,12 @@ export const DeleteResultSchema = z.object({
     .optional()
     .describe(
       "down and sweep: the jobs of targon run running on the VM just before its deletion (after its hook), which a deletion that went through ended (with --dry-run: those it would end); [] when none ran (or the VM was not running); null when they could not be read in time (the VM was deleted all the same); absent elsewhere (up's clean-up, run --down)",
+    ),
+  dstack: z
+    .enum(DSTACK_LEAVE_OUTCOMES)
+    .optional()
+    .describe(
+      'down and sweep with a dstack server configured: what happened in dstack before the deletion. removed: taken out of its targon-* dstack fleet; not-in-fleet: no targon-* dstack fleet held it; busy-forced: it ran a dstack job and --force deleted it at once; busy-after-wait: it still ran a dstack job when the wait (the hook budget) ended, or an interrupt came; unreachable: dstack did not answer; failed: dstack answered with an error. In every case but removed and not-in-fleet the VM was deleted all the same, with a warning, and the next targon dstack sync takes it out of the fleet. Absent without dstack, under --dry-run, and for a VM that was already gone',
     ),
 })
 export type DeleteResult = z.infer<typeof DeleteResultSchema>

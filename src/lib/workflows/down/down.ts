@@ -25,7 +25,7 @@ import {forgetVm} from '../../domain/deletion/forget.js'
 import type {LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import {type DeleteTarget, type DeletionEvent, deleteWorkloads} from '../../domain/deletion/delete-workloads.js'
 import {vmRef} from '../../adapters/events/run-events.js'
-import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
+import type {DeleteReason, DeleteResult, DstackLeaveOutcome} from '../../domain/deletion/schema.js'
 import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
 import type {DownResult} from './schema.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookSummary, runHooks} from '../../domain/hooks/hook.js'
@@ -303,8 +303,16 @@ export async function runDown(
       },
     ]),
   )
-  const withHook = (result: DeleteResult): DeleteResult =>
-    withEnded(hooks.has(result.uid) ? {...result, hook: hooks.get(result.uid)} : result)
+  // What each VM's leaving dstack did, by uid: said in its result.
+  const leftDstack = new Map<string, DstackLeaveOutcome>()
+  const withHook = (result: DeleteResult): DeleteResult => {
+    const dstack = leftDstack.get(result.uid)
+    return withEnded({
+      ...result,
+      ...(hooks.has(result.uid) && {hook: hooks.get(result.uid)}),
+      ...(dstack !== undefined && {dstack}),
+    })
+  }
   const withEndedEvent = (event: DeletionEvent): DeletionEvent => {
     const jobs = event.status === 'done' && event.vm.uid !== null ? ended.get(event.vm.uid) : undefined
     return jobs && jobs.length > 0 ? {...event, detail: `${event.detail}; ${endedJobsInWords(jobs)}`, ended_jobs: jobs} : event
@@ -322,7 +330,10 @@ export async function runDown(
   // The VMs without a hook do not wait for the others' hooks: their deletions start at once. A signal during the hooks
   // ends them and deletes at once, so while hooks run it does not hold these back either.
   // Each VM leaves dstack's fleet before it is deleted, within the budget its hook would have.
-  const leave = (vms: KnownVm[]) => (options.dstack ? leaveDstack(run, options.dstack, vms, dstackWaitMs(vms, options)) : undefined)
+  const leave = async (vms: KnownVm[]) => {
+    if (!options.dstack) return
+    for (const [uid, outcome] of await leaveDstack(run, options.dstack, vms, dstackWaitMs(vms, options))) leftDstack.set(uid, outcome)
+  }
   const unhooked = (async () => {
     await readEnded(pending.filter((vm) => !hookedUids.has(vm.uid)))
     await leave(pending.filter((vm) => !hookedUids.has(vm.uid)))

@@ -4,6 +4,7 @@
  */
 import {readFileSync} from 'node:fs'
 
+import {type DstackFleet, type DstackInstance, isLive, specHosts} from '../../adapters/dstack/schemas.js'
 import {TargonError} from '../../core/errors.js'
 import {hostByPattern} from '../../adapters/settings/host-pattern.js'
 import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
@@ -82,6 +83,31 @@ export function refuseSharedHostnames(hosts: FleetHost[], pattern: string | null
           : 'put {uid} or {name} in dstack-host-pattern, so that each VM has its own name',
     },
   )
+}
+
+/** A live instance of a targon-* dstack fleet that stands for a VM. */
+export interface HeldHost {
+  vm: KnownVm
+  fleet: string
+  instance: DstackInstance
+}
+
+/**
+ * The live instances of targon-* fleets that stand for these VMs: by the host's name (its IP, or the pattern's name)
+ * and port, as a sync puts them there.
+ */
+export function heldHosts(fleets: DstackFleet[], vms: KnownVm[], pattern: string | null): HeldHost[] {
+  return vms.flatMap((vm) => {
+    const address = addressOf(vm)
+    const names = [hostOf(address, null), pattern === null ? null : hostOf(address, pattern)].filter((host) => host !== null)
+    return fleets.flatMap((fleet) => {
+      if (targonFleetOf(fleet.name) === null) return []
+      const hosts = specHosts(fleet).filter((host) => names.some((name) => name.hostname === host.hostname && name.port === host.port))
+      return fleet.instances
+        .filter((instance) => isLive(instance) && hosts.some((host) => host.hostname === instance.hostname))
+        .map((instance) => ({fleet: fleet.name, instance, vm}))
+    })
+  })
 }
 
 /** The project key as dstack needs it for an SSH fleet (it connects to the hosts with it). */

@@ -6,13 +6,14 @@
  * a dstack that cannot be reached or answers badly is a warning, and the next sync repairs the fleet.
  */
 import {refusalOf} from '../../adapters/dstack/client.js'
-import {type DstackFleet, type DstackInstance, isBusy, isLive, specHosts} from '../../adapters/dstack/schemas.js'
+import {isBusy} from '../../adapters/dstack/schemas.js'
 import {BACKOFF} from '../../core/backoff.js'
 import type {Clock} from '../../core/clock.js'
 import {asTargonError} from '../../core/errors.js'
 import {formatDuration} from '../../core/input.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
-import {addressOf, hostOf, targonFleetOf} from './hosts.js'
+import type {DstackLeaveOutcome} from '../../domain/deletion/schema.js'
+import {type HeldHost, heldHosts} from './hosts.js'
 import {type DstackHandle, openDstack} from './open.js'
 import type {RunContext} from '../run-context.js'
 
@@ -22,48 +23,78 @@ export interface DstackLeave {
   force: boolean
 }
 
-interface Held {
-  vm: KnownVm
-  fleet: string
-  instance: DstackInstance
-}
-
 const REPAIR = 'the next targon dstack sync removes it'
 
-/** Takes these VMs out of their targon-* dstack fleets; waits at most `budgetMs` for hosts with a dstack job. Never throws. */
+/**
+ * Takes these VMs out of their targon-* dstack fleets; waits at most `budgetMs` for hosts with a dstack job. Says per
+ * uid what became of it in dstack. Never throws.
+ */
 export async function leaveDstack(
   run: {clock: Clock; warn: (message: string) => void; signal: AbortSignal},
   leave: DstackLeave,
   vms: KnownVm[],
   budgetMs: number,
-): Promise<void> {
-  if (vms.length === 0) return
+): Promise<Map<string, DstackLeaveOutcome>> {
+  const outcomes = new Map<string, DstackLeaveOutcome>()
+  const settle = (held: HeldHost[], outcome: DstackLeaveOutcome) => {
+    for (const each of held) outcomes.set(each.vm.uid, outcome)
+  }
+  if (vms.length === 0) return outcomes
   const {client, settings} = leave.handle
   const names = vms.map((vm) => vm.name ?? vm.uid).join(', ')
   try {
     const deadline = run.clock.now() + budgetMs
     let held = heldHosts(await client.listFleets(), vms, settings.hostPattern)
     let busy = held.filter((each) => isBusy(each.instance))
-    if (busy.length > 0 && leave.force)
+    if (busy.length > 0 && leave.force) {
       run.warn(`${who(busy)} runs a dstack job: deleting it all the same (--force); dstack's job fails, and ${REPAIR}`)
+      settle(busy, 'busy-forced')
+    }
+
     while (busy.length > 0 && !leave.force && !run.signal.aborted && run.clock.now() < deadline) {
       await run.clock.sleep(Math.min(BACKOFF.dstackJobLook(), Math.max(0, deadline - run.clock.now())), run.signal).catch(() => {})
       held = heldHosts(await client.listFleets(), vms, settings.hostPattern)
       busy = held.filter((each) => isBusy(each.instance))
     }
 
-    if (busy.length > 0 && !leave.force)
+    if (busy.length > 0 && !leave.force) {
       run.warn(
         `${who(busy)} still runs a dstack job after ${formatDuration(budgetMs)}: deleting it all the same; dstack's job fails, and ${REPAIR}`,
       )
+      settle(busy, 'busy-after-wait')
+    }
+
     const idle = held.filter((each) => !isBusy(each.instance))
     for (const fleet of new Set(idle.map((each) => each.fleet))) {
-      const nums = idle.filter((each) => each.fleet === fleet).map((each) => each.instance.instance_num)
-      await deleteInstances(run, leave, fleet, nums)
+      const leaving = idle.filter((each) => each.fleet === fleet)
+      try {
+        await deleteInstances(
+          run,
+          leave,
+          fleet,
+          leaving.map((each) => each.instance.instance_num),
+        )
+        settle(leaving, 'removed')
+      } catch (error) {
+        run.warn(
+          `dstack could not take ${who(leaving)} out of ${fleet} (${asTargonError(error).message}): deleting all the same; ${REPAIR}`,
+        )
+        settle(leaving, failureOf(error))
+      }
     }
   } catch (error) {
     run.warn(`dstack could not take ${names} out of its fleet (${asTargonError(error).message}): deleting all the same; ${REPAIR}`)
+    for (const vm of vms) if (!outcomes.has(vm.uid)) outcomes.set(vm.uid, failureOf(error))
   }
+
+  for (const vm of vms) if (!outcomes.has(vm.uid)) outcomes.set(vm.uid, 'not-in-fleet')
+  return outcomes
+}
+
+/** A dstack that did not answer, or one that answered with a refusal or an error. */
+function failureOf(error: unknown): DstackLeaveOutcome {
+  const {code} = asTargonError(error)
+  return code === 'NETWORK_ERROR' || code === 'TIMEOUT' ? 'unreachable' : 'failed'
 }
 
 /** delete_instances, sent again (a few times) while dstack processes the fleet. */
@@ -79,22 +110,7 @@ async function deleteInstances(run: {clock: Clock; signal: AbortSignal}, leave: 
   }
 }
 
-/** The live instances of targon-* fleets that stand for these VMs: the host's name and port, as sync puts them there. */
-function heldHosts(fleets: DstackFleet[], vms: KnownVm[], pattern: string | null): Held[] {
-  return vms.flatMap((vm) => {
-    const address = addressOf(vm)
-    const names = [hostOf(address, null), pattern === null ? null : hostOf(address, pattern)].filter((host) => host !== null)
-    return fleets.flatMap((fleet) => {
-      if (targonFleetOf(fleet.name) === null) return []
-      const hosts = specHosts(fleet).filter((host) => names.some((name) => name.hostname === host.hostname && name.port === host.port))
-      return fleet.instances
-        .filter((instance) => isLive(instance) && hosts.some((host) => host.hostname === instance.hostname))
-        .map((instance) => ({fleet: fleet.name, instance, vm}))
-    })
-  })
-}
-
-function who(held: Held[]): string {
+function who(held: HeldHost[]): string {
   return [...new Set(held.map((each) => each.vm.name ?? each.vm.uid))].join(', ')
 }
 

@@ -10,10 +10,11 @@ export interface DstackHandle {
 
 export async function openDstack(
   run: Pick<RunContext, 'clock' | 'settings'>,
-  options: {signal?: AbortSignal; trace?: (line: string) => void} = {},
+  options: {signal?: AbortSignal; trace?: (line: string) => void; maxRequestMs?: number} = {},
 ): Promise<DstackHandle | null> {
   const settings = await dstackSettings(run.settings)
   if (settings === null) return null
-  const requestTimeoutMs = await run.settings.get('http-timeout')
-  return {client: dstackClient(settings, {clock: run.clock, requestTimeoutMs, ...options}), settings}
+  const {maxRequestMs, ...rest} = options
+  const requestTimeoutMs = Math.min(await run.settings.get('http-timeout'), maxRequestMs ?? Number.POSITIVE_INFINITY)
+  return {client: dstackClient(settings, {clock: run.clock, requestTimeoutMs, ...rest}), settings}
 }

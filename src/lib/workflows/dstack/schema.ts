@@ -21,3 +21,29 @@ export const DstackSyncResultSchema = z.object({
   retries: z.number().describe('requests sent again because dstack was processing the fleet, or plans made again'),
 })
 export type DstackSyncResult = z.infer<typeof DstackSyncResultSchema>
+
+/** One dstack fleet's sync as the guard's sweep ran it: counts of hosts, or why it failed. */
+export const DstackSyncSummarySchema = z.object({
+  fleet: z.string().describe('the targon fleet'),
+  dstack_fleet: z.string().describe('targon-<fleet>'),
+  action: z
+    .enum(['created', 'updated', 'unchanged', 'failed'])
+    .describe('what the sync did to the dstack fleet; failed: nothing known (error says why), the next sweep tries again'),
+  added: z.number().describe('hosts put into the fleet'),
+  removed: z.number().describe('hosts taken out of it'),
+  unchanged: z.number(),
+  busy: z.number().describe('hosts that should go but run a dstack job: left until it ends'),
+  requests: z.number().describe('HTTP requests sent to dstack for this fleet'),
+  retries: z.number(),
+  error: z.string().nullable().describe('why the sync failed; null when it did not'),
+})
+export type DstackSyncSummary = z.infer<typeof DstackSyncSummarySchema>
+
+export const SweepDstackSyncSchema = z.object({
+  fleets: z.array(DstackSyncSummarySchema).describe('each targon-* dstack fleet of the fleets the sweep covers'),
+  error: z
+    .string()
+    .nullable()
+    .describe("why dstack's fleets could not be listed (then fleets is empty and nothing was synced); null when they were"),
+})
+export type SweepDstackSync = z.infer<typeof SweepDstackSyncSchema>

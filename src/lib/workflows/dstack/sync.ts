@@ -14,7 +14,7 @@ import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import type {RunContext} from '../run-context.js'
 import {syncFleet} from './fleet-sync.js'
 import {type FleetHost, addressOf, dstackFleetName, projectKeyPair, readyHosts, refuseSharedHostnames, targonFleetOf} from './hosts.js'
-import type {DstackSyncResult} from './schema.js'
+import type {DstackSyncResult, DstackSyncSummary, SweepDstackSync} from './schema.js'
 
 export interface DstackSyncOptions {
   org: string
@@ -85,7 +85,7 @@ function withVm(host: DstackHost, vms: FleetHost[]): DstackSyncResult['added'][n
 /**
  * The guard's part (targon sweep): each fleet it covers (`fleet`, else every fleet) that has a targon-* dstack fleet
  * is synced from the sweep's final listing, so that no dstack fleet holds a deleted VM past one guard interval. A
- * failure is a warning: it never touches the sweep's deletions.
+ * failure is a warning, and a summary that says so: it never touches the sweep's deletions.
  */
 export async function syncCoveredFleets(
   run: SyncRun,
@@ -93,19 +93,49 @@ export async function syncCoveredFleets(
   state: LocalState,
   dstack: DstackHandle,
   options: Omit<DstackSyncOptions, 'fleet'> & {fleet: string | null},
-): Promise<void> {
+): Promise<SweepDstackSync> {
+  const summaries: DstackSyncSummary[] = []
   try {
     const fleets = (await dstack.client.listFleets())
       .map((fleet) => targonFleetOf(fleet.name))
       .filter((fleet): fleet is string => fleet !== null && (options.fleet === null || fleet === options.fleet))
-    if (fleets.length === 0) return
+    if (fleets.length === 0) return {error: null, fleets: summaries}
     const view = await snapshot(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
     for (const fleet of fleets) {
-      await syncFromView(run, view, dstack, {...options, fleet}).catch((error: unknown) => {
-        run.warn(`the dstack fleet ${dstackFleetName(fleet)} was not synced (${asTargonError(error).message}); the next sweep tries again`)
-      })
+      const before = dstack.client.requests
+      try {
+        summaries.push(summaryOf(await syncFromView(run, view, dstack, {...options, fleet})))
+      } catch (error) {
+        const message = asTargonError(error).message
+        run.warn(`the dstack fleet ${dstackFleetName(fleet)} was not synced (${message}); the next sweep tries again`)
+        summaries.push(failedSummary(fleet, message, dstack.client.requests - before))
+      }
     }
+
+    return {error: null, fleets: summaries}
   } catch (error) {
-    run.warn(`the dstack fleets were not synced (${asTargonError(error).message}); the next sweep tries again`)
+    const message = asTargonError(error).message
+    run.warn(`the dstack fleets were not synced (${message}); the next sweep tries again`)
+    return {error: message, fleets: summaries}
   }
+}
+
+function summaryOf(result: DstackSyncResult): DstackSyncSummary {
+  return {
+    action: result.action,
+    added: result.added.length,
+    busy: result.busy.length,
+    dstack_fleet: result.dstack_fleet,
+    error: null,
+    fleet: result.fleet,
+    removed: result.removed.length,
+    requests: result.requests,
+    retries: result.retries,
+    unchanged: result.unchanged.length,
+  }
+}
+
+function failedSummary(fleet: string, error: string, requests: number): DstackSyncSummary {
+  const none = {added: 0, busy: 0, removed: 0, retries: 0, unchanged: 0}
+  return {...none, action: 'failed', dstack_fleet: dstackFleetName(fleet), error, fleet, requests}
 }

@@ -4,6 +4,7 @@ import * as z from 'zod'
 import {DstackFleetSchema} from '../../adapters/bootstrap/dstack-fleet.js'
 import {GuardCoverageSchema} from '../guard/schema.js'
 import {UsageSchema} from '../../domain/idle/schema.js'
+import {DSTACK_STATES} from '../dstack/vm-states.js'
 
 export const StatusVmSchema = z.object({
   uid: z.string(),
@@ -82,6 +83,12 @@ export const StatusVmSchema = z.object({
   idle_seconds: z.number().nullable().describe('with --usage: how long it has been idle; null without --usage or when unreadable'),
   idle_reason: z.string().nullable().describe('with --usage: why it is idle, busy or unreadable; null without --usage'),
   usage: UsageSchema.nullable().describe('with --usage, for running VMs: what its idle clock and a live sample say; null otherwise'),
+  dstack_state: z
+    .enum(DSTACK_STATES)
+    .nullable()
+    .describe(
+      'with a dstack server configured: in-fleet (a targon-* dstack fleet holds it), busy (held, and running a dstack job), not-in-fleet (no targon-* dstack fleet holds it), unknown (dstack could not be read: a warning says why); null: no dstack server is configured',
+    ),
   ends_by: z
     .string()
     .describe(

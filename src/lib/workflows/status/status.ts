@@ -30,6 +30,7 @@ import {countOf} from '../../core/output.js'
 import type {Clock} from '../../core/clock.js'
 import {formatDuration} from '../../core/input.js'
 import {guardCoverage} from '../guard/coverage.js'
+import {dstackStates} from '../dstack/vm-states.js'
 import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
 import type {RunContext} from '../run-context.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
@@ -83,6 +84,8 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const outsideNote = outsideWarning(outsideBilling, options.owners, outside.unknown)
   if (outsideNote) warn(outsideNote)
   const offers = selected.some((vm) => !vmGpuModel(vm)) ? await offersByResource(client, warn) : new Map<string, Offer>()
+  // dstack's fleets are read once, meanwhile (never throws).
+  const dstackRead = dstackStates(ctx, selected)
   // The limits each VM carries, where this directory can read them: the stricter of those and a record are shown.
   const sessions = new VmSessions({clock, configDir, signal: ctx.signal})
   const markers = new Map<string, boolean>()
@@ -92,8 +95,12 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
       ? usageOf(selected, sessions, markers, clock, configDir)
       : readLimitsOnVms(selected, sessions, {configDir, signal: ctx.signal}).then(() => new Map<string, Usage>())
   ).finally(() => sessions.closeAll())
+  const inDstack = await dstackRead
   const now = clock.now()
-  const vms = selected.map((vm) => toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null, options.idleLimitS))
+  const vms = selected.map((vm) => ({
+    ...toStatusVm(vm, now, offers, usages.get(vm.uid) ?? null, markers.get(vm.uid) ?? null, options.idleLimitS),
+    dstack_state: inDstack?.get(vm.uid) ?? null,
+  }))
   const drift = [
     ...selected.filter((vm) => vm.owned && !vm.record).map((vm) => ({kind: 'server-only' as const, name: vm.name, uid: vm.uid})),
     ...view.localOnly
@@ -248,7 +255,7 @@ function toStatusVm(
   usage: Usage | null,
   marker: boolean | null,
   idleLimitS: number | null,
-): StatusVm {
+): Omit<StatusVm, 'dstack_state'> {
   const {workload, record} = vm
   const resource = vmResource(vm)
   const offer = resource === null ? undefined : offers.get(resource)

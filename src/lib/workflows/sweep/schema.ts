@@ -3,6 +3,7 @@ import * as z from 'zod'
 
 import {DeleteResultSchema} from '../../domain/deletion/schema.js'
 import {DownResultSchema} from '../down/schema.js'
+import {SweepDstackSyncSchema} from '../dstack/schema.js'
 import {CreditsResultSchema} from '../spend/schema.js'
 
 /** Why targon sweep deletes a VM: the limit it reached. */
@@ -85,6 +86,9 @@ export const SweepResultSchema = z.object({
       }),
     )
     .describe('with --warn: the limits that fire within the window, warned about now (each VM and deadline once)'),
+  dstack_sync: SweepDstackSyncSchema.nullable().describe(
+    'with a dstack server configured: the sync of each targon-* dstack fleet the sweep covers, after its deletions; null without dstack, under --dry-run, or after an interrupt',
+  ),
   runway: CreditsResultSchema.pick({
     burn_usd_per_hour: true,
     credits: true,

@@ -158,6 +158,7 @@ export async function runSweep(
   const selection = sweepSelection(options)
   const sweepOf = (down: DownResult): SweepResult => ({
     dry_run: options.dryRun,
+    dstack_sync: null,
     kept: down.kept,
     not_covered: notCovered,
     org: options.org,
@@ -207,7 +208,7 @@ export async function runSweep(
 
   // After the deletions, whatever they did: dstack's fleets hold what is left.
   if (options.dstack && !options.dryRun && !run.signal.aborted)
-    await syncCoveredFleets(run, cleanupClient, state, options.dstack.handle, {
+    swept.dstack_sync = await syncCoveredFleets(run, cleanupClient, state, options.dstack.handle, {
       configDir: options.configDir,
       fleet: options.fleet,
       org: options.org,

@@ -5,6 +5,7 @@ import {DeleteResultSchema} from '../../domain/deletion/schema.js'
 import {BOOTSTRAP_STEPS, PHASES} from '../../adapters/events/schema.js'
 import {OfferSchema} from '../../domain/offers/schema.js'
 import {GuardKeySchema} from '../../adapters/ssh/guard-keys.js'
+import {DstackSyncResultSchema} from '../dstack/schema.js'
 
 export const ON_FAILURE = ['auto', 'delete', 'keep'] as const
 export type OnFailure = (typeof ON_FAILURE)[number]
@@ -117,6 +118,11 @@ export const UpResultSchema = z.object({
     .array(GuardKeySchema)
     .describe(
       "the team guards' keys (guard install --team) this run adds to each VM it creates, so that the org's team guard can reach them and enforce their limits; empty: no team guard covers them (none is registered, or the org's keys could not be listed: a warning says so)",
+    ),
+  dstack_sync: DstackSyncResultSchema.nullable()
+    .optional()
+    .describe(
+      'with --dstack: the sync of dstack fleet targon-<fleet> once the VMs were ready, as targon dstack sync reports it; null when it failed or no dstack server is configured (a warning says why; the VMs stay); absent without --dstack',
     ),
 })
 export type UpResult = z.infer<typeof UpResultSchema>
