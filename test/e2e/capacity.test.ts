@@ -278,7 +278,9 @@ describe('up --wait', () => {
     const doc = parseJson(result)
     expect(doc.error.code).toBe('PARTIAL_FAILURE')
     expect(doc.data.failed.map((failure: {error: {code: string}}) => failure.error.code).sort()).toEqual(['API_ERROR', 'NO_CAPACITY'])
-    expect(creates()).toHaveLength(1)
+    // The failed VM's unit is free again once Targon marks it failed: the waiting VM may create on it before the run
+    // hears of the failure, and is then rolled back with the run. Never more than one create each.
+    expect(creates().length).toBeLessThanOrEqual(2)
     await expectNothingBilling()
   })
 

@@ -141,7 +141,7 @@ describe('a dstack task at 0 % GPU', () => {
     await cleanSample(simulated.farm, role(2).uid)
     const down = await targon(['down', '--idle', '--json'])
     expect(down.code, down.stdout + down.stderr).toBe(0)
-    expect(parseJson(down).data.results).toMatchObject([{billing: false, uid: role(2).uid}])
+    expect(parseJson(down).data.results, down.stdout).toMatchObject([{billing: false, uid: role(2).uid}])
     expect(live().has(role(3).uid) && live().has(role(4).uid)).toBe(true)
   })
 })

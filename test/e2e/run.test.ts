@@ -645,7 +645,7 @@ describe('run --detach', () => {
     await waitFor(() => simulated.farm.vm(vm.uid).hasFile(`/home/ubuntu/.targon/jobs/${id}/exit_code`), 30_000)
     const swept = await targon(['sweep', '--fleet', 'swept', '--json'])
     expect(swept.code, swept.stdout + swept.stderr).toBe(0)
-    expect(parseJson(swept).data.results).toEqual([
+    expect(parseJson(swept).data.results, swept.stdout).toEqual([
       expect.objectContaining({action: 'deleted', billing: false, reason: 'job-done', uid: vm.uid}),
     ])
     expect(billing().has(vm.uid)).toBe(false)
