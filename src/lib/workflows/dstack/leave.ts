@@ -22,7 +22,7 @@ export interface DstackLeave {
   force: boolean
 }
 
-interface Held {
+export interface Held {
   vm: KnownVm
   fleet: string
   instance: DstackInstance
@@ -80,7 +80,7 @@ async function deleteInstances(run: {clock: Clock; signal: AbortSignal}, leave: 
 }
 
 /** The live instances of targon-* fleets that stand for these VMs: the host's name and port, as sync puts them there. */
-function heldHosts(fleets: DstackFleet[], vms: KnownVm[], pattern: string | null): Held[] {
+export function heldHosts(fleets: DstackFleet[], vms: KnownVm[], pattern: string | null): Held[] {
   return vms.flatMap((vm) => {
     const address = addressOf(vm)
     const names = [hostOf(address, null), pattern === null ? null : hostOf(address, pattern)].filter((host) => host !== null)

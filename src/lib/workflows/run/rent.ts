@@ -29,6 +29,8 @@ export interface RentRequest {
   idleMs?: number
   maxCostUsd?: number
   waitMs?: number
+  /** How many VMs (default 1); with more, those that come up are kept when others fail. */
+  count?: number
   owner: string | null
   configDir: string
   reconcileMs: number
@@ -55,7 +57,8 @@ function withUpFlagsNamed(error: unknown): unknown {
   return error.with({hint: `${error.hint} (flags of targon up: rent the VM with it, then targon run VM -- COMMAND)`})
 }
 
-async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
+/** Rents as up does, without rentForJob's hints for run. */
+export async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
   const settings = request.run.settings
   return runUp(client, {
     ask: {
@@ -72,8 +75,9 @@ async function rentWithUp(client: TargonClient, request: RentRequest): Promise<U
       },
       capacity: request.waitMs === undefined ? null : {pollFloorMs: await settings.get('capacity-poll-interval'), waitMs: request.waitMs},
       configDir: request.configDir,
-      count: 1,
+      count: request.count ?? 1,
       fleet: request.fleet,
+      min: (request.count ?? 1) > 1 ? 1 : undefined,
       gpu: request.gpu,
       image: await settings.get('image'),
       maxCostUsd: request.maxCostUsd,
