@@ -34,8 +34,10 @@ When no run waits, each VM of the fleet that dstack has idle is probed as down -
 idle clock says idle past its limit (its own --idle, else this --idle) is taken out of dstack, then deleted, its
 pre-delete hook run first.
 
-It never rents while a host is idle in dstack, never deletes a host with a dstack job, and reads at most the 100
-newest active runs. Whether the offer fits a run's resources is not checked: name an offer that does.`)
+It never rents while a host is idle in dstack, and deletes only hosts that dstack has idle and whose idle clock, on
+which a dstack task is activity, says idle. It reads at most the 100 newest active runs, and does not check whether
+the offer fits a run's resources: name an offer that does. Run it from one place at a time (see the dstack guide for
+a crontab line).`)
 
   static examples = [
     {
