@@ -52,7 +52,13 @@ describe('targon dstack scale', () => {
 
     const dry = await scale({'--dry-run': true})
     expect(dry.code, dry.stderr).toBe(0)
-    expect(dry.json.data).toMatchObject({dry_run: true, rent: 1, rented: []})
+    expect(dry.json.data).toMatchObject({
+      dry_run: true,
+      plan: {count: 1, max_price: 1.8, vms: [{offer: {resource: 'rtx6000b-small'}}]},
+      rent: 1,
+      rented: [],
+    })
+    expect(dry.json.data.plan.limits).toMatchObject({idle_limit_seconds: IDLE_S, shim: true, ttl_seconds: 24 * 3600})
     expect(billing()).toEqual([])
 
     const rented = await scale()

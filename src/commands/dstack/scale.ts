@@ -119,7 +119,10 @@ a crontab line).`)
     const runs = countOf(result.waiting_runs.length, 'waiting run')
     const hosts = `${result.hosts.idle} idle, ${result.hosts.busy} busy, ${result.hosts.coming} on their way`
     this.info(`dstack fleet ${result.dstack_fleet} (project ${result.project}): ${runs}; hosts ${hosts}`)
-    if (result.dry_run && result.rent > 0) this.info(`dry run: would rent ${countOf(result.rent, 'VM')}`)
+    if (result.plan)
+      this.info(
+        `dry run: would rent ${countOf(result.rent, 'VM')} of ${result.plan.vms.map((vm) => vm.offer?.resource ?? '-').join(', ')} for ${usd(result.plan.price_per_hour)} USD/h in all, under a cap of ${usd(result.plan.max_price)} USD/h per VM`,
+      )
     if (result.nothing_done) this.info(`nothing to do: ${result.nothing_done.message}`)
     this.info(
       `limits of the VMs it rents: --ttl ${formatDuration(result.limits.ttl_seconds * 1000)}, --idle ${formatDuration(result.limits.idle_limit_seconds * 1000)}${result.limits.max_cost_usd === null ? '' : `, --max-cost ${usd(result.limits.max_cost_usd)} USD`}`,

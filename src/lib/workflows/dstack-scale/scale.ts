@@ -12,7 +12,9 @@ import {type OwnerScope, scoped} from '../../domain/fleet/owners.js'
 import {type KnownVm, snapshot} from '../../domain/fleet/workloads.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {type DownOptions, runDown} from '../down/down.js'
-import {rentWithUp} from '../run/rent.js'
+import {type RentRequest, rentAsk, rentWithUp} from '../run/rent.js'
+import {planUp} from '../up/plan.js'
+import type {UpPlan} from '../up/schema.js'
 import type {RunContext} from '../run-context.js'
 import {dstackFleetName} from '../dstack/hosts.js'
 import {heldHosts} from '../dstack/leave.js'
@@ -78,6 +80,7 @@ export async function runDstackScale(
     },
     nothing_done: null,
     org: options.org,
+    plan: null,
     project: dstack.settings.project,
     removed: [],
     rent: decision.rent,
@@ -93,7 +96,8 @@ export async function runDstackScale(
     run.info(
       `${waiting.length} dstack run(s) wait for capacity: ${options.dryRun ? 'would rent' : 'renting'} ${decision.rent} VM(s) of ${options.resource} into fleet ${options.fleet}`,
     )
-    if (!options.dryRun) Object.assign(result, await rentAndSync(run, client, state, dstack, options, decision.rent))
+    if (options.dryRun) result.plan = await planRent(run, client, options, decision.rent)
+    else Object.assign(result, await rentAndSync(run, client, state, dstack, options, decision.rent))
   }
 
   if (decision.reason !== null && result.removed.length === 0 && result.kept.length === 0)
@@ -151,16 +155,9 @@ async function removeIdle(
   return {kept: down.kept, removed: down.results}
 }
 
-/** Rents `count` VMs as up does, then syncs the dstack fleet; a sync that fails is a warning (the next one adds them). */
-async function rentAndSync(
-  run: ScaleRun,
-  client: TargonClient,
-  state: LocalState,
-  dstack: DstackHandle,
-  options: DstackScaleOptions,
-  count: number,
-): Promise<Pick<DstackScaleResult, 'rented' | 'synced'>> {
-  const up = await rentWithUp(client, {
+/** What up would rent, and to whom (the rent's request, as rentAndSync sends it). */
+function rentRequest(run: ScaleRun, options: DstackScaleOptions, count: number): RentRequest {
+  return {
     configDir: options.configDir,
     count,
     fleet: options.fleet,
@@ -174,7 +171,25 @@ async function rentAndSync(
     run,
     signal: run.signal,
     ttlMs: options.ttlMs,
-  })
+  }
+}
+
+/** --dry-run: up --dry-run's plan of the rent, from the same inventory and rules (above the cap: refused as a rent is). */
+async function planRent(run: ScaleRun, client: TargonClient, options: DstackScaleOptions, count: number): Promise<UpPlan> {
+  const request = rentRequest(run, options, count)
+  return planUp(client, {...(await rentAsk(request)), resolveOrg: request.resolveOrg})
+}
+
+/** Rents `count` VMs as up does, then syncs the dstack fleet; a sync that fails is a warning (the next one adds them). */
+async function rentAndSync(
+  run: ScaleRun,
+  client: TargonClient,
+  state: LocalState,
+  dstack: DstackHandle,
+  options: DstackScaleOptions,
+  count: number,
+): Promise<Pick<DstackScaleResult, 'rented' | 'synced'>> {
+  const up = await rentWithUp(client, rentRequest(run, options, count))
   for (const failure of up.failed) run.warn(`${failure.name ?? 'a VM'} failed: ${failure.error.message}`)
   const rented = up.vms.map((vm) => ({name: vm.name, price_per_hour: vm.price_per_hour, resource: vm.resource, uid: vm.uid}))
   try {

@@ -3,6 +3,7 @@ import * as z from 'zod'
 
 import {DeleteResultSchema} from '../../domain/deletion/schema.js'
 import {DownResultSchema} from '../down/schema.js'
+import {UpPlanSchema} from '../up/schema.js'
 
 export const DstackScaleResultSchema = z.object({
   org: z.string(),
@@ -26,6 +27,7 @@ export const DstackScaleResultSchema = z.object({
     .object({idle: z.number(), busy: z.number(), coming: z.number()})
     .describe("the fleet's VMs by their dstack state: idle, busy with a job, on their way (not yet idle in dstack)"),
   rent: z.number().describe('how many VMs it rents (with --dry-run: would rent)'),
+  plan: UpPlanSchema.nullable().describe("with --dry-run, when it would rent: up --dry-run's plan of it (offers, prices, limits)"),
   rented: z
     .array(z.object({uid: z.string(), name: z.string(), resource: z.string(), price_per_hour: z.number().nullable()}))
     .describe('the VMs rented, bootstrapped and running'),
