@@ -44,6 +44,15 @@ describe('targon dstack scale', () => {
     expect(nothing.code, nothing.stderr).toBe(0)
     expect(nothing.json.data).toMatchObject({nothing_done: {reason: 'no-waiting-runs'}, rent: 0, rented: [], waiting_runs: []})
 
+    const text = await simulated.targon(
+      ['dstack', 'scale', '--fleet', 'default', '--offer', 'rtx6000b-small', '--max-price', '1.8', '--max', '2'],
+      {env: env()},
+    )
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toBe('')
+    expect(text.stderr).toContain('nothing to do: no dstack run waits for capacity')
+    expect(text.stderr).toContain('limits of the VMs it rents: --ttl 24h, --idle 30m')
+
     const run = dstack.current.submitRun({name: 'train'})
     // Above the price cap: refused, nothing rented.
     const capped = await scale({'--max-price': '0.5'})
