@@ -38,7 +38,7 @@ export interface DstackScaleOptions {
   maxCostUsd: number | null
   dryRun: boolean
   reconcileMs: number
-  /** What up's and down's progress listen to. */
+  /** What the deletions' progress listens to. */
   onEvent?: DownOptions['onEvent']
 }
 
@@ -100,7 +100,8 @@ export async function runDstackScale(
     else Object.assign(result, await rentAndSync(run, client, state, dstack, options, decision.rent))
   }
 
-  if (decision.reason !== null && result.removed.length === 0 && result.kept.length === 0)
+  // Hosts kept for their idle clock are in data.kept; nothing was done all the same.
+  if (decision.reason !== null && result.removed.length === 0)
     result.nothing_done = {message: decision.why ?? decision.reason, reason: decision.reason}
   return result
 }

@@ -42,7 +42,7 @@ export const DstackScaleResultSchema = z.object({
       message: z.string(),
     })
     .nullable()
-    .describe('why nothing was rented nor deleted, when nothing was'),
+    .describe('why nothing was rented nor deleted, when nothing was (hosts idle in dstack but kept are in kept)'),
   limits: z
     .object({ttl_seconds: z.number(), idle_limit_seconds: z.number(), max_cost_usd: z.number().nullable()})
     .describe('the limits every VM it rents carries, as up writes them'),
