@@ -13,6 +13,7 @@ import Cost from './commands/cost.js'
 import Cp from './commands/cp.js'
 import Credits from './commands/credits.js'
 import Down from './commands/down.js'
+import DstackScale from './commands/dstack/scale.js'
 import DstackSync from './commands/dstack/sync.js'
 import Exec from './commands/exec.js'
 import Extend from './commands/extend.js'
@@ -49,6 +50,7 @@ export const COMMANDS = {
   cp: Cp,
   credits: Credits,
   down: Down,
+  'dstack:scale': DstackScale,
   'dstack:sync': DstackSync,
   exec: Exec,
   extend: Extend,

@@ -1241,6 +1241,31 @@ export const scenarios: Scenario[] = [
     when: (ctx) => vmCalls(ctx).length > 0,
   }),
   {
+    code: 'INTERRUPTED',
+    exit: 130,
+    interrupts: true,
+    name: "dstack: SIGINT while scale rents for a waiting run: what it rented goes, nothing bills, and the next sync leaves dstack's fleet empty",
+    async run(ctx) {
+      const dstack = await startDstack()
+      try {
+        dstack.submitRun()
+        const env = {TARGON_DSTACK_PROJECT: 'main', TARGON_DSTACK_TOKEN: DSTACK_TOKEN, TARGON_DSTACK_URL: dstack.url}
+        const scale = ['dstack', 'scale', '--fleet', 'default', '--offer', 'rtx6000b-small', '--max-price', '1.8', '--max', '2', '--json']
+        const interrupted = await ctx.targon(scale, {env, onSpawn: signalWhen(() => vmCalls(ctx).length > 0, 'SIGINT')})
+        // It had rented a VM and was bootstrapping it: the VM is gone.
+        expect(ctx.sim.workloads.size).toBe(1)
+        expect(ctx.sim.billing()).toEqual([])
+        const sync = await ctx.targon(['dstack', 'sync', '--fleet', 'default', '--json'], {env})
+        expect(sync.code, sync.stdout + sync.stderr).toBe(0)
+        expect(dstack.hosts('targon-default')).toEqual([])
+        return interrupted
+      } finally {
+        await dstack.stop()
+      }
+    },
+    vm: {dpkgLockSeconds: 30},
+  },
+  {
     code: 'API_ERROR',
     exit: 5,
     name: 'delete: a real crash while provisioning is rolled back by wake-then-delete',

@@ -9,6 +9,7 @@ import * as z from 'zod'
 import {EXIT_CODES, type ErrorCode} from '../core/errors.js'
 import {CopyResultSchema} from '../workflows/copy/schema.js'
 import {DownResultSchema} from '../workflows/down/schema.js'
+import {DstackScaleResultSchema} from '../workflows/dstack-scale/schema.js'
 import {DstackSyncResultSchema} from '../workflows/dstack/schema.js'
 import {RunEventSchema} from '../adapters/events/schema.js'
 import {ExecResultSchema} from '../workflows/exec/schema.js'
@@ -54,6 +55,7 @@ export const DATA_SCHEMAS = {
   cp: CopyResultSchema,
   credits: CreditsResultSchema,
   down: DownResultSchema,
+  'dstack scale': DstackScaleResultSchema,
   'dstack sync': DstackSyncResultSchema,
   exec: ExecResultSchema,
   extend: ExtendResultSchema,

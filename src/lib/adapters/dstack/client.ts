@@ -11,6 +11,7 @@ import {TargonError, abortError, isAbortError} from '../../core/errors.js'
 import {VERSION} from '../../core/version.js'
 import {Agent, request} from '../targon/undici-subset.js'
 import {type DstackFleet, DstackFleetSchema, type DstackPlan, DstackPlanSchema} from './schemas.js'
+import {type DstackRun, DstackRunSchema, RUNS_PAGE, activeRunsRequest} from './runs.js'
 
 /** The most of an answer that is read: a fleet of a few thousand hosts fits. */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024
@@ -83,8 +84,13 @@ export class DstackClient {
     return this.call('fleets/delete_instances', {instance_nums: instanceNums, name: fleet}, zod.unknown())
   }
 
-  private async call<T extends z.ZodType>(action: string, body: unknown, schema: T): Promise<z.output<T>> {
-    const path = `/api/project/${encodeURIComponent(this.options.project)}/${action}`
+  /** The project's active runs (runs/list is not under the project's path: it takes the project in its body). */
+  listActiveRuns(): Promise<DstackRun[]> {
+    return this.call('runs/list', activeRunsRequest(this.project), zod.array(DstackRunSchema).max(RUNS_PAGE), '/api/runs/list')
+  }
+
+  private async call<T extends z.ZodType>(action: string, body: unknown, schema: T, apiPath?: string): Promise<z.output<T>> {
+    const path = apiPath ?? `/api/project/${encodeURIComponent(this.options.project)}/${action}`
     const timeoutMs = this.options.requestTimeoutMs ?? 60_000
     const deadline = AbortSignal.timeout(timeoutMs)
     const signal = this.options.signal ? AbortSignal.any([this.options.signal, deadline]) : deadline

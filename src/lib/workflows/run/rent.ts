@@ -11,6 +11,7 @@ import {matchingOffers} from '../../domain/capacity/candidates.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
 import type {Offer} from '../../domain/offers/schema.js'
+import type {UpAsk} from '../up/provisioning.js'
 import type {UpResult} from '../up/schema.js'
 import {runUp} from '../up/up.js'
 
@@ -29,6 +30,8 @@ export interface RentRequest {
   idleMs?: number
   maxCostUsd?: number
   waitMs?: number
+  /** How many VMs (default 1); with more, those that come up are kept when others fail. */
+  count?: number
   owner: string | null
   configDir: string
   reconcileMs: number
@@ -55,41 +58,48 @@ function withUpFlagsNamed(error: unknown): unknown {
   return error.with({hint: `${error.hint} (flags of targon up: rent the VM with it, then targon run VM -- COMMAND)`})
 }
 
-async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
-  const settings = request.run.settings
+/** Rents as up does, without rentForJob's hints for run. */
+export async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
   return runUp(client, {
-    ask: {
-      bootstrap: {
-        dstackVersion: await settings.get('dstack-version'),
-        gpuTest: true,
-        idle: {intervalMs: await settings.get('idle-sample-interval'), limitMs: request.idleMs ?? RUN_IDLE_MS},
-        pullRetryDelayMs: await settings.get('pull-retry-delay'),
-        reinstall: false,
-        forceShim: false,
-        shim: true,
-        shimHealthTimeoutMs: await settings.get('shim-health-timeout'),
-        stateWatchIntervalMs: await settings.get('state-watch-interval'),
-      },
-      capacity: request.waitMs === undefined ? null : {pollFloorMs: await settings.get('capacity-poll-interval'), waitMs: request.waitMs},
-      configDir: request.configDir,
-      count: 1,
-      fleet: request.fleet,
-      gpu: request.gpu,
-      image: await settings.get('image'),
-      maxCostUsd: request.maxCostUsd,
-      maxPrice: request.maxPrice,
-      onFailure: 'auto',
-      owner: request.owner,
-      reconcileMs: request.reconcileMs,
-      resource: request.resource ?? undefined,
-      timeoutMs: RENT_TIMEOUT_MS,
-      ttlMs: request.ttlMs,
-    },
+    ask: await rentAsk(request),
     resolveOrg: request.resolveOrg,
     run: request.run,
     signal: request.signal,
     track: () => undefined,
   })
+}
+
+/** What up is asked for a rent: its bootstrap and shim, the request's limits, the clean-up of what it made. */
+export async function rentAsk(request: Omit<RentRequest, 'resolveOrg' | 'signal'>): Promise<UpAsk> {
+  const settings = request.run.settings
+  return {
+    bootstrap: {
+      dstackVersion: await settings.get('dstack-version'),
+      gpuTest: true,
+      idle: {intervalMs: await settings.get('idle-sample-interval'), limitMs: request.idleMs ?? RUN_IDLE_MS},
+      pullRetryDelayMs: await settings.get('pull-retry-delay'),
+      reinstall: false,
+      forceShim: false,
+      shim: true,
+      shimHealthTimeoutMs: await settings.get('shim-health-timeout'),
+      stateWatchIntervalMs: await settings.get('state-watch-interval'),
+    },
+    capacity: request.waitMs === undefined ? null : {pollFloorMs: await settings.get('capacity-poll-interval'), waitMs: request.waitMs},
+    configDir: request.configDir,
+    count: request.count ?? 1,
+    fleet: request.fleet,
+    min: (request.count ?? 1) > 1 ? 1 : undefined,
+    gpu: request.gpu,
+    image: await settings.get('image'),
+    maxCostUsd: request.maxCostUsd,
+    maxPrice: request.maxPrice,
+    onFailure: 'auto',
+    owner: request.owner,
+    reconcileMs: request.reconcileMs,
+    resource: request.resource ?? undefined,
+    timeoutMs: RENT_TIMEOUT_MS,
+    ttlMs: request.ttlMs,
+  }
 }
 
 /** How long the offers are read for, when WORD names a VM and might name an offer too. */
