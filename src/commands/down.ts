@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, dstackOutOfSyncLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {othersInWords, runDown} from '../lib/workflows/down/down.js'
 import {isBulk} from '../lib/workflows/down/selection.js'
 import {NOT_RUNNING} from '../lib/domain/idle/idle.js'
@@ -244,12 +244,14 @@ targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each r
             flags['jobs-done'] && '--jobs-done',
           ].filter(Boolean)
           const deleted = result.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted')
+          const untold = dstackOutOfSyncLines(deleted)
           if (scheduled.length > 0 && !flags['dry-run'] && deleted.length > 0)
             await this.notify(
               'down-deleted',
               `targon down ${scheduled.join(' ')} deleted ${countOf(deleted.length, 'VM')} in ${org}: ${deleted.map((each) => each.name ?? each.uid).join(', ')} (${priceAndOwners(factsOf(deletions.selected(), deleted))} no longer billing)${stillBillingNote(stillBilling)}${[
                 ...hooksInWords(deleted),
                 ...endedJobsLines(deleted),
+                ...untold,
               ]
                 .map((line) => `\n${line}`)
                 .join('')}`,
@@ -260,6 +262,13 @@ targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each r
                 vms: deleted.map((each) => ({name: each.name, uid: each.uid})),
               },
             )
+          // A deletion dstack was not told of, without a scheduled deletion's notification to carry it.
+          else if (untold.length > 0)
+            await this.notify('dstack-out-of-sync', `targon down in ${org}: ${untold.join('')}`, {
+              exitCode: 0,
+              owner: selection.owner,
+              vms: deleted.map((each) => ({name: each.name, uid: each.uid})),
+            })
           if (!this.jsonEnabled()) this.render(result)
           return result
         } catch (error) {

@@ -6,7 +6,7 @@ import {Flags} from '@oclif/core'
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {storeLimit} from '../lib/workflows/run/job-store.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
-import {deletionResultLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
+import {deletionResultLines, dstackOutOfSyncLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import type {SweepResult} from '../lib/workflows/sweep/schema.js'
 import {TargonError, isTargonError, usageError} from '../lib/core/errors.js'
@@ -361,6 +361,8 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${[
         ...hooksInWords(result.results),
         ...endedJobsLines(result.results),
+        // The sweep's own sync after its deletions repairs dstack's fleets; a failed one leaves that to the next.
+        ...(repairedByTheSync(result.dstack_sync) ? [] : dstackOutOfSyncLines(result.results)),
       ]
         .map((line) => `\n${line}`)
         .join('')}`,
@@ -406,4 +408,9 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         `Runway: ${result.runway.runway_hours === null ? 'unlimited (nothing priced bills)' : formatDuration(result.runway.runway_hours * 3_600_000)} at ${usd(result.runway.burn_usd_per_hour)} USD/h${result.runway.short ? ' (SHORT)' : ''}`,
       )
   }
+}
+
+/** Whether the sweep's own dstack sync ran and every fleet of it went through. */
+function repairedByTheSync(sync: SweepResult['dstack_sync']): boolean {
+  return sync !== null && sync.error === null && sync.fleets.every((fleet) => fleet.action !== 'failed')
 }

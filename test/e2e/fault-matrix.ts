@@ -833,9 +833,26 @@ export const scenarios: Scenario[] = [
         // dstack goes away: nothing answers on its port.
         const port = Number(new URL(dstack.url).port)
         await dstack.stop()
-        const down = await ctx.targon(['down', name, '--json'], {env: env()})
+        // A person hears of it: one notification says dstack was not told.
+        const heard: {targon: {event: string; vms: {uid: string}[]}; text: string}[] = []
+        const receiver = createServer((request, response) => {
+          let body = ''
+          request.on('data', (chunk: Buffer) => (body += chunk.toString()))
+          request.on('end', () => {
+            heard.push(JSON.parse(body))
+            response.writeHead(200).end()
+          })
+        })
+        await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+        const notifyUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+        const down = await ctx
+          .targon(['down', name, '--json'], {env: {...env(), TARGON_NOTIFY_URL: notifyUrl}})
+          .finally(() => receiver.close())
         expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, dstack: 'unreachable', uid}])
         expect(parseJson(down).warnings.join('\n')).toContain('dstack could not take')
+        expect(heard).toMatchObject([
+          {targon: {event: 'dstack-out-of-sync', vms: [{uid}]}, text: expect.stringContaining('next targon dstack sync')},
+        ])
         expect(ctx.sim.billing()).toEqual([])
         // dstack is back: the next sync takes the deleted VM out of its fleet.
         await dstack.start(port)
@@ -843,6 +860,27 @@ export const scenarios: Scenario[] = [
         expect(sync.code, sync.stdout + sync.stderr).toBe(0)
         expect(parseJson(sync).data.removed).toMatchObject([{hostname: dstackHostOf(uid)}])
         expect(dstack.hosts(DSTACK_FLEET)).toEqual([])
+        return down
+      }),
+    vms: true,
+  },
+  {
+    code: null,
+    exit: 0,
+    name: 'dstack: hangs during down of a VM in its fleet: the deletion waits 15 s for it, no longer, and goes ahead',
+    seconds: 22,
+    run: (ctx) =>
+      withDstack(async (dstack, env) => {
+        const up = await ctx.targon([...UP, '--dstack'], {env: env()})
+        expect(up.code, up.stdout + up.stderr).toBe(0)
+        const {name, uid} = parseJson(up).data.vms[0]
+        // dstack takes the connection and never answers (the API's own http-timeout is a minute).
+        dstack.inject({holdUntil: new Promise(() => {}), path: '/fleets/'})
+        const down = await ctx.targon(['down', name, '--json'], {env: env()})
+        expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, dstack: 'unreachable', uid}])
+        expect(parseJson(down).warnings.join('\n')).toContain('within 15 s')
+        expect(ctx.sim.billing()).toEqual([])
+        dstack.clearFaults()
         return down
       }),
     vms: true,

@@ -57,6 +57,17 @@ export function deletionResultLines<Row extends DeleteResult>(results: Row[], af
   return [table, ...hooksInWords(results), ...endedJobsLines(results)]
 }
 
+/**
+ * One line, for notifications, naming the deleted VMs that dstack could not be told of (it did not answer, or refused):
+ * its fleet may list them as hosts until the next targon dstack sync. None when there are none.
+ */
+export function dstackOutOfSyncLines(results: readonly Pick<DeleteResult, 'dstack' | 'name' | 'uid'>[]): string[] {
+  const untold = results.filter((row) => row.dstack === 'unreachable' || row.dstack === 'failed')
+  if (untold.length === 0) return []
+  const names = untold.map((row) => row.name ?? row.uid).join(', ')
+  return [`dstack could not be told of the deletion of ${names}: its fleet may list them until the next targon dstack sync`]
+}
+
 /** A line for each deletion that ended jobs of targon run, for the result and notifications. */
 export function endedJobsLines(results: readonly Pick<DeleteResult, 'ended_jobs' | 'name' | 'uid'>[]): string[] {
   return results.flatMap((row) => {

@@ -15,6 +15,7 @@ export type NotifyEvent =
   | 'capacity-found'
   | 'down-deleted'
   | 'down-still-billing'
+  | 'dstack-out-of-sync'
   | 'fetch-failing'
   | 'interrupted-billing'
   | 'runway-short'

@@ -24,6 +24,8 @@ export interface DstackLeave {
 }
 
 const REPAIR = 'the next targon dstack sync removes it'
+/** A dstack that hangs holds a deletion up for this long per request at most (not the API's whole http-timeout). */
+const LEAVE_REQUEST_MS = 15_000
 
 /**
  * Takes these VMs out of their targon-* dstack fleets; waits at most `budgetMs` for hosts with a dstack job. Says per
@@ -124,7 +126,7 @@ export async function openLeave(
   trace?: (line: string) => void,
 ): Promise<DstackLeave | undefined> {
   try {
-    const handle = await openDstack(run, {trace})
+    const handle = await openDstack(run, {maxRequestMs: LEAVE_REQUEST_MS, trace})
     return handle === null ? undefined : {force, handle}
   } catch (error) {
     run.warn(`dstack is not used by this deletion (${asTargonError(error).message}); ${REPAIR.replace('it', 'what it still holds')}`)
