@@ -12,8 +12,9 @@ import type {TargonClient} from '../adapters/targon/client.js'
 import {connect} from '../adapters/targon/connect.js'
 import {guardInterrupts} from './interrupt.js'
 import {type NotifyFacts, RunReporter} from './reporter.js'
-import {TargonError, asTargonError, isTargonError} from '../core/errors.js'
+import {TargonError, asTargonError, bugReport, isTargonError} from '../core/errors.js'
 import {REAL_CLOCK} from '../core/clock.js'
+import {BUGS_URL, VERSION} from '../core/version.js'
 import type {RunContext} from '../workflows/run-context.js'
 import type {FetchFailingNotice} from '../workflows/run/jobs-done.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
@@ -206,7 +207,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
 
   /** What the run failed with, in the CLI's taxonomy, with what only the run's settings can add to its hint. */
   private runError(error: unknown): TargonError {
-    const err = toTargonError(error)
+    const err = failureOf(error)
     const sudoUser = err.cause instanceof OwnedByAnother ? this.ctx?.settings.sudoUser(err.cause.ownerUid) : undefined
     return sudoUser === undefined ? err : err.with({hint: sudoHint(sudoUser)})
   }
@@ -242,6 +243,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
         reason: err.reason ?? null,
         request_id: err.requestId ?? null,
         resource: err.resource ?? null,
+        who_must_act: err.whoMustAct,
       },
       warnings: this.warnings,
       ok: false,
@@ -267,8 +269,15 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     const hint = err.hint ? `. Hint: ${err.hint}` : ''
     const requestId = err.requestId ? ` (request id ${err.requestId})` : ''
     process.stderr.write(`${printable(`Error: ${err.message}${requestId}${hint}`)}\n`)
-    if (this.verbose() && !isTargonError(error) && error.stack) process.stderr.write(`${error.stack}\n`)
+    // Only a bug shows its stack, and only when asked: for the report.
+    if (this.verbose() && err.whoMustAct === 'bug' && error.stack) process.stderr.write(`${error.stack}\n`)
   }
+}
+
+/** What a run that failed with `error` reports: in the CLI's taxonomy, and a bug told as one, with the version. */
+export function failureOf(error: unknown, version = VERSION): TargonError {
+  const err = toTargonError(error)
+  return err.whoMustAct === 'bug' ? bugReport(err, version, BUGS_URL) : err
 }
 
 /** Maps anything thrown to the CLI's taxonomy: parse errors are usage errors, the rest a bug. */

@@ -6,7 +6,7 @@
  */
 import * as z from 'zod'
 
-import {EXIT_CODES, type ErrorCode} from '../core/errors.js'
+import {EXIT_CODES, type ErrorCode, WHO_MUST_ACT} from '../core/errors.js'
 import {CopyResultSchema} from '../workflows/copy/schema.js'
 import {DownResultSchema} from '../workflows/down/schema.js'
 import {DstackScaleResultSchema} from '../workflows/dstack-scale/schema.js'
@@ -128,6 +128,11 @@ export const ErrorEnvelopeSchema = z.object({
     request_id: z.string().nullable(),
     resource: z.object({uid: z.string().optional(), name: z.string().optional()}).nullable(),
     details: z.record(z.string(), z.unknown()),
+    who_must_act: z
+      .enum(WHO_MUST_ACT)
+      .describe(
+        "who must act: user (usage, config, or a refusal for price, capacity, credits or quota that is the user's to decide), targon (the API or a VM misbehaved: Targon must act, or retry later), bug (an error of targon: report it)",
+      ),
   }),
   data: z
     .record(z.string(), z.unknown())

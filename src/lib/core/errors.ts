@@ -5,41 +5,56 @@
  */
 import {dirname} from 'node:path'
 
-export const EXIT_CODES = {
-  INTERNAL: 1,
-  USAGE: 2,
-  NAME_CONFLICT: 2,
-  AUTH: 3,
-  CONFIG: 3,
-  NOT_FOUND: 4,
-  API_ERROR: 5,
-  NETWORK_ERROR: 5,
-  BAD_RESPONSE: 5,
-  TIMEOUT: 6,
-  SSH_FAILED: 7,
-  HOST_KEY_MISMATCH: 7,
-  BOOTSTRAP_FAILED: 8,
-  PRICE_CAP_EXCEEDED: 9,
-  NO_CAPACITY: 10,
-  INSUFFICIENT_CREDITS: 10,
-  PARTIAL_FAILURE: 11,
+/**
+ * Who must act on an error (cli-kit's AbortError against BugError): `user`, for a usage or config problem or a
+ * refusal (price, capacity, credits, quota) that is the user's to decide about; `targon`, when the API or a VM
+ * misbehaved (the Targon side must act, or the user retries later); `bug`, an error of this tool.
+ */
+export const WHO_MUST_ACT = ['user', 'targon', 'bug'] as const
+export type WhoMustAct = (typeof WHO_MUST_ACT)[number]
+
+/** Every error code: its exit code and who must act on it. */
+export const ERROR_CODES = {
+  INTERNAL: {exit: 1, whoMustAct: 'bug'},
+  USAGE: {exit: 2, whoMustAct: 'user'},
+  NAME_CONFLICT: {exit: 2, whoMustAct: 'user'},
+  AUTH: {exit: 3, whoMustAct: 'user'},
+  CONFIG: {exit: 3, whoMustAct: 'user'},
+  NOT_FOUND: {exit: 4, whoMustAct: 'user'},
+  API_ERROR: {exit: 5, whoMustAct: 'targon'},
+  NETWORK_ERROR: {exit: 5, whoMustAct: 'targon'},
+  BAD_RESPONSE: {exit: 5, whoMustAct: 'targon'},
+  TIMEOUT: {exit: 6, whoMustAct: 'targon'},
+  SSH_FAILED: {exit: 7, whoMustAct: 'targon'},
+  HOST_KEY_MISMATCH: {exit: 7, whoMustAct: 'targon'},
+  BOOTSTRAP_FAILED: {exit: 8, whoMustAct: 'targon'},
+  PRICE_CAP_EXCEEDED: {exit: 9, whoMustAct: 'user'},
+  NO_CAPACITY: {exit: 10, whoMustAct: 'user'},
+  INSUFFICIENT_CREDITS: {exit: 10, whoMustAct: 'user'},
+  /** Something still bills after a deletion, or part of a fleet failed: what failed was the API's or a VM's. */
+  PARTIAL_FAILURE: {exit: 11, whoMustAct: 'targon'},
   /** targon exec: the command failed (or could not run) on at least one VM. */
-  REMOTE_COMMAND_FAILED: 12,
+  REMOTE_COMMAND_FAILED: {exit: 12, whoMustAct: 'user'},
   /** targon cp: some file was not copied on at least one VM. */
-  COPY_FAILED: 12,
+  COPY_FAILED: {exit: 12, whoMustAct: 'user'},
   /** Targon refused for a quota of the org (a 429 whose reason names a limit): final, no other offer is tried. */
-  QUOTA_EXCEEDED: 13,
+  QUOTA_EXCEEDED: {exit: 13, whoMustAct: 'user'},
   /** targon credits --min-runway: the org's credits last less than that at the current burn rate. */
-  RUNWAY_SHORT: 14,
+  RUNWAY_SHORT: {exit: 14, whoMustAct: 'user'},
   /** By SIGINT; each interrupting signal has its own code, see SIGNAL_EXIT_CODES. */
-  INTERRUPTED: 130,
-} as const
+  INTERRUPTED: {exit: 130, whoMustAct: 'user'},
+} as const satisfies Record<string, {exit: number; whoMustAct: WhoMustAct}>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+/** The exit code of each error code. */
+export const EXIT_CODES = Object.fromEntries(Object.entries(ERROR_CODES).map(([code, {exit}]) => [code, exit])) as {
+  readonly [C in ErrorCode]: (typeof ERROR_CODES)[C]['exit']
+}
 
 /** The signals that interrupt a run and clean up, and their exit codes: 128 + the signal number. */
 export const SIGNAL_EXIT_CODES = {SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143} as const
 export type InterruptSignal = keyof typeof SIGNAL_EXIT_CODES
-
-export type ErrorCode = keyof typeof EXIT_CODES
 
 /** Exit code for an unknown command (not-found.ts), as oclif's convention has it. */
 export const UNKNOWN_COMMAND_EXIT = 127
@@ -103,6 +118,10 @@ export class TargonError extends Error {
   get exitCode(): number {
     return this.code === 'INTERRUPTED' && this.signal ? SIGNAL_EXIT_CODES[this.signal] : EXIT_CODES[this.code]
   }
+
+  get whoMustAct(): WhoMustAct {
+    return ERROR_CODES[this.code].whoMustAct
+  }
 }
 
 export function usageError(message: string, hint?: string): TargonError {
@@ -148,6 +167,18 @@ export function asTargonError(error: unknown): TargonError {
   if (typeof errno?.path === 'string' && DISK_FULL_OR_READ_ONLY.has(errno.code ?? '')) return localWriteError(error, errno.path)
   const message = error instanceof Error ? error.message : String(error)
   return new TargonError('INTERNAL', `unexpected error: ${message}`, {hint: 'run again with --verbose and report it with the output'})
+}
+
+/**
+ * A bug of this tool, told as one (cli-kit's BugError): its message says so, names the version and asks for a report,
+ * at `reportAt` (the package's issue tracker) when there is one.
+ */
+export function bugReport(error: TargonError, version: string, reportAt?: string): TargonError {
+  const where = reportAt ? ` at ${reportAt}` : ''
+  return error.with({
+    hint: 'run again with --verbose to add the stack trace to the report',
+    message: `${error.message}: a bug of targon ${version}; please report it${where} with the command and this message`,
+  })
 }
 
 export function isTargonError(error: unknown): error is TargonError {
