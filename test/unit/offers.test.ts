@@ -1,7 +1,8 @@
 import {describe, expect, it} from 'vitest'
 
 import {RawOfferSchema} from '../../src/lib/adapters/targon/schemas.js'
-import {displayGpuModel, filterOffers, gpuKey, normalizeOffer, sortOffers, withinCap} from '../../src/lib/domain/offers/offers.js'
+import {filterOffers} from '../../src/lib/domain/offers/filter.js'
+import {displayGpuModel, gpuKey, normalizeOffer, sortOffers, withinCap} from '../../src/lib/domain/offers/offers.js'
 import {formatDuration, parseDuration, parsePrice} from '../../src/lib/core/input.js'
 
 describe('GPU names', () => {

@@ -3,35 +3,29 @@
  * capacity, at or under its price cap, cheapest first; and, when there are none, why not.
  */
 import type {Offer} from '../offers/schema.js'
-import {filterOffers, matchesGpu, sortOffers, withinCap} from '../offers/offers.js'
+import {type OfferKind, filterOffers, isOfKind} from '../offers/filter.js'
+import {sortOffers} from '../offers/offers.js'
 import {TargonError} from '../../core/errors.js'
 
-/** What a run asks for: one resource, or any offer of a GPU model (with at least minGpus GPUs), under a cap. */
-export interface OfferWanted {
-  resource?: string
-  gpu?: string
-  minGpus?: number
-  maxPrice: number
-}
+/**
+ * What a run asks for: offers of a kind (one resource, or any offer of a GPU model...), always under a cap. Its
+ * criteria are the offer filter's, which `targon offers` lists by.
+ */
+export type OfferWanted = OfferKind & {maxPrice: number}
 
-/** Offers of the resource or GPU model asked for, whatever their price and capacity. */
+/** Offers of the kind asked for, whatever their price and capacity. */
 export function matchingOffers(offers: Offer[], wanted: OfferWanted): Offer[] {
-  return offers.filter(
-    (offer) =>
-      (wanted.resource ? offer.resource === wanted.resource : true) &&
-      (wanted.gpu ? matchesGpu(offer, wanted.gpu) : true) &&
-      (wanted.minGpus === undefined || (offer.gpu_count ?? 0) >= wanted.minGpus),
-  )
+  return offers.filter((offer) => isOfKind(offer, wanted))
 }
 
 /** Matching offers at or under the cap, whatever their capacity, cheapest first: what a wait for capacity watches. */
 export function offersUnderCap(offers: Offer[], wanted: OfferWanted): Offer[] {
-  return sortOffers(matchingOffers(offers, wanted).filter((offer) => withinCap(offer.price_per_hour, wanted.maxPrice)))
+  return sortOffers(filterOffers(offers, {...wanted, includeSoldOut: true}))
 }
 
 /** Matching offers with capacity at or under the cap, cheapest first. */
 export function rentableOffers(offers: Offer[], wanted: OfferWanted): Offer[] {
-  return sortOffers(filterOffers(matchingOffers(offers, wanted), {maxPrice: wanted.maxPrice}))
+  return sortOffers(filterOffers(offers, {...wanted, includeSoldOut: false}))
 }
 
 export function describeWanted(wanted: OfferWanted): string {

@@ -1,6 +1,6 @@
 /**
- * VM offers: normalization of both inventory generations, GPU model matching,
- * filtering and ordering. Shared by `targon offers` and the offer choice of `targon up`.
+ * VM offers: normalization of both inventory generations, GPU model names and ordering. Shared by `targon offers`
+ * and the offer choice of `targon up`; which offers are kept is the offer filter's (filter.ts).
  */
 
 import type {RawOffer} from '../../adapters/targon/schemas.js'
@@ -8,13 +8,6 @@ import type {Offer} from './schema.js'
 
 export const OFFER_SORTS = ['price', 'gpu', 'available'] as const
 export type OfferSort = (typeof OFFER_SORTS)[number]
-
-export interface OfferFilter {
-  gpu?: string
-  minGpus?: number
-  maxPrice?: number
-  includeSoldOut?: boolean
-}
 
 interface GpuFamily {
   key: string
@@ -92,21 +85,6 @@ export function normalizeOffer(raw: RawOffer, maxPrice?: number): Offer {
 
 function positiveOrNull(value: number | null | undefined): number | null {
   return typeof value === 'number' && value > 0 ? value : null
-}
-
-export function matchesGpu(offer: Offer, gpu: string): boolean {
-  return offer.gpu_model !== null && gpuKey(offer.gpu_model) === gpuKey(gpu)
-}
-
-/** Filters by GPU model, GPU count, price cap and availability (unknown availability is kept). */
-export function filterOffers(offers: Offer[], filter: OfferFilter): Offer[] {
-  return offers.filter((offer) => {
-    if (filter.gpu && !matchesGpu(offer, filter.gpu)) return false
-    if (filter.minGpus !== undefined && (offer.gpu_count ?? 0) < filter.minGpus) return false
-    if (filter.maxPrice !== undefined && !withinCap(offer.price_per_hour, filter.maxPrice)) return false
-    if (!filter.includeSoldOut && offer.available !== null && offer.available <= 0) return false
-    return true
-  })
 }
 
 export function sortOffers(offers: Offer[], by: OfferSort = 'price'): Offer[] {

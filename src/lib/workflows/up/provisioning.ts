@@ -18,6 +18,7 @@ import {type HistoryAnswer, classifyByHistory, type HistoryBudget} from '../../d
 import type {Clock} from '../../core/clock.js'
 import {TargonError} from '../../core/errors.js'
 import {withinCap} from '../../domain/offers/offers.js'
+import type {OfferKind} from '../../domain/offers/filter.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type SparseWorkload, type Workload, workloadPrice, workloadStatus} from '../../adapters/targon/schemas.js'
@@ -30,11 +31,7 @@ import type {Claim, VmTrack} from './stages.js'
 import type {RunEvents} from '../../adapters/events/run-events.js'
 
 /** What the user asked of a run, built once by the command: the request carries it as it is. */
-export interface UpAsk {
-  /** Exact resource asked for; otherwise any candidate offer. */
-  resource?: string
-  gpu?: string
-  minGpus?: number
+export interface UpAsk extends OfferKind {
   /** The price cap; null only when adopting (--name without a resource or --gpu) without one. */
   maxPrice: number | null
   count: number
