@@ -69,7 +69,7 @@ const commandIds = [
 
 /**
  * The commands whose help runs cold and cached: every command lives in the same bundles (the CLI's and each plugin's),
- * so a few prove the cache for all; in-process tests (test/cmd/reference.test.ts) render every command's help.
+ * so a few prove the cache for all; test/cmd/help.test.ts prints every command's help.
  */
 const SAMPLED = ['up', 'dstack:scale', 'config:set', 'help', 'autocomplete']
 
