@@ -2,31 +2,19 @@
  * What targon dstack scale decides (workflows/dstack-scale/plan.ts), from runs as the dstack double answers runs/list
  * through the client, on a fake clock: which runs wait for capacity, and how many VMs to rent for them.
  */
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {DstackClient} from '../../src/lib/adapters/dstack/client.js'
 import {SUBMITTED_GRACE_MS, decideRent, hostState, waitingRuns} from '../../src/lib/workflows/dstack-scale/plan.js'
-import {DSTACK_PROJECT, DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
-import {fakeClock} from '../helpers/fake-clock.js'
-import type {DstackSimulator} from '../dstack/simulator.js'
+import {useDstackClient} from '../helpers/dstack.js'
 
 const FLEET = 'targon-train'
 
-let dstack: DstackSimulator | undefined
-let client: DstackClient | undefined
-
-afterEach(async () => {
-  await client?.close()
-  await dstack?.stop()
-  dstack = undefined
-})
+const dstackClient = useDstackClient()
 
 async function setup() {
-  const clock = fakeClock(Date.parse('2026-05-01T00:00:00Z'))
-  dstack = await startDstack({clock})
-  client = new DstackClient({clock, project: DSTACK_PROJECT, token: DSTACK_TOKEN, url: dstack.url})
-  const waiting = async () => waitingRuns(await (client as DstackClient).listActiveRuns(), FLEET, clock.now())
-  return {clock, dstack, waiting}
+  const {client, clock, dstack} = await dstackClient.start()
+  const waiting = async () => waitingRuns(await client.listActiveRuns(), FLEET, clock.now())
+  return {client, clock, dstack, waiting}
 }
 
 describe('dstack scale: which runs wait for capacity', () => {
@@ -47,13 +35,13 @@ describe('dstack scale: which runs wait for capacity', () => {
   })
 
   it('leaves out runs for another fleet, finished runs, runs without retry that failed, and other pending runs', async () => {
-    const {clock, dstack, waiting} = await setup()
+    const {client, clock, dstack, waiting} = await setup()
     dstack.submitRun({fleets: ['other'], name: 'elsewhere'})
     dstack.submitRun({fleets: [FLEET], name: 'ours'})
     dstack.submitRun({name: 'no-retry', retrySeconds: null})
     dstack.submitRun({name: 'done'})
     dstack.finishRun('done')
-    const runs = await (client as DstackClient).listActiveRuns()
+    const runs = await client.listActiveRuns()
     expect(runs.map((run) => run.run_spec.run_name).sort()).toEqual(['elsewhere', 'ours'])
     expect((await waiting()).map((run) => run.name)).toEqual(['ours'])
     // Pending for its schedule (a cron run), not for capacity; running: placed.

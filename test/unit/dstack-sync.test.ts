@@ -3,39 +3,28 @@
  * it sends for each kind of change, how many requests it costs, and how it meets dstack's refusals.
  */
 import ssh2 from 'ssh2'
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {DstackClient} from '../../src/lib/adapters/dstack/client.js'
 import type {DstackHost} from '../../src/lib/adapters/dstack/schemas.js'
 import {fleetSpec, syncFleet} from '../../src/lib/workflows/dstack/fleet-sync.js'
 import {planChanges} from '../../src/lib/workflows/dstack/plan.js'
-import {DSTACK_PROJECT, DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
-import {fakeClock} from '../helpers/fake-clock.js'
+import {useDstackClient} from '../helpers/dstack.js'
 import type {DstackSimulator, DstackSimulatorOptions} from '../dstack/simulator.js'
 
 const generated = ssh2.utils.generateKeyPairSync('ed25519')
 const KEY = {private: generated.private, public: generated.public}
 const NAME = 'targon-train'
 
-let dstack: DstackSimulator | undefined
-let client: DstackClient | undefined
-
-afterEach(async () => {
-  await client?.close()
-  await dstack?.stop()
-  dstack = undefined
-})
+const dstackClient = useDstackClient()
 
 async function setup(options: DstackSimulatorOptions = {}) {
-  const clock = fakeClock(Date.parse('2026-05-01T00:00:00Z'))
-  dstack = await startDstack({...options, clock})
-  client = new DstackClient({clock, project: DSTACK_PROJECT, token: DSTACK_TOKEN, url: dstack.url})
+  const {client, clock, dstack} = await dstackClient.start(options)
   const sync = async (hosts: DstackHost[]) => {
-    const before = client?.requests ?? 0
-    const outcome = await syncFleet(client as DstackClient, NAME, KEY, hosts, {clock})
-    return {...outcome, requests: (client?.requests ?? 0) - before}
+    const before = client.requests
+    const outcome = await syncFleet(client, NAME, KEY, hosts, {clock})
+    return {...outcome, requests: client.requests - before}
   }
-  return {clock, dstack, sync}
+  return {client, clock, dstack, sync}
 }
 
 const hosts = (count: number, port = 2200): DstackHost[] =>
@@ -97,12 +86,12 @@ describe('dstack fleet sync', () => {
   })
 
   it('plans again when the fleet changed after the plan', async () => {
-    const {dstack: sim, sync} = await setup()
+    const {client, dstack: sim, sync} = await setup()
     await sync(hosts(1))
     // Another client changes the fleet between this sync's plan and its apply: the first apply is refused.
     let changed = false
-    const original = client?.apply.bind(client) as DstackClient['apply']
-    ;(client as DstackClient).apply = async (spec, current) => {
+    const original = client.apply.bind(client)
+    client.apply = async (spec, current) => {
       if (!changed) {
         changed = true
         const other = await client?.getPlan(fleetSpec(NAME, KEY, hosts(3).slice(0, 1).concat({hostname: 'other.example', port: 22})))
@@ -121,7 +110,7 @@ describe('dstack fleet sync', () => {
   })
 
   it('never removes a host with a dstack job, and refuses a host another fleet holds', async () => {
-    const {dstack: sim, sync} = await setup()
+    const {client, clock, dstack: sim, sync} = await setup()
     const [first, second] = hosts(2) as [DstackHost, DstackHost]
     await sync([first, second])
     const run = sim.submitRun({fleets: [NAME]})
@@ -130,7 +119,7 @@ describe('dstack fleet sync', () => {
     expect(outcome).toMatchObject({busy: [first], removed: []})
     expect(held(sim)).toEqual(names([first, second]))
 
-    await expect(syncFleet(client as DstackClient, 'targon-other', KEY, [second], {clock: fakeClock()})).rejects.toMatchObject({
+    await expect(syncFleet(client, 'targon-other', KEY, [second], {clock})).rejects.toMatchObject({
       code: 'CONFIG',
       hint: expect.stringContaining('another dstack fleet holds that host'),
     })
