@@ -12,6 +12,28 @@ import {limitsOf} from '../../domain/fleet/limits.js'
 export type DownSelection = DownResult['selection']
 
 /**
+ * A selection made by a workflow rather than by flags (the sweep, dstack scale, run --down): nothing selected but
+ * what `picks` says, under the owner rules of `scope`.
+ */
+export function selectionOf(scope: OwnerScope, picks: Partial<DownSelection>): DownSelection {
+  return {
+    all: false,
+    any_origin: false,
+    any_owner: scope.anyOwner,
+    expired: false,
+    fleet: null,
+    idle: false,
+    idle_limit_seconds: null,
+    jobs_done: false,
+    older_than_seconds: null,
+    over_cost_usd: null,
+    owner: scope.owner,
+    targets: [],
+    ...picks,
+  }
+}
+
+/**
  * Picks the VMs a selection names. Explicit targets are always allowed, and with them --fleet only says which fleet
  * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
  * the listing does not show come back as `unlisted`.

@@ -12,6 +12,7 @@ import {type OwnerScope, scoped} from '../../domain/fleet/owners.js'
 import {type KnownVm, snapshot} from '../../domain/fleet/workloads.js'
 import {recordSnapshot} from '../../domain/ledger/ledger.js'
 import {type DownOptions, runDown} from '../down/down.js'
+import {selectionOf} from '../down/selection.js'
 import {type RentRequest, rentAsk, rentWithUp} from '../run/rent.js'
 import {planUp} from '../up/plan.js'
 import type {UpPlan} from '../up/schema.js'
@@ -136,20 +137,12 @@ async function removeIdle(
     parallel: 4,
     reasonOf: () => 'idle',
     reconcileMs: options.reconcileMs,
-    selection: {
-      all: false,
-      any_origin: false,
-      any_owner: options.owners.anyOwner,
-      expired: false,
+    selection: selectionOf(options.owners, {
       fleet: options.fleet,
       idle: true,
       idle_limit_seconds: options.idleMs / 1000,
-      jobs_done: false,
-      older_than_seconds: null,
-      over_cost_usd: null,
-      owner: options.owners.owner,
       targets: vms.map((vm) => vm.uid),
-    },
+    }),
     wakeRegistered: false,
   })
   return {kept: down.kept, removed: down.results}

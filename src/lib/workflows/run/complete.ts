@@ -14,6 +14,7 @@ import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {KnownVm} from '../../domain/fleet/workloads.js'
 import type {DstackLeave} from '../dstack/leave.js'
 import {runDown} from '../down/down.js'
+import {selectionOf} from '../down/selection.js'
 import type {DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -219,20 +220,7 @@ export async function deleteVm(
       parallel: 1,
       reasonOf: () => reason,
       reconcileMs: options.reconcileMs,
-      selection: {
-        all: false,
-        any_origin: false,
-        any_owner: options.owners.anyOwner,
-        expired: false,
-        fleet: null,
-        idle: false,
-        idle_limit_seconds: null,
-        jobs_done: false,
-        older_than_seconds: null,
-        over_cost_usd: null,
-        owner: options.owners.owner,
-        targets: [vm.uid],
-      },
+      selection: selectionOf(options.owners, {targets: [vm.uid]}),
       wakeRegistered: false,
     })
     return report(down)

@@ -13,7 +13,7 @@ import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/work
 import {type DownOptions, runDown} from '../down/down.js'
 import {syncCoveredFleets} from '../dstack/sync.js'
 import {keepUnlessIdle} from '../down/idle-selection.js'
-import {type DownSelection, limitReached} from '../down/selection.js'
+import {type DownSelection, limitReached, selectionOf} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
 import {type JobsDoneOptions, keepUnlessJobsDone} from '../run/jobs-done.js'
 import {readJobs} from '../run/jobs.js'
@@ -263,20 +263,7 @@ export async function runSweep(
 
 /** What a sweep asks of down: every fleet (or one), this tool's VMs, the owner rules; its limits narrow it. */
 function sweepSelection(options: Pick<SweepOptions, 'fleet' | 'idleLimitS' | 'owners'>): DownSelection {
-  return {
-    all: options.fleet === null,
-    any_origin: false,
-    jobs_done: false,
-    any_owner: options.owners.anyOwner,
-    expired: false,
-    fleet: options.fleet,
-    idle: false,
-    idle_limit_seconds: options.idleLimitS,
-    older_than_seconds: null,
-    over_cost_usd: null,
-    owner: options.owners.owner,
-    targets: [],
-  }
+  return selectionOf(options.owners, {all: options.fleet === null, fleet: options.fleet, idle_limit_seconds: options.idleLimitS})
 }
 
 /**
