@@ -10,6 +10,8 @@ import type {Clock} from '../../core/clock.js'
 import {TargonError, abortError, isAbortError} from '../../core/errors.js'
 import {VERSION} from '../../core/version.js'
 import {Agent, request} from '../targon/undici-subset.js'
+import {readCapped} from '../targon/http.js'
+import {oneLine} from '../../core/output.js'
 import {type DstackFleet, DstackFleetSchema, type DstackPlan, DstackPlanSchema} from './schemas.js'
 import {type DstackRun, DstackRunSchema, RUNS_PAGE, activeRunsRequest} from './runs.js'
 
@@ -114,7 +116,11 @@ export class DstackClient {
         signal,
       })
       status = response.statusCode
-      text = await readBounded(response.body, action)
+      text = await readCapped(
+        response.body,
+        MAX_ANSWER_BYTES,
+        () => new TargonError('BAD_RESPONSE', `dstack answered ${action} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`),
+      )
     } catch (error) {
       if (this.options.signal?.aborted) throw abortError(this.options.signal)
       if (error instanceof TargonError) throw error
@@ -154,22 +160,6 @@ export class DstackClient {
   }
 }
 
-async function readBounded(body: AsyncIterable<Buffer> & {destroy: () => void}, action: string): Promise<string> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.length
-    if (size > MAX_ANSWER_BYTES) {
-      body.destroy()
-      throw new TargonError('BAD_RESPONSE', `dstack answered ${action} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`)
-    }
-
-    chunks.push(chunk)
-  }
-
-  return Buffer.concat(chunks).toString('utf8')
-}
-
 /** dstack's error detail: `[{code, msg}]` (a refusal), `{code, msg}` (access), a string, or a validation list. */
 function detailOf(body: unknown): {code: string | null; msg: string} | undefined {
   const detail = (body as {detail?: unknown} | null)?.detail
@@ -185,8 +175,7 @@ function detailOf(body: unknown): {code: string | null; msg: string} | undefined
 
 /** Printable, one line, at most 300 characters: dstack's words are shown, but they are still an answer from afar. */
 function clean(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim()
+  const flat = oneLine(text).trim()
   return flat.length > 300 ? `${flat.slice(0, 300)}…` : flat
 }
 

@@ -168,7 +168,12 @@ export class HttpTransport {
     const requestId = headerValue(response.headers['x-request-id'])
     let text: string
     try {
-      text = await readCapped(response.body, endpoint, call.maxBytes ?? MAX_BODY_BYTES, call.onTruncated)
+      const maxBytes = call.maxBytes ?? MAX_BODY_BYTES
+      const tooLarge = () =>
+        new TargonError('BAD_RESPONSE', `Targon API answered ${endpoint} with more than ${sizeText(maxBytes)}`, {
+          hint: 'retry later; if it persists, report it to Targon support',
+        })
+      text = await readCapped(response.body, maxBytes, tooLarge, call.onTruncated)
     } catch (error) {
       this.throwIfAborted()
       if (error instanceof TargonError) throw error
@@ -242,10 +247,14 @@ export class HttpTransport {
  * A body as text, reading at most `maxBytes`: over it, the rest is not read and the answer is BAD_RESPONSE, or, with
  * onTruncated, only its last `maxBytes` are kept. Memory stays bounded whatever the server sends.
  */
-async function readCapped(
+/**
+ * An HTTP body as text, at most `maxBytes`: past that the read stops with `tooLarge()`, or, with `onTruncated`, goes on
+ * keeping only the last `maxBytes` (a console log's end).
+ */
+export async function readCapped(
   body: AsyncIterable<Buffer> & {destroy: () => void},
-  endpoint: string,
   maxBytes: number,
+  tooLarge: () => Error,
   onTruncated?: () => void,
 ): Promise<string> {
   const chunks: Buffer[] = []
@@ -257,9 +266,7 @@ async function readCapped(
     if (size <= maxBytes) continue
     if (!onTruncated) {
       body.destroy()
-      throw new TargonError('BAD_RESPONSE', `Targon API answered ${endpoint} with more than ${sizeText(maxBytes)}`, {
-        hint: 'retry later; if it persists, report it to Targon support',
-      })
+      throw tooLarge()
     }
 
     truncated = true
