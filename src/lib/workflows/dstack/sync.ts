@@ -84,8 +84,9 @@ function withVm(host: DstackHost, vms: FleetHost[]): DstackSyncResult['added'][n
 
 /**
  * The guard's part (targon sweep): each fleet it covers (`fleet`, else every fleet) that has a targon-* dstack fleet
- * is synced from the sweep's final listing, so that no dstack fleet holds a deleted VM past one guard interval. A
- * failure is a warning, and a summary that says so: it never touches the sweep's deletions.
+ * is synced from one listing taken after the sweep's deletions (what is left), so that no dstack fleet holds a deleted
+ * VM past one guard interval. A failure is a warning, and a summary that says so: it never touches the sweep's
+ * deletions.
  */
 export async function syncCoveredFleets(
   run: SyncRun,
