@@ -8,7 +8,6 @@ import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.
 import {usageError} from '../lib/core/errors.js'
 import {validateFleet} from '../lib/adapters/settings/table.js'
 import {runCost} from '../lib/workflows/spend/cost-report.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 
 const DEFAULT_SINCE_MS = 7 * 86_400_000
 const BAR_WIDTH = 30
@@ -65,11 +64,11 @@ over the same interval.`)
     const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
     const retentionDays = await this.ctx.settings.get('ledger-days')
     return this.withApi(async (client) => {
-      const result = await runCost(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+      const result = await runCost(this.ctx, client, this.ctx.localState(), {
         by: this.flags.by,
         fleet,
         from,
-        org: await this.resolveOrg(client),
+        org: await this.ctx.org(client),
         reconcile: this.flags.reconcile,
         retentionDays,
         to: this.flags.to ?? null,

@@ -5,7 +5,6 @@ import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/workflows/copy/copy.js'
 import {CopyBar, size} from '../lib/workflows/copy/progress.js'
 import {parseCopySpec} from '../lib/workflows/copy/spec.js'
 import {parseVmList} from '../lib/domain/fleet/fan-out.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
 import {printableName, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
@@ -60,7 +59,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runCopy(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+          return await runCopy(this.ctx, client, this.ctx.localState(), {
             configDir: this.ctx.settings.dir,
             fleet,
             info: (message) => {
@@ -74,7 +73,7 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               bar?.finish(result.vm)
             },
             onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.ctx.clock)),
-            org: await this.resolveOrg(client),
+            org: await this.ctx.org(client),
             owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,

@@ -8,7 +8,6 @@ import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usd, usdPrecise} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {runCredits} from '../lib/workflows/spend/credits.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Credits extends BaseCommand<typeof Credits, 'credits'> {
   static summary = "Show the org's credits, what burns them now, and how many hours they last."
@@ -43,9 +42,9 @@ debited in batches) proves nothing: it is shown as inconclusive and clears nothi
     await this.useNotifyUrl(this.flags.notify, true)
     const owners = await ownerScope(this.ctx.settings, false)
     return this.withApi(async (client) => {
-      const result = await runCredits(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+      const result = await runCredits(this.ctx, client, this.ctx.localState(), {
         minRunwayMs: this.flags['min-runway'] ?? null,
-        org: await this.resolveOrg(client),
+        org: await this.ctx.org(client),
         owners,
       })
       if (!this.jsonEnabled()) this.render(result)

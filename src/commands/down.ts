@@ -11,7 +11,6 @@ import {validateFleet} from '../lib/adapters/settings/table.js'
 import type {KnownVm} from '../lib/domain/fleet/workloads.js'
 import {countOf, prose} from '../lib/core/output.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import {CLEANUP_BUDGET_MS, type DeleteTarget} from '../lib/domain/deletion/delete-workloads.js'
 import type {DownResult} from '../lib/workflows/down/schema.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
@@ -204,8 +203,8 @@ targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each r
     return this.withApi(
       async (client, signal) => {
         try {
-          const org = await this.resolveOrg(client)
-          const result = await runDown(this.ctx, client, client.withSignal(undefined), org, new LocalState(this.ctx.settings.dir), {
+          const org = await this.ctx.org(client)
+          const result = await runDown(this.ctx, client, client.withSignal(undefined), org, this.ctx.localState(), {
             configDir: this.ctx.settings.dir,
             confirm: (vms) => this.confirm(vms, !isBulk(selection), signal),
             confirmOthers: (vms) => this.confirmOthers(vms, signal),
@@ -215,7 +214,7 @@ targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each r
             ...(flags['hook-timeout'] !== undefined && {hookTimeoutS: Math.ceil(flags['hook-timeout'] / 1000)}),
             ignoreMissing: flags['ignore-missing'],
             labelFleet: await this.ctx.settings.get('fleet'),
-            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            reconcileMs: await this.ctx.reconcileWindowMs(),
             onEvent: deletions.onEvent,
             onTargets: deletions.onTargets,
             onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),

@@ -4,7 +4,6 @@ import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/workflows/exec/exec.js'
 import {parseVmList} from '../lib/domain/fleet/fan-out.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {ExecResult} from '../lib/workflows/exec/schema.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
@@ -58,7 +57,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     return this.withApi(
       async (client, signal) => {
         try {
-          return await runExec(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+          return await runExec(this.ctx, client, this.ctx.localState(), {
             command,
             configDir: this.ctx.settings.dir,
             fleet,
@@ -71,7 +70,7 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
               else if (text)
                 (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
             },
-            org: await this.resolveOrg(client),
+            org: await this.ctx.org(client),
             owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,

@@ -7,7 +7,6 @@ import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
 import {runExtend} from '../lib/workflows/extend/extend.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'
@@ -62,13 +61,13 @@ Prints the new deadlines.`)
     const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
     const labelFleet = await this.ctx.settings.get('fleet', flags.fleet)
     return this.withApi(async (client) => {
-      const result = await runExtend(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+      const result = await runExtend(this.ctx, client, this.ctx.localState(), {
         byMs: flags.by ?? null,
         configDir: this.ctx.settings.dir,
         idle: !flags['ttl-only'],
         labelFleet,
         maxCostUsd: flags['max-cost'] ?? null,
-        org: await this.resolveOrg(client),
+        org: await this.ctx.org(client),
         owners,
         targets: this.positionals,
         ttl: !flags['idle-only'],

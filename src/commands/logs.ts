@@ -3,7 +3,6 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/workflows/logs/logs.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {LogsResult} from '../lib/workflows/logs/schema.js'
 import {printable, prose} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
@@ -44,13 +43,13 @@ also one that is crashed or still provisioning.`)
       async (client, signal) => {
         try {
           const text = !this.jsonEnabled()
-          const result = await runLogs(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+          const result = await runLogs(this.ctx, client, this.ctx.localState(), {
             fleet,
             follow: this.flags.follow,
             onLines: (lines) => {
               if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
             },
-            org: await this.resolveOrg(client),
+            org: await this.ctx.org(client),
             owners: await ownerScope(this.ctx.settings, false),
             signal,
             tail: this.flags.tail,

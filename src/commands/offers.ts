@@ -1,6 +1,5 @@
 import {Flags} from '@oclif/core'
 
-import {connect} from '../lib/adapters/targon/connect.js'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {filterOffers} from '../lib/domain/offers/filter.js'
 import {OFFER_SORTS, type OfferSort, normalizeOffer, sortOffers} from '../lib/domain/offers/offers.js'
@@ -32,8 +31,7 @@ By default only offers with capacity available now are shown, cheapest first.`)
 
   public async run(): Promise<OffersResult> {
     const {all, gpu, 'max-price': maxPrice, 'min-gpus': minGpus, sort} = this.flags
-    const client = await connect(this.ctx.settings, {auth: false, clock: this.ctx.clock, trace: this.traceSink()})
-    const inventory = await client.inventory().finally(() => client.close())
+    const inventory = await this.withApi((client) => client.inventory(), {auth: false})
     for (const skipped of inventory.skipped) this.addWarning(`skipped a malformed offer (${skipped})`)
 
     const offers = sortOffers(

@@ -19,7 +19,6 @@ import {neverSentDirs} from '../lib/workflows/sync/held-back.js'
 import {formatBytes} from '../lib/workflows/copy/budget.js'
 import {storeLimit} from '../lib/workflows/run/job-store.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
   static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
@@ -140,7 +139,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const place = {configDir: this.ctx.settings.dir, fleet, profile: (await this.ctx.settings.profile()).name}
     return this.withApi(
       async (client, signal) =>
-        runJob(client, new LocalState(this.ctx.settings.dir), {
+        runJob(client, this.ctx.localState(), {
           clock: this.ctx.clock,
           command,
           configDir: this.ctx.settings.dir,
@@ -163,11 +162,11 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
             this.info(
               `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: ${laterCommand(['jobs', 'logs', job.id, '-f'], place)} follows it, ${laterCommand(['jobs', 'wait', job.id], place)} waits for it and fetches its outputs` : ''}`,
             ),
-          org: await this.resolveOrg(client),
+          org: await this.ctx.org(client),
           out,
           owners,
           profile: place.profile,
-          reconcileMs: await this.ctx.settings.get('reconcile-window'),
+          reconcileMs: await this.ctx.reconcileWindowMs(),
           rent:
             maxPrice === null
               ? undefined
@@ -180,8 +179,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
                     maxCostUsd: flags['max-cost'],
                     maxPrice,
                     owner: owners.owner,
-                    reconcileMs: await this.ctx.settings.get('reconcile-window'),
-                    resolveOrg: async () => this.acting.org ?? this.resolveOrg(client),
+                    reconcileMs: await this.ctx.reconcileWindowMs(),
                     resource: word,
                     run: this.ctx,
                     signal,

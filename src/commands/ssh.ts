@@ -5,7 +5,6 @@ import * as z from 'zod'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/domain/fleet/workloads.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import {
   type Forwarding,
   type SshTarget,
@@ -109,8 +108,8 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       throw usageError('-N runs no remote command, but one was given', 'drop -N or the command')
     const dir = this.ctx.settings.dir
     return this.withApi(async (client) => {
-      const org = await this.resolveOrg(client)
-      const state = new LocalState(dir)
+      const org = await this.ctx.org(client)
+      const state = this.ctx.localState()
       const owners = await ownerScope(this.ctx.settings, false)
       const view = await snapshot(client, org, state, {
         clock: this.ctx.clock,

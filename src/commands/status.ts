@@ -5,7 +5,6 @@ import {DEFAULT_FLEET} from '../lib/adapters/settings/table.js'
 
 import {type Column, countOf, dash, renderTable, usd, prose} from '../lib/core/output.js'
 import {formatDuration} from '../lib/core/input.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {StatusResult, StatusVm} from '../lib/workflows/status/schema.js'
 import {runStatus} from '../lib/workflows/status/status.js'
 import {coverageLine} from '../lib/workflows/guard/coverage.js'
@@ -98,13 +97,13 @@ or unknown when dstack's fleets could not be read within 10 s (a warning; status
     const narrowed = this.flags.fleet !== undefined || this.flags['dstack-fleet']
     const owners = await ownerScope(this.ctx.settings, this.flags['any-owner'])
     return this.withApi(async (client) => {
-      const result = await runStatus(this.ctx, client, new LocalState(this.ctx.settings.dir), {
+      const result = await runStatus(this.ctx, client, this.ctx.localState(), {
         anyOrigin: this.flags['any-origin'],
         configuredFleet,
         dstackFleet: this.flags['dstack-fleet'],
         fleet: narrowed && targets.length === 0 ? configuredFleet : null,
         idleLimitS: await this.configuredIdleLimitS(),
-        org: await this.resolveOrg(client),
+        org: await this.ctx.org(client),
         owners,
         showDeleted: this.flags['show-deleted'],
         targets,

@@ -17,7 +17,6 @@ import {validateFleet} from '../lib/adapters/settings/table.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {ping} from '../lib/adapters/notify/heartbeat.js'
 import {ensureConfigDir} from '../lib/adapters/state/trust.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import {ifFileLockFree} from '../lib/adapters/state/lock.js'
 import {childPath} from '../lib/adapters/state/paths.js'
 import {runSweep} from '../lib/workflows/sweep/sweep.js'
@@ -284,10 +283,10 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const dstack = flags['dry-run'] ? undefined : await openLeave(this.ctx, false, this.traceSink())
     return this.withApi(
       async (client) => {
-        const org = await this.resolveOrg(client)
+        const org = await this.ctx.org(client)
         let result: SweepResult
         try {
-          result = await runSweep(this.ctx, client, client.withSignal(undefined), new LocalState(this.ctx.settings.dir), {
+          result = await runSweep(this.ctx, client, client.withSignal(undefined), this.ctx.localState(), {
             configDir: this.ctx.settings.dir,
             dryRun: flags['dry-run'],
             dstack,
@@ -307,7 +306,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
             parallel: flags.parallel,
             team: flags.team,
             defaultTtlMs: flags['default-ttl'] ?? null,
-            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            reconcileMs: await this.ctx.reconcileWindowMs(),
             sendWarning: async (warning) => this.warnAhead(warning),
             storeLimit: storeLimit(await this.ctx.settings.get('job-store-limit')),
             notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),

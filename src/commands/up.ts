@@ -16,7 +16,6 @@ import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
 import {runUp} from '../lib/workflows/up/up.js'
 import {billingOfTool, snapshot} from '../lib/domain/fleet/workloads.js'
-import {LocalState} from '../lib/adapters/state/local-state.js'
 import type {TargonClient} from '../lib/adapters/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
@@ -256,12 +255,11 @@ existing VM instead of creating a second one.`)
       minGpus: flags['min-gpus'],
       onFailure: flags['on-failure'],
       owner,
-      resolveOrg: (client) => this.resolveOrg(client),
       resource,
       timeoutMs: flags.timeout ?? parseDuration(DEFAULT_TIMEOUT, '--timeout'),
       ttlMs: flags.ttl,
     }
-    if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(client, wanted)))
+    if (flags['dry-run']) return this.withApi(async (client) => this.renderPlan(await planUp(this.ctx, client, wanted)))
 
     await this.useNotifyUrl(flags.notify, true)
     let capacityFound: Promise<boolean> | undefined
@@ -272,11 +270,9 @@ existing VM instead of creating a second one.`)
     return this.withApi(
       async (client, signal) => {
         try {
-          const {resolveOrg, ...asked} = wanted
           const result = await runUp(client, {
-            ask: {...asked, configDir: this.ctx.settings.dir, reconcileMs: await this.ctx.settings.get('reconcile-window')},
+            ask: {...wanted, configDir: this.ctx.settings.dir, reconcileMs: await this.ctx.reconcileWindowMs()},
             progress: this.jsonEnabled() || this.eventsOnStderr() ? undefined : phaseProgress,
-            resolveOrg,
             run: this.ctx,
             signal,
             track: (vms) => (tracked = vms),
@@ -353,7 +349,7 @@ existing VM instead of creating a second one.`)
         const synced = await runDstackSync(
           {...this.ctx, info: (line) => this.info(line)},
           client,
-          new LocalState(this.ctx.settings.dir),
+          this.ctx.localState(),
           dstack,
           {configDir: this.ctx.settings.dir, fleet, org, owners: {anyOwner: false, owner}},
         )
@@ -378,7 +374,7 @@ existing VM instead of creating a second one.`)
     const made = result.vms.map((vm) => vm.uid)
     if (!this.notifying()) return made
     try {
-      const state = new LocalState(this.ctx.settings.dir)
+      const state = this.ctx.localState()
       const view = await snapshot(client, result.org, state, {
         clock: this.ctx.clock,
         historyBudget: this.ctx.historyBudget,

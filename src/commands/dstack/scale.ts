@@ -7,7 +7,6 @@ import {TargonError, usageError} from '../../lib/core/errors.js'
 import {formatDuration, parseDuration} from '../../lib/core/input.js'
 import {countOf, deletionLines, prose, usd} from '../../lib/core/output.js'
 import {validateFleet} from '../../lib/adapters/settings/table.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 import {ownerScope} from '../../lib/domain/fleet/owners.js'
 import {openDstack} from '../../lib/workflows/dstack/open.js'
 import {runDstackScale} from '../../lib/workflows/dstack-scale/scale.js'
@@ -81,11 +80,11 @@ a crontab line).`)
     try {
       return await this.withApi(
         async (client, signal) => {
-          const org = await this.resolveOrg(client)
+          const org = await this.ctx.org(client)
           const result = await runDstackScale(
             {...this.ctx, info: (line) => this.info(line), signal},
             client,
-            new LocalState(this.ctx.settings.dir),
+            this.ctx.localState(),
             dstack,
             {
               configDir: this.ctx.settings.dir,
@@ -98,7 +97,7 @@ a crontab line).`)
               onEvent: deletions.onEvent,
               org,
               owners,
-              reconcileMs: await this.ctx.settings.get('reconcile-window'),
+              reconcileMs: await this.ctx.reconcileWindowMs(),
               resource: flags.offer,
               ttlMs: flags.ttl ?? parseDuration(DEFAULT_TTL, '--ttl'),
             },

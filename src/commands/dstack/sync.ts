@@ -4,7 +4,6 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {TargonError} from '../../lib/core/errors.js'
 import {countOf, prose} from '../../lib/core/output.js'
 import {validateFleet} from '../../lib/adapters/settings/table.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 import {ownerScope} from '../../lib/domain/fleet/owners.js'
 import {openDstack} from '../../lib/workflows/dstack/open.js'
 import type {DstackSyncResult} from '../../lib/workflows/dstack/schema.js'
@@ -44,11 +43,11 @@ dstack fleet holds (remove it there first). dstack's own server must reach each 
       })
     try {
       return await this.withApi(async (client) => {
-        const org = await this.resolveOrg(client)
+        const org = await this.ctx.org(client)
         const result = await runDstackSync(
           {...this.ctx, info: (line) => this.info(line)},
           client,
-          new LocalState(this.ctx.settings.dir),
+          this.ctx.localState(),
           dstack,
           {configDir: this.ctx.settings.dir, fleet, org, owners},
         )

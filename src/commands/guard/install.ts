@@ -54,7 +54,7 @@ alone. One team guard per org on a machine.`)
     await refuseEnvironmentOnly(this.ctx.settings, local.configDir, local.profile, this.flags.org)
     const {team} = this.flags
     const {guardKey, spec} = await this.withApi(async (client): Promise<{guardKey: GuardKey | null; spec: GuardSpec}> => {
-      const org = await this.resolveOrg(client)
+      const org = await this.ctx.org(client)
       // The team guard sweeps every owner by the limits each VM carries: no owner, no selection to refuse.
       const scoped: GuardSpec = {...local, org, owner: team ? null : await checkSelection(client, this.ctx, org, local.profile), team}
       refuseConflict(scoped, kind)

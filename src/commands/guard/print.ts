@@ -36,7 +36,7 @@ them.`)
     const local = await localSpec(this.ctx.settings, checkEvery(this.flags.every ?? DEFAULT_EVERY_MS))
     const {team} = this.flags
     const {guardKey, spec} = await this.withApi(async (client) => {
-      const org = await this.resolveOrg(client)
+      const org = await this.ctx.org(client)
       const owner = team ? null : await checkSelection(client, this.ctx, org, local.profile)
       return {
         guardKey: team ? await registerTeamGuardKey(client, local.configDir, org, this.ctx.clock) : null,

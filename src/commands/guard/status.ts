@@ -60,7 +60,7 @@ warning.`)
   /** Which VMs each guard covers; null, with one warning, when the API cannot be read (no key or org here, or it failed). */
   private async coverage(configDir: string, guards: InstalledGuard[]): Promise<VmCoverage | null> {
     try {
-      return await this.withApi(async (client) => vmCoverage(client, this.ctx, {configDir, guards, org: await this.resolveOrg(client)}))
+      return await this.withApi(async (client) => vmCoverage(client, this.ctx, {configDir, guards, org: await this.ctx.org(client)}))
     } catch (error) {
       this.addWarning(`which VMs the guards cover is left out: ${asTargonError(error).message}`)
       return null

@@ -2,7 +2,6 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import type {CommandResult} from '../../lib/cli/contract.js'
 import {entryOf} from '../../lib/workflows/guard/entries.js'
 import {limitsLeftUnguarded, removeGuard} from '../../lib/workflows/guard/remove.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 import {retireTeamGuardKey} from '../../lib/workflows/guard/spec.js'
 import type {GuardKey} from '../../lib/adapters/ssh/guard-keys.js'
 import {asTargonError} from '../../lib/core/errors.js'
@@ -24,7 +23,7 @@ export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, '
         ? `no guard for ${guard.configDir} (profile ${guard.profile}) to remove`
         : `removed: ${removed.map((each) => each.kind).join(', ')}`,
     )
-    const left = removed.length === 0 ? null : limitsLeftUnguarded(new LocalState(guard.configDir).listAllVms().records)
+    const left = removed.length === 0 ? null : limitsLeftUnguarded(this.ctx.localState().listAllVms().records)
     if (left) this.addWarning(`no guard enforces ${left} any more: run targon sweep yourself, or targon guard install again`)
     const team = removed.find((each) => each.marker.team)
     const keyRemoved = team ? await this.retireKey(guard.configDir, team.marker.org) : null

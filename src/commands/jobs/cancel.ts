@@ -5,7 +5,6 @@ import {checkJobId} from '../../lib/workflows/run/job.js'
 import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/run/jobs.js'
 import {cancelJob} from '../../lib/workflows/run/complete.js'
 import type {JobCancelResult} from '../../lib/workflows/run/schema.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs cancel'> {
   static summary = 'Stop a running job (its unit, with all its processes); its log stays.'
@@ -24,9 +23,9 @@ down does, and down --jobs-done or the sweep of the directory that started it, a
   public async run(): Promise<JobCancelResult> {
     const id = checkJobId(this.args.id)
     return this.withApi(async (client) => {
-      const org = await this.resolveOrg(client)
+      const org = await this.ctx.org(client)
       const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-      return withJob(client, new LocalState(selection.configDir), id, selection, async ({listed, session, vm}) => {
+      return withJob(client, this.ctx.localState(), id, selection, async ({listed, session, vm}) => {
         const running = listed.state === 'running'
         if (running) await cancelJob(session, id)
         const [after = listed] = running ? (await readJobs(session, id)).jobs : [listed]

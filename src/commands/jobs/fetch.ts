@@ -11,7 +11,6 @@ import {checkJobId} from '../../lib/workflows/run/job.js'
 import {jobOf, withJob} from '../../lib/workflows/run/jobs.js'
 import {fetchOutputs, outputsDir} from '../../lib/workflows/run/fetch.js'
 import type {JobFetchResult} from '../../lib/workflows/run/schema.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch'> {
   static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."
@@ -35,7 +34,7 @@ never more than the local disk holds with 64M to spare: the fetch stops there, k
   /** Whether a VM of the selection still has the job (then its outputs come from there, the newest). */
   private async onSomeVm(client: TargonClient, selection: JobsOptions, id: string, signal: AbortSignal): Promise<boolean> {
     try {
-      return await withJob(client, new LocalState(selection.configDir), id, {...selection, signal}, async () => true)
+      return await withJob(client, this.ctx.localState(), id, {...selection, signal}, async () => true)
     } catch (error) {
       if (isTargonError(error) && error.code === 'NOT_FOUND') return false
       throw error
@@ -62,7 +61,7 @@ never more than the local disk holds with 64M to spare: the fetch stops there, k
     const root = outputsDir(id)
     return this.withApi(
       async (client, signal) => {
-        const org = await this.resolveOrg(client)
+        const org = await this.ctx.org(client)
         const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const stored = await storedJob(selection.configDir, id)
         // Its VM was deleted once the job had ended (down --jobs-done, a sweep): its outputs are in the job store.
@@ -71,7 +70,7 @@ never more than the local disk holds with 64M to spare: the fetch stops there, k
           return this.fetched({fetch, job: stored.job, vm: stored.vm}, `they stay in the job store, ${stored.dir}`)
         }
 
-        return withJob(client, new LocalState(selection.configDir), id, {...selection, signal}, async ({listed, record, session, vm}) => {
+        return withJob(client, this.ctx.localState(), id, {...selection, signal}, async ({listed, record, session, vm}) => {
           if (listed.state === 'running') this.addWarning(`job ${id} still runs: its outputs may not be complete yet`)
           if (record.out.length === 0) this.addWarning(`job ${id} was started without --out: nothing to fetch`)
           const fetch = await fetchOutputs(session, record, {budget: new CopyBudget(limit), root, signal})

@@ -3,7 +3,6 @@ import {JOB_SELECTION_FLAGS, durationInWords, jobSelection, stateInWords} from '
 import {dash, prose, renderTable} from '../../lib/core/output.js'
 import {listJobs} from '../../lib/workflows/run/jobs.js'
 import type {JobsResult} from '../../lib/workflows/run/schema.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class Jobs extends BaseCommand<typeof Jobs, 'jobs'> {
   static summary = 'List the jobs of targon run on the running VMs of a fleet, or on the VMs named.'
@@ -23,9 +22,9 @@ very many jobs is listed newest first, up to 2 MiB of job records; a warning cou
 
   public async run(): Promise<JobsResult> {
     return this.withApi(async (client) => {
-      const org = await this.resolveOrg(client)
+      const org = await this.ctx.org(client)
       const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-      const result = await listJobs(client, new LocalState(selection.configDir), selection)
+      const result = await listJobs(client, this.ctx.localState(), selection)
       if (!this.jsonEnabled()) {
         if (result.jobs.length === 0) this.info('No jobs.')
         else

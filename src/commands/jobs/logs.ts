@@ -7,7 +7,6 @@ import {followJob} from '../../lib/workflows/run/follow.js'
 import {checkJobId} from '../../lib/workflows/run/job.js'
 import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
 import type {JobLogsResult} from '../../lib/workflows/run/schema.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 
 export default class JobsLogs extends BaseCommand<typeof JobsLogs, 'jobs logs'> {
   static summary = "Print a job's log; with -f, follow it until the job ends."
@@ -31,9 +30,9 @@ An id that no VM of the selection has exits 4.`)
     const text = !this.jsonEnabled()
     return this.withApi(
       async (client, signal) => {
-        const org = await this.resolveOrg(client)
+        const org = await this.ctx.org(client)
         const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-        const state = new LocalState(selection.configDir)
+        const state = this.ctx.localState()
         return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
             clock: this.ctx.clock,

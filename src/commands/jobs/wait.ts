@@ -9,7 +9,6 @@ import {completeJob} from '../../lib/workflows/run/complete.js'
 import {emptyFetch} from '../../lib/workflows/run/fetch.js'
 import {storeLimit} from '../../lib/workflows/run/job-store.js'
 import type {RunResult} from '../../lib/workflows/run/schema.js'
-import {LocalState} from '../../lib/adapters/state/local-state.js'
 import {openLeave} from '../../lib/workflows/dstack/leave.js'
 
 export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
@@ -44,10 +43,10 @@ and deletes at once.`)
     const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     return this.withApi(
       async (client, signal) => {
-        const org = await this.resolveOrg(client)
+        const org = await this.ctx.org(client)
         const profile = (await this.ctx.settings.profile()).name
         const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-        const state = new LocalState(selection.configDir)
+        const state = this.ctx.localState()
         return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
           const result: RunResult = {
             deleted: null,
@@ -78,7 +77,7 @@ and deletes at once.`)
             org,
             owners: selection.owners,
             profile,
-            reconcileMs: await this.ctx.settings.get('reconcile-window'),
+            reconcileMs: await this.ctx.reconcileWindowMs(),
             reopen: () => reopenVm(client, state, vm, {...selection, signal}),
             signal,
             store: {

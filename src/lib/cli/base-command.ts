@@ -6,10 +6,11 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import {type CommandId, type CommandResult, ERROR_SCHEMA_VERSION, type ErrorEnvelope, schemaVersion} from './contract.js'
 import {resolveOrg} from '../adapters/targon/org.js'
-import {processSettings} from '../adapters/settings/resolve.js'
+import {SettingsResolver} from '../adapters/settings/resolve.js'
+import {LocalState} from '../adapters/state/local-state.js'
 import type {NotifyEvent} from '../adapters/notify/notify.js'
 import type {TargonClient} from '../adapters/targon/client.js'
-import {connect} from '../adapters/targon/connect.js'
+import {type Factory, processFactory} from './factory.js'
 import {guardInterrupts} from './interrupt.js'
 import {type NotifyFacts, RunReporter} from './reporter.js'
 import {TargonError, asTargonError, bugReport, isTargonError} from '../core/errors.js'
@@ -71,6 +72,8 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   private reporter = new RunReporter('', REAL_CLOCK, () => {})
   /** The run's settings, clock, events, warn and signal, resolved once in init. */
   protected ctx!: RunContext
+  /** What the run is built from: the process's, unless a test hands the command its own before it runs. */
+  factory: Factory = processFactory()
   /** Aborted by the first interrupt of a guarded withApi: the context's signal. */
   private readonly interrupted = new AbortController()
 
@@ -89,12 +92,17 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     this.args = args as BaseArgs<T>
     this.positionals = argv as string[]
     const warn = (message: string) => this.addWarning(message)
-    this.reporter = new RunReporter(this.commandName(), REAL_CLOCK, warn)
+    const {clock, env} = this.factory
+    this.reporter = new RunReporter(this.commandName(), clock, warn)
+    const settings = new SettingsResolver({env, profileFlag: this.flags.profile})
     this.ctx = {
-      clock: REAL_CLOCK,
+      clock,
       events: this.reporter.events,
       historyBudget: newHistoryBudget(),
-      settings: processSettings(this.flags.profile),
+      localState: once(() => new LocalState(settings.dir)),
+      org: (client) => (this.actingOrg ??= this.resolveOrg(client)),
+      reconcileWindowMs: once(() => settings.get('reconcile-window')),
+      settings,
       signal: this.interrupted.signal,
       warn,
     }
@@ -121,18 +129,23 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
   /**
    * The skeleton of every command that works on the API: guard interrupts (when the command says what a forced exit
    * leaves behind: the first Ctrl-C then aborts `signal` and lets the work wind down, a second exits at once with
-   * those lines), connect with the key, do the work, and always close the client and the guard.
+   * those lines), connect (with the key, unless the work reads only the public inventory), do the work, and always
+   * close the client and the guard.
    */
   protected withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit: () => string[]): Promise<R>
-  protected withApi<R>(work: (client: TargonClient) => Promise<R>): Promise<R>
-  protected async withApi<R>(work: (client: TargonClient, signal: AbortSignal) => Promise<R>, onForcedExit?: () => string[]): Promise<R> {
+  protected withApi<R>(work: (client: TargonClient) => Promise<R>, options?: {auth: false}): Promise<R>
+  protected async withApi<R>(
+    work: (client: TargonClient, signal: AbortSignal) => Promise<R>,
+    onForcedExitOrOptions?: (() => string[]) | {auth: false},
+  ): Promise<R> {
+    const onForcedExit = typeof onForcedExitOrOptions === 'function' ? onForcedExitOrOptions : undefined
     const say = this.eventsOnStderr()
       ? (line: string) => this.events.emit({detail: line.trim(), status: 'warning', type: 'warning'})
       : undefined
     const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
     guard?.signal.addEventListener('abort', () => this.interrupted.abort(guard.signal.reason), {once: true})
     try {
-      const client = await connect(this.ctx.settings, {auth: true, clock: this.ctx.clock, signal: guard?.signal, trace: this.traceSink()})
+      const client = await this.connect({auth: onForcedExitOrOptions === undefined || onForcedExit !== undefined, signal: guard?.signal})
       try {
         // Without a guard the work takes no signal (the overload without one).
         return await work(client, guard?.signal as AbortSignal)
@@ -144,12 +157,16 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     }
   }
 
-  /**
-   * The org the command acts on (--org, TARGON_ORG, the profile's, or the key's only one), and the profile it came
-   * with: both go into the JSON envelope, and in text mode into one line on stderr, so that nobody rents in the
-   * wrong account unawares.
-   */
-  protected async resolveOrg(client: TargonClient): Promise<string> {
+  /** A client of the API for the run's settings, from the factory. */
+  private connect(options: {auth: boolean; signal?: AbortSignal}): Promise<TargonClient> {
+    return this.factory.connect(this.ctx.settings, {...options, clock: this.ctx.clock, trace: this.traceSink()})
+  }
+
+  /** The org the run acts on, once resolved (see RunContext.org). */
+  private actingOrg: Promise<string> | undefined
+
+  /** The org and the profile it came with: both go into the JSON envelope, and in text mode into a line on stderr. */
+  private async resolveOrg(client: TargonClient): Promise<string> {
     const org = await resolveOrg(client, this.ctx.settings, this.flags.org)
     const profile = (await this.ctx.settings.profile()).name
     this.acting = {org, profile}
@@ -318,6 +335,12 @@ function oneLine(message: string): string {
     .filter((line) => line !== '' && !line.startsWith('See more help with'))
     .join('; ')
     .replaceAll(':; ', ': ')
+}
+
+/** `make`'s value, made on the first call and then kept. */
+function once<T>(make: () => T): () => T {
+  let made: {value: T} | undefined
+  return () => (made ??= {value: make()}).value
 }
 
 function withoutUndefined(record: Record<string, unknown>): Record<string, unknown> {

@@ -159,7 +159,6 @@ function rentRequest(run: ScaleRun, options: DstackScaleOptions, count: number):
     maxPrice: options.maxPrice,
     owner: options.owners.owner,
     reconcileMs: options.reconcileMs,
-    resolveOrg: async () => options.org,
     resource: options.resource,
     run,
     signal: run.signal,
@@ -170,7 +169,7 @@ function rentRequest(run: ScaleRun, options: DstackScaleOptions, count: number):
 /** --dry-run: up --dry-run's plan of the rent, from the same inventory and rules (above the cap: refused as a rent is). */
 async function planRent(run: ScaleRun, client: TargonClient, options: DstackScaleOptions, count: number): Promise<UpPlan> {
   const request = rentRequest(run, options, count)
-  return planUp(client, {...(await rentAsk(request)), resolveOrg: request.resolveOrg})
+  return planUp(run, client, await rentAsk(request))
 }
 
 /** Rents `count` VMs as up does, then syncs the dstack fleet; a sync that fails is a warning (the next one adds them). */

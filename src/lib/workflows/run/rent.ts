@@ -35,7 +35,6 @@ export interface RentRequest {
   owner: string | null
   configDir: string
   reconcileMs: number
-  resolveOrg: (client: TargonClient) => Promise<string>
   /** The run's settings, clock, events, warnings and history reads. */
   run: RunContext
   signal: AbortSignal
@@ -62,7 +61,6 @@ function withUpFlagsNamed(error: unknown): unknown {
 export async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
   return runUp(client, {
     ask: await rentAsk(request),
-    resolveOrg: request.resolveOrg,
     run: request.run,
     signal: request.signal,
     track: () => undefined,
@@ -70,7 +68,7 @@ export async function rentWithUp(client: TargonClient, request: RentRequest): Pr
 }
 
 /** What up is asked for a rent: its bootstrap and shim, the request's limits, the clean-up of what it made. */
-export async function rentAsk(request: Omit<RentRequest, 'resolveOrg' | 'signal'>): Promise<UpAsk> {
+export async function rentAsk(request: Omit<RentRequest, 'signal'>): Promise<UpAsk> {
   const settings = request.run.settings
   return {
     bootstrap: {

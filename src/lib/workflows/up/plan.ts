@@ -11,13 +11,14 @@ import {OfferUnits, chooseCandidates, offersUnderCap} from '../../domain/capacit
 import {workloadName} from '../../domain/fleet/naming.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {UpPlan} from './schema.js'
-import {type UpOptions, resolveImage} from './up.js'
+import {resolveImage} from './up.js'
+import type {RunContext} from '../run-context.js'
 import type {UpAsk} from './provisioning.js'
 
-/** What a run is asked for, but for what only a real run reads (its config directory and reconcile window), and who decides the org. */
-export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'> & Pick<UpOptions, 'resolveOrg'>
+/** What a run is asked for, but for what only a real run reads (its config directory and reconcile window). */
+export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'>
 
-export async function planUp(client: TargonClient, options: RunPlan): Promise<UpPlan> {
+export async function planUp(run: Pick<RunContext, 'org'>, client: TargonClient, options: RunPlan): Promise<UpPlan> {
   const cap = options.maxPrice ?? 0
   const wanted = {...options, maxPrice: cap}
   const offers = (await client.inventory()).offers.map((raw) => normalizeOffer(raw, cap))
@@ -32,7 +33,7 @@ export async function planUp(client: TargonClient, options: RunPlan): Promise<Up
     }
   }
 
-  const org = await options.resolveOrg(client)
+  const org = await run.org(client)
   await resolveImage(client, org, options.image)
   const units = new OfferUnits(candidates)
   const vms = Array.from({length: options.count}, (_, index) => ({

@@ -38,9 +38,7 @@ export interface UpOptions {
   /** What the user asked for, built once by the command. */
   ask: UpAsk
   /** The run's clock (the deadline, reconciling and back-offs read it), events, warnings and history reads. */
-  run: Pick<RunContext, 'clock' | 'events' | 'historyBudget' | 'warn'>
-  /** Decides the org (--org, TARGON_ORG, the profile's, or the key's only one), once the offers are known. */
-  resolveOrg: (client: TargonClient) => Promise<string>
+  run: Pick<RunContext, 'clock' | 'events' | 'historyBudget' | 'org' | 'warn'>
   signal: AbortSignal
   /** Lets the signal handler name what this run has created so far. */
   track: (tracks: VmTrack[]) => void
@@ -134,7 +132,8 @@ async function prepare(
     whyNoOffer = error
   }
 
-  const org = await options.resolveOrg(client)
+  // The org is decided once the offers are known.
+  const org = await options.run.org(client)
   const state = new LocalState(ask.configDir)
   const key = await ensureProjectKey(ask.configDir)
   const adoptOnly = ask.resource === undefined && ask.gpu === undefined
