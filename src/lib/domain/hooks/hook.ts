@@ -16,7 +16,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {type Clock, stopwatch} from '../../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
-import type {KnownVm} from '../fleet/workloads.js'
+import type {KnownVm} from '../fleet/fleet-read.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {API_IDENTIFIER_PATTERN, WORKLOAD_NAME_PATTERN} from '../../adapters/targon/schemas.js'
 

@@ -10,7 +10,7 @@ import {TargonError, abortError, asTargonError, isTargonError, usageError} from 
 import {openVm} from '../../domain/fleet/fan-out.js'
 import {selectVms} from '../select-vms.js'
 import {laterCommand} from '../later-command.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {updateIdleSampler} from '../../adapters/bootstrap/idle-config.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'

@@ -8,13 +8,13 @@
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../../domain/fleet/estimates.js'
-import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../../domain/fleet/workloads.js'
+import {type KnownVm, billingUncertain, invalidWarning, readFleet} from '../../domain/fleet/fleet-read.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../../domain/ledger/intervals.js'
 import {LedgerStore, monthEnd} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {reconcile} from './reconcile.js'
-import {recordHistoryStops, recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordHistoryStops, recordFleetRead} from '../../domain/ledger/ledger.js'
 import {endsFromHistory} from './history-ends.js'
 
 const COST_BASIS =
@@ -37,11 +37,11 @@ export interface CostOptions {
 
 export async function runCost(run: ListingRun, client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
   const {clock} = run
-  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
+  const view = await readFleet(client, options.org, state, {clock, historyBudget: run.historyBudget})
   for (const problem of view.problems) run.warn(problem)
   // Every VM seen billing gets a sighting now, and the report counts it up to that sighting (not to a later now): no
   // later report, here or after the VM ended out of sight, can count it for less.
-  recordSnapshot(state, options.org, view, clock, true)
+  recordFleetRead(state, options.org, view, clock, true)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const now = view.listing.listedAt

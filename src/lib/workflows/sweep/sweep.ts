@@ -9,7 +9,7 @@ import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
 import {createdAt, estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type FleetView, type KnownVm, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {type DownOptions, runDown} from '../down/down.js'
 import {syncCoveredFleets} from '../dstack/sync.js'
 import {keepUnlessIdle} from '../down/idle-selection.js'
@@ -83,7 +83,7 @@ export async function runSweep(
   let scopedVms: KnownVm[] = []
   const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
   let listed = new Set<string>()
-  const narrow = async (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => {
+  const narrow = async (chosen: KnownVm[], view: FleetView, sessions: VmSessions) => {
     const live = chosen.filter((vm) => !vm.gone)
     const decided = new Set<string>()
     const decide = (vm: KnownVm) => {

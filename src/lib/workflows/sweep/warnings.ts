@@ -10,7 +10,7 @@ import * as z from 'zod'
 
 import type {SweepResult} from './schema.js'
 import {createdAt} from '../../domain/fleet/estimates.js'
-import {type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type KnownVm, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {laterCommand, shellWord} from '../later-command.js'
 import {readOwnFile} from '../../adapters/state/trust.js'
 import {limitsOf} from '../../domain/fleet/limits.js'
