@@ -57,7 +57,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/run/job.ts': ['run'],
   'src/lib/workflows/run/jobs.ts': ['jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/workflows/run/rent.ts': ['run'],
-  'src/lib/workflows/spend/reconcile.ts': ['cost', 'credits', 'sweep'],
+  'src/lib/workflows/spend/credits-check.ts': ['cost', 'credits', 'sweep'],
   'src/lib/workflows/up/plan.ts': ['up'],
   'src/lib/workflows/up/provisioning.ts': ['up', 'run'],
   'src/lib/workflows/up/register.ts': ['up', 'run'],

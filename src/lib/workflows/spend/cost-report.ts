@@ -13,7 +13,7 @@ import {type Interval, billedByDay, billedWithin, intervalsOf} from '../../domai
 import {LedgerStore, monthEnd} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {reconcile} from './reconcile.js'
+import {checkAgainstCredits} from './credits-check.js'
 import {recordHistoryStops, recordFleetRead} from '../../domain/ledger/ledger.js'
 import {endsFromHistory} from './history-ends.js'
 
@@ -30,7 +30,8 @@ export interface CostOptions {
   to: number | null
   fleet: string | null
   by: CostGrouping
-  reconcile: boolean
+  /** --reconcile: also check the estimates against the drop in credits (credits-check.ts). */
+  checkCredits: boolean
   /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
   retentionDays: number
 }
@@ -56,7 +57,7 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
   // With --reconcile every fleet's estimate is compared with the credits, so every fleet's ends are asked about.
   const inRange = (interval: Interval) =>
-    (options.reconcile || options.fleet === null || interval.fleet === options.fleet) &&
+    (options.checkCredits || options.fleet === null || interval.fleet === options.fleet) &&
     // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
     interval.start < to &&
     (interval.end ?? now) >= options.from
@@ -114,8 +115,8 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
     incomplete_reason: incomplete,
     ledger_since: ledgerSince === null ? null : new Date(ledgerSince).toISOString(),
     org: options.org,
-    reconcile: options.reconcile
-      ? await reconcile(
+    reconcile: options.checkCredits
+      ? await checkAgainstCredits(
           client,
           store,
           lines,
