@@ -18,9 +18,9 @@ import {ownerScope} from '../lib/domain/fleet/owners.js'
 import {confirm} from '../lib/cli/prompt.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
-import {keepUnlessJobsDone} from '../lib/workflows/run/jobs-done.js'
-import {runningJobs} from '../lib/workflows/run/running-jobs.js'
-import {storeLimit} from '../lib/workflows/run/job-store.js'
+import {keepUnlessJobsDone} from '../lib/workflows/job/jobs-done.js'
+import {runningJobs} from '../lib/workflows/job/running-jobs.js'
+import {storeLimit} from '../lib/workflows/job/job-store.js'
 import {openLeave} from '../lib/workflows/dstack/leave.js'
 
 export default class Down extends BaseCommand<typeof Down, 'down'> {

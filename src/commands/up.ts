@@ -21,7 +21,7 @@ import type {TargonClient} from '../lib/adapters/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/workflows/up/schema.js'
-import {type RunPlan, planUp} from '../lib/workflows/up/plan.js'
+import {type UpPlanAsk, planUp} from '../lib/workflows/up/plan.js'
 import {recordFleetRead} from '../lib/domain/ledger/ledger.js'
 
 const DEFAULT_TIMEOUT = '60m'
@@ -242,7 +242,7 @@ existing VM instead of creating a second one.`)
       flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await this.ctx.settings.get('capacity-poll-interval')}
 
     const owner = (await this.ctx.settings.get('owner')) ?? null
-    const wanted: RunPlan = {
+    const wanted: UpPlanAsk = {
       bootstrap,
       capacity,
       count: flags.count,

@@ -14,10 +14,10 @@ import type {UpPlan} from './schema.js'
 import {type UpOptions, resolveImage} from './up.js'
 import type {UpAsk} from './provisioning.js'
 
-/** What a run is asked for, but for what only a real run reads (its config directory and reconcile window), and who decides the org. */
-export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'> & Pick<UpOptions, 'resolveOrg'>
+/** What up is asked for, less what only a real up reads (its config directory and reconcile window), and who decides the org. */
+export type UpPlanAsk = Omit<UpAsk, 'configDir' | 'reconcileMs'> & Pick<UpOptions, 'resolveOrg'>
 
-export async function planUp(client: TargonClient, options: RunPlan): Promise<UpPlan> {
+export async function planUp(client: TargonClient, options: UpPlanAsk): Promise<UpPlan> {
   const cap = options.maxPrice ?? 0
   const wanted = {...options, maxPrice: cap}
   const offers = (await client.inventory()).offers.map((raw) => normalizeOffer(raw, cap))

@@ -116,7 +116,7 @@ export interface FoundJob {
   vm: KnownVm
   session: SshSession
   listed: ListedJob
-  /** What to fetch and whether to delete after it: the record kept here when run started the job from here, else the VM's. */
+  /** What to fetch and whether to delete after it: the record kept here when `targon run` started the job from here, else the VM's. */
   record: JobRecord
 }
 
