@@ -69,7 +69,7 @@ over the same interval.`)
         fleet,
         from,
         org: await this.ctx.org(client),
-        reconcile: this.flags.reconcile,
+        checkCredits: this.flags.reconcile,
         retentionDays,
         to: this.flags.to ?? null,
       })
@@ -131,7 +131,7 @@ over the same interval.`)
       if (said.length > 0) this.log(`Excluded from the total: ${said.join('; ')}: --show-deleted lists them (--json: excluded).`)
     }
     if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
-    if (result.reconcile) this.log(reconcileLines(result.reconcile, result.fleet).join('\n'))
+    if (result.reconcile) this.log(creditsCheckLines(result.reconcile, result.fleet).join('\n'))
   }
 }
 
@@ -147,12 +147,12 @@ function bar(usdSpent: number, most: number): string {
   return '█'.repeat(most > 0 ? Math.round((usdSpent / most) * BAR_WIDTH) : 0)
 }
 
-function reconcileLines(reconcile: NonNullable<CostResult['reconcile']>, fleet: string | null): string[] {
+function creditsCheckLines(check: NonNullable<CostResult['reconcile']>, fleet: string | null): string[] {
   const head =
-    reconcile.verdict === 'one-reading'
+    check.verdict === 'one-reading'
       ? 'Reconcile: fewer than two readings of the credits in the range (this run recorded one; targon credits records one too).'
-      : reconcile.verdict === 'unreadable'
+      : check.verdict === 'unreadable'
         ? 'Reconcile: the credits could not be read.'
-        : `Reconcile ${reconcile.from?.slice(0, 19)}Z to ${reconcile.to?.slice(0, 19)}Z: credits fell ${usdPrecise(reconcile.credits_drop_usd)} USD, the estimate is ${usdPrecise(reconcile.estimated_usd)} USD${fleet === null ? '' : ' (all fleets)'}: ${reconcile.verdict}.`
-  return [head, ...reconcile.unseen.map((item) => `  not seen: ${item}`)]
+        : `Reconcile ${check.from?.slice(0, 19)}Z to ${check.to?.slice(0, 19)}Z: credits fell ${usdPrecise(check.credits_drop_usd)} USD, the estimate is ${usdPrecise(check.estimated_usd)} USD${fleet === null ? '' : ' (all fleets)'}: ${check.verdict}.`
+  return [head, ...check.unseen.map((item) => `  not seen: ${item}`)]
 }

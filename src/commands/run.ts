@@ -5,19 +5,19 @@ import {resolve} from 'node:path'
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {rentForJob} from '../lib/workflows/run/rent.js'
+import {rentForJob} from '../lib/workflows/job/rent.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {countOf, prose, renderTable} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
-import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/run/job.js'
-import {TAIL_LINES} from '../lib/workflows/run/follow.js'
-import {runJob} from '../lib/workflows/run/run.js'
+import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/job/job.js'
+import {TAIL_LINES} from '../lib/workflows/job/follow.js'
+import {runJob} from '../lib/workflows/job/run-job.js'
 import {laterCommand} from '../lib/workflows/later-command.js'
-import type {RunPlan, RunResult} from '../lib/workflows/run/schema.js'
-import {checkWorkdir, planSync} from '../lib/workflows/run/workdir.js'
+import type {JobPlan, JobOutcome} from '../lib/workflows/job/schema.js'
+import {checkWorkdir, planSync} from '../lib/workflows/job/workdir.js'
 import {neverSentDirs} from '../lib/workflows/sync/held-back.js'
 import {formatBytes} from '../lib/workflows/copy/budget.js'
-import {storeLimit} from '../lib/workflows/run/job-store.js'
+import {storeLimit} from '../lib/workflows/job/job-store.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
@@ -114,7 +114,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     }),
   }
 
-  public async run(): Promise<RunPlan | RunResult> {
+  public async run(): Promise<JobPlan | JobOutcome> {
     const {flags} = this
     const {word, command} = this.split()
     const out = (flags.out ?? []).map((path) => checkOutPath(path))
@@ -197,7 +197,7 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
   }
 
   /** run --dry-run: each file the sync would look at and each path it holds back, why (stdout), then the sum. */
-  private renderPlan(plan: RunPlan): RunPlan {
+  private renderPlan(plan: JobPlan): JobPlan {
     if (this.jsonEnabled()) return plan
     const {sync} = plan
     if (sync) {

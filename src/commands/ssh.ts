@@ -4,7 +4,7 @@ import * as z from 'zod'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
-import {type KnownVm, findOneVm, refusedNamesWarning, snapshot} from '../lib/domain/fleet/workloads.js'
+import {type KnownVm, findOneVm, refusedNamesWarning, readFleet} from '../lib/domain/fleet/fleet-read.js'
 import {
   type Forwarding,
   type SshTarget,
@@ -20,7 +20,7 @@ import {shellQuote} from '../lib/adapters/ssh/session.js'
 import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
 import {prose} from '../lib/core/output.js'
 import {ownerScope, scoped} from '../lib/domain/fleet/owners.js'
-import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
+import {recordFleetRead} from '../lib/domain/ledger/ledger.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'
@@ -111,12 +111,12 @@ whole command to keep it together (targon ssh vm -- 'df -h / | tail -1').
       const org = await this.ctx.org(client)
       const state = this.ctx.localState()
       const owners = await ownerScope(this.ctx.settings, false)
-      const view = await snapshot(client, org, state, {
+      const view = await readFleet(client, org, state, {
         clock: this.ctx.clock,
         historyBudget: this.ctx.historyBudget,
         readOwners: owners.owner !== null,
       })
-      recordSnapshot(state, org, view, this.ctx.clock)
+      recordFleetRead(state, org, view, this.ctx.clock)
       const vms = view.vms.filter((vm) => !vm.gone)
       const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
       if (this.flags.config) {

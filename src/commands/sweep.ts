@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
-import {storeLimit} from '../lib/workflows/run/job-store.js'
+import {storeLimit} from '../lib/workflows/job/job-store.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, dstackOutOfSyncLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
@@ -21,7 +21,7 @@ import {ifFileLockFree} from '../lib/adapters/state/lock.js'
 import {childPath} from '../lib/adapters/state/paths.js'
 import {runSweep} from '../lib/workflows/sweep/sweep.js'
 import {hooksInWords} from '../lib/domain/hooks/hook.js'
-import {recordRun, rotateLog} from '../lib/workflows/guard/runs.js'
+import {recordPass, rotateLog} from '../lib/workflows/guard/passes.js'
 import {DEFAULT_PROFILE} from '../lib/adapters/settings/store.js'
 import type {Warning} from '../lib/workflows/sweep/warnings.js'
 
@@ -174,7 +174,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
         .profile()
         .then((active) => active.name)
         .catch(() => DEFAULT_PROFILE)
-      recordRun(ensureConfigDir(this.ctx.settings.dir), profile, {
+      recordPass(ensureConfigDir(this.ctx.settings.dir), profile, {
         at: new Date(startedAt).toISOString(),
         deleted: 0,
         duration_ms: this.ctx.clock.now() - startedAt,
@@ -207,7 +207,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     const record = (exitCode: number, result: SweepResult | undefined) => {
       if (!flags.guard) return
       this.recorded = true
-      recordRun(dir, profile, {
+      recordPass(dir, profile, {
         at: new Date(startedAt).toISOString(),
         deleted: result?.results.filter((each) => each.action === 'deleted' || each.action === 'woken-and-deleted').length ?? 0,
         duration_ms: this.ctx.clock.now() - startedAt,

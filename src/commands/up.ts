@@ -15,13 +15,13 @@ import type {VmTrack} from '../lib/workflows/up/stages.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
 import {runUp} from '../lib/workflows/up/up.js'
-import {billingOfTool, snapshot} from '../lib/domain/fleet/workloads.js'
+import {billingOfTool, readFleet} from '../lib/domain/fleet/fleet-read.js'
 import type {TargonClient} from '../lib/adapters/targon/client.js'
 import {phaseProgress} from '../lib/cli/progress.js'
 import {priceAndOwners} from '../lib/adapters/notify/notify.js'
 import {ON_FAILURE, type OnFailure, type UpPlan, type UpResult} from '../lib/workflows/up/schema.js'
-import {type RunPlan, planUp} from '../lib/workflows/up/plan.js'
-import {recordSnapshot} from '../lib/domain/ledger/ledger.js'
+import {type UpPlanAsk, planUp} from '../lib/workflows/up/plan.js'
+import {recordFleetRead} from '../lib/domain/ledger/ledger.js'
 
 const DEFAULT_TIMEOUT = '60m'
 
@@ -241,7 +241,7 @@ existing VM instead of creating a second one.`)
       flags.wait === undefined ? null : {waitMs: flags.wait, pollFloorMs: await this.ctx.settings.get('capacity-poll-interval')}
 
     const owner = (await this.ctx.settings.get('owner')) ?? null
-    const wanted: RunPlan = {
+    const wanted: UpPlanAsk = {
       bootstrap,
       capacity,
       count: flags.count,
@@ -375,12 +375,12 @@ existing VM instead of creating a second one.`)
     if (!this.notifying()) return made
     try {
       const state = this.ctx.localState()
-      const view = await snapshot(client, result.org, state, {
+      const view = await readFleet(client, result.org, state, {
         clock: this.ctx.clock,
         historyBudget: this.ctx.historyBudget,
         readOwners: owner !== null,
       })
-      recordSnapshot(state, result.org, view, this.ctx.clock)
+      recordFleetRead(state, result.org, view, this.ctx.clock)
       return [...new Set([...made, ...billingOfTool(view.vms, fleet, owner)])]
     } catch (error) {
       this.addWarning(`the notification's still_billing lists only this run's VMs: the listing failed (${(error as Error).message})`)

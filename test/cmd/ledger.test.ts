@@ -260,7 +260,7 @@ describe('targon credits', () => {
 })
 
 describe('targon cost --reconcile', () => {
-  async function reconciled(credits: 'falling' | 'unchanged' | 'unreadable') {
+  async function creditsCheck(credits: 'falling' | 'unchanged' | 'unreadable') {
     await ctx.setup({credits})
     await upUids(['--count', '2'])
     if (credits !== 'unreadable') {
@@ -272,16 +272,16 @@ describe('targon cost --reconcile', () => {
   }
 
   it('puts the drop of falling credits next to the estimate over the same interval', async () => {
-    const reconcile = await reconciled('falling')
-    expect(reconcile.verdict).toBe('matches')
+    const check = await creditsCheck('falling')
+    expect(check.verdict).toBe('matches')
     // Both VMs billed through the whole interval between the readings, so only the readings' own timing differs:
     // within half a second of each VM, a quarter of the drop over these 2 s.
-    expect(reconcile.credits_drop_usd).toBeGreaterThan((2 * 1.9 * 1.69) / 3600)
-    expect(Math.abs(reconcile.difference_usd)).toBeLessThanOrEqual((2 * 0.5 * 1.69) / 3600)
-    expect(reconcile.unseen.join(' ')).toMatch(/rentals, sandboxes/)
+    expect(check.credits_drop_usd).toBeGreaterThan((2 * 1.9 * 1.69) / 3600)
+    expect(Math.abs(check.difference_usd)).toBeLessThanOrEqual((2 * 0.5 * 1.69) / 3600)
+    expect(check.unseen.join(' ')).toMatch(/rentals, sandboxes/)
 
     // A range that ended before the readings of the last run compares only what lies in it: here, one reading.
-    const first = Date.parse(reconcile.from)
+    const first = Date.parse(check.from)
     const past = await targon([
       'cost',
       '--from',
@@ -295,10 +295,10 @@ describe('targon cost --reconcile', () => {
   })
 
   it('says so when the credits do not move, or cannot be read', async () => {
-    const unchanged = await reconciled('unchanged')
+    const unchanged = await creditsCheck('unchanged')
     expect(unchanged.verdict).toBe('credits-unchanged')
     expect(unchanged.estimated_usd).toBeGreaterThan(0)
-    const unreadable = await reconciled('unreadable')
+    const unreadable = await creditsCheck('unreadable')
     expect(unreadable.verdict).toBe('unreadable')
   })
 })

@@ -175,9 +175,9 @@ describe('targon sweep', () => {
     expectNoSecrets(sweep)
   })
 
-  it("a guard's sweep that fails before its lock is in its runs, with its exit code, and guard status says so", async () => {
+  it("a guard's pass that fails before its lock is in its passes, with its exit code, and guard status says so", async () => {
     await ctx.setup()
-    const runs = () =>
+    const passes = () =>
       readFileSync(join(ctx.configDir, 'guard', 'default.runs'), 'utf8')
         .trim()
         .split('\n')
@@ -187,7 +187,7 @@ describe('targon sweep', () => {
     // An owner that is refused (a config problem) fails the run before its lock too, and is recorded all the same.
     const owner = await targon(['sweep', '--guard', '--json'], {env: {TARGON_OWNER: 'Not An Owner'}})
     expect(owner.code, owner.stdout + owner.stderr).toBe(3)
-    expect(runs()).toEqual([2, 3])
+    expect(passes()).toEqual([2, 3])
     const status = await targon(['guard', 'status'])
     expect(status.stdout + status.stderr).toContain('the last sweep exited 3')
   })

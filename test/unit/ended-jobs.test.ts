@@ -1,7 +1,7 @@
 /** Reading the jobs a deletion ends: bounded in time, whatever a VM does, and never in the way of the deletion. */
 import {describe, expect, it} from 'vitest'
 
-import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
+import type {KnownVm} from '../../src/lib/domain/fleet/fleet-read.js'
 import {readRunningJobs} from '../../src/lib/workflows/down/ended-jobs.js'
 import {fakeClock} from '../helpers/fake-clock.js'
 

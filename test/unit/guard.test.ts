@@ -14,12 +14,12 @@ import {
   cronLines,
   cronSchedule,
   everyOf,
-  nextRun,
+  nextPass,
   systemdUnits,
 } from '../../src/lib/workflows/guard/guard.js'
 import {type InstalledGuard, cronGuards, withoutCronGuard} from '../../src/lib/workflows/guard/installed.js'
 import {guardProblems} from '../../src/lib/workflows/guard/problems.js'
-import type {GuardRun} from '../../src/lib/workflows/guard/schema.js'
+import type {GuardPass} from '../../src/lib/workflows/guard/schema.js'
 
 const SPEC: GuardSpec = {
   cli: '/opt/targon/bin/run.js',
@@ -49,9 +49,9 @@ describe('guard schedules', () => {
 
   it('finds the next run after a given time', () => {
     const at = new Date(2026, 11, 1, 10, 7, 30).getTime()
-    expect(new Date(nextRun(5 * 60_000, at)).getMinutes()).toBe(10)
-    expect(nextRun(5 * 60_000, new Date(2026, 11, 1, 10, 10, 0).getTime())).toBe(new Date(2026, 11, 1, 10, 15).getTime())
-    expect(nextRun(6 * 3_600_000, at)).toBe(new Date(2026, 11, 1, 12, 0).getTime())
+    expect(new Date(nextPass(5 * 60_000, at)).getMinutes()).toBe(10)
+    expect(nextPass(5 * 60_000, new Date(2026, 11, 1, 10, 10, 0).getTime())).toBe(new Date(2026, 11, 1, 10, 15).getTime())
+    expect(nextPass(6 * 3_600_000, at)).toBe(new Date(2026, 11, 1, 12, 0).getTime())
   })
 
   it('refuses a path that a crontab line or a unit cannot carry', () => {
@@ -122,10 +122,10 @@ describe('guard entries', () => {
 })
 
 describe('guard coverage', () => {
-  it('is unknown, with a warning, when the runs file cannot be read: never a failure of up or status', () => {
+  it('is unknown, with a warning, when the passes file cannot be read: never a failure of up or status', () => {
     const configDir = mkdtempSync(join(tmpdir(), 'targon-coverage-'))
     try {
-      // A directory where the runs file belongs: reading it fails (EISDIR), as a damaged file would.
+      // A directory where the passes file belongs: reading it fails (EISDIR), as a damaged file would.
       mkdirSync(join(configDir, 'guard', 'default.runs'), {recursive: true})
       const warnings: string[] = []
       const coverage = guardCoverage(configDir, 'default', (message) => warnings.push(message))
@@ -161,7 +161,7 @@ describe('guard problems', () => {
   const NOW = Date.parse('2026-12-01T12:00:00Z')
   const MINUTE = 60_000
   const GUARD: InstalledGuard = cronGuards(cronLines(SPEC).join('\n'))[0] as InstalledGuard
-  const run = (minutesAgo: number, skipped = false): GuardRun => ({
+  const pass = (minutesAgo: number, skipped = false): GuardPass => ({
     at: new Date(NOW - minutesAgo * MINUTE).toISOString(),
     deleted: 0,
     duration_ms: 1000,
@@ -169,7 +169,7 @@ describe('guard problems', () => {
     skipped,
     still_billing: 0,
   })
-  const problems = (runs: GuardRun[], installedMinutesAgo: number | null) =>
+  const problems = (passes: GuardPass[], installedMinutesAgo: number | null) =>
     guardProblems({
       configDir: SPEC.configDir,
       exists: () => true,
@@ -177,7 +177,7 @@ describe('guard problems', () => {
       installedAt: installedMinutesAgo === null ? null : NOW - installedMinutesAgo * MINUTE,
       log: '/x/guard/default.log',
       now: NOW,
-      runs,
+      passes,
     })
 
   it('names a guard that never ran once two periods (and a minute) passed since install, with the fix', () => {
@@ -188,17 +188,17 @@ describe('guard problems', () => {
   })
 
   it('names sweeps that all skipped on a stuck lock for two periods, not a skip now and then', () => {
-    expect(problems([run(20), run(15, true), run(10), run(5, true)], 60)).toEqual([])
-    expect(problems([run(9), run(5, true), run(0, true)], 60)).toEqual([])
-    const [stuck] = problems([run(30), run(25, true), run(20, true), run(15, true), run(10, true), run(5, true), run(0, true)], 60)
+    expect(problems([pass(20), pass(15, true), pass(10), pass(5, true)], 60)).toEqual([])
+    expect(problems([pass(9), pass(5, true), pass(0, true)], 60)).toEqual([])
+    const [stuck] = problems([pass(30), pass(25, true), pass(20, true), pass(15, true), pass(10, true), pass(5, true), pass(0, true)], 60)
     expect(stuck).toMatch(/^every sweep for 30m was skipped because another sweep holds the sweep lock: one is stuck/)
     expect(stuck).toContain(`end the process whose pid is in ${SPEC.configDir}/locks/sweep-*.lock`)
-    // No real run ever: counted from the install.
-    expect(problems([run(10, true), run(5, true), run(0, true)], 15)[0]).toMatch(/^every sweep for 15m was skipped/)
+    // No real pass ever: counted from the install.
+    expect(problems([pass(10, true), pass(5, true), pass(0, true)], 15)[0]).toMatch(/^every sweep for 15m was skipped/)
   })
 
   it('still names a schedule that stopped, and a failed last sweep', () => {
-    expect(problems([run(12)], 60)[0]).toMatch(/^no sweep ran for 12m, with one due every 5m/)
-    expect(problems([{...run(1), exit_code: 11}], 60)).toEqual(['the last sweep exited 11: see /x/guard/default.log'])
+    expect(problems([pass(12)], 60)[0]).toMatch(/^no sweep ran for 12m, with one due every 5m/)
+    expect(problems([{...pass(1), exit_code: 11}], 60)).toEqual(['the last sweep exited 11: see /x/guard/default.log'])
   })
 })

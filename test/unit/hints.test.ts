@@ -12,7 +12,7 @@ import {join, relative} from 'node:path'
 import ts from 'typescript'
 import {describe, expect, it} from 'vitest'
 
-import {UP_ONLY_FLAGS} from '../../src/lib/workflows/run/rent.js'
+import {UP_ONLY_FLAGS} from '../../src/lib/workflows/job/rent.js'
 import {ROOT} from '../helpers/cli.js'
 
 /** Every command: each takes --help, --json, --org, --profile and --verbose. */
@@ -44,7 +44,7 @@ const PRINTED_BY: Record<string, string[]> = {
   // The shim phase refuses --force-shim, which only up passes (run's rent never does).
   'src/lib/adapters/bootstrap/shim.ts': ['up'],
   // What run's sync sends, and the working directory it refuses.
-  'src/lib/workflows/run/workdir.ts': ['run'],
+  'src/lib/workflows/job/workdir.ts': ['run'],
   'src/lib/workflows/sync/held-back.ts': ['run'],
   // A bulk deletion of VMs of several owners; guard install gives its dry run of the sweep a hint of its own.
   'src/lib/domain/fleet/owners.ts': ['down', 'sweep'],
@@ -53,11 +53,11 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/down/down.ts': ['down'],
   'src/lib/workflows/extend/extend.ts': ['extend'],
   'src/lib/workflows/guard/installed.ts': ['guard:install'],
-  'src/lib/workflows/run/complete.ts': ['run', 'jobs:wait'],
-  'src/lib/workflows/run/job.ts': ['run'],
-  'src/lib/workflows/run/jobs.ts': ['jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
-  'src/lib/workflows/run/rent.ts': ['run'],
-  'src/lib/workflows/spend/reconcile.ts': ['cost', 'credits', 'sweep'],
+  'src/lib/workflows/job/complete.ts': ['run', 'jobs:wait'],
+  'src/lib/workflows/job/job.ts': ['run'],
+  'src/lib/workflows/job/jobs.ts': ['jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
+  'src/lib/workflows/job/rent.ts': ['run'],
+  'src/lib/workflows/spend/credits-check.ts': ['cost', 'credits', 'sweep'],
   'src/lib/workflows/up/plan.ts': ['up'],
   'src/lib/workflows/up/provisioning.ts': ['up', 'run'],
   'src/lib/workflows/up/register.ts': ['up', 'run'],

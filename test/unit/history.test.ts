@@ -4,8 +4,8 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {HISTORY_LIMITS, classifyByHistory, readHistory, tombstoneSince, newHistoryBudget} from '../../src/lib/domain/deletion/history.js'
-import {snapshot} from '../../src/lib/domain/fleet/workloads.js'
-import {recordSnapshot} from '../../src/lib/domain/ledger/ledger.js'
+import {readFleet} from '../../src/lib/domain/fleet/fleet-read.js'
+import {recordFleetRead} from '../../src/lib/domain/ledger/ledger.js'
 import {LocalState} from '../../src/lib/adapters/state/local-state.js'
 import {tempDir} from '../helpers/cli.js'
 import {useSimulatorClient} from '../helpers/simulator.js'
@@ -241,11 +241,11 @@ describe('classifying error records for every reader', () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     const uid = tombstone(sim)
-    const read = () => snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
+    const read = () => readFleet(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     // Each listing as a workflow makes it: read, then recorded (which drops the verdicts it outdated).
     const view = async () => {
       const listed = await read()
-      recordSnapshot(state, ORG, listed, fakeClock())
+      recordFleetRead(state, ORG, listed, fakeClock())
       return listed
     }
     expect((await view()).vms[0]).toMatchObject({gone: true, history: 'deleted'})
@@ -253,9 +253,9 @@ describe('classifying error records for every reader', () => {
     sim.addHistory(uid, {created_at: new Date(Date.now() + 1000).toISOString(), new_status: 'stopped'})
     const live = await read()
     expect(live.vms[0]).toMatchObject({billing: true, gone: false, status: 'stopped'})
-    // The snapshot only reads: the verdict goes when the listing is recorded.
+    // The fleet read only reads: the verdict goes when the listing is recorded.
     expect(state.readHistoryVerdict(ORG, uid)?.verdict).toBe('deleted')
-    recordSnapshot(state, ORG, live, fakeClock())
+    recordFleetRead(state, ORG, live, fakeClock())
     expect(state.readHistoryVerdict(ORG, uid)).toBeUndefined()
     sim.crash(uid)
     sim.addHistory(uid, {created_at: new Date(Date.now() + 2000).toISOString(), new_status: 'error'})
@@ -279,14 +279,14 @@ describe('classifying error records for every reader', () => {
     expect(again.get(uids[0]!)?.kind).toBe('deleted')
   })
 
-  it('makes a tombstone gone and a crash billing in the snapshot, and never asks about what a delete note settles', async () => {
+  it('makes a tombstone gone and a crash billing in the fleet read, and never asks about what a delete note settles', async () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     const gone = tombstone(sim)
     const crash = crashed(sim)
     const noted = tombstone(sim)
     state.writeDeleteNote(ORG, {at: new Date().toISOString(), name: null, outcome: 'accepted', uid: noted})
-    const view = await snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
+    const view = await readFleet(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     const byUid = new Map(view.vms.map((vm) => [vm.uid, vm]))
     expect(byUid.get(gone)).toMatchObject({billing: false, gone: true, history: 'deleted'})
     expect(byUid.get(crash)).toMatchObject({billing: true, billingAssumed: false, gone: false, history: 'crashed'})
@@ -294,14 +294,14 @@ describe('classifying error records for every reader', () => {
     expect(sim.requests('GET', `/workloads/${noted}/events`)).toHaveLength(0)
   })
 
-  it('reads the fleet without writing the spend ledger, which recordSnapshot then writes', async () => {
+  it('reads the fleet without writing the spend ledger, which recordFleetRead then writes', async () => {
     const {sim, client} = await start()
     const state = new LocalState(tempDir('targon-config-'))
     sim.addWorkload({deployedAt: Date.now() - 3_600_000, name: 'tcli-default-live', status: 'running'})
-    const view = await snapshot(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
+    const view = await readFleet(client, ORG, state, {clock: fakeClock(), historyBudget: {left: 100}})
     expect(view.listing.sightings.map((sighting) => sighting.uid)).toHaveLength(1)
     expect(existsSync(join(state.dir, 'ledger'))).toBe(false)
-    recordSnapshot(state, ORG, view, fakeClock())
+    recordFleetRead(state, ORG, view, fakeClock())
     expect(readdirSync(join(state.dir, 'ledger', ORG)).filter((file) => file.endsWith('.ndjson'))).toHaveLength(1)
     expect(view.problems).toEqual([])
   })

@@ -18,8 +18,8 @@ import {
   pruneStore,
   recordFetchFailure,
   saveJobRecord,
-} from '../../src/lib/workflows/run/job-store.js'
-import {storedJob} from '../../src/lib/workflows/run/jobs-done.js'
+} from '../../src/lib/workflows/job/job-store.js'
+import {storedJob} from '../../src/lib/workflows/job/jobs-done.js'
 import {tempDir} from '../helpers/cli.js'
 
 describe('the bound of every fetch of outputs', () => {

@@ -8,11 +8,11 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {judgeJobs} from '../../src/lib/workflows/run/jobs-done.js'
+import {judgeJobs} from '../../src/lib/workflows/job/jobs-done.js'
 
 import {TargonError} from '../../src/lib/core/errors.js'
 import type {SshSession} from '../../src/lib/adapters/ssh/session.js'
-import {startJob} from '../../src/lib/workflows/run/start.js'
+import {startJob} from '../../src/lib/workflows/job/start.js'
 import {
   JOBS_DIR,
   LISTED_RECORD_BYTES,
@@ -24,10 +24,10 @@ import {
   parseEnv,
   parseListing,
   parseState,
-  runScript,
+  commandScript,
   stateScript,
   workdirIdOf,
-} from '../../src/lib/workflows/run/job.js'
+} from '../../src/lib/workflows/job/job.js'
 
 describe('job ids', () => {
   it('are made from the clock and a random part, and only that form is accepted back', () => {
@@ -88,7 +88,7 @@ describe('the run script', () => {
   it('exports the --env values exactly, runs the command as the remote shell reads it, and keeps its exit code', () => {
     const dir = mkdtempSync(join(tmpdir(), 'targon-job-'))
     const id = 'j-20261202-030527-a1b2c3'
-    const script = runScript(
+    const script = commandScript(
       {command: `printf '%s|%s\\n' "$A" "$B" >${dir}/seen; exit 7`, down: false, id, out: [], started_at: '', workdir: dir},
       [
         {name: 'A', value: `it's "quoted" $(touch ${dir}/pwned) \`x\``},

@@ -1,7 +1,7 @@
 /** What status's last line sums: every VM known to bill in the org, grouped by whose it is; the rest counted and said. */
 import {describe, expect, it} from 'vitest'
 
-import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
+import type {KnownVm} from '../../src/lib/domain/fleet/fleet-read.js'
 import {orgBilling, orgBillingLine} from '../../src/lib/workflows/status/org-billing.js'
 
 let next = 0

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {limitReached} from '../../src/lib/workflows/down/selection.js'
-import type {KnownVm} from '../../src/lib/domain/fleet/workloads.js'
+import type {KnownVm} from '../../src/lib/domain/fleet/fleet-read.js'
 import {failUrl, pingSucceeds} from '../../src/lib/adapters/notify/heartbeat.js'
 import {configDir} from '../../src/lib/adapters/settings/resolve.js'
 import {dueWarnings, extendCommand, unsent, raisedBudget} from '../../src/lib/workflows/sweep/warnings.js'

@@ -10,7 +10,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {isTargonError} from '../../src/lib/core/errors.js'
 import {looksSecret, neverSentDirs, refuseInsideNeverSent} from '../../src/lib/workflows/sync/held-back.js'
 import {walkLocal} from '../../src/lib/workflows/sync/walk.js'
-import {checkWorkdir} from '../../src/lib/workflows/run/workdir.js'
+import {checkWorkdir} from '../../src/lib/workflows/job/workdir.js'
 import {tempDir} from '../helpers/cli.js'
 
 function write(root: string, files: Record<string, string>): void {

@@ -6,7 +6,7 @@ import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, TEAM_FLAG, kindOf} from '../..
 import {type GuardKind, type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/workflows/guard/guard.js'
 import {cronMissing, readCrontab, systemctl, unitDir, unitUser, writeCrontab, writeUnits} from '../../lib/workflows/guard/installed.js'
 import {removeGuard} from '../../lib/workflows/guard/remove.js'
-import {ensureGuardDir, recordInstall} from '../../lib/workflows/guard/runs.js'
+import {ensureGuardDir, recordInstall} from '../../lib/workflows/guard/passes.js'
 import {
   checkSelection,
   environmentOnlySecrets,

@@ -3,10 +3,10 @@ import type {CommandResult} from '../../lib/cli/contract.js'
 import {formatDuration} from '../../lib/core/input.js'
 import {prose} from '../../lib/core/output.js'
 import {entryOf, installedGuards} from '../../lib/workflows/guard/entries.js'
-import {logFile, nextRun} from '../../lib/workflows/guard/guard.js'
+import {logFile, nextPass} from '../../lib/workflows/guard/guard.js'
 import {sameGuard} from '../../lib/workflows/guard/installed.js'
 import {guardProblems} from '../../lib/workflows/guard/problems.js'
-import {readInstalledAt, readRuns} from '../../lib/workflows/guard/runs.js'
+import {readInstalledAt, readPasses} from '../../lib/workflows/guard/passes.js'
 import type {InstalledGuard} from '../../lib/workflows/guard/installed.js'
 import type {CoveredVm, VmCoverage} from '../../lib/workflows/guard/schema.js'
 import {vmCoverage} from '../../lib/workflows/guard/vm-coverage.js'
@@ -14,7 +14,7 @@ import {asTargonError} from '../../lib/core/errors.js'
 import {countOf} from '../../lib/core/output.js'
 
 /** Runs shown. */
-const SHOWN_RUNS = 5
+const SHOWN_PASSES = 5
 
 export default class GuardStatus extends BaseCommand<typeof GuardStatus, 'guard status'> {
   static summary = 'Show the guard of this config directory and profile: schedule, last runs, next run, problems.'
@@ -38,17 +38,17 @@ warning.`)
     const profile = (await this.ctx.settings.profile()).name
     this.acting.profile = profile
     const guards = installedGuards().filter((guard) => sameGuard(guard.marker, {configDir: dir, profile}))
-    const runs = readRuns(dir, profile)
+    const passes = readPasses(dir, profile)
     const now = this.ctx.clock.now()
     const every = guards.find((guard) => guard.everyMs !== null)?.everyMs ?? null
     const log = logFile(dir, profile)
-    const problems = guardProblems({configDir: dir, guards, installedAt: readInstalledAt(dir, profile), log, now, runs})
+    const problems = guardProblems({configDir: dir, guards, installedAt: readInstalledAt(dir, profile), log, now, passes})
     const result = {
       config_dir: dir,
       guards: guards.map(entryOf),
-      last_runs: runs.slice(-SHOWN_RUNS),
+      last_runs: passes.slice(-SHOWN_PASSES),
       log,
-      next_run_at: every === null ? null : new Date(nextRun(every, now)).toISOString(),
+      next_run_at: every === null ? null : new Date(nextPass(every, now)).toISOString(),
       problems,
       profile,
       coverage: await this.coverage(dir, guards),

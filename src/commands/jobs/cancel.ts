@@ -1,10 +1,10 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/workflows/run/job.js'
-import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/run/jobs.js'
-import {cancelJob} from '../../lib/workflows/run/complete.js'
-import type {JobCancelResult} from '../../lib/workflows/run/schema.js'
+import {checkJobId} from '../../lib/workflows/job/job.js'
+import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/job/jobs.js'
+import {cancelJob} from '../../lib/workflows/job/complete.js'
+import type {JobCancelResult} from '../../lib/workflows/job/schema.js'
 
 export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs cancel'> {
   static summary = 'Stop a running job (its unit, with all its processes); its log stays.'

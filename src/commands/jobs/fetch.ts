@@ -1,16 +1,16 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {TargonError, isTargonError} from '../../lib/core/errors.js'
-import {fetchStored, storedJob} from '../../lib/workflows/run/jobs-done.js'
-import type {JobsOptions} from '../../lib/workflows/run/jobs.js'
+import {fetchStored, storedJob} from '../../lib/workflows/job/jobs-done.js'
+import type {JobsOptions} from '../../lib/workflows/job/jobs.js'
 import type {TargonClient} from '../../lib/adapters/targon/client.js'
 import {printableName, prose} from '../../lib/core/output.js'
 import {CopyBudget} from '../../lib/workflows/copy/budget.js'
-import {storeLimit} from '../../lib/workflows/run/job-store.js'
-import {checkJobId} from '../../lib/workflows/run/job.js'
-import {jobOf, withJob} from '../../lib/workflows/run/jobs.js'
-import {fetchOutputs, outputsDir} from '../../lib/workflows/run/fetch.js'
-import type {JobFetchResult} from '../../lib/workflows/run/schema.js'
+import {storeLimit} from '../../lib/workflows/job/job-store.js'
+import {checkJobId} from '../../lib/workflows/job/job.js'
+import {jobOf, withJob} from '../../lib/workflows/job/jobs.js'
+import {fetchOutputs, outputsDir} from '../../lib/workflows/job/fetch.js'
+import type {JobFetchResult} from '../../lib/workflows/job/schema.js'
 
 export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch'> {
   static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."

@@ -1,8 +1,8 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_SELECTION_FLAGS, durationInWords, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
 import {dash, prose, renderTable} from '../../lib/core/output.js'
-import {listJobs} from '../../lib/workflows/run/jobs.js'
-import type {JobsResult} from '../../lib/workflows/run/schema.js'
+import {listJobs} from '../../lib/workflows/job/jobs.js'
+import type {JobsResult} from '../../lib/workflows/job/schema.js'
 
 export default class Jobs extends BaseCommand<typeof Jobs, 'jobs'> {
   static summary = 'List the jobs of targon run on the running VMs of a fleet, or on the VMs named.'

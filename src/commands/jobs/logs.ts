@@ -3,10 +3,10 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
-import {followJob} from '../../lib/workflows/run/follow.js'
-import {checkJobId} from '../../lib/workflows/run/job.js'
-import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
-import type {JobLogsResult} from '../../lib/workflows/run/schema.js'
+import {followJob} from '../../lib/workflows/job/follow.js'
+import {checkJobId} from '../../lib/workflows/job/job.js'
+import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/job/jobs.js'
+import type {JobLogsResult} from '../../lib/workflows/job/schema.js'
 
 export default class JobsLogs extends BaseCommand<typeof JobsLogs, 'jobs logs'> {
   static summary = "Print a job's log; with -f, follow it until the job ends."

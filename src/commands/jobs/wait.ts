@@ -3,12 +3,12 @@ import {followDeletions} from '../../lib/cli/deletion-display.js'
 import {hooksFlag} from '../../lib/cli/flags.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/workflows/run/job.js'
-import {jobOf, reopenVm, withJob} from '../../lib/workflows/run/jobs.js'
-import {completeJob} from '../../lib/workflows/run/complete.js'
-import {emptyFetch} from '../../lib/workflows/run/fetch.js'
-import {storeLimit} from '../../lib/workflows/run/job-store.js'
-import type {RunResult} from '../../lib/workflows/run/schema.js'
+import {checkJobId} from '../../lib/workflows/job/job.js'
+import {jobOf, reopenVm, withJob} from '../../lib/workflows/job/jobs.js'
+import {completeJob} from '../../lib/workflows/job/complete.js'
+import {emptyFetch} from '../../lib/workflows/job/fetch.js'
+import {storeLimit} from '../../lib/workflows/job/job-store.js'
+import type {JobOutcome} from '../../lib/workflows/job/schema.js'
 import {openLeave} from '../../lib/workflows/dstack/leave.js'
 
 export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
@@ -34,7 +34,7 @@ and deletes at once.`)
 
   static flags = {...EVENT_FLAGS, ...JOB_SELECTION_FLAGS, hooks: hooksFlag()}
 
-  public async run(): Promise<RunResult> {
+  public async run(): Promise<JobOutcome> {
     const id = checkJobId(this.args.id)
     const text = !this.jsonEnabled()
     const deletions = followDeletions(this.events, (line) => this.info(line))
@@ -48,7 +48,7 @@ and deletes at once.`)
         const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
         const state = this.ctx.localState()
         return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
-          const result: RunResult = {
+          const result: JobOutcome = {
             deleted: null,
             exit_code: null,
             fetch: emptyFetch(),

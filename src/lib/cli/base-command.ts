@@ -17,7 +17,7 @@ import {TargonError, asTargonError, bugReport, isTargonError} from '../core/erro
 import {REAL_CLOCK} from '../core/clock.js'
 import {BUGS_URL, VERSION} from '../core/version.js'
 import type {RunContext} from '../workflows/run-context.js'
-import type {FetchFailingNotice} from '../workflows/run/jobs-done.js'
+import type {FetchFailingNotice} from '../workflows/job/jobs-done.js'
 import type {RunEvents} from '../adapters/events/run-events.js'
 import {printable} from '../core/output.js'
 import {OwnedByAnother, sudoHint} from '../adapters/state/trust.js'

@@ -33,9 +33,9 @@ import {
   JobFetchResultSchema,
   JobLogsResultSchema,
   JobsResultSchema,
-  RunPlanSchema,
-  RunResultSchema,
-} from '../workflows/run/schema.js'
+  JobPlanSchema,
+  JobOutcomeSchema,
+} from '../workflows/job/schema.js'
 
 export const VersionResultSchema = z.object({
   version: z.string().describe('the version of targon (package targon-fleet)'),
@@ -67,10 +67,10 @@ export const DATA_SCHEMAS = {
   'jobs cancel': JobCancelResultSchema,
   'jobs fetch': JobFetchResultSchema,
   'jobs logs': JobLogsResultSchema,
-  'jobs wait': RunResultSchema,
+  'jobs wait': JobOutcomeSchema,
   logs: LogsResultSchema,
   offers: OffersResultSchema,
-  run: z.union([RunResultSchema, RunPlanSchema]),
+  run: z.union([JobOutcomeSchema, JobPlanSchema]),
   ssh: z.union([SshResultSchema, SshConfigResultSchema]),
   status: StatusResultSchema,
   sweep: SweepResultSchema,

@@ -7,8 +7,8 @@ import {Args, Flags} from '@oclif/core'
 import {formatDuration} from '../core/input.js'
 import {parseVmList} from '../domain/fleet/fan-out.js'
 import {ownerScope} from '../domain/fleet/owners.js'
-import type {JobsOptions} from '../workflows/run/jobs.js'
-import type {Job} from '../workflows/run/schema.js'
+import type {JobsOptions} from '../workflows/job/jobs.js'
+import type {Job} from '../workflows/job/schema.js'
 import type {RunContext} from '../workflows/run-context.js'
 
 export const JOB_SELECTION_FLAGS = {

@@ -46,7 +46,7 @@ export const BACKOFF = {
   nameLook: () => 2000,
   /** A local lock held by another run: 50–150 ms, so that waiting runs do not take turns in step. */
   lockLook: () => 50 + Math.random() * 100,
-  /** The bootstrap's progress on the VM: fast at first (a run that finds every step in place ends within seconds), then once a second. */
+  /** The bootstrap's progress on the VM: fast at first (a bootstrap that finds every step in place ends within seconds), then once a second. */
   bootstrapLook: doubling(200, 1000),
   /** A dstack fleet whose host a deletion waits for (a job on it), or that is being processed: every 5 s. */
   dstackJobLook: () => 5000,

@@ -1,6 +1,6 @@
 /**
  * The VMs a run over many of them works on (exec, cp, run, jobs): from a fresh listing, which the run records
- * (recordSnapshot) as every workflow that lists does, the fleet view itself only reading.
+ * (recordFleetRead) as every workflow that lists does, the fleet read itself only reading.
  */
 import {TargonError} from '../core/errors.js'
 import {checkSshFiles} from '../adapters/ssh/connect-info.js'
@@ -8,8 +8,8 @@ import type {LocalState} from '../adapters/state/local-state.js'
 import type {TargonClient} from '../adapters/targon/client.js'
 import type {ListingRun} from '../domain/fleet/run.js'
 import {type OwnerScope, scoped} from '../domain/fleet/owners.js'
-import {type KnownVm, findOneVm, snapshot} from '../domain/fleet/workloads.js'
-import {recordSnapshot} from '../domain/ledger/ledger.js'
+import {type KnownVm, findOneVm, readFleet} from '../domain/fleet/fleet-read.js'
+import {recordFleetRead} from '../domain/ledger/ledger.js'
 
 export interface VmSelection {
   org: string
@@ -28,13 +28,13 @@ export async function selectVms(run: ListingRun, client: TargonClient, state: Lo
   // A key or pin directory that fails its check fails the run (exit 3), not each VM in turn.
   checkSshFiles(state.dir)
   const {owners} = selection
-  const view = await snapshot(client, selection.org, state, {
+  const view = await readFleet(client, selection.org, state, {
     clock: run.clock,
     historyBudget: run.historyBudget,
     readOwners: owners.owner !== null,
   })
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state, selection.org, view, run.clock)
+  recordFleetRead(state, selection.org, view, run.clock)
   const live = view.vms.filter((vm) => !vm.gone)
   const vms =
     selection.targets.length > 0

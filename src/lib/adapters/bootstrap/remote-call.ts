@@ -13,7 +13,8 @@ export const CHECK_OUTPUT_BYTES = 8 * 1024 * 1024
 export const PHASE_OUTPUT_BYTES = 4 * 1024 * 1024
 
 export interface BootstrapParams {
-  runId?: string
+  /** Names one execution of the script (TARGON_RUN_ID, which last-run.json repeats); absent: a new one. */
+  executionId?: string
   toolVersion: string
   dstackVersion: string
   reinstall: boolean
@@ -28,10 +29,10 @@ export interface BootstrapParams {
   shimHealthTimeoutMs: number
 }
 
-export function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 'shim', runId: string): string[] {
+export function envAssignments(params: BootstrapParams, phase: 'check' | 'install' | 'shim', executionId: string): string[] {
   return [
     `TARGON_PHASE=${phase}`,
-    `TARGON_RUN_ID=${runId}`,
+    `TARGON_RUN_ID=${executionId}`,
     `TARGON_TOOL_VERSION=${params.toolVersion}`,
     `TARGON_DSTACK_VERSION=${validateDstackVersion(params.dstackVersion)}`,
     `TARGON_REINSTALL=${params.reinstall ? 1 : 0}`,

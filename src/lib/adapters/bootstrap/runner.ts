@@ -15,7 +15,7 @@ import {poll} from '../../core/poll.js'
 import {type SshSession, shellQuote} from '../ssh/session.js'
 import {type Marker, parseMarker, readMarker} from './marker.js'
 import {type BootstrapParams, CHECK_OUTPUT_BYTES, PHASE_OUTPUT_BYTES, SCRIPT_PATH, assertOk, envAssignments, must} from './remote-call.js'
-import type {ShimRun} from './shim.js'
+import type {ShimOutput} from './shim.js'
 import {SplitOutput, type StepEvent, StepParser, substepOf} from './steps.js'
 import BOOTSTRAP_TEMPLATE from './bootstrap.sh'
 import IDLE_SAMPLER from './idle-sampler.py'
@@ -24,7 +24,7 @@ import IDLE_SAMPLER from './idle-sampler.py'
 const BOOTSTRAP_SCRIPT = BOOTSTRAP_TEMPLATE.replace('@IDLE_SAMPLER_SOURCE@', () => IDLE_SAMPLER.trimEnd())
 
 const LOG = '/var/log/targon-dstack-bootstrap.log'
-const LAST_RUN = '/var/lib/targon-dstack/last-run.json'
+const OUTCOME_FILE = '/var/lib/targon-dstack/last-run.json'
 const UNIT = 'targon-dstack-bootstrap'
 /** How much of the bootstrap log one read takes; a longer log is caught up over the next reads. */
 const LOG_READ_BYTES = 4 * 1024 * 1024
@@ -46,28 +46,28 @@ const DSTACK_BUSY = 75
 const NEEDS_INSTALL = 3 // the check phase's own
 const SUDO_ASKS_PASSWORD = 100
 
-type CheckOutcome = {state: 'bootstrapped'; marker: Marker; shim?: ShimRun} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
+type CheckOutcome = {state: 'bootstrapped'; marker: Marker; shim?: ShimOutput} | {state: 'needs-install'} | {state: 'sudo-asks-password'}
 
 /** Printed between the check phase and the shim phase when one remote call runs both. */
 const SHIM_FOLLOWS = 'TARGON_SHIM_FOLLOWS'
 
 /**
  * Checks sudo, uploads the script and runs its check phase (B0), all in one call. A bootstrapped VM is
- * confirmed by it, without starting and following a detached run; the check prints the marker then.
+ * confirmed by it, without starting and following a detached install; the check prints the marker then.
  */
 async function uploadAndCheck(
   session: SshSession,
   params: BootstrapParams,
-  runId: string,
+  executionId: string,
   onEvent: (event: StepEvent) => void,
   signal: AbortSignal | undefined,
   thenShim: boolean,
 ): Promise<CheckOutcome> {
   const install = `umask 022; mkdir -p /usr/local/lib/targon-dstack && cat > ${SCRIPT_PATH}.tmp && chmod 0755 ${SCRIPT_PATH}.tmp && mv -f ${SCRIPT_PATH}.tmp ${SCRIPT_PATH}`
-  const check = `env ${envAssignments(params, 'check', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
+  const check = `env ${envAssignments(params, 'check', executionId).join(' ')} /bin/bash ${SCRIPT_PATH}`
   // On a bootstrapped VM the shim phase follows in the same call, which saves a round trip on every repeat.
   const shim = thenShim
-    ? ` && echo ${SHIM_FOLLOWS} && exec env ${envAssignments(params, 'shim', runId).join(' ')} /bin/bash ${SCRIPT_PATH}`
+    ? ` && echo ${SHIM_FOLLOWS} && exec env ${envAssignments(params, 'shim', executionId).join(' ')} /bin/bash ${SCRIPT_PATH}`
     : ''
   const shimEvents: StepEvent[] = []
   const output = new SplitOutput(SHIM_FOLLOWS, new StepParser(onEvent), new StepParser((event) => shimEvents.push(event)))
@@ -87,10 +87,10 @@ async function uploadAndCheck(
   return {marker, state: 'bootstrapped'}
 }
 
-const LastRunSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
+const OutcomeSchema = z.object({exit_code: z.number(), failed_step: z.string().nullable(), run_id: z.string()})
 
 /**
- * Install phase: unless the check finds it done, start (or attach to) the detached run and follow it until it
+ * Install phase: unless the check finds it done, start (or attach to) the detached install and follow it until it
  * ends. With `thenShim`, a VM found bootstrapped also runs the shim phase's remote part in the same call (returned
  * as `shim`, for runShim to report).
  */
@@ -101,12 +101,12 @@ export async function runInstall(
   signal?: AbortSignal,
   thenShim = false,
   clock: Clock = REAL_CLOCK,
-): Promise<{marker: Marker; shim?: ShimRun}> {
-  const runId = params.runId ?? randomBytes(6).toString('hex')
-  let check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
+): Promise<{marker: Marker; shim?: ShimOutput}> {
+  const executionId = params.executionId ?? randomBytes(6).toString('hex')
+  let check = await uploadAndCheck(session, params, executionId, onEvent, signal, thenShim)
   if (check.state === 'sudo-asks-password') {
     await enablePasswordlessSudo(session, params.password)
-    check = await uploadAndCheck(session, params, runId, onEvent, signal, thenShim)
+    check = await uploadAndCheck(session, params, executionId, onEvent, signal, thenShim)
   }
 
   if (check.state === 'bootstrapped') return {marker: check.marker, shim: check.shim}
@@ -114,13 +114,13 @@ export async function runInstall(
     Number(
       (await must(session, `sudo -n sh -c ${shellQuote(`stat -c %s ${LOG} 2>/dev/null || echo 0`)}`, 'reading the bootstrap log')).trim(),
     ) || 0
-  const env = envAssignments(params, 'install', runId).map((assignment) => `--setenv=${assignment}`)
+  const env = envAssignments(params, 'install', executionId).map((assignment) => `--setenv=${assignment}`)
   const start = await session.exec(
     `sudo -n systemd-run --unit=${UNIT} --collect -p StandardOutput=append:${LOG} -p StandardError=append:${LOG} ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`,
     {maxBytes: CHECK_OUTPUT_BYTES},
   )
-  // An earlier `up` may still be installing: follow that run instead of starting a second one.
-  let expected: string | undefined = runId
+  // An earlier `up` may still be installing: follow that install instead of starting a second one.
+  let expected: string | undefined = executionId
   if (start.code !== 0) {
     if (!/already exists|already active/i.test(start.stderr))
       throw new TargonError('BOOTSTRAP_FAILED', `could not start the bootstrap: ${start.stderr.trim()}`, {
@@ -136,15 +136,15 @@ export async function runInstall(
   let inactivePolls = 0
   const done = await poll(
     async () => {
-      const command = `tail -c +${offset + 1} ${LOG} | head -c ${LOG_READ_BYTES} | base64 -w0; echo; echo ${separator}; cat ${LAST_RUN} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
-      const [encoded = '', lastRun = '', state = ''] = (
+      const command = `tail -c +${offset + 1} ${LOG} | head -c ${LOG_READ_BYTES} | base64 -w0; echo; echo ${separator}; cat ${OUTCOME_FILE} 2>/dev/null; echo; echo ${separator}; systemctl is-active --quiet ${UNIT} && echo active || echo inactive`
+      const [encoded = '', outcomeText = '', state = ''] = (
         await must(session, `sudo -n sh -c ${shellQuote(command)}`, 'following the bootstrap')
       ).split(`${separator}\n`)
       const chunk = Buffer.from(encoded.trim(), 'base64')
       offset += chunk.length
       // The log is read by byte offset: a character may be split between two reads.
       parser.push(decode(chunk))
-      const result = parseLastRun(lastRun)
+      const result = parseOutcome(outcomeText)
       const finished = result && (expected === undefined ? state.trim() !== 'active' : result.run_id === expected)
       if (finished && result) {
         if (result.exit_code === DSTACK_BUSY)
@@ -166,16 +166,16 @@ export async function runInstall(
   return done as {marker: Marker}
 }
 
-/** The step a failed run names, as a person reads it: "gpu-test (B8)"; "?" when it names none. */
+/** The step a failed install names, as a person reads it: "gpu-test (B8)"; "?" when it names none. */
 function failedStep(id: string | null): string {
   if (id === null) return '?'
   const substep = substepOf(id)
   return substep ? `${substep.name} (${id})` : id
 }
 
-function parseLastRun(text: string) {
+function parseOutcome(text: string) {
   try {
-    const parsed = LastRunSchema.safeParse(JSON.parse(text))
+    const parsed = OutcomeSchema.safeParse(JSON.parse(text))
     return parsed.success ? parsed.data : undefined
   } catch {
     return undefined

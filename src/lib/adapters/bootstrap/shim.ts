@@ -14,7 +14,7 @@ import {type StepEvent, StepParser} from './steps.js'
 const SHIM_PORT = 10998
 
 /** The shim phase's remote part, already run right after a check that found the VM bootstrapped. */
-export interface ShimRun {
+export interface ShimOutput {
   result: ExecResult
   events: StepEvent[]
 }
@@ -41,7 +41,7 @@ export async function runShim(
   params: BootstrapParams,
   onEvent: (event: StepEvent) => void,
   signal?: AbortSignal,
-  done?: ShimRun,
+  done?: ShimOutput,
   clock: Clock = REAL_CLOCK,
 ): Promise<ShimState> {
   let dstackManaged: string | null = null
@@ -85,7 +85,7 @@ function execShim(
   signal?: AbortSignal,
 ): Promise<ExecResult> {
   const parser = new StepParser(onEvent)
-  const env = envAssignments(params, 'shim', params.runId ?? randomBytes(6).toString('hex'))
+  const env = envAssignments(params, 'shim', params.executionId ?? randomBytes(6).toString('hex'))
   return session.exec(`sudo -n env ${env.join(' ')} /bin/bash ${SCRIPT_PATH}`, {
     maxBytes: PHASE_OUTPUT_BYTES,
     onStdout: (text) => parser.push(text),

@@ -1,4 +1,4 @@
-/** The steps of bootstrap.sh, and the TARGON_STEP lines by which a run on the VM reports them. */
+/** The steps of bootstrap.sh, and the TARGON_STEP lines by which the script reports them from the VM. */
 import {LineSplitter} from '../../core/lines.js'
 import type {BootstrapStep} from '../events/schema.js'
 

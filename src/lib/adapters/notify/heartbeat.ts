@@ -1,5 +1,5 @@
 /**
- * The heartbeat of a scheduled sweep: one request to a dead-man switch (healthchecks-style ping URL) per run, to the
+ * The heartbeat of a scheduled sweep: one request to a dead-man switch (healthchecks-style ping URL) per sweep, to the
  * URL on success and to URL + `/fail` otherwise, so that a monitor pages someone when the guard fails or stops
  * running. The URL is a secret (it marks the check alive): never printed, logged or put in an event. A ping takes at
  * most PING_BUDGET_MS, its reply is read to at most MAX_REPLY_BYTES, and a failed ping is a warning, never a failure.
@@ -22,7 +22,7 @@ export function failUrl(url: string): string {
   return parsed.href
 }
 
-/** Pings the URL for a run that ended with `exitCode`; undefined when the monitor took it, else a warning without the URL. */
+/** Pings the URL for a sweep that ended with `exitCode`; undefined when the monitor took it, else a warning without the URL. */
 export async function ping(url: string, exitCode: number, budgetMs = PING_BUDGET_MS): Promise<string | undefined> {
   const target = pingSucceeds(exitCode) ? url : failUrl(url)
   const agent = new Agent({connect: {timeout: budgetMs}})

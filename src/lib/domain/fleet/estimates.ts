@@ -2,7 +2,7 @@
  * Cost estimates: Targon reports no per-VM charges, so a VM's cost is estimated as its hourly price times its
  * age (from the API's creation time). Used by status (cost and budget left) and down (--over-cost, budgets).
  */
-import {type KnownVm, vmPrice} from './workloads.js'
+import {type KnownVm, vmPrice} from './fleet-read.js'
 import {limitsOf} from './limits.js'
 
 /** The API's creation time in epoch ms; null when it does not say (or says something that is not a time). */

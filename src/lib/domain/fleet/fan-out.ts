@@ -10,7 +10,7 @@ import {type PinnedKey, type SshTarget, openPinned} from '../../adapters/ssh/con
 import {checkedPrivateKeyPath, hasGuardKey} from '../../adapters/ssh/project-key.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
-import type {KnownVm} from './workloads.js'
+import type {KnownVm} from './fleet-read.js'
 
 /** How long SSH may take to answer, per VM. */
 const CONNECT_MS = 30_000

@@ -15,7 +15,7 @@ import type {VmRecord} from '../../adapters/state/local-state.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {hasGuardKey} from '../../adapters/ssh/project-key.js'
 import type {VmSessions} from './vm-sessions.js'
-import type {KnownVm} from './workloads.js'
+import type {KnownVm} from './fleet-read.js'
 
 export interface Limits {
   ttl_expires_at: string | null

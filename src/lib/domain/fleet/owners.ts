@@ -166,7 +166,7 @@ export function ownerCounts(counts: Map<VmOwner, number>): string {
 
 /**
  * With no owner set, a bulk deletion that would reach VMs of more than one owner (no owner counting as one), or a
- * VM whose owner could not be read, is refused: in a shared org it would delete a colleague's run. --any-owner
+ * VM whose owner could not be read, is refused: in a shared org it would delete a colleague's VMs. --any-owner
  * deletes them all, as asked.
  */
 export function refuseMixedOwners(vms: {owner: VmOwner; uncertain?: boolean}[], scope: OwnerScope): void {

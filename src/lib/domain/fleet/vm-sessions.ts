@@ -8,7 +8,7 @@
 import type {Clock} from '../../core/clock.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
 import {openVm} from './fan-out.js'
-import type {KnownVm} from './workloads.js'
+import type {KnownVm} from './fleet-read.js'
 
 export class VmSessions {
   private readonly opened = new Map<string, Promise<SshSession>>()

@@ -3,7 +3,7 @@
  * over the VM's pinned SSH connection, before they delete it, so that work is saved first.
  *
  * The command lives in /etc/targon-fleet/on-delete.conf, 0600 root:root: it may carry a token, and nothing on the VM
- * needs it but the run below, which reads it through sudo (ubuntu has passwordless sudo; the idle sampler's user has
+ * needs it but the hook's command below, which reads it through sudo (ubuntu has passwordless sudo; the idle sampler's user has
  * no business with it, unlike idle.conf). It is passed to bash on stdin, never on a command line that ps shows.
  *
  * Its timeout is the user's: up keeps it in the VM's local record as well, and the copy on the VM can only shorten it.
@@ -16,7 +16,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {type Clock, stopwatch} from '../../core/clock.js'
 import {openVm} from '../fleet/fan-out.js'
-import type {KnownVm} from '../fleet/workloads.js'
+import type {KnownVm} from '../fleet/fleet-read.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {API_IDENTIFIER_PATTERN, WORKLOAD_NAME_PATTERN} from '../../adapters/targon/schemas.js'
 
@@ -132,7 +132,7 @@ export function outputTail(output: string): string {
   return tail
 }
 
-/** What a hook's run is told of its VM: the name only if it passed the name check, else empty. */
+/** What a running hook is told of its VM: the name only if it passed the name check, else empty. */
 export function hookEnvironment(vm: {name: string | null; uid: string}, reason: DeleteReason): string {
   const name = vm.name !== null && WORKLOAD_NAME_PATTERN.test(vm.name) ? vm.name : ''
   const uid = API_IDENTIFIER_PATTERN.test(vm.uid) ? vm.uid : ''
@@ -184,18 +184,19 @@ export async function runHook(
       `${hookEnvironment(vm, reason)} timeout -k 5 ${hook.timeout_s} bash -c 'eval "$(cat)"' 2>&1 | tail -c ${REMOTE_TAIL_BYTES}`,
     ].join('\n')
     const within = AbortSignal.timeout(hook.timeout_s * 1000 + END_GRACE_MS)
-    const run = await session.exec(`bash -c ${shellQuote(script)}`, {
+    const executed = await session.exec(`bash -c ${shellQuote(script)}`, {
       maxBytes: MAX_READ_BYTES,
       signal: AbortSignal.any([options.signal, within]),
       stdin: hook.command,
     })
-    const output = run.stdout + run.stderr
-    if (run.aborted && options.signal.aborted) return outcome('interrupted', run.code, output, 'stopped by a signal; deleting at once')
-    if (run.aborted || run.code === 124 || run.code === 137)
-      return outcome('timed-out', run.code, output, `did not end within its timeout of ${hook.timeout_s} s`)
-    if (run.overflowed) return outcome('failed', run.code, output, `printed more than ${MAX_READ_BYTES / 1024} KiB at once`)
-    if (run.code === 0) return outcome('ok', 0, output, null)
-    return outcome('failed', run.code, output, `exited ${run.code ?? run.signal}`)
+    const output = executed.stdout + executed.stderr
+    if (executed.aborted && options.signal.aborted)
+      return outcome('interrupted', executed.code, output, 'stopped by a signal; deleting at once')
+    if (executed.aborted || executed.code === 124 || executed.code === 137)
+      return outcome('timed-out', executed.code, output, `did not end within its timeout of ${hook.timeout_s} s`)
+    if (executed.overflowed) return outcome('failed', executed.code, output, `printed more than ${MAX_READ_BYTES / 1024} KiB at once`)
+    if (executed.code === 0) return outcome('ok', 0, output, null)
+    return outcome('failed', executed.code, output, `exited ${executed.code ?? executed.signal}`)
   } catch (error) {
     if (options.signal.aborted) return outcome('interrupted', null, '', 'stopped by a signal; deleting at once')
     return outcome('unreachable', null, '', `could not reach it (${asTargonError(error).message}): deleted without its hook`)

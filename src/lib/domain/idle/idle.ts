@@ -15,7 +15,7 @@ import {asTargonError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
 import type {VmSessions} from '../fleet/vm-sessions.js'
 import {limitsOf, readLimitsOf} from '../fleet/limits.js'
-import type {KnownVm} from '../fleet/workloads.js'
+import type {KnownVm} from '../fleet/fleet-read.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 
 /** The probe's fixed remote command: the sampler recognises a session running it as targon's own, not as activity. */

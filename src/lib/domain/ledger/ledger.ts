@@ -68,12 +68,12 @@ export function recordHistoryStops(configDir: string, org: string, stops: Ledger
 }
 
 /**
- * Records what a fleet snapshot saw: its listing in the spend ledger (FleetSnapshot.listing; a failed write becomes one
+ * Records what a fleet read saw: its listing in the spend ledger (FleetView.listing; a failed write becomes one
  * more of its problems, said like the listing's own), and drops the history verdicts it outdated
- * (FleetSnapshot.staleVerdicts). The snapshot itself only reads: every workflow that lists calls this after it.
+ * (FleetView.staleVerdicts). The fleet read itself only reads: every workflow that lists calls this after it.
  * `everySighting`: see linesFromListing (a cost report).
  */
-export function recordSnapshot(
+export function recordFleetRead(
   state: LocalState,
   org: string,
   view: {listing: Listing; problems: string[]; staleVerdicts: readonly string[]},

@@ -7,7 +7,7 @@ import {gpuKey, withinCap} from './offers.js'
 import type {Offer} from './schema.js'
 
 export interface OfferFilter {
-  /** One resource (SKU) by its exact name, as up and run take it. */
+  /** One resource (SKU) by its exact name, as `targon up` and `targon run` take it. */
   resource?: string
   /** A GPU model in any common spelling (see gpuKey). */
   gpu?: string
@@ -19,7 +19,7 @@ export interface OfferFilter {
   includeSoldOut?: boolean
 }
 
-/** The criteria of what an offer is, apart from its price and capacity: what up and run rent is always capped and never sold out. */
+/** The criteria of what an offer is, apart from its price and capacity: what `targon up` and `targon run` rent is always capped and never sold out. */
 export type OfferKind = Omit<OfferFilter, 'maxPrice' | 'includeSoldOut'>
 
 /**

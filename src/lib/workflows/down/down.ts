@@ -8,15 +8,15 @@ import type {TargonClient} from '../../adapters/targon/client.js'
 import {workloadStatus} from '../../adapters/targon/schemas.js'
 import {TargonError, abortError} from '../../core/errors.js'
 import {
-  type FleetSnapshot,
+  type FleetView,
   type KnownVm,
   billingOfTool,
   billingUncertain,
   invalidWarning,
   outsideOwner,
-  snapshot,
+  readFleet,
   vmFacts,
-} from '../../domain/fleet/workloads.js'
+} from '../../domain/fleet/fleet-read.js'
 import {type OwnerScope, outsideWarning, refuseMixedOwners} from '../../domain/fleet/owners.js'
 import {notFoundHint, suggestVmName, whereToLook} from '../../domain/fleet/suggest.js'
 import {judge} from '../../domain/deletion/lifecycle.js'
@@ -30,7 +30,7 @@ import type {EndedJob, HookOutcome} from '../../adapters/events/schema.js'
 import type {DownResult} from './schema.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookSummary, runHooks} from '../../domain/hooks/hook.js'
 import {type DstackLeave, leaveDstack} from '../dstack/leave.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import {type DownSelection, chooseTargets, isBulk, limitReached} from './selection.js'
 import {keepUnlessIdle} from './idle-selection.js'
 import {type RunningJobsReader, endedJobsInWords, readRunningJobs} from './ended-jobs.js'
@@ -84,7 +84,7 @@ export interface DownOptions {
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.
    */
-  narrow?: (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => Promise<Narrowed>
+  narrow?: (chosen: KnownVm[], view: FleetView, sessions: VmSessions) => Promise<Narrowed>
   /** Run each VM's pre-delete hook before deleting it (false: --no-hooks). Never under --dry-run. */
   hooks: boolean
   /** Why each VM is deleted, for its hook's TARGON_DELETE_REASON; without it, the selection says. */
@@ -150,7 +150,7 @@ async function resolveUnlisted(
 /** What the selection chooses from the listing (by the limits read over `sessions`), and what the last say keeps of it. */
 async function selectVms(
   run: DeletionRun,
-  view: FleetSnapshot,
+  view: FleetView,
   sessions: VmSessions,
   options: DownOptions,
 ): Promise<{decided: Narrowed; unlisted: string[]}> {
@@ -193,12 +193,12 @@ export async function runDown(
 ): Promise<DownResult> {
   const {selection} = options
   const {clock} = run
-  const view = await snapshot(client, org, state, {
+  const view = await readFleet(client, org, state, {
     clock,
     historyBudget: run.historyBudget,
     readOwners: isBulk(selection) || selection.owner !== null,
   })
-  recordSnapshot(state, org, view, clock)
+  recordFleetRead(state, org, view, clock)
   for (const problem of view.problems) run.warn(problem)
   const listed = new Set(view.vms.map((vm) => vm.uid))
   state.pruneDeleteNotes(org, listed, clock.now())
@@ -365,7 +365,7 @@ export async function runDown(
   })
   // Verify against a fresh listing: what still bills there is not gone, whatever the answers said. Without a listing,
   // the per-VM results (each already confirmed by its state) stand.
-  const final = await snapshot(cleanupClient, org, state, {
+  const final = await readFleet(cleanupClient, org, state, {
     clock,
     historyBudget: run.historyBudget,
     readOwners: selection.owner !== null,
@@ -373,7 +373,7 @@ export async function runDown(
     run.warn(`the final listing failed (${(error as Error).message}); the results are not verified against it`)
     return undefined
   })
-  if (final) recordSnapshot(state, org, final, clock)
+  if (final) recordFleetRead(state, org, final, clock)
   const after = new Map((final?.vms ?? []).map((vm) => [vm.uid, vm]))
   const verified = results.map((result): DeleteResult =>
     result.billing === false && bills(after.get(result.uid)) ? {...result, action: 'still-present', billing: true} : result,

@@ -7,7 +7,7 @@ import type {EndedJob} from '../../adapters/events/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf, oneLine} from '../../core/output.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {DeletionRun} from '../run-context.js'
 
 /** Reads the jobs running on one VM; the signal ends the reading (time out, or an interrupt). */

@@ -2,7 +2,7 @@
  * down --idle and the sweep's idle limit: which chosen VMs are idle past their limit, read on each VM's idle clock.
  */
 import {countOf} from '../../core/output.js'
-import {type KnownVm, billingUncertain} from '../../domain/fleet/workloads.js'
+import {type KnownVm, billingUncertain} from '../../domain/fleet/fleet-read.js'
 import {type AlsoRead, idlePastLimit, probeUsages} from '../../domain/idle/idle.js'
 import type {Usage} from '../../domain/idle/schema.js'
 import type {DeletionRun} from '../run-context.js'

@@ -4,7 +4,7 @@
  */
 import {TargonError} from '../../core/errors.js'
 import {budgetLeft, estimatedCost} from '../../domain/fleet/estimates.js'
-import {type KnownVm, resolveVm} from '../../domain/fleet/workloads.js'
+import {type KnownVm, resolveVm} from '../../domain/fleet/fleet-read.js'
 import {type OwnerScope, findForOwner, scoped} from '../../domain/fleet/owners.js'
 import type {DownResult} from './schema.js'
 import {limitsOf} from '../../domain/fleet/limits.js'

@@ -9,11 +9,11 @@ import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {asTargonError} from '../../core/errors.js'
 import {type OwnerScope, scoped} from '../../domain/fleet/owners.js'
-import {type KnownVm, snapshot} from '../../domain/fleet/workloads.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {type KnownVm, readFleet} from '../../domain/fleet/fleet-read.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import {type DownOptions, runDown} from '../down/down.js'
 import {selectionOf} from '../down/selection.js'
-import {type RentRequest, rentAsk, rentWithUp} from '../run/rent.js'
+import {type RentRequest, rentAsk, rentWithUp} from '../job/rent.js'
 import {planUp} from '../up/plan.js'
 import type {UpPlan} from '../up/schema.js'
 import type {RunContext} from '../run-context.js'
@@ -52,8 +52,8 @@ export async function runDstackScale(
   options: DstackScaleOptions,
 ): Promise<DstackScaleResult> {
   const dstackFleet = dstackFleetName(options.fleet)
-  const view = await snapshot(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
-  recordSnapshot(state, options.org, view, run.clock)
+  const view = await readFleet(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
+  recordFleetRead(state, options.org, view, run.clock)
   const vms = fleetVms(view.vms, options)
   const [fleets, runs] = await Promise.all([dstack.client.listFleets(), dstack.client.listActiveRuns()])
   const held = heldHosts(

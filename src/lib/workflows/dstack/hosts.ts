@@ -8,7 +8,7 @@ import {type DstackFleet, type DstackInstance, isLive, specHosts} from '../../ad
 import {TargonError} from '../../core/errors.js'
 import {hostByPattern} from '../../adapters/settings/host-pattern.js'
 import {checkedPrivateKeyPath} from '../../adapters/ssh/project-key.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {SshKeyPair} from './fleet-sync.js'
 
 /** The dstack fleet that holds a targon fleet's VMs. */

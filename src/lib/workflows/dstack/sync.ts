@@ -7,10 +7,10 @@ import type {DstackHost} from '../../adapters/dstack/schemas.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {type OwnerScope, scoped} from '../../domain/fleet/owners.js'
-import {type FleetSnapshot, snapshot} from '../../domain/fleet/workloads.js'
+import {type FleetView, readFleet} from '../../domain/fleet/fleet-read.js'
 import {asTargonError} from '../../core/errors.js'
 import type {DstackHandle} from './open.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import type {RunContext} from '../run-context.js'
 import {syncFleet} from './fleet-sync.js'
 import {type FleetHost, addressOf, dstackFleetName, projectKeyPair, readyHosts, refuseSharedHostnames, targonFleetOf} from './hosts.js'
@@ -32,15 +32,15 @@ export async function runDstackSync(
   dstack: DstackHandle,
   options: DstackSyncOptions,
 ): Promise<DstackSyncResult> {
-  const view = await snapshot(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
-  recordSnapshot(state, options.org, view, run.clock)
+  const view = await readFleet(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
+  recordFleetRead(state, options.org, view, run.clock)
   return syncFromView(run, view, dstack, options)
 }
 
 /** The sync of one fleet from a listing already made. */
 async function syncFromView(
   run: SyncRun,
-  view: FleetSnapshot,
+  view: FleetView,
   dstack: DstackHandle,
   options: Omit<DstackSyncOptions, 'org'>,
 ): Promise<DstackSyncResult> {
@@ -101,7 +101,7 @@ export async function syncCoveredFleets(
       .map((fleet) => targonFleetOf(fleet.name))
       .filter((fleet): fleet is string => fleet !== null && (options.fleet === null || fleet === options.fleet))
     if (fleets.length === 0) return {error: null, fleets: summaries}
-    const view = await snapshot(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
+    const view = await readFleet(client, options.org, state, {clock: run.clock, historyBudget: run.historyBudget, readOwners: true})
     for (const fleet of fleets) {
       const before = dstack.client.requests
       try {

@@ -5,7 +5,7 @@
  */
 import {isBusy} from '../../adapters/dstack/schemas.js'
 import {asTargonError} from '../../core/errors.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {RunContext} from '../run-context.js'
 import {heldHosts} from './hosts.js'
 import {openDstack} from './open.js'

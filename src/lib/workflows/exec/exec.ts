@@ -7,7 +7,7 @@ import {LineSplitter} from '../../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
 import {announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
 import {selectVms} from '../select-vms.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import type {PinnedKey} from '../../adapters/ssh/connect-info.js'
 import {asTargonError} from '../../core/errors.js'
@@ -82,7 +82,7 @@ async function runOne(vm: KnownVm, options: ExecOptions, clock: Clock): Promise<
     const {session} = opened
     hostKey = opened.hostKey
     try {
-      const run = await session.exec(options.command, {
+      const executed = await session.exec(options.command, {
         onStderr: (chunk) => stderr.push(chunk),
         onStdout: (chunk) => stdout.push(chunk),
         signal: options.signal,
@@ -91,8 +91,12 @@ async function runOne(vm: KnownVm, options: ExecOptions, clock: Clock): Promise<
       stderr.flush()
       return {
         duration_ms: elapsed(),
-        error: run.aborted ? 'interrupted: the remote command was sent SIGTERM' : run.signal ? `killed by ${run.signal}` : null,
-        exit_code: run.aborted ? null : (run.code ?? 255),
+        error: executed.aborted
+          ? 'interrupted: the remote command was sent SIGTERM'
+          : executed.signal
+            ? `killed by ${executed.signal}`
+            : null,
+        exit_code: executed.aborted ? null : (executed.code ?? 255),
         host_key: hostKey,
         name,
         tail,

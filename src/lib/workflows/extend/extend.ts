@@ -9,7 +9,7 @@ import type {ListingRun} from '../../domain/fleet/run.js'
 import type {ExtendResult} from './schema.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import {type KnownVm, findOneVm, snapshot, vmPrice} from '../../domain/fleet/workloads.js'
+import {type KnownVm, findOneVm, readFleet, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {createdAt} from '../../domain/fleet/estimates.js'
 import type {LocalState, VmRecord} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -19,7 +19,7 @@ import {holdIdleOnVm} from '../../domain/idle/idle.js'
 import {type Limits, carryLimits, limitsFile, limitsOf, readLimitsOnVms, recordLimits, whyLimitsUnknown} from '../../domain/fleet/limits.js'
 import {VmSessions} from '../../domain/fleet/vm-sessions.js'
 import type {VmLimits} from '../../adapters/bootstrap/vm-limits.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 
 export interface ExtendOptions {
   org: string
@@ -38,9 +38,9 @@ export interface ExtendOptions {
 export async function runExtend(run: ListingRun, client: TargonClient, state: LocalState, options: ExtendOptions): Promise<ExtendResult> {
   const {clock} = run
   // Owners are read in full when the listing leaves them out: an owner not known is refused, never taken for none.
-  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget, readOwners: true})
+  const view = await readFleet(client, options.org, state, {clock, historyBudget: run.historyBudget, readOwners: true})
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state, options.org, view, clock)
+  recordFleetRead(state, options.org, view, clock)
   const live = view.vms.filter((vm) => !vm.gone)
   const named = options.targets.map((target) => checkOwner(findOneVm(live, target, options.labelFleet, options.owners), options.owners))
   // One connection per VM: the limits a VM without a record here carries are read, and the new ones written, over it.

@@ -8,12 +8,12 @@ import {asTargonError} from '../../core/errors.js'
 import {formatDuration} from '../../core/input.js'
 import {installedGuards} from './entries.js'
 import {sameGuard} from './installed.js'
-import {readRuns} from './runs.js'
+import {readPasses} from './passes.js'
 
 export function guardCoverage(configDir: string, profile: string, warn: (message: string) => void): GuardCoverage {
   try {
     const guard = installedGuards().find((each) => sameGuard(each.marker, {configDir, profile}))
-    const last = readRuns(configDir, profile).at(-1)
+    const last = readPasses(configDir, profile).at(-1)
     return {
       every_seconds: guard?.everyMs == null ? null : guard.everyMs / 1000,
       kind: guard?.kind ?? null,

@@ -83,7 +83,7 @@ export function calendarOf(everyMs: number): string {
 }
 
 /** The next time the schedule fires after `now`, by this machine's clock (as cron and systemd keep it). */
-export function nextRun(everyMs: number, now: number): number {
+export function nextPass(everyMs: number, now: number): number {
   const next = new Date(now)
   next.setSeconds(0, 0)
   const minutes = everyMs / 60_000
@@ -99,7 +99,7 @@ export function nextRun(everyMs: number, now: number): number {
   return next.getTime()
 }
 
-/** Where the guard's sweeps keep their output and their runs: the config directory, beside the VMs' records. */
+/** Where the guard's passes keep their output and their records: the config directory, beside the VMs' records. */
 export function guardDir(configDir: string): string {
   return join(configDir, 'guard')
 }

@@ -56,9 +56,9 @@ export function cronMissing(): TargonError {
 
 /** Runs crontab; null when there is no crontab command. */
 function runCrontab(args: string[], input?: string): {status: number | null; stdout: string; stderr: string} | null {
-  const run = spawnSync('crontab', args, {encoding: 'utf8', input, timeout: 30_000})
-  if (run.error && 'code' in run.error && run.error.code === 'ENOENT') return null
-  return {status: run.status, stderr: run.stderr ?? '', stdout: run.stdout ?? ''}
+  const child = spawnSync('crontab', args, {encoding: 'utf8', input, timeout: 30_000})
+  if (child.error && 'code' in child.error && child.error.code === 'ENOENT') return null
+  return {status: child.status, stderr: child.stderr ?? '', stdout: child.stdout ?? ''}
 }
 
 /** The guards of a crontab: each marker line and the entry after it. */
@@ -188,9 +188,9 @@ export function removeFiles(files: string[]): void {
 /** Runs systemctl (daemon-reload, enable, disable); false when it cannot (no systemd running here), with why. */
 export function systemctl(args: string[]): {ok: boolean; problem: string | null} {
   const user = process.getuid?.() === 0 ? [] : ['--user']
-  const run = spawnSync('systemctl', [...user, ...args], {encoding: 'utf8', timeout: 30_000})
-  if (run.error) return {ok: false, problem: (run.error as NodeJS.ErrnoException).code ?? run.error.message}
-  return run.status === 0
+  const child = spawnSync('systemctl', [...user, ...args], {encoding: 'utf8', timeout: 30_000})
+  if (child.error) return {ok: false, problem: (child.error as NodeJS.ErrnoException).code ?? child.error.message}
+  return child.status === 0
     ? {ok: true, problem: null}
-    : {ok: false, problem: (run.stderr ?? '').trim().split('\n')[0] || `exit ${run.status}`}
+    : {ok: false, problem: (child.stderr ?? '').trim().split('\n')[0] || `exit ${child.status}`}
 }

@@ -6,7 +6,7 @@
 import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 
-import type {GuardRun} from './schema.js'
+import type {GuardPass} from './schema.js'
 import {formatDuration} from '../../core/input.js'
 import {pingSucceeds} from '../../adapters/notify/heartbeat.js'
 import type {InstalledGuard} from './installed.js'
@@ -14,7 +14,7 @@ import type {InstalledGuard} from './installed.js'
 export interface GuardFacts {
   configDir: string
   guards: InstalledGuard[]
-  runs: GuardRun[]
+  passes: GuardPass[]
   /** When install wrote the guard; null when not recorded. */
   installedAt: number | null
   log: string
@@ -22,11 +22,11 @@ export interface GuardFacts {
   exists?: (path: string) => boolean
 }
 
-/** A schedule may run a minute late; past two periods and that minute, a run is missing. */
+/** A schedule may fire a minute late; past two periods and that minute, a pass is missing. */
 const LATE_MS = 60_000
 
 export function guardProblems(facts: GuardFacts): string[] {
-  const {guards, now, runs} = facts
+  const {guards, now, passes} = facts
   const exists = facts.exists ?? existsSync
   const problems: string[] = []
   for (const guard of guards) {
@@ -40,7 +40,7 @@ export function guardProblems(facts: GuardFacts): string[] {
         )
   }
 
-  const last = runs.at(-1)
+  const last = passes.at(-1)
   // A failed sweep is what its heartbeat reports as one (a short runway is not).
   if (last && !pingSucceeds(last.exit_code)) problems.push(`the last sweep exited ${last.exit_code}: see ${facts.log}`)
   const every = guards.find((guard) => guard.everyMs !== null)?.everyMs ?? null
@@ -61,9 +61,9 @@ export function guardProblems(facts: GuardFacts): string[] {
   }
 
   if (!last.skipped) return problems
-  // Every run since the last real one skipped: a sweep holds the lock and enforces nothing.
-  const lastReal = runs.findLast((run) => !run.skipped)
-  const since = lastReal ? Date.parse(lastReal.at) : (facts.installedAt ?? Date.parse((runs[0] as GuardRun).at))
+  // Every pass since the last real one skipped: a sweep holds the lock and enforces nothing.
+  const lastReal = passes.findLast((pass) => !pass.skipped)
+  const since = lastReal ? Date.parse(lastReal.at) : (facts.installedAt ?? Date.parse((passes[0] as GuardPass).at))
   if (now - since > due)
     problems.push(
       `every sweep for ${formatDuration(now - since)} was skipped because another sweep holds the sweep lock: one is stuck and nothing is enforced; end the process whose pid is in ${join(facts.configDir, 'locks')}/sweep-*.lock, and see ${facts.log}`,

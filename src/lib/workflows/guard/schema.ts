@@ -3,7 +3,7 @@ import * as z from 'zod'
 
 import {GuardKeySchema} from '../../adapters/ssh/guard-keys.js'
 
-export const GuardRunSchema = z.object({
+export const GuardPassSchema = z.object({
   at: z.string().describe('when the sweep started, RFC 3339'),
   exit_code: z.number(),
   duration_ms: z.number(),
@@ -11,7 +11,7 @@ export const GuardRunSchema = z.object({
   still_billing: z.number().describe('VMs selected that still bill after it'),
   skipped: z.boolean().describe('another sweep was running: it did nothing'),
 })
-export type GuardRun = z.infer<typeof GuardRunSchema>
+export type GuardPass = z.infer<typeof GuardPassSchema>
 
 export const GuardEntrySchema = z.object({
   kind: z.enum(['cron', 'systemd']),
@@ -85,7 +85,7 @@ export const GuardStatusResultSchema = z.object({
   config_dir: z.string(),
   profile: z.string(),
   guards: z.array(GuardEntrySchema).describe('what is installed for this directory and profile (cron, systemd, or none)'),
-  last_runs: z.array(GuardRunSchema).describe('the last runs, newest last'),
+  last_runs: z.array(GuardPassSchema).describe('the last runs, newest last'),
   next_run_at: z.string().nullable().describe('by the schedule and this clock; null when nothing is installed'),
   log: z.string(),
   problems: z.array(z.string()).describe('what stops the guard from working: a missing node or CLI, failing or missing runs'),

@@ -61,7 +61,7 @@ function changeablePackage(cli: string): UnsafeFolder | undefined {
 }
 
 /**
- * Refuses (exit 3) what the guard's run would not have: a key, an owner, an org or an API URL that only this
+ * Refuses (exit 3) what the guard's passes would not have: a key, an owner, an org or an API URL that only this
  * environment gives.
  */
 export async function refuseEnvironmentOnly(

@@ -14,7 +14,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf} from '../../core/output.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
-import {type KnownVm, snapshot} from '../../domain/fleet/workloads.js'
+import {type KnownVm, readFleet} from '../../domain/fleet/fleet-read.js'
 import type {InstalledGuard} from './installed.js'
 import type {CoveredVm, VmCoverage} from './schema.js'
 
@@ -32,7 +32,7 @@ export async function vmCoverage(client: TargonClient, run: ListingRun, ask: Cov
   const local = ask.guards.find((guard) => !guard.marker.team)
   const teamHere = ask.guards.some((guard) => guard.marker.team)
   const keys = await listGuardKeys(client, ask.org)
-  const view = await snapshot(client, ask.org, new LocalState(ask.configDir), {
+  const view = await readFleet(client, ask.org, new LocalState(ask.configDir), {
     clock: run.clock,
     historyBudget: run.historyBudget,
     readOwners: local?.marker.owner != null,

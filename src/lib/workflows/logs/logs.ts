@@ -4,14 +4,14 @@
  */
 
 import type {LogsResult} from './schema.js'
-import {findOneVm, snapshot} from '../../domain/fleet/workloads.js'
+import {findOneVm, readFleet} from '../../domain/fleet/fleet-read.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
 import {TargonError, abortError} from '../../core/errors.js'
 import {poll} from '../../core/poll.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {MAX_BODY_BYTES} from '../../adapters/targon/http.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 
 /** How often --follow asks for the console again. */
@@ -37,12 +37,12 @@ export interface LogsOptions {
 }
 
 export async function runLogs(run: ListingRun, client: TargonClient, state: LocalState, options: LogsOptions): Promise<LogsResult> {
-  const view = await snapshot(client, options.org, state, {
+  const view = await readFleet(client, options.org, state, {
     clock: run.clock,
     historyBudget: run.historyBudget,
     readOwners: options.owners.owner !== null,
   })
-  recordSnapshot(state, options.org, view, run.clock)
+  recordFleetRead(state, options.org, view, run.clock)
   const vm = findOneVm(
     view.vms.filter((each) => !each.gone),
     options.target,

@@ -8,13 +8,13 @@
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {CostExcluded, CostGroup, CostGrouping, CostResult, CostVm} from './schema.js'
 import {ageSeconds, createdAt, roundUsd} from '../../domain/fleet/estimates.js'
-import {type KnownVm, billingUncertain, invalidWarning, snapshot} from '../../domain/fleet/workloads.js'
+import {type KnownVm, billingUncertain, invalidWarning, readFleet} from '../../domain/fleet/fleet-read.js'
 import {type Interval, billedByDay, billedWithin, intervalsOf} from '../../domain/ledger/intervals.js'
 import {LedgerStore, monthEnd} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {reconcile} from './reconcile.js'
-import {recordHistoryStops, recordSnapshot} from '../../domain/ledger/ledger.js'
+import {checkAgainstCredits} from './credits-check.js'
+import {recordHistoryStops, recordFleetRead} from '../../domain/ledger/ledger.js'
 import {endsFromHistory} from './history-ends.js'
 
 const COST_BASIS =
@@ -30,18 +30,19 @@ export interface CostOptions {
   to: number | null
   fleet: string | null
   by: CostGrouping
-  reconcile: boolean
+  /** --reconcile: also check the estimates against the drop in credits (credits-check.ts). */
+  checkCredits: boolean
   /** Whole months older than this are deleted first (TARGON_LEDGER_DAYS). */
   retentionDays: number
 }
 
 export async function runCost(run: ListingRun, client: TargonClient, state: LocalState, options: CostOptions): Promise<CostResult> {
   const {clock} = run
-  const view = await snapshot(client, options.org, state, {clock, historyBudget: run.historyBudget})
+  const view = await readFleet(client, options.org, state, {clock, historyBudget: run.historyBudget})
   for (const problem of view.problems) run.warn(problem)
   // Every VM seen billing gets a sighting now, and the report counts it up to that sighting (not to a later now): no
   // later report, here or after the VM ended out of sight, can count it for less.
-  recordSnapshot(state, options.org, view, clock, true)
+  recordFleetRead(state, options.org, view, clock, true)
   // Nothing of them can enter the ledger: say so, since they may bill.
   if (view.invalid.length > 0) run.warn(invalidWarning(view.invalid))
   const now = view.listing.listedAt
@@ -56,7 +57,7 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
   const listed = new Map(view.vms.map((vm) => [vm.uid, vm]))
   // With --reconcile every fleet's estimate is compared with the credits, so every fleet's ends are asked about.
   const inRange = (interval: Interval) =>
-    (options.reconcile || options.fleet === null || interval.fleet === options.fleet) &&
+    (options.checkCredits || options.fleet === null || interval.fleet === options.fleet) &&
     // Overlapping the range, even for no time at all: a bounded end seen only at its start is still shown.
     interval.start < to &&
     (interval.end ?? now) >= options.from
@@ -114,8 +115,8 @@ export async function runCost(run: ListingRun, client: TargonClient, state: Loca
     incomplete_reason: incomplete,
     ledger_since: ledgerSince === null ? null : new Date(ledgerSince).toISOString(),
     org: options.org,
-    reconcile: options.reconcile
-      ? await reconcile(
+    reconcile: options.checkCredits
+      ? await checkAgainstCredits(
           client,
           store,
           lines,

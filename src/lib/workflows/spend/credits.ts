@@ -11,14 +11,14 @@
 import type {CreditsResult} from './schema.js'
 import {roundUsd} from '../../domain/fleet/estimates.js'
 import {type OwnerScope} from '../../domain/fleet/owners.js'
-import {type KnownVm, billingUncertain, snapshot, vmPrice} from '../../domain/fleet/workloads.js'
+import {type KnownVm, billingUncertain, readFleet, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {intervalsOf} from '../../domain/ledger/intervals.js'
 import {LedgerStore} from '../../domain/ledger/store.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
-import {type Reading, readCredits} from './reconcile.js'
+import {type Reading, readCredits} from './credits-check.js'
 import type {LedgerLine} from '../../domain/ledger/lines.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 
 /** Two readings closer than this are too close to measure a burn (credits may be debited in steps). */
@@ -53,13 +53,13 @@ export async function runCredits(
   options: CreditsOptions,
 ): Promise<CreditsResult> {
   const {clock} = run
-  const view = await snapshot(client, options.org, state, {
+  const view = await readFleet(client, options.org, state, {
     clock,
     historyBudget: run.historyBudget,
     readOwners: options.owners.owner !== null,
   })
   for (const problem of view.problems) run.warn(problem)
-  recordSnapshot(state, options.org, view, clock)
+  recordFleetRead(state, options.org, view, clock)
   const store = new LedgerStore(state.dir, options.org)
   const reading = await readCredits(client, store, run.warn, clock)
   const lines = store.readLatest().lines

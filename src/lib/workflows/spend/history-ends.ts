@@ -8,7 +8,7 @@
  * `history` stop (recordHistoryStops), which closes the interval for every later report, so that it is never asked
  * about again; an answer without an end (no delete in it, no history, a failed read) is kept as the history verdict
  * (local-state.ts), asked again at most once an hour (HISTORY_LIMITS.reaskMs). A VM still listed is the listing's to
- * end: the snapshot has asked about its record already.
+ * end: the fleet read has asked about its record already.
  */
 import type {Clock} from '../../core/clock.js'
 import {type HistoryBudget, classifyByHistory} from '../../domain/deletion/history.js'

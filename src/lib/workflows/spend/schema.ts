@@ -56,7 +56,7 @@ export const CostExcludedSchema = z.object({
 })
 export type CostExcluded = z.infer<typeof CostExcludedSchema>
 
-export const ReconcileSchema = z.object({
+export const CreditsCheckSchema = z.object({
   verdict: z
     .enum(['matches', 'differs', 'credits-unchanged', 'credits-rose', 'one-reading', 'unreadable'])
     .describe(
@@ -74,7 +74,7 @@ export const ReconcileSchema = z.object({
   difference_usd: z.number().nullable().describe('credits_drop_usd - estimated_usd'),
   unseen: z.array(z.string()).describe('what this comparison cannot see'),
 })
-export type Reconcile = z.infer<typeof ReconcileSchema>
+export type CreditsCheck = z.infer<typeof CreditsCheckSchema>
 
 export const CostResultSchema = z.object({
   org: z.string(),
@@ -93,7 +93,7 @@ export const CostResultSchema = z.object({
   complete: z.boolean().describe('false when the range reaches back before the ledger began or into pruned months'),
   incomplete_reason: z.string().nullable(),
   ledger_since: z.string().nullable().describe('from when on the ledger is whole: its first line, or the end of the months pruned'),
-  reconcile: ReconcileSchema.nullable().describe('with --reconcile'),
+  reconcile: CreditsCheckSchema.nullable().describe('with --reconcile'),
 })
 export type CostResult = z.infer<typeof CostResultSchema>
 

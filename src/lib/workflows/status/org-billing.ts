@@ -5,7 +5,7 @@
  */
 import type {OrgBilling, OrgBillingGroup} from './schema.js'
 import {roundUsd} from '../../domain/fleet/estimates.js'
-import {type KnownVm, billingUncertain, vmPrice} from '../../domain/fleet/workloads.js'
+import {type KnownVm, billingUncertain, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {countOf, usd} from '../../core/output.js'
 
 /** `invalidCount`: listed items that failed the checks of the API answer; they may bill, as records of unknown billing. */

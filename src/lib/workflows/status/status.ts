@@ -1,6 +1,6 @@
 /**
  * `targon status` without the rendering: what the API lists, joined with local state
- * (fleet/workloads.ts), reduced to the selected VMs with their billing, estimated cost, TTL and
+ * (fleet/fleet-read.ts), reduced to the selected VMs with their billing, estimated cost, TTL and
  * drift, plus the dstack fleet file when asked. Read-only: it never deletes anything.
  */
 import {type DstackFleet, dstackFleet} from '../../adapters/bootstrap/dstack-fleet.js'
@@ -17,11 +17,11 @@ import {
   findVm,
   invalidWarning,
   outsideOwner,
-  snapshot,
+  readFleet,
   vmGpuModel,
   vmPrice,
   vmResource,
-} from '../../domain/fleet/workloads.js'
+} from '../../domain/fleet/fleet-read.js'
 import {type OwnerScope, type VmOwner, findForOwner, outsideWarning, scoped} from '../../domain/fleet/owners.js'
 import {notFoundHint, suggestVmName} from '../../domain/fleet/suggest.js'
 import {displayGpuModel, normalizeOffer} from '../../domain/offers/offers.js'
@@ -36,7 +36,7 @@ import type {RunContext} from '../run-context.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
-import {recordSnapshot} from '../../domain/ledger/ledger.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
 import {idleLimitOf, limitsOf, limitsProblem, readLimitsOnVms} from '../../domain/fleet/limits.js'
 import {orgBilling} from './org-billing.js'
 import {VmSessions} from '../../domain/fleet/vm-sessions.js'
@@ -67,13 +67,13 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   const {clock, warn} = ctx
   const configDir = ctx.settings.dir
   const profile = (await ctx.settings.profile()).name
-  const view = await snapshot(client, options.org, state, {
+  const view = await readFleet(client, options.org, state, {
     clock,
     historyBudget: ctx.historyBudget,
     // Always: the org's billing is split by owner, whatever the scope.
     readOwners: true,
   })
-  recordSnapshot(state, options.org, view, clock)
+  recordFleetRead(state, options.org, view, clock)
   for (const problem of view.problems) warn(problem)
   const picked = shownVms(view.vms, options)
   // Named VMs were resolved under the scope already; the scope takes the rest from a fleet's listing. What it leaves

@@ -9,16 +9,16 @@ import type {SweepReason, SweepResult} from './schema.js'
 import {TargonError, asTargonError, isTargonError} from '../../core/errors.js'
 import {createdAt, estimatedCost} from '../../domain/fleet/estimates.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import {type FleetSnapshot, type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type FleetView, type KnownVm, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {type DownOptions, runDown} from '../down/down.js'
 import {syncCoveredFleets} from '../dstack/sync.js'
 import {keepUnlessIdle} from '../down/idle-selection.js'
 import {type DownSelection, limitReached, selectionOf} from '../down/selection.js'
 import {runCredits} from '../spend/credits.js'
-import {type JobsDoneOptions, keepUnlessJobsDone} from '../run/jobs-done.js'
-import {readJobs} from '../run/jobs.js'
+import {type JobsDoneOptions, keepUnlessJobsDone} from '../job/jobs-done.js'
+import {readJobs} from '../job/jobs.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
-import {runningJobs} from '../run/running-jobs.js'
+import {runningJobs} from '../job/running-jobs.js'
 import {dueWarnings, unsent, type Warning} from './warnings.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -83,7 +83,7 @@ export async function runSweep(
   let scopedVms: KnownVm[] = []
   const idleNow = new Map<string, {idleSeconds: number; limitS: number}>()
   let listed = new Set<string>()
-  const narrow = async (chosen: KnownVm[], view: FleetSnapshot, sessions: VmSessions) => {
+  const narrow = async (chosen: KnownVm[], view: FleetView, sessions: VmSessions) => {
     const live = chosen.filter((vm) => !vm.gone)
     const decided = new Set<string>()
     const decide = (vm: KnownVm) => {
@@ -122,7 +122,7 @@ export async function runSweep(
     const idle = await keepUnlessIdle(run, live.filter(idleLimited), {...probe, probed})
     for (const vm of idle.chosen) reasons.set(vm.uid, 'idle')
     // A run --down job: its VM goes once the job has ended, its outputs fetched first. Known from this directory's
-    // record, or from the VM's own jobs when the idle probe read them (every VM run rents has an idle limit).
+    // record, or from the VM's own jobs when the idle probe read them (every VM `targon run` rents has an idle limit).
     const withDownJob = live.filter((vm) => !reasons.has(vm.uid) && (limitsOf(vm).down_jobs.length > 0 || downJobOnVm.has(vm.uid)))
     const jobsDone = withDownJob.length === 0 ? {chosen: [], kept: []} : await keepUnlessJobsDone(run, withDownJob, options)
     for (const vm of jobsDone.chosen) reasons.set(vm.uid, 'job-done')

@@ -2,7 +2,7 @@
  * Warnings before a limit fires (sweep --warn): which VMs reach a limit within the window, and which of those were
  * already warned about. A TTL or a budget warns once per VM and deadline (a deadline moved by targon extend may warn
  * again); an idle deadline exists only while the VM is idle (idle since + limit), and warns at most once per idle
- * stretch. What was sent is kept in the config directory, next to the guard's runs.
+ * stretch. What was sent is kept in the config directory, next to the record of the guard's passes.
  */
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -10,7 +10,7 @@ import * as z from 'zod'
 
 import type {SweepResult} from './schema.js'
 import {createdAt} from '../../domain/fleet/estimates.js'
-import {type KnownVm, vmPrice} from '../../domain/fleet/workloads.js'
+import {type KnownVm, vmPrice} from '../../domain/fleet/fleet-read.js'
 import {laterCommand, shellWord} from '../later-command.js'
 import {readOwnFile} from '../../adapters/state/trust.js'
 import {limitsOf} from '../../domain/fleet/limits.js'

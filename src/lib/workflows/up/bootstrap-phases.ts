@@ -106,7 +106,7 @@ async function installAt(
     // The limits travel with the VM, for a guard on another machine: a VM that cannot carry them is not ready.
     if (record) await writeVmLimits(ssh, limitsFile(record, ctx.request.owner?.name ?? null, clock.now()))
     if (!bootstrap.shim) ctx.state.updateVm(org, claim.name, {bootstrapped: true})
-    return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimRun: shim ?? null, ssh, watch}
+    return {...from, endpoint, hostKey, kind: 'bootstrapped', marker, shimOutput: shim ?? null, ssh, watch}
   } catch (error) {
     ssh.close()
     throw error
@@ -120,7 +120,7 @@ export async function startShim(
   onEvent: (event: StepEvent) => void,
 ): Promise<Ready> {
   const {dstackManaged, version} = await watched(ctx, bootstrapped.watch, (signal) =>
-    runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimRun ?? undefined, ctx.clock),
+    runShim(bootstrapped.ssh, bootstrap.params, onEvent, signal, bootstrapped.shimOutput ?? undefined, ctx.clock),
   )
   ctx.state.updateVm(ctx.request.org, bootstrapped.claim.name, {bootstrapped: true})
   return {...bootstrapped, dstackManaged, kind: 'ready', shimVersion: version}

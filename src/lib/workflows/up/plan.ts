@@ -15,10 +15,10 @@ import {resolveImage} from './up.js'
 import type {RunContext} from '../run-context.js'
 import type {UpAsk} from './provisioning.js'
 
-/** What a run is asked for, but for what only a real run reads (its config directory and reconcile window). */
-export type RunPlan = Omit<UpAsk, 'configDir' | 'reconcileMs'>
+/** What up is asked for, less what only a real up reads (its config directory and reconcile window). */
+export type UpPlanAsk = Omit<UpAsk, 'configDir' | 'reconcileMs'>
 
-export async function planUp(run: Pick<RunContext, 'org'>, client: TargonClient, options: RunPlan): Promise<UpPlan> {
+export async function planUp(run: Pick<RunContext, 'org'>, client: TargonClient, options: UpPlanAsk): Promise<UpPlan> {
   const cap = options.maxPrice ?? 0
   const wanted = {...options, maxPrice: cap}
   const offers = (await client.inventory()).offers.map((raw) => normalizeOffer(raw, cap))

@@ -16,7 +16,7 @@
  * only the claim; the result reads the latest stage.
  */
 import type {Marker} from '../../adapters/bootstrap/marker.js'
-import type {ShimRun} from '../../adapters/bootstrap/shim.js'
+import type {ShimOutput} from '../../adapters/bootstrap/shim.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {PhaseResult} from './schema.js'
 import type {HostKey, SshSession} from '../../adapters/ssh/session.js'
@@ -96,7 +96,7 @@ export interface Bootstrapped extends Priced {
   hostKey: HostKey
   marker: Marker
   /** A VM found bootstrapped ran the shim phase's remote part in the same call (null: shim-start runs it). */
-  shimRun: ShimRun | null
+  shimOutput: ShimOutput | null
   /** The state watch of a VM that was still booting when its bootstrap began (null: it was running already). */
   watch: StateWatch | null
 }

@@ -1,6 +1,6 @@
 /**
- * What exists: the API's workload listing (the truth), joined with local records (which
- * only add passwords, TTLs and host-key pins). Shared by `status`, `down` and `ssh`.
+ * The fleet read: what exists, as the API's workload listing (the truth) joined with local records (which only add
+ * passwords, TTLs and host-key pins), and the VMs it finds. Every workflow that lists the fleet reads it here.
  */
 import {TargonError} from '../../core/errors.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -51,7 +51,7 @@ export interface KnownVm {
   onVm?: VmLimitsRead
 }
 
-export interface SnapshotOptions {
+export interface FleetReadOptions {
   /** Read in full the listing items without project_id, to know their owner (see owners.ts). */
   readOwners?: boolean
   clock: Pick<Clock, 'now'>
@@ -59,7 +59,8 @@ export interface SnapshotOptions {
   historyBudget: HistoryBudget
 }
 
-export interface FleetSnapshot {
+/** What one fleet read saw. */
+export interface FleetView {
   /** Every listed workload, tombstones included (see KnownVm.gone). */
   vms: KnownVm[]
   /** Local records whose workload the API no longer lists. */
@@ -67,11 +68,11 @@ export interface FleetSnapshot {
   /** Listed items that failed the boundary's checks: they may bill, and nothing is known of them. */
   invalid: InvalidWorkload[]
   problems: string[]
-  /** What this listing tells the spend ledger; the workflows that list record it (ledger.ts, recordSnapshot). */
+  /** What this listing tells the spend ledger; the workflows that list record it (ledger.ts, recordFleetRead). */
   listing: Listing
   /**
    * Uids listed in a live status: a history verdict kept of one was about an earlier `error` of it, and a later `error`
-   * must be asked about anew. recordSnapshot drops those verdicts.
+   * must be asked about anew. recordFleetRead drops those verdicts.
    */
   staleVerdicts: string[]
 }
@@ -81,10 +82,10 @@ export interface FleetSnapshot {
  * note for are told apart (tombstone or crash) by the server's history (deletion/history.ts). `readOwners`: read in
  * full the listing items that come without project_id, to know their owner (see owners.ts); runs that do not scope by
  * owner leave those owners unknown. It writes no local state of its own: a workflow that lists records the listing
- * (recordSnapshot), which is how VMs made or deleted elsewhere get their start and end, and how kept history verdicts
+ * (recordFleetRead), which is how VMs made or deleted elsewhere get their start and end, and how kept history verdicts
  * the listing outdated are dropped.
  */
-export async function snapshot(client: TargonClient, org: string, state: LocalState, options: SnapshotOptions): Promise<FleetSnapshot> {
+export async function readFleet(client: TargonClient, org: string, state: LocalState, options: FleetReadOptions): Promise<FleetView> {
   const {clock} = options
   const listedAt = clock.now()
   const {workloads, invalid} = await client.listWorkloads(org)

@@ -4,10 +4,10 @@
  * (written last: only a whole fetch has it). While the fetch fails, failing.json beside them counts the failures in a
  * row, since when, and whether they were notified; a whole fetch removes it.
  *
- * Beside them, record.json: the job's record as run started it from here (its --out paths, its directory, --down),
+ * Beside them, record.json: the job's record as `targon run` started it from here (its --out paths, its directory, --down),
  * which jobs fetch and jobs wait go by rather than by what the VM says of the job.
  *
- * Bounds: every fetch of a job's outputs (into the store, or into ./targon-out by run, jobs fetch and jobs wait)
+ * Bounds: every fetch of a job's outputs (into the store, or into ./targon-out by `targon run`, `jobs fetch` and `jobs wait`)
  * writes at most the job-store-limit setting in bytes (default 10G) and STORE_FILES files per job, and leaves room on
  * the local disk (copy/budget.ts); the file that would pass them is not written, and the fetch fails (from the store's
  * fetch, the VM is kept). An entry is pruned STORE_DAYS days after it was last written, whether or not jobs fetch
@@ -90,7 +90,7 @@ export async function forgetJobRecord(configDir: string, id: string): Promise<vo
   await rm(jobStoreDir(configDir, id), {force: true, recursive: true})
 }
 
-/** The record of job `id` as run started it from here; undefined for a job started elsewhere (or a corrupt record). */
+/** The record of job `id` as `targon run` started it from here; undefined for a job started elsewhere (or a corrupt record). */
 export async function localJobRecord(configDir: string, id: string): Promise<JobRecord | undefined> {
   const record = await readStoreFile(join(jobStoreDir(configDir, id), LOCAL_RECORD), JobRecordSchema)
   return record?.id === id ? record : undefined

@@ -47,7 +47,7 @@ export const FetchResultSchema = z.object({
 })
 export type FetchResult = z.infer<typeof FetchResultSchema>
 
-export const RunResultSchema = z.object({
+export const JobOutcomeSchema = z.object({
   job: JobSchema,
   vm: VmRefSchema,
   sync: SyncResultSchema.nullable().describe('null with --no-sync'),
@@ -70,9 +70,9 @@ export const RunResultSchema = z.object({
     .nullable()
     .describe('with --down: the deletion of the VM after its pre-delete hook (reason job-done); null without'),
 })
-export type RunResult = z.infer<typeof RunResultSchema>
+export type JobOutcome = z.infer<typeof JobOutcomeSchema>
 
-export const RunPlanSchema = z
+export const JobPlanSchema = z
   .object({
     dry_run: z.literal(true),
     vm: z.string().nullable().describe('the VM or offer as named (null with --gpu); a dry run does not look it up'),
@@ -96,7 +96,7 @@ export const RunPlanSchema = z
       .describe('null with --no-sync'),
   })
   .describe('run --dry-run: what the run would sync and start; it rents nothing and connects to nothing')
-export type RunPlan = z.infer<typeof RunPlanSchema>
+export type JobPlan = z.infer<typeof JobPlanSchema>
 
 export const ListedJobSchema = JobSchema.extend({
   vm: VmRefSchema,

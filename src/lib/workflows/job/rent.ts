@@ -8,15 +8,15 @@ import type {RunContext} from '../run-context.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {abortError, asTargonError, isTargonError, usageError} from '../../core/errors.js'
 import {matchingOffers} from '../../domain/capacity/candidates.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {gpuKey, normalizeOffer} from '../../domain/offers/offers.js'
 import type {Offer} from '../../domain/offers/schema.js'
 import type {UpAsk} from '../up/provisioning.js'
 import type {UpResult} from '../up/schema.js'
 import {runUp} from '../up/up.js'
 
-/** The idle limit of a VM that run rents, unless --idle says otherwise. */
-export const RUN_IDLE_MS = 30 * 60_000
+/** The idle limit of a VM that `targon run` rents for its job, unless --idle says otherwise. */
+export const JOB_VM_IDLE_MS = 30 * 60_000
 /** up's --timeout default: how long renting and bootstrapping may take. */
 const RENT_TIMEOUT_MS = 60 * 60_000
 
@@ -48,16 +48,16 @@ export async function rentForJob(client: TargonClient, request: RentRequest): Pr
   }
 }
 
-/** Flags of up that up's hints name and run does not take (test/unit/hints.test.ts holds up's hints to it). */
+/** Flags of up that up's hints name and `targon run` does not take (test/unit/hints.test.ts holds up's hints to it). */
 export const UP_ONLY_FLAGS = /--(?:timeout|count|min|image|name)\b/
 
-/** An error of up's whose hint names flags that run does not take, with the hint saying whose they are. */
+/** An error of up's whose hint names flags that `targon run` does not take, with the hint saying whose they are. */
 function withUpFlagsNamed(error: unknown): unknown {
   if (!isTargonError(error) || error.hint === undefined || !UP_ONLY_FLAGS.test(error.hint)) return error
   return error.with({hint: `${error.hint} (flags of targon up: rent the VM with it, then targon run VM -- COMMAND)`})
 }
 
-/** Rents as up does, without rentForJob's hints for run. */
+/** Rents as up does, without rentForJob's hints for `targon run`. */
 export async function rentWithUp(client: TargonClient, request: RentRequest): Promise<UpResult> {
   return runUp(client, {
     ask: await rentAsk(request),
@@ -74,7 +74,7 @@ export async function rentAsk(request: Omit<RentRequest, 'signal'>): Promise<UpA
     bootstrap: {
       dstackVersion: await settings.get('dstack-version'),
       gpuTest: true,
-      idle: {intervalMs: await settings.get('idle-sample-interval'), limitMs: request.idleMs ?? RUN_IDLE_MS},
+      idle: {intervalMs: await settings.get('idle-sample-interval'), limitMs: request.idleMs ?? JOB_VM_IDLE_MS},
       pullRetryDelayMs: await settings.get('pull-retry-delay'),
       reinstall: false,
       forceShim: false,
@@ -114,7 +114,7 @@ export async function readOffersToCheck(client: TargonClient, signal: AbortSigna
 }
 
 /**
- * WORD names a VM, and run may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
+ * WORD names a VM, and `targon run` may rent: it must not name an offer too, or a typo of one or the other would rent (or run on)
  * what was not meant. The offer is matched as up matches its resource word. Offers that could not be read (within
  * OFFER_CHECK_MS) are no reason to refuse the VM that WORD names: that is said in a warning, and the run goes on.
  */

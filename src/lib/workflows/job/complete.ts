@@ -1,6 +1,6 @@
 /**
  * A job's course once it has started, for `targon run` and `targon jobs wait`: follow its log to the end, fetch its
- * --out paths, apply its --down (after the VM's pre-delete hook), and end as run does (0, or 12 with the job's exit
+ * --out paths, apply its --down (after the VM's pre-delete hook), and end as `targon run` does (0, or 12 with the job's exit
  * code, or the fetch's failure). An interrupt while following leaves the job running, unless --down asked to stop
  * paying with the job: then the job is cancelled, its outputs fetched (bounded in time) and the VM deleted.
  */
@@ -11,7 +11,7 @@ import {printableName} from '../../core/output.js'
 import {selectVms} from '../select-vms.js'
 import {type RunPlace, laterCommand} from '../later-command.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {DstackLeave} from '../dstack/leave.js'
 import {runDown} from '../down/down.js'
 import {selectionOf} from '../down/selection.js'
@@ -24,13 +24,13 @@ import {emptyFetch, fetchOutputs, outputsDir} from './fetch.js'
 import {type StoreOptions, fetchStored, storeOutputs} from './jobs-done.js'
 import {type Followed, type Look, followJob} from './follow.js'
 import {type JobRecord, jobDir, signalName, unitOf} from './job.js'
-import type {FetchResult, RunResult} from './schema.js'
+import type {FetchResult, JobOutcome} from './schema.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 
 /** How long an interrupted run --down may spend fetching the --out paths before it deletes the VM. */
 const INTERRUPTED_FETCH_MS = 120_000
 
-/** What following a job to its end takes, for run and jobs wait. */
+/** What following a job to its end takes, for `targon run` and `targon jobs wait`. */
 export interface JobFollowing {
   org: string
   owners: OwnerScope
@@ -61,7 +61,7 @@ export interface JobFollowing {
 export interface CompleteOptions extends JobFollowing {
   /** Opens the VM's connection again after a drop. */
   reopen: () => Promise<SshSession>
-  /** The first look at the job, made with its start (run's). */
+  /** The first look at the job, made with its start (by `targon run`). */
   firstLook?: Look
   /**
    * jobs wait's: a --down job's outputs go into the job store first, then into ./targon-out/<job>/ from there, and
@@ -73,8 +73,8 @@ export interface CompleteOptions extends JobFollowing {
 }
 
 /**
- * The rest of a job's course, for run and jobs wait: follow its log to the end, fetch its --out paths, apply its
- * --down, and end as run does. `result` carries what is known so far; the session is the caller's to close.
+ * The rest of a job's course, for `targon run` and `targon jobs wait`: follow its log to the end, fetch its --out
+ * paths, apply its --down, and end as `targon run` does. `result` carries what is known so far; the session is the caller's to close.
  */
 export async function completeJob(
   client: TargonClient,
@@ -82,9 +82,9 @@ export async function completeJob(
   vm: KnownVm,
   session: SshSession,
   record: JobRecord,
-  result: RunResult,
+  result: JobOutcome,
   options: CompleteOptions,
-): Promise<RunResult> {
+): Promise<JobOutcome> {
   const clock = options.clock
   let followed: Followed
   try {
@@ -112,7 +112,7 @@ export async function completeJob(
 }
 
 /** An interrupt that came after the job had ended: while its outputs were fetched, or its VM's hook ran (--down). */
-function interruptedFetching(result: RunResult, record: JobRecord, options: Pick<JobFollowing, 'signal'> & RunPlace): TargonError {
+function interruptedFetching(result: JobOutcome, record: JobRecord, options: Pick<JobFollowing, 'signal'> & RunPlace): TargonError {
   const reason = asTargonError(abortError(options.signal))
   return reason.with({
     data: result,
@@ -134,9 +134,9 @@ async function storeThenDelete(
   vm: KnownVm,
   session: SshSession,
   record: JobRecord,
-  result: RunResult,
+  result: JobOutcome,
   options: CompleteOptions & {store: StoreOptions},
-): Promise<RunResult> {
+): Promise<JobOutcome> {
   const name = vm.name ?? vm.uid
   const stored = await storeOutputs(options, vm, session, record, result.job, options.store).catch((error: unknown) => ({
     deleteAnyway: false,
@@ -155,7 +155,7 @@ async function storeThenDelete(
 }
 
 /** Writes how the job ended (state, exit code, signal, duration, tail) into the run's result. */
-function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void {
+function recordJobEnd(result: JobOutcome, followed: Followed, clock: Clock): void {
   const exit = followed.exit_code
   Object.assign(result.job, {
     duration_ms: Math.max(0, clock.now() - Date.parse(result.job.started_at ?? '')),
@@ -168,7 +168,7 @@ function recordJobEnd(result: RunResult, followed: Followed, clock: Clock): void
 }
 
 /**
- * Deletes the job's VM through down's workflow. Once the user asked for it (--down, or run's clean-up of what it rented)
+ * Deletes the job's VM through down's workflow. Once the user asked for it (--down, or the clean-up of what `targon run` rented)
  * an interrupt does not stop it: the run's own client, which stops with the interrupt, is not used for it. An interrupt
  * does stop the VM's pre-delete hook, as in down: the VM is then deleted at once (and after one, no hook starts).
  */
@@ -194,7 +194,7 @@ export async function deleteVm(
     | 'warn'
   >,
   reason: DeleteReason = 'job-done',
-): Promise<NonNullable<RunResult['deleted']>> {
+): Promise<NonNullable<JobOutcome['deleted']>> {
   if (reason === 'job-done') options.info(`Deleting ${vm.name ?? vm.uid}: its job has ended (--down)`)
   const report = (down: {results: DeleteResult[]}) =>
     down.results.map((each) => ({
@@ -232,7 +232,7 @@ export async function deleteVm(
 }
 
 /** The run's end: 0 when the job succeeded and every output came home, else the job's failure, else the fetch's. */
-function finish(result: RunResult, name: string, place: RunPlace): RunResult {
+function finish(result: JobOutcome, name: string, place: RunPlace): JobOutcome {
   const {job} = result
   const failed = result.fetch.failed[0]
   const notFetched = failed ? `--out ${failed.path} was not fetched: ${printableName(failed.error)}` : ''
@@ -267,7 +267,7 @@ async function interrupted(
   state: LocalState,
   session: SshSession,
   record: JobRecord,
-  result: RunResult,
+  result: JobOutcome,
   options: CompleteOptions,
 ): Promise<never> {
   const reason = asTargonError(abortError(options.signal))

@@ -1,9 +1,9 @@
 /**
- * The org's credits as read now (each reading kept in the ledger), and `cost --reconcile`: the one check of the
- * estimates against what Targon charged. The drop in credits between two readings is put next to the estimate of
+ * The org's credits as read now (each reading kept in the ledger), and the credits check of `cost --reconcile`: the one
+ * check of the estimates against what Targon charged. The drop in credits between two readings is put next to the estimate of
  * every VM the ledger knows, any fleet and any owner, over the same interval.
  */
-import type {Reconcile} from './schema.js'
+import type {CreditsCheck} from './schema.js'
 import {TargonError} from '../../core/errors.js'
 import type {Clock} from '../../core/clock.js'
 import {roundUsd} from '../../domain/fleet/estimates.js'
@@ -57,7 +57,7 @@ export async function readCredits(
   return reading
 }
 
-export interface ReconcileRange {
+export interface CreditsCheckRange {
   from: number
   to: number
   /** The range ends now (no --to in the past): this run's own reading closes it. */
@@ -70,15 +70,15 @@ export interface ReconcileRange {
  * Reads the credits now, then compares the earliest and the latest readings within the range (from a little before
  * `from` to `to`) with the estimate over the same interval.
  */
-export async function reconcile(
+export async function checkAgainstCredits(
   client: TargonClient,
   store: LedgerStore,
   lines: readonly LedgerLine[],
   intervals: ReadonlyMap<string, Interval>,
-  range: ReconcileRange,
+  range: CreditsCheckRange,
   warn: (message: string) => void,
   clock: Pick<Clock, 'now'>,
-): Promise<Reconcile> {
+): Promise<CreditsCheck> {
   const none = {
     credits_drop_usd: null,
     credits_from: null,

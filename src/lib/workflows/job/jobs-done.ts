@@ -16,7 +16,7 @@ import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf, printableName} from '../../core/output.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {jobOf, readJobs} from './jobs.js'
 import {laterCommand} from '../later-command.js'
 import {type FetchResult, type Job, JobSchema} from './schema.js'
@@ -39,7 +39,7 @@ import {
   readStoreFile,
   recordFetchFailure,
 } from './job-store.js'
-import {} from '../../domain/fleet/workloads.js'
+import {} from '../../domain/fleet/fleet-read.js'
 import {idleLimitOf, limitsOf} from '../../domain/fleet/limits.js'
 
 type Kept = DownResult['kept'][number]

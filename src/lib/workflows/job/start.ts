@@ -5,7 +5,7 @@
 import {TargonError} from '../../core/errors.js'
 import {type ExecResult, type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {FIRST_LOOK_MS, LOOK_MAX_BYTES, type Look, lookScript, parseLook} from './follow.js'
-import {type JobRecord, jobDir, parseState, runScript, startScript, stateScript} from './job.js'
+import {type JobRecord, jobDir, parseState, commandScript, startScript, stateScript} from './job.js'
 
 /** Between the start's answer and the first look's, in the output of the start with a look. */
 const STARTED = '@@targon-started@@'
@@ -35,18 +35,18 @@ export async function startJob(
     carry = text.slice(-STARTED.length)
   }
   try {
-    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, onStdout, stdin: runScript(record, env)})
+    started = await session.exec(command, {maxBytes: 64 * 1024 + LOOK_MAX_BYTES, onStdout, stdin: commandScript(record, env)})
   } catch (error) {
     if (!(error instanceof TargonError && error.code === 'SSH_FAILED')) throw error
     // Lost during the first look: the job runs, and the follow connects again (or says why it cannot, with the job).
     if (startedForSure) return {session}
     const again = await reopen().catch(() => undefined)
-    if (again === undefined) throw mayRun(error, record.id)
+    if (again === undefined) throw mayHaveStarted(error, record.id)
     const answer = await again.exec(stateScript(record.id), {maxBytes: 1024}).catch(() => undefined)
     const state = answer === undefined ? undefined : parseState(answer.stdout)
     if (state === undefined || state.state === 'lost') {
       again.close()
-      throw answer === undefined ? mayRun(error, record.id) : error
+      throw answer === undefined ? mayHaveStarted(error, record.id) : error
     }
     return {session: again}
   }
@@ -69,7 +69,7 @@ export async function startJob(
 }
 
 /** A start whose answer was lost, on a VM that could not be asked since: the job may run, and the error names it. */
-function mayRun(error: TargonError, id: string): TargonError {
+function mayHaveStarted(error: TargonError, id: string): TargonError {
   return error.with({
     hint: `job ${id} may have started and run on: targon jobs lists it, targon jobs cancel ${id} stops it`,
     message: `${error.message}, while starting job ${id}`,

@@ -5,7 +5,7 @@
  */
 import type {EndedJob} from '../../adapters/events/schema.js'
 import {openVm} from '../../domain/fleet/fan-out.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {readJobs} from './jobs.js'
 
 /** What a result keeps of a command line (a VM's untrusted bytes, up to 64 KiB each). */

@@ -8,7 +8,7 @@ import {countOf} from '../../core/output.js'
 import {fanOut, openVm} from '../../domain/fleet/fan-out.js'
 import {type VmSelection, selectVms} from '../select-vms.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
@@ -116,7 +116,7 @@ export interface FoundJob {
   vm: KnownVm
   session: SshSession
   listed: ListedJob
-  /** What to fetch and whether to delete after it: the record kept here when run started the job from here, else the VM's. */
+  /** What to fetch and whether to delete after it: the record kept here when `targon run` started the job from here, else the VM's. */
   record: JobRecord
 }
 

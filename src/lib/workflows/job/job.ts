@@ -55,7 +55,7 @@ export function jobDir(id: string): string {
   return posix.join(JOBS_DIR, id)
 }
 
-/** The directory on the VM for a local working directory: the same for every run from it, named by a hash. */
+/** The directory on the VM for a local working directory: the same for every job from it, named by a hash. */
 export function workdirIdOf(localDir: string): string {
   return createHash('sha256').update(localDir).digest('hex').slice(0, 16)
 }
@@ -115,7 +115,7 @@ export function startScript(record: JobRecord): string {
 }
 
 /** run.sh: the --env values (quoted), the command as the remote shell reads it, then its exit code beside the log. */
-export function runScript(record: JobRecord, env: {name: string; value: string}[]): string {
+export function commandScript(record: JobRecord, env: {name: string; value: string}[]): string {
   const dir = jobDir(record.id)
   return [
     `# targon job ${record.id}`,

@@ -12,7 +12,7 @@ import {formatBytes} from '../copy/budget.js'
 import {type NeverSentDir, homeDirs, refuseInsideNeverSent} from '../sync/held-back.js'
 import {walkLocal} from '../sync/walk.js'
 import {WORK_ROOT, workdirIdOf} from './job.js'
-import type {RunPlan} from './schema.js'
+import type {JobPlan} from './schema.js'
 
 /**
  * A refusal looks at this many files and directories at most: a home directory can hold millions, and "at least
@@ -44,7 +44,7 @@ export async function checkWorkdir(localDir: string, explicit: boolean, neverSen
 }
 
 /** What the sync of `localDir` would look at and hold back (run --dry-run): it reads only this machine. */
-export async function planSync(localDir: string, neverSent: readonly NeverSentDir[]): Promise<NonNullable<RunPlan['sync']>> {
+export async function planSync(localDir: string, neverSent: readonly NeverSentDir[]): Promise<NonNullable<JobPlan['sync']>> {
   const tree = await walkLocal(localDir, {neverSent})
   return {
     bytes: tree.files.reduce((sum, file) => sum + file.size, 0),

@@ -34,7 +34,7 @@ export interface FollowOptions {
   reopen: () => Promise<SshSession>
   /** Stop at the end of what is there now, even while the job runs (jobs logs without -f). */
   once?: boolean
-  /** The first look, already made (from the log's start) with the job's start: run's. */
+  /** The first look, already made (from the log's start) with the job's start (by `targon run`). */
   firstLook?: Look
 }
 
@@ -120,7 +120,7 @@ export type Look = {state: EndState; chunk: Buffer}
 /** What a look may print: the state line and the log's chunk in base64. */
 export const LOOK_MAX_BYTES = 2 * READ_BYTES
 
-/** How long the look that comes with the job's start (run) may wait on the VM for the job to end or print. */
+/** How long the look that comes with the job's start (`targon run`) may wait on the VM for the job to end or print. */
 export const FIRST_LOOK_MS = MAX_LOOK_MS
 
 /** Shell text of a look (see lookAt), read back by parseLook. */

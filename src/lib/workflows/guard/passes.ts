@@ -1,18 +1,20 @@
 /**
- * What the guard's sweeps leave behind for `guard status`: one line per run (when, exit code, what it did), the last
- * MAX_RUNS kept, and the log of their output, rotated past MAX_LOG_BYTES so that a guard left for a year stays small.
+ * What the guard's passes (each a sweep its schedule started) leave behind for `guard status`: one line per pass
+ * (when, exit code, what it did), the last MAX_PASSES kept, and the log of their output, rotated past MAX_LOG_BYTES so
+ * that a guard left for a year stays small.
  */
 import {appendFileSync, chmodSync, mkdirSync, renameSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {type GuardRun, GuardRunSchema} from './schema.js'
+import {type GuardPass, GuardPassSchema} from './schema.js'
 import {assertOwnDir, readOwnFile} from '../../adapters/state/trust.js'
 import {guardDir, logFile} from './guard.js'
 
-const MAX_RUNS = 50
+const MAX_PASSES = 50
 const MAX_LOG_BYTES = 1024 * 1024
 
-function runsFile(configDir: string, profile: string): string {
+/** `<profile>.runs` on disk: the name the config directories already hold. */
+function passesFile(configDir: string, profile: string): string {
   return join(guardDir(configDir), `${profile}.runs`)
 }
 
@@ -42,28 +44,28 @@ export function readInstalledAt(configDir: string, profile: string): number | nu
   }
 }
 
-/** Appends a run; past MAX_RUNS the oldest are dropped. */
-export function recordRun(configDir: string, profile: string, run: GuardRun): void {
+/** Appends a pass; past MAX_PASSES the oldest are dropped. */
+export function recordPass(configDir: string, profile: string, pass: GuardPass): void {
   ensureGuardDir(configDir)
-  const file = runsFile(configDir, profile)
-  const runs = [...readRuns(configDir, profile), run]
-  if (runs.length > MAX_RUNS)
+  const file = passesFile(configDir, profile)
+  const passes = [...readPasses(configDir, profile), pass]
+  if (passes.length > MAX_PASSES)
     writeFileSync(
       file,
-      runs
-        .slice(-MAX_RUNS)
+      passes
+        .slice(-MAX_PASSES)
         .map((each) => `${JSON.stringify(each)}\n`)
         .join(''),
       {mode: 0o600},
     )
-  else appendFileSync(file, `${JSON.stringify(run)}\n`, {mode: 0o600})
+  else appendFileSync(file, `${JSON.stringify(pass)}\n`, {mode: 0o600})
 }
 
-/** The runs recorded, oldest first; lines that do not parse (a crash mid-write) are skipped. */
-export function readRuns(configDir: string, profile: string): GuardRun[] {
+/** The passes recorded, oldest first; lines that do not parse (a crash mid-write) are skipped. */
+export function readPasses(configDir: string, profile: string): GuardPass[] {
   let text: string
   try {
-    text = readOwnFile(runsFile(configDir, profile))
+    text = readOwnFile(passesFile(configDir, profile))
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw error
@@ -71,7 +73,7 @@ export function readRuns(configDir: string, profile: string): GuardRun[] {
 
   return text.split('\n').flatMap((line) => {
     try {
-      const parsed = GuardRunSchema.safeParse(JSON.parse(line))
+      const parsed = GuardPassSchema.safeParse(JSON.parse(line))
       return parsed.success ? [parsed.data] : []
     } catch {
       return []
@@ -80,8 +82,8 @@ export function readRuns(configDir: string, profile: string): GuardRun[] {
 }
 
 /**
- * Past MAX_LOG_BYTES the log becomes `<log>.1` (the one before is dropped). The run that rotates it still writes to
- * the renamed file (its shell opened it first); the next run starts a new one: at most about twice the bound in all.
+ * Past MAX_LOG_BYTES the log becomes `<log>.1` (the one before is dropped). The pass that rotates it still writes to
+ * the renamed file (its shell opened it first); the next pass starts a new one: at most about twice the bound in all.
  */
 export function rotateLog(configDir: string, profile: string): void {
   ensureGuardDir(configDir)

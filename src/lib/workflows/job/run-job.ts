@@ -1,7 +1,7 @@
 /**
  * `targon run` on an existing VM (or one it rents): sync the working directory, start the command as a job (a
  * transient systemd unit that outlives the SSH session), then follow it to its end (complete.ts: fetch the --out
- * paths, and with --down delete the VM after its pre-delete hook). Phases pass one typed value along (RunResult,
+ * paths, and with --down delete the VM after its pre-delete hook). Phases pass one typed value along (JobOutcome,
  * filled as they go); progress goes to the listeners. An interrupt after the start leaves the job running, unless --down asked to stop paying with the job.
  */
 import {posix} from 'node:path'
@@ -10,7 +10,7 @@ import {TargonError, abortError, asTargonError, isTargonError, usageError} from 
 import {openVm} from '../../domain/fleet/fan-out.js'
 import {selectVms} from '../select-vms.js'
 import {laterCommand} from '../later-command.js'
-import type {KnownVm} from '../../domain/fleet/workloads.js'
+import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {updateIdleSampler} from '../../adapters/bootstrap/idle-config.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
@@ -25,14 +25,14 @@ import {readOffersToCheck, refuseIfOffer} from './rent.js'
 import {reopenVm} from './jobs.js'
 import {type JobFollowing, completeJob, deleteVm} from './complete.js'
 import {type JobRecord, SYNC_MANIFESTS, WORK_ROOT, newJobId, workdirIdOf} from './job.js'
-import type {Job, RunResult} from './schema.js'
+import type {Job, JobOutcome} from './schema.js'
 import type {UpResult} from '../up/schema.js'
 import {carryLimits, limitsFile} from '../../domain/fleet/limits.js'
 
-export interface RunOptions extends JobFollowing {
+export interface RunJobOptions extends JobFollowing {
   /** The VM: a name, uid or label; null with --gpu. */
   word: string | null
-  /** Rents a VM (up's workflow) when the word names none; absent: run only uses existing VMs. */
+  /** Rents a VM (up's workflow) when the word names none; absent: the job runs only on an existing VM. */
   rent?: () => Promise<UpResult>
   command: string
   env: {name: string; value: string}[]
@@ -49,31 +49,31 @@ export interface RunOptions extends JobFollowing {
   onStarted?: (job: Job, vm: KnownVm) => void
 }
 
-export async function runJob(client: TargonClient, state: LocalState, options: RunOptions): Promise<RunResult> {
+export async function runJob(client: TargonClient, state: LocalState, options: RunJobOptions): Promise<JobOutcome> {
   const {rented, vm} = await findVm(client, state, options)
   try {
     return await startAndFollow(client, state, vm, options)
   } catch (error) {
-    // What run rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
+    // What `targon run` rented goes again when the job could not start (a failure, an interrupt), as up's own clean-up does.
     if (!rented || (isTargonError(error) && error.data?.job)) throw error
     return deleteRented(client, state, vm, error, options)
   }
 }
 
-/** What run rented for a job that did not start goes again; the run ends with `error`, the deletion in its data. */
+/** What `targon run` rented for a job that did not start goes again; the run ends with `error`, the deletion in its data. */
 async function deleteRented(
   client: TargonClient,
   state: LocalState,
   vm: Pick<KnownVm, 'name' | 'uid'>,
   error: unknown,
-  options: RunOptions,
+  options: RunJobOptions,
 ): Promise<never> {
   options.info(`Deleting ${vm.name ?? vm.uid}, rented for a job that did not start`)
   const deleted = await deleteVm(client, state, vm, options, 'down')
   throw asTargonError(error).with({data: {deleted}})
 }
 
-async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunOptions): Promise<RunResult> {
+async function startAndFollow(client: TargonClient, state: LocalState, vm: KnownVm, options: RunJobOptions): Promise<JobOutcome> {
   const clock = options.clock
   const name = vm.name ?? vm.uid
   // The local walk of the sync runs while the connection opens; its failure is the sync's to report.
@@ -86,7 +86,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
     const sampler = updateSampler(session, name, options)
     const workId = workdirIdOf(options.localDir)
     const remoteDir = posix.join(WORK_ROOT, workId)
-    let sync: RunResult['sync'] = null
+    let sync: JobOutcome['sync'] = null
     // The sync's manifest is written while the job starts: the files are in place. Its failure costs only the next
     // sync's work (it sends these files again), so it is a warning once the job runs.
     let manifest = Promise.resolve()
@@ -154,7 +154,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       workdir: record.workdir,
     }
     options.onStarted?.(job, vm)
-    const result: RunResult = {
+    const result: JobOutcome = {
       deleted: null,
       exit_code: null,
       fetch: emptyFetch(),
@@ -177,11 +177,11 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
   }
 }
 
-/** The VM that WORD names; else, when run may rent (WORD names an offer, or --gpu), the one it rents. */
-async function findVm(client: TargonClient, state: LocalState, options: RunOptions): Promise<{vm: KnownVm; rented: boolean}> {
+/** The VM that WORD names; else, when `targon run` may rent (WORD names an offer, or --gpu), the one it rents. */
+async function findVm(client: TargonClient, state: LocalState, options: RunJobOptions): Promise<{vm: KnownVm; rented: boolean}> {
   try {
     if (options.word === null) throw new TargonError('NOT_FOUND', 'no VM named')
-    // Where run may rent, a WORD that names a VM must name no offer: the offers are read while the VMs are listed.
+    // Where `targon run` may rent, a WORD that names a VM must name no offer: the offers are read while the VMs are listed.
     const offers = options.rent ? readOffersToCheck(client, options.signal) : undefined
     const [vm] = await selectVms(options, client, state, {...options, targets: [options.word]})
     if (offers) refuseIfOffer(options.word, vm as KnownVm, await offers, options)
@@ -208,7 +208,7 @@ async function findVm(client: TargonClient, state: LocalState, options: RunOptio
 }
 
 /** A running job is activity only for a sampler of this version: an older one is updated first. */
-async function updateSampler(session: SshSession, name: string, options: Pick<RunOptions, 'info' | 'warn'>): Promise<void> {
+async function updateSampler(session: SshSession, name: string, options: Pick<RunJobOptions, 'info' | 'warn'>): Promise<void> {
   try {
     if ((await updateIdleSampler(session)) === 'updated')
       options.info(`Updated the idle sampler on ${name}: a running job now counts as activity`)
