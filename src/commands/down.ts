@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
+import {stillBillingText} from '../lib/cli/render/still-billing.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, dstackOutOfSyncLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {othersInWords, runDown} from '../lib/workflows/down/down.js'
@@ -277,12 +278,14 @@ targon dstack sync (or the guard's sweep) repairs the fleet. With --json, each r
             const interrupted = isTargonError(error) && error.code === 'INTERRUPTED'
             await this.notify(
               interrupted ? 'interrupted-billing' : 'down-still-billing',
-              `targon down${interrupted ? ' was interrupted' : ''}: STILL BILLING in ${partial.org}: ${partial.survivors.join(', ')} (${priceAndOwners(
-                factsOf(
+              `targon down${interrupted ? ' was interrupted' : ''}: ${stillBillingText({
+                facts: factsOf(
                   deletions.selected(),
                   partial.survivors.map((uid) => ({uid})),
                 ),
-              )}; targon down ${partial.survivors.join(' ')})`,
+                org: partial.org,
+                uids: partial.survivors,
+              })}`,
               {
                 exitCode: toTargonError(error).exitCode,
                 owner: selection.owner,

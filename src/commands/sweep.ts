@@ -5,6 +5,7 @@ import {Flags} from '@oclif/core'
 
 import {MAX_MUTATIONS_IN_FLIGHT} from '../lib/adapters/targon/http.js'
 import {storeLimit} from '../lib/workflows/job/job-store.js'
+import {stillBillingText} from '../lib/cli/render/still-billing.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {deletionResultLines, dstackOutOfSyncLines, endedJobsLines, followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
@@ -354,7 +355,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
     if (deleted.length === 0 && result.survivors.length === 0) return
     const named = deleted.map((each) => `${each.name ?? each.uid} (${each.reason})`).join(', ')
     const billing =
-      result.survivors.length > 0 ? `; STILL BILLING: ${result.survivors.join(', ')} (targon down ${result.survivors.join(' ')})` : ''
+      result.survivors.length > 0 ? `; ${stillBillingText({uids: result.survivors})}` : ''
     await this.notify(
       'sweep-deleted',
       `targon sweep deleted ${countOf(deleted.length, 'VM')} in ${result.org}${named ? `: ${named}` : ''}${billing}${[

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {DEFAULT_DSTACK_VERSION} from '../lib/adapters/settings/dstack-version.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../lib/domain/hooks/hook.js'
+import {stillBillingText} from '../lib/cli/render/still-billing.js'
 import {BaseCommand, EVENT_FLAGS, toTargonError} from '../lib/cli/base-command.js'
 import {EXIT_CODES, type TargonError, asTargonError, isTargonError, usageError} from '../lib/core/errors.js'
 import {openDstack} from '../lib/workflows/dstack/open.js'
@@ -404,7 +405,7 @@ existing VM instead of creating a second one.`)
       `targon up ${interrupted ? 'was interrupted' : 'failed'} (${failure.code}): ${failure.message}`,
       rolledBack.length > 0 ? `rolled back: ${rolledBack.join(', ')}` : undefined,
       survivors.length > 0
-        ? `STILL BILLING: ${survivors.join(', ')} (${priceAndOwners(survivors.map((uid) => ({owner, price_per_hour: priceOf(failure, uid)})))}; targon down ${survivors.join(' ')})`
+        ? stillBillingText({facts: survivors.map((uid) => ({owner, price_per_hour: priceOf(failure, uid)})), uids: survivors})
         : undefined,
     ]
       .filter(Boolean)
