@@ -25,7 +25,7 @@ export interface RunOptions extends CliOptions {
 }
 
 /** What only a subprocess run can honour. */
-const PROCESS_ONLY = ['cli', 'cwd', 'nodeArgs', 'onSpawn', 'umask', 'user'] as const
+const PROCESS_ONLY = ['cli', 'cwd', 'executable', 'nodeArgs', 'onSpawn', 'shell', 'umask', 'user'] as const
 
 export type Targon = (args: string[], options?: RunOptions) => Promise<TargonResult>
 
