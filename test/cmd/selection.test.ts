@@ -3,28 +3,20 @@
  * which fleet their labels belong to; without, it selects the whole fleet. A never-deployed leftover of an
  * `up --name` race does not make its name ambiguous.
  */
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
-import {parseJson, tempDir} from '../helpers/cli.js'
-import {runInProcess} from '../helpers/in-process.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {parseJson} from '../helpers/cli.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
-let sim: TargonSimulator | undefined
-let configDir = ''
-
-afterEach(async () => {
-  await sim?.stop()
-  sim = undefined
-})
+const ctx = useFreshFixture({inProcess: true})
+const {targon} = ctx
 
 async function setup(): Promise<TargonSimulator> {
-  sim = await startSimulator()
-  configDir = tempDir('targon-config-')
-  return sim
+  await ctx.setup()
+  return ctx.sim
 }
 
-const targon = (args: string[]) => runInProcess(args, {env: simulatorEnv(sim!, {TARGON_CONFIG_DIR: configDir})})
 const planned = async (args: string[]) => {
   const result = await targon([...args, '--dry-run', '--json'])
   expect(result.code, result.stdout).toBe(0)

@@ -9,18 +9,18 @@ import {describe, expect, it} from 'vitest'
 import {DSTACK_TOKEN, useDstack} from '../helpers/dstack.js'
 import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useVmFixture({env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
-const dstack = useDstack()
-const FLEET = 'targon-default'
-
 /** The simulated VMs share 127.0.0.1: each gets its own name by the pattern, as sslip.io would resolve it. */
-const env = () => ({
+const dstackEnv = () => ({
   TARGON_DSTACK_HOST_PATTERN: '{uid}.{ip}.sslip.io',
   TARGON_DSTACK_PROJECT: 'main',
   TARGON_DSTACK_TOKEN: DSTACK_TOKEN,
   TARGON_DSTACK_URL: dstack.current.url,
 })
-const targon = (args: string[]) => simulated.targon(args, {env: env(), timeoutMs: 120_000})
+const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: () => ({TARGON_SHIM_HEALTH_TIMEOUT: '4', ...dstackEnv()})})
+const {targon} = simulated
+const dstack = useDstack()
+const FLEET = 'targon-default'
+
 const hostOf = (uid: string) => `${uid.toLowerCase()}.127.0.0.1.sslip.io`
 const held = () => dstack.current.hosts(FLEET).map((host) => host.hostname)
 
@@ -35,9 +35,7 @@ describe('targon dstack sync', () => {
     expect(up.json.data.dstack_sync.added).toHaveLength(2)
 
     // Shared IPs without a pattern: refused, naming the fix.
-    const shared = await simulated.targon(['dstack', 'sync', '--fleet', 'default', '--json'], {
-      env: {...env(), TARGON_DSTACK_HOST_PATTERN: undefined},
-    })
+    const shared = await targon(['dstack', 'sync', '--fleet', 'default', '--json'], {env: {TARGON_DSTACK_HOST_PATTERN: undefined}})
     expect(shared.code).toBe(3)
     expect(shared.json.error.hint).toContain('dstack-host-pattern')
 
@@ -63,7 +61,7 @@ describe('targon dstack sync', () => {
     expect(table.stdout).toMatch(/DSTACK/)
     expect(table.stdout).toMatch(/busy/)
     // dstack unreachable: unknown, a warning, and status succeeds.
-    const unreachable = await simulated.targon(['status', '--json'], {env: {...env(), TARGON_DSTACK_URL: 'http://127.0.0.1:9'}})
+    const unreachable = await targon(['status', '--json'], {env: {TARGON_DSTACK_URL: 'http://127.0.0.1:9'}})
     expect(unreachable.code, unreachable.stderr).toBe(0)
     expect(stateOf(unreachable.json, busy.uid)).toBe('unknown')
     expect(unreachable.json.warnings.join('\n')).toContain('dstack state unknown')
@@ -87,8 +85,8 @@ describe('targon dstack sync', () => {
         },
       ],
     })
-    // Without dstack: no state, no column.
-    const without = await simulated.targon(['status', '--json'])
+    // Without dstack (none of its settings): no state, no column.
+    const without = await targon(['status', '--json'], {env: Object.fromEntries(Object.keys(dstackEnv()).map((key) => [key, undefined]))})
     expect(stateOf(without.json, busy.uid)).toBeNull()
 
     // down of the idle VM: out of dstack first, then Targon's DELETE; the busy one keeps working.

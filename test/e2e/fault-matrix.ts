@@ -5,7 +5,7 @@
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
  * RELIABILITY.md is generated from these scenarios (scripts/reliability.ts: npm run reliability).
  */
-import {type ChildProcess, execFileSync} from 'node:child_process'
+import {execFileSync} from 'node:child_process'
 import {chmodSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -13,10 +13,11 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {afterEach, describe, expect, it} from 'vitest'
 
-import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, runCli, signalWhen, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, signalWhen, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
 import {fakeCrontab} from '../helpers/crontab.js'
 import {DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
 import {parseEvents} from '../helpers/events.js'
+import {type Targon, targonFor} from '../helpers/fixture.js'
 import type {DstackSimulator} from '../dstack/simulator.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {PROJECT_KEY, dstackDeployScript} from '../vm/dstack-deploy.js'
@@ -27,10 +28,7 @@ interface Context {
   farm: VmFarm
   configDir: string
   /** Runs targon with this scenario's simulator and config directory. */
-  targon: (
-    args: string[],
-    options?: {env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; config?: string; cwd?: string},
-  ) => Promise<CliResult>
+  targon: Targon
 }
 
 interface Scenario {
@@ -2007,20 +2005,10 @@ export function faultMatrix(part: number, parts: number): void {
           configDir,
           farm,
           sim,
-          targon: (args, options = {}) =>
-            runCli(args, {
-              cwd: options.cwd,
-              env: {
-                TARGON_API_KEY: DEFAULT_TOKEN,
-                TARGON_API_URL: sim.url,
-                TARGON_CONFIG_DIR: options.config ?? configDir,
-                TARGON_SHIM_HEALTH_TIMEOUT: '3',
-                TARGON_STATE_WATCH_INTERVAL: '0.5',
-                ...options.env,
-              },
-              onSpawn: options.onSpawn,
-              timeoutMs: 90_000,
-            }),
+          targon: targonFor(() => ({configDir, sim}), {
+            defaults: {timeoutMs: 90_000},
+            env: {TARGON_SHIM_HEALTH_TIMEOUT: '3', TARGON_STATE_WATCH_INTERVAL: '0.5'},
+          }),
         }
         await scenario.setup?.(ctx)
         const result = await (scenario.run ?? ((c: Context) => c.targon(UP)))(ctx)

@@ -6,28 +6,16 @@
  */
 import {afterAll, describe, expect, it} from 'vitest'
 
-import {type CliOptions, parseJson, runCli, tempDir, waitFor} from '../helpers/cli.js'
+import {parseJson, waitFor} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
 import {setTtl, ttlOf} from '../helpers/records.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
-const simulated = useSimulatedVms()
+const simulated = useVmFixture({env: () => ({TARGON_NOTIFY_URL: webhook.url, TARGON_SHIM_HEALTH_TIMEOUT: '4'})})
+const {configDir, targon} = simulated
 const webhook = useWebhook()
-const configDir = tempDir('targon-config-')
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
-
-function targon(args: string[], options: CliOptions = {}) {
-  return runCli(args, {
-    ...options,
-    env: simulatorEnv(simulated.sim, {
-      TARGON_CONFIG_DIR: configDir,
-      TARGON_NOTIFY_URL: webhook.url,
-      TARGON_SHIM_HEALTH_TIMEOUT: '4',
-      ...options.env,
-    }),
-  })
-}
 
 /** Saves a checkpoint in ubuntu's home and prints it back, as a hook that saves work would. */
 const SAVE_CHECKPOINT = 'echo "$TARGON_DELETE_REASON $TARGON_VM_NAME" > ~/checkpoint && echo "saved: $(cat ~/checkpoint)"'

@@ -5,41 +5,24 @@
  * The rest is checked in process: in test/cmd/hardening.test.ts, and malformed settings and input in
  * test/cmd/settings.test.ts.
  */
-import {spawn} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, CONFIG_FILE_VARIANTS, type CliResult, baseEnv, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
+import {CONFIG_FILE_VARIANTS, type CliResult, parseJson, signalWhen, tempDir, waitFor} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
-import {simulatorEnv} from '../helpers/simulator.js'
 
 const ctx = useFreshFixture()
 const {targon} = ctx
 const setup = ctx.setup
 
-function env(extra: Record<string, string | undefined> = {}) {
-  return simulatorEnv(ctx.sim, {TARGON_CONFIG_DIR: ctx.configDir, ...extra})
-}
-
-/** Runs targon inside bash, e.g. with its output redirected: `targon up ... 2>&1 | head -1`. */
-function targonShell(line: string, extraEnv: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const script = `targon() { node ${BIN} "$@"; }\n${line}\nexit \${PIPESTATUS[0]}`
-    const child = spawn('bash', ['-c', script], {env: baseEnv(env(extraEnv)), stdio: ['ignore', 'pipe', 'pipe']})
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('error', reject)
-    child.on('close', (code, signal) => resolve({code, signal, stderr, stdout}))
-  })
-}
+/** A bash line for a run's `shell`: targon's output into a pipe that closes after one line. */
+const intoHead = (command: string) => `${command} 2>&1 | head -1`
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap']
 
 describe('output that cannot be written', () => {
   it('a closed stderr pipe does not stop up from cleaning up, nor down from deleting everything', async () => {
     await setup({provisioning: 'error'})
-    const failed = await targonShell(`targon ${UP.join(' ')} 2>&1 | head -1`)
+    const failed = await targon(UP, {shell: intoHead})
     expect(failed.code, failed.stdout).toBe(5)
     expect(ctx.sim.live()).toEqual([])
 
@@ -47,21 +30,21 @@ describe('output that cannot be written', () => {
     await setup()
     for (let index = 0; index < 3; index++) expect((await targon([...UP, '--json'])).code).toBe(0)
     expect(ctx.sim.live()).toHaveLength(3)
-    const down = await targonShell('targon down --all --parallel 1 2>&1 | head -1')
+    const down = await targon(['down', '--all', '--parallel', '1'], {shell: intoHead})
     expect(down.code, down.stdout).toBe(0)
     expect(ctx.sim.live()).toEqual([])
   })
 
   it('a full disk behind stdout or stderr is not fatal, and --version into a closed pipe prints no stack trace', async () => {
     await setup()
-    const up = await targonShell(`targon ${UP.join(' ')} 2>/dev/full >/dev/full`)
+    const up = await targon(UP, {shell: (command) => `${command} 2>/dev/full >/dev/full`})
     expect(up.code).toBe(0)
     expect(ctx.sim.live()).toHaveLength(1)
-    const down = await targonShell('targon down --all --json >/dev/full')
+    const down = await targon(['down', '--all', '--json'], {shell: (command) => `${command} >/dev/full`})
     expect(down.code).toBe(0)
     expect(ctx.sim.live()).toEqual([])
 
-    const version = await targonShell('targon --version | true')
+    const version = await targon(['--version'], {shell: (command) => `${command} | true`})
     expect(version.code).toBe(0)
     expect(version.stderr).toBe('')
   })
@@ -164,7 +147,7 @@ describe('small truths', () => {
       ['xterm', 'stty cols 0'],
     ]) {
       // script(1) runs targon on a pseudo-terminal, as a user's shell would.
-      const result = await targonShell(`script -qec "${setup}; node ${BIN} ${UP.join(' ')}" /dev/null`, {TERM: term})
+      const result = await targon(UP, {env: {TERM: term}, shell: (command) => `script -qec "${setup}; ${command}" /dev/null`})
       expect(result.code, result.stdout).toBe(0)
       expect(result.stdout).not.toContain('\u001B[')
       expect(result.stdout).toMatch(/^\S+ register\r?$/m)

@@ -8,7 +8,8 @@ import {join} from 'node:path'
 import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {ROOT, baseEnv, tempDir} from '../helpers/cli.js'
+import {ROOT, tempDir} from '../helpers/cli.js'
+import {targonFor} from '../helpers/fixture.js'
 import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
@@ -16,6 +17,8 @@ const run = promisify(execFile)
 let sim: TargonSimulator
 let tarball: string
 let files: string[]
+// A fresh config directory per run, and no API key: the inventory is public.
+const targon = targonFor(() => ({configDir: tempDir('targon-config-'), sim}), {env: {TARGON_API_KEY: undefined}})
 
 beforeAll(async () => {
   sim = await startSimulator()
@@ -54,14 +57,18 @@ describe('npm package', () => {
       (path) => String(path).endsWith('package.json') && !String(path).includes('/dist/'),
     )
     expect(installed.length).toBeLessThan(80)
-    const targon = join(prefix, 'bin', 'targon')
-    const env = baseEnv({TARGON_API_URL: sim.url})
-    const help = await run(targon, ['--help'], {env})
+    // The command that the install put on its prefix's PATH.
+    const fromPrefix = {executable: join(prefix, 'bin', 'targon')}
+    const help = await targon(['--help'], fromPrefix)
+    expect(help.code, help.stderr).toBe(0)
     expect(help.stdout).toContain('offers')
     expect(help.stdout).toContain('up')
-    expect((await run(targon, ['offers', '--help'], {env})).stdout).toContain('EXAMPLES')
-    const offers = JSON.parse((await run(targon, ['offers', '--json'], {env})).stdout) as {ok: boolean; data: {offers: unknown[]}}
-    expect(offers.ok).toBe(true)
-    expect(offers.data.offers.length).toBeGreaterThan(0)
+    const offersHelp = await targon(['offers', '--help'], fromPrefix)
+    expect(offersHelp.code, offersHelp.stderr).toBe(0)
+    expect(offersHelp.stdout).toContain('EXAMPLES')
+    const offers = await targon(['offers', '--json'], fromPrefix)
+    expect(offers.code, offers.stderr).toBe(0)
+    expect(offers.json.ok).toBe(true)
+    expect(offers.json.data.offers.length).toBeGreaterThan(0)
   }, 300_000)
 })

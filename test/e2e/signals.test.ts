@@ -5,38 +5,30 @@
  * for a signal or for exit; only the CLI's own and Node's own may appear. A new dependency, or a new code path of
  * an old one, that installs its own fails this test.
  */
-import {execFile} from 'node:child_process'
 import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {promisify} from 'node:util'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, ROOT, baseEnv, parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, useSimulatedVms} from '../helpers/simulator.js'
+import {ROOT, parseJson, tempDir} from '../helpers/cli.js'
+import {useVmFixture} from '../helpers/fixture.js'
 
 /** Listeners by function name: the CLI's interrupt guard and ssh's pass-through to its child, and Node's tty and ESM exit handling. */
 const ALLOWED = new Set(['onSignal', 'forwardToSsh', 'refreshStdoutOnSigWinch', 'refreshStderrOnSigWinch', 'handleProcessExit'])
 const AUDIT = ['--require', join(ROOT, 'test/helpers/listener-audit.cjs')]
 
-const simulated = useSimulatedVms()
-const configDir = tempDir('targon-config-')
 const audit = join(tempDir('targon-audit-'), 'listeners.ndjson')
-
-const env = () => simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir, TARGON_LISTENER_AUDIT: audit})
-const targon = (args: string[]) => runCli(args, {env: env(), nodeArgs: AUDIT, timeoutMs: 120_000})
+const simulated = useVmFixture({defaults: {nodeArgs: AUDIT, timeoutMs: 120_000}, env: {TARGON_LISTENER_AUDIT: audit}})
+const {targon} = simulated
 
 /** On a terminal (script(1) gives it one), so that listr2 renders and hides the cursor. */
-async function onTerminal(args: string[]): Promise<void> {
-  const line = [process.execPath, ...AUDIT, BIN, ...args].map((word) => `'${word}'`).join(' ')
-  await promisify(execFile)('script', ['-qec', line, '/dev/null'], {env: baseEnv(env()), timeout: 120_000})
-}
+const onTerminal = (command: string) => `script -qec "${command}" /dev/null`
 
 describe('signal and exit listeners', () => {
   it('no dependency adds one of its own, in any command', async () => {
     expect((await targon(['config', 'set', 'max-price', '1.8'])).code).toBe(0)
     expect((await targon(['config', 'list'])).code).toBe(0)
     expect((await targon(['offers'])).code).toBe(0)
-    await onTerminal(['up', 'rtx6000b-small', '--no-bootstrap', '--fleet', 'sig'])
+    expect((await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--fleet', 'sig'], {shell: onTerminal})).code).toBe(0)
     const up = await targon(['up', 'rtx6000b-small', '--no-bootstrap', '--fleet', 'sig', '--json'])
     expect(up.code, up.stderr).toBe(0)
     const vm = parseJson(up).data.vms[0] as {name: string; uid: string}

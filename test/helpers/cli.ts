@@ -36,6 +36,14 @@ export interface CliOptions {
   umask?: string
   /** The package folder of the CLI to run (a copy of the built one, see readableCli); the checkout's by default. */
   cli?: string
+  /** An executable to run in place of node and bin/run.js: e.g. the `targon` that a global install links. */
+  executable?: string
+  /**
+   * Runs the CLI inside a bash line, e.g. with its output redirected: given the CLI's command line, quoted, it returns
+   * the line, such as `${command} 2>&1 | head -1`. The run's exit code is that of the first command of the line's last
+   * pipeline.
+   */
+  shell?: (command: string) => string
 }
 
 /**
@@ -96,7 +104,10 @@ export function baseEnv(overrides: Record<string, string | undefined> = {}): Rec
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const cli = options.cli ?? (options.user ? readableCli() : undefined)
-    let argv = [process.execPath, ...(options.nodeArgs ?? []), cli ? join(cli, 'bin', 'run.js') : BIN, ...args]
+    let argv = options.executable
+      ? [options.executable, ...args]
+      : [process.execPath, ...(options.nodeArgs ?? []), cli ? join(cli, 'bin', 'run.js') : BIN, ...args]
+    if (options.shell) argv = ['bash', '-c', `${options.shell(argv.map(shellQuote).join(' '))}\nexit \${PIPESTATUS[0]}`]
     if (options.umask) argv = ['sh', '-c', `umask ${options.umask} && exec "$@"`, 'sh', ...argv]
     if (options.user) argv = ['runuser', '-u', options.user, '--', ...argv]
     const child = spawn(argv[0] as string, argv.slice(1), {
@@ -121,6 +132,8 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     options.onSpawn?.(child)
   })
 }
+
+const shellQuote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
 
 /**
  * The lines of stderr but the one that says which org and profile a command acts on: what a refusal's "one line"

@@ -25,13 +25,16 @@ export interface RunOptions extends CliOptions {
 }
 
 /** What only a subprocess run can honour. */
-const PROCESS_ONLY = ['cli', 'cwd', 'nodeArgs', 'onSpawn', 'umask', 'user'] as const
+const PROCESS_ONLY = ['cli', 'cwd', 'executable', 'nodeArgs', 'onSpawn', 'shell', 'umask', 'user'] as const
 
 export type Targon = (args: string[], options?: RunOptions) => Promise<TargonResult>
 
 export interface FixtureOptions {
-  /** Environment of every run; a run's own `env` wins over it. */
-  env?: Env
+  /**
+   * Environment of every run; a run's own `env` wins over it. A function is read at each run: for what is known only
+   * once the tests start, such as the address of a server that a hook starts.
+   */
+  env?: Env | (() => Env)
   /** Options of every subprocess run (e.g. `timeoutMs`); a run's own win over them. */
   defaults?: CliOptions
   /**
@@ -52,7 +55,8 @@ export function targonFor(target: () => Target, fixture: FixtureOptions = {}): T
   return async (args, options = {}) => {
     const {config, inProcess = fixture.inProcess, ...run} = options
     const {sim, configDir} = target()
-    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...fixture.env, ...run.env})
+    const shared = typeof fixture.env === 'function' ? fixture.env() : fixture.env
+    const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...shared, ...run.env})
     const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
     if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
     const result = inProcess ? await runInProcess(args, {env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})

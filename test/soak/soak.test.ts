@@ -6,8 +6,9 @@
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
-import {parseJson, runCli, tempDir} from '../helpers/cli.js'
-import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {targonFor} from '../helpers/fixture.js'
+import {startSimulator} from '../helpers/simulator.js'
 import type {TargonSimulator} from '../simulator/simulator.js'
 
 const SEED = Number(process.env.TARGON_SOAK_SEED ?? 20261201)
@@ -16,6 +17,8 @@ const ROUNDS = 20
 const LANES = 2
 
 let sim: TargonSimulator
+// Every run names its config directory: each lane has its own, and the cron run an empty one.
+const targon = targonFor(() => ({configDir: '', sim}))
 
 beforeAll(async () => {
   sim = await startSimulator({bootDelayMs: 100, chaos: {rate: RATE, seed: SEED}, deleteLatencyMs: 20})
@@ -28,13 +31,13 @@ afterAll(async () => {
 describe(`soak (seed ${SEED})`, () => {
   it(`${ROUNDS} up/down rounds under ${Math.round(RATE * 100)} % transient trouble: every up succeeds, every down of its fleet leaves nothing billing`, async () => {
     const lane = async (index: number) => {
-      const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-soak-'), TARGON_RECONCILE_WINDOW: '1'})
+      const laneOptions = {config: tempDir('targon-soak-'), env: {TARGON_RECONCILE_WINDOW: '1'}}
       for (let round = index; round < ROUNDS; round += LANES) {
         const fleet = `soak${index}`
-        const up = await runCli(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', fleet, '--json'], {env})
+        const up = await targon(['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--fleet', fleet, '--json'], laneOptions)
         expect(up.code, `round ${round} up: ${up.stdout}${up.stderr}`).toBe(0)
         const uid = parseJson(up).data.vms[0].uid as string
-        const down = await runCli(['down', '--fleet', fleet, '--json'], {env})
+        const down = await targon(['down', '--fleet', fleet, '--json'], laneOptions)
         expect(down.code, `round ${round} down: ${down.stdout}`).toBe(0)
         expect(sim.current(uid) === undefined || !['provisioning', 'running'].includes(sim.current(uid)!.status), `round ${round}`).toBe(
           true,
@@ -47,7 +50,7 @@ describe(`soak (seed ${SEED})`, () => {
     expect(sim.billing()).toEqual([])
     // Once the trouble stops, a cron run finds nothing left to delete.
     sim.clearFaults()
-    const cron = await runCli(['down', '--all', '--json'], {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-cron-')})})
+    const cron = await targon(['down', '--all', '--json'], {config: tempDir('targon-cron-')})
     expect(cron.code).toBe(0)
     expect(sim.billing()).toEqual([])
   }, 120_000)
