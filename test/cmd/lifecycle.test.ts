@@ -7,6 +7,7 @@ import {BIN, CONFIG_FILE_VARIANTS, baseEnv, parseJson, tempDir} from '../helpers
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
+import {REAL_CLOCK} from '../../src/lib/core/clock.js'
 
 const ctx = useFreshFixture({inProcess: true})
 const {setup, targon} = ctx
@@ -429,7 +430,8 @@ describe('the event stream', () => {
   })
 
   it('a second Ctrl-C exits at once, and the events file still ends with how the run ended', async () => {
-    await setup({deleteLatencyMs: 3000, provisioning: 'stuck'})
+    // Real time: the slow DELETE must still be slow when the last down, in process, waits for it.
+    await setup({clock: REAL_CLOCK, deleteLatencyMs: 3000, provisioning: 'stuck'})
     const file = join(tempDir('targon-events-'), 'up.ndjson')
     const result = await targon([...UP, '--events-file', file], {
       inProcess: false,

@@ -6,6 +6,8 @@
  */
 import {type CliOptions, type CliResult, parseJson, runCli, tempDir} from './cli.js'
 import {runInProcess} from './in-process.js'
+import {skippingClock} from './fake-clock.js'
+import type {Clock} from '../../src/lib/core/clock.js'
 import {simulatorEnv, useFreshSimulator, useSimulatedVms} from './simulator.js'
 import type {SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import type {VmFarm} from '../vm/farm.js'
@@ -48,18 +50,20 @@ export interface FixtureOptions {
 export interface Target {
   sim: TargonSimulator
   configDir: string
+  /** The clock of in-process runs, shared with the simulator (fake-clock.ts); the real one when absent. */
+  clock?: Clock
 }
 
 /** `targon()` against whatever simulator and config directory `target` names at the time of the run. */
 export function targonFor(target: () => Target, fixture: FixtureOptions = {}): Targon {
   return async (args, options = {}) => {
     const {config, inProcess = fixture.inProcess, ...run} = options
-    const {sim, configDir} = target()
+    const {clock, configDir, sim} = target()
     const shared = typeof fixture.env === 'function' ? fixture.env() : fixture.env
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...shared, ...run.env})
     const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
     if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
-    const result = inProcess ? await runInProcess(args, {env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})
+    const result = inProcess ? await runInProcess(args, {clock, env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})
     return withJson(result)
   }
 }
@@ -76,7 +80,14 @@ function withJson(result: CliResult): TargonResult {
 export function useFreshFixture(
   fixture: FixtureOptions = {},
 ): Target & {setup: (options?: SimulatorOptions) => Promise<void>; targon: Targon} {
-  const context = useFreshSimulator()
+  const context: ReturnType<typeof useFreshSimulator> & {clock?: Clock} = useFreshSimulator()
+  const start = context.setup
+  // In process, the commands and the simulator share a clock on which every wait is skipped.
+  context.setup = async (options = {}) => {
+    const clock = fixture.inProcess && options.clock === undefined ? skippingClock() : undefined
+    context.clock = clock
+    await start(clock ? {...options, clock: clock.simulator} : options)
+  }
   return Object.assign(context, {targon: targonFor(() => context, fixture)})
 }
 

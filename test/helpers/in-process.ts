@@ -3,15 +3,17 @@
  * envelopes and exit codes as the built CLI, without the cost of a process per run. Subprocess tests
  * (cli.ts) stay for what only a process shows: start-up, signals, pipes, the command_not_found hook.
  *
- * Each run gets what a fresh process would have: a fresh module graph (no module state such as the
- * config store cache carries over), only the environment of baseEnv, a closed non-terminal stdin,
- * non-terminal stdout and stderr, and its own exit code. Runs must not overlap: tests in a file run
- * one after another.
+ * Each run gets what a fresh process would have: a new command built by the factory (cli/factory.ts) with the
+ * test's clock, only the environment of baseEnv, a closed non-terminal stdin, non-terminal stdout and stderr, and its
+ * own exit code. The sources are loaded once per file: the CLI keeps no state in its modules but the exit callbacks
+ * of a second signal, which only a process can receive. Runs must not overlap: tests in a file run one after another.
  */
 import {Console} from 'node:console'
 import {Readable} from 'node:stream'
 import {Config, Errors} from '@oclif/core'
-import {vi} from 'vitest'
+
+import type {Factory} from '../../src/lib/cli/factory.js'
+import type {Clock} from '../../src/lib/core/clock.js'
 
 import {type CliOptions, type CliResult, ROOT, baseEnv} from './cli.js'
 
@@ -23,10 +25,13 @@ function projectConfig(): Promise<Config> {
   return loadedConfig
 }
 
-export async function runInProcess(argv: string[], options: Pick<CliOptions, 'env' | 'input'> = {}): Promise<CliResult> {
+export interface InProcessOptions extends Pick<CliOptions, 'env' | 'input'> {
+  /** The clock the command's factory gives it (the simulator's, so that both see one time); the real one by default. */
+  clock?: Clock
+}
+
+export async function runInProcess(argv: string[], options: InProcessOptions = {}): Promise<CliResult> {
   const config = await projectConfig()
-  // A fresh module graph per run, as a new process would load.
-  vi.resetModules()
   const {COMMANDS} = await import('../../src/cli.js')
   const {id, args} = commandOf(argv, Object.keys(COMMANDS))
   const command = COMMANDS[id as keyof typeof COMMANDS]
@@ -58,7 +63,7 @@ export async function runInProcess(argv: string[], options: Pick<CliOptions, 'en
   process.exitCode = undefined
   let code: number
   try {
-    await config.runCommand(id, args, {...cached, load: async () => command})
+    await config.runCommand(id, args, {...cached, load: async () => withClock(command, options.clock)})
     // BaseCommand.catch turns every error but an exit into process.exitCode, which bin/start.js exits with.
     code = Number(process.exitCode ?? 0)
   } catch (error) {
@@ -73,6 +78,18 @@ export async function runInProcess(argv: string[], options: Pick<CliOptions, 'en
   }
 
   return {code, signal: null, stderr, stdout}
+}
+
+/** The command as the test hands it its factory: the process's, but for the clock. */
+function withClock<C extends new (...args: any[]) => {factory: Factory}>(command: C, clock: Clock | undefined): C {
+  if (clock === undefined) return command
+  const own: Clock = clock
+  return class extends command {
+    constructor(...args: any[]) {
+      super(...args)
+      this.factory = {...this.factory, clock: own}
+    }
+  }
 }
 
 /** The command is the longest run of leading words that names one ("config set org x" → config:set). */
