@@ -1,5 +1,5 @@
 /**
- * The fault matrix (run by faults-1.test.ts to faults-4.test.ts): each scenario runs the built CLI against the simulator (and simulated VMs
+ * The fault matrix (run by the files of FAULT_MATRIX_FILES, by what each scenario needs): each scenario runs the CLI against the simulator (and simulated VMs
  * where SSH is involved) and asserts the exit code, the JSON envelope, and the simulator's
  * ledger: nothing billing afterwards (unless the scenario kept something with --on-failure keep), registered
  * leftovers only where the CLI names them, and never two DELETEs of one workload in flight.
@@ -18,6 +18,7 @@ import {fakeCrontab} from '../helpers/crontab.js'
 import {DSTACK_TOKEN, startDstack} from '../helpers/dstack.js'
 import {parseEvents} from '../helpers/events.js'
 import {type Targon, targonFor} from '../helpers/fixture.js'
+import {skippingClock} from '../helpers/fake-clock.js'
 import type {DstackSimulator} from '../dstack/simulator.js'
 import {DEFAULT_TOKEN, type SimulatorOptions, TargonSimulator} from '../simulator/simulator.js'
 import {PROJECT_KEY, dstackDeployScript} from '../vm/dstack-deploy.js'
@@ -50,11 +51,8 @@ interface Scenario {
   vms?: boolean
   /** It sends the CLI a signal that the CLI handles: it runs twice, without and with a config.json. */
   interrupts?: boolean
-  /**
-   * How long its runs take together, in seconds, as measured in a full run of the suite on a quiet machine; given
-   * where it is 4 s or more (the rest take about TYPICAL_SECONDS). The matrix's files are balanced by it.
-   */
-  seconds?: number
+  /** It needs a process of the CLI's own (a signal, a working directory, a spawn to watch), without simulated VMs. */
+  process?: boolean
 }
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--json']
@@ -173,7 +171,7 @@ function upInterrupted({
   signal = 'SIGINT',
   when,
   ...fault
-}: Pick<Scenario, 'name' | 'seconds' | 'setup' | 'sim' | 'vm'> & {
+}: Pick<Scenario, 'name' | 'setup' | 'sim' | 'vm'> & {
   args: string[]
   delayMs?: number
   signal?: keyof typeof SIGNAL_EXIT
@@ -237,7 +235,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: deploy answered 503 TEMPORARY twice is sent again to the same workload and succeeds',
-    seconds: 5,
     run: deploysAnswered(503, 503, 200),
     sim: {temporaryDeploys: 2},
   },
@@ -270,7 +267,6 @@ export const scenarios: Scenario[] = [
     code: 'QUOTA_EXCEEDED',
     exit: 13,
     name: 'API: a quota met by one VM of --count 3 ends the run: nothing more is created, the VM made is rolled back, exit 13',
-    seconds: 11,
     async run(ctx) {
       const up = await upNoBoot(ctx, '--count', '3')
       // One create per VM at most (the first VMs' creates go out together), and no other offer is tried.
@@ -329,6 +325,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
+    process: true,
     name: "API: two guard install --team at once while the guard key's registration answers 502 before it took effect: one guard key",
     async run(ctx) {
       writeConfigFile(ctx.configDir, {'api-key': DEFAULT_TOKEN, 'api-url': ctx.sim.url})
@@ -367,7 +364,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: create answered by an HTML 502 page from a proxy (sent again after reconciling)',
-    seconds: 4,
     // The listing is watched for the reconcile window before the create is sent again: 2 s here, not 30.
     run: (ctx) => ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '2'}}),
     setup: (ctx) =>
@@ -384,7 +380,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: create reset before it took effect three times in a row: reconciled and sent again each time, one workload',
-    seconds: 5,
     async run(ctx) {
       const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
       expect(ctx.sim.requests('POST', /\/workloads$/).map((request) => request.status)).toEqual([-1, -1, -1, 201])
@@ -397,7 +392,6 @@ export const scenarios: Scenario[] = [
     code: 'NETWORK_ERROR',
     exit: 5,
     name: 'API: create reset before it took effect on every send: given up after four sends, nothing created',
-    seconds: 5,
     async run(ctx) {
       const up = await ctx.targon(NO_BOOT, {env: {TARGON_RECONCILE_WINDOW: '1'}})
       expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(4)
@@ -410,7 +404,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: a 5xx burst while polling the state',
-    seconds: 4,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 3}),
   },
@@ -418,7 +411,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'API: a 429 storm with Retry-After while polling the state',
-    seconds: 4,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', retryAfter: '1', status: 429, times: 3}),
   },
@@ -427,13 +419,13 @@ export const scenarios: Scenario[] = [
     code: 'TIMEOUT',
     exit: 6,
     name: 'API: stuck in provisioning until the timeout',
-    seconds: 4,
     run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
     sim: {provisioning: 'stuck'},
   },
   {
     code: 'API_ERROR',
     exit: 5,
+    process: true,
     name: 'API: the workload deleted externally while waiting',
     run: (ctx) =>
       ctx.targon(NO_BOOT, {
@@ -516,7 +508,6 @@ export const scenarios: Scenario[] = [
     code: 'SSH_FAILED',
     exit: 7,
     name: 'SSH: sshd never comes up',
-    seconds: 10,
     run: (ctx) => ctx.targon([...UP, '--timeout', '12s']),
     vm: {sshdDelaySeconds: 999},
   },
@@ -525,7 +516,6 @@ export const scenarios: Scenario[] = [
     code: 'HOST_KEY_MISMATCH',
     exit: 7,
     name: 'SSH: the host key changed (the adopted VM is deleted with --on-failure delete)',
-    seconds: 4,
     vms: true,
     run: async (ctx) => {
       const first = parseJson(await ctx.targon([...UP, '--name', 'pinned']))
@@ -537,7 +527,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'SSH: the connection drops during the bootstrap; the VM is kept and a re-run completes it',
-    seconds: 6,
     run: async (ctx) => {
       const dropped = await ctx.targon([...UP, '--name', 'resume', '--on-failure', 'keep'], {
         onSpawn: () =>
@@ -556,7 +545,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: "dstack: a repeat up --name during a running dstack task on a host dstack took over leaves the task, its container and dstack's shim untouched",
-    seconds: 17,
     vms: true,
     run: async (ctx) => {
       const first = await ctx.targon([...UP, '--name', 'dstack-host'])
@@ -668,7 +656,6 @@ export const scenarios: Scenario[] = [
       expect(readdirSync(join(cwd, 'targon-out', id, 'out'))).toEqual(['a.txt'])
       return run
     },
-    seconds: 10,
     vms: true,
   },
   {
@@ -696,7 +683,6 @@ export const scenarios: Scenario[] = [
       expect(existsSync(join(cwd, 'targon-out'))).toBe(false)
       return waited
     },
-    seconds: 12,
     vms: true,
   },
 
@@ -705,7 +691,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: sshd answers while the state still says provisioning; the bootstrap starts then',
-    seconds: 19,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const vm = parseJson(up).data.vms[0]
@@ -723,7 +708,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: the bootstrap ends before the state says running; up waits for running, then succeeds',
-    seconds: 24,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const ended = Date.now()
@@ -746,7 +730,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'early SSH: an address in the state but SSH refusing for a while backs off and does not fail',
-    seconds: 15,
     async run(ctx) {
       const up = await ctx.targon(UP)
       const simVm = ctx.farm.vm(parseJson(up).data.vms[0].uid)
@@ -760,7 +743,6 @@ export const scenarios: Scenario[] = [
     code: 'API_ERROR',
     exit: 5,
     name: 'early SSH: the VM turns to error while bootstrapping (still provisioning): exit 5, deleted',
-    seconds: 5,
     run: (ctx) =>
       ctx.targon(UP, {
         onSpawn: () =>
@@ -770,7 +752,7 @@ export const scenarios: Scenario[] = [
       }),
     vm: {latency: {runningSeconds: 600}, latencyScale: 0.05},
   },
-  {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', seconds: 6, vm: {shimUnhealthy: true}},
+  {code: 'BOOTSTRAP_FAILED', exit: 8, name: 'SSH: the shim is unhealthy', vm: {shimUnhealthy: true}},
   {
     code: null,
     exit: 0,
@@ -793,7 +775,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'dstack: a guard sweep while a dstack task pulls its image at 0 % GPU keeps that VM and deletes only the idle one',
-    seconds: 14,
     async run(ctx) {
       const env = {TARGON_IDLE_SAMPLE_INTERVAL: '1'}
       // Idle limits are at least three sample intervals (3 s here); the sweep must see the idle VM past that.
@@ -821,7 +802,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'dstack: unreachable during down of a VM in its fleet: deleted all the same with a warning; the next sync drops it',
-    seconds: 12,
     run: (ctx) =>
       withDstack(async (dstack, env) => {
         const up = await ctx.targon([...UP, '--dstack'], {env: env()})
@@ -866,7 +846,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'dstack: hangs during down of a VM in its fleet: the deletion waits 15 s for it, no longer, and goes ahead',
-    seconds: 22,
     run: (ctx) =>
       withDstack(async (dstack, env) => {
         const up = await ctx.targon([...UP, '--dstack'], {env: env()})
@@ -887,7 +866,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'dstack: the fleet is being processed for three requests of a sync: it is sent again until it goes through',
-    seconds: 20,
     run: (ctx) =>
       withDstack(async (dstack, env) => {
         const up = await ctx.targon([...UP, '--count', '2', '--dstack'], {env: env()})
@@ -919,7 +897,6 @@ export const scenarios: Scenario[] = [
     code: 'BOOTSTRAP_FAILED',
     exit: 8,
     name: 'SSH: the hostname does not resolve and /etc/hosts cannot be written: sudo would speak to dstack, exit 8, deleted',
-    seconds: 5,
     run: async (ctx) => {
       const up = await ctx.targon(UP)
       expect(parseJson(up).error.message).toContain('/etc/hosts cannot be written')
@@ -933,7 +910,6 @@ export const scenarios: Scenario[] = [
     args: NO_BOOT,
     delayMs: 200,
     name: 'process: SIGINT in register (create in flight)',
-    seconds: 6,
     setup: (ctx) => ctx.sim.inject({delayMs: 1500, method: 'POST', path: /\/workloads$/}),
     when: (ctx) => ctx.sim.requests('POST', /\/workloads$/).length > 0,
   }),
@@ -941,7 +917,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'process: SIGINT while a fleet has 8 creates in flight and one waiting for a slot',
-    seconds: 22,
     interrupts: true,
     async run(ctx) {
       const result = await ctx.targon([...NO_BOOT, '--count', '9'], {
@@ -979,14 +954,12 @@ export const scenarios: Scenario[] = [
   upInterrupted({
     args: UP,
     name: 'process: SIGINT in install',
-    seconds: 4,
     vm: {dpkgLockSeconds: 30},
     when: (ctx) => vmCalls(ctx).length > 0,
   }),
   upInterrupted({
     args: UP,
     name: 'process: SIGINT in shim-start',
-    seconds: 7,
     vm: {shimUnhealthy: true},
     when: (ctx) => vmCalls(ctx).some((call) => call.includes('restart dstack-shim')),
   }),
@@ -994,7 +967,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 143,
     name: 'process: SIGTERM in install is the VM interrupted, never a failed step, in JSON, events and display',
-    seconds: 4,
     run: async (ctx) => {
       const signalled = () => ({onSpawn: signalWhen(() => [...ctx.farm.vms.values()].some((vm) => vm.sshSessions() > 0), 'SIGTERM')})
       // The display first (plain lines without a terminal): the VM is shown interrupted, and nothing failed is ticked.
@@ -1029,6 +1001,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
+    process: true,
     name: 'process: kill -9 right after create, then down --all from an empty config dir',
     run: async (ctx) => {
       const killed = await ctx.targon(NO_BOOT, {onSpawn: signalWhen(() => ctx.sim.live().length > 0, 'SIGKILL')})
@@ -1039,6 +1012,7 @@ export const scenarios: Scenario[] = [
     sim: {provisioning: 'stuck'},
   },
   {
+    process: true,
     code: null,
     exit: 0,
     name: 'process: two concurrent up runs in one fleet, then down --all',
@@ -1052,6 +1026,7 @@ export const scenarios: Scenario[] = [
   {
     code: 'API_ERROR',
     exit: 5,
+    process: true,
     name: 'process: up while a cron down --all runs',
     run: async (ctx) => {
       const up = upNoBoot(ctx)
@@ -1081,7 +1056,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: the tombstone bounces to error after the first confirmation poll; status hides it',
-    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const down = await ctx.targon(['down', uid, '--json'])
@@ -1100,6 +1074,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
+    process: true,
     name: 'delete: cron down --all over tombstones stays green and sends no pointless DELETE, from a fresh config dir without history too',
     async run(ctx) {
       await Promise.all([oneVm(ctx), oneVm(ctx)])
@@ -1129,7 +1104,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a DELETE answer slower than TARGON_HTTP_TIMEOUT is waited for, and sent once',
-    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const down = await ctx.targon(['down', uid, '--json'], {env: {TARGON_HTTP_TIMEOUT: '1'}})
@@ -1142,6 +1116,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
+    process: true,
     name: 'delete: two concurrent down --all runs from two config dirs never have two DELETEs of one VM in flight',
     async run(ctx) {
       const up = await upNoBoot(ctx, '--count', '3')
@@ -1189,7 +1164,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a 503 on the wake-up deploy of a crashed VM: the deploy is sent again, and the VM is deleted',
-    seconds: 4,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.crash(uid)
@@ -1204,7 +1178,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'status: a VM passes through pending and powering_on on its way to running; up waits through them',
-    seconds: 7,
     async run(ctx) {
       const up = await upNoBoot(ctx)
       expect(ctx.sim.servedStatuses).toEqual(expect.arrayContaining(['pending', 'powering_on', 'running']))
@@ -1229,6 +1202,7 @@ export const scenarios: Scenario[] = [
   {
     code: 'API_ERROR',
     exit: 5,
+    process: true,
     name: 'status: a VM that powers off while up waits for it to run ends the wait, and is deleted',
     async run(ctx) {
       return ctx.targon(NO_BOOT, {
@@ -1244,7 +1218,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a DELETE answered 503 before it took effect is sent again, and the VM is deleted',
-    seconds: 12,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.inject({method: 'DELETE', path: `/workloads/${uid}`, status: 503, times: 1})
@@ -1259,7 +1232,6 @@ export const scenarios: Scenario[] = [
     exit: 129,
     interrupts: true,
     name: 'process: SIGHUP during up --count 2 whose clean-up DELETE answers 503 once: sent again, nothing bills',
-    seconds: 21,
     run: (ctx) =>
       ctx.targon([...NO_BOOT, '--count', '2'], {
         onSpawn: signalWhen(() => ctx.sim.live().filter((w) => w.status === 'provisioning').length === 2, 'SIGHUP'),
@@ -1270,7 +1242,6 @@ export const scenarios: Scenario[] = [
   upInterrupted({
     args: ['run', 'rtx6000b-small', '--max-price', '1.8', '--no-sync', '--json', '--', 'true'],
     name: 'process: SIGINT while run rents its VM, whose slow DELETE answers 500 after deleting: what it rented goes, nothing bills',
-    seconds: 8,
     setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, statusAfterCommit: 500, times: 1}),
     sim: {deleteLatencyMs: 1500},
     vm: {dpkgLockSeconds: 30},
@@ -1350,7 +1321,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a burst of 429s without Retry-After, longer than the retries of one poll, does not end wait-running',
-    seconds: 9,
     run: (ctx) => upNoBoot(ctx),
     setup: (ctx) => ctx.sim.inject({method: 'GET', path: '/state', status: 429, times: 9}),
   },
@@ -1358,7 +1328,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: 503s and connection resets while confirming a deletion',
-    seconds: 10,
     async run(ctx) {
       const uid = await oneVm(ctx)
       ctx.sim.inject({method: 'GET', path: '/state', status: 503, times: 5})
@@ -1372,7 +1341,6 @@ export const scenarios: Scenario[] = [
     code: 'TIMEOUT',
     exit: 6,
     name: 'delete: up --timeout ran out, and the clean-up (a slow DELETE) still runs to the end',
-    seconds: 8,
     run: (ctx) => upNoBoot(ctx, '--timeout', '3s'),
     sim: {deleteLatencyMs: 4000, provisioning: 'stuck'},
   },
@@ -1380,7 +1348,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: Ctrl-C during a wake-then-delete finishes that delete, then exits 130 with per-VM results',
-    seconds: 12,
     interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
@@ -1398,7 +1365,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'delete: a second Ctrl-C during a wake-then-delete exits at once and names the VM still billing',
-    seconds: 17,
     interrupts: true,
     async run(ctx) {
       const uid = await oneVm(ctx)
@@ -1420,7 +1386,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'delete: SIGINT during down --all --json stops starting deletions and prints per-VM results',
-    seconds: 10,
     interrupts: true,
     async run(ctx) {
       expect((await upNoBoot(ctx, '--count', '3')).code).toBe(0)
@@ -1512,7 +1477,6 @@ export const scenarios: Scenario[] = [
     exit: 130,
     interrupts: true,
     name: 'process: SIGINT during exec of a silent command ends the remote command at once',
-    seconds: 6,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1534,7 +1498,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'run: the SSH connection drops while it follows the job: it connects again, and the job goes on to its end',
-    seconds: 5,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1560,7 +1523,6 @@ export const scenarios: Scenario[] = [
     code: 'API_ERROR',
     exit: 5,
     name: 'run: the VM crashes during the job: the run says so, and the VM, still billing, is left to its limits and down',
-    seconds: 6,
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
@@ -1583,7 +1545,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'sweep: Ctrl-C half way finishes the DELETE under way and exits 130; the next sweep deletes the rest',
-    seconds: 7,
     interrupts: true,
     async run(ctx) {
       const uids = await expiredVms(ctx, 3)
@@ -1606,7 +1567,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'sweep: a VM that hangs on the read of its limits is given up after 15 s; it and the others go by their records, and nothing past its TTL bills',
-    seconds: 22,
     vms: true,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--count', '2', '--ttl', '1h'])
@@ -1637,7 +1597,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: "sweep: the team guard's sweep, Ctrl-C half way with the owner's directory gone: the DELETE under way finishes, the next team sweep deletes the rest",
-    seconds: 18,
     interrupts: true,
     vms: true,
     async run(ctx) {
@@ -1671,6 +1630,7 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    process: true,
     code: null,
     exit: 0,
     name: 'sweep: two sweeps at once: one deletes, the other exits 0 at once; each VM gets one DELETE',
@@ -1690,7 +1650,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'sweep: a heartbeat URL that never answers costs 5 s and a warning; the VMs past their limit are deleted',
-    seconds: 7,
     async run(ctx) {
       await expiredVms(ctx, 1)
       const hanging = createServer(() => undefined)
@@ -1713,7 +1672,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a hook that hangs past --hook-timeout is stopped and reported; the VM is deleted',
-    seconds: 6,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--on-delete', 'echo saving; sleep 600', '--hook-timeout', '2s'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1729,7 +1687,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a hook that fails (exit 3) is reported, changes no exit code, and the sweep deletes the VM',
-    seconds: 4,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--ttl', '1h', '--on-delete', 'echo "cannot save" >&2; exit 3'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1748,7 +1705,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'hook: a VM unreachable for its hook (sshd gone) is deleted without it, and that is said',
-    seconds: 34,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--on-delete', 'touch ~/never'])
       expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -1770,7 +1726,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'hook: Ctrl-C while hooks run stops them and deletes every VM at once; nothing bills',
-    seconds: 10,
     interrupts: true,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--count', '2', '--on-delete', 'sleep 600'])
@@ -1790,7 +1745,6 @@ export const scenarios: Scenario[] = [
     code: 'INTERRUPTED',
     exit: 130,
     name: 'hook: Ctrl-C during the hook of run --down, after the job, stops the hook and deletes the VM at once; nothing bills',
-    seconds: 21,
     interrupts: true,
     async run(ctx) {
       const up = await ctx.targon([...UP, '--on-delete', 'sleep 601'])
@@ -1923,7 +1877,6 @@ export const scenarios: Scenario[] = [
     code: null,
     exit: 0,
     name: 'history: an endpoint that hangs holds down --all up for its own short budget only: it still deletes what bills',
-    seconds: 12,
     async run(ctx) {
       const gone = deletedElsewhere(ctx)
       const crashed = ctx.sim.addWorkload({deployedAt: Date.now() - 60_000, name: 'tcli-default-crashed', status: 'running'})
@@ -1945,34 +1898,43 @@ export const scenarios: Scenario[] = [
 ]
 
 /** What a scenario without `seconds` takes, about (the median of those measured). */
-const TYPICAL_SECONDS = 2
-
-/** The files faults-1.test.ts to faults-N.test.ts, one part each. */
-export const FAULT_MATRIX_PARTS = 4
-
 /**
- * The scenarios of part `part` (1-based) of `parts`: the longest first, each to the part with the least time so far
- * (the first such part on a tie), so that the parts take about as long and each scenario always lands in the same one.
+ * What a scenario needs, which decides where it runs: `vms`, simulated VMs (and a process per run); `process`, a
+ * process of the CLI's own (signals, a working directory); `none`, neither: it runs in process, on a clock that skips
+ * every wait (test/helpers/fake-clock.ts), shared with the simulator.
  */
-export function scenariosOfPart(part: number, parts: number): Scenario[] {
-  const bins = Array.from({length: parts}, () => ({members: new Set<Scenario>(), seconds: 0}))
-  const longestFirst = scenarios
-    .map((scenario, index) => ({index, scenario, seconds: scenario.seconds ?? TYPICAL_SECONDS}))
-    .sort((a, b) => b.seconds - a.seconds || a.index - b.index)
-  for (const {scenario, seconds} of longestFirst) {
-    const least = bins.reduce((best, bin) => (bin.seconds < best.seconds ? bin : best))
-    least.seconds += seconds
-    least.members.add(scenario)
-  }
-  return scenarios.filter((scenario) => bins[part - 1]?.members.has(scenario))
+export type Need = 'vms' | 'process' | 'none'
+
+export function needOf(scenario: Scenario): Need {
+  if (bootsVms(scenario)) return 'vms'
+  return scenario.interrupts || scenario.process ? 'process' : 'none'
+}
+
+/** By default only scenarios that bootstrap boot VMs: the default run, or a `vm` scenario. */
+function bootsVms(scenario: Scenario): boolean {
+  return scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)
 }
 
 /**
- * Registers the runs of part `part` (1-based) of `parts` (scenariosOfPart): the matrix is split over files so that
- * vitest's workers share it; as one or two files it was the suite's long pole.
+ * The files that run the matrix, by what their scenarios need; a need with more than one part spreads its scenarios
+ * over that many files (every n-th scenario to each), which vitest's workers run side by side.
  */
-export function faultMatrix(part: number, parts: number): void {
-  describe(`fault matrix (part ${part} of ${parts})`, () => {
+export const FAULT_MATRIX_FILES: {file: string; need: Need; part: number; parts: number}[] = [
+  {file: 'test/cmd/faults-1.test.ts', need: 'none', part: 1, parts: 2},
+  {file: 'test/cmd/faults-2.test.ts', need: 'none', part: 2, parts: 2},
+  {file: 'test/e2e/faults-process.test.ts', need: 'process', part: 1, parts: 1},
+  {file: 'test/e2e/faults-vms-1.test.ts', need: 'vms', part: 1, parts: 2},
+  {file: 'test/e2e/faults-vms-2.test.ts', need: 'vms', part: 2, parts: 2},
+]
+
+/** The scenarios that need `need`, and of them every `parts`-th from `part` (1-based): files that vitest's workers share. */
+export function scenariosOf(need: Need, part = 1, parts = 1): Scenario[] {
+  return scenarios.filter((scenario) => needOf(scenario) === need).filter((_, index) => index % parts === part - 1)
+}
+
+/** Registers the runs of the scenarios that need `need` (part `part` of `parts` of them: scenariosOf). */
+export function faultMatrix(need: Need, part = 1, parts = 1): void {
+  describe(`fault matrix (${need === 'none' ? 'in process' : `needs ${need}`}${parts > 1 ? `, part ${part} of ${parts}` : ''})`, () => {
     let ctx: Context | undefined
     afterEach(async () => {
       await ctx?.farm.stopAll()
@@ -1980,33 +1942,35 @@ export function faultMatrix(part: number, parts: number): void {
       ctx = undefined
     })
 
-    if (part === 1)
+    if (need === 'none')
       it('has at least 25 scenarios', () => {
         expect(scenarios.length).toBeGreaterThanOrEqual(25)
       })
 
     // Split by scenario, so that both variants of one run in the same file, one after the other: run side by side,
     // one variant's remote process (e.g. "sleep 53", found with pgrep on this machine) would signal the other early.
-    const runs = scenariosOfPart(part, parts).flatMap((scenario) =>
+    const runs = scenariosOf(need, part, parts).flatMap((scenario) =>
       scenario.interrupts
         ? CONFIG_FILE_VARIANTS.map((variant) => ({prepare: variant.prepare, scenario, title: `${scenario.name} (${variant.label})`}))
         : [{prepare: (_dir: string) => {}, scenario, title: scenario.name}],
     )
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
-        const sim = new TargonSimulator({bootDelayMs: 200, ...scenario.sim})
+        const inProcess = need === 'none'
+        const clock = inProcess ? skippingClock() : undefined
+        const sim = new TargonSimulator({bootDelayMs: 200, ...(clock ? {clock: clock.simulator} : {}), ...scenario.sim})
         await sim.start()
         const farm = new VmFarm(sim, () => scenario.vm ?? {})
-        if (!(scenario.vms ?? (scenario.vm !== undefined || scenario.run === undefined)))
-          sim.options.onBoot = sim.options.onDeleted = undefined
+        if (!bootsVms(scenario)) sim.options.onBoot = sim.options.onDeleted = undefined
         const configDir = tempDir('targon-config-')
         prepare(configDir)
         ctx = {
           configDir,
           farm,
           sim,
-          targon: targonFor(() => ({configDir, sim}), {
+          targon: targonFor(() => ({clock, configDir, sim}), {
             defaults: {timeoutMs: 90_000},
+            inProcess,
             env: {TARGON_SHIM_HEALTH_TIMEOUT: '3', TARGON_STATE_WATCH_INTERVAL: '0.5'},
           }),
         }

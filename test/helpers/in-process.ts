@@ -30,7 +30,20 @@ export interface InProcessOptions extends Pick<CliOptions, 'env' | 'input'> {
   clock?: Clock
 }
 
+/** Whether a run is under way: its stdout and stderr are this process's, so a second one at once would mix them. */
+let running = false
+
 export async function runInProcess(argv: string[], options: InProcessOptions = {}): Promise<CliResult> {
+  if (running) throw new Error('two runs in process at once: run one of them with inProcess: false')
+  running = true
+  try {
+    return await runAlone(argv, options)
+  } finally {
+    running = false
+  }
+}
+
+async function runAlone(argv: string[], options: InProcessOptions): Promise<CliResult> {
   const config = await projectConfig()
   const {COMMANDS} = await import('../../src/cli.js')
   const {id, args} = commandOf(argv, Object.keys(COMMANDS))

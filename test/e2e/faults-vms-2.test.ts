@@ -1,0 +1,4 @@
+/** The fault scenarios that need simulated VMs, part 2 of 2 (see fault-matrix.ts). */
+import {faultMatrix} from './fault-matrix.js'
+
+faultMatrix('vms', 2, 2)
