@@ -63,7 +63,9 @@ export function targonFor(target: () => Target, fixture: FixtureOptions = {}): T
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...shared, ...run.env})
     const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
     if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
-    const result = inProcess ? await runInProcess(args, {clock, env, input: run.input}) : await runCli(args, {...fixture.defaults, ...run, env})
+    const result = inProcess
+      ? await runInProcess(args, {clock, env, input: run.input})
+      : await runCli(args, {...fixture.defaults, ...run, env})
     return withJson(result)
   }
 }
