@@ -2,17 +2,11 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag, timeFlag} from '../lib/cli/flags.js'
-import {COST_GROUPINGS, type CostExcluded, type CostGroup, type CostResult} from '../lib/workflows/spend/schema.js'
-import {formatDuration} from '../lib/core/input.js'
-import {dash, oneLine, prose, renderTable, usdPrecise} from '../lib/core/output.js'
-import {usageError} from '../lib/core/errors.js'
-import {validateFleet} from '../lib/adapters/settings/table.js'
+import {costLines} from '../lib/cli/render/cost.js'
+import {parseCostRequest} from '../lib/cli/requests/cost.js'
+import {prose} from '../lib/core/output.js'
 import {runCost} from '../lib/workflows/spend/cost-report.js'
-
-const DEFAULT_SINCE_MS = 7 * 86_400_000
-const BAR_WIDTH = 30
-/** Compact: a month of days at most (--by day lists the days with spend, each with its bar). */
-const CHART_DAYS = 31
+import {COST_GROUPINGS, type CostResult} from '../lib/workflows/spend/schema.js'
 
 export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
   static summary = 'Estimate what VMs cost over a range, running and deleted ones alike, from the local spend ledger.'
@@ -54,105 +48,21 @@ over the same interval.`)
   }
 
   public async run(): Promise<CostResult> {
-    const now = this.ctx.clock.now()
-    if (this.flags.from !== undefined && this.flags.since !== undefined)
-      throw usageError('--since and --from cannot be combined', 'give a span with --since (and --to), or a range with --from and --to')
-    const to = this.flags.to ?? now
-    const from = this.flags.from ?? to - (this.flags.since ?? DEFAULT_SINCE_MS)
-    if (from >= now) throw usageError(`--from ${new Date(from).toISOString()} is not in the past`, 'give a start before now')
-    if (from >= to) throw usageError('--from must come before --to', 'give an earlier --from or a later --to')
-    const fleet = this.flags.fleet === undefined ? null : validateFleet(this.flags.fleet)
+    const request = parseCostRequest(this.flags, this.ctx.clock.now())
     const retentionDays = await this.ctx.settings.get('ledger-days')
     return this.withApi(async (client) => {
       const result = await runCost(this.ctx, client, this.ctx.localState(), {
-        by: this.flags.by,
-        fleet,
-        from,
+        by: request.by,
+        checkCredits: request.checkCredits,
+        fleet: request.fleet,
+        from: request.from,
         org: await this.ctx.org(client),
-        checkCredits: this.flags.reconcile,
         retentionDays,
-        to: this.flags.to ?? null,
+        to: request.to,
       })
-      if (!this.jsonEnabled()) this.render(result)
+      if (!this.jsonEnabled())
+        for (const lines of costLines(result, {chart: Boolean(process.stdout.isTTY), showDeleted: request.showDeleted})) this.log(lines)
       return result
     })
   }
-
-  private render(result: CostResult): void {
-    const range = `${result.from.slice(0, 16)}Z to ${result.to.slice(0, 16)}Z`
-    if (result.groups.length === 0) this.log(`No spend recorded from ${range}${result.fleet ? ` in fleet ${result.fleet}` : ''}.`)
-    else {
-      const byDay = result.group_by === 'day'
-      const names = new Map(result.vms.map((vm) => [vm.uid as string | null, vm.name]))
-      // On a terminal, spend per day as bars: beside the table by day, under it otherwise.
-      const chart = Boolean(process.stdout.isTTY)
-      const most = Math.max(...result.days.map((day) => day.estimated_usd), 0)
-      this.log(
-        renderTable(
-          [
-            {header: result.group_by.toUpperCase(), value: (group: CostGroup) => dash(group.key)},
-            // By VM the key is the uid, and a person knows the VM by its name.
-            ...(result.group_by === 'vm' ? [{header: 'NAME', value: (group: CostGroup) => dash(names.get(group.key))}] : []),
-            {align: 'right', header: 'VMS', value: (group) => String(group.vms)},
-            {align: 'right', header: 'BILLED_H', value: (group) => (group.seconds / 3600).toFixed(2)},
-            {align: 'right', header: 'EST_USD', value: (group) => usdPrecise(group.estimated_usd)},
-            ...(chart && byDay ? [{header: '', value: (group: CostGroup) => bar(group.estimated_usd, most)}] : []),
-          ],
-          result.groups,
-        ),
-      )
-      if (chart && !byDay)
-        this.log(
-          `\n${chartDays(result.days)
-            .map((day) => `${day.key}  ${bar(day.estimated_usd, most).padEnd(BAR_WIDTH)}  ${usdPrecise(day.estimated_usd)}`)
-            .join('\n')}`,
-        )
-      this.log(`\nTotal: about ${usdPrecise(result.total_usd)} USD (estimate) over ${range}, ${result.vms.length} VM(s).`)
-    }
-
-    this.log('Estimates: hourly price × billed time, a VM still billing up to now (Targon reports no charges per VM).')
-
-    const bounded = result.vms.filter((vm) => vm.bounded).length
-    if (bounded > 0) this.log(`${bounded} VM(s) ended out of sight: counted up to their last sighting (bounded).`)
-    if (this.flags['show-deleted'])
-      for (const vm of result.excluded)
-        this.log(
-          oneLine(
-            `Excluded from the total: ${vm.name ?? vm.uid} (${vm.uid}), ${vm.open_seconds === null ? 'for an unknown time' : `for ${formatDuration(vm.open_seconds * 1000)}`}: ${vm.reason}.`,
-          ),
-        )
-    else {
-      const count = (kind: CostExcluded['kind']) => result.excluded.filter((vm) => vm.kind === kind).length
-      const kinds = [
-        [count('unknown-billing'), 'of unknown billing (an error record: a crash, or deleted elsewhere)'],
-        [count('no-price'), 'without a price'],
-      ] as const
-      const said = kinds.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)
-      if (said.length > 0) this.log(`Excluded from the total: ${said.join('; ')}: --show-deleted lists them (--json: excluded).`)
-    }
-    if (!result.complete) this.log(`Incomplete: ${result.incomplete_reason}.`)
-    if (result.reconcile) this.log(creditsCheckLines(result.reconcile, result.fleet).join('\n'))
-  }
-}
-
-/** The days the chart shows: from the first day with spend to the last, at most the last CHART_DAYS of them. */
-function chartDays(days: CostGroup[]): CostGroup[] {
-  const first = days.findIndex((day) => day.vms > 0)
-  const last = days.findLastIndex((day) => day.vms > 0)
-  return first === -1 ? [] : days.slice(Math.max(first, last + 1 - CHART_DAYS), last + 1)
-}
-
-/** A day's spend as a bar, scaled to the costliest day of the range. */
-function bar(usdSpent: number, most: number): string {
-  return '█'.repeat(most > 0 ? Math.round((usdSpent / most) * BAR_WIDTH) : 0)
-}
-
-function creditsCheckLines(check: NonNullable<CostResult['reconcile']>, fleet: string | null): string[] {
-  const head =
-    check.verdict === 'one-reading'
-      ? 'Reconcile: fewer than two readings of the credits in the range (this run recorded one; targon credits records one too).'
-      : check.verdict === 'unreadable'
-        ? 'Reconcile: the credits could not be read.'
-        : `Reconcile ${check.from?.slice(0, 19)}Z to ${check.to?.slice(0, 19)}Z: credits fell ${usdPrecise(check.credits_drop_usd)} USD, the estimate is ${usdPrecise(check.estimated_usd)} USD${fleet === null ? '' : ' (all fleets)'}: ${check.verdict}.`
-  return [head, ...check.unseen.map((item) => `  not seen: ${item}`)]
 }

@@ -1,23 +1,14 @@
 import {Flags} from '@oclif/core'
-import {stat} from 'node:fs/promises'
-import {resolve} from 'node:path'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
-import {rentForJob} from '../lib/workflows/job/rent.js'
-import {TargonError, usageError} from '../lib/core/errors.js'
-import {countOf, prose, renderTable} from '../lib/core/output.js'
-import {ownerScope} from '../lib/domain/fleet/owners.js'
-import {checkCommand, checkOutPath, parseEnv} from '../lib/workflows/job/job.js'
+import {dryRunLines, jobStartedLine} from '../lib/cli/render/run.js'
+import {parseRunRequest} from '../lib/cli/requests/run.js'
+import {prose} from '../lib/core/output.js'
 import {TAIL_LINES} from '../lib/workflows/job/follow.js'
-import {runJob} from '../lib/workflows/job/run-job.js'
-import {laterCommand} from '../lib/workflows/later-command.js'
+import {localWorkdir, planJob, prepareJob, runPreparedJob} from '../lib/workflows/job/run-request.js'
 import type {JobPlan, JobOutcome} from '../lib/workflows/job/schema.js'
-import {checkWorkdir, planSync} from '../lib/workflows/job/workdir.js'
-import {neverSentDirs} from '../lib/workflows/sync/held-back.js'
-import {formatBytes} from '../lib/workflows/copy/budget.js'
-import {storeLimit} from '../lib/workflows/job/job-store.js'
 import {guardCoverage} from '../lib/workflows/guard/coverage.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
@@ -115,113 +106,36 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
   }
 
   public async run(): Promise<JobPlan | JobOutcome> {
-    const {flags} = this
-    const {word, command} = this.split()
-    const out = (flags.out ?? []).map((path) => checkOutPath(path))
-    const env = (flags.env ?? []).map((assignment) => parseEnv(assignment))
-    const localDir = resolve(flags.workdir ?? '.')
-    const found = await stat(localDir).catch(() => undefined)
-    if (!found?.isDirectory())
-      throw new TargonError('NOT_FOUND', `${localDir}: no such directory`, {hint: '--workdir names the local directory to sync'})
-    const neverSent = neverSentDirs([this.ctx.settings.dir, this.ctx.settings.defaultDir])
-    const sync = !flags['no-sync']
-    if (sync) await checkWorkdir(localDir, flags.workdir !== undefined, neverSent)
-    const fleet = await this.ctx.settings.get('fleet', flags.fleet)
-    const maxPrice = (await this.ctx.settings.get('max-price', flags['max-price'])) ?? null
-    if (word === null && maxPrice === null) throw usageError('a price cap is required to rent', 'pass --max-price <USD per hour>')
-    if (flags['dry-run'])
-      return this.renderPlan({command, dry_run: true, out, sync: sync ? await planSync(localDir, neverSent) : null, vm: word})
-    const owners = await ownerScope(this.ctx.settings, false)
-    const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
-    const text = !this.jsonEnabled()
+    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
+    const maxPrice = (await this.ctx.settings.get('max-price', this.flags['max-price'])) ?? null
+    const request = parseRunRequest({argv: this.argv, flags: this.flags, positionals: this.positionals}, {fleet, maxPrice})
+    const workdir = await localWorkdir(this.ctx, request)
+    if (request.dryRun) return this.renderPlan(await planJob(request, workdir))
+    const job = await prepareJob(this.ctx, request, workdir)
     const deletions = followDeletions(this.events, (line) => this.info(line))
-    if (flags.detach && flags.down) await this.warnUnguarded()
-    const place = {configDir: this.ctx.settings.dir, fleet, profile: (await this.ctx.settings.profile()).name}
+    if (request.detach && request.down) await this.warnUnguarded()
     return this.withApi(
       async (client, signal) =>
-        runJob(client, this.ctx.localState(), {
-          clock: this.ctx.clock,
-          command,
-          configDir: this.ctx.settings.dir,
-          detach: flags.detach,
-          down: flags.down,
-          env,
-          fetchLimit,
-          fleet,
-          historyBudget: this.ctx.historyBudget,
-          hooks: flags.hooks,
+        runPreparedJob(this.ctx, client, signal, job, {
           info: (message) => this.info(message),
-          localDir,
           onDeleted: deletions.onResult,
           onDeletion: deletions.onEvent,
           onLine: (line) => {
-            if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+            if (!this.jsonEnabled() && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
             else this.events.emit({detail: line, status: 'progress', type: 'exec'})
           },
-          onStarted: (job, vm) =>
-            this.info(
-              `Job ${job.id} started on ${vm.name ?? vm.uid}${flags.detach ? `: ${laterCommand(['jobs', 'logs', job.id, '-f'], place)} follows it, ${laterCommand(['jobs', 'wait', job.id], place)} waits for it and fetches its outputs` : ''}`,
-            ),
-          org: await this.ctx.org(client),
-          out,
-          owners,
-          profile: place.profile,
-          reconcileMs: await this.ctx.reconcileWindowMs(),
-          rent:
-            maxPrice === null
-              ? undefined
-              : async () =>
-                  rentForJob(client, {
-                    configDir: this.ctx.settings.dir,
-                    fleet,
-                    gpu: flags.gpu,
-                    idleMs: flags.idle,
-                    maxCostUsd: flags['max-cost'],
-                    maxPrice,
-                    owner: owners.owner,
-                    reconcileMs: await this.ctx.reconcileWindowMs(),
-                    resource: word,
-                    run: this.ctx,
-                    signal,
-                    ttlMs: flags.ttl,
-                    waitMs: flags.wait,
-                  }),
-          neverSent,
-          signal,
-          sync,
-          warn: this.ctx.warn,
-          word,
+          onStarted: (started, vm) => this.info(jobStartedLine(started, vm, request.detach, job.place)),
         }),
       () => ['Exiting at once; the job, if it started, goes on on the VM.'],
     )
   }
 
-  /** run --dry-run: each file the sync would look at and each path it holds back, why (stdout), then the sum. */
+  /** run --dry-run: the plan as a table on stdout and its sums on stderr, or as it is with --json. */
   private renderPlan(plan: JobPlan): JobPlan {
     if (this.jsonEnabled()) return plan
-    const {sync} = plan
-    if (sync) {
-      const rows = [
-        ...sync.files.map((file) => ({bytes: String(file.bytes), path: file.path, reason: '-', sync: 'send'})),
-        ...sync.held_back.map((held) => ({bytes: '-', path: held.path, reason: held.reason, sync: 'hold'})),
-      ]
-      this.log(
-        renderTable(
-          [
-            {header: 'SYNC', value: (row) => row.sync},
-            {header: 'PATH', value: (row) => row.path},
-            {align: 'right', header: 'BYTES', value: (row) => row.bytes},
-            {header: 'REASON', value: (row) => row.reason},
-          ],
-          rows,
-        ),
-      )
-      this.info(
-        `would sync ${countOf(sync.files.length, 'file')} (${formatBytes(sync.bytes)}; only what changed is sent) from ${sync.local_dir} to ${sync.remote_dir}, holding back ${sync.held_back.length}`,
-      )
-    } else this.info('would not sync (--no-sync)')
-    this.info(`then run on ${plan.vm ?? `a VM with --gpu ${this.flags.gpu}`}: ${plan.command}`)
-    this.info('dry run: nothing was rented, connected to or sent')
+    const {notes, table} = dryRunLines(plan, this.flags.gpu)
+    if (table !== null) this.log(table)
+    for (const note of notes) this.info(note)
     return plan
   }
 
@@ -232,19 +146,5 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
       this.addWarning(
         'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
       )
-  }
-
-  /** VM before --, the command after it (oclif drops the -- itself from the positionals). */
-  private split(): {word: string | null; command: string} {
-    const dashes = this.argv.indexOf('--')
-    if (dashes < 0) throw usageError('no command given', "put it after --: targon run VM -- 'python train.py'")
-    const commandWords = this.argv.slice(dashes + 1)
-    const before = this.positionals.slice(0, this.positionals.length - commandWords.length)
-    if (before.length === 0 && this.flags.gpu === undefined)
-      throw usageError('no VM named', 'targon run VM -- COMMAND (targon status lists the VMs), or --gpu MODEL to rent one')
-    if (before.length > 0 && this.flags.gpu !== undefined)
-      throw usageError(`${before.join(' ')} and --gpu both say where`, 'name a VM or an offer, or give --gpu alone')
-    if (before.length > 1) throw usageError(`one VM only, got ${before.join(' ')}`, 'the command goes after --')
-    return {command: checkCommand(commandWords.join(' ')), word: before[0] ?? null}
   }
 }

@@ -35,6 +35,9 @@ const PRINTED_BY: Record<string, string[]> = {
   // An answer of no capacity: to a create only.
   'src/lib/adapters/targon/http.ts': ['up', 'run'],
   'src/lib/cli/guard-flags.ts': ['guard:install', 'guard:print'],
+  // The request parsers of commands: the usage errors of their own command.
+  'src/lib/cli/requests/cost.ts': ['cost'],
+  'src/lib/cli/requests/run.ts': ['run'],
   'src/lib/domain/capacity/candidates.ts': ['up', 'run'],
   'src/lib/domain/capacity/watch.ts': ['up', 'run'],
   // --vms: the commands that take it (parseVmList), and a selection with no VM named (selectVms).
@@ -57,6 +60,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/job/job.ts': ['run'],
   'src/lib/workflows/job/jobs.ts': ['jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/workflows/job/rent.ts': ['run'],
+  'src/lib/workflows/job/run-request.ts': ['run'],
   'src/lib/workflows/spend/credits-check.ts': ['cost', 'credits', 'sweep'],
   'src/lib/workflows/up/plan.ts': ['up'],
   'src/lib/workflows/up/provisioning.ts': ['up', 'run'],
