@@ -44,13 +44,12 @@ dstack fleet holds (remove it there first). dstack's own server must reach each 
     try {
       return await this.withApi(async (client) => {
         const org = await this.ctx.org(client)
-        const result = await runDstackSync(
-          {...this.ctx, info: (line) => this.info(line)},
-          client,
-          this.ctx.localState(),
-          dstack,
-          {configDir: this.ctx.settings.dir, fleet, org, owners},
-        )
+        const result = await runDstackSync({...this.ctx, info: (line) => this.info(line)}, client, this.ctx.localState(), dstack, {
+          configDir: this.ctx.settings.dir,
+          fleet,
+          org,
+          owners,
+        })
         if (!this.jsonEnabled()) this.render(result)
         return result
       })
