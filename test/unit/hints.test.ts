@@ -58,6 +58,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/job/jobs.ts': ['jobs', 'jobs:cancel', 'jobs:fetch', 'jobs:logs', 'jobs:wait'],
   'src/lib/workflows/job/rent.ts': ['run'],
   'src/lib/workflows/spend/credits-check.ts': ['cost', 'credits', 'sweep'],
+  'src/lib/cli/requests/sweep.ts': ['sweep'],
   'src/lib/workflows/up/plan.ts': ['up'],
   'src/lib/workflows/up/provisioning.ts': ['up', 'run'],
   'src/lib/workflows/up/register.ts': ['up', 'run'],
