@@ -62,6 +62,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/job/rent.ts': ['run'],
   'src/lib/workflows/job/run-request.ts': ['run'],
   'src/lib/workflows/spend/credits-check.ts': ['cost', 'credits', 'sweep'],
+  'src/lib/cli/requests/sweep.ts': ['sweep'],
   'src/lib/workflows/up/plan.ts': ['up'],
   'src/lib/workflows/up/provisioning.ts': ['up', 'run'],
   'src/lib/workflows/up/register.ts': ['up', 'run'],
