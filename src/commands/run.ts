@@ -5,6 +5,7 @@ import {resolve} from 'node:path'
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
+import {unguardedText} from '../lib/cli/render/unguarded.js'
 import {rentForJob} from '../lib/workflows/job/rent.js'
 import {TargonError, usageError} from '../lib/core/errors.js'
 import {countOf, prose, renderTable} from '../lib/core/output.js'
@@ -230,7 +231,10 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const guard = guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn)
     if (guard.kind === null)
       this.addWarning(
-        'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+        unguardedText({
+          what: 'this config directory',
+          then: 'nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+        }),
       )
   }
 

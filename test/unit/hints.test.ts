@@ -35,6 +35,7 @@ const PRINTED_BY: Record<string, string[]> = {
   // An answer of no capacity: to a create only.
   'src/lib/adapters/targon/http.ts': ['up', 'run'],
   'src/lib/cli/guard-flags.ts': ['guard:install', 'guard:print'],
+  'src/lib/cli/requests/up.ts': ['up'],
   'src/lib/domain/capacity/candidates.ts': ['up', 'run'],
   'src/lib/domain/capacity/watch.ts': ['up', 'run'],
   // --vms: the commands that take it (parseVmList), and a selection with no VM named (selectVms).
