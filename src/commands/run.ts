@@ -6,6 +6,7 @@ import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {dryRunLines, jobStartedLine} from '../lib/cli/render/run.js'
 import {parseRunRequest} from '../lib/cli/requests/run.js'
 import {prose} from '../lib/core/output.js'
+import {unguardedText} from '../lib/cli/render/unguarded.js'
 import {TAIL_LINES} from '../lib/workflows/job/follow.js'
 import {localWorkdir, planJob, prepareJob, runPreparedJob} from '../lib/workflows/job/run-request.js'
 import type {JobPlan, JobOutcome} from '../lib/workflows/job/schema.js'
@@ -144,7 +145,10 @@ a guard for this directory, or from one that holds no record of the VM, a warnin
     const guard = guardCoverage(this.ctx.settings.dir, (await this.ctx.settings.profile()).name, this.ctx.warn)
     if (guard.kind === null)
       this.addWarning(
-        'no guard covers this config directory: nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+        unguardedText({
+          what: 'this config directory',
+          then: 'nothing will delete the VM when the detached job ends; run targon jobs wait <id> later, or targon guard install',
+        }),
       )
   }
 }

@@ -38,6 +38,7 @@ const PRINTED_BY: Record<string, string[]> = {
   // The request parsers of commands: the usage errors of their own command.
   'src/lib/cli/requests/cost.ts': ['cost'],
   'src/lib/cli/requests/run.ts': ['run'],
+  'src/lib/cli/requests/up.ts': ['up'],
   'src/lib/domain/capacity/candidates.ts': ['up', 'run'],
   'src/lib/domain/capacity/watch.ts': ['up', 'run'],
   // --vms: the commands that take it (parseVmList), and a selection with no VM named (selectVms).
