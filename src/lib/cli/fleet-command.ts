@@ -22,6 +22,9 @@ interface Described {
   exclusive?: string[]
 }
 
+/** The fleet of a run that names none, where none is configured. */
+export {DEFAULT_FLEET} from '../adapters/settings/table.js'
+
 /** The VMs parallel work may reach at once, whatever --parallel asks. */
 const MAX_PARALLEL = 64
 
