@@ -1,15 +1,13 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
-import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
+import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
 import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/workflows/copy/copy.js'
 import {CopyBar, size} from '../lib/workflows/copy/progress.js'
 import {parseCopySpec} from '../lib/workflows/copy/spec.js'
-import {parseVmList} from '../lib/domain/fleet/fan-out.js'
 import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
 import {printableName, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/domain/fleet/owners.js'
 
-export default class Cp extends BaseCommand<typeof Cp, 'cp'> {
+export default class Cp extends FleetCommand<typeof Cp, 'cp'> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
 
   static description = prose(`One side is VM:PATH (a name, uid or --name label, then a colon), the other a local path; a colon
@@ -45,23 +43,24 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
   }
 
   static flags = {
-    ...EVENT_FLAGS,
-    fleet: Flags.string({summary: 'The fleet of :PATH (every running VM), and of VMs named by label (default: config, else "default").'}),
-    parallel: Flags.integer({default: DEFAULT_COPY_PARALLEL, max: 64, min: 1, summary: 'VMs copying at once.'}),
-    vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels for :PATH, instead of the whole fleet.'}),
+    ...fanOutFlags({default: DEFAULT_COPY_PARALLEL, summary: 'VMs copying at once.'}),
+    fleet: SELECTION_FLAGS.fleet({
+      summary: 'The fleet of :PATH (every running VM), and of VMs named by label (default: config, else "default").',
+    }),
+    vms: SELECTION_FLAGS.vms({summary: 'Comma-separated VM names, uids or --name labels for :PATH, instead of the whole fleet.'}),
   }
 
   public async run(): Promise<CopyResult> {
     const spec = parseCopySpec(this.args.source, this.args.destination)
-    const targets = parseVmList(this.flags.vms)
-    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
+    const selection = await this.selection()
     let bar: CopyBar | undefined
-    return this.withApi(
-      async (client, signal) => {
+    return this.overVms(
+      selection,
+      async ({client, configDir, signal, state, vms}) => {
         try {
-          return await runCopy(this.ctx, client, this.ctx.localState(), {
-            configDir: this.ctx.settings.dir,
-            fleet,
+          return await runCopy(this.ctx, client, state, {
+            ...vms,
+            configDir,
             info: (message) => {
               bar?.clear()
               this.info(message)
@@ -73,12 +72,9 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
               bar?.finish(result.vm)
             },
             onStart: (vms) => (bar = CopyBar.forTerminal(vms.length, this.jsonEnabled() || this.eventsOnStderr(), this.ctx.clock)),
-            org: await this.ctx.org(client),
-            owners: await ownerScope(this.ctx.settings, false),
             parallel: this.flags.parallel,
             signal,
             spec,
-            targets,
           })
         } finally {
           bar?.clear()

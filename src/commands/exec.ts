@@ -1,14 +1,12 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
+import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/workflows/exec/exec.js'
-import {parseVmList} from '../lib/domain/fleet/fan-out.js'
 import type {ExecResult} from '../lib/workflows/exec/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/domain/fleet/owners.js'
 
-export default class Exec extends BaseCommand<typeof Exec, 'exec'> {
+export default class Exec extends FleetCommand<typeof Exec, 'exec'> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
 
   static description = prose(`Opens one SSH connection per VM (user ubuntu, the project key, the VM's pinned host key; a changed key
@@ -35,49 +33,37 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
   static strict = false
 
   static flags = {
-    ...EVENT_FLAGS,
-    fleet: Flags.string({
+    ...fanOutFlags({default: DEFAULT_EXEC_PARALLEL, summary: 'VMs running the command at once.'}),
+    fleet: SELECTION_FLAGS.fleet({
       summary: 'The fleet whose running VMs run the command, and of VMs named by label (default: config, else "default").',
     }),
     raw: Flags.boolean({
       default: false,
       summary: "Pass the VMs' output through as it is, control characters included (by default they are shown escaped, e.g. \\x1b).",
     }),
-    parallel: Flags.integer({default: DEFAULT_EXEC_PARALLEL, max: 64, min: 1, summary: 'VMs running the command at once.'}),
-    vms: Flags.string({summary: 'Comma-separated VM names, uids or --name labels, instead of the whole fleet.'}),
+    vms: SELECTION_FLAGS.vms({summary: 'Comma-separated VM names, uids or --name labels, instead of the whole fleet.'}),
   }
 
   public async run(): Promise<ExecResult> {
     const command = this.positionals.join(' ').trim()
     if (command === '') throw usageError('no command given', "targon exec --fleet F -- <command>, e.g. targon exec -- 'uptime'")
-    const targets = parseVmList(this.flags.vms)
-    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
-    const text = !this.jsonEnabled()
-    const raw = this.flags.raw
-    return this.withApi(
-      async (client, signal) => {
+    const selection = await this.selection()
+    return this.overVms(
+      selection,
+      async ({client, configDir, signal, state, vms}) => {
         try {
-          return await runExec(this.ctx, client, this.ctx.localState(), {
+          return await runExec(this.ctx, client, state, {
+            ...vms,
             command,
-            configDir: this.ctx.settings.dir,
-            fleet,
+            configDir,
             info: (message) => this.info(message),
-            onLine: (vm, stream, line) => {
-              // With --events ndjson, stderr carries events only: the VM's stderr goes there as progress events.
-              if (text && stream === 'stderr' && this.eventsOnStderr())
-                this.events.emit({detail: `${vm} | ${line}`, status: 'progress', type: 'exec'})
-              // A VM's bytes reach the terminal as they are only when asked (--raw), as ssh passes them.
-              else if (text)
-                (stream === 'stdout' ? process.stdout : process.stderr).write(`${printable(vm)} | ${raw ? line : printable(line)}\n`)
-            },
-            org: await this.ctx.org(client),
-            owners: await ownerScope(this.ctx.settings, false),
+            onLine: (vm, stream, line) => this.vmLine(vm, stream, line, this.flags.raw),
             parallel: this.flags.parallel,
             signal,
-            targets,
           })
         } catch (error) {
-          if (text && !this.eventsOnStderr() && isTargonError(error) && error.data) this.explainFailures(error.data as ExecResult)
+          if (!this.jsonEnabled() && !this.eventsOnStderr() && isTargonError(error) && error.data)
+            this.explainFailures(error.data as ExecResult)
           throw error
         }
       },

@@ -1,14 +1,13 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/cli/base-command.js'
+import {FleetCommand, SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import type {ExtendResult} from '../lib/workflows/extend/schema.js'
 import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
 import {runExtend} from '../lib/workflows/extend/extend.js'
-import {ownerScope} from '../lib/domain/fleet/owners.js'
 
-export default class Extend extends BaseCommand<typeof Extend, 'extend'> {
+export default class Extend extends FleetCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'
 
   static description = prose(`--by moves each VM's TTL to (the later of now and its deadline) + the duration, and
@@ -34,12 +33,11 @@ Prints the new deadlines.`)
   static strict = false
 
   static flags = {
-    'any-owner': Flags.boolean({
-      default: false,
+    'any-owner': SELECTION_FLAGS.anyOwner({
       summary: "Extend another owner's VM, or one whose owner could not be read, too (default: refused, exit 2).",
     }),
     by: durationFlag('--by', {summary: 'How long to postpone: 30m, 2h, 1d.'}),
-    fleet: Flags.string({summary: 'The fleet the VM labels belong to (default: the configured one).'}),
+    fleet: SELECTION_FLAGS.fleet({summary: 'The fleet the VM labels belong to (default: the configured one).'}),
     'idle-only': Flags.boolean({default: false, exclusive: ['ttl-only'], summary: 'Only hold off the idle deletion.'}),
     'max-cost': usdFlag('--max-cost', 'a budget in USD', {
       summary: 'Raise the budget to this many USD (estimated cost: price x age); never lower it.',
@@ -58,18 +56,17 @@ Prints the new deadlines.`)
       throw usageError('nothing to extend', 'pass --by DURATION or --max-cost USD')
     if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
       throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
-    const owners = await ownerScope(this.ctx.settings, flags['any-owner'])
-    const labelFleet = await this.ctx.settings.get('fleet', flags.fleet)
-    return this.withApi(async (client) => {
-      const result = await runExtend(this.ctx, client, this.ctx.localState(), {
+    const selection = await this.selection(this.positionals)
+    return this.overVms(selection, async ({client, configDir, org, state, vms}) => {
+      const result = await runExtend(this.ctx, client, state, {
         byMs: flags.by ?? null,
-        configDir: this.ctx.settings.dir,
+        configDir,
         idle: !flags['ttl-only'],
-        labelFleet,
+        labelFleet: vms.fleet,
         maxCostUsd: flags['max-cost'] ?? null,
-        org: await this.ctx.org(client),
-        owners,
-        targets: this.positionals,
+        org,
+        owners: vms.owners,
+        targets: vms.targets,
         ttl: !flags['idle-only'],
       })
       if (!this.jsonEnabled())

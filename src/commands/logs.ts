@@ -1,13 +1,12 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand} from '../lib/cli/base-command.js'
+import {FleetCommand, SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/workflows/logs/logs.js'
 import type {LogsResult} from '../lib/workflows/logs/schema.js'
 import {printable, prose} from '../lib/core/output.js'
-import {ownerScope} from '../lib/domain/fleet/owners.js'
 
-export default class Logs extends BaseCommand<typeof Logs, 'logs'> {
+export default class Logs extends FleetCommand<typeof Logs, 'logs'> {
   static summary = "Show a VM's serial console: the boot, and why a VM that never opens SSH is stuck."
 
   static description = prose(`Reads the console log that Targon keeps for the VM (type serial) and prints it to stdout, one line
@@ -25,7 +24,7 @@ also one that is crashed or still provisioning.`)
   static args = {vm: Args.string({description: 'VM name, uid or --name label', ignoreStdin: true, required: true})}
 
   static flags = {
-    fleet: Flags.string({summary: 'The fleet of a VM given by its short --name label (default: config, else "default").'}),
+    fleet: SELECTION_FLAGS.fleet({summary: 'The fleet of a VM given by its short --name label (default: config, else "default").'}),
     follow: Flags.boolean({
       char: 'f',
       default: false,
@@ -38,19 +37,20 @@ also one that is crashed or still provisioning.`)
   public async run(): Promise<LogsResult> {
     const target = this.args.vm
     if (target.trim() === '') throw usageError('no VM given', 'targon logs <name|uid>')
-    const fleet = await this.ctx.settings.get('fleet', this.flags.fleet)
-    return this.withApi(
-      async (client, signal) => {
+    const selection = await this.selection()
+    return this.overVms(
+      selection,
+      async ({client, org, signal, state}) => {
         try {
           const text = !this.jsonEnabled()
-          const result = await runLogs(this.ctx, client, this.ctx.localState(), {
-            fleet,
+          const result = await runLogs(this.ctx, client, state, {
+            fleet: selection.fleet,
             follow: this.flags.follow,
             onLines: (lines) => {
               if (text && lines.length > 0) process.stdout.write(lines.map((line) => `${printable(line)}\n`).join(''))
             },
-            org: await this.ctx.org(client),
-            owners: await ownerScope(this.ctx.settings, false),
+            org,
+            owners: selection.owners,
             signal,
             tail: this.flags.tail,
             target,

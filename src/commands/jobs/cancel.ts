@@ -1,12 +1,12 @@
-import {BaseCommand} from '../../lib/cli/base-command.js'
-import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
+import {FleetCommand} from '../../lib/cli/fleet-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch, stateInWords} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
 import {checkJobId} from '../../lib/workflows/job/job.js'
 import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/job/jobs.js'
 import {cancelJob} from '../../lib/workflows/job/complete.js'
 import type {JobCancelResult} from '../../lib/workflows/job/schema.js'
 
-export default class JobsCancel extends BaseCommand<typeof JobsCancel, 'jobs cancel'> {
+export default class JobsCancel extends FleetCommand<typeof JobsCancel, 'jobs cancel'> {
   static summary = 'Stop a running job (its unit, with all its processes); its log stays.'
 
   static description = prose(`Marks the job cancelled and stops its systemd unit on the VM (TERM to all its processes,
@@ -22,10 +22,9 @@ down does, and down --jobs-done or the sweep of the directory that started it, a
 
   public async run(): Promise<JobCancelResult> {
     const id = checkJobId(this.args.id)
-    return this.withApi(async (client) => {
-      const org = await this.ctx.org(client)
-      const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-      return withJob(client, this.ctx.localState(), id, selection, async ({listed, session, vm}) => {
+    return this.overVms(await this.selection(), async (over) => {
+      const search = jobSearch(over, this.ctx, (message) => this.info(message))
+      return withJob(over.client, over.state, id, search, async ({listed, session, vm}) => {
         const running = listed.state === 'running'
         if (running) await cancelJob(session, id)
         const [after = listed] = running ? (await readJobs(session, id)).jobs : [listed]

@@ -1,9 +1,8 @@
-import {BaseCommand} from '../../lib/cli/base-command.js'
-import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {FleetCommand, type OverVms} from '../../lib/cli/fleet-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch} from '../../lib/cli/job-command.js'
 import {TargonError, isTargonError} from '../../lib/core/errors.js'
 import {fetchStored, storedJob} from '../../lib/workflows/job/jobs-done.js'
 import type {JobsOptions} from '../../lib/workflows/job/jobs.js'
-import type {TargonClient} from '../../lib/adapters/targon/client.js'
 import {printableName, prose} from '../../lib/core/output.js'
 import {CopyBudget} from '../../lib/workflows/copy/budget.js'
 import {storeLimit} from '../../lib/workflows/job/job-store.js'
@@ -12,7 +11,7 @@ import {jobOf, withJob} from '../../lib/workflows/job/jobs.js'
 import {fetchOutputs, outputsDir} from '../../lib/workflows/job/fetch.js'
 import type {JobFetchResult} from '../../lib/workflows/job/schema.js'
 
-export default class JobsFetch extends BaseCommand<typeof JobsFetch, 'jobs fetch'> {
+export default class JobsFetch extends FleetCommand<typeof JobsFetch, 'jobs fetch'> {
   static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."
 
   static description = prose(`Copies what the run's --out named, relative to the job's directory on the VM, as run does at
@@ -32,9 +31,9 @@ never more than the local disk holds with 64M to spare: the fetch stops there, k
   static flags = {...JOB_SELECTION_FLAGS}
 
   /** Whether a VM of the selection still has the job (then its outputs come from there, the newest). */
-  private async onSomeVm(client: TargonClient, selection: JobsOptions, id: string, signal: AbortSignal): Promise<boolean> {
+  private async onSomeVm({client, state}: OverVms, selection: JobsOptions, id: string): Promise<boolean> {
     try {
-      return await withJob(client, this.ctx.localState(), id, {...selection, signal}, async () => true)
+      return await withJob(client, state, id, selection, async () => true)
     } catch (error) {
       if (isTargonError(error) && error.code === 'NOT_FOUND') return false
       throw error
@@ -59,18 +58,19 @@ never more than the local disk holds with 64M to spare: the fetch stops there, k
     const limit = storeLimit(await this.ctx.settings.get('job-store-limit'))
     // Named by the id asked for, never by the VM's answer.
     const root = outputsDir(id)
-    return this.withApi(
-      async (client, signal) => {
-        const org = await this.ctx.org(client)
-        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
+    return this.overVms(
+      await this.selection(),
+      async (over) => {
+        const {client, signal, state} = over
+        const selection = {...jobSearch(over, this.ctx, (message) => this.info(message)), signal}
         const stored = await storedJob(selection.configDir, id)
         // Its VM was deleted once the job had ended (down --jobs-done, a sweep): its outputs are in the job store.
-        if (stored && !(await this.onSomeVm(client, selection, id, signal))) {
+        if (stored && !(await this.onSomeVm(over, selection, id))) {
           const fetch = await fetchStored(stored.dir, root, new CopyBudget(limit))
           return this.fetched({fetch, job: stored.job, vm: stored.vm}, `they stay in the job store, ${stored.dir}`)
         }
 
-        return withJob(client, this.ctx.localState(), id, {...selection, signal}, async ({listed, record, session, vm}) => {
+        return withJob(client, state, id, selection, async ({listed, record, session, vm}) => {
           if (listed.state === 'running') this.addWarning(`job ${id} still runs: its outputs may not be complete yet`)
           if (record.out.length === 0) this.addWarning(`job ${id} was started without --out: nothing to fetch`)
           const fetch = await fetchOutputs(session, record, {budget: new CopyBudget(limit), root, signal})

@@ -1,10 +1,10 @@
-import {BaseCommand} from '../../lib/cli/base-command.js'
-import {JOB_SELECTION_FLAGS, durationInWords, jobSelection, stateInWords} from '../../lib/cli/job-command.js'
+import {FleetCommand} from '../../lib/cli/fleet-command.js'
+import {JOB_SELECTION_FLAGS, durationInWords, jobSearch, stateInWords} from '../../lib/cli/job-command.js'
 import {dash, prose, renderTable} from '../../lib/core/output.js'
 import {listJobs} from '../../lib/workflows/job/jobs.js'
 import type {JobsResult} from '../../lib/workflows/job/schema.js'
 
-export default class Jobs extends BaseCommand<typeof Jobs, 'jobs'> {
+export default class Jobs extends FleetCommand<typeof Jobs, 'jobs'> {
   static summary = 'List the jobs of targon run on the running VMs of a fleet, or on the VMs named.'
 
   static description = prose(`Reads each VM's jobs on the VM itself (over SSH, with the project key), so any directory that
@@ -21,10 +21,12 @@ very many jobs is listed newest first, up to 2 MiB of job records; a warning cou
   static flags = {...JOB_SELECTION_FLAGS}
 
   public async run(): Promise<JobsResult> {
-    return this.withApi(async (client) => {
-      const org = await this.ctx.org(client)
-      const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-      const result = await listJobs(client, this.ctx.localState(), selection)
+    return this.overVms(await this.selection(), async (over) => {
+      const result = await listJobs(
+        over.client,
+        over.state,
+        jobSearch(over, this.ctx, (message) => this.info(message)),
+      )
       if (!this.jsonEnabled()) {
         if (result.jobs.length === 0) this.info('No jobs.')
         else

@@ -1,14 +1,14 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand} from '../../lib/cli/base-command.js'
-import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {FleetCommand} from '../../lib/cli/fleet-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
 import {followJob} from '../../lib/workflows/job/follow.js'
 import {checkJobId} from '../../lib/workflows/job/job.js'
 import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/job/jobs.js'
 import type {JobLogsResult} from '../../lib/workflows/job/schema.js'
 
-export default class JobsLogs extends BaseCommand<typeof JobsLogs, 'jobs logs'> {
+export default class JobsLogs extends FleetCommand<typeof JobsLogs, 'jobs logs'> {
   static summary = "Print a job's log; with -f, follow it until the job ends."
 
   static description = prose(`The log of a job of targon run (its stdout and stderr), read on its VM: lines cut at 4096
@@ -28,19 +28,19 @@ An id that no VM of the selection has exits 4.`)
   public async run(): Promise<JobLogsResult> {
     const id = checkJobId(this.args.id)
     const text = !this.jsonEnabled()
-    return this.withApi(
-      async (client, signal) => {
-        const org = await this.ctx.org(client)
-        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-        const state = this.ctx.localState()
-        return withJob(client, state, id, {...selection, signal}, async ({listed, session, vm}) => {
+    return this.overVms(
+      await this.selection(),
+      async (over) => {
+        const {client, signal, state} = over
+        const selection = {...jobSearch(over, this.ctx, (message) => this.info(message)), signal}
+        return withJob(client, state, id, selection, async ({listed, session, vm}) => {
           const followed = await followJob(session, id, {
             clock: this.ctx.clock,
             onLine: (line) => {
               if (text) process.stdout.write(`${line}\n`)
             },
             once: !this.flags.follow,
-            reopen: () => reopenVm(client, state, vm, {...selection, signal}),
+            reopen: () => reopenVm(client, state, vm, selection),
             signal,
           })
           const job = jobOf(afterFollow(listed, followed, this.ctx.clock.now()), this.ctx.clock.now())

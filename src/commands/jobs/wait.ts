@@ -1,7 +1,8 @@
-import {BaseCommand, EVENT_FLAGS} from '../../lib/cli/base-command.js'
+import {EVENT_FLAGS} from '../../lib/cli/base-command.js'
+import {FleetCommand} from '../../lib/cli/fleet-command.js'
 import {followDeletions} from '../../lib/cli/deletion-display.js'
 import {hooksFlag} from '../../lib/cli/flags.js'
-import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSelection} from '../../lib/cli/job-command.js'
+import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
 import {checkJobId} from '../../lib/workflows/job/job.js'
 import {jobOf, reopenVm, withJob} from '../../lib/workflows/job/jobs.js'
@@ -11,7 +12,7 @@ import {storeLimit} from '../../lib/workflows/job/job-store.js'
 import type {JobOutcome} from '../../lib/workflows/job/schema.js'
 import {openLeave} from '../../lib/workflows/dstack/leave.js'
 
-export default class JobsWait extends BaseCommand<typeof JobsWait, 'jobs wait'> {
+export default class JobsWait extends FleetCommand<typeof JobsWait, 'jobs wait'> {
   static summary = 'Follow a job to its end, fetch its --out paths and apply its --down, as targon run would have.'
 
   static description = prose(`For a job whose run was interrupted or lost its connection: prints its log from the start,
@@ -41,13 +42,13 @@ and deletes at once.`)
     // A --down job's failing fetch is notified (notify-url), as down --jobs-done does; never in the way of a deletion.
     await this.useNotifyUrl(undefined, false)
     const fetchLimit = storeLimit(await this.ctx.settings.get('job-store-limit'))
-    return this.withApi(
-      async (client, signal) => {
-        const org = await this.ctx.org(client)
+    return this.overVms(
+      await this.selection(),
+      async (over) => {
+        const {client, org, signal, state} = over
         const profile = (await this.ctx.settings.profile()).name
-        const selection = await jobSelection(this.flags, org, this.ctx, (message) => this.info(message))
-        const state = this.ctx.localState()
-        return withJob(client, state, id, {...selection, signal}, async ({listed, record, session, vm}) => {
+        const selection = {...jobSearch(over, this.ctx, (message) => this.info(message)), signal}
+        return withJob(client, state, id, selection, async ({listed, record, session, vm}) => {
           const result: JobOutcome = {
             deleted: null,
             exit_code: null,
@@ -78,7 +79,7 @@ and deletes at once.`)
             owners: selection.owners,
             profile,
             reconcileMs: await this.ctx.reconcileWindowMs(),
-            reopen: () => reopenVm(client, state, vm, {...selection, signal}),
+            reopen: () => reopenVm(client, state, vm, selection),
             signal,
             store: {
               configDir: selection.configDir,
