@@ -51,6 +51,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/copy/copy.ts': ['cp'],
   'src/lib/workflows/copy/spec.ts': ['cp'],
   'src/lib/workflows/down/down.ts': ['down'],
+  'src/lib/workflows/down/targets.ts': ['down'],
   'src/lib/workflows/extend/extend.ts': ['extend'],
   'src/lib/workflows/guard/installed.ts': ['guard:install'],
   'src/lib/workflows/job/complete.ts': ['run', 'jobs:wait'],
