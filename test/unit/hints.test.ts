@@ -35,6 +35,7 @@ const PRINTED_BY: Record<string, string[]> = {
   // An answer of no capacity: to a create only.
   'src/lib/adapters/targon/http.ts': ['up', 'run'],
   'src/lib/cli/guard-flags.ts': ['guard:install', 'guard:print'],
+  'src/lib/cli/requests/down.ts': ['down'],
   'src/lib/domain/capacity/candidates.ts': ['up', 'run'],
   'src/lib/domain/capacity/watch.ts': ['up', 'run'],
   // --vms: the commands that take it (parseVmList), and a selection with no VM named (selectVms).
@@ -52,6 +53,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/copy/spec.ts': ['cp'],
   'src/lib/workflows/down/down.ts': ['down'],
   'src/lib/workflows/down/targets.ts': ['down'],
+  'src/lib/workflows/down-request/request.ts': ['down'],
   'src/lib/workflows/extend/extend.ts': ['extend'],
   'src/lib/workflows/guard/installed.ts': ['guard:install'],
   'src/lib/workflows/job/complete.ts': ['run', 'jobs:wait'],
