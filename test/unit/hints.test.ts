@@ -39,6 +39,7 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/cli/requests/cost.ts': ['cost'],
   'src/lib/cli/requests/run.ts': ['run'],
   'src/lib/cli/requests/up.ts': ['up'],
+  'src/lib/cli/requests/down.ts': ['down'],
   'src/lib/domain/capacity/candidates.ts': ['up', 'run'],
   'src/lib/domain/capacity/watch.ts': ['up', 'run'],
   // --vms: the commands that take it (parseVmList), and a selection with no VM named (selectVms).
@@ -55,6 +56,8 @@ const PRINTED_BY: Record<string, string[]> = {
   'src/lib/workflows/copy/copy.ts': ['cp'],
   'src/lib/workflows/copy/spec.ts': ['cp'],
   'src/lib/workflows/down/down.ts': ['down'],
+  'src/lib/workflows/down/targets.ts': ['down'],
+  'src/lib/workflows/down-request/request.ts': ['down'],
   'src/lib/workflows/extend/extend.ts': ['extend'],
   'src/lib/workflows/guard/installed.ts': ['guard:install'],
   'src/lib/workflows/job/complete.ts': ['run', 'jobs:wait'],

@@ -5,6 +5,7 @@
  */
 import {Flags} from '@oclif/core'
 
+import {MAX_MUTATIONS_IN_FLIGHT} from '../adapters/targon/http.js'
 import {type DurationFlag, parseDuration, parsePrice, parseTime} from '../core/input.js'
 
 interface Described {
@@ -37,4 +38,9 @@ export function hooksFlag() {
     description:
       "Hooks run as ubuntu over the pinned SSH connection, all at once (up to --parallel), before their VMs' DELETEs and outside each deletion's budget (VMs without a hook are deleted at once, without waiting for them), with TARGON_VM_NAME, TARGON_VM_UID and TARGON_DELETE_REASON (ttl, idle, max-cost, over-cost, down, or job-done for run --down). A hook that fails or outlasts its --hook-timeout is reported and the VM is deleted all the same; a VM that cannot be reached is deleted without its hook, and that is said; Ctrl-C during the hooks stops them and deletes at once. Never under --dry-run.",
   })
+}
+
+/** --parallel of the deleting commands: how many at once, up to the mutations the API client keeps in flight. */
+export function parallelFlag(summary: string) {
+  return Flags.integer({default: MAX_MUTATIONS_IN_FLIGHT, max: MAX_MUTATIONS_IN_FLIGHT, min: 1, summary})
 }

@@ -6,7 +6,9 @@ import {DEFAULT_FLEET, DEFAULT_IMAGE} from '../adapters/settings/table.js'
 import {ON_FAILURE, type OnFailure} from '../workflows/up/schema.js'
 import {EVENT_FLAGS} from './base-command.js'
 import {durationFlag, usdFlag} from './flags.js'
-import {DEFAULT_TIMEOUT} from './requests/up.js'
+
+/** How long up waits for its VMs by default (--timeout). */
+export const DEFAULT_TIMEOUT = '60m'
 
 export const UP_FLAGS = {
   ...EVENT_FLAGS,

@@ -2,14 +2,13 @@
  * `targon up`'s flags and resolved settings, as what its workflows are asked (runUp, planUp), or the usage error
  * (exit 2) that the flags earn. Pure: the command reads the settings first.
  */
+import {DEFAULT_TIMEOUT} from '../up-flags.js'
 import {usageError} from '../../core/errors.js'
 import {parseDuration} from '../../core/input.js'
 import {DEFAULT_HOOK_TIMEOUT_MS, hookCommandProblem} from '../../domain/hooks/hook.js'
 import type {UpPlanAsk} from '../../workflows/up/plan.js'
 import type {OnFailure} from '../../workflows/up/schema.js'
 import type {UpBootstrapSettings, UpSettingFlags, UpSettingValues} from '../../workflows/up/settings.js'
-
-export const DEFAULT_TIMEOUT = '60m'
 
 /** up's resource argument and the flags the request is made of (durations in ms, as the duration flags give them). */
 export interface UpFlags extends UpSettingFlags {

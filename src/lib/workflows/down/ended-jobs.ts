@@ -7,6 +7,8 @@ import type {EndedJob} from '../../adapters/events/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf, oneLine} from '../../core/output.js'
+import type {DeleteTarget, DeletionEvent} from '../../domain/deletion/delete-workloads.js'
+import type {DeleteResult} from '../../domain/deletion/schema.js'
 import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {DeletionRun} from '../run-context.js'
 
@@ -58,3 +60,39 @@ export function endedJobsInWords(jobs: EndedJob[] | null | undefined): string {
   if (!jobs || jobs.length === 0) return ''
   return `ended ${jobs.map((job) => `job ${job.id} (${oneLine(job.command)})`).join(', ')}`
 }
+
+/**
+ * What each deletion of a run ends, by uid: the jobs of targon run read on its VM just before it (after its hook),
+ * once, said in its result (ended_jobs) and in the event of its end. A VM its idle probe just judged idle runs no job
+ * (a running job is activity to the sampler): it is not read again.
+ */
+export function endedJobsOf(
+  run: DeletionRun,
+  targets: DeleteTarget[],
+  idleUids: Iterable<string>,
+  options: {parallel: number; runningJobs?: RunningJobsReader},
+) {
+  const ended = new Map<string, EndedJob[] | null>()
+  for (const uid of idleUids) ended.set(uid, [])
+  const statusOf = new Map(targets.map((target) => [target.uid, target.status]))
+  return {
+    /** Reads the jobs of those of these VMs not read yet. */
+    read: async (vms: KnownVm[]): Promise<void> => {
+      const unread = vms.filter((vm) => !ended.has(vm.uid))
+      for (const [uid, jobs] of await readRunningJobs(run, unread, options)) ended.set(uid, jobs)
+    },
+    inResult: (result: DeleteResult): DeleteResult => {
+      if (!options.runningJobs) return result
+      const status = statusOf.get(result.uid)
+      // A VM that was not running has no job of targon run: its units do not outlive it.
+      const jobs = ended.has(result.uid) ? (ended.get(result.uid) ?? null) : status === undefined || status === 'running' ? null : []
+      return {...result, ended_jobs: jobs}
+    },
+    inEvent: (event: DeletionEvent): DeletionEvent => {
+      const jobs = event.status === 'done' && event.vm.uid !== null ? ended.get(event.vm.uid) : undefined
+      return jobs && jobs.length > 0 ? {...event, detail: `${event.detail}; ${endedJobsInWords(jobs)}`, ended_jobs: jobs} : event
+    },
+  }
+}
+
+export type EndedJobs = ReturnType<typeof endedJobsOf>
