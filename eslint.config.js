@@ -19,6 +19,14 @@ const NOT_DOMAIN = {
   group: ['**/domain/*', '**/domain/**'],
   message: 'adapters stand below the domain: move what the adapter needs into the adapter (or src/lib/core), or take it as a parameter',
 }
+const NOT_ADAPTERS = {
+  group: ['**/lib/adapters/*', '**/lib/adapters/**'],
+  message: 'a command imports no adapter: use what lib/cli or a workflow folder (its index.ts) offers, re-exported there if need be',
+}
+const ONLY_WORKFLOW_ENTRIES = {
+  group: ['**/lib/workflows/*/*', '!**/lib/workflows/*/index.js'],
+  message: "a command imports a workflow folder through its public entry: '…/workflows/<folder>/index.js'",
+}
 const ONLY_CORE = {
   // Anything outside the folder but the package's own version.
   regex: String.raw`^\.\./(?!\.\./\.\./package\.json$)`,
@@ -101,9 +109,10 @@ export default tseslint.config(
     rules: {'no-restricted-syntax': ['error', ...CLOCK_READS]},
   },
   {
-    // The bundle ships only part of undici: import undici-subset.ts.
+    // The bundle ships only part of undici: import undici-subset.ts. A command is a shell over lib/cli and the public
+    // entry of a workflow folder (its index.ts): it never reaches past them into an adapter or a workflow's parts.
     files: ['src/cli.ts', 'src/commands/**/*.ts'],
-    rules: {'no-restricted-imports': ['error', {paths: [UNDICI]}]},
+    rules: {'no-restricted-imports': ['error', {paths: [UNDICI], patterns: [NOT_ADAPTERS, ONLY_WORKFLOW_ENTRIES]}]},
   },
   // Dependencies point one way, each layer of src/lib importing only those below it (type-only imports count too):
   // commands -> lib/cli (the oclif base, display, prompts, the JSON contract) -> lib/workflows (one folder per command

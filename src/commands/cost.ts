@@ -5,8 +5,7 @@ import {durationFlag, timeFlag} from '../lib/cli/flags.js'
 import {costLines} from '../lib/cli/render/cost.js'
 import {parseCostRequest} from '../lib/cli/requests/cost.js'
 import {prose} from '../lib/core/output.js'
-import {runCost} from '../lib/workflows/spend/cost-report.js'
-import {COST_GROUPINGS, type CostResult} from '../lib/workflows/spend/schema.js'
+import {COST_GROUPINGS, type CostResult, runCost} from '../lib/workflows/spend/index.js'
 
 export default class Cost extends BaseCommand<typeof Cost, 'cost'> {
   static summary = 'Estimate what VMs cost over a range, running and deleted ones alike, from the local spend ledger.'

@@ -1,10 +1,15 @@
 import {Args} from '@oclif/core'
 
 import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
-import {DEFAULT_COPY_PARALLEL, runCopy} from '../lib/workflows/copy/copy.js'
-import {CopyBar, size} from '../lib/workflows/copy/progress.js'
-import {parseCopySpec} from '../lib/workflows/copy/spec.js'
-import type {CopyResult, CopyVmResult} from '../lib/workflows/copy/schema.js'
+import {
+  CopyBar,
+  type CopyResult,
+  type CopyVmResult,
+  DEFAULT_COPY_PARALLEL,
+  parseCopySpec,
+  runCopy,
+  size,
+} from '../lib/workflows/copy/index.js'
 import {printableName, prose} from '../lib/core/output.js'
 
 export default class Cp extends FleetCommand<typeof Cp, 'cp'> {

@@ -2,12 +2,11 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {durationFlag} from '../lib/cli/flags.js'
-import type {CreditsResult} from '../lib/workflows/spend/schema.js'
+import {type CreditsResult, runCredits} from '../lib/workflows/spend/index.js'
 import {TargonError} from '../lib/core/errors.js'
 import {formatDuration} from '../lib/core/input.js'
 import {oneLine, prose, usd, usdPrecise} from '../lib/core/output.js'
 import {ownerScope} from '../lib/domain/fleet/owners.js'
-import {runCredits} from '../lib/workflows/spend/credits.js'
 
 export default class Credits extends BaseCommand<typeof Credits, 'credits'> {
   static summary = "Show the org's credits, what burns them now, and how many hours they last."

@@ -8,8 +8,8 @@ import {downLines, downNotices} from '../lib/cli/render/down.js'
 import {downRequest} from '../lib/cli/requests/down.js'
 import {prose} from '../lib/core/output.js'
 import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
-import {prepareDown, runDownRequest} from '../lib/workflows/down-request/request.js'
-import type {DownResult} from '../lib/workflows/down/schema.js'
+import {prepareDown, runDownRequest} from '../lib/workflows/down-request/index.js'
+import {type DownResult} from '../lib/workflows/down/index.js'
 
 const BIN = '<%= config.bin %>'
 export default class Down extends BaseCommand<typeof Down, 'down'> {

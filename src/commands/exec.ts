@@ -2,8 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, runExec} from '../lib/workflows/exec/exec.js'
-import type {ExecResult} from '../lib/workflows/exec/schema.js'
+import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, type ExecResult, runExec} from '../lib/workflows/exec/index.js'
 import {printable, prose} from '../lib/core/output.js'
 
 export default class Exec extends FleetCommand<typeof Exec, 'exec'> {

@@ -2,10 +2,9 @@ import {Args, Flags} from '@oclif/core'
 
 import {FleetCommand, SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
-import type {ExtendResult} from '../lib/workflows/extend/schema.js'
+import {type ExtendResult, runExtend} from '../lib/workflows/extend/index.js'
 import {usageError} from '../lib/core/errors.js'
 import {dash, prose, renderTable} from '../lib/core/output.js'
-import {runExtend} from '../lib/workflows/extend/extend.js'
 
 export default class Extend extends FleetCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'

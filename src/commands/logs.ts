@@ -2,8 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {FleetCommand, SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
-import {FOLLOW_INTERVAL_MS, runLogs} from '../lib/workflows/logs/logs.js'
-import type {LogsResult} from '../lib/workflows/logs/schema.js'
+import {FOLLOW_INTERVAL_MS, type LogsResult, runLogs} from '../lib/workflows/logs/index.js'
 import {printable, prose} from '../lib/core/output.js'
 
 export default class Logs extends FleetCommand<typeof Logs, 'logs'> {

@@ -6,7 +6,7 @@ import {OFFER_SORTS, type OfferSort, normalizeOffer, sortOffers} from '../lib/do
 import {isoNow} from '../lib/core/clock.js'
 import {dash, gib, renderTable, usd, prose} from '../lib/core/output.js'
 import {usdFlag} from '../lib/cli/flags.js'
-import type {OffersResult} from '../lib/workflows/offers/schema.js'
+import {type OffersResult} from '../lib/workflows/offers/index.js'
 
 export default class Offers extends BaseCommand<typeof Offers, 'offers'> {
   static summary = 'List live Targon VM offers: price, GPUs, CPU, RAM, disk and availability.'

@@ -7,10 +7,8 @@ import {dryRunLines, jobStartedLine} from '../lib/cli/render/run.js'
 import {parseRunRequest} from '../lib/cli/requests/run.js'
 import {prose} from '../lib/core/output.js'
 import {unguardedText} from '../lib/cli/render/unguarded.js'
-import {TAIL_LINES} from '../lib/workflows/job/follow.js'
-import {localWorkdir, planJob, prepareJob, runPreparedJob} from '../lib/workflows/job/run-request.js'
-import type {JobPlan, JobOutcome} from '../lib/workflows/job/schema.js'
-import {guardCoverage} from '../lib/workflows/guard/coverage.js'
+import {type JobOutcome, type JobPlan, localWorkdir, planJob, prepareJob, runPreparedJob, TAIL_LINES} from '../lib/workflows/job/index.js'
+import {guardCoverage} from '../lib/workflows/guard/index.js'
 
 export default class Run extends BaseCommand<typeof Run, 'run'> {
   static summary = 'Run a job on a VM: sync the working directory, start the command, follow its log, fetch its outputs.'
@@ -20,8 +18,7 @@ export default class Run extends BaseCommand<typeof Run, 'run'> {
 rents one exactly as up would (--max-price required, --ttl, --max-cost, --wait, --fleet, the bootstrap), with an idle
 limit of 30m unless --idle says otherwise; a word that names neither, or both a VM and an offer when run may rent (a
 price cap is set), is refused (exit 2) before anything is rented (the VM's uid names it alone), and what run rented is deleted again when the job could not start (a failure or an interrupt). The working directory (--workdir, default the current one) is synced to
-/home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection
-(--no-sync skips it), after the rules of .gitignore and .targonignore files. Never sent, whatever they say: targon's
+/home/ubuntu/targon/work/<id> on the VM, one directory per local directory, over the VM's pinned SFTP connection (--no-sync skips it), after the rules of .gitignore and .targonignore files. Never sent, whatever they say: targon's
 config directory (its keys, the API key) and ~/.ssh; held back unless a .targonignore negation lets it through (!.env):
 what looks like a private key or credentials (id_* but *.pub, *.pem, .netrc, .aws/, .docker/config.json,
 .git-credentials, .env*). A home directory or / is refused (exit 2, with what it would send) unless --workdir names
@@ -35,8 +32,7 @@ The log is streamed (stdout; lines cut at 4096 characters, control characters es
 --out path (relative to the job's directory on the VM, a file or a tree, never outside it) is copied into
 ./targon-out/<job id>/, also when the job failed: at most job-store-limit bytes (default 10G; targon config set
 job-store-limit 50G) and 100,000 files, leaving 64M free on the local disk; past that the fetch stops, keeping what
-came, and exits 12. With --down, the VM is then deleted after its pre-delete hook
-(TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
+came, and exits 12. With --down, the VM is then deleted after its pre-delete hook (TARGON_DELETE_REASON=job-done). Exit 0 when the job exited 0 and its outputs came home; 12 otherwise
 (REMOTE_COMMAND_FAILED with the job's exit_code, or COPY_FAILED), with the last ${TAIL_LINES} log lines as tail.
 
 Ctrl-C after the start leaves the job running (exit 130) and says how to follow and stop it; with --down it cancels

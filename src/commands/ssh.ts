@@ -6,9 +6,7 @@ import {privateIfFile} from '../lib/cli/private-output.js'
 import {sshCommandLine, sshConfigText} from '../lib/cli/render/ssh.js'
 import {parseSshRequest} from '../lib/cli/requests/ssh.js'
 import {prose} from '../lib/core/output.js'
-import {SshConfigResultSchema, type SshResult} from '../lib/workflows/ssh/schema.js'
-import {runSsh} from '../lib/workflows/ssh/session.js'
-import {sshConnection, sshHosts} from '../lib/workflows/ssh/ssh.js'
+import {runSsh, SshConfigResultSchema, sshConnection, sshHosts, type SshResult} from '../lib/workflows/ssh/index.js'
 
 export default class Ssh extends BaseCommand<typeof Ssh, 'ssh'> {
   static summary = 'Open a shell on a VM, or run a command there (the exit code passes through).'

@@ -4,8 +4,7 @@ import {DEFAULT_FLEET, FleetCommand, SELECTION_FLAGS, selectionSettings} from '.
 import {statusRequest} from '../lib/cli/requests/status.js'
 import {statusLines} from '../lib/cli/render/status.js'
 import {prose} from '../lib/core/output.js'
-import type {StatusResult} from '../lib/workflows/status/schema.js'
-import {runStatus} from '../lib/workflows/status/status.js'
+import {runStatus, type StatusResult} from '../lib/workflows/status/index.js'
 
 export default class Status extends FleetCommand<typeof Status, 'status'> {
   static summary = 'Show your Targon VMs (state, address, price, age, estimated cost, TTL, budget left) and what the org bills per hour.'

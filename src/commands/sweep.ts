@@ -5,8 +5,8 @@ import {followDeletions} from '../lib/cli/deletion-display.js'
 import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
 import {HEARTBEAT_FLAG_WARNING, type Notice, sweepLines, sweepNotices, warningNotice} from '../lib/cli/render/sweep.js'
 import {MAX_PARALLEL, type SweepSettings, sweepRequest} from '../lib/cli/requests/sweep.js'
-import {guardedPass} from '../lib/workflows/guard/guarded-pass.js'
-import type {SweepResult} from '../lib/workflows/sweep/schema.js'
+import {guardedPass} from '../lib/workflows/guard/index.js'
+import {type SweepResult} from '../lib/workflows/sweep/index.js'
 import {prose} from '../lib/core/output.js'
 
 export default class Sweep extends BaseCommand<typeof Sweep, 'sweep'> {

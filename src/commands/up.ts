@@ -16,10 +16,8 @@ import {checkPriceCap, checkUpFlags, parseUpRequest} from '../lib/cli/requests/u
 import {UP_FLAGS} from '../lib/cli/up-flags.js'
 import {prose} from '../lib/core/output.js'
 import {CLEANUP_BUDGET_MS} from '../lib/domain/deletion/delete-workloads.js'
-import {ClaimsSoFar, upAndAnnounce} from '../lib/workflows/up/announce/announce.js'
-import {planUp} from '../lib/workflows/up/plan.js'
-import type {UpPlan, UpResult} from '../lib/workflows/up/schema.js'
-import {readUpSettings} from '../lib/workflows/up/settings.js'
+import {planUp, readUpSettings, type UpPlan, type UpResult} from '../lib/workflows/up/index.js'
+import {ClaimsSoFar, upAndAnnounce} from '../lib/workflows/up-announce/index.js'
 
 export default class Up extends BaseCommand<typeof Up, 'up'> {
   static summary = 'Rent GPU VMs under a price cap and wait until they run.'

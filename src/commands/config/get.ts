@@ -1,7 +1,6 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
-import {existingTargetProfile, parseKey, readValues} from '../../lib/workflows/config/config.js'
-import type {ConfigResult} from '../../lib/workflows/config/schema.js'
+import {type ConfigResult, existingTargetProfile, parseKey, readValues} from '../../lib/workflows/config/index.js'
 
 export default class ConfigGet extends BaseCommand<typeof ConfigGet, 'config get'> {
   static summary = 'Print one setting of a profile (the API key masked).'

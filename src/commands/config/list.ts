@@ -1,9 +1,13 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingTargetProfile, readValues} from '../../lib/workflows/config/config.js'
+import {
+  type ActiveProfile,
+  type ConfigListResult,
+  DEFAULT_PROFILE,
+  existingTargetProfile,
+  profileNames,
+  readValues,
+} from '../../lib/workflows/config/index.js'
 import {renderTable} from '../../lib/core/output.js'
-import {type ActiveProfile} from '../../lib/adapters/settings/profiles.js'
-import {DEFAULT_PROFILE, profileNames} from '../../lib/adapters/settings/store.js'
-import type {ConfigListResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigList extends BaseCommand<typeof ConfigList, 'config list'> {
   static summary = 'Show every setting of a profile (the API key masked), and which profile is active.'

@@ -1,10 +1,16 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile} from '../../lib/workflows/config/config.js'
+import {
+  checkProfileName,
+  configFilePath,
+  type ConfigProfileResult,
+  DEFAULT_PROFILE,
+  existingProfile,
+  profileNames,
+  removeProfile,
+} from '../../lib/workflows/config/index.js'
 import {usageError} from '../../lib/core/errors.js'
-import {DEFAULT_PROFILE, checkProfileName, configFilePath, profileNames, removeProfile} from '../../lib/adapters/settings/store.js'
-import type {ConfigProfileResult} from '../../lib/workflows/config/schema.js'
 
 export default class ConfigRemove extends BaseCommand<typeof ConfigRemove, 'config remove'> {
   static summary = 'Delete a profile from the config file (runs that used it by config use go back to the default one).'

@@ -2,11 +2,8 @@ import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
-import {parseKey, setValue, targetProfile} from '../../lib/workflows/config/config.js'
+import {CONFIG_KEYS, type ConfigResult, DEFAULT_PROFILE, parseKey, setValue, targetProfile} from '../../lib/workflows/config/index.js'
 import {usageError} from '../../lib/core/errors.js'
-import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
-import {CONFIG_KEYS} from '../../lib/adapters/settings/table.js'
-import type {ConfigResult} from '../../lib/workflows/config/schema.js'
 import {prose} from '../../lib/core/output.js'
 import {readSecret} from '../../lib/cli/prompt.js'
 

@@ -1,8 +1,6 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {CONFIG_KEY_ARG} from '../../lib/cli/config-args.js'
-import {existingTargetProfile, parseKey, unsetValue} from '../../lib/workflows/config/config.js'
-import {DEFAULT_PROFILE} from '../../lib/adapters/settings/store.js'
-import type {ConfigResult} from '../../lib/workflows/config/schema.js'
+import {type ConfigResult, DEFAULT_PROFILE, existingTargetProfile, parseKey, unsetValue} from '../../lib/workflows/config/index.js'
 
 export default class ConfigUnset extends BaseCommand<typeof ConfigUnset, 'config unset'> {
   static summary = 'Remove a setting of a profile from the config file.'

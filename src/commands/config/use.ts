@@ -1,9 +1,15 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {existingProfile} from '../../lib/workflows/config/config.js'
-import {DEFAULT_PROFILE, checkProfileName, chooseProfile, configFilePath, profileNames} from '../../lib/adapters/settings/store.js'
-import type {ConfigProfileResult} from '../../lib/workflows/config/schema.js'
+import {
+  checkProfileName,
+  chooseProfile,
+  configFilePath,
+  type ConfigProfileResult,
+  DEFAULT_PROFILE,
+  existingProfile,
+  profileNames,
+} from '../../lib/workflows/config/index.js'
 import {prose} from '../../lib/core/output.js'
 
 export default class ConfigUse extends BaseCommand<typeof ConfigUse, 'config use'> {

@@ -6,11 +6,9 @@ import {durationFlag, usdFlag} from '../../lib/cli/flags.js'
 import {TargonError, usageError} from '../../lib/core/errors.js'
 import {formatDuration, parseDuration} from '../../lib/core/input.js'
 import {countOf, deletionLines, prose, usd} from '../../lib/core/output.js'
-import {validateFleet} from '../../lib/adapters/settings/table.js'
+import {openDstack, validateFleet} from '../../lib/workflows/dstack/index.js'
+import {type DstackScaleResult, runDstackScale} from '../../lib/workflows/dstack-scale/index.js'
 import {ownerScope} from '../../lib/domain/fleet/owners.js'
-import {openDstack} from '../../lib/workflows/dstack/open.js'
-import {runDstackScale} from '../../lib/workflows/dstack-scale/scale.js'
-import type {DstackScaleResult} from '../../lib/workflows/dstack-scale/schema.js'
 
 /** The lifetime of a VM that scale rents, unless --ttl says otherwise: it never bills without end if dstack goes away. */
 const DEFAULT_TTL = '24h'

@@ -3,11 +3,8 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {TargonError} from '../../lib/core/errors.js'
 import {countOf, prose} from '../../lib/core/output.js'
-import {validateFleet} from '../../lib/adapters/settings/table.js'
+import {type DstackSyncResult, openDstack, runDstackSync, validateFleet} from '../../lib/workflows/dstack/index.js'
 import {ownerScope} from '../../lib/domain/fleet/owners.js'
-import {openDstack} from '../../lib/workflows/dstack/open.js'
-import type {DstackSyncResult} from '../../lib/workflows/dstack/schema.js'
-import {runDstackSync} from '../../lib/workflows/dstack/sync.js'
 
 export default class DstackSync extends BaseCommand<typeof DstackSync, 'dstack sync'> {
   static summary = "Make dstack's SSH fleet targon-<fleet> hold exactly the fleet's bootstrapped, running VMs."

@@ -3,19 +3,34 @@ import type {CommandResult} from '../../lib/cli/contract.js'
 import {TargonError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, TEAM_FLAG, kindOf} from '../../lib/cli/guard-flags.js'
-import {type GuardKind, type GuardSpec, checkEvery, cronLines, logFile, systemdUnits, unitName} from '../../lib/workflows/guard/guard.js'
-import {cronMissing, readCrontab, systemctl, unitDir, unitUser, writeCrontab, writeUnits} from '../../lib/workflows/guard/installed.js'
-import {removeGuard} from '../../lib/workflows/guard/remove.js'
-import {ensureGuardDir, recordInstall} from '../../lib/workflows/guard/passes.js'
 import {
+  checkEvery,
   checkSelection,
+  conflictingGuard,
+  cronLines,
+  cronMissing,
+  ensureGuardDir,
   environmentOnlySecrets,
+  type GuardKey,
+  type GuardKind,
+  type GuardSpec,
   localSpec,
+  logFile,
+  readCrontab,
+  recordInstall,
   refuseEnvironmentOnly,
   registerTeamGuardKey,
-} from '../../lib/workflows/guard/spec.js'
-import type {GuardKey} from '../../lib/adapters/ssh/guard-keys.js'
-import {conflictingGuard, specEntry, uninstallCommand} from '../../lib/workflows/guard/entries.js'
+  removeGuard,
+  specEntry,
+  systemctl,
+  systemdUnits,
+  uninstallCommand,
+  unitDir,
+  unitName,
+  unitUser,
+  writeCrontab,
+  writeUnits,
+} from '../../lib/workflows/guard/index.js'
 
 export default class GuardInstall extends BaseCommand<typeof GuardInstall, 'guard install'> {
   static summary = 'Schedule targon sweep on this machine for this config directory and profile.'

@@ -5,9 +5,16 @@ import type {CommandResult} from '../../lib/cli/contract.js'
 import {usageError} from '../../lib/core/errors.js'
 import {prose} from '../../lib/core/output.js'
 import {DEFAULT_EVERY_MS, EVERY_FLAG, KIND_FLAGS, TEAM_FLAG, kindOf} from '../../lib/cli/guard-flags.js'
-import {checkEvery, cronLines, systemdUnits} from '../../lib/workflows/guard/guard.js'
-import {unitUser, writeUnits} from '../../lib/workflows/guard/installed.js'
-import {checkSelection, localSpec, registerTeamGuardKey} from '../../lib/workflows/guard/spec.js'
+import {
+  checkEvery,
+  checkSelection,
+  cronLines,
+  localSpec,
+  registerTeamGuardKey,
+  systemdUnits,
+  unitUser,
+  writeUnits,
+} from '../../lib/workflows/guard/index.js'
 
 export default class GuardPrint extends BaseCommand<typeof GuardPrint, 'guard print'> {
   static summary = 'Print the crontab lines or systemd units that guard install would write, without installing them.'

@@ -2,14 +2,20 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import type {CommandResult} from '../../lib/cli/contract.js'
 import {formatDuration} from '../../lib/core/input.js'
 import {prose} from '../../lib/core/output.js'
-import {entryOf, installedGuards} from '../../lib/workflows/guard/entries.js'
-import {logFile, nextPass} from '../../lib/workflows/guard/guard.js'
-import {sameGuard} from '../../lib/workflows/guard/installed.js'
-import {guardProblems} from '../../lib/workflows/guard/problems.js'
-import {readInstalledAt, readPasses} from '../../lib/workflows/guard/passes.js'
-import type {InstalledGuard} from '../../lib/workflows/guard/installed.js'
-import type {CoveredVm, VmCoverage} from '../../lib/workflows/guard/schema.js'
-import {vmCoverage} from '../../lib/workflows/guard/vm-coverage.js'
+import {
+  type CoveredVm,
+  entryOf,
+  guardProblems,
+  type InstalledGuard,
+  installedGuards,
+  logFile,
+  nextPass,
+  readInstalledAt,
+  readPasses,
+  sameGuard,
+  type VmCoverage,
+  vmCoverage,
+} from '../../lib/workflows/guard/index.js'
 import {asTargonError} from '../../lib/core/errors.js'
 import {countOf} from '../../lib/core/output.js'
 

@@ -1,9 +1,6 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import type {CommandResult} from '../../lib/cli/contract.js'
-import {entryOf} from '../../lib/workflows/guard/entries.js'
-import {limitsLeftUnguarded, removeGuard} from '../../lib/workflows/guard/remove.js'
-import {retireTeamGuardKey} from '../../lib/workflows/guard/spec.js'
-import type {GuardKey} from '../../lib/adapters/ssh/guard-keys.js'
+import {entryOf, type GuardKey, limitsLeftUnguarded, removeGuard, retireTeamGuardKey} from '../../lib/workflows/guard/index.js'
 import {asTargonError} from '../../lib/core/errors.js'
 
 export default class GuardUninstall extends BaseCommand<typeof GuardUninstall, 'guard uninstall'> {

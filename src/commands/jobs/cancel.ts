@@ -1,10 +1,7 @@
 import {FleetCommand} from '../../lib/cli/fleet-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch, stateInWords} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
-import {checkJobId} from '../../lib/workflows/job/job.js'
-import {afterFollow, jobOf, readJobs, withJob} from '../../lib/workflows/job/jobs.js'
-import {cancelJob} from '../../lib/workflows/job/complete.js'
-import type {JobCancelResult} from '../../lib/workflows/job/schema.js'
+import {afterFollow, cancelJob, checkJobId, type JobCancelResult, jobOf, readJobs, withJob} from '../../lib/workflows/job/index.js'
 
 export default class JobsCancel extends FleetCommand<typeof JobsCancel, 'jobs cancel'> {
   static summary = 'Stop a running job (its unit, with all its processes); its log stays.'

@@ -1,15 +1,20 @@
 import {FleetCommand, type OverVms} from '../../lib/cli/fleet-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch} from '../../lib/cli/job-command.js'
 import {TargonError, isTargonError} from '../../lib/core/errors.js'
-import {fetchStored, storedJob} from '../../lib/workflows/job/jobs-done.js'
-import type {JobsOptions} from '../../lib/workflows/job/jobs.js'
+import {
+  checkJobId,
+  fetchOutputs,
+  fetchStored,
+  type JobFetchResult,
+  jobOf,
+  type JobsOptions,
+  outputsDir,
+  storedJob,
+  storeLimit,
+  withJob,
+} from '../../lib/workflows/job/index.js'
+import {CopyBudget} from '../../lib/workflows/copy/index.js'
 import {printableName, prose} from '../../lib/core/output.js'
-import {CopyBudget} from '../../lib/workflows/copy/budget.js'
-import {storeLimit} from '../../lib/workflows/job/job-store.js'
-import {checkJobId} from '../../lib/workflows/job/job.js'
-import {jobOf, withJob} from '../../lib/workflows/job/jobs.js'
-import {fetchOutputs, outputsDir} from '../../lib/workflows/job/fetch.js'
-import type {JobFetchResult} from '../../lib/workflows/job/schema.js'
 
 export default class JobsFetch extends FleetCommand<typeof JobsFetch, 'jobs fetch'> {
   static summary = "Copy a job's --out paths into ./targon-out/<job id>/, nothing else."

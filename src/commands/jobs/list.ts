@@ -1,8 +1,7 @@
 import {FleetCommand} from '../../lib/cli/fleet-command.js'
 import {JOB_SELECTION_FLAGS, durationInWords, jobSearch, stateInWords} from '../../lib/cli/job-command.js'
 import {dash, prose, renderTable} from '../../lib/core/output.js'
-import {listJobs} from '../../lib/workflows/job/jobs.js'
-import type {JobsResult} from '../../lib/workflows/job/schema.js'
+import {type JobsResult, listJobs} from '../../lib/workflows/job/index.js'
 
 export default class Jobs extends FleetCommand<typeof Jobs, 'jobs'> {
   static summary = 'List the jobs of targon run on the running VMs of a fleet, or on the VMs named.'

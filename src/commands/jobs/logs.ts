@@ -3,10 +3,7 @@ import {Flags} from '@oclif/core'
 import {FleetCommand} from '../../lib/cli/fleet-command.js'
 import {JOB_ID_ARG, JOB_SELECTION_FLAGS, jobSearch} from '../../lib/cli/job-command.js'
 import {prose} from '../../lib/core/output.js'
-import {followJob} from '../../lib/workflows/job/follow.js'
-import {checkJobId} from '../../lib/workflows/job/job.js'
-import {afterFollow, jobOf, reopenVm, withJob} from '../../lib/workflows/job/jobs.js'
-import type {JobLogsResult} from '../../lib/workflows/job/schema.js'
+import {afterFollow, checkJobId, followJob, type JobLogsResult, jobOf, reopenVm, withJob} from '../../lib/workflows/job/index.js'
 
 export default class JobsLogs extends FleetCommand<typeof JobsLogs, 'jobs logs'> {
   static summary = "Print a job's log; with -f, follow it until the job ends."

@@ -3,17 +3,17 @@
  * the warnings about the VMs it made, and up --dstack. This decides what is told and when; the CLI words it and
  * sends it, through the notify of the run.
  */
-import type {TargonClient} from '../../../adapters/targon/client.js'
-import {EXIT_CODES, asTargonError} from '../../../core/errors.js'
-import {billingOfTool, readFleet} from '../../../domain/fleet/fleet-read.js'
-import {recordFleetRead} from '../../../domain/ledger/ledger.js'
-import {guardCoverage} from '../../guard/coverage.js'
-import type {RunContext} from '../../run-context.js'
-import {type DstackAddRun, addToDstack} from '../dstack.js'
-import type {UpPlanAsk} from '../plan.js'
-import type {UpResult} from '../schema.js'
-import type {VmTrack} from '../stages.js'
-import {type UpOptions, runUp} from '../up.js'
+import type {TargonClient} from '../../adapters/targon/client.js'
+import {EXIT_CODES, asTargonError} from '../../core/errors.js'
+import {billingOfTool, readFleet} from '../../domain/fleet/fleet-read.js'
+import {recordFleetRead} from '../../domain/ledger/ledger.js'
+import {guardCoverage} from '../guard/coverage.js'
+import type {RunContext} from '../run-context.js'
+import {type DstackAddRun, addToDstack} from '../up/dstack.js'
+import type {UpPlanAsk} from '../up/plan.js'
+import type {UpResult} from '../up/schema.js'
+import type {VmTrack} from '../up/stages.js'
+import {type UpOptions, runUp} from '../up/up.js'
 
 /** What a notification of up tells. */
 export type UpNotice =

@@ -1,0 +1,2 @@
+/** The public entry of the down workflows: what commands may use of them (lint holds commands to it). */
+export type {DownResult} from './schema.js'

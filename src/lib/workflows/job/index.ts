@@ -1,0 +1,11 @@
+/** The public entry of the job workflows: what commands may use of them (lint holds commands to it). */
+export {cancelJob, completeJob} from './complete.js'
+export {emptyFetch, fetchOutputs, outputsDir} from './fetch.js'
+export {TAIL_LINES, followJob} from './follow.js'
+export {checkJobId} from './job.js'
+export {storeLimit} from './job-store.js'
+export {afterFollow, jobOf, listJobs, readJobs, reopenVm, withJob} from './jobs.js'
+export type {JobsOptions} from './jobs.js'
+export {fetchStored, storedJob} from './jobs-done.js'
+export {localWorkdir, planJob, prepareJob, runPreparedJob} from './run-request.js'
+export type {JobCancelResult, JobFetchResult, JobLogsResult, JobOutcome, JobPlan, JobsResult} from './schema.js'
