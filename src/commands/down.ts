@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
+import {SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {durationFlag, hooksFlag, parallelFlag, usdFlag} from '../lib/cli/flags.js'
 import {confirm} from '../lib/cli/prompt.js'
 import {downLines, downNotices} from '../lib/cli/render/down.js'
@@ -58,10 +59,9 @@ which happened.`)
   static strict = false
   static flags = {
     ...EVENT_FLAGS,
-    all: Flags.boolean({default: false, summary: 'Every VM this tool created (all fleets).'}),
+    all: SELECTION_FLAGS.all({summary: 'Every VM this tool created (all fleets).'}),
     'any-origin': Flags.boolean({default: false, summary: 'Let bulk selectors take VMs not created by this tool.'}),
-    'any-owner': Flags.boolean({
-      default: false,
+    'any-owner': SELECTION_FLAGS.anyOwner({
       summary: "Let bulk selectors take every owner's VMs in a shared org, and delete another owner's VM by its uid without asking.",
     }),
     hooks: hooksFlag(),
@@ -89,7 +89,7 @@ which happened.`)
       summary:
         "VMs whose --ttl has run out or whose --max-cost budget is spent by the estimate (the record's, or the VM's stricter ones: see below).",
     }),
-    fleet: Flags.string({summary: 'Every VM of this fleet; with VM names, only the fleet their labels belong to.'}),
+    fleet: SELECTION_FLAGS.fleet({summary: 'Every VM of this fleet; with VM names, only the fleet their labels belong to.'}),
     'ignore-missing': Flags.boolean({default: false, summary: 'A name or uid that matches nothing is not an error (default: exit 4).'}),
     parallel: parallelFlag('Deletions in flight at once (lower it if the API rate-limits you).'),
     'older-than': durationFlag('--older-than', {

@@ -12,7 +12,8 @@ const filesUnder = (dir: string): string[] =>
     .filter((file) => file.endsWith('.ts'))
     .map((file) => join(dir, file))
 const lineCount = (file: string) => readFileSync(join(ROOT, file), 'utf8').trimEnd().split('\n').length
-const importsOf = (file: string) => [...readFileSync(join(ROOT, file), 'utf8').matchAll(/from '([^']+)'/g)].map((match) => match[1] as string)
+const importsOf = (file: string) =>
+  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/from '([^']+)'/g)].map((match) => match[1] as string)
 
 describe('the layers of the source', () => {
   const commands = filesUnder('src/commands')
@@ -31,10 +32,9 @@ describe('the layers of the source', () => {
   })
 
   it('keeps every command within 150 lines, and every source file within 450', () => {
-    const long = [
-      ...commands.filter((file) => lineCount(file) > 150),
-      ...filesUnder('src').filter((file) => lineCount(file) > 450),
-    ].map((file) => `${relative('.', file)}: ${lineCount(file)} lines`)
+    const long = [...commands.filter((file) => lineCount(file) > 150), ...filesUnder('src').filter((file) => lineCount(file) > 450)].map(
+      (file) => `${relative('.', file)}: ${lineCount(file)} lines`,
+    )
     expect(long).toEqual([])
   })
 })
