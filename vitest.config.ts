@@ -10,15 +10,11 @@ const CMD = ['test/cmd/**/*.test.ts']
 // The simulated VMs (test/vm) need root and the tools of scripts/prerequisites.sh: checked once, before these.
 const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
 
-// Six files at a time on 2 cores: a clean clone's run used 122 % of CPU with four (1,223 s of CPU in 1,000 s), the
-// rest of the time waiting on boots, sshd and timers (see the shared tier's note below for earlier measurements).
-const WORKERS = 6
-
 // The tiers of npm test, one vitest project each. Tiers of one group run alongside each other, so with the same
 // number of workers (vitest requires it).
 const PROJECTS = [
-  {name: 'unit', include: UNIT, maxWorkers: WORKERS, sequence: {groupOrder: 0}},
-  {name: 'cmd', include: CMD, maxWorkers: WORKERS, sequence: {groupOrder: 0}},
+  {name: 'unit', include: UNIT, maxWorkers: 4, sequence: {groupOrder: 0}},
+  {name: 'cmd', include: CMD, maxWorkers: 4, sequence: {groupOrder: 0}},
   {
     ...NEEDS_ROOT,
     name: 'shared',
@@ -30,7 +26,7 @@ const PROJECTS = [
     // for about 290 s, hardening 44 s for 112 s; so a busy worker needs 0.25 to 0.4 of a core, and four about 1 to 1.6.
     // The fault matrix alone (four files) took 524 s with three and 236 s with four, 114 of 114 clean both times, on a
     // machine loaded by other work. (Earlier: 461 s with three, 585 s with two, for the same tests.)
-    maxWorkers: WORKERS,
+    maxWorkers: 4,
     sequence: {groupOrder: 0},
   },
   {...NEEDS_ROOT, name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}},
