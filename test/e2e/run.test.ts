@@ -636,7 +636,7 @@ describe('run --detach', () => {
 
   it('a sweep deletes the VM of a detached --down job started from its directory once the job has ended', async () => {
     const vm = await rentBare('swept')
-    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 2'])
+    const started = await targon(['run', vm.name, '--detach', '--down', '--no-sync', '--json', '--', 'sleep 8'])
     expect(started.code, started.stdout + started.stderr).toBe(0)
     const id: string = parseJson(started).data.job.id
     const early = await targon(['sweep', '--fleet', 'swept', '--json'])
