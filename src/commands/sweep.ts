@@ -2,9 +2,9 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, EVENT_FLAGS} from '../lib/cli/base-command.js'
 import {followDeletions} from '../lib/cli/deletion-display.js'
-import {durationFlag, hooksFlag, usdFlag} from '../lib/cli/flags.js'
+import {durationFlag, hooksFlag, parallelFlag, usdFlag} from '../lib/cli/flags.js'
 import {HEARTBEAT_FLAG_WARNING, type Notice, sweepLines, sweepNotices, warningNotice} from '../lib/cli/render/sweep.js'
-import {MAX_PARALLEL, type SweepSettings, sweepRequest} from '../lib/cli/requests/sweep.js'
+import {type SweepSettings, sweepRequest} from '../lib/cli/requests/sweep.js'
 import {guardedPass} from '../lib/workflows/guard/index.js'
 import {type SweepResult} from '../lib/workflows/sweep/index.js'
 import {prose} from '../lib/core/output.js'
@@ -95,12 +95,7 @@ still bills, else 14 when the runway is shorter than --min-runway, else 0.`)
       summary:
         'Notify once per VM and deadline when a TTL, budget or idle limit fires within this window, e.g. 15m (default: config warn-window; with --guard, 15m; else off).',
     }),
-    parallel: Flags.integer({
-      default: MAX_PARALLEL,
-      max: MAX_PARALLEL,
-      min: 1,
-      summary: 'Deletions and idle probes in flight at once.',
-    }),
+    parallel: parallelFlag('Deletions and idle probes in flight at once.'),
   }
 
   public async run(): Promise<SweepResult> {
