@@ -145,7 +145,8 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
     const guard = onForcedExit ? guardInterrupts(onForcedExit, say) : undefined
     guard?.signal.addEventListener('abort', () => this.interrupted.abort(guard.signal.reason), {once: true})
     try {
-      const client = await this.connect({auth: onForcedExitOrOptions === undefined || onForcedExit !== undefined, signal: guard?.signal})
+      // Only {auth: false} connects without the key.
+      const client = await this.connect({auth: typeof onForcedExitOrOptions !== 'object', signal: guard?.signal})
       try {
         // Without a guard the work takes no signal (the overload without one).
         return await work(client, guard?.signal as AbortSignal)
