@@ -23,7 +23,10 @@ let sim: TargonSimulator
 let farm: VmFarm
 let scenario: VmScenario = {}
 let configDir: string
-const targon = targonFor(() => ({configDir, sim}), {env: {TARGON_PULL_RETRY_DELAY: '0.2', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const targon = targonFor(() => ({configDir, sim}), {
+  inProcess: true,
+  env: {TARGON_PULL_RETRY_DELAY: '0.2', TARGON_SHIM_HEALTH_TIMEOUT: '4'},
+})
 
 beforeAll(async () => {
   sim = await startSimulator({bootDelayMs: 200})
@@ -477,7 +480,7 @@ describe('up on a VM whose address moves when it starts running', () => {
       const vm = doc.data.vms[0]
       expect(vm.ssh_port).toBe(movedPort)
       expect(doc.warnings).toEqual(expect.arrayContaining([expect.stringContaining(`to 127.0.0.1:${movedPort} when it started running`)]))
-      const ssh = await targon(['ssh', vm.name, '--', 'echo', 'reached'])
+      const ssh = await targon(['ssh', vm.name, '--', 'echo', 'reached'], {inProcess: false})
       expect(ssh.code, ssh.stderr).toBe(0)
       expect(ssh.stdout.trim()).toBe('reached')
     } finally {

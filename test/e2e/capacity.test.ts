@@ -18,6 +18,7 @@ let sim: TargonSimulator
 let farm: VmFarm | undefined
 let configDir: string
 const targon = targonFor(() => ({configDir, sim}), {
+  inProcess: true,
   defaults: {timeoutMs: 90_000},
   env: {TARGON_CAPACITY_POLL_INTERVAL: String(FLOOR_MS / 1000), TARGON_PULL_RETRY_DELAY: '0.2', TARGON_SHIM_HEALTH_TIMEOUT: '4'},
 })

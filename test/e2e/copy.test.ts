@@ -12,7 +12,7 @@ import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {tree} from '../helpers/files.js'
 
-const simulated = useVmFixture()
+const simulated = useVmFixture({inProcess: true})
 const {configDir, targon} = simulated
 let vms: {name: string; uid: string}[] = []
 

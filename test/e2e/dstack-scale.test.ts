@@ -10,7 +10,7 @@ import {DSTACK_TOKEN, useDstack} from '../helpers/dstack.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {idlePast} from '../helpers/idle-clock.js'
 
-const simulated = useVmFixture({env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const dstack = useDstack()
 const FLEET = 'targon-default'
 const IDLE_S = 3

@@ -16,7 +16,11 @@ const dstackEnv = () => ({
   TARGON_DSTACK_TOKEN: DSTACK_TOKEN,
   TARGON_DSTACK_URL: dstack.current.url,
 })
-const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: () => ({TARGON_SHIM_HEALTH_TIMEOUT: '4', ...dstackEnv()})})
+const simulated = useVmFixture({
+  inProcess: true,
+  defaults: {timeoutMs: 120_000},
+  env: () => ({TARGON_SHIM_HEALTH_TIMEOUT: '4', ...dstackEnv()}),
+})
 const {targon} = simulated
 const dstack = useDstack()
 const FLEET = 'targon-default'

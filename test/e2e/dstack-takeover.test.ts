@@ -11,7 +11,7 @@ import {parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {PROJECT_KEY, dstackDeployScript, dstackShimEnv, type DstackDeploy} from '../vm/dstack-deploy.js'
 
-const simulated = useVmFixture({env: {TARGON_SHIM_HEALTH_TIMEOUT: '8'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_SHIM_HEALTH_TIMEOUT: '8'}})
 const {targon} = simulated
 
 afterAll(async () => {

@@ -9,7 +9,7 @@ import {errorLines, parseJson} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useVmFixture()
+const simulated = useVmFixture({inProcess: true})
 const {configDir, targon} = simulated
 
 describe('targon exec', () => {

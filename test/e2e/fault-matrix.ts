@@ -1897,11 +1897,11 @@ export const scenarios: Scenario[] = [
   },
 ]
 
-/** What a scenario without `seconds` takes, about (the median of those measured). */
 /**
- * What a scenario needs, which decides where it runs: `vms`, simulated VMs (and a process per run); `process`, a
- * process of the CLI's own (signals, a working directory); `none`, neither: it runs in process, on a clock that skips
- * every wait (test/helpers/fake-clock.ts), shared with the simulator.
+ * What a scenario needs, which decides where it runs: `vms`, simulated VMs, on the real clock (its runs in process
+ * but for those that signal one, which are processes); `process`, a process of the CLI's own for every run (signals);
+ * `none`, neither: it runs in process, on a clock that skips every wait (test/helpers/fake-clock.ts), shared with the
+ * simulator.
  */
 export type Need = 'vms' | 'process' | 'none'
 
@@ -1956,8 +1956,9 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
     )
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
-        const inProcess = need === 'none'
-        const clock = inProcess ? skippingClock() : undefined
+        // In process but for what needs a process; on the skipping clock where no VM needs real time.
+        const inProcess = need !== 'process'
+        const clock = need === 'none' ? skippingClock() : undefined
         const sim = new TargonSimulator({bootDelayMs: 200, ...(clock ? {clock: clock.simulator} : {}), ...scenario.sim})
         await sim.start()
         const farm = new VmFarm(sim, () => scenario.vm ?? {})

@@ -11,7 +11,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseJson, tempDir, waitFor} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 
-const simulated = useVmFixture({defaults: {timeoutMs: 120_000}})
+const simulated = useVmFixture({inProcess: true, defaults: {timeoutMs: 120_000}})
 const {targon} = simulated
 
 /** A small file and a sparse 2 GiB one (no disk on the VM), in out/. */

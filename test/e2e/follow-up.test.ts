@@ -10,7 +10,7 @@ import {BIN, baseEnv, parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
-const simulated = useVmFixture({env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const {configDir, targon} = simulated
 
 afterAll(async () => {

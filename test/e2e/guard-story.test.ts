@@ -11,7 +11,7 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {setTtl, ttlOf} from '../helpers/records.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
-const simulated = useVmFixture({env: () => ({TARGON_NOTIFY_URL: webhook.url, TARGON_SHIM_HEALTH_TIMEOUT: '4'})})
+const simulated = useVmFixture({inProcess: true, env: () => ({TARGON_NOTIFY_URL: webhook.url, TARGON_SHIM_HEALTH_TIMEOUT: '4'})})
 const {configDir, targon} = simulated
 const webhook = useWebhook()
 const MINUTE = 60_000

@@ -14,7 +14,7 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-const simulated = useVmFixture({env: ENV})
+const simulated = useVmFixture({inProcess: true, env: ENV})
 const webhook = useWebhook()
 const {configDir, targon} = simulated
 const CONF = '/etc/targon-fleet/on-delete.conf'

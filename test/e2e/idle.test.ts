@@ -17,7 +17,7 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-const simulated = useVmFixture({env: ENV})
+const simulated = useVmFixture({inProcess: true, env: ENV})
 const {configDir, targon} = simulated
 /** Long enough for a few samples (each one a second apart), short enough for a test. */
 const LIMIT_S = 3

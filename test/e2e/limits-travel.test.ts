@@ -10,7 +10,7 @@ import {tempDir} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {setTtl} from '../helpers/records.js'
 
-const simulated = useVmFixture({env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const {configDir, targon} = simulated
 const HOUR = 3_600_000
 let vm: {name: string; uid: string}

@@ -15,7 +15,7 @@ import {useWebhook} from '../helpers/webhook.js'
 import IDLE_SAMPLER from '../../src/lib/adapters/bootstrap/idle-sampler.py'
 
 /** A quick idle sampler and shim check on bootstrapped VMs. */
-const simulated = useVmFixture({defaults: {timeoutMs: 120_000}, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const {configDir, targon} = simulated
 /** The version of the sampler this CLI installs. */
 const SAMPLER_VERSION = /^VERSION = "(.*)"$/m.exec(IDLE_SAMPLER)?.[1]

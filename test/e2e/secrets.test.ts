@@ -12,7 +12,11 @@ import {parseJson, tempDir} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
 
 const CANARY_KEY = 'tgn_CANARY_secret_9f8e7d6c5b4a'
-const simulated = useVmFixture({env: {TARGON_API_KEY: CANARY_KEY}, simulator: {bootDelayMs: 200, tokens: {[CANARY_KEY]: ['acme']}}})
+const simulated = useVmFixture({
+  inProcess: true,
+  env: {TARGON_API_KEY: CANARY_KEY},
+  simulator: {bootDelayMs: 200, tokens: {[CANARY_KEY]: ['acme']}},
+})
 const {configDir, targon} = simulated
 
 function filesUnder(dir: string): string[] {

@@ -10,7 +10,7 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {cleanSample, idlePast} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-const simulated = useVmFixture({env: ENV})
+const simulated = useVmFixture({inProcess: true, env: ENV})
 const {targon} = simulated
 const LIMIT_S = 3
 

@@ -29,7 +29,7 @@ import {tree} from '../helpers/files.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import type {SimVm} from '../vm/farm.js'
 
-const simulated = useVmFixture({defaults: {timeoutMs: 120_000}})
+const simulated = useVmFixture({inProcess: true, defaults: {timeoutMs: 120_000}})
 const {configDir} = simulated
 let vm: SimVm
 let session: SshSession

@@ -14,7 +14,7 @@ import {fakeCrontab} from '../helpers/crontab.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
-const simulated = useVmFixture()
+const simulated = useVmFixture({inProcess: true})
 const {targon} = simulated
 
 const NO_GUARD =

@@ -14,7 +14,7 @@ import {fakeCrontab} from '../helpers/crontab.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
-const simulated = useVmFixture({env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
+const simulated = useVmFixture({inProcess: true, env: {TARGON_SHIM_HEALTH_TIMEOUT: '4'}})
 const {targon} = simulated
 const LIMITS = '/etc/targon-fleet/limits.json'
 

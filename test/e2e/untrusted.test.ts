@@ -15,7 +15,7 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 import {useWebhook} from '../helpers/webhook.js'
 
-const simulated = useVmFixture()
+const simulated = useVmFixture({inProcess: true})
 const hook = useWebhook()
 const {configDir, targon} = simulated
 const PWNED = join(tempDir('targon-pwned-'), 'pwned')

@@ -5,7 +5,7 @@
  * process (in-process.ts) where a test needs nothing only a process shows.
  */
 import {type CliOptions, type CliResult, parseJson, runCli, tempDir} from './cli.js'
-import {runInProcess} from './in-process.js'
+import {runInProcess, runningInProcess} from './in-process.js'
 import {skippingClock} from './fake-clock.js'
 import type {Clock} from '../../src/lib/core/clock.js'
 import {simulatorEnv, useFreshSimulator, useSimulatedVms} from './simulator.js'
@@ -22,12 +22,16 @@ export interface TargonResult extends CliResult {
 export interface RunOptions extends CliOptions {
   /** Another config directory than the fixture's, for this run. */
   config?: string
-  /** Overrides the fixture's choice for this run: false for what only a process shows (signals, pipes, start-up). */
+  /**
+   * Overrides the fixture's choice for this run: false for what only a process shows (start-up, or what the OpenSSH
+   * of `targon ssh` prints, which writes to the process's own stdout and stderr). A run given an
+   * option of PROCESS_ONLY, or started while a run in process is under way, is a process anyway.
+   */
   inProcess?: boolean
 }
 
 /** What only a subprocess run can honour. */
-const PROCESS_ONLY = ['cli', 'cwd', 'executable', 'nodeArgs', 'onSpawn', 'shell', 'umask', 'user'] as const
+const PROCESS_ONLY = ['cli', 'executable', 'nodeArgs', 'onSpawn', 'shell', 'umask', 'user'] as const
 
 export type Targon = (args: string[], options?: RunOptions) => Promise<TargonResult>
 
@@ -40,8 +44,8 @@ export interface FixtureOptions {
   /** Options of every subprocess run (e.g. `timeoutMs`); a run's own win over them. */
   defaults?: CliOptions
   /**
-   * Runs through oclif in this process, from the sources: no root, no build, no process per run. Runs must not
-   * overlap, and only `env`, `input` and `config` of a run apply.
+   * Runs through oclif in this process, from the sources: no process per run. A run with an option only a process
+   * honours, or alongside a run in process, is a process.
    */
   inProcess?: boolean
 }
@@ -57,14 +61,18 @@ export interface Target {
 /** `targon()` against whatever simulator and config directory `target` names at the time of the run. */
 export function targonFor(target: () => Target, fixture: FixtureOptions = {}): Targon {
   return async (args, options = {}) => {
-    const {config, inProcess = fixture.inProcess, ...run} = options
+    const {config, inProcess: asked, ...run} = options
     const {clock, configDir, sim} = target()
     const shared = typeof fixture.env === 'function' ? fixture.env() : fixture.env
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...shared, ...run.env})
-    const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined)
-    if (inProcess && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')} need a process: pass inProcess: false`)
+    const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined || fixture.defaults?.[option] !== undefined)
+    if (asked === true && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')}: needs a process; drop inProcess: true`)
+    // The fixture's choice gives way to a run's option that only a process honours (a signal, a user, a pipe), and
+    // to a run in process under way: a run alongside it (a test's second command while its first still runs) is a
+    // process, since two in one would share stdout.
+    const inProcess = asked ?? (fixture.inProcess === true && needsProcess.length === 0 && !runningInProcess())
     const result = inProcess
-      ? await runInProcess(args, {clock, env, input: run.input})
+      ? await runInProcess(args, {clock, cwd: run.cwd, env, input: run.input})
       : await runCli(args, {...fixture.defaults, ...run, env})
     return withJson(result)
   }

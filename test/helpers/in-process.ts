@@ -25,7 +25,7 @@ function projectConfig(): Promise<Config> {
   return loadedConfig
 }
 
-export interface InProcessOptions extends Pick<CliOptions, 'env' | 'input'> {
+export interface InProcessOptions extends Pick<CliOptions, 'cwd' | 'env' | 'input'> {
   /** The clock the command's factory gives it (the simulator's, so that both see one time); the real one by default. */
   clock?: Clock
 }
@@ -33,8 +33,11 @@ export interface InProcessOptions extends Pick<CliOptions, 'env' | 'input'> {
 /** Whether a run is under way: its stdout and stderr are this process's, so a second one at once would mix them. */
 let running = false
 
+/** Whether a run in process is under way (a fixture then runs the next one as a process). */
+export const runningInProcess = (): boolean => running
+
 export async function runInProcess(argv: string[], options: InProcessOptions = {}): Promise<CliResult> {
-  if (running) throw new Error('two runs in process at once: run one of them with inProcess: false')
+  if (running) throw new Error('two runs in process at once: run one of them as a process')
   running = true
   try {
     return await runAlone(argv, options)
@@ -56,6 +59,7 @@ async function runAlone(argv: string[], options: InProcessOptions): Promise<CliR
   let stderr = ''
   const restore = [
     overrideEnv(baseEnv(options.env)),
+    inDirectory(options.cwd),
     override(
       process.stdout,
       'write',
@@ -136,6 +140,14 @@ function override(target: object, key: string, value: unknown): () => void {
     if (before) Object.defineProperty(target, key, before)
     else Reflect.deleteProperty(target, key)
   }
+}
+
+/** The run's working directory, as a subprocess's cwd (the pool runs each test file in a process of its own). */
+function inDirectory(dir: string | undefined): () => void {
+  if (dir === undefined) return () => {}
+  const before = process.cwd()
+  process.chdir(dir)
+  return () => process.chdir(before)
 }
 
 /** The run's environment is baseEnv's alone, as in the subprocess: e.g. vitest's NODE_ENV=test would make oclif warn. */
