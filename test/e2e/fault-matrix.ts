@@ -724,7 +724,7 @@ export const scenarios: Scenario[] = [
       expect(vm.phases.find((phase: {name: string}) => phase.name === 'install').started_ms).toBeLessThan(end('wait-running'))
       return up
     },
-    vm: {latency: {addressSeconds: 10, runningSeconds: 400, sshAnswersSeconds: 20}, latencyScale: 0.05},
+    vm: {latency: {addressSeconds: 10, runningSeconds: 240, sshAnswersSeconds: 20}, latencyScale: 0.05},
   },
   {
     code: null,
@@ -1898,10 +1898,10 @@ export const scenarios: Scenario[] = [
 ]
 
 /**
- * What a scenario needs, which decides where it runs: `vms`, simulated VMs, on the real clock (its runs in process
- * but for those that signal one, which are processes); `process`, a process of the CLI's own for every run (signals);
- * `none`, neither: it runs in process, on a clock that skips every wait (test/helpers/fake-clock.ts), shared with the
- * simulator.
+ * What a scenario needs, which decides where it runs: `vms`, simulated VMs; `process`, a process of the CLI's own for
+ * some run (a signal, a watched process, two runs at once); both on the real clock, their runs in process but for
+ * those the fixture makes processes (signalled, or beside another run). `none`, neither: it runs in process, on a
+ * clock that skips every wait (test/helpers/fake-clock.ts), shared with the simulator.
  */
 export type Need = 'vms' | 'process' | 'none'
 
@@ -1922,9 +1922,11 @@ function bootsVms(scenario: Scenario): boolean {
 export const FAULT_MATRIX_FILES: {file: string; need: Need; part: number; parts: number}[] = [
   {file: 'test/cmd/faults-1.test.ts', need: 'none', part: 1, parts: 2},
   {file: 'test/cmd/faults-2.test.ts', need: 'none', part: 2, parts: 2},
-  {file: 'test/e2e/faults-process.test.ts', need: 'process', part: 1, parts: 1},
-  {file: 'test/e2e/faults-vms-1.test.ts', need: 'vms', part: 1, parts: 2},
-  {file: 'test/e2e/faults-vms-2.test.ts', need: 'vms', part: 2, parts: 2},
+  {file: 'test/e2e/faults-process-1.test.ts', need: 'process', part: 1, parts: 2},
+  {file: 'test/e2e/faults-process-2.test.ts', need: 'process', part: 2, parts: 2},
+  {file: 'test/e2e/faults-vms-1.test.ts', need: 'vms', part: 1, parts: 3},
+  {file: 'test/e2e/faults-vms-2.test.ts', need: 'vms', part: 2, parts: 3},
+  {file: 'test/e2e/faults-vms-3.test.ts', need: 'vms', part: 3, parts: 3},
 ]
 
 /** The scenarios that need `need`, and of them every `parts`-th from `part` (1-based): files that vitest's workers share. */
@@ -1956,8 +1958,8 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
     )
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
-        // In process but for what needs a process; on the skipping clock where no VM needs real time.
-        const inProcess = need !== 'process'
+        // In process but for a run that is signalled or runs beside another (the fixture makes those processes); on
+        // the skipping clock where neither a VM nor a process needs real time.
         const clock = need === 'none' ? skippingClock() : undefined
         const sim = new TargonSimulator({bootDelayMs: 200, ...(clock ? {clock: clock.simulator} : {}), ...scenario.sim})
         await sim.start()
@@ -1971,7 +1973,7 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
           sim,
           targon: targonFor(() => ({clock, configDir, sim}), {
             defaults: {timeoutMs: 90_000},
-            inProcess,
+            inProcess: true,
             env: {TARGON_SHIM_HEALTH_TIMEOUT: '3', TARGON_STATE_WATCH_INTERVAL: '0.5'},
           }),
         }

@@ -1,4 +1,4 @@
-/** The fault scenarios that need simulated VMs, part 1 of 2 (see fault-matrix.ts). */
+/** The fault scenarios that need simulated VMs, part 1 of 3 (see fault-matrix.ts). */
 import {faultMatrix} from './fault-matrix.js'
 
-faultMatrix('vms', 1, 2)
+faultMatrix('vms', 1, 3)

@@ -1,4 +1,4 @@
-/** The fault scenarios that need simulated VMs, part 2 of 2 (see fault-matrix.ts). */
+/** The fault scenarios that need simulated VMs, part 2 of 3 (see fault-matrix.ts). */
 import {faultMatrix} from './fault-matrix.js'
 
-faultMatrix('vms', 2, 2)
+faultMatrix('vms', 2, 3)

@@ -6,7 +6,8 @@
  */
 import {describe, expect, it} from 'vitest'
 
-import {parseJson, runCli, tempDir} from '../helpers/cli.js'
+import {parseJson, tempDir} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
 import {simulatorEnv, startSimulator} from '../helpers/simulator.js'
 
 const UP = ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap', '--json']
@@ -18,7 +19,7 @@ for (const summaryProjectId of [true, false]) {
       try {
         const dirs = {alice: tempDir('targon-alice-'), bob: tempDir('targon-bob-'), nobody: tempDir('targon-nobody-')}
         const as = (who: keyof typeof dirs, args: string[]) =>
-          runCli(args, {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: dirs[who], TARGON_OWNER: who === 'nobody' ? undefined : who})})
+          runInProcess(args, {env: simulatorEnv(sim, {TARGON_CONFIG_DIR: dirs[who], TARGON_OWNER: who === 'nobody' ? undefined : who})})
         const upAs = async (who: keyof typeof dirs, ...extra: string[]) => {
           const up = await as(who, [...UP, ...extra])
           expect(up.code, up.stdout + up.stderr).toBe(0)
@@ -112,7 +113,7 @@ for (const summaryProjectId of [true, false]) {
         expect(sim.billing().map((workload) => workload.uid)).toEqual([old.uid])
 
         // --any-owner, from a fresh directory without an owner: everything, as asked.
-        const everything = await runCli(['down', '--all', '--any-owner', '--json'], {
+        const everything = await runInProcess(['down', '--all', '--any-owner', '--json'], {
           env: simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-cron-')}),
         })
         expect(everything.code, everything.stdout).toBe(0)
@@ -130,7 +131,7 @@ describe('an owner that cannot be read', () => {
     try {
       const dirs = {alice: tempDir('targon-alice-'), bob: tempDir('targon-bob-')}
       const as = (who: 'alice' | 'bob' | 'nobody', args: string[]) =>
-        runCli(args, {
+        runInProcess(args, {
           env: simulatorEnv(sim, {
             TARGON_CONFIG_DIR: who === 'nobody' ? tempDir('targon-nobody-') : dirs[who],
             TARGON_OWNER: who === 'nobody' ? undefined : who,
@@ -162,11 +163,11 @@ describe('the owner project', () => {
     try {
       sim.inject({dropAfterCommit: true, method: 'POST', path: /\/projects$/, times: 1})
       const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: tempDir('targon-alice-'), TARGON_OWNER: 'alice', TARGON_RECONCILE_WINDOW: '2'})
-      const up = await runCli(UP, {env})
+      const up = await runInProcess(UP, {env})
       expect(up.code, up.stdout + up.stderr).toBe(0)
       expect([...sim.projects.values()].map((project) => project.name)).toEqual(['tcli-owner-alice'])
       expect(sim.requests('POST', /\/projects$/)).toHaveLength(1)
-      expect((await runCli(['down', '--all', '--json'], {env})).code).toBe(0)
+      expect((await runInProcess(['down', '--all', '--json'], {env})).code).toBe(0)
       expect(sim.billing()).toEqual([])
     } finally {
       await sim.stop()
@@ -174,7 +175,7 @@ describe('the owner project', () => {
   })
 
   it('refuses an owner name that is not one', async () => {
-    const run = await runCli(['status', '--json'], {env: {TARGON_API_KEY: 'tgn_sim_test_key', TARGON_OWNER: 'Alice Smith'}})
+    const run = await runInProcess(['status', '--json'], {env: {TARGON_API_KEY: 'tgn_sim_test_key', TARGON_OWNER: 'Alice Smith'}})
     expect(run.code).toBe(3)
     expect(parseJson(run).error.message).toBe('TARGON_OWNER "Alice Smith" is not an owner name')
   })
