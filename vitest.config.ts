@@ -11,10 +11,13 @@ const CMD = ['test/cmd/**/*.test.ts']
 const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
 
 // The tiers of npm test, one vitest project each. Tiers of one group run alongside each other, so with the same
-// number of workers (vitest requires it).
+// number of workers (vitest requires it). Without isolation a worker keeps the modules it loaded for its next file:
+// most files run the CLI in process, and loading its sources once per file cost more CPU than the tests (a whole run
+// took 714 s isolated and 592 s not, both 1,346 of 1,346 green; unit and cmd alone 133 s and 71 s). Nothing of a
+// test file outlives it but what it leaves in process.env or the working directory, which the runs restore.
 const PROJECTS = [
-  {name: 'unit', include: UNIT, maxWorkers: 4, sequence: {groupOrder: 0}},
-  {name: 'cmd', include: CMD, maxWorkers: 4, sequence: {groupOrder: 0}},
+  {name: 'unit', include: UNIT, maxWorkers: 4, isolate: false, sequence: {groupOrder: 0}},
+  {name: 'cmd', include: CMD, maxWorkers: 4, isolate: false, sequence: {groupOrder: 0}},
   {
     ...NEEDS_ROOT,
     name: 'shared',
@@ -22,11 +25,10 @@ const PROJECTS = [
     // The soak runs outside npm test (npm run soak, vitest.soak.config.ts).
     exclude: [...configDefaults.exclude, ...ALONE, ...UNIT, ...CMD, 'test/soak/**'],
     // Four files at a time on 2 cores: most of a test's time is spent waiting on timers, boots and sshd, not on the
-    // CPU. Measured with /usr/bin/time: the fault matrix used 122 s of CPU for about 500 s of tests, unit and cmd 117 s
-    // for about 290 s, hardening 44 s for 112 s; so a busy worker needs 0.25 to 0.4 of a core, and four about 1 to 1.6.
-    // The fault matrix alone (four files) took 524 s with three and 236 s with four, 114 of 114 clean both times, on a
-    // machine loaded by other work. (Earlier: 461 s with three, 585 s with two, for the same tests.)
+    // CPU. A whole run used about 60 % of two cores with four (process accounting), and six were no faster (709 s
+    // against 714 s, the tests' own time up by half): the CPU is short in bursts, when VMs boot and files load.
     maxWorkers: 4,
+    isolate: false,
     sequence: {groupOrder: 0},
   },
   {...NEEDS_ROOT, name: 'alone', include: ALONE, maxWorkers: 1, sequence: {groupOrder: 1}},

@@ -480,7 +480,7 @@ describe('up on a VM whose address moves when it starts running', () => {
       const vm = doc.data.vms[0]
       expect(vm.ssh_port).toBe(movedPort)
       expect(doc.warnings).toEqual(expect.arrayContaining([expect.stringContaining(`to 127.0.0.1:${movedPort} when it started running`)]))
-      const ssh = await targon(['ssh', vm.name, '--', 'echo', 'reached'], {inProcess: false})
+      const ssh = await targon(['ssh', vm.name, '--', 'echo', 'reached'])
       expect(ssh.code, ssh.stderr).toBe(0)
       expect(ssh.stdout.trim()).toBe('reached')
     } finally {

@@ -64,7 +64,7 @@ const freePort = () =>
 describe('the words after --', () => {
   it('run the same command in ssh and exec: one line for the remote shell', async () => {
     for (const words of [['echo a  b | tr a-z A-Z'], ['sh', '-c', 'cd /tmp && pwd']]) {
-      const ssh = await targon(['ssh', vm.name, '--', ...words], {inProcess: false})
+      const ssh = await targon(['ssh', vm.name, '--', ...words])
       const exec = await targon(['exec', '--vms', vm.name, '--', ...words])
       expect(ssh.code, ssh.stderr).toBe(0)
       expect(exec.code, exec.stderr).toBe(0)
@@ -72,7 +72,7 @@ describe('the words after --', () => {
     }
 
     // As OpenSSH: "sh -c cd /tmp && pwd" runs cd in the inner shell and pwd in the outer one, in the home directory.
-    expect((await targon(['ssh', vm.name, '--', 'sh', '-c', 'cd /tmp && pwd'], {inProcess: false})).stdout).toBe('/home/ubuntu\n')
+    expect((await targon(['ssh', vm.name, '--', 'sh', '-c', 'cd /tmp && pwd'])).stdout).toBe('/home/ubuntu\n')
   })
 })
 

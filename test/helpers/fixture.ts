@@ -23,9 +23,9 @@ export interface RunOptions extends CliOptions {
   /** Another config directory than the fixture's, for this run. */
   config?: string
   /**
-   * Overrides the fixture's choice for this run: false for what only a process shows (start-up, or what the OpenSSH
-   * of `targon ssh` prints, which writes to the process's own stdout and stderr). A run given an
-   * option of PROCESS_ONLY, or started while a run in process is under way, is a process anyway.
+   * Overrides the fixture's choice for this run: false for what only a process shows (start-up). A run of `targon
+   * ssh`, one given an option of PROCESS_ONLY, or one started while a run in process is under way, is a process
+   * unless it says true.
    */
   inProcess?: boolean
 }
@@ -44,8 +44,8 @@ export interface FixtureOptions {
   /** Options of every subprocess run (e.g. `timeoutMs`); a run's own win over them. */
   defaults?: CliOptions
   /**
-   * Runs through oclif in this process, from the sources: no process per run. A run with an option only a process
-   * honours, or alongside a run in process, is a process.
+   * Runs through oclif in this process, from the sources: no process per run. A run of `targon ssh`, with an option
+   * only a process honours, or alongside a run in process, is a process.
    */
   inProcess?: boolean
 }
@@ -70,7 +70,9 @@ export function targonFor(target: () => Target, fixture: FixtureOptions = {}): T
     // The fixture's choice gives way to a run's option that only a process honours (a signal, a user, a pipe), and
     // to a run in process under way: a run alongside it (a test's second command while its first still runs) is a
     // process, since two in one would share stdout.
-    const inProcess = asked ?? (fixture.inProcess === true && needsProcess.length === 0 && !runningInProcess())
+    // `targon ssh` hands OpenSSH this process's own stdout and stderr, which only a process captures.
+    const handsOverOutput = args[0] === 'ssh'
+    const inProcess = asked ?? (fixture.inProcess === true && needsProcess.length === 0 && !handsOverOutput && !runningInProcess())
     const result = inProcess
       ? await runInProcess(args, {clock, cwd: run.cwd, env, input: run.input})
       : await runCli(args, {...fixture.defaults, ...run, env})
