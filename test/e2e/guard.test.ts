@@ -16,7 +16,7 @@ import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
 const sim = useSimulator()
 // Every run names its own config directory; the key comes from there unless a run sets it.
-const targon = targonFor(() => ({configDir: '', sim: sim.current}), {env: {TARGON_API_KEY: undefined}})
+const targon = targonFor(() => ({configDir: '', sim: sim.current}), {inProcess: true, env: {TARGON_API_KEY: undefined}})
 const NOTIFY_SECRET = 'notify-secret-token-77'
 const HEARTBEAT_SECRET = 'heartbeat-secret-token-88'
 const SECRETS = [DEFAULT_TOKEN, NOTIFY_SECRET, HEARTBEAT_SECRET]
@@ -70,7 +70,8 @@ describe('guard --cron', () => {
     const before = '# a line of the user that the guard must keep\n17 3 * * * /bin/true\n'
     setCrontab(before)
     const dir = guardedDir()
-    const install = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir})
+    // A process: the line names the CLI that installed it, which cron then runs.
+    const install = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir, inProcess: false})
     expect(install.code, install.stdout + install.stderr).toBe(0)
     const installed = parseJson(install).data
     expect(installed).toMatchObject({
@@ -89,7 +90,7 @@ describe('guard --cron', () => {
     expectNoSecrets(crontab)
 
     // Again: replaced, still one guard; the user's line kept.
-    const again = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir})
+    const again = await targon(['guard', 'install', '--cron', '--every', '10m', '--json'], {config: dir, inProcess: false})
     expect(parseJson(again).data.replaced).toBe(true)
     expect(crontabOf()).toBe(crontab)
 

@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
 import {OTHER_USER, ROOT, otherUsersDir, parseJson, readableCli, runCli, tempDir} from '../helpers/cli.js'
+import {runInProcess} from '../helpers/in-process.js'
 import {simulatorEnv, useSimulator} from '../helpers/simulator.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
 
@@ -242,16 +243,18 @@ describe('no secret leaves', () => {
       ['up', 'rtx6000b-small', '--max-price', '1.8', '--no-bootstrap'],
       ['down', '--all'],
     ]
-    const runs = brokenFiles.flatMap((text) => {
+    // In process, one after another: 54 processes cost more than the runs.
+    const runs: {label: string; output: string}[] = []
+    for (const text of brokenFiles) {
       const configDir = tempDir('targon-broken-')
       chmodSync(configDir, 0o700)
       writeFileSync(join(configDir, 'config.json'), text, {mode: 0o600})
-      return commands.map(async (args) => {
-        const run = await runCli(args, {env: {TARGON_API_URL: simulator.current.url, TARGON_CONFIG_DIR: configDir}})
-        return {label: `${text} ${args.join(' ')}`, output: run.stdout + run.stderr}
-      })
-    })
-    for (const {label, output} of await Promise.all(runs)) {
+      for (const args of commands) {
+        const run = await runInProcess(args, {env: {TARGON_API_URL: simulator.current.url, TARGON_CONFIG_DIR: configDir}})
+        runs.push({label: `${text} ${args.join(' ')}`, output: run.stdout + run.stderr})
+      }
+    }
+    for (const {label, output} of runs) {
       for (let start = 0; start + 6 <= key.length; start++) expect(output, label).not.toContain(key.slice(start, start + 6))
     }
 
