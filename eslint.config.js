@@ -103,6 +103,20 @@ export default tseslint.config(
     },
   },
   {
+    // Test files share their worker with the files after them (vitest.config.ts): a new process.env object would stay,
+    // unlinked from the real environment (os.homedir() and child processes would no longer see what is set on it).
+    files: ['test/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          message: 'change process.env in place (set or delete its keys), never replace it',
+          selector: "AssignmentExpression[left.object.name='process'][left.property.name='env']",
+        },
+      ],
+    },
+  },
+  {
     // Time is read through the injected Clock (src/lib/core/clock.ts), so that tests can run it fake.
     files: ['src/**/*.ts'],
     ignores: ['src/lib/core/clock.ts'],

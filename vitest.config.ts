@@ -13,8 +13,8 @@ const NEEDS_ROOT = {globalSetup: ['./test/helpers/prerequisites.ts']}
 // The tiers of npm test, one vitest project each. Tiers of one group run alongside each other, so with the same
 // number of workers (vitest requires it). Without isolation a worker keeps the modules it loaded for its next file:
 // most files run the CLI in process, and loading its sources once per file cost more CPU than the tests (a whole run
-// took 714 s isolated and 592 s not, both 1,346 of 1,346 green; unit and cmd alone 133 s and 71 s). Nothing of a
-// test file outlives it but what it leaves in process.env or the working directory, which the runs restore.
+// took 714 s isolated and 592 s not, both 1,346 of 1,346 green; unit and cmd alone 133 s and 71 s). A file that
+// changes process.env or the working directory puts them back (lint refuses a new process.env object).
 const PROJECTS = [
   {name: 'unit', include: UNIT, maxWorkers: 4, isolate: false, sequence: {groupOrder: 0}},
   {name: 'cmd', include: CMD, maxWorkers: 4, isolate: false, sequence: {groupOrder: 0}},

@@ -1,16 +1,9 @@
 import {Args} from '@oclif/core'
 
 import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
-import {
-  CopyBar,
-  type CopyResult,
-  type CopyVmResult,
-  DEFAULT_COPY_PARALLEL,
-  parseCopySpec,
-  runCopy,
-  size,
-} from '../lib/workflows/copy/index.js'
-import {printableName, prose} from '../lib/core/output.js'
+import {CopyBar, type CopyResult, type CopyVmResult, DEFAULT_COPY_PARALLEL, parseCopySpec, runCopy} from '../lib/workflows/copy/index.js'
+import {prose} from '../lib/core/output.js'
+import {copyFailedLines, copyResultLine, copySkippedWarnings} from '../lib/cli/render/cp.js'
 
 export default class Cp extends FleetCommand<typeof Cp, 'cp'> {
   static summary = 'Copy files and directories to or from a VM, or every VM of a fleet, over SFTP.'
@@ -91,13 +84,10 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
 
   /** One line per VM on stdout; skipped entries as warnings, failed files on stderr. */
   private report(result: CopyVmResult): void {
-    for (const skipped of result.skipped) this.addWarning(`${result.vm}: skipped ${printableName(skipped.path)}: ${skipped.reason}`)
+    for (const warning of copySkippedWarnings(result)) this.addWarning(warning)
     if (this.jsonEnabled()) return
-    const done = result.direction === 'upload' ? 'uploaded' : 'downloaded'
-    const summary = `${result.files} of ${result.planned_files} files (${size(result.bytes)}) in ${(result.duration_ms / 1000).toFixed(1)} s`
-    this.log(result.ok ? `${result.vm}: ${done} ${summary} to ${result.destination}` : `${result.vm}: FAILED, ${summary}: ${result.error}`)
+    this.log(copyResultLine(result))
     if (this.eventsOnStderr()) return
-    for (const failed of result.failed)
-      process.stderr.write(`${printableName(`${result.vm} | not copied: ${failed.path}: ${failed.error}`)}\n`)
+    for (const line of copyFailedLines(result)) process.stderr.write(`${line}\n`)
   }
 }

@@ -3,7 +3,8 @@ import {Flags} from '@oclif/core'
 import {FleetCommand, SELECTION_FLAGS, fanOutFlags} from '../lib/cli/fleet-command.js'
 import {isTargonError, usageError} from '../lib/core/errors.js'
 import {DEFAULT_EXEC_PARALLEL, EXEC_TAIL_LINES, type ExecResult, runExec} from '../lib/workflows/exec/index.js'
-import {printable, prose} from '../lib/core/output.js'
+import {prose} from '../lib/core/output.js'
+import {execFailureLines} from '../lib/cli/render/exec.js'
 
 export default class Exec extends FleetCommand<typeof Exec, 'exec'> {
   static summary = 'Run one command on every VM of a fleet, or on the VMs named, in parallel.'
@@ -62,20 +63,11 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
           })
         } catch (error) {
           if (!this.jsonEnabled() && !this.eventsOnStderr() && isTargonError(error) && error.data)
-            this.explainFailures(error.data as ExecResult)
+            for (const line of execFailureLines(error.data as ExecResult)) process.stderr.write(`${line}\n`)
           throw error
         }
       },
       () => ['Exiting; remote commands may still be running.'],
     )
-  }
-
-  /** On stderr, one line per VM where the command failed or could not run, with why (--json has it in the results). */
-  private explainFailures(result: ExecResult): void {
-    for (const vm of result.results) {
-      if (vm.exit_code === 0) continue
-      const why = vm.exit_code === null ? (vm.error ?? 'did not run') : `exit code ${vm.exit_code}${vm.error ? ` (${vm.error})` : ''}`
-      process.stderr.write(`${printable(`${vm.name}: ${why}`)}\n`)
-    }
   }
 }

@@ -4,7 +4,8 @@ import {FleetCommand, SELECTION_FLAGS} from '../lib/cli/fleet-command.js'
 import {durationFlag, usdFlag} from '../lib/cli/flags.js'
 import {type ExtendResult, runExtend} from '../lib/workflows/extend/index.js'
 import {usageError} from '../lib/core/errors.js'
-import {dash, prose, renderTable} from '../lib/core/output.js'
+import {prose} from '../lib/core/output.js'
+import {extendTable} from '../lib/cli/render/extend.js'
 
 export default class Extend extends FleetCommand<typeof Extend, 'extend'> {
   static summary = 'Postpone the limits of VMs: their TTL, their idle deletion, or raise their budget.'
@@ -68,19 +69,7 @@ Prints the new deadlines.`)
         targets: vms.targets,
         ttl: !flags['idle-only'],
       })
-      if (!this.jsonEnabled())
-        this.log(
-          renderTable(
-            [
-              {header: 'NAME', value: (row) => dash(row.name)},
-              {header: 'TTL', value: (row) => dash(row.ttl_expires_at?.slice(0, 16))},
-              {header: 'IDLE_HELD_UNTIL', value: (row) => dash(row.idle_hold_until?.slice(0, 16))},
-              {header: 'BUDGET', value: (row) => (row.max_cost_usd === null ? '-' : `${row.max_cost_usd} USD`)},
-              {header: 'BUDGET_ENDS', value: (row) => dash(row.budget_ends_at?.slice(0, 16))},
-            ],
-            result.vms,
-          ),
-        )
+      if (!this.jsonEnabled()) this.log(extendTable(result))
       return result
     })
   }

@@ -17,7 +17,9 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-const simulated = useVmFixture({inProcess: true, env: ENV})
+// As processes: the VMs' idle clocks count SSH sessions, and a run in process returns while its connections still
+// close (a process's exit ends them at once), which a 3 s idle limit sampled each second can see.
+const simulated = useVmFixture({env: ENV})
 const {configDir, targon} = simulated
 /** Long enough for a few samples (each one a second apart), short enough for a test. */
 const LIMIT_S = 3

@@ -10,7 +10,8 @@ import {useVmFixture} from '../helpers/fixture.js'
 import {cleanSample, idlePast} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
-// As processes: a 3 s idle limit judged on a 1 s sampler was seen to race the quicker runs in process under load.
+// As processes: the VMs' idle clocks count SSH sessions, and a run in process returns while its connections still
+// close (a process's exit ends them at once), which a 3 s idle limit sampled each second can see.
 const simulated = useVmFixture({env: ENV})
 const {targon} = simulated
 const LIMIT_S = 3

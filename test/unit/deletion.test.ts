@@ -148,7 +148,8 @@ describe('the lock, when its holder crashed or its directory is not private', ()
     // the password database) in the config directory; either way never where the environment points.
     const config = tempDir()
     const chosen = deleteLockPath('acme', 'wrk-1', config)
-    const saved = {...process.env}
+    const names = ['HOME', 'TMPDIR', 'XDG_RUNTIME_DIR'] as const
+    const saved = names.map((name) => process.env[name])
     const pointed = [tempDir(), tempDir(), tempDir()]
     try {
       Object.assign(process.env, {HOME: pointed[0], TMPDIR: pointed[1], XDG_RUNTIME_DIR: pointed[2]})
@@ -156,7 +157,12 @@ describe('the lock, when its holder crashed or its directory is not private', ()
       expect(again).toBe(chosen)
       for (const dir of pointed) expect(again.startsWith(`${dir}/`)).toBe(false)
     } finally {
-      process.env = saved
+      // In place: a new object would leave process.env unlinked from the real environment for the files after this.
+      for (const [index, name] of names.entries()) {
+        const value = saved[index]
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
     }
 
     expect([
