@@ -1,5 +1,7 @@
 import {configDefaults, defineConfig} from 'vitest/config'
 
+import {HeaviestFirst} from './test/helpers/sequencer.js'
+
 // The files that must run alone: 16 simulated VMs at once (their timing would starve the others on 2 cores), and
 // a global npm install.
 const ALONE = ['test/e2e/scale.test.ts', 'test/e2e/package.test.ts']
@@ -50,6 +52,7 @@ export default defineConfig({
   ],
   test: {
     pool: 'forks',
+    sequence: {sequencer: HeaviestFirst},
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
