@@ -1526,7 +1526,9 @@ export const scenarios: Scenario[] = [
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
-      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'sleep 307'])
+      // A process: the test's pgrep blocks this process's event loop, which would hold an in-process run back behind
+      // the job it starts, and the crash would come while it still starts the job.
+      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'sleep 307'], {inProcess: false})
       await waitFor(() => running('^sleep 307$'), 60_000)
       ctx.sim.crash(uid)
       const result = await run
@@ -1898,10 +1900,10 @@ export const scenarios: Scenario[] = [
 ]
 
 /**
- * What a scenario needs, which decides where it runs: `vms`, simulated VMs; `process`, a process of the CLI's own for
- * some run (a signal, a watched process, two runs at once); both on the real clock, their runs in process but for
- * those the fixture makes processes (signalled, or beside another run). `none`, neither: it runs in process, on a
- * clock that skips every wait (test/helpers/fake-clock.ts), shared with the simulator.
+ * What a scenario needs, which decides where it runs: `vms`, simulated VMs, on the real clock, its runs in process but
+ * for those the fixture makes processes (signalled, or beside another run); `process`, a process of the CLI's own for
+ * every run (a signal, a watched process, two runs at once), on the real clock; `none`, neither: it runs in process,
+ * on a clock that skips every wait (test/helpers/fake-clock.ts), shared with the simulator.
  */
 export type Need = 'vms' | 'process' | 'none'
 
@@ -1958,8 +1960,10 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
     )
     for (const {prepare, scenario, title} of runs) {
       it(`fault: ${title}`, async () => {
-        // In process but for a run that is signalled or runs beside another (the fixture makes those processes); on
-        // the skipping clock where neither a VM nor a process needs real time.
+        // A scenario that needs a process runs every run as one: two runs at once must start alike to race as they
+        // would (one in process starts seconds before a process under load). The VM scenarios run in process but for
+        // their signalled runs, on the real clock; the others on the skipping clock.
+        const inProcess = need !== 'process'
         const clock = need === 'none' ? skippingClock() : undefined
         const sim = new TargonSimulator({bootDelayMs: 200, ...(clock ? {clock: clock.simulator} : {}), ...scenario.sim})
         await sim.start()
@@ -1973,7 +1977,7 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
           sim,
           targon: targonFor(() => ({clock, configDir, sim}), {
             defaults: {timeoutMs: 90_000},
-            inProcess: true,
+            inProcess,
             env: {TARGON_SHIM_HEALTH_TIMEOUT: '3', TARGON_STATE_WATCH_INTERVAL: '0.5'},
           }),
         }
