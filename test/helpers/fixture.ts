@@ -67,10 +67,9 @@ export function targonFor(target: () => Target, fixture: FixtureOptions = {}): T
     const env = simulatorEnv(sim, {TARGON_CONFIG_DIR: config ?? configDir, ...shared, ...run.env})
     const needsProcess = PROCESS_ONLY.filter((option) => run[option] !== undefined || fixture.defaults?.[option] !== undefined)
     if (asked === true && needsProcess.length > 0) throw new Error(`${needsProcess.join(', ')}: needs a process; drop inProcess: true`)
-    // The fixture's choice gives way to a run's option that only a process honours (a signal, a user, a pipe), and
-    // to a run in process under way: a run alongside it (a test's second command while its first still runs) is a
-    // process, since two in one would share stdout.
-    // `targon ssh` hands OpenSSH this process's own stdout and stderr, which only a process captures.
+    // The fixture's choice gives way to a run's option that only a process honours (a signal, a user, a pipe), to
+    // `targon ssh` (OpenSSH writes to this process's own stdout and stderr, which only a process captures), and to a
+    // run in process under way: a run alongside it is a process, since two in one would share stdout.
     const handsOverOutput = args[0] === 'ssh'
     const inProcess = asked ?? (fixture.inProcess === true && needsProcess.length === 0 && !handsOverOutput && !runningInProcess())
     const result = inProcess

@@ -5,8 +5,9 @@
  *
  * Each run gets what a fresh process would have: a new command built by the factory (cli/factory.ts) with the
  * test's clock, only the environment of baseEnv, a closed non-terminal stdin, non-terminal stdout and stderr, and its
- * own exit code. The sources are loaded once per file: the CLI keeps no state in its modules but the exit callbacks
- * of a second signal, which only a process can receive. Runs must not overlap: tests in a file run one after another.
+ * own exit code. The sources are loaded once per worker, which serves file after file (vitest.config.ts): the CLI
+ * keeps no state in its modules but the exit callbacks of a second signal, which only a process can receive. Runs
+ * must not overlap: tests in a file run one after another.
  */
 import {Console} from 'node:console'
 import {Readable} from 'node:stream'
@@ -142,7 +143,7 @@ function override(target: object, key: string, value: unknown): () => void {
   }
 }
 
-/** The run's working directory, as a subprocess's cwd (the pool runs each test file in a process of its own). */
+/** The run's working directory, as a subprocess's cwd (the forks pool runs tests in processes, where chdir works). */
 function inDirectory(dir: string | undefined): () => void {
   if (dir === undefined) return () => {}
   const before = process.cwd()
