@@ -1,30 +1,22 @@
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {afterEach, describe, expect, it} from 'vitest'
+import {describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
-import {runInProcess} from '../helpers/in-process.js'
-import {startSimulator} from '../helpers/simulator.js'
+import {useFreshFixture} from '../helpers/fixture.js'
 import {SEED_OFFERS} from '../simulator/seed.js'
-import type {TargonSimulator} from '../simulator/simulator.js'
 
-let sim: TargonSimulator | undefined
-
-afterEach(async () => {
-  await sim?.stop()
-  sim = undefined
-})
-
-/** Runs `offers` with no API key at all: the inventory is public. */
-async function offers(args: string[], options: Parameters<typeof startSimulator>[0] = {}) {
-  sim = await startSimulator(options)
-  return runInProcess(['offers', ...args], {env: {TARGON_API_URL: sim.url}})
-}
+// No API key at all: the inventory is public.
+const fresh = useFreshFixture({env: {TARGON_API_KEY: undefined}, inProcess: true})
+const {targon} = fresh
+/** An origin where nothing listens. */
+const NOWHERE = {env: {TARGON_API_URL: 'http://127.0.0.1:9'}}
 
 describe('targon offers', () => {
   for (const variant of ['a', 'b', 'both'] as const) {
     it(`lists available offers cheapest first with inventory spec variant ${variant}, without an API key`, async () => {
-      const result = await offers(['--json'], {extraFields: true, inventoryVariant: variant})
+      await fresh.setup({extraFields: true, inventoryVariant: variant})
+      const result = await targon(['offers', '--json'])
       expect(result.code).toBe(0)
       expect(result.stderr).toBe('')
       const doc = parseJson(result)
@@ -57,25 +49,24 @@ describe('targon offers', () => {
   }
 
   it('filters by GPU spelling, GPU count and price cap, and can include sold-out offers', async () => {
-    sim = await startSimulator()
-    const env = {TARGON_API_URL: sim.url}
+    await fresh.setup()
     for (const spelling of ['rtx6000b', 'RTX-PRO-6000B', 'RTXPRO6000', 'rtx pro 6000 blackwell']) {
-      const doc = parseJson(await runInProcess(['offers', '--gpu', spelling, '--json'], {env}))
+      const doc = parseJson(await targon(['offers', '--gpu', spelling, '--json']))
       expect(
         doc.data.offers.map((offer: {resource: string}) => offer.resource),
         spelling,
       ).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
     }
 
-    const capped = parseJson(await runInProcess(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json'], {env}))
+    const capped = parseJson(await targon(['offers', '--gpu', 'rtx6000b', '--max-price', '1.7', '--json']))
     expect(capped.data.offers).toHaveLength(1)
     expect(capped.data.offers[0]).toMatchObject({resource: 'rtx6000b-small', within_cap: true})
     expect(capped.data.filters).toEqual({gpu: 'rtx6000b', include_sold_out: false, max_price: 1.7, min_gpus: null, sort: 'price'})
 
-    const many = parseJson(await runInProcess(['offers', '--min-gpus', '4', '--all', '--json'], {env}))
+    const many = parseJson(await targon(['offers', '--min-gpus', '4', '--all', '--json']))
     expect(many.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['rtx6000b-large', 'h200-xlarge'])
 
-    const byAvailable = parseJson(await runInProcess(['offers', '--sort', 'available', '--json'], {env}))
+    const byAvailable = parseJson(await targon(['offers', '--sort', 'available', '--json']))
     expect(byAvailable.data.offers[0].resource).toBe('rtx6000b-small')
   })
 
@@ -92,21 +83,19 @@ describe('targon offers', () => {
       name: 'rtx6000ada-small',
       vcpus: 16,
     }
-    sim = await startSimulator({offers: [...SEED_OFFERS, ada]})
-    const env = {TARGON_API_URL: sim.url}
+    await fresh.setup({offers: [...SEED_OFFERS, ada]})
     const resources = async (gpu: string) =>
-      parseJson(await runInProcess(['offers', '--gpu', gpu, '--json'], {env})).data.offers.map(
-        (offer: {resource: string}) => offer.resource,
-      )
+      parseJson(await targon(['offers', '--gpu', gpu, '--json'])).data.offers.map((offer: {resource: string}) => offer.resource)
     expect(await resources('rtx6000')).toEqual(['rtx6000ada-small'])
     expect(await resources('rtx6000b')).toEqual(['rtx6000b-small', 'rtx6000b-small-b', 'rtx6000b-large'])
-    const table = (await runInProcess(['offers'], {env})).stdout.split('\n')
+    const table = (await targon(['offers'])).stdout.split('\n')
     expect(table[0]?.split('\t')[3]).toBe('GPU_GB')
     expect(table.find((line) => line.startsWith('rtx6000ada-small'))?.split('\t')[3]).toBe('48')
   })
 
   it('prints a table on stdout sorted by price, tab-separated when piped', async () => {
-    const result = await offers([])
+    await fresh.setup()
+    const result = await targon(['offers'])
     expect(result.code).toBe(0)
     const lines = result.stdout.trim().split('\n')
     expect(lines[0]).toBe('RESOURCE\tGPU\tGPUS\tGPU_GB\tVCPU\tRAM_GIB\tDISK_GIB\tUSD_PER_H\tAVAILABLE')
@@ -115,8 +104,8 @@ describe('targon offers', () => {
   })
 
   it('skips a malformed offer with a warning instead of failing the listing', async () => {
-    sim = await startSimulator()
-    sim.inject({
+    await fresh.setup()
+    fresh.sim.inject({
       body: JSON.stringify([
         {cost_per_hour: 'free', name: 'broken'},
         {available: 1, cost_per_hour: 1, name: 'cpu-small', spec: {vcpu: 4}},
@@ -124,7 +113,7 @@ describe('targon offers', () => {
       path: '/tha/v3/inventory',
       status: 200,
     })
-    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    const result = await targon(['offers', '--json'])
     expect(result.code).toBe(0)
     const doc = parseJson(result)
     expect(doc.data.offers.map((offer: {resource: string}) => offer.resource)).toEqual(['cpu-small'])
@@ -132,24 +121,25 @@ describe('targon offers', () => {
   })
 
   it('retries a 503 on the inventory and succeeds', async () => {
-    sim = await startSimulator()
-    sim.inject({path: '/tha/v3/inventory', status: 503, times: 2})
-    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: sim.url}})
+    await fresh.setup()
+    fresh.sim.inject({path: '/tha/v3/inventory', status: 503, times: 2})
+    const result = await targon(['offers', '--json'])
     expect(result.code).toBe(0)
-    expect(sim.requests('GET', '/tha/v3/inventory')).toHaveLength(3)
+    expect(fresh.sim.requests('GET', '/tha/v3/inventory')).toHaveLength(3)
   })
 
   describe('bad input exits 2 with one line, or the envelope under --json', () => {
     for (const args of [['--max-price', 'abc'], ['--min-gpus', '-1'], ['--bogus'], ['--sort', 'cheapest']]) {
       it(args.join(' '), async () => {
-        const human = await runInProcess(['offers', ...args], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        await fresh.setup()
+        const human = await targon(['offers', ...args], NOWHERE)
         expect(human.code).toBe(2)
         expect(human.stdout).toBe('')
         expect(human.stderr.trim().split('\n')).toHaveLength(1)
         expect(human.stderr).toMatch(/^Error: /)
         expect(human.stderr).not.toMatch(/\bat .*\.[jt]s:\d+/)
 
-        const json = await runInProcess(['offers', ...args, '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+        const json = await targon(['offers', ...args, '--json'], NOWHERE)
         expect(json.code).toBe(2)
         const doc = parseJson(json)
         expect(doc).toMatchObject({command: 'offers', error: {code: 'USAGE', exit_code: 2}, ok: false, schema_version: 1})
@@ -159,7 +149,8 @@ describe('targon offers', () => {
   })
 
   it('an unreachable origin exits 5 with a clear message', async () => {
-    const result = await runInProcess(['offers', '--json'], {env: {TARGON_API_URL: 'http://127.0.0.1:9'}})
+    await fresh.setup()
+    const result = await targon(['offers', '--json'], NOWHERE)
     expect(result.code).toBe(5)
     expect(parseJson(result).error).toMatchObject({code: 'NETWORK_ERROR', exit_code: 5})
   })
@@ -169,7 +160,8 @@ describe('targon offers', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     try {
       const started = Date.now()
-      const result = await runInProcess(['offers'], {
+      await fresh.setup()
+      const result = await targon(['offers'], {
         env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'},
       })
       expect(result.code).toBe(6)
@@ -182,14 +174,14 @@ describe('targon offers', () => {
   })
 
   it('an HTML error page from a proxy gives exit 5 and an excerpt, not a stack trace', async () => {
-    sim = await startSimulator()
-    sim.inject({
+    await fresh.setup()
+    fresh.sim.inject({
       body: '<html><body><h1>502 Bad Gateway</h1></body></html>',
       contentType: 'text/html',
       path: '/tha/v3/inventory',
       status: 502,
     })
-    const result = await runInProcess(['offers'], {env: {TARGON_API_URL: sim.url}})
+    const result = await targon(['offers'])
     expect(result.code).toBe(5)
     expect(result.stderr).toContain('502 Bad Gateway')
     expect(result.stderr.trim().split('\n')).toHaveLength(1)

@@ -3,15 +3,13 @@
  * deletes its VM and nothing else, what no limit covers is reported and kept, the runway is read after the deletions,
  * one notification per run, the heartbeat pinged on success and on failure, and one sweep at a time.
  */
-import {execFile} from 'node:child_process'
 import {mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {type Server, createServer} from 'node:http'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 
-import {BIN, type CliResult, baseEnv, parseJson, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
+import {type CliResult, parseJson, tempDir, waitFor, writeConfigFile} from '../helpers/cli.js'
 import {setTtl} from '../helpers/records.js'
-import {simulatorEnv} from '../helpers/simulator.js'
 import {useFreshFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 import {DEFAULT_TOKEN} from '../simulator/simulator.js'
@@ -40,16 +38,12 @@ function age(uid: string, ms: number): void {
   ctx.sim.workloads.get(uid)!.created_at = new Date(Date.now() - ms).toISOString()
 }
 
-/** Runs a printed command as a user pastes it in a shell of another home, `targon` being the built CLI. */
-function paste(command: string): Promise<CliResult> {
-  // Asynchronous: the simulator answers from this process.
-  return new Promise<CliResult>((resolve) => {
-    const script = `targon() { "${process.execPath}" "${BIN}" "$@"; }\n${command}`
-    execFile('bash', ['-c', script], {env: baseEnv(simulatorEnv(ctx.sim))}, (error, stdout, stderr) =>
-      resolve({code: error ? Number(error.code) : 0, signal: null, stderr, stdout}),
-    )
-  })
-}
+/**
+ * Runs a printed command as a user pastes it in a shell of another home (a config directory of its own, unused),
+ * `targon` being the built CLI.
+ */
+const paste = (command: string) =>
+  targon([], {config: join(tempDir('targon-paste-'), 'config'), shell: (cli) => `targon() { ${cli} "$@"; }\n${command}`})
 
 /** The sweep locks of the config directory, one per profile while a sweep runs. */
 const sweepLocks = () =>
