@@ -54,36 +54,39 @@ and deletes at once.`)
             vm: {name: vm.name, uid: vm.uid},
           }
           const dstack = record.down ? await openLeave(this.ctx, false, this.traceSink()) : undefined
-          return completeJob(client, state, vm, session, record, result, {
-            clock: this.ctx.clock,
-            configDir: selection.configDir,
-            down: record.down,
-            dstack,
-            fetchLimit,
-            fleet: selection.fleet,
-            historyBudget: this.ctx.historyBudget,
-            hooks: this.flags.hooks,
-            info: (message) => this.info(message),
-            onDeleted: deletions.onResult,
-            onDeletion: deletions.onEvent,
-            onLine: (line) => {
-              if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
-              else this.events.emit({detail: line, status: 'progress', type: 'exec'})
-            },
-            org,
-            owners: selection.owners,
-            profile,
-            reconcileMs: await this.ctx.reconcileWindowMs(),
-            reopen: () => reopenVm(client, state, vm, selection),
-            signal,
-            store: {
+          return completeJob(
+            {client, record, result, session, state, vm},
+            {
+              clock: this.ctx.clock,
               configDir: selection.configDir,
-              notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
+              down: record.down,
+              dstack,
+              fetchLimit,
+              fleet: selection.fleet,
+              historyBudget: this.ctx.historyBudget,
+              hooks: this.flags.hooks,
+              info: (message) => this.info(message),
+              onDeleted: deletions.onResult,
+              onDeletion: deletions.onEvent,
+              onLine: (line) => {
+                if (text && !this.eventsOnStderr()) process.stdout.write(`${line}\n`)
+                else this.events.emit({detail: line, status: 'progress', type: 'exec'})
+              },
+              org,
+              owners: selection.owners,
               profile,
-              storeLimit: fetchLimit,
+              reconcileMs: await this.ctx.reconcileWindowMs(),
+              reopen: () => reopenVm(client, state, vm, selection),
+              signal,
+              store: {
+                configDir: selection.configDir,
+                notifyFetchFailing: (notice) => this.notifyFetchFailing(notice),
+                profile,
+                storeLimit: fetchLimit,
+              },
+              warn: this.ctx.warn,
             },
-            warn: this.ctx.warn,
-          }).finally(() => dstack?.handle.client.close())
+          ).finally(() => dstack?.handle.client.close())
         })
       },
       () => ['Exiting at once; the job goes on on its VM.'],

@@ -33,6 +33,11 @@ export function selectionOf(scope: OwnerScope, picks: Partial<DownSelection>): D
   }
 }
 
+/** The owner rules of a selection: the inverse of selectionOf's. */
+export function scopeOf(selection: Pick<DownSelection, 'any_owner' | 'owner'>): OwnerScope {
+  return {anyOwner: selection.any_owner, owner: selection.owner}
+}
+
 /**
  * Picks the VMs a selection names. Explicit targets are always allowed, and with them --fleet only says which fleet
  * their labels belong to; without targets, bulk selectors take only this tool's VMs, and never tombstones. Targets
@@ -46,7 +51,7 @@ export function chooseTargets(
 ): {chosen: KnownVm[]; unlisted: string[]} {
   const chosen = new Map<string, KnownVm>()
   const unlisted: string[] = []
-  const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
+  const scope = scopeOf(selection)
   for (const target of selection.targets) {
     const matches = findForOwner(vms, scope, target, (among) => resolveVm(among, target, selection.fleet ?? labelFleet))
     if (matches.length > 1 && matches.some((vm) => vm.uid !== target)) {

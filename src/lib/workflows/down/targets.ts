@@ -15,7 +15,7 @@ import {VmSessions} from '../../domain/fleet/vm-sessions.js'
 import type {DeletionRun} from '../run-context.js'
 import {keepUnlessIdle} from './idle-selection.js'
 import type {DownOptions, Narrowed} from './options.js'
-import {chooseTargets, isBulk} from './selection.js'
+import {chooseTargets, isBulk, scopeOf} from './selection.js'
 
 /** What the run deletes, in order: the VMs chosen from the listing, then the named ones it does not show. */
 export async function selectTargets(
@@ -38,8 +38,8 @@ export async function selectTargets(
     status: vm.status,
     uid: vm.uid,
   }))
+  const scope = scopeOf(selection)
   for (const target of unlisted) {
-    const scope: OwnerScope = {anyOwner: selection.any_owner, owner: selection.owner}
     const suggestion = suggestVmName(target, view.vms, selection.fleet ?? options.labelFleet, scope)
     const resolved = await resolveUnlisted(client, org, state, target, options.ignoreMissing, suggestion, scope)
     if (resolved) targets.push(resolved)
@@ -94,7 +94,7 @@ async function selectVms(
   const {chosen, unlisted} = chooseTargets(view.vms, options.selection, options.labelFleet, clock.now())
   await consentForOthers(chosen, options)
   if (isBulk(options.selection)) {
-    const scope: OwnerScope = {anyOwner: options.selection.any_owner, owner: options.selection.owner}
+    const scope = scopeOf(options.selection)
     refuseMixedOwners(
       chosen.map((vm) => ({owner: vm.owner, uncertain: billingUncertain(vm)})),
       scope,

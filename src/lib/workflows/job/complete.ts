@@ -72,19 +72,24 @@ export interface CompleteOptions extends JobFollowing {
   dstack?: DstackLeave
 }
 
+/** The job being completed: where it runs, the connection to its VM, its record and its result so far. */
+export interface JobAtHand {
+  client: TargonClient
+  state: LocalState
+  vm: KnownVm
+  /** The caller's connection to the VM, which the caller closes. */
+  session: SshSession
+  record: JobRecord
+  /** What is known so far, filled in as the job completes. */
+  result: JobOutcome
+}
+
 /**
  * The rest of a job's course, for `targon run` and `targon jobs wait`: follow its log to the end, fetch its --out
  * paths, apply its --down, and end as `targon run` does. `result` carries what is known so far; the session is the caller's to close.
  */
-export async function completeJob(
-  client: TargonClient,
-  state: LocalState,
-  vm: KnownVm,
-  session: SshSession,
-  record: JobRecord,
-  result: JobOutcome,
-  options: CompleteOptions,
-): Promise<JobOutcome> {
+export async function completeJob(job: JobAtHand, options: CompleteOptions): Promise<JobOutcome> {
+  const {client, record, result, session, state, vm} = job
   const clock = options.clock
   let followed: Followed
   try {
@@ -97,12 +102,11 @@ export async function completeJob(
     })
   } catch (error) {
     if (!options.signal.aborted) throw asTargonError(error).with({data: result})
-    return interrupted(client, state, session, record, result, options)
+    return interrupted(job, options)
   }
 
   recordJobEnd(result, followed, clock)
-  if (options.down && options.store)
-    return storeThenDelete(client, state, vm, followed.session, record, result, {...options, store: options.store})
+  if (options.down && options.store) return storeThenDelete({...job, session: followed.session}, {...options, store: options.store})
   // A fetch that cannot even begin (no SFTP, the job's directory gone) is a failed fetch: --down still deletes.
   result.fetch = await fetchOrFailure(followed.session, record, options.fetchLimit, options.signal)
   // The job has ended: an interrupt during the fetch stops the fetch, never the deletion --down asked for.
@@ -128,15 +132,8 @@ function interruptedFetching(result: JobOutcome, record: JobRecord, options: Pic
  * ./targon-out/<job>/ from there, then the VM deleted after its hook. A fetch that fails keeps the VM (its TTL, budget
  * and idle limits still apply), counted and notified once, unless it has failed long enough under no limit at all.
  */
-async function storeThenDelete(
-  client: TargonClient,
-  state: LocalState,
-  vm: KnownVm,
-  session: SshSession,
-  record: JobRecord,
-  result: JobOutcome,
-  options: CompleteOptions & {store: StoreOptions},
-): Promise<JobOutcome> {
+async function storeThenDelete(job: JobAtHand, options: CompleteOptions & {store: StoreOptions}): Promise<JobOutcome> {
+  const {client, record, result, session, state, vm} = job
   const name = vm.name ?? vm.uid
   const stored = await storeOutputs(options, vm, session, record, result.job, options.store).catch((error: unknown) => ({
     deleteAnyway: false,
@@ -262,14 +259,8 @@ function finish(result: JobOutcome, name: string, place: RunPlace): JobOutcome {
  * After the start, an interrupt: with --down, cancel the job, fetch what --out names (bounded in time) and delete the
  * VM, as the user asked not to pay past the job; without, the job goes on and the run says how to follow it.
  */
-async function interrupted(
-  client: TargonClient,
-  state: LocalState,
-  session: SshSession,
-  record: JobRecord,
-  result: JobOutcome,
-  options: CompleteOptions,
-): Promise<never> {
+async function interrupted(job: JobAtHand, options: CompleteOptions): Promise<never> {
+  const {client, record, result, session, state} = job
   const reason = asTargonError(abortError(options.signal))
   const signal = reason.signal ?? 'SIGINT'
   const name = result.vm.name ?? result.vm.uid

@@ -170,7 +170,7 @@ async function startAndFollow(client: TargonClient, state: LocalState, vm: Known
       )
     // --detach: the job is started, and the rest is left to jobs wait, or with --down to that sweep.
     if (options.detach) return result
-    return await completeJob(client, state, vm, following, record, result, {...options, firstLook, reopen})
+    return await completeJob({client, record, result, session: following, state, vm}, {...options, firstLook, reopen})
   } finally {
     session.close()
     for (const other of opened) other.close()
