@@ -14,8 +14,14 @@ root=0
 [ "$root" = 1 ] && scripts/prerequisites.sh
 npm run build
 
+# The tests' temporary directories (thousands a run: a HOME per CLI run, config directories, simulated VMs) go into
+# one directory of this run, removed at its end. Mode 1777, as /tmp: the second local user makes its own there too.
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/targon-tests.XXXXXX")
+chmod 1777 "$TMPDIR"
+export TMPDIR
+trap 'rm -rf "$TMPDIR" || true' EXIT
+
 checks_log=$(mktemp)
-trap 'rm -f "$checks_log"' EXIT
 (npm run typecheck && npm run lint) >"$checks_log" 2>&1 &
 checks=$!
 
