@@ -1526,10 +1526,13 @@ export const scenarios: Scenario[] = [
     async run(ctx) {
       const uid = await oneVm(ctx)
       const vm = ctx.sim.workloads.get(uid)!.name
-      // A process: the test's pgrep blocks this process's event loop, which would hold an in-process run back behind
-      // the job it starts, and the crash would come while it still starts the job.
-      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--', 'sleep 307'], {inProcess: false})
-      await waitFor(() => running('^sleep 307$'), 60_000)
+      // The crash comes once the run says the job started (--verbose: its progress on stderr beside --json), not
+      // while it still starts it: the job's process on the VM shows earlier than the run's start ends.
+      let progress = ''
+      const run = ctx.targon(['run', vm, '--no-sync', '--json', '--verbose', '--', 'sleep 307'], {
+        onSpawn: (child) => child.stderr?.on('data', (chunk: string) => (progress += chunk)),
+      })
+      await waitFor(() => /^Job \S+ started on /m.test(progress), 60_000)
       ctx.sim.crash(uid)
       const result = await run
       const doc = parseJson(result)
