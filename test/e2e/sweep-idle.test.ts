@@ -69,6 +69,9 @@ describe('sweep and idle VMs', () => {
     expect(usage.idle_reason).toContain('idle deletion held off on the VM for')
     expect(Date.parse(usage.idle_hold_until)).toBeGreaterThan(Date.now() + 3500_000)
     await cleanSample(simulated.farm, role(2).uid)
+    // That status --usage was a session on VM 0 too, activity to its sampler: the sweep comes once it is idle past its
+    // limit again.
+    await idlePast(simulated.farm, role(0).uid, LIMIT_S)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data
