@@ -54,11 +54,12 @@ VM; otherwise exit 12 (COPY_FAILED) with per-VM results (copied, failed, skipped
     let bar: CopyBar | undefined
     return this.overVms(
       selection,
-      async ({client, configDir, signal, state, vms}) => {
+      async ({client, configDir, connectMs, signal, state, vms}) => {
         try {
           return await runCopy(this.ctx, client, state, {
             ...vms,
             configDir,
+            connectMs,
             info: (message) => {
               bar?.clear()
               this.info(message)

@@ -50,12 +50,13 @@ whole command to keep it together. Ctrl-C sends the remote commands SIGTERM and 
     const selection = await this.selection()
     return this.overVms(
       selection,
-      async ({client, configDir, signal, state, vms}) => {
+      async ({client, configDir, connectMs, signal, state, vms}) => {
         try {
           return await runExec(this.ctx, client, state, {
             ...vms,
             command,
             configDir,
+            connectMs,
             info: (message) => this.info(message),
             onLine: (vm, stream, line) => this.vmLine(vm, stream, line, this.flags.raw),
             parallel: this.flags.parallel,

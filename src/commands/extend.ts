@@ -57,10 +57,11 @@ Prints the new deadlines.`)
     if (flags.by === undefined && (flags['ttl-only'] || flags['idle-only']))
       throw usageError('--ttl-only and --idle-only say what --by moves', 'add --by DURATION')
     const selection = await this.selection(this.positionals)
-    return this.overVms(selection, async ({client, configDir, org, state, vms}) => {
+    return this.overVms(selection, async ({client, configDir, connectMs, org, state, vms}) => {
       const result = await runExtend(this.ctx, client, state, {
         byMs: flags.by ?? null,
         configDir,
+        connectMs,
         idle: !flags['ttl-only'],
         labelFleet: vms.fleet,
         maxCostUsd: flags['max-cost'] ?? null,

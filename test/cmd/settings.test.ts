@@ -35,6 +35,9 @@ describe('settings from the environment', () => {
     expect(parseJson(up).error.message).toContain('TARGON_SHIM_HEALTH_TIMEOUT')
     expect(ctx.sim.requests('POST', /\/workloads$/)).toHaveLength(0)
     expect((await targon(['offers', '--json'], {env: {TARGON_HTTP_TIMEOUT: '2.5'}})).code).toBe(0)
+    const exec = await targon(['exec', '--json', '--', 'true'], {env: {TARGON_SSH_CONNECT_TIMEOUT: '0'}})
+    expect(exec.code).toBe(3)
+    expect(parseJson(exec).error.message).toBe('TARGON_SSH_CONNECT_TIMEOUT "0" is not a number of seconds from 1 to 3600')
   })
 })
 

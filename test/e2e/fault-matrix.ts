@@ -1715,7 +1715,10 @@ export const scenarios: Scenario[] = [
       expect(up.code, up.stdout + up.stderr).toBe(0)
       const {name, uid} = parseJson(up).data.vms[0]
       await ctx.farm.stopVm(uid)
-      const down = await ctx.targon(['down', name, '--json'])
+      // Its sshd is tried again for TARGON_SSH_CONNECT_TIMEOUT (30 s by default), then given up.
+      const started = Date.now()
+      const down = await ctx.targon(['down', name, '--json'], {env: {TARGON_SSH_CONNECT_TIMEOUT: '2'}})
+      expect(Date.now() - started).toBeLessThan(20_000)
       // Its jobs cannot be read either: unknown, and it is deleted all the same.
       expect(resultsOf(down)).toMatchObject([
         {action: 'deleted', billing: false, ended_jobs: null, hook: {exit_code: null, status: 'unreachable'}, uid},

@@ -46,6 +46,7 @@ function reconnect(): Promise<SshSession> {
   return openPinned(
     {configDir, host: '127.0.0.1', identityFile: checkedPrivateKeyPath(configDir), name: 'sync', port: vm.port, uid: vm.uid},
     () => undefined,
+    {deadlineMs: 30_000},
   )
 }
 

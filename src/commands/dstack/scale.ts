@@ -96,6 +96,7 @@ a crontab line).`)
               org,
               owners,
               reconcileMs: await this.ctx.reconcileWindowMs(),
+              connectMs: await this.ctx.sshConnectMs(),
               resource: flags.offer,
               ttlMs: flags.ttl ?? parseDuration(DEFAULT_TTL, '--ttl'),
             },

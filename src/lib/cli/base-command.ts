@@ -103,6 +103,7 @@ export abstract class BaseCommand<T extends typeof Command, Id extends CommandId
       org: (client) => (this.actingOrg ??= this.resolveOrg(client)),
       reconcileWindowMs: once(() => settings.get('reconcile-window')),
       settings,
+      sshConnectMs: once(() => settings.get('ssh-connect-timeout')),
       signal: this.interrupted.signal,
       warn,
     }

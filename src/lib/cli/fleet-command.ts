@@ -102,6 +102,8 @@ export interface OverVms {
   signal: AbortSignal
   state: LocalState
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (the ssh-connect-timeout setting). */
+  connectMs: number
   /** The selection as the workflows take it. */
   vms: VmSelection
 }
@@ -124,7 +126,8 @@ export abstract class FleetCommand<T extends typeof Command, Id extends CommandI
       const state = this.ctx.localState()
       const org = await this.ctx.org(client)
       const {fleet, owners, targets} = selection
-      return work({client, configDir: this.ctx.settings.dir, org, signal, state, vms: {fleet, org, owners, targets}})
+      const connectMs = await this.ctx.sshConnectMs()
+      return work({client, configDir: this.ctx.settings.dir, connectMs, org, signal, state, vms: {fleet, org, owners, targets}})
     }
 
     return onForcedExit ? this.withApi(start, onForcedExit) : this.withApi((client) => start(client, this.ctx.signal))

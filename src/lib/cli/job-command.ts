@@ -23,11 +23,19 @@ export const JOB_ID_ARG = {
 
 /** The search of a jobs command: the selected VMs, with the run's clock, warnings and history reads. */
 export function jobSearch(
-  over: Pick<OverVms, 'configDir' | 'vms'>,
+  over: Pick<OverVms, 'configDir' | 'connectMs' | 'vms'>,
   run: Pick<RunContext, 'clock' | 'historyBudget' | 'warn'>,
   info: (message: string) => void,
 ): JobsOptions {
-  return {...over.vms, clock: run.clock, configDir: over.configDir, historyBudget: run.historyBudget, info, warn: run.warn}
+  return {
+    ...over.vms,
+    clock: run.clock,
+    configDir: over.configDir,
+    connectMs: over.connectMs,
+    historyBudget: run.historyBudget,
+    info,
+    warn: run.warn,
+  }
 }
 
 /** "running", "succeeded", "failed (3)", "cancelled", "lost". */

@@ -18,6 +18,8 @@ export interface RunContext extends FanOutRun {
   localState(): LocalState
   /** How long an unclear answer to a mutation is reconciled (the reconcile-window setting), read on first use. */
   reconcileWindowMs(): Promise<number>
+  /** How long a VM whose sshd does not answer is tried again (the ssh-connect-timeout setting), read on first use. */
+  sshConnectMs(): Promise<number>
   /**
    * The org the run acts on (--org, TARGON_ORG, the profile's, or the key's only one), resolved once: the JSON
    * envelope and a line on stderr name it, so that nobody rents in the wrong account unawares.

@@ -47,13 +47,15 @@ export function checkSshFiles(configDir: string): void {
 export async function ensurePin(
   target: SshTarget,
   say: (message: string) => void,
+  /** How long a VM whose sshd does not answer is tried again, on first contact. */
+  connectMs: number,
 ): Promise<{file: string; alias: string; hostKey: PinnedKey}> {
   const file = pinFile(target.configDir, target.uid)
   const alias = hostKeyAlias(target.uid)
   const pinned = knownKey(target, say)
   if (pinned) return {alias, file, hostKey: {fingerprint: fingerprintOf(pinned), new: false}}
   let hostKey: PinnedKey | undefined
-  const session = await openPinned(target, say, {onPinned: (pin) => (hostKey = pin)})
+  const session = await openPinned(target, say, {deadlineMs: connectMs, onPinned: (pin) => (hostKey = pin)})
   session.close()
   return {alias, file, hostKey: hostKey ?? {fingerprint: session.hostKey.fingerprint, new: false}}
 }
@@ -75,7 +77,7 @@ function knownKey(target: SshTarget, say: (message: string) => void): string | u
 export async function openPinned(
   target: SshTarget,
   say: (message: string) => void,
-  options: {deadlineMs?: number; signal?: AbortSignal; onPinned?: (pin: PinnedKey) => void; clock?: Clock} = {},
+  options: {deadlineMs: number; signal?: AbortSignal; onPinned?: (pin: PinnedKey) => void; clock?: Clock},
 ): Promise<SshSession> {
   let privateKey: Buffer
   try {
@@ -89,7 +91,7 @@ export async function openPinned(
   const pinned = knownKey(target, say)
   const session = await SshSession.open({
     clock: options.clock,
-    deadline: (options.clock ?? REAL_CLOCK).now() + (options.deadlineMs ?? 30_000),
+    deadline: (options.clock ?? REAL_CLOCK).now() + options.deadlineMs,
     host: target.host,
     pinned,
     keyRole: target.keyRole,

@@ -12,9 +12,6 @@ import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
 import type {KnownVm} from './fleet-read.js'
 
-/** How long SSH may take to answer, per VM. */
-const CONNECT_MS = 30_000
-
 /** The VMs named by a --vms flag ("a, b,c"); empty when it was not given. */
 export function parseVmList(flag: string | undefined): string[] {
   const names = (flag ?? '')
@@ -33,7 +30,9 @@ export async function openVm(
     signal?: AbortSignal
     info?: (message: string) => void
     clock?: Clock
-    /** How long a VM whose sshd does not answer yet is tried again (0: one attempt); CONNECT_MS unless said. */
+    /** How long a VM whose sshd does not answer (yet) is tried again: the ssh-connect-timeout setting. */
+    connectMs: number
+    /** A shorter bound for this connection (0: one attempt). */
     deadlineMs?: number
   },
 ): Promise<{session: SshSession; hostKey: PinnedKey}> {
@@ -41,7 +40,7 @@ export async function openVm(
   let pinnedNow = false
   const session = await openPinned(targetOf(vm, options.configDir), (message) => options.info?.(message), {
     clock: options.clock,
-    deadlineMs: options.deadlineMs ?? CONNECT_MS,
+    deadlineMs: options.deadlineMs ?? options.connectMs,
     onPinned: () => (pinnedNow = true),
     signal: options.signal,
   })

@@ -146,7 +146,14 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {configDir: string; signal: AbortSignal; clock: Clock; timeoutS?: number | null; timeoutCapS?: number | null},
+  options: {
+    configDir: string
+    connectMs: number
+    signal: AbortSignal
+    clock: Clock
+    timeoutS?: number | null
+    timeoutCapS?: number | null
+  },
 ): Promise<HookOutcome | null> {
   const elapsed = stopwatch(options.clock)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
@@ -159,7 +166,8 @@ export async function runHook(
   if (vm.status !== 'running') return outcome('unreachable', null, '', `not running (${vm.status}): deleted without its hook`)
   let session: SshSession | undefined
   try {
-    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, signal: options.signal})).session
+    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, connectMs: options.connectMs, signal: options.signal}))
+      .session
     const stored = await session.exec(`sudo -n sh -c ${shellQuote(`[ ! -e ${HOOK_CONF} ] || cat ${HOOK_CONF}`)}`, {
       maxBytes: MAX_CONF_BYTES,
       signal: options.signal,
@@ -249,6 +257,8 @@ export async function runHooks(
   reasonOf: (vm: KnownVm) => DeleteReason,
   options: {
     configDir: string
+    /** How long a VM whose sshd does not answer is tried again (the ssh-connect-timeout setting). */
+    connectMs: number
     parallel: number
     signal: AbortSignal
     clock: Clock

@@ -28,6 +28,8 @@ export interface CopyOptions extends VmSelection {
   spec: CopySpec
   parallel: number
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   signal?: AbortSignal
   info?: (message: string) => void
   /** Called with the VMs once they are known, before any copy starts. */

@@ -95,6 +95,7 @@ export async function runDownRequest(
 ): Promise<DownOutcome> {
   const {selection} = request
   const configDir = run.settings.dir
+  const connectMs = await run.sshConnectMs()
   let stillBilling: StillBilling | undefined
   try {
     const org = await run.org(client)
@@ -109,6 +110,7 @@ export async function runDownRequest(
       ignoreMissing: request.ignoreMissing,
       labelFleet: await run.settings.get('fleet'),
       reconcileMs: await run.reconcileWindowMs(),
+      connectMs,
       onEvent: listeners.onEvent,
       onTargets: listeners.onTargets,
       onStillBilling: (uids, fromListing) => (stillBilling = {fromListing, uids}),
@@ -118,6 +120,7 @@ export async function runDownRequest(
         narrow: (chosen) =>
           keepUnlessJobsDone(run, chosen, {
             configDir,
+            connectMs,
             dryRun: request.dryRun,
             notifyFetchFailing: listeners.notifyFetchFailing,
             parallel: request.parallel,

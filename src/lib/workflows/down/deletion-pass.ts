@@ -130,6 +130,7 @@ function runPreDeleteHooks(run: DeletionRun, vms: KnownVm[], options: DownOption
   return runHooks(vms, reasonOf, {
     clock: run.clock,
     configDir: options.configDir,
+    connectMs: options.connectMs,
     timeoutCapS: options.hookTimeoutCapS ?? null,
     timeoutS: options.hookTimeoutS ?? null,
     onOutcome: (vm, hook) => {

@@ -48,6 +48,8 @@ export interface DownOptions {
   onStillBilling?: (uids: string[], fromListing: boolean) => void
   /** Where the project key and the pins are, for --idle's probes. */
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again: its hook, its limits, its idle probe (ssh-connect-timeout). */
+  connectMs: number
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.

@@ -29,7 +29,7 @@ export async function selectTargets(
   const {selection} = options
   // Limits travel with the VMs: --expired and --idle go by the stricter of each VM's file and this directory's record,
   // read over the connections --idle's probes then use; they all end before the first deletion.
-  const sessions = new VmSessions({clock: run.clock, configDir: options.configDir, signal: run.signal})
+  const sessions = new VmSessions({clock: run.clock, configDir: options.configDir, connectMs: options.connectMs, signal: run.signal})
   const {decided, unlisted} = await selectVms(run, view, sessions, options).finally(() => sessions.closeAll())
   const targets: DeleteTarget[] = decided.chosen.map((vm) => ({
     createdAt: vm.workload.created_at ?? null,

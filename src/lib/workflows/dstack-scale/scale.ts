@@ -38,6 +38,8 @@ export interface DstackScaleOptions {
   maxCostUsd: number | null
   dryRun: boolean
   reconcileMs: number
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   /** What the deletions' progress listens to. */
   onEvent?: DownOptions['onEvent']
 }
@@ -137,6 +139,7 @@ async function removeIdle(
     parallel: 4,
     reasonOf: () => 'idle',
     reconcileMs: options.reconcileMs,
+    connectMs: options.connectMs,
     selection: selectionOf(options.owners, {
       fleet: options.fleet,
       idle: true,

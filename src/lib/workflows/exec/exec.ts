@@ -32,6 +32,8 @@ export interface ExecOptions {
   command: string
   parallel: number
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void

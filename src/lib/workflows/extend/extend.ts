@@ -33,6 +33,8 @@ export interface ExtendOptions {
   labelFleet: string
   /** Where the project key and the pins are, to write the idle hold-off on each VM. */
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
 }
 
 export async function runExtend(run: ListingRun, client: TargonClient, state: LocalState, options: ExtendOptions): Promise<ExtendResult> {
@@ -44,7 +46,7 @@ export async function runExtend(run: ListingRun, client: TargonClient, state: Lo
   const live = view.vms.filter((vm) => !vm.gone)
   const named = options.targets.map((target) => checkOwner(findOneVm(live, target, options.labelFleet, options.owners), options.owners))
   // One connection per VM: the limits a VM without a record here carries are read, and the new ones written, over it.
-  const sessions = new VmSessions({clock, configDir: options.configDir})
+  const sessions = new VmSessions({clock, configDir: options.configDir, connectMs: options.connectMs})
   try {
     await readLimitsOnVms(
       named.filter((vm) => !vm.record),

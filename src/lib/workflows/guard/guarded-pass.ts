@@ -203,6 +203,7 @@ async function sweep(
         team: request.team,
         defaultTtlMs: request.defaultTtlMs,
         reconcileMs: await run.reconcileWindowMs(),
+        connectMs: await run.sshConnectMs(),
         sendWarning: listeners.sendWarning,
         storeLimit: storeLimit(await run.settings.get('job-store-limit')),
         notifyFetchFailing: listeners.notifyFetchFailing,

@@ -134,6 +134,7 @@ export async function checkSelection(client: TargonClient, run: RunContext, org:
   try {
     await checkSweepSelection(run, client, new LocalState(settings.dir), {
       configDir: settings.dir,
+      connectMs: await run.sshConnectMs(),
       labelFleet: await settings.get('fleet'),
       org,
       owners: {anyOwner: false, owner},

@@ -44,6 +44,8 @@ export interface JobFollowing {
   down: boolean
   hooks: boolean
   reconcileMs: number
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   signal: AbortSignal
   clock: Clock
   /** The run's history reads (RunContext.historyBudget), spent by the listing of a --down deletion. */
@@ -187,6 +189,7 @@ export async function deleteVm(
     | 'org'
     | 'owners'
     | 'reconcileMs'
+    | 'connectMs'
     | 'signal'
     | 'warn'
   >,
@@ -217,6 +220,7 @@ export async function deleteVm(
       parallel: 1,
       reasonOf: () => reason,
       reconcileMs: options.reconcileMs,
+      connectMs: options.connectMs,
       selection: selectionOf(options.owners, {targets: [vm.uid]}),
       wakeRegistered: false,
     })

@@ -46,6 +46,8 @@ type Kept = DownResult['kept'][number]
 
 export interface JobsDoneOptions {
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   /** The run's profile, for the commands it names to run by hand. */
   profile: string
   parallel: number
@@ -110,7 +112,7 @@ export function judgeJobs(listing: {jobs: ListedJob[]; more: boolean}): {state: 
 async function verdictOf(run: DeletionRun, vm: KnownVm, options: JobsDoneOptions): Promise<Kept | true> {
   const keep = (state: Kept['state'], reason: string): Kept => ({idle_seconds: null, name: vm.name, reason, state, uid: vm.uid})
   try {
-    const {session} = await openVm(vm, {configDir: options.configDir, signal: run.signal})
+    const {session} = await openVm(vm, {configDir: options.configDir, connectMs: options.connectMs, signal: run.signal})
     try {
       const judged = judgeJobs(await readJobs(session))
       if ('reason' in judged) return keep(judged.state, judged.reason)

@@ -24,6 +24,8 @@ const MAX_LISTING_BYTES = 4 * 1024 * 1024
 /** The VMs searched, and the run's clock, warnings and history reads (its listings spend them). */
 export interface JobsOptions extends VmSelection, ListingRun {
   configDir: string
+  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
+  connectMs: number
   signal?: AbortSignal
   info?: (message: string) => void
 }
@@ -189,7 +191,7 @@ export async function reopenVm(
   client: TargonClient,
   state: LocalState,
   vm: KnownVm,
-  options: VmSelection & ListingRun & {configDir: string; signal?: AbortSignal},
+  options: VmSelection & ListingRun & {configDir: string; connectMs: number; signal?: AbortSignal},
 ): Promise<SshSession> {
   const [fresh] = await selectVms(options, client, state, {...options, targets: [vm.uid]})
   return (await openVm(fresh as KnownVm, options)).session

@@ -130,6 +130,7 @@ export async function runPreparedJob(
     owners,
     profile: place.profile,
     reconcileMs: await run.reconcileWindowMs(),
+    connectMs: await run.sshConnectMs(),
     rent:
       terms === null
         ? undefined

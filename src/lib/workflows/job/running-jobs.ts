@@ -13,7 +13,7 @@ const COMMAND_CHARS = 200
 
 export async function runningJobs(vm: KnownVm, options: {configDir: string; signal: AbortSignal}): Promise<EndedJob[]> {
   // One attempt: a VM about to be deleted is not waited for, and one whose sshd does not answer has no job to name.
-  const {session} = await openVm(vm, {...options, deadlineMs: 0})
+  const {session} = await openVm(vm, {...options, connectMs: 0})
   const close = () => session.close()
   options.signal.addEventListener('abort', close, {once: true})
   try {

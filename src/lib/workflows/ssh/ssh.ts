@@ -16,7 +16,7 @@ export type SshRequest =
   | {kind: 'config'; target: string | undefined; fleetFlag: string | undefined}
   | {kind: 'connect'; target: string; fleetFlag: string | undefined; command: string[]; options: string[]; print: boolean}
 
-type SshRun = Pick<RunContext, 'clock' | 'historyBudget' | 'localState' | 'org' | 'settings' | 'warn'>
+type SshRun = Pick<RunContext, 'clock' | 'historyBudget' | 'localState' | 'org' | 'settings' | 'sshConnectMs' | 'warn'>
 
 /** A line of progress (a host key pinned on first contact). */
 type Info = (message: string) => void
@@ -35,7 +35,8 @@ export async function sshHosts(
   const refused = refusedNamesWarning(chosen.filter((vm) => vm.workload.name_refused))
   if (refused) run.warn(refused)
   const hosts: SshResult[] = []
-  for (const vm of chosen) hosts.push(await sshTo(vm, run.settings.dir, [], [], info))
+  const connectMs = await run.sshConnectMs()
+  for (const vm of chosen) hosts.push(await sshTo(vm, run.settings.dir, connectMs, [], [], info))
   return {fleet, hosts}
 }
 
@@ -47,7 +48,8 @@ export async function sshConnection(
   info: Info,
 ): Promise<SshResult> {
   const {fleet, owners, vms} = await listVms(run, client, request.fleetFlag)
-  return sshTo(findOneVm(vms, request.target, fleet, owners), run.settings.dir, request.command, request.options, info)
+  const vm = findOneVm(vms, request.target, fleet, owners)
+  return sshTo(vm, run.settings.dir, await run.sshConnectMs(), request.command, request.options, info)
 }
 
 /** The VMs not gone of a fresh listing (recorded in the ledger), the owner scope and the fleet their labels are in. */
@@ -69,9 +71,9 @@ async function listVms(
   return {fleet: await run.settings.get('fleet', fleetFlag), owners, vms}
 }
 
-async function sshTo(vm: KnownVm, dir: string, command: string[], options: string[], info: Info): Promise<SshResult> {
+async function sshTo(vm: KnownVm, dir: string, connectMs: number, command: string[], options: string[], info: Info): Promise<SshResult> {
   const target: SshTarget = targetOf(vm, dir)
-  const pinned = await ensurePin(target, info)
+  const pinned = await ensurePin(target, info, connectMs)
   return {
     argv: sshArgv(target, command, options),
     host: target.host,

@@ -87,7 +87,7 @@ export async function runStatus(ctx: RunContext, client: TargonClient, state: Lo
   // dstack's fleets are read once, meanwhile (never throws).
   const dstackRead = dstackStates(ctx, selected)
   // The limits each VM carries, where this directory can read them: the stricter of those and a record are shown.
-  const sessions = new VmSessions({clock, configDir, signal: ctx.signal})
+  const sessions = new VmSessions({clock, configDir, connectMs: await ctx.sshConnectMs(), signal: ctx.signal})
   const markers = new Map<string, boolean>()
   // With --usage, each probe reads the VM's limits first, over its own connection.
   const usages = await (

@@ -32,7 +32,7 @@ import type {Usage} from '../../domain/idle/schema.js'
 
 export interface SweepOptions extends Pick<
   DownOptions,
-  'configDir' | 'dstack' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs'
+  'configDir' | 'dstack' | 'labelFleet' | 'onEvent' | 'onResult' | 'onTargets' | 'parallel' | 'reconcileMs' | 'connectMs'
 > {
   org: string
   dryRun: boolean
@@ -274,7 +274,7 @@ export async function checkSweepSelection(
   run: ListingRun,
   client: TargonClient,
   state: LocalState,
-  options: Pick<SweepOptions, 'configDir' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs'>,
+  options: Pick<SweepOptions, 'configDir' | 'connectMs' | 'labelFleet' | 'org' | 'owners' | 'reconcileMs'>,
 ): Promise<void> {
   await runDown({...run, signal: new AbortController().signal}, client, client, options.org, state, {
     ...options,
