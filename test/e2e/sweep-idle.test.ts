@@ -62,7 +62,8 @@ describe('sweep and idle VMs', () => {
     expect(JSON.parse(simulated.farm.vm(role(2).uid).readFile('/etc/targon-fleet/idle.conf')).hold_until).toBe(conf.hold_until)
     // The extends' own SSH sessions are activity to the sampler: its judgement is read once it is idle past its limit
     // again, when only the hold-off keeps it.
-    await idlePast(simulated.farm, role(2).uid, LIMIT_S)
+    // A second past it: the probe reads the idle time in whole seconds, and 3 s is not past a limit of 3 s.
+    await idlePast(simulated.farm, role(2).uid, LIMIT_S + 1)
     const usage = parseJson(await targon(['status', '--usage', '--json'])).data.vms.find(
       (each: {uid: string}) => each.uid === role(2).uid,
     ).usage
@@ -71,7 +72,7 @@ describe('sweep and idle VMs', () => {
     await cleanSample(simulated.farm, role(2).uid)
     // That status --usage was a session on VM 0 too, activity to its sampler: the sweep comes once it is idle past its
     // limit again.
-    await idlePast(simulated.farm, role(0).uid, LIMIT_S)
+    await idlePast(simulated.farm, role(0).uid, LIMIT_S + 1)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data
@@ -87,11 +88,14 @@ describe('sweep and idle VMs', () => {
 
   it('extend says when the hold-off could not be written on the VM, and keeps it here', async () => {
     await simulated.farm.stopVm(role(1).uid)
-    const extend = await targon(['extend', role(1).name, '--by', '30m', '--json'])
+    // Its sshd is tried again for TARGON_SSH_CONNECT_TIMEOUT (30 s by default), then given up.
+    const started = Date.now()
+    const extend = await targon(['extend', role(1).name, '--by', '30m', '--json'], {env: {TARGON_SSH_CONNECT_TIMEOUT: '2'}})
+    expect(Date.now() - started).toBeLessThan(20_000)
     expect(extend.code, extend.stderr).toBe(0)
     const doc = parseJson(extend)
     expect(doc.data.vms).toMatchObject([{idle_hold_on_vm: 'not-written', uid: role(1).uid}])
     expect(doc.data.vms[0].idle_hold_until).not.toBeNull()
     expect(doc.warnings.join('\n')).toContain(`${role(1).name}: the idle hold-off could not be written on the VM`)
-  }, 60_000)
+  })
 })
