@@ -28,6 +28,8 @@ describe('over the cap or sold out', () => {
       expect(doc.error.code).toBe('PRICE_CAP_EXCEEDED')
       expect(doc.error.message).toContain('h200-xlarge at 19.92 USD/h, sold out now')
       expect(sim.workloads.size).toBe(0)
+      // At once: the run's clock, which skips every wait, skipped none.
+      expect(fresh.clock!.now() - Date.now()).toBeLessThan(1000)
       await sim.stop()
     }
   })

@@ -4,6 +4,7 @@ import {describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
 import {useFreshFixture} from '../helpers/fixture.js'
+import {REAL_CLOCK} from '../../src/lib/core/clock.js'
 import {SEED_OFFERS} from '../simulator/seed.js'
 
 // No API key at all: the inventory is public.
@@ -159,8 +160,9 @@ describe('targon offers', () => {
     const silent = createServer(() => {})
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
     try {
+      // On the real clock: the deadline holds for the retries' waits too.
+      await fresh.setup({clock: REAL_CLOCK})
       const started = Date.now()
-      await fresh.setup()
       const result = await targon(['offers'], {
         env: {TARGON_API_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, TARGON_HTTP_TIMEOUT: '1'},
       })
