@@ -15,11 +15,21 @@ root=0
 npm run build
 
 # The tests' temporary directories (thousands a run: a HOME per CLI run, config directories, simulated VMs) go into
-# one directory of this run, removed at its end. Mode 1777, as /tmp: the second local user makes its own there too.
+# one directory of this run, removed at its end when the run passed, kept for a look when it failed. Mode 1777, as
+# /tmp: the second local user makes its own there too.
 TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/targon-tests.XXXXXX")
 chmod 1777 "$TMPDIR"
 export TMPDIR
-trap 'rm -rf "$TMPDIR" || true' EXIT
+# shellcheck disable=SC2317 # run by the trap below
+leave_tmpdir() {
+  local code=$?
+  if [ "$code" = 0 ]; then
+    rm -rf "$TMPDIR" || true
+  else
+    echo "npm test failed: its temporary files, the simulated VMs' logs among them, are kept in $TMPDIR" >&2
+  fi
+}
+trap leave_tmpdir EXIT
 
 checks_log=$(mktemp)
 (npm run typecheck && npm run lint) >"$checks_log" 2>&1 &

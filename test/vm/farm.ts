@@ -246,7 +246,8 @@ export class VmFarm {
     const child = spawn(
       'unshare',
       ['--mount', '--net', '--pid', '--uts', '--fork', '--mount-proc', '--kill-child', 'bash', INIT, dir, DOUBLES],
-      {stdio: ['ignore', log, log]},
+      // Not the tests' TMPDIR (npm test's directory of the run): inside, /tmp is the VM's own.
+      {env: {...process.env, TMPDIR: undefined}, stdio: ['ignore', log, log]},
     )
     const socketPath = join(dir, 'ssh.sock')
     for (let waited = 0; !existsSync(socketPath); waited += 50) {
