@@ -163,7 +163,7 @@ export const SETTINGS = {
   'pull-retry-delay': {default: 5000, env: 'TARGON_PULL_RETRY_DELAY', parse: seconds(0, 600, 5), stored: false},
   'shim-health-timeout': {default: 60_000, env: 'TARGON_SHIM_HEALTH_TIMEOUT', parse: seconds(1, 3600, 60), stored: false},
   // How long a VM whose sshd does not answer (yet) is tried again before it is given up: a VM just booted answers
-  // within seconds, one that is gone never does (exec, cp, logs, jobs, run, extend, status --usage, hooks, probes).
+  // within seconds, one that is gone never does (exec, cp, jobs, run, extend, ssh, status, and down's hooks and probes).
   'ssh-connect-timeout': {default: 30_000, env: 'TARGON_SSH_CONNECT_TIMEOUT', parse: seconds(1, 3600, 30), stored: false},
   // The floor between two inventory reads of up --wait; lower only against a simulator, not against Targon.
   'capacity-poll-interval': {default: 15_000, env: 'TARGON_CAPACITY_POLL_INTERVAL', parse: seconds(0.1, 3600, 15), stored: false},
