@@ -76,7 +76,7 @@ and deletes at once.`)
               owners: selection.owners,
               profile,
               reconcileMs: await this.ctx.reconcileWindowMs(),
-              connectMs: await this.ctx.sshConnectMs(),
+              connectMs: selection.connectMs,
               reopen: () => reopenVm(client, state, vm, selection),
               signal,
               store: {

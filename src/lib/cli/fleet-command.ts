@@ -9,7 +9,7 @@ import {type Command, Flags} from '@oclif/core'
 import {BaseCommand, EVENT_FLAGS} from './base-command.js'
 import type {CommandId} from './contract.js'
 import {printable} from '../core/output.js'
-import {parseVmList} from '../domain/fleet/fan-out.js'
+import {type VmReach, parseVmList} from '../domain/fleet/fan-out.js'
 import type {OwnerScope} from '../domain/fleet/owners.js'
 import type {VmSelection} from '../workflows/select-vms.js'
 import type {SettingsResolver} from '../adapters/settings/resolve.js'
@@ -95,15 +95,12 @@ export function selectionOf(flags: SelectionFlags, settings: SelectionSettings, 
 }
 
 /** What work over the selected VMs is given. */
-export interface OverVms {
+export interface OverVms extends VmReach {
   client: TargonClient
   org: string
   /** Aborted by a first Ctrl-C where the command said what a forced exit leaves behind (see overVms); else never. */
   signal: AbortSignal
   state: LocalState
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (the ssh-connect-timeout setting). */
-  connectMs: number
   /** The selection as the workflows take it. */
   vms: VmSelection
 }

@@ -12,6 +12,15 @@ import type {SshSession} from '../../adapters/ssh/session.js'
 import {type RunEvents, vmRef} from '../../adapters/events/run-events.js'
 import type {KnownVm} from './fleet-read.js'
 
+/**
+ * How a run reaches its VMs over SSH: its config directory (the project key and the host-key pins), and how long a VM
+ * whose sshd does not answer (yet) is tried again, the ssh-connect-timeout setting.
+ */
+export interface VmReach {
+  configDir: string
+  connectMs: number
+}
+
 /** The VMs named by a --vms flag ("a, b,c"); empty when it was not given. */
 export function parseVmList(flag: string | undefined): string[] {
   const names = (flag ?? '')
@@ -25,14 +34,11 @@ export function parseVmList(flag: string | undefined): string[] {
 /** One SSH session to a VM of the run, with its pinned host key (and whether it was pinned now); none once the run is interrupted. */
 export async function openVm(
   vm: KnownVm,
-  options: {
-    configDir: string
+  options: VmReach & {
     signal?: AbortSignal
     info?: (message: string) => void
     clock?: Clock
-    /** How long a VM whose sshd does not answer (yet) is tried again: the ssh-connect-timeout setting. */
-    connectMs: number
-    /** A shorter bound for this connection (0: one attempt). */
+    /** A shorter bound than connectMs for this connection (0: one attempt). */
     deadlineMs?: number
   },
 ): Promise<{session: SshSession; hostKey: PinnedKey}> {

@@ -7,13 +7,13 @@
  */
 import type {Clock} from '../../core/clock.js'
 import type {SshSession} from '../../adapters/ssh/session.js'
-import {openVm} from './fan-out.js'
+import {type VmReach, openVm} from './fan-out.js'
 import type {KnownVm} from './fleet-read.js'
 
 export class VmSessions {
   private readonly opened = new Map<string, Promise<SshSession>>()
 
-  constructor(private readonly options: {configDir: string; clock: Clock; connectMs: number; signal?: AbortSignal}) {}
+  constructor(private readonly options: VmReach & {clock: Clock; signal?: AbortSignal}) {}
 
   /** The run's session to the VM; `deadlineMs` bounds the first attempt's retries (0: one attempt). */
   session(vm: KnownVm, deadlineMs?: number): Promise<SshSession> {

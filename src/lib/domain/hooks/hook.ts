@@ -15,7 +15,7 @@ import type {HookOutcome} from '../../adapters/events/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {type Clock, stopwatch} from '../../core/clock.js'
-import {openVm} from '../fleet/fan-out.js'
+import {type VmReach, openVm} from '../fleet/fan-out.js'
 import type {KnownVm} from '../fleet/fleet-read.js'
 import {type SshSession, shellQuote} from '../../adapters/ssh/session.js'
 import {API_IDENTIFIER_PATTERN, WORKLOAD_NAME_PATTERN} from '../../adapters/targon/schemas.js'
@@ -146,14 +146,7 @@ export function hookEnvironment(vm: {name: string | null; uid: string}, reason: 
 export async function runHook(
   vm: KnownVm,
   reason: DeleteReason,
-  options: {
-    configDir: string
-    connectMs: number
-    signal: AbortSignal
-    clock: Clock
-    timeoutS?: number | null
-    timeoutCapS?: number | null
-  },
+  options: VmReach & {signal: AbortSignal; clock: Clock; timeoutS?: number | null; timeoutCapS?: number | null},
 ): Promise<HookOutcome | null> {
   const elapsed = stopwatch(options.clock)
   const outcome = (status: HookOutcome['status'], exitCode: number | null, output: string, detail: string | null): HookOutcome => ({
@@ -166,8 +159,7 @@ export async function runHook(
   if (vm.status !== 'running') return outcome('unreachable', null, '', `not running (${vm.status}): deleted without its hook`)
   let session: SshSession | undefined
   try {
-    session = (await openVm(vm, {clock: options.clock, configDir: options.configDir, connectMs: options.connectMs, signal: options.signal}))
-      .session
+    session = (await openVm(vm, options)).session
     const stored = await session.exec(`sudo -n sh -c ${shellQuote(`[ ! -e ${HOOK_CONF} ] || cat ${HOOK_CONF}`)}`, {
       maxBytes: MAX_CONF_BYTES,
       signal: options.signal,
@@ -255,10 +247,7 @@ export function hookSummary(hook: HookOutcome): string {
 export async function runHooks(
   vms: KnownVm[],
   reasonOf: (vm: KnownVm) => DeleteReason,
-  options: {
-    configDir: string
-    /** How long a VM whose sshd does not answer is tried again (the ssh-connect-timeout setting). */
-    connectMs: number
+  options: VmReach & {
     parallel: number
     signal: AbortSignal
     clock: Clock

@@ -7,7 +7,7 @@ import {mkdir} from 'node:fs/promises'
 import {posix} from 'node:path'
 
 import type {CopyResult, CopyVmResult} from './schema.js'
-import {announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
+import {type VmReach, announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
 import {type VmSelection, selectVms} from '../select-vms.js'
 import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {folderName} from '../../domain/fleet/naming.js'
@@ -24,12 +24,9 @@ import type {FanOutRun} from '../../domain/fleet/run.js'
 
 export const DEFAULT_COPY_PARALLEL = 8
 
-export interface CopyOptions extends VmSelection {
+export interface CopyOptions extends VmSelection, VmReach {
   spec: CopySpec
   parallel: number
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
   signal?: AbortSignal
   info?: (message: string) => void
   /** Called with the VMs once they are known, before any copy starts. */

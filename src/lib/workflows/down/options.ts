@@ -1,4 +1,5 @@
 /** What a deletion by down, the sweep, dstack scale or run --down is told: its selection, its limits and its listeners. */
+import type {VmReach} from '../../domain/fleet/fan-out.js'
 import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 import type {DeleteTarget, DeletionEvent} from '../../domain/deletion/delete-workloads.js'
 import type {FleetView, KnownVm} from '../../domain/fleet/fleet-read.js'
@@ -15,7 +16,7 @@ export interface Narrowed {
   idleUids?: Set<string>
 }
 
-export interface DownOptions {
+export interface DownOptions extends VmReach {
   selection: DownSelection
   dryRun: boolean
   ignoreMissing: boolean
@@ -46,10 +47,6 @@ export interface DownOptions {
    * else (`fromListing` false: it failed) from the first one, less what the run settled.
    */
   onStillBilling?: (uids: string[], fromListing: boolean) => void
-  /** Where the project key and the pins are, for --idle's probes. */
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again: its hook, its limits, its idle probe (ssh-connect-timeout). */
-  connectMs: number
   /**
    * The last say over what the selectors chose (targon sweep's policies): what is deleted, and what is kept and why.
    * Without it, --idle decides, else every chosen VM is deleted.

@@ -5,6 +5,7 @@
  * When no run waits, the hosts that dstack leaves idle and whose own idle clock says idle past their limit are
  * deleted as `down --idle` deletes them: out of dstack first.
  */
+import type {VmReach} from '../../domain/fleet/fan-out.js'
 import type {LocalState} from '../../adapters/state/local-state.js'
 import type {TargonClient} from '../../adapters/targon/client.js'
 import {asTargonError} from '../../core/errors.js'
@@ -23,11 +24,10 @@ import {type HostState, decideRent, hostState, waitingRuns} from './plan.js'
 import type {DstackScaleResult} from './schema.js'
 import {runDstackSync} from '../dstack/sync.js'
 
-export interface DstackScaleOptions {
+export interface DstackScaleOptions extends VmReach {
   org: string
   fleet: string
   owners: OwnerScope
-  configDir: string
   /** The offer (resource) to rent, and its price cap in USD/h. */
   resource: string
   maxPrice: number
@@ -38,8 +38,6 @@ export interface DstackScaleOptions {
   maxCostUsd: number | null
   dryRun: boolean
   reconcileMs: number
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
   /** What the deletions' progress listens to. */
   onEvent?: DownOptions['onEvent']
 }

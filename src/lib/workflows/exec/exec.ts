@@ -5,7 +5,7 @@
  */
 import {LineSplitter} from '../../core/lines.js'
 import type {ExecResult, ExecVmResult} from './schema.js'
-import {announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
+import {type VmReach, announced, fanOut, openVm, resultOrFailure} from '../../domain/fleet/fan-out.js'
 import {selectVms} from '../select-vms.js'
 import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import type {OwnerScope} from '../../domain/fleet/owners.js'
@@ -23,7 +23,7 @@ export const EXEC_TAIL_LINES = 20
 /** How much of each such line is kept (a VM's line may be a megabyte, and every VM's result is held to the end). */
 const TAIL_LINE_CHARS = 4096
 
-export interface ExecOptions {
+export interface ExecOptions extends VmReach {
   org: string
   owners: OwnerScope
   fleet: string
@@ -31,9 +31,6 @@ export interface ExecOptions {
   targets: string[]
   command: string
   parallel: number
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
   signal?: AbortSignal
   onLine?: (vm: string, stream: 'stderr' | 'stdout', line: string) => void
   info?: (message: string) => void

@@ -5,6 +5,7 @@
  * duration, so an extension never shortens one and a lapsed TTL gets the full duration from now; an idle deletion is
  * held off for the duration; --max-cost raises the budget.
  */
+import type {VmReach} from '../../domain/fleet/fan-out.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {ExtendResult} from './schema.js'
 import {TargonError, asTargonError} from '../../core/errors.js'
@@ -21,7 +22,8 @@ import {VmSessions} from '../../domain/fleet/vm-sessions.js'
 import type {VmLimits} from '../../adapters/bootstrap/vm-limits.js'
 import {recordFleetRead} from '../../domain/ledger/ledger.js'
 
-export interface ExtendOptions {
+/** The config directory's project key and pins write the idle hold-off on each VM. */
+export interface ExtendOptions extends VmReach {
   org: string
   targets: string[]
   byMs: number | null
@@ -31,10 +33,6 @@ export interface ExtendOptions {
   maxCostUsd: number | null
   owners: OwnerScope
   labelFleet: string
-  /** Where the project key and the pins are, to write the idle hold-off on each VM. */
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
 }
 
 export async function runExtend(run: ListingRun, client: TargonClient, state: LocalState, options: ExtendOptions): Promise<ExtendResult> {

@@ -4,6 +4,7 @@
  * code, or the fetch's failure). An interrupt while following leaves the job running, unless --down asked to stop
  * paying with the job: then the job is cancelled, its outputs fetched (bounded in time) and the VM deleted.
  */
+import type {VmReach} from '../../domain/fleet/fan-out.js'
 import type {Clock} from '../../core/clock.js'
 import type {HistoryBudget} from '../../domain/deletion/history.js'
 import {TargonError, abortError, asTargonError} from '../../core/errors.js'
@@ -31,12 +32,11 @@ import type {DeleteReason, DeleteResult} from '../../domain/deletion/schema.js'
 const INTERRUPTED_FETCH_MS = 120_000
 
 /** What following a job to its end takes, for `targon run` and `targon jobs wait`. */
-export interface JobFollowing {
+export interface JobFollowing extends VmReach {
   org: string
   owners: OwnerScope
   /** The fleet whose --name labels name VMs. */
   fleet: string
-  configDir: string
   /** The profile of the run's settings, for the commands it prints to paste later. */
   profile: string
   /** What a fetch of the job's outputs may write (storeLimit, from the job-store-limit setting). */
@@ -44,8 +44,6 @@ export interface JobFollowing {
   down: boolean
   hooks: boolean
   reconcileMs: number
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
   signal: AbortSignal
   clock: Clock
   /** The run's history reads (RunContext.historyBudget), spent by the listing of a --down deletion. */

@@ -15,7 +15,7 @@ import type {DownResult} from '../down/schema.js'
 import {mapBounded} from '../../core/concurrency.js'
 import {asTargonError} from '../../core/errors.js'
 import {countOf, printableName} from '../../core/output.js'
-import {openVm} from '../../domain/fleet/fan-out.js'
+import {type VmReach, openVm} from '../../domain/fleet/fan-out.js'
 import type {KnownVm} from '../../domain/fleet/fleet-read.js'
 import {jobOf, readJobs} from './jobs.js'
 import {laterCommand} from '../later-command.js'
@@ -44,10 +44,8 @@ import {idleLimitOf, limitsOf} from '../../domain/fleet/limits.js'
 
 type Kept = DownResult['kept'][number]
 
-export interface JobsDoneOptions {
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
+/** The config directory holds the job store too. */
+export interface JobsDoneOptions extends VmReach {
   /** The run's profile, for the commands it names to run by hand. */
   profile: string
   parallel: number

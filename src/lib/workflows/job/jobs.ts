@@ -5,7 +5,7 @@
  */
 import {TargonError, asTargonError} from '../../core/errors.js'
 import {countOf} from '../../core/output.js'
-import {fanOut, openVm} from '../../domain/fleet/fan-out.js'
+import {type VmReach, fanOut, openVm} from '../../domain/fleet/fan-out.js'
 import {type VmSelection, selectVms} from '../select-vms.js'
 import type {ListingRun} from '../../domain/fleet/run.js'
 import type {KnownVm} from '../../domain/fleet/fleet-read.js'
@@ -22,10 +22,7 @@ const PARALLEL = 8
 const MAX_LISTING_BYTES = 4 * 1024 * 1024
 
 /** The VMs searched, and the run's clock, warnings and history reads (its listings spend them). */
-export interface JobsOptions extends VmSelection, ListingRun {
-  configDir: string
-  /** How long a VM whose sshd does not answer is tried again (ssh-connect-timeout). */
-  connectMs: number
+export interface JobsOptions extends VmSelection, ListingRun, VmReach {
   signal?: AbortSignal
   info?: (message: string) => void
 }
@@ -191,7 +188,7 @@ export async function reopenVm(
   client: TargonClient,
   state: LocalState,
   vm: KnownVm,
-  options: VmSelection & ListingRun & {configDir: string; connectMs: number; signal?: AbortSignal},
+  options: VmSelection & ListingRun & VmReach & {signal?: AbortSignal},
 ): Promise<SshSession> {
   const [fresh] = await selectVms(options, client, state, {...options, targets: [vm.uid]})
   return (await openVm(fresh as KnownVm, options)).session
