@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {parseJson} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
-import {cleanSample} from '../helpers/idle-clock.js'
+import {idlePast} from '../helpers/idle-clock.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 // As processes: the VMs' idle clocks count SSH sessions, and a run in process returns while its connections still
@@ -43,7 +43,7 @@ afterAll(async () => {
 })
 
 /** Reads status --usage until each VM named is idle past the limit, for at most 30 s; the usage of every VM. */
-async function idlePast(indexes: number[]): Promise<Map<string, {idle_reason: string; idle_seconds: number | null; state: string}>> {
+async function usageIdlePast(indexes: number[]): Promise<Map<string, {idle_reason: string; idle_seconds: number | null; state: string}>> {
   const deadline = Date.now() + 30_000
   for (;;) {
     const status = await targon(['status', '--usage', '--json'])
@@ -68,7 +68,7 @@ function expectDstackHostsKept(kept: Map<string, {reason: string; state: string}
 describe('a dstack task at 0 % GPU', () => {
   it('status --usage says why each dstack host is busy', async () => {
     vm(1).setGpuUtil(90)
-    const usage = await idlePast([0])
+    const usage = await usageIdlePast([0])
     expect(usage.get(role(2).uid)?.state).toBe('busy')
     expect(usage.get(role(3).uid)?.idle_reason).toContain('dstack task a1b2c3d4-run-2 pulling')
     expect(usage.get(role(4).uid)?.idle_reason).toContain('dstack tasks unknown')
@@ -82,7 +82,9 @@ describe('a dstack task at 0 % GPU', () => {
   })
 
   it('keeps its VM through down --idle, which deletes the idle VM beside it', async () => {
-    await idlePast([0])
+    // Read from the VM's idle clock, not by status --usage: a probe's session that a sample catches is activity, and
+    // the VM, idle a moment before, would be kept. A second past the limit: the clock counts whole seconds.
+    await idlePast(simulated.farm, role(0).uid, LIMIT_S + 1)
     const down = await targon(['down', '--idle', '--json'])
     expect(down.code, down.stdout + down.stderr).toBe(0)
     const doc = parseJson(down).data
@@ -95,9 +97,7 @@ describe('a dstack task at 0 % GPU', () => {
 
   it("keeps its VM through the guard's sweep, which deletes the idle VM beside it", async () => {
     vm(1).setGpuUtil(0)
-    await idlePast([1])
-    // The probes' own sessions are no activity, but let a sample after them say so before the sweep reads the clock.
-    await cleanSample(simulated.farm, role(1).uid)
+    await idlePast(simulated.farm, role(1).uid, LIMIT_S + 1)
     const sweep = await targon(['sweep', '--json'])
     expect(sweep.code, sweep.stdout + sweep.stderr).toBe(0)
     const doc = parseJson(sweep).data
@@ -139,8 +139,7 @@ describe('a dstack task at 0 % GPU', () => {
 
   it('lets a host go once its task is terminated', async () => {
     vm(2).setTasks([{id: 'a1b2c3d4-run-1', status: 'terminated'}])
-    await idlePast([2])
-    await cleanSample(simulated.farm, role(2).uid)
+    await idlePast(simulated.farm, role(2).uid, LIMIT_S + 1)
     const down = await targon(['down', '--idle', '--json'])
     expect(down.code, down.stdout + down.stderr).toBe(0)
     expect(parseJson(down).data.results, down.stdout).toMatchObject([{billing: false, uid: role(2).uid}])
