@@ -15,7 +15,7 @@ const CANARY_KEY = 'tgn_CANARY_secret_9f8e7d6c5b4a'
 const simulated = useVmFixture({
   inProcess: true,
   env: {TARGON_API_KEY: CANARY_KEY},
-  simulator: {bootDelayMs: 200, tokens: {[CANARY_KEY]: ['acme']}},
+  simulator: {answerDeployOnceBooted: true, bootDelayMs: 200, tokens: {[CANARY_KEY]: ['acme']}},
 })
 const {configDir, targon} = simulated
 

@@ -68,8 +68,15 @@ export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Pr
   }
 }
 
-/** A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. */
-export function useSimulatedVms(options: SimulatorOptions = {bootDelayMs: 200}): {sim: TargonSimulator; farm: VmFarm} {
+/**
+ * A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. By
+ * default a deploy is answered once its VM runs: the first look at the state finds it running, and no test waits
+ * the second before the next (the fault matrix and bootstrap.test.ts keep the VM booting while provisioning).
+ */
+export function useSimulatedVms(options: SimulatorOptions = {answerDeployOnceBooted: true, bootDelayMs: 200}): {
+  sim: TargonSimulator
+  farm: VmFarm
+} {
   const holder = {} as {sim: TargonSimulator; farm: VmFarm}
   beforeAll(async () => {
     holder.sim = await startSimulator(options)

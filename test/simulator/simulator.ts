@@ -78,6 +78,12 @@ export interface SimulatorOptions {
    * the workload turns running once both the boot delay has passed and the VM is up.
    */
   onBoot?: (workload: SimWorkload) => Promise<VmEndpoint>
+  /**
+   * A first deploy is answered once its VM has booted and the boot delay has passed (without a deploy timing), so that
+   * the first look at the state says running: a deploy that Targon answers late. Off, it is answered at once and the
+   * VM boots while the workload is provisioning.
+   */
+  answerDeployOnceBooted?: boolean
   /** The address the state gives once the workload runs, in place of the booted VM's: an address that moves at running. */
   runningEndpoint?: (workload: SimWorkload, booted: VmEndpoint) => VmEndpoint
   /** Called when a workload is deleted, to stop its simulated VM. */
@@ -206,8 +212,8 @@ export interface SimWorkload {
   endpoint?: VmEndpoint
   /** Redeployed after a suspension or crash. */
   woken?: boolean
-  /** The simulated VM's boot (onBoot), once started. */
-  boot?: {endpoint?: VmEndpoint; error?: string}
+  /** The simulated VM's boot (onBoot), once started; `done` settles when it has. */
+  boot?: {endpoint?: VmEndpoint; error?: string; done?: Promise<void>}
   /** Console lines written after boot (appendConsole). */
   console?: string[]
   /** Every status change, oldest first (GET …/events). */
@@ -287,6 +293,7 @@ export class TargonSimulator {
     this.clock = options.clock ?? REAL_CLOCK
     this.options = {
       afterDelete: '404',
+      answerDeployOnceBooted: false,
       bootDelayMs: 300,
       consoleFormat: 'text',
       deleteLatencyMs: 50,
@@ -802,7 +809,7 @@ export class TargonSimulator {
 
     if (segments.length === 2 && method === 'GET') return [200, this.workloadView(workload)]
     if (segments.length === 3 && segments[2] === 'state' && method === 'GET') return [200, this.stateView(workload)]
-    if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deploy(org, workload)
+    if (segments.length === 3 && segments[2] === 'deploy' && method === 'POST') return this.deployAnswered(org, workload)
     if (segments.length === 3 && segments[2] === 'logs' && method === 'GET') return [200, this.consoleView(workload, url.searchParams)]
     if (segments.length === 3 && segments[2] === 'events' && method === 'GET') return [200, this.historyView(workload, url.searchParams)]
     if (segments.length === 2 && method === 'DELETE')
@@ -881,6 +888,19 @@ export class TargonSimulator {
     setStatus(workload, 'registered', '', this.clock.now())
     this.workloads.set(workload.uid, workload)
     return [201, this.options.sparse ? {uid: workload.uid} : this.workloadView(workload)]
+  }
+
+  /** A deploy, answered at once, or with answerDeployOnceBooted (a first deploy) once the workload runs. */
+  private async deployAnswered(org: OrgSeed, workload: SimWorkload): Promise<[number, unknown]> {
+    const first = workload.status === 'registered'
+    const answer = this.deploy(org, workload)
+    if (this.options.answerDeployOnceBooted && first && !this.timingOf(workload) && workload.boot?.done) {
+      await workload.boot.done
+      const left = (workload.deployedAt ?? 0) + this.runningDelay(workload) - this.clock.now()
+      if (left > 0) await this.clock.sleep(left)
+    }
+
+    return answer
   }
 
   private deploy(org: OrgSeed, workload: SimWorkload): [number, unknown] {
@@ -1044,13 +1064,15 @@ export class TargonSimulator {
     if (!this.options.onBoot || workload.boot) return
     const boot: NonNullable<SimWorkload['boot']> = {}
     workload.boot = boot
-    this.options.onBoot(workload).then(
+    boot.done = this.options.onBoot(workload).then(
       (endpoint) => {
         boot.endpoint = endpoint
         // Deleted while booting: the VM goes too.
         if (workload.status === 'deleted') void this.options.onDeleted?.(workload)
       },
-      (error: unknown) => (boot.error = String(error)),
+      (error: unknown) => {
+        boot.error = String(error)
+      },
     )
   }
 
