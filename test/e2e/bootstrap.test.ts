@@ -29,7 +29,7 @@ const targon = targonFor(() => ({configDir, sim}), {
 })
 
 beforeAll(async () => {
-  sim = await startSimulator({bootDelayMs: 200})
+  sim = await startSimulator({answerDeployOnceBooted: true, bootDelayMs: 200})
   farm = new VmFarm(sim, () => scenario)
 })
 

@@ -71,7 +71,7 @@ export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Pr
 /**
  * A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. By
  * default a deploy is answered once its VM runs: the first look at the state finds it running, and no test waits
- * the second before the next (the fault matrix and bootstrap.test.ts keep the VM booting while provisioning).
+ * the second before the next (the fault matrix keeps the VM booting while the workload is provisioning).
  */
 export function useSimulatedVms(options: SimulatorOptions = {answerDeployOnceBooted: true, bootDelayMs: 200}): {
   sim: TargonSimulator
