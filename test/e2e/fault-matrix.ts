@@ -1980,7 +1980,14 @@ export function faultMatrix(need: Need, part = 1, parts = 1): void {
         // skipping clock.
         const inProcess = need !== 'process' || !scenario.process
         const clock = need === 'none' ? skippingClock() : undefined
-        const sim = new TargonSimulator({bootDelayMs: 200, ...(clock ? {clock: clock.simulator} : {}), ...scenario.sim})
+        // With VMs, a first deploy is answered once its VM runs (as in the other VM files); the scenarios with a deploy
+        // timing (early SSH) keep it booting while provisioning.
+        const sim = new TargonSimulator({
+          answerDeployOnceBooted: need === 'vms',
+          bootDelayMs: 200,
+          ...(clock ? {clock: clock.simulator} : {}),
+          ...scenario.sim,
+        })
         await sim.start()
         const farm = new VmFarm(sim, () => scenario.vm ?? {})
         if (!bootsVms(scenario)) sim.options.onBoot = sim.options.onDeleted = undefined

@@ -71,7 +71,7 @@ export function useSimulatorClient(): {start: (options?: SimulatorOptions) => Pr
 /**
  * A simulator whose running workloads are simulated VMs (real sshd hosts), shared by the tests of one file. By
  * default a deploy is answered once its VM runs: the first look at the state finds it running, and no test waits
- * the second before the next (the fault matrix keeps the VM booting while the workload is provisioning).
+ * the second before the next (the scenarios with a deploy timing keep the VM booting while it is provisioning).
  */
 export function useSimulatedVms(options: SimulatorOptions = {answerDeployOnceBooted: true, bootDelayMs: 200}): {
   sim: TargonSimulator
