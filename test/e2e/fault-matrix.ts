@@ -848,17 +848,29 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
-    name: 'dstack: hangs during down of a VM in its fleet: the deletion waits 15 s for it, no longer, and goes ahead',
+    name: 'dstack: hangs during down of a VM in its fleet: the deletion waits TARGON_DSTACK_LEAVE_TIMEOUT for it, no longer, and goes ahead; a bad value of it is a warning',
     run: (ctx) =>
       withDstack(async (dstack, env) => {
-        const up = await ctx.targon([...UP, '--dstack'], {env: env()})
+        const up = await ctx.targon([...UP, '--count', '2', '--dstack'], {env: env()})
         expect(up.code, up.stdout + up.stderr).toBe(0)
-        const {name, uid} = parseJson(up).data.vms[0]
+        const [vm, other] = parseJson(up).data.vms as {name: string; uid: string}[]
+        if (!vm || !other) throw new Error('two VMs expected')
+        const {name, uid} = vm
+        // A budget out of range leaves dstack out of this deletion, with a warning: never a reason not to delete.
+        const unbounded = await ctx.targon(['down', other.name, '--json'], {env: {...env(), TARGON_DSTACK_LEAVE_TIMEOUT: '0'}})
+        expect(unbounded.code, unbounded.stdout + unbounded.stderr).toBe(0)
+        expect(resultsOf(unbounded)).toMatchObject([{action: 'deleted', billing: false, uid: other.uid}])
+        expect(parseJson(unbounded).warnings.join('\n')).toContain(
+          'dstack is not used by this deletion (TARGON_DSTACK_LEAVE_TIMEOUT "0" is not a number of seconds from 1 to 3600)',
+        )
         // dstack takes the connection and never answers (the API's own http-timeout is a minute).
         dstack.inject({holdUntil: new Promise(() => {}), path: '/fleets/'})
-        const down = await ctx.targon(['down', name, '--json'], {env: env()})
+        // 15 s by default (test/unit/settings-budgets.test.ts); 2 s here.
+        const started = Date.now()
+        const down = await ctx.targon(['down', name, '--json'], {env: {...env(), TARGON_DSTACK_LEAVE_TIMEOUT: '2'}})
+        expect(Date.now() - started).toBeLessThan(15_000)
         expect(resultsOf(down)).toMatchObject([{action: 'deleted', billing: false, dstack: 'unreachable', uid}])
-        expect(parseJson(down).warnings.join('\n')).toContain('within 15 s')
+        expect(parseJson(down).warnings.join('\n')).toContain('within 2 s')
         expect(ctx.sim.billing()).toEqual([])
         dstack.clearFaults()
         return down

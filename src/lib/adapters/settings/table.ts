@@ -165,6 +165,9 @@ export const SETTINGS = {
   // How long a VM whose sshd does not answer (yet) is tried again before it is given up: a VM just booted answers
   // within seconds, one that is gone never does (exec, cp, jobs, run, extend, ssh, status, and down's hooks and probes).
   'ssh-connect-timeout': {default: 30_000, env: 'TARGON_SSH_CONNECT_TIMEOUT', parse: seconds(1, 3600, 30), stored: false},
+  // How long one request to dstack may hold up a deletion that takes VMs out of its fleet (down, sweep, jobs wait
+  // --down): a dstack that hangs is a warning, and the deletion goes ahead; not the API's whole http-timeout.
+  'dstack-leave-timeout': {default: 15_000, env: 'TARGON_DSTACK_LEAVE_TIMEOUT', parse: seconds(1, 3600, 15), stored: false},
   // The floor between two inventory reads of up --wait; lower only against a simulator, not against Targon.
   'capacity-poll-interval': {default: 15_000, env: 'TARGON_CAPACITY_POLL_INTERVAL', parse: seconds(0.1, 3600, 15), stored: false},
   'state-watch-interval': {default: 5000, env: 'TARGON_STATE_WATCH_INTERVAL', parse: seconds(0.1, 600, 5), stored: false},

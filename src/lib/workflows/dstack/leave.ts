@@ -24,8 +24,6 @@ export interface DstackLeave {
 }
 
 const REPAIR = 'the next targon dstack sync removes it'
-/** A dstack that hangs holds a deletion up for this long per request at most (not the API's whole http-timeout). */
-const LEAVE_REQUEST_MS = 15_000
 
 /**
  * Takes these VMs out of their targon-* dstack fleets; waits at most `budgetMs` for hosts with a dstack job. Says per
@@ -126,7 +124,9 @@ export async function openLeave(
   trace?: (line: string) => void,
 ): Promise<DstackLeave | undefined> {
   try {
-    const handle = await openDstack(run, {maxRequestMs: LEAVE_REQUEST_MS, trace})
+    // A dstack that hangs holds the deletion up for this long per request at most (a value out of range is a warning
+    // here too: never a reason not to delete).
+    const handle = await openDstack(run, {maxRequestMs: await run.settings.get('dstack-leave-timeout'), trace})
     return handle === null ? undefined : {force, handle}
   } catch (error) {
     run.warn(`dstack is not used by this deletion (${asTargonError(error).message}); ${REPAIR.replace('it', 'what it still holds')}`)
