@@ -705,7 +705,7 @@ export const scenarios: Scenario[] = [
       expect(simVm.timedCalls()[0]?.at).toBeLessThan(runningAt)
       return up
     },
-    vm: {latency: {addressSeconds: 10, runningSeconds: 300, sshAnswersSeconds: 20}, latencyScale: 0.05},
+    vm: {latency: {addressSeconds: 10, runningSeconds: 120, sshAnswersSeconds: 20}, latencyScale: 0.05},
   },
   {
     code: null,
@@ -740,7 +740,7 @@ export const scenarios: Scenario[] = [
       expect(parseJson(up).warnings.filter((warning: string) => warning.startsWith('waiting for SSH'))).toHaveLength(1)
       return up
     },
-    vm: {latency: {addressSeconds: 0, runningSeconds: 20, sshAnswersSeconds: 140}, latencyScale: 0.05},
+    vm: {latency: {addressSeconds: 0, runningSeconds: 20, sshAnswersSeconds: 80}, latencyScale: 0.05},
   },
   {
     code: 'API_ERROR',
