@@ -13,7 +13,7 @@ import {parseEvents} from '../helpers/events.js'
 import {useVmFixture} from '../helpers/fixture.js'
 import {HOOK_PATH, useWebhook} from '../helpers/webhook.js'
 
-const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
+const ENV = {TARGON_SHIM_HEALTH_TIMEOUT: '4'}
 const simulated = useVmFixture({inProcess: true, env: ENV})
 const webhook = useWebhook()
 const {configDir, targon} = simulated

@@ -14,6 +14,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {BIN, baseEnv, parseJson, tempDir} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {cleanSample, idlePast, sampleWhere} from '../helpers/idle-clock.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
 const ENV = {TARGON_IDLE_SAMPLE_INTERVAL: '1', TARGON_SHIM_HEALTH_TIMEOUT: '4'}
@@ -93,7 +94,12 @@ describe('down --idle', () => {
       'sudo systemctl stop targon-fleet-idle && sudo rm -f /usr/local/lib/targon-fleet/idle-sampler.py',
     ])
     expect(removed.code, removed.stderr).toBe(0)
-    await waitForUsage((usage) => (usage.get(role(0).uid)?.idle_seconds ?? 0) > LIMIT_S && usage.get(role(1).uid)?.state === 'busy')
+    // From the VMs' idle clocks, which opens no session: VM 0 idle past its limit (whole seconds), and VM 1's GPU, VM
+    // 2's tunnel (once targon ssh has connected) and VM 3's task seen.
+    await idlePast(simulated.farm, role(0).uid, LIMIT_S + 1)
+    await sampleWhere(simulated.farm, role(1).uid, (clock) => clock.busy.length > 0)
+    await sampleWhere(simulated.farm, role(2).uid, (clock) => clock.busy.includes('ssh tunnel'))
+    await sampleWhere(simulated.farm, role(3).uid, (clock) => clock.busy.includes('dstack task setup-1 pulling'))
 
     // A notify URL gets one message for the run, naming what was deleted for idleness.
     const received: {text: string; targon: {event: string; vms: {uid: string}[]}}[] = []
@@ -219,11 +225,9 @@ describe('down --idle', () => {
     tunnel = undefined
     // SSH refusing the pinned key on VM 2: its clock cannot be read, so it is kept.
     await vm(2).rotateHostKey()
-    // Until their clocks say idle past the limit (a few samples; slower on a loaded machine).
-    // Every VM still up but the one without a sampler (VM 5 may have gone already, idle in the scenario before).
-    await waitForUsage((usage) =>
-      [...usage].every(([uid, each]) => uid === role(4).uid || uid === role(2).uid || (each.idle_seconds ?? 0) > LIMIT_S),
-    )
+    // Until their clocks say idle past the limit (a few samples; slower on a loaded machine): every VM still up but
+    // the one without a sampler and the one refusing SSH (VM 5 may have gone already, idle in the scenario before).
+    for (const index of [1, 3, 5]) if (live().has(role(index).uid)) await idlePast(simulated.farm, role(index).uid, LIMIT_S + 1)
     const [first, second] = await Promise.all([targon(['down', '--idle', '--json']), targon(['down', '--idle', '--json'])])
     expect(first?.code, first?.stderr).toBe(0)
     expect(second?.code, second?.stderr).toBe(0)
@@ -247,12 +251,12 @@ describe('up --name on a VM without a sampler', () => {
     )
     expect(adopted.code, adopted.stdout + adopted.stderr).toBe(0)
     expect(parseJson(adopted).data.vms[0].uid).toBe(role(4).uid)
-    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
+    await sampleWhere(simulated.farm, role(4).uid, (clock) => clock.busy.includes('idle check: busy'))
     const busy = parseJson(await targon(['status', '--usage', '--json', role(4).name])).data.vms[0].usage
     expect(busy.idle_reason).toContain('idle check: busy')
     // The check runs as ubuntu: a file of ubuntu's makes it say idle.
     expect((await targon(['exec', '--vms', role(4).name, '--', 'touch /tmp/idle-ok'])).code).toBe(0)
-    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'idle')
+    await cleanSample(simulated.farm, role(4).uid)
 
     // --idle-containers: a running container is activity, listed through sudoers, never the docker group.
     vm(4).setContainers(['comfyui'])
@@ -260,7 +264,7 @@ describe('up --name on a VM without a sampler', () => {
       timeoutMs: 90_000,
     })
     expect(containers.code, containers.stdout + containers.stderr).toBe(0)
-    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
+    await sampleWhere(simulated.farm, role(4).uid, (clock) => clock.busy.includes('container comfyui'))
     const running = parseJson(await targon(['status', '--usage', '--json', role(4).name])).data.vms[0].usage
     expect(running.containers).toEqual(['comfyui'])
     expect(await onVm4('id -nG targon-idle; stat -c "%a %U %G" /etc/targon-fleet/idle.conf')).toEqual([
@@ -283,7 +287,7 @@ describe('up --name on a VM without a sampler', () => {
       '640 root targon-idle',
     ])
     expect(await samplerInDocker()).toBe(false)
-    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'busy')
+    await sampleWhere(simulated.farm, role(4).uid, (clock) => clock.busy.length > 0)
   })
 })
 
