@@ -52,8 +52,8 @@ interface Scenario {
   /** It sends the CLI a signal that the CLI handles: it runs twice, without and with a config.json. */
   interrupts?: boolean
   /**
-   * Every run of it needs a process of the CLI's own (two runs at once, a working directory, a spawn to watch), without
-   * simulated VMs. A signalled run is a process anyway (the fixture's onSpawn).
+   * Every run of it needs a process of the CLI's own (two runs at once, a spawn to watch), without simulated VMs. A
+   * signalled run is a process anyway (the fixture's onSpawn).
    */
   process?: boolean
 }
@@ -849,7 +849,7 @@ export const scenarios: Scenario[] = [
   {
     code: null,
     exit: 0,
-    name: 'dstack: hangs during down of a VM in its fleet: the deletion waits TARGON_DSTACK_LEAVE_TIMEOUT for it, no longer, and goes ahead; a bad value of it is a warning',
+    name: 'dstack: hangs during down of a VM in its fleet: the deletion waits TARGON_DSTACK_LEAVE_TIMEOUT for it, no longer, and goes ahead; a bad value of it is a warning, and 15 s holds',
     run: (ctx) =>
       withDstack(async (dstack, env) => {
         const up = await ctx.targon([...UP, '--count', '2', '--dstack'], {env: env()})
@@ -857,13 +857,14 @@ export const scenarios: Scenario[] = [
         const [vm, other] = parseJson(up).data.vms as {name: string; uid: string}[]
         if (!vm || !other) throw new Error('two VMs expected')
         const {name, uid} = vm
-        // A budget out of range leaves dstack out of this deletion, with a warning: never a reason not to delete.
+        // A budget out of range is a warning, and its default holds: the VM still leaves dstack's fleet, then goes.
         const unbounded = await ctx.targon(['down', other.name, '--json'], {env: {...env(), TARGON_DSTACK_LEAVE_TIMEOUT: '0'}})
         expect(unbounded.code, unbounded.stdout + unbounded.stderr).toBe(0)
-        expect(resultsOf(unbounded)).toMatchObject([{action: 'deleted', billing: false, uid: other.uid}])
+        expect(resultsOf(unbounded)).toMatchObject([{action: 'deleted', billing: false, dstack: 'removed', uid: other.uid}])
         expect(parseJson(unbounded).warnings.join('\n')).toContain(
-          'dstack is not used by this deletion (TARGON_DSTACK_LEAVE_TIMEOUT "0" is not a number of seconds from 1 to 3600)',
+          'TARGON_DSTACK_LEAVE_TIMEOUT "0" is not a number of seconds from 1 to 3600: dstack may hold this deletion up for 15 s per request instead',
         )
+        expect(dstack.hosts(DSTACK_FLEET).map((host) => host.hostname)).toEqual([dstackHostOf(uid)])
         // dstack takes the connection and never answers (the API's own http-timeout is a minute).
         dstack.inject({holdUntil: new Promise(() => {}), path: '/fleets/'})
         // 15 s by default (test/unit/settings-budgets.test.ts); 2 s here.
@@ -1927,9 +1928,9 @@ export const scenarios: Scenario[] = [
 
 /**
  * What a scenario needs, which decides where it runs: `vms`, simulated VMs, on the real clock, its runs in process but
- * for those the fixture makes processes (signalled, or beside another run); `process`, a signal or a process of the
- * CLI's own for every run (a watched process, two runs at once), on the real clock, its runs in process as with VMs
- * unless the scenario says `process`; `none`, neither: it runs in process,
+ * for those the fixture makes processes (signalled, or beside another run); `process`, a signal, or a process of the
+ * CLI's own for every run (a watched spawn, two runs at once: the scenario's `process`), on the real clock: a
+ * scenario without `process` runs in process but for its signalled runs, as with VMs; `none`, neither: it runs in process,
  * on a clock that skips every wait (test/helpers/fake-clock.ts), shared with the simulator.
  */
 export type Need = 'vms' | 'process' | 'none'

@@ -166,7 +166,8 @@ export const SETTINGS = {
   // within seconds, one that is gone never does (exec, cp, jobs, run, extend, ssh, status, and down's hooks and probes).
   'ssh-connect-timeout': {default: 30_000, env: 'TARGON_SSH_CONNECT_TIMEOUT', parse: seconds(1, 3600, 30), stored: false},
   // How long one request to dstack may hold up a deletion that takes VMs out of its fleet (down, sweep, jobs wait
-  // --down): a dstack that hangs is a warning, and the deletion goes ahead; not the API's whole http-timeout.
+  // --down), never longer than http-timeout: a dstack that hangs is a warning, and the deletion goes ahead. A value out
+  // of range is a warning there too, and this default holds (workflows/dstack/leave.ts).
   'dstack-leave-timeout': {default: 15_000, env: 'TARGON_DSTACK_LEAVE_TIMEOUT', parse: seconds(1, 3600, 15), stored: false},
   // The floor between two inventory reads of up --wait; lower only against a simulator, not against Targon.
   'capacity-poll-interval': {default: 15_000, env: 'TARGON_CAPACITY_POLL_INTERVAL', parse: seconds(0.1, 3600, 15), stored: false},

@@ -6,6 +6,7 @@
  * a dstack that cannot be reached or answers badly is a warning, and the next sync repairs the fleet.
  */
 import {refusalOf} from '../../adapters/dstack/client.js'
+import {SETTINGS} from '../../adapters/settings/table.js'
 import {isBusy} from '../../adapters/dstack/schemas.js'
 import {BACKOFF} from '../../core/backoff.js'
 import type {Clock} from '../../core/clock.js'
@@ -115,6 +116,20 @@ function who(held: HeldHost[]): string {
 }
 
 /**
+ * How long one request to dstack may hold the deletion up (TARGON_DSTACK_LEAVE_TIMEOUT). A value out of range is a
+ * warning and the default holds: neither a reason not to delete nor one to leave dstack out of the deletion.
+ */
+async function leaveRequestMs(run: Pick<RunContext, 'settings' | 'warn'>): Promise<number> {
+  try {
+    return await run.settings.get('dstack-leave-timeout')
+  } catch (error) {
+    const fallback = SETTINGS['dstack-leave-timeout'].default
+    run.warn(`${asTargonError(error).message}: dstack may hold this deletion up for ${fallback / 1000} s per request instead`)
+    return fallback
+  }
+}
+
+/**
  * The dstack server the deletions of a run leave, when the profile names one; undefined otherwise. A configuration
  * that cannot be read is a warning: it never stops a deletion. The caller closes its client.
  */
@@ -124,9 +139,7 @@ export async function openLeave(
   trace?: (line: string) => void,
 ): Promise<DstackLeave | undefined> {
   try {
-    // A dstack that hangs holds the deletion up for this long per request at most (a value out of range is a warning
-    // here too: never a reason not to delete).
-    const handle = await openDstack(run, {maxRequestMs: await run.settings.get('dstack-leave-timeout'), trace})
+    const handle = await openDstack(run, {maxRequestMs: () => leaveRequestMs(run), trace})
     return handle === null ? undefined : {force, handle}
   } catch (error) {
     run.warn(`dstack is not used by this deletion (${asTargonError(error).message}); ${REPAIR.replace('it', 'what it still holds')}`)

@@ -10,11 +10,12 @@ export interface DstackHandle {
 
 export async function openDstack(
   run: Pick<RunContext, 'clock' | 'settings'>,
-  options: {signal?: AbortSignal; trace?: (line: string) => void; maxRequestMs?: number} = {},
+  options: {signal?: AbortSignal; trace?: (line: string) => void; maxRequestMs?: () => Promise<number>} = {},
 ): Promise<DstackHandle | null> {
   const settings = await dstackSettings(run.settings)
   if (settings === null) return null
   const {maxRequestMs, ...rest} = options
-  const requestTimeoutMs = Math.min(await run.settings.get('http-timeout'), maxRequestMs ?? Number.POSITIVE_INFINITY)
+  // Asked only once a dstack server is configured: a budget of its own is no concern of a run without one.
+  const requestTimeoutMs = Math.min(await run.settings.get('http-timeout'), (await maxRequestMs?.()) ?? Number.POSITIVE_INFINITY)
   return {client: dstackClient(settings, {clock: run.clock, requestTimeoutMs, ...rest}), settings}
 }

@@ -25,7 +25,7 @@ export async function dstackStates(
   const all = (state: DstackState) => new Map(vms.map((vm) => [vm.uid, state]))
   let dstack
   try {
-    dstack = await openDstack(run, {maxRequestMs: STATUS_READ_MS, signal: run.signal, trace})
+    dstack = await openDstack(run, {maxRequestMs: async () => STATUS_READ_MS, signal: run.signal, trace})
   } catch (error) {
     run.warn(`dstack state unknown: ${asTargonError(error).message}`)
     return all('unknown')
