@@ -97,7 +97,7 @@ describe('down --idle', () => {
     // From the VMs' idle clocks, which opens no session: VM 0 idle past its limit (whole seconds), and VM 1's GPU, VM
     // 2's tunnel (once targon ssh has connected) and VM 3's task seen.
     await idlePast(simulated.farm, role(0).uid, LIMIT_S + 1)
-    await sampleWhere(simulated.farm, role(1).uid, (clock) => clock.busy.length > 0)
+    await sampleWhere(simulated.farm, role(1).uid, (clock) => clock.busy.includes('gpu 0 at 85 %'))
     await sampleWhere(simulated.farm, role(2).uid, (clock) => clock.busy.includes('ssh tunnel'))
     await sampleWhere(simulated.farm, role(3).uid, (clock) => clock.busy.includes('dstack task setup-1 pulling'))
 
@@ -257,6 +257,8 @@ describe('up --name on a VM without a sampler', () => {
     // The check runs as ubuntu: a file of ubuntu's makes it say idle.
     expect((await targon(['exec', '--vms', role(4).name, '--', 'touch /tmp/idle-ok'])).code).toBe(0)
     await cleanSample(simulated.farm, role(4).uid)
+    // And what the CLI reports of it.
+    await waitForUsage((usage) => usage.get(role(4).uid)?.state === 'idle')
 
     // --idle-containers: a running container is activity, listed through sudoers, never the docker group.
     vm(4).setContainers(['comfyui'])
@@ -287,7 +289,8 @@ describe('up --name on a VM without a sampler', () => {
       '640 root targon-idle',
     ])
     expect(await samplerInDocker()).toBe(false)
-    await sampleWhere(simulated.farm, role(4).uid, (clock) => clock.busy.length > 0)
+    // Still listed through its one sudo rule: the container, not "containers unreadable".
+    await sampleWhere(simulated.farm, role(4).uid, (clock) => clock.busy.includes('container comfyui'))
   })
 })
 
