@@ -41,10 +41,10 @@ fi
 
 # Sleeps for the sum of its arguments (seconds), as the latency model says (test/vm/latency.ts); not at all without it.
 latency() {
-  local seconds arg
+  local seconds arg modelled=0
   # Without the model every argument is 0: no awk to add them up (a bootstrap calls this a dozen times).
-  for arg in "$@"; do [ "$arg" = 0 ] || break; done
-  [ "${arg:-0}" = 0 ] && return 0
+  for arg in "$@"; do [ "${arg:-0}" = 0 ] || modelled=1; done
+  [ "$modelled" = 1 ] || return 0
   seconds=$(awk 'BEGIN { s = 0; for (i = 1; i < ARGC; i++) s += ARGV[i]; print s }' "$@")
   [ "$seconds" = 0 ] || sleep "$seconds"
 }
@@ -133,11 +133,12 @@ stop_service() {
   local pid state waited=0
   if pid_alive "$1"; then
     pid=$(cat "$STATE/units/$1.pid")
-    kill "$pid" 2>/dev/null
-    while [ "$waited" -lt 100 ] && read -r _ _ state _ 2>/dev/null <"/proc/$pid/stat" && [ "$state" != Z ]; do
-      sleep 0.02
-      waited=$((waited + 1))
-    done
+    if kill "$pid" 2>/dev/null; then
+      while [ "$waited" -lt 100 ] && read -r _ _ state _ 2>/dev/null <"/proc/$pid/stat" && [ "$state" != Z ]; do
+        sleep 0.02
+        waited=$((waited + 1))
+      done
+    fi
   fi
   rm -f "$STATE/units/$1.pid"
 }
