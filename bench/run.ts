@@ -840,7 +840,8 @@ ${model}
 What keeps these low: \`--version\` is answered without loading oclif; the CLI is two minified bundles (esbuild)
 loaded through a V8 code cache, with the oclif manifest and no init hooks; ssh2 and listr2 load only for \`up\`;
 V8 keeps undici's WebAssembly HTTP parser on its baseline tier (optimising it delays exit); one undici Agent per
-run; state polls start at 1 s and back off by 0.5 s; one SSH connection per VM carries the bootstrap, the shim start
+run; state polls start at 1 s and back off by 0.5 s; the bootstrap's log is read every 0.25 s for its first 3 s,
+and the shim's health from 0.2 s, doubling to 1 s; one SSH connection per VM carries the bootstrap, the shim start
 and the health tunnel; a bootstrapped VM is confirmed by one remote check instead of a followed install run;
 deletions run 8 at a time.
 `,

@@ -80,8 +80,10 @@ export interface SimulatorOptions {
   onBoot?: (workload: SimWorkload) => Promise<VmEndpoint>
   /**
    * A first deploy is answered once its VM has booted and the boot delay has passed (without a deploy timing), so that
-   * the first look at the state says running: a deploy that Targon answers late. Off, it is answered at once and the
-   * VM boots while the workload is provisioning.
+   * the first look at the state says running: a deploy that Targon answers late. Its answer is the workload as the
+   * deploy found it (provisioning). Every first deploy is held, a wake of a registered workload by down too, and a
+   * fault after the commit (dropAfterCommit, statusAfterCommit) comes after the hold. Off, it is answered at once and
+   * the VM boots while the workload is provisioning.
    */
   answerDeployOnceBooted?: boolean
   /** The address the state gives once the workload runs, in place of the booted VM's: an address that moves at running. */

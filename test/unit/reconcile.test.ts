@@ -222,6 +222,9 @@ describe('the back-off table', () => {
     expect([0, 1, 3, 4].map(BACKOFF.deletionLook)).toEqual([250, 500, 2000, 3000])
     expect([0, 1, 3, 4].map(BACKOFF.stateRead)).toEqual([500, 1000, 4000, 5000])
     expect([0, 2, 8, 20].map(BACKOFF.wakeLook)).toEqual([1000, 2000, 5000, 5000])
+    expect([0, 1, 2, 3, 9].map(BACKOFF.shimHealthLook)).toEqual([200, 400, 800, 1000, 1000])
+    // By the time it has been followed: quick for 3 s, then once a second, whatever the count.
+    expect([BACKOFF.bootstrapLook(0, 0), BACKOFF.bootstrapLook(11, 2999), BACKOFF.bootstrapLook(12, 3000)]).toEqual([250, 250, 1000])
     expect([BACKOFF.createLook(), BACKOFF.nameLook(), BACKOFF.projectLook()]).toEqual([2000, 2000, 1000])
     for (let sample = 0; sample < 50; sample++) {
       const lock = BACKOFF.lockLook()

@@ -47,15 +47,16 @@ export const BACKOFF = {
   /** A local lock held by another run: 50–150 ms, so that waiting runs do not take turns in step. */
   lockLook: () => 50 + Math.random() * 100,
   /**
-   * The bootstrap's progress on the VM: every 0.25 s for its first 3 s (a bootstrap that finds every step in place
-   * ends within them, and doubling from 0.2 s left its end unseen for up to a second), then once a second.
+   * The bootstrap's progress on the VM: every 0.25 s for the first 3 s it is followed (a bootstrap that finds every
+   * step in place ends within them, and doubling from 0.2 s left its end unseen for up to a second), then once a second.
    */
   bootstrapLook: (_attempt: number, elapsedMs: number) => (elapsedMs < 3000 ? 250 : 1000),
   /** A dstack fleet whose host a deletion waits for (a job on it), or that is being processed: every 5 s. */
   dstackJobLook: () => 5000,
   /**
    * The dstack shim's health endpoint, over the session already open: 0.2 s, doubling to 1 s. A shim that has just been
-   * started answers within a fraction of a second, and a first look a whole second later was most of the shim phase.
+   * started answers within a fraction of a second; when the look at once came too early, the next one a whole second
+   * later was most of the shim phase.
    */
   shimHealthLook: doubling(200, 1000),
 } satisfies Record<string, Backoff>
