@@ -1260,14 +1260,23 @@ export const scenarios: Scenario[] = [
     setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, status: 503, times: 1}),
     sim: {provisioning: 'stuck'},
   },
-  upInterrupted({
-    args: ['run', 'rtx6000b-small', '--max-price', '1.8', '--no-sync', '--json', '--', 'true'],
-    name: 'process: SIGINT while run rents its VM, whose slow DELETE answers 500 after deleting: what it rented goes, nothing bills',
+  {
+    code: 'INTERRUPTED',
+    exit: 130,
+    interrupts: true,
+    name: 'process: SIGINT while run rents its VM, whose slow DELETE answers 500 after deleting: what it rented goes, nothing bills, its tombstone is never deployed',
+    async run(ctx) {
+      const run = ['run', 'rtx6000b-small', '--max-price', '1.8', '--no-sync', '--json', '--', 'true']
+      const result = await ctx.targon(run, {onSpawn: signalWhen(() => vmCalls(ctx).length > 0, 'SIGINT')})
+      // The tombstone showed before the state after the 500 was read: a second DELETE (204) settled it, not a wake.
+      expect(ctx.sim.requests('POST', '/deploy')).toHaveLength(1)
+      expect(ctx.sim.requests('DELETE', /\/workloads\/[^/]+$/).map((request) => request.status)).toEqual([500, 204])
+      return result
+    },
     setup: (ctx) => ctx.sim.inject({method: 'DELETE', path: /\/workloads\/[^/]+$/, statusAfterCommit: 500, times: 1}),
-    sim: {deleteLatencyMs: 1500},
+    sim: {deleteLatencyMs: 1500, tombstoneBounceMs: 0},
     vm: {dpkgLockSeconds: 30},
-    when: (ctx) => vmCalls(ctx).length > 0,
-  }),
+  },
   {
     code: 'INTERRUPTED',
     exit: 130,

@@ -288,6 +288,23 @@ describe('the deletion state machine, against the simulator', () => {
     expect(sim.billing()).toEqual([])
   })
 
+  it('a 500 after the teardown, whose tombstone shows before the state is read, is settled by a second DELETE, never by a wake', async () => {
+    const {results, sim} = await deleteSeeded(
+      (sim) => {
+        running(sim)
+        sim.inject({method: 'DELETE', path: '/workloads/', statusAfterCommit: 500, times: 1})
+      },
+      {},
+      // The record flips to its `error` tombstone at once, before the state after the 500 is read.
+      {tombstoneBounceMs: 0},
+    )
+    expect(results).toMatchObject([{action: 'deleted', billing: false}])
+    // The second DELETE met the tombstone (204, a no-op), which tells it from a crash (500): nothing is deployed.
+    expect(sim.requests('DELETE', '/workloads').map((request) => request.status)).toEqual([500, 204])
+    expect(sim.requests('POST', '/deploy')).toEqual([])
+    expect(sim.billing()).toEqual([])
+  })
+
   it('a DELETE that never takes effect is sent at most four times, then reported as still billing', async () => {
     const clock = fakeClock(Date.now())
     const {results, sim} = await deleteSeeded(

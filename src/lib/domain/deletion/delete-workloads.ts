@@ -128,6 +128,8 @@ class Deletion {
   private sends = 0
   /** The HTTP 500 that refused the last DELETE. */
   private refusal: TargonError | undefined
+  /** An `error` after a refused DELETE of a running VM was sent one more DELETE (refused()). */
+  private probedError = false
 
   constructor(
     private readonly client: TargonClient,
@@ -240,7 +242,7 @@ class Deletion {
       }
 
       case 'refused': {
-        return this.refused()
+        return this.refused(sentFor)
       }
     }
   }
@@ -262,11 +264,22 @@ class Deletion {
     }
   }
 
-  /** HTTP 500: Targon refuses to delete what does not run. The state says which case this is. */
-  private async refused(): Promise<DeleteResult> {
+  /**
+   * HTTP 500 to a DELETE sent for a VM last seen `sentFor`: Targon refuses to delete what does not run. The state says
+   * which case this is.
+   */
+  private async refused(sentFor: ObservedStatus): Promise<DeleteResult> {
     const status = await this.read()
     if (status === undefined) return this.result('failed', true, 'DELETE answered 500 and the API did not tell the state')
     if (status === 'not-found' || status === 'deleted') return this.result('deleted', false)
+    // A VM that ran, refused, and now `error`: the tombstone of that very DELETE (answered 500 after the teardown), or
+    // a crash. Never woken on a guess (a tombstone must not be deployed again): one more DELETE tells them apart, 204
+    // to a tombstone, 500 to a crash, which is then woken.
+    if (status === 'error' && RUNNING.has(sentFor) && !this.probedError) {
+      this.probedError = true
+      return this.deleteOnce(sentFor)
+    }
+
     if (status === 'registered' && this.target.deployUnsettled && !this.options.wakeRegistered) {
       this.say('progress', `${this.label()}: registered, but its deploy was never answered; watching whether it lands`)
       const now = await this.watch(Math.min(this.deadline, this.clock.now() + this.options.reconcileMs / 3), new Set(['registered']))
