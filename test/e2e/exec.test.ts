@@ -8,6 +8,7 @@ import {describe, expect, it} from 'vitest'
 import {errorLines, parseJson} from '../helpers/cli.js'
 import {expectOneRunInOrder, parseEvents} from '../helpers/events.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {unusedPort} from '../helpers/ports.js'
 
 const simulated = useVmFixture({inProcess: true})
 const {configDir, targon} = simulated
@@ -118,7 +119,7 @@ describe('targon ssh with port forwarding', () => {
     expect(options.slice(-7)).toEqual(['-L', '8888:localhost:8888', '-R', '9000:localhost:9000', '-D', '1080', '-N'])
 
     // A real ssh with a forward and a command: the remote exit code still passes through.
-    const port = String(20_000 + Math.floor(Math.random() * 20_000))
+    const port = String(await unusedPort())
     const run = await targon(['ssh', vm.name, '-L', `${port}:localhost:22`, '--', 'exit 4'])
     expect(run.code, run.stderr).toBe(4)
 

@@ -14,6 +14,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 
 import {BIN, baseEnv, parseJson, tempDir} from '../helpers/cli.js'
 import {useVmFixture} from '../helpers/fixture.js'
+import {unusedPort} from '../helpers/ports.js'
 import {cleanSample, idlePast, sampleWhere} from '../helpers/idle-clock.js'
 import {simulatorEnv} from '../helpers/simulator.js'
 
@@ -80,7 +81,7 @@ describe('down --idle', () => {
     // Busy for now: kept for the scenarios below.
     vm(5).setGpuUtil(50)
     // A notebook tunnel: a real ssh -N -L through targon ssh, held open.
-    const port = String(20_000 + Math.floor(Math.random() * 20_000))
+    const port = String(await unusedPort())
     tunnel = spawn(process.execPath, [BIN, 'ssh', role(2).name, '-N', '-L', `${port}:localhost:8188`], {
       env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir})),
       stdio: 'ignore',
@@ -139,7 +140,7 @@ describe('down --idle', () => {
     vm(5).setGpuUtil(0)
     // The dstack server's own tunnel to the shim (a forward to 127.0.0.1:10998, a connection held through it) is no
     // user's activity: told apart by the sampler's one root command, ss.
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const port = await unusedPort()
     const shimTunnel = spawn(process.execPath, [BIN, 'ssh', role(5).name, '-N', '-L', `${port}:127.0.0.1:10998`], {
       env: baseEnv(simulatorEnv(simulated.sim, {TARGON_CONFIG_DIR: configDir})),
       stdio: 'ignore',
