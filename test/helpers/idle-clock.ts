@@ -10,16 +10,21 @@ export interface IdleClock {
   busy: string[]
 }
 
-/** Waits for a sample of the VM's idle sampler taken after now of which `holds` is true, within 30 s. */
-export async function sampleWhere(farm: VmFarm, uid: string, holds: (clock: IdleClock) => boolean): Promise<IdleClock> {
-  const after = Date.now() / 1000
+/** Reads the VM's idle clock every 250 ms until `holds` is true of it, within 30 s; `what` names it in the failure. */
+async function waitForClock(farm: VmFarm, uid: string, what: string, holds: (clock: IdleClock) => boolean): Promise<IdleClock> {
   const deadline = Date.now() + 30_000
   for (;;) {
     const clock = JSON.parse(farm.vm(uid).readFile('/var/lib/targon-fleet/idle.json') || '{}')
-    if (clock.sampled_at > after && Array.isArray(clock.busy) && holds(clock)) return clock
-    if (Date.now() > deadline) throw new Error(`no such sample on ${uid} in 30 s: ${JSON.stringify(clock)}`)
+    if (Array.isArray(clock.busy) && holds(clock)) return clock
+    if (Date.now() > deadline) throw new Error(`${uid}: ${what} in 30 s: ${JSON.stringify(clock)}`)
     await sleep(250)
   }
+}
+
+/** Waits for a sample of the VM's idle sampler taken after now of which `holds` is true, within 30 s. */
+export async function sampleWhere(farm: VmFarm, uid: string, holds: (clock: IdleClock) => boolean): Promise<IdleClock> {
+  const after = Date.now() / 1000
+  return waitForClock(farm, uid, 'no such sample', (clock) => clock.sampled_at > after && holds(clock))
 }
 
 /**
@@ -32,11 +37,10 @@ export async function cleanSample(farm: VmFarm, uid: string): Promise<void> {
 
 /** Waits until the VM's idle clock says idle for longer than `seconds` (after the sessions that just ended). */
 export async function idlePast(farm: VmFarm, uid: string, seconds: number): Promise<void> {
-  const deadline = Date.now() + 30_000
-  for (;;) {
-    const clock = JSON.parse(farm.vm(uid).readFile('/var/lib/targon-fleet/idle.json') || '{}')
-    if (Array.isArray(clock.busy) && clock.busy.length === 0 && clock.sampled_at - clock.last_active_at > seconds) return
-    if (Date.now() > deadline) throw new Error(`${uid} not idle past ${seconds} s in 30 s: ${JSON.stringify(clock)}`)
-    await sleep(250)
-  }
+  await waitForClock(
+    farm,
+    uid,
+    `not idle past ${seconds} s`,
+    (clock) => clock.busy.length === 0 && clock.sampled_at - clock.last_active_at > seconds,
+  )
 }
